@@ -1,0 +1,22 @@
+#!/bin/sh
+# Installs the Debian packages gait needs, only those missing; safe to run
+# again. apt-get update runs only when something must be installed.
+set -eu
+packages="redis-server redis-tools etcd-server etcd-client zookeeper fuse3 iproute2 util-linux python3-numpy python3-scipy"
+missing=""
+for p in $packages; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "install-deps: missing Debian packages:$missing; run as root or install them" >&2
+	exit 1
+fi
+echo "install-deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
+# The packaged servers must not run as system services: gait starts its own.
+for s in redis-server etcd zookeeper; do
+	systemctl disable --now "$s" >/dev/null 2>&1 || service "$s" stop >/dev/null 2>&1 || true
+done
