@@ -23,7 +23,9 @@ every command that analyses reads one.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(
+		newAnalyzeCmd(),
 		newExportCmd(),
+		newLoadCmd(),
 	)
 	return root
 }

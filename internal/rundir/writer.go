@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/gait-dev/gait/internal/stats"
 )
 
 // Writer writes one run directory. It builds the directory under a temporary
@@ -160,40 +160,20 @@ func (w *Writer) timeSeries() []Second {
 	return out
 }
 
-// summarize computes summary.json from the stored latency column, exactly
-// (quantiles by the same definition as gait analyze: numpy's 'linear').
+// summarize computes summary.json from the stored latency column, exactly,
+// with the same definitions as gait analyze (package stats).
 func summarize(dir string, counts [3]int, end time.Duration) (Summary, error) {
 	n := counts[OK] + counts[Error] + counts[Timeout]
-	lat, err := readInt64Column(filepath.Join(dir, samplesDir, latencyColumn), n)
+	run := &Run{Dir: dir, n: n}
+	lat, err := run.Latencies()
 	if err != nil {
 		return Summary{}, err
 	}
+	d := stats.Describe(lat)
 	s := Summary{FormatVersion: FormatVersion, Requests: n, Errors: counts[Error], Timeouts: counts[Timeout],
-		Duration: end.Seconds()}
-	if n == 0 {
-		return s, nil
-	}
-	slices.Sort(lat)
-	var sum float64
-	for _, v := range lat {
-		sum += float64(v)
-	}
-	s.Mean = sum / float64(n) / 1e9
-	s.P50 = linearQuantile(lat, 0.50) / 1e9
-	s.P99 = linearQuantile(lat, 0.99) / 1e9
-	s.Max = float64(lat[n-1]) / 1e9
+		Duration: end.Seconds(), Mean: d.Mean, P50: d.P50, P99: d.P99, Max: d.Max}
 	if s.Duration > 0 {
 		s.Throughput = float64(n) / s.Duration
 	}
 	return s, nil
-}
-
-// linearQuantile is numpy's default quantile on sorted values.
-func linearQuantile(sorted []int64, q float64) float64 {
-	h := q * float64(len(sorted)-1)
-	i := int(h)
-	if i+1 >= len(sorted) {
-		return float64(sorted[len(sorted)-1])
-	}
-	return float64(sorted[i]) + (h-float64(i))*float64(sorted[i+1]-sorted[i])
 }

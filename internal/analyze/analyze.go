@@ -1,0 +1,243 @@
+// Package analyze is gait analyze: how predictable a set of latency
+// distributions is, by the criteria of "Middleware, Fault-Tolerance and the
+// Magical 1%" (seeds/004, §2-4, §7, Appendix A.1). Per configuration it
+// applies C1 (max > 10 x mean) and C2 (the 3σ outliers), the haircut and a
+// distribution-free interval for p99; across configurations, C3 (one-way
+// ANOVA of each factor) and the paper's headline check (p99 within 25 x the
+// mean). It renders the result as a terminal table, JSON or an HTML report.
+package analyze
+
+import (
+	"github.com/gait-dev/gait/internal/latency"
+	"github.com/gait-dev/gait/internal/stats"
+)
+
+// SchemaVersion is the version of the JSON document; it changes whenever a
+// field changes meaning or disappears (docs/analyze.md).
+const SchemaVersion = 1
+
+// Result is the whole analysis. Latencies are in seconds. No number is ever
+// NaN: a value that cannot be computed is null, with a reason beside it.
+type Result struct {
+	SchemaVersion int    `json:"schema_version"`
+	LatencyUnit   string `json:"latency_unit"`
+	// QuantileMethod names the quantile definition of every percentile.
+	QuantileMethod string          `json:"quantile_method"`
+	Configurations []Configuration `json:"configurations"`
+	// Factors is criterion C3, one entry per factor with two or more
+	// levels; SingleLevelFactors names the others.
+	Factors            []FactorEffect `json:"factors"`
+	SingleLevelFactors []string       `json:"single_level_factors"`
+	Headline           Headline       `json:"headline"`
+
+	// sorted holds each configuration's latencies, sorted, for the figures.
+	sorted [][]float64
+}
+
+// Configuration is the per-configuration analysis.
+type Configuration struct {
+	Name    string            `json:"name"`
+	Factors map[string]string `json:"factors"`
+	Source  string            `json:"source"`
+	Note    string            `json:"note,omitempty"`
+	Count   int               `json:"count"`
+	Mean    float64           `json:"mean"`
+	Std     float64           `json:"std"`
+	Min     float64           `json:"min"`
+	P50     float64           `json:"p50"`
+	P90     float64           `json:"p90"`
+	P99     float64           `json:"p99"`
+	P999    float64           `json:"p99_9"`
+	Max     float64           `json:"max"`
+	C1      C1                `json:"c1"`
+	C2      C2                `json:"c2"`
+	Haircut Haircut           `json:"haircut"`
+	// P99OverMean is null when the mean is 0.
+	P99OverMean *float64 `json:"p99_over_mean"`
+	P99CI95     Interval `json:"p99_ci95"`
+	P99CI99     Interval `json:"p99_ci99"`
+}
+
+// C1 is criterion C1: the maximum is more than 10 x the mean.
+type C1 struct {
+	Unpredictable bool     `json:"unpredictable"`
+	MaxOverMean   *float64 `json:"max_over_mean"`
+}
+
+// C2 is criterion C2: samples above mean + 3 standard deviations.
+type C2 struct {
+	Threshold float64 `json:"threshold"`
+	Count     int     `json:"count"`
+	Share     float64 `json:"share"`
+	// LargestOverMean and LargestZ describe the largest outlier; null
+	// when there is none.
+	LargestOverMean *float64 `json:"largest_over_mean"`
+	LargestZ        *float64 `json:"largest_z"`
+}
+
+// Haircut is the distribution without its top 1% of samples.
+type Haircut struct {
+	Removed int     `json:"removed"`
+	Mean    float64 `json:"mean"`
+	Max     float64 `json:"max"`
+}
+
+// Interval is a distribution-free confidence interval for p99; the numbers
+// are null when OK is false, and Reason says why.
+type Interval struct {
+	Confidence float64  `json:"confidence"`
+	OK         bool     `json:"ok"`
+	Lower      *float64 `json:"lower"`
+	Upper      *float64 `json:"upper"`
+	LowerRank  *int     `json:"lower_rank"`
+	UpperRank  *int     `json:"upper_rank"`
+	Coverage   *float64 `json:"coverage"`
+	Reason     string   `json:"reason,omitempty"`
+}
+
+// FactorEffect is criterion C3 for one factor.
+type FactorEffect struct {
+	Factor  string   `json:"factor"`
+	Levels  []string `json:"levels"`
+	Latency ANOVA    `json:"latency"`
+	P99     ANOVA    `json:"p99"`
+	Max     ANOVA    `json:"max"`
+	Verdict string   `json:"verdict"`
+}
+
+// ANOVA is one one-way analysis of variance. Influences is whether the factor
+// is significant at p < 0.01; it and the statistics are null when the test
+// could not be run, and Reason says why.
+type ANOVA struct {
+	OK         bool     `json:"ok"`
+	F          *float64 `json:"f"`
+	DFBetween  *int     `json:"df_between"`
+	DFWithin   *int     `json:"df_within"`
+	P          *float64 `json:"p"`
+	Influences *bool    `json:"influences"`
+	Reason     string   `json:"reason,omitempty"`
+}
+
+// Headline is the paper's summary check: is p99's upper 99% confidence bound
+// within 25 x the mean in every configuration?
+type Headline struct {
+	Limit                   float64  `json:"limit"`
+	WorstP99OverMean        float64  `json:"worst_p99_over_mean"`
+	WorstP99Configuration   string   `json:"worst_p99_configuration"`
+	WorstUpperOverMean      *float64 `json:"worst_upper_over_mean"`
+	WorstUpperConfiguration string   `json:"worst_upper_configuration,omitempty"`
+	Checked                 int      `json:"checked"`
+	Unchecked               []string `json:"unchecked"`
+	Exceeding               []string `json:"exceeding"`
+	Holds                   bool     `json:"holds"`
+	Verdict                 string   `json:"verdict"`
+}
+
+// Run analyzes the configurations. It sorts each configuration's latencies
+// in place and keeps them for the figures; configurations without samples
+// are skipped.
+func Run(configs []latency.Configuration) Result {
+	res := Result{
+		SchemaVersion:  SchemaVersion,
+		LatencyUnit:    "s",
+		QuantileMethod: "linear (numpy default, Hyndman-Fan type 7)",
+		Configurations: []Configuration{},
+		Factors:        []FactorEffect{},
+	}
+	var cmp []stats.Config
+	for _, c := range configs {
+		if len(c.Latencies) == 0 {
+			continue
+		}
+		d := stats.Describe(c.Latencies)
+		res.Configurations = append(res.Configurations, configuration(c, d))
+		res.sorted = append(res.sorted, c.Latencies)
+		cmp = append(cmp, stats.Config{Name: c.Name, Factors: c.Factors, Desc: d})
+	}
+	comparison := stats.Compare(cmp)
+	for _, f := range comparison.Factors {
+		res.Factors = append(res.Factors, FactorEffect{Factor: f.Factor, Levels: f.Levels,
+			Latency: anova(f.Latency), P99: anova(f.P99), Max: anova(f.Max), Verdict: f.Verdict})
+	}
+	res.SingleLevelFactors = nonNil(comparison.SingleLevel)
+	res.Headline = headline(comparison.Headline)
+	return res
+}
+
+func configuration(c latency.Configuration, d stats.Description) Configuration {
+	out := Configuration{
+		Name: c.Name, Factors: c.Factors, Source: c.Source, Note: c.Note,
+		Count: d.Count, Mean: d.Mean, Std: d.Std, Min: d.Min,
+		P50: d.P50, P90: d.P90, P99: d.P99, P999: d.P999, Max: d.Max,
+		C1:          C1{Unpredictable: d.C1, MaxOverMean: overMean(d.MaxOverMean, d.Mean)},
+		C2:          C2{Threshold: d.Outliers.Threshold, Count: d.Outliers.Count, Share: d.Outliers.Share},
+		Haircut:     Haircut{Removed: d.Haircut.Removed, Mean: d.Haircut.Mean, Max: d.Haircut.Max},
+		P99OverMean: overMean(d.P99OverMean, d.Mean),
+		P99CI95:     interval(d.P99CI95),
+		P99CI99:     interval(d.P99CI99),
+	}
+	if out.Factors == nil {
+		out.Factors = map[string]string{}
+	}
+	if d.Outliers.Count > 0 {
+		out.C2.LargestOverMean = overMean(d.Outliers.LargestOverMean, d.Mean)
+		if d.Std > 0 {
+			out.C2.LargestZ = &d.Outliers.LargestZ
+		}
+	}
+	return out
+}
+
+// overMean returns a ratio to the mean, or nil when the mean is 0 (stats
+// reports such ratios as 0, which JSON readers would take literally).
+func overMean(v, mean float64) *float64 {
+	if mean == 0 {
+		return nil
+	}
+	return &v
+}
+
+func interval(iv stats.Interval) Interval {
+	out := Interval{Confidence: iv.Confidence, OK: iv.OK, Reason: iv.Reason}
+	if iv.OK {
+		out.Lower, out.Upper, out.Coverage = &iv.Lower, &iv.Upper, &iv.Coverage
+		out.LowerRank, out.UpperRank = &iv.LowerRank, &iv.UpperRank
+	}
+	return out
+}
+
+func anova(a stats.ANOVA) ANOVA {
+	out := ANOVA{OK: a.OK, Reason: a.Reason}
+	if a.OK {
+		influences := a.P < stats.SignificanceLevel
+		out.F, out.P, out.Influences = &a.F, &a.P, &influences
+		out.DFBetween, out.DFWithin = &a.DFBetween, &a.DFWithin
+	}
+	return out
+}
+
+func headline(h stats.Headline) Headline {
+	out := Headline{
+		Limit:                 stats.HeadlineFactor,
+		WorstP99OverMean:      h.WorstP99OverMean,
+		WorstP99Configuration: h.WorstP99Config,
+		Checked:               h.Checked,
+		Unchecked:             nonNil(h.Unchecked),
+		Exceeding:             nonNil(h.Exceeding),
+		Holds:                 h.Holds,
+		Verdict:               h.Verdict,
+	}
+	if h.Checked > 0 {
+		out.WorstUpperOverMean = &h.WorstUpperOverMean
+		out.WorstUpperConfiguration = h.WorstUpperConfig
+	}
+	return out
+}
+
+// nonNil makes an empty list encode as [] rather than null.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,224 @@
+package analyze
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gait-dev/gait/internal/stats"
+)
+
+// WriteJSON writes the result as indented JSON (docs/analyze.md).
+func (r Result) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	return nil
+}
+
+// WriteText writes the terminal report: one row per configuration, then the
+// criteria in words.
+func (r Result) WriteText(w io.Writer) error {
+	b := bufio.NewWriter(w)
+	writeAligned(b, r.table())
+	b.WriteString("\n")
+	for _, line := range r.summary() {
+		b.WriteString(line + "\n")
+	}
+	return b.Flush()
+}
+
+// writeAligned writes rows as columns two spaces apart, the first (the
+// configuration's name) aligned left and the numbers right.
+func writeAligned(w *bufio.Writer, rows [][]string) {
+	var width []int
+	for _, row := range rows {
+		for i, cell := range row {
+			if i >= len(width) {
+				width = append(width, 0)
+			}
+			width[i] = max(width[i], utf8.RuneCountInString(cell))
+		}
+	}
+	for _, row := range rows {
+		var line strings.Builder
+		for i, cell := range row {
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(cell))
+			switch {
+			case i == 0:
+				line.WriteString(cell + pad)
+			default:
+				line.WriteString("  " + pad + cell)
+			}
+		}
+		w.WriteString(line.String() + "\n")
+	}
+}
+
+// tableHeader names the columns of the per-configuration table.
+var tableHeader = []string{"configuration", "n", "mean", "p50", "p99", "p99.9", "max",
+	"C1", "C2 (3σ)", "haircut max", "p99/mean", "p99 99% CI"}
+
+func (r Result) table() [][]string {
+	rows := [][]string{tableHeader}
+	for _, c := range r.Configurations {
+		rows = append(rows, c.row())
+	}
+	return rows
+}
+
+func (c Configuration) row() []string {
+	c1 := "no"
+	if c.C1.Unpredictable {
+		c1 = "yes"
+	}
+	return []string{
+		c.Name, strconv.Itoa(c.Count), Seconds(c.Mean), Seconds(c.P50), Seconds(c.P99), Seconds(c.P999),
+		Seconds(c.Max), c1, fmt.Sprintf("%d (%s)", c.C2.Count, percent(c.C2.Share)),
+		Seconds(c.Haircut.Max), ratioText(c.P99OverMean), c.P99CI99.text(),
+	}
+}
+
+func (iv Interval) text() string {
+	if !iv.OK {
+		return "n too small"
+	}
+	return "[" + Seconds(*iv.Lower) + ", " + Seconds(*iv.Upper) + "]"
+}
+
+// summary is the cross-configuration part, in words.
+func (r Result) summary() []string {
+	n := len(r.Configurations)
+	var c1, c2 int
+	for _, c := range r.Configurations {
+		if c.C1.Unpredictable {
+			c1++
+		}
+		if c.C2.Count > 0 {
+			c2++
+		}
+	}
+	lines := []string{
+		fmt.Sprintf("C1 (max > %d x mean): %d of %d configurations.", stats.C1Factor, c1, n),
+		fmt.Sprintf("C2 (samples beyond mean + 3σ): present in %d of %d configurations.", c2, n),
+		"C3 (one-way ANOVA per factor, significant when p < 0.01):",
+	}
+	if len(r.Factors) == 0 {
+		lines = append(lines, "  no factor has two or more levels, so there is nothing to compare.")
+	}
+	for _, f := range r.Factors {
+		lines = append(lines, fmt.Sprintf("  %s (levels %s):", f.Factor, strings.Join(f.Levels, ", ")))
+		for _, t := range []struct {
+			what string
+			a    ANOVA
+		}{{"mean", f.Latency}, {"p99", f.P99}, {"max", f.Max}} {
+			lines = append(lines, "    "+t.a.sentence(f.Factor, t.what))
+		}
+	}
+	if len(r.SingleLevelFactors) > 0 {
+		lines = append(lines, "  not tested, one level only: "+strings.Join(r.SingleLevelFactors, ", "))
+	}
+	lines = append(lines, "Headline (p99's upper 99% bound within 25 x mean): "+r.Headline.Verdict+".")
+	for _, n := range r.notes() {
+		lines = append(lines, "Note: "+n+".")
+	}
+	return lines
+}
+
+// notes returns the configurations' reading notes, each once, with the
+// configurations it applies to (all of them from one histogram log share it).
+func (r Result) notes() []string {
+	var order []string
+	names := map[string][]string{}
+	for _, c := range r.Configurations {
+		if c.Note == "" {
+			continue
+		}
+		if _, ok := names[c.Note]; !ok {
+			order = append(order, c.Note)
+		}
+		names[c.Note] = append(names[c.Note], c.Name)
+	}
+	out := make([]string, len(order))
+	for i, n := range order {
+		out[i] = strings.Join(names[n], ", ") + ": " + n
+	}
+	return out
+}
+
+// sentence says one ANOVA's verdict, e.g. "clients influences the mean:
+// F(3, 9996) = 12.5, p = 4.1e-08".
+func (a ANOVA) sentence(factor, what string) string {
+	if !a.OK {
+		return fmt.Sprintf("%s: not tested (%s)", what, a.Reason)
+	}
+	verb := "does not influence"
+	if *a.Influences {
+		verb = "influences"
+	}
+	return fmt.Sprintf("%s %s the %s: F(%d, %d) = %s, p %s",
+		factor, verb, what, *a.DFBetween, *a.DFWithin, sig(*a.F), pValue(*a.P))
+}
+
+// Seconds writes a latency in seconds with three significant digits and the
+// unit that keeps it between 1 and 999: 45.2µs, 1.23ms, 2.5s.
+func Seconds(v float64) string {
+	if v == 0 {
+		return "0"
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	// Round first so 999.96µs becomes 1ms, not "1e+03µs".
+	exp := math.Floor(math.Log10(math.Abs(v)))
+	scale := math.Pow(10, exp-2)
+	v = math.Round(v/scale) * scale
+	for _, u := range []struct {
+		div  float64
+		name string
+	}{{1, "s"}, {1e-3, "ms"}, {1e-6, "µs"}} {
+		if math.Abs(v) >= u.div*(1-1e-9) {
+			return sig(v/u.div) + u.name
+		}
+	}
+	return sig(v/1e-9) + "ns"
+}
+
+// sig writes v with at most three significant digits, without an exponent
+// below 10^6.
+func sig(v float64) string {
+	if v != 0 && (math.Abs(v) >= 1e6 || math.Abs(v) < 1e-3) {
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
+	s := strconv.FormatFloat(v, 'g', 3, 64)
+	if strings.ContainsRune(s, 'e') {
+		s = strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return s
+}
+
+// pValue writes "= 0.041", or "< 1e-300" when the p-value underflows.
+func pValue(p float64) string {
+	if p == 0 {
+		return "< 1e-300"
+	}
+	return "= " + strconv.FormatFloat(p, 'g', 2, 64)
+}
+
+func percent(share float64) string {
+	return sig(100*share) + "%"
+}
+
+func ratioText(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return sig(*v)
+}

@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gait-dev/gait/internal/analyze"
+	"github.com/gait-dev/gait/internal/latency"
+	"github.com/spf13/cobra"
+)
+
+func newAnalyzeCmd() *cobra.Command {
+	var format, html string
+	var opt latency.Options
+	cmd := &cobra.Command{
+		Use:   "analyze PATH... [--format text|json] [--html FILE]",
+		Short: "Tell how predictable latency is: C1, C2, C3 and the magical 1%",
+		Long: `Analyze latency measurements the way "Middleware, Fault-Tolerance and the
+Magical 1%" does, and tell how predictable they are.
+
+PATH is a run directory, a directory of run directories, a CSV file or an
+HdrHistogram interval log; several PATHs are analysed together.
+
+  CSV       a header row, then one row per request. The latency column is the
+            one named latency_ns, latency_us, latency_ms or latency_s (the
+            suffix is the unit), or the one --latency-column names. Every
+            other column is a factor (clients, payload, ...): rows with equal
+            factor values form one configuration.
+  histogram an HdrHistogram interval log (HistogramLogWriter, jHiccup, wrk2
+            forks); each Tag= is a configuration. The log does not record its
+            unit: gait infers ns or µs and says so; --unit overrides.
+  run dir   each run is a configuration; its factors are the run's own plus
+            system, fault, target, slowdown and repetition.
+
+For each configuration: count, mean, std, min, p50, p90, p99, p99.9, max;
+C1 (max > 10 x mean); C2 (samples beyond mean + 3σ: how many, what share,
+the largest relative to the mean); the haircut (mean and max without the
+top 1%); p99/mean; distribution-free 95% and 99% confidence intervals for
+p99. Across configurations: C3, a one-way ANOVA of every factor on the
+latency of each request and on the per-configuration p99 and max, with the
+verdicts in words, and the paper's headline check: does p99's upper 99%
+bound stay within 25 x the mean everywhere?
+
+Latencies in the JSON output are in seconds; docs/analyze.md documents
+every field.`,
+		Example: `  # the bundled redis trace: a table on the terminal and an HTML report
+  gait analyze testdata/traces/redis-loopback.csv --html report.html
+
+  # machine-readable, for scripts
+  gait analyze testdata/traces/redis-loopback.csv --format json > analysis.json
+
+  # every run of a scenario, and a CSV whose latency column is "rtt" in ms
+  gait analyze runs/etcd-leader-nic/ trace.csv --latency-column rtt --unit ms
+
+  # an HdrHistogram log recorded in microseconds
+  gait analyze wrk2.hlog --unit us`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "text" && format != "json" {
+				return fmt.Errorf("analyze: --format %q: want text or json", format)
+			}
+			configs, err := latency.LoadAll(args, opt)
+			if err != nil {
+				return err
+			}
+			res := analyze.Run(configs)
+			if html != "" {
+				title := "gait analyze " + strings.Join(args, " ")
+				err := writeOutput(html, nil, func(w io.Writer) error { return res.WriteHTML(w, title) })
+				if err != nil {
+					return err
+				}
+			}
+			if format == "json" {
+				return res.WriteJSON(cmd.OutOrStdout())
+			}
+			return res.WriteText(cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "text", "output format on standard output: text or json")
+	cmd.Flags().StringVar(&html, "html", "", "also write a self-contained HTML report with figures to `FILE`")
+	cmd.Flags().StringVar(&opt.LatencyColumn, "latency-column", "", "CSV column that holds the latency (`NAME`)")
+	cmd.Flags().StringVar(&opt.Unit, "unit", "", "unit of the latency values: ns, us, ms or s (`UNIT`)")
+	return cmd
+}

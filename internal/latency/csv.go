@@ -1,0 +1,397 @@
+package latency
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"unsafe"
+)
+
+// latencyColumns are the column names recognised without --latency-column,
+// each carrying its unit as a suffix.
+var latencyColumns = []string{"latency_ns", "latency_us", "latency_ms", "latency_s"}
+
+// csvReader reads a CSV file one line at a time. Rows whose fields are not
+// quoted (nearly all rows of a latency trace) are split in place with
+// bytes.IndexByte, without allocating; rows with a '"' take a quote-aware
+// path. Rows are grouped by the raw bytes of their factor fields, so a
+// configuration's factor values are decoded once, when it first appears.
+type csvReader struct {
+	path    string
+	r       *bufio.Reader
+	line    int
+	long    []byte // holds a line longer than the read buffer
+	header  []string
+	latCol  int
+	perSec  float64
+	groups  []*csvGroup
+	index   map[string]*csvGroup
+	key     []byte // scratch for a row's factor bytes
+	lastKey []byte
+	last    *csvGroup
+}
+
+type csvGroup struct {
+	values    []string // factor values, in header order without the latency column
+	latencies []float64
+}
+
+func loadCSV(path string, r *bufio.Reader, opt Options) ([]Configuration, error) {
+	c := &csvReader{path: path, r: r, index: map[string]*csvGroup{}}
+	if err := c.readHeader(opt); err != nil {
+		return nil, err
+	}
+	for {
+		line, err := c.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		if len(line) == 0 {
+			continue
+		}
+		if err := c.row(line); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, c.line, err)
+		}
+	}
+	if len(c.groups) == 0 {
+		return nil, fmt.Errorf("%s: no data rows after the header", path)
+	}
+	return c.configurations(), nil
+}
+
+// next returns the next line without its line ending; the slice is valid
+// until the following call.
+func (c *csvReader) next() ([]byte, error) {
+	line, err := c.r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		c.long = append(c.long[:0], line...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			line, err = c.r.ReadSlice('\n')
+			c.long = append(c.long, line...)
+		}
+		line = c.long
+	}
+	if err == io.EOF && len(line) > 0 {
+		err = nil // a last line without a newline
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.line++
+	line = bytes.TrimSuffix(line, []byte{'\n'})
+	return bytes.TrimSuffix(line, []byte{'\r'}), nil
+}
+
+func (c *csvReader) readHeader(opt Options) error {
+	var line []byte
+	for len(line) == 0 {
+		var err error
+		if line, err = c.next(); err != nil {
+			return fmt.Errorf("%s: no header row", c.path)
+		}
+		if c.line == 1 {
+			line = bytes.TrimPrefix(line, utf8BOM)
+		}
+	}
+	fields, err := splitQuoted(line)
+	if err != nil {
+		return fmt.Errorf("%s:%d: header: %w", c.path, c.line, err)
+	}
+	seen := map[string]bool{}
+	for i, f := range fields {
+		name := strings.TrimSpace(string(f))
+		if name == "" {
+			return fmt.Errorf("%s:%d: header: column %d has no name", c.path, c.line, i+1)
+		}
+		if seen[name] {
+			return fmt.Errorf("%s:%d: header: column %q appears twice", c.path, c.line, name)
+		}
+		seen[name] = true
+		c.header = append(c.header, name)
+	}
+	if c.latCol, c.perSec, err = latencyColumn(c.header, opt); err != nil {
+		return fmt.Errorf("%s:%d: %w", c.path, c.line, err)
+	}
+	return nil
+}
+
+// latencyColumn picks the latency column and its unit (as units per second).
+func latencyColumn(header []string, opt Options) (int, float64, error) {
+	col := -1
+	if opt.LatencyColumn != "" {
+		for i, h := range header {
+			if h == opt.LatencyColumn {
+				col = i
+			}
+		}
+		if col < 0 {
+			return 0, 0, fmt.Errorf("no column %q (columns: %s)", opt.LatencyColumn, strings.Join(header, ", "))
+		}
+	} else {
+		var found []string
+		for i, h := range header {
+			if isLatencyName(h) || (opt.Unit != "" && h == "latency") {
+				col = i
+				found = append(found, h)
+			}
+		}
+		switch {
+		case len(found) == 0:
+			return 0, 0, fmt.Errorf("no latency column: name it latency_ns, latency_us, latency_ms or latency_s, "+
+				"or choose one with --latency-column (columns: %s)", strings.Join(header, ", "))
+		case len(found) > 1:
+			return 0, 0, fmt.Errorf("several latency columns (%s): choose one with --latency-column",
+				strings.Join(found, ", "))
+		}
+	}
+	name := header[col]
+	suffix := ""
+	if i := strings.LastIndexByte(name, '_'); i >= 0 {
+		if _, ok := units[name[i+1:]]; ok {
+			suffix = name[i+1:]
+		}
+	}
+	unit := opt.Unit
+	switch {
+	case unit == "" && suffix == "":
+		return 0, 0, fmt.Errorf("column %s: its name gives no unit: give one with --unit", name)
+	case unit == "":
+		unit = suffix
+	case suffix != "" && units[suffix] != units[unit]:
+		return 0, 0, fmt.Errorf("column %s holds %s but --unit says %s", name, suffix, unit)
+	}
+	perSec, err := perSecond(unit)
+	return col, perSec, err
+}
+
+func isLatencyName(h string) bool {
+	for _, n := range latencyColumns {
+		if h == n {
+			return true
+		}
+	}
+	return false
+}
+
+// row adds one data row.
+func (c *csvReader) row(line []byte) error {
+	if bytes.IndexByte(line, '"') >= 0 {
+		return c.quotedRow(line)
+	}
+	// Find the latency field and check the field count in one scan.
+	latStart, latEnd := -1, -1
+	n, start := 0, 0
+	for {
+		i := bytes.IndexByte(line[start:], ',')
+		end := len(line)
+		if i >= 0 {
+			end = start + i
+		}
+		if n == c.latCol {
+			latStart, latEnd = start, end
+		}
+		n++
+		if i < 0 {
+			break
+		}
+		start = end + 1
+	}
+	if n != len(c.header) {
+		return fmt.Errorf("%d fields, the header has %d", n, len(c.header))
+	}
+	v, err := c.latency(line[latStart:latEnd])
+	if err != nil {
+		return err
+	}
+	// The factor bytes are the line without the latency field (its commas
+	// stay, so "1,23" and "12,3" differ).
+	var key []byte
+	switch {
+	case latStart == 0:
+		key = line[latEnd:]
+	case latEnd == len(line):
+		key = line[:latStart]
+	default:
+		c.key = append(append(c.key[:0], line[:latStart]...), line[latEnd:]...)
+		key = c.key
+	}
+	g := c.last
+	if g == nil || !bytes.Equal(key, c.lastKey) {
+		g = c.index[string(key)]
+		if g == nil {
+			g = c.newGroup(key, splitPlain(line))
+		}
+		c.last, c.lastKey = g, append(c.lastKey[:0], key...)
+	}
+	g.latencies = append(g.latencies, v)
+	return nil
+}
+
+// quotedRow adds a row that contains quotes, splitting it as RFC 4180 says.
+func (c *csvReader) quotedRow(line []byte) error {
+	fields, err := splitQuoted(line)
+	if err != nil {
+		return err
+	}
+	if len(fields) != len(c.header) {
+		return fmt.Errorf("%d fields, the header has %d", len(fields), len(c.header))
+	}
+	v, err := c.latency(fields[c.latCol])
+	if err != nil {
+		return err
+	}
+	// A NUL prefix keeps these keys apart from raw keys; configurations
+	// whose values agree are joined in configurations().
+	key := []byte{0}
+	for i, f := range fields {
+		if i != c.latCol {
+			key = append(append(key, f...), 0)
+		}
+	}
+	g := c.index[string(key)]
+	if g == nil {
+		g = c.newGroup(key, fields)
+	}
+	c.last = nil
+	g.latencies = append(g.latencies, v)
+	return nil
+}
+
+func (c *csvReader) newGroup(key []byte, fields [][]byte) *csvGroup {
+	g := &csvGroup{}
+	for i, f := range fields {
+		if i != c.latCol {
+			g.values = append(g.values, strings.TrimSpace(string(f)))
+		}
+	}
+	c.index[string(key)] = g
+	c.groups = append(c.groups, g)
+	return g
+}
+
+// latency parses one latency field into seconds.
+func (c *csvReader) latency(field []byte) (float64, error) {
+	field = bytes.TrimSpace(field)
+	v, ok := parseUint(field)
+	if !ok {
+		var err error
+		v, err = strconv.ParseFloat(unsafe.String(unsafe.SliceData(field), len(field)), 64)
+		switch {
+		case err != nil && !errors.Is(err, strconv.ErrRange):
+			return 0, fmt.Errorf("column %s: %q is not a number", c.header[c.latCol], field)
+		case err != nil || math.IsInf(v, 0) || math.IsNaN(v):
+			return 0, fmt.Errorf("column %s: %q is not a finite number", c.header[c.latCol], field)
+		case v < 0:
+			return 0, fmt.Errorf("column %s: negative latency %q", c.header[c.latCol], field)
+		}
+	}
+	return v / c.perSec, nil
+}
+
+// parseUint parses a plain decimal integer of up to 15 digits, exactly
+// representable as a float64, so the result equals strconv.ParseFloat's.
+// Latency traces are mostly integers, and this is several times faster.
+func parseUint(b []byte) (float64, bool) {
+	if len(b) == 0 || len(b) > 15 {
+		return 0, false
+	}
+	var n uint64
+	for _, ch := range b {
+		d := ch - '0'
+		if d > 9 {
+			return 0, false
+		}
+		n = n*10 + uint64(d)
+	}
+	return float64(n), true
+}
+
+// splitPlain splits a line without quotes at its commas.
+func splitPlain(line []byte) [][]byte {
+	return bytes.Split(line, []byte{','})
+}
+
+// splitQuoted splits one CSV line as RFC 4180 says: a field may be enclosed
+// in double quotes, inside which commas are literal and "" stands for ".
+// A quoted field cannot continue onto the next line: gait reads one row per
+// line, and says so rather than misreading the file.
+func splitQuoted(line []byte) ([][]byte, error) {
+	var fields [][]byte
+	for {
+		if len(line) > 0 && line[0] == '"' {
+			var field []byte
+			i := 1
+			for {
+				j := bytes.IndexByte(line[i:], '"')
+				if j < 0 {
+					return nil, fmt.Errorf("quoted field %d does not end on this line (gait reads one row per line)", len(fields)+1)
+				}
+				field = append(field, line[i:i+j]...)
+				i += j + 1
+				if i < len(line) && line[i] == '"' {
+					field = append(field, '"')
+					i++
+					continue
+				}
+				break
+			}
+			if i < len(line) && line[i] != ',' {
+				return nil, fmt.Errorf("field %d: text after the closing quote", len(fields)+1)
+			}
+			fields = append(fields, field)
+			if i >= len(line) {
+				return fields, nil
+			}
+			line = line[i+1:]
+			continue
+		}
+		i := bytes.IndexByte(line, ',')
+		if i < 0 {
+			if bytes.IndexByte(line, '"') >= 0 {
+				return nil, fmt.Errorf("field %d: a quote inside an unquoted field", len(fields)+1)
+			}
+			return append(fields, line), nil
+		}
+		if bytes.IndexByte(line[:i], '"') >= 0 {
+			return nil, fmt.Errorf("field %d: a quote inside an unquoted field", len(fields)+1)
+		}
+		fields = append(fields, line[:i])
+		line = line[i+1:]
+	}
+}
+
+// configurations joins groups whose factor values agree (a quoted and an
+// unquoted spelling of the same row) and names them in header order.
+func (c *csvReader) configurations() []Configuration {
+	var names []string
+	for i, h := range c.header {
+		if i != c.latCol {
+			names = append(names, h)
+		}
+	}
+	var out []Configuration
+	byValues := map[string]int{}
+	for _, g := range c.groups {
+		k := strings.Join(g.values, "\x00")
+		if i, ok := byValues[k]; ok {
+			out[i].Latencies = append(out[i].Latencies, g.latencies...)
+			continue
+		}
+		factors := make(map[string]string, len(names))
+		for i, n := range names {
+			factors[n] = g.values[i]
+		}
+		byValues[k] = len(out)
+		out = append(out, Configuration{Name: nameOf(factors, names, c.path), Factors: factors,
+			Latencies: g.latencies, Source: c.path})
+	}
+	return out
+}

@@ -1,0 +1,366 @@
+package latency
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/gait-dev/gait/internal/rundir"
+)
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func byName(cs []Configuration) map[string]Configuration {
+	m := map[string]Configuration{}
+	for _, c := range cs {
+		m[c.Name] = c
+	}
+	return m
+}
+
+func TestCSVGroupsRowsByFactors(t *testing.T) {
+	path := writeFile(t, "trace.csv", "clients,latency_us,op\n"+
+		"8,100,get\n"+
+		"8,300,get\n"+
+		"16,250,get\n"+
+		"8,200.5,set\n"+
+		"8,400,get\n")
+	cs, err := Load(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 3 {
+		t.Fatalf("got %d configurations, want 3: %+v", len(cs), cs)
+	}
+	// First appearance order, names in header order.
+	names := []string{cs[0].Name, cs[1].Name, cs[2].Name}
+	want := []string{"clients=8 op=get", "clients=16 op=get", "clients=8 op=set"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("names %q, want %q", names, want)
+	}
+	if got := cs[0].Latencies; !slices.Equal(got, []float64{100 / 1e6, 300 / 1e6, 400 / 1e6}) {
+		t.Errorf("latencies of %s: %v", cs[0].Name, got)
+	}
+	if cs[2].Latencies[0] != 200.5/1e6 {
+		t.Errorf("fractional latency: %v", cs[2].Latencies)
+	}
+	if cs[1].Factors["clients"] != "16" || cs[1].Factors["op"] != "get" || len(cs[1].Factors) != 2 {
+		t.Errorf("factors: %v", cs[1].Factors)
+	}
+	if cs[0].Source != path {
+		t.Errorf("source %q", cs[0].Source)
+	}
+}
+
+func TestCSVUnitsAndColumns(t *testing.T) {
+	cases := []struct {
+		name, content string
+		opt           Options
+		want          float64
+	}{
+		{"ns", "latency_ns\n1500\n", Options{}, 1500 / 1e9},
+		{"ms", "latency_ms\n2.5\n", Options{}, 2.5 / 1e3},
+		{"s", "latency_s\n0.25\n", Options{}, 0.25},
+		{"chosen column with suffix", "rtt_ms,x\n3,a\n", Options{LatencyColumn: "rtt_ms"}, 3 / 1e3},
+		{"chosen column and unit", "rtt,x\n3,a\n", Options{LatencyColumn: "rtt", Unit: "us"}, 3 / 1e6},
+		{"plain latency with unit", "latency,x\n7,a\n", Options{Unit: "µs"}, 7 / 1e6},
+		{"agreeing unit", "latency_us\n7\n", Options{Unit: "us"}, 7 / 1e6},
+		{"CRLF, BOM and spaces", "\ufeffa, latency_us\r\n x , 12 \r\n", Options{}, 12 / 1e6},
+		{"exponent", "latency_s\n1e-3\n", Options{}, 1e-3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cs, err := Load(writeFile(t, "t.csv", tc.content), tc.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cs) != 1 || len(cs[0].Latencies) != 1 || cs[0].Latencies[0] != tc.want {
+				t.Fatalf("got %+v, want one latency %g", cs, tc.want)
+			}
+		})
+	}
+}
+
+func TestCSVQuotedFields(t *testing.T) {
+	path := writeFile(t, "q.csv", "op,\"latency_us\",note\n"+
+		"get,10,\"a, b\"\n"+
+		"\"get\",\"20\",\"a, b\"\n"+
+		"get,30,\"say \"\"hi\"\"\"\n")
+	cs, err := Load(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := byName(cs)
+	if len(cs) != 2 {
+		t.Fatalf("got %d configurations: %+v", len(cs), cs)
+	}
+	if c := m["op=get note=a, b"]; len(c.Latencies) != 2 {
+		t.Errorf("quoted and unquoted spellings not joined: %+v", cs)
+	}
+	if c := m[`op=get note=say "hi"`]; len(c.Latencies) != 1 || c.Latencies[0] != 30/1e6 {
+		t.Errorf("escaped quotes: %+v", cs)
+	}
+}
+
+func TestCSVWithoutFactorsIsOneConfiguration(t *testing.T) {
+	path := writeFile(t, "solo.csv", "latency_ms\n1\n2\n\n3\n")
+	cs, err := Load(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].Name != "solo.csv" || len(cs[0].Latencies) != 3 || len(cs[0].Factors) != 0 {
+		t.Fatalf("got %+v", cs)
+	}
+}
+
+func TestCSVLongLine(t *testing.T) {
+	long := strings.Repeat("x", 3<<20) // longer than the read buffer
+	path := writeFile(t, "long.csv", "tag,latency_us\n"+long+",5\nb,6")
+	cs, err := Load(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 2 || cs[0].Factors["tag"] != long || cs[1].Latencies[0] != 6/1e6 {
+		t.Fatalf("got %d configurations", len(cs))
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	cases := []struct {
+		name, content string
+		opt           Options
+		want          string // the error after "<path>"
+	}{
+		{"empty file", "", Options{}, ": file is empty"},
+		{"blank file", "\n\n  \n", Options{}, ": file is empty"},
+		{"header only", "a,latency_us\n", Options{}, ": no data rows after the header"},
+		{"not a number", "a,latency_us\nx,1\nx,abc\n", Options{}, `:3: column latency_us: "abc" is not a number`},
+		{"empty latency", "a,latency_us\nx,\n", Options{}, `:2: column latency_us: "" is not a number`},
+		{"negative", "latency_ms\n1\n-2\n", Options{}, `:3: column latency_ms: negative latency "-2"`},
+		{"not finite", "latency_ms\nNaN\n", Options{}, `:2: column latency_ms: "NaN" is not a finite number`},
+		{"overflow", "latency_ms\n1e999\n", Options{}, `:2: column latency_ms: "1e999" is not a finite number`},
+		{"ragged short", "a,b,latency_us\n1,2,3\n1,2\n", Options{}, ":3: 2 fields, the header has 3"},
+		{"ragged long", "a,latency_us\n1,2,3\n", Options{}, ":2: 3 fields, the header has 2"},
+		{"ragged quoted", "a,latency_us\n\"1\",2,3\n", Options{}, ":2: 3 fields, the header has 2"},
+		{"unterminated quote", "a,latency_us\n\"1,2\n", Options{}, ":2: quoted field 1 does not end on this line"},
+		{"stray quote", "a,latency_us\nx\"y,2\n", Options{}, ":2: field 1: a quote inside an unquoted field"},
+		{"no latency column", "a,b\n1,2\n", Options{}, ":1: no latency column"},
+		{"two latency columns", "latency_us,latency_ms\n1,2\n", Options{}, ":1: several latency columns (latency_us, latency_ms)"},
+		{"missing chosen column", "a,b\n1,2\n", Options{LatencyColumn: "rtt", Unit: "ms"}, `:1: no column "rtt" (columns: a, b)`},
+		{"chosen column without unit", "rtt,b\n1,2\n", Options{LatencyColumn: "rtt"}, ":1: column rtt: its name gives no unit"},
+		{"conflicting unit", "latency_us\n1\n", Options{Unit: "ms"}, ":1: column latency_us holds us but --unit says ms"},
+		{"duplicate column", "a,a,latency_us\n1,2,3\n", Options{}, `:1: header: column "a" appears twice`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, "trace.csv", tc.content)
+			_, err := Load(path, tc.opt)
+			if err == nil {
+				t.Fatalf("no error")
+			}
+			if !strings.HasPrefix(err.Error(), path+tc.want) {
+				t.Fatalf("error %q, want prefix %q", err, path+tc.want)
+			}
+		})
+	}
+}
+
+func TestUnknownUnitAndMissingFile(t *testing.T) {
+	path := writeFile(t, "t.csv", "latency\n1\n")
+	_, err := Load(path, Options{Unit: "min"})
+	if err == nil || err.Error() != `--unit: unknown unit "min" (want ns, us, ms or s)` {
+		t.Errorf("unknown unit: %v", err)
+	}
+	missing := filepath.Join(t.TempDir(), "nope.csv")
+	_, err = Load(missing, Options{})
+	if err == nil || err.Error() != missing+": no such file or directory" {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+// writeHistogramLog writes an interval log the way HdrHistogram's Go
+// HistogramLogWriter does, one interval per histogram.
+func writeHistogramLog(t *testing.T, hists ...*hdrhistogram.Histogram) string {
+	t.Helper()
+	var b strings.Builder
+	w := hdrhistogram.NewHistogramLogWriter(&b)
+	w.OutputLogFormatVersion()
+	w.OutputStartTime(1700000000000)
+	w.OutputLegend()
+	for _, h := range hists {
+		if err := w.OutputIntervalHistogram(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return writeFile(t, "run.hlog", b.String())
+}
+
+func histogram(tag string, start int64, values ...int64) *hdrhistogram.Histogram {
+	h := hdrhistogram.New(1, int64(time.Hour), 3)
+	for _, v := range values {
+		h.RecordValue(v)
+	}
+	h.SetTag(tag)
+	h.SetStartTimeMs(start)
+	h.SetEndTimeMs(start + 1000)
+	return h
+}
+
+func TestHistogramLogMergesIntervalsPerTag(t *testing.T) {
+	// Values below 2048 are recorded exactly at 3 significant digits.
+	path := writeHistogramLog(t,
+		histogram("get", 0, 100, 200, 200),
+		histogram("set", 0, 1000),
+		histogram("get", 1000, 300))
+	cs, err := Load(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 2 || cs[0].Name != "tag=get" || cs[1].Name != "tag=set" {
+		t.Fatalf("got %+v", cs)
+	}
+	// The Go writer scales Interval_Max by 10^6, so the values are ns.
+	if want := []float64{100 / 1e9, 200 / 1e9, 200 / 1e9, 300 / 1e9}; !slices.Equal(cs[0].Latencies, want) {
+		t.Errorf("get latencies %v, want %v", cs[0].Latencies, want)
+	}
+	if !strings.Contains(cs[0].Note, "nanoseconds") {
+		t.Errorf("note %q", cs[0].Note)
+	}
+	// --unit overrides the inference.
+	cs, err = Load(path, Options{Unit: "us"})
+	if err != nil || cs[1].Latencies[0] != 1000/1e6 || cs[1].Note != "" {
+		t.Fatalf("with --unit us: %+v %v", cs, err)
+	}
+}
+
+func TestHistogramLogBucketMidpoints(t *testing.T) {
+	// 123456 lies in a bucket of width 64 at 3 significant digits.
+	path := writeHistogramLog(t, histogram("", 0, 123456))
+	cs, err := Load(path, Options{Unit: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].Name != "run.hlog" {
+		t.Fatalf("untagged log: %+v", cs)
+	}
+	got := cs[0].Latencies[0] * 1e9
+	if d := got - 123456; d < -64 || d > 64 {
+		t.Errorf("value %v not within its bucket of 123456", got)
+	}
+}
+
+func TestHistogramLogUnscaledMaxMeansMicroseconds(t *testing.T) {
+	h := histogram("", 0, 250)
+	enc, err := h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// HdrHistogram_c's format: max unscaled, end timestamp in the 2nd field.
+	path := writeFile(t, "c.hlog", "#[Histogram log format version 1.3]\n"+
+		`"StartTimestamp","EndTimestamp","Interval_Max","Interval_Compressed_Histogram"`+"\n"+
+		"0.000,1.000,250.0,"+string(enc)+"\n")
+	cs, err := Load(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs[0].Latencies[0] != 250/1e6 || !strings.Contains(cs[0].Note, "microseconds") {
+		t.Fatalf("got %v, note %q", cs[0].Latencies, cs[0].Note)
+	}
+}
+
+func TestCorruptHistogramLog(t *testing.T) {
+	cases := []struct{ name, line, want string }{
+		{"bad payload", "0.0,1.0,2.0,HISTFAAAAnotbase64!!", ":3: corrupt histogram: "},
+		{"truncated payload", "0.0,1.0,2.0,HISTFAAAAEV42pNpmSz", ":3: corrupt histogram: "},
+		{"too few fields", "Tag=a,0.0,1.0", ":3: 2 fields, an interval has 4"},
+		{"bad number", "0.0,x,2.0,HISTFAAAAEV42pNpmSz", `:3: interval length "x" is not a non-negative number`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, "bad.hlog", "#[StartTime: 1.0 (seconds since epoch)]\n"+
+				`"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"`+"\n"+tc.line+"\n")
+			_, err := Load(path, Options{})
+			if err == nil || !strings.HasPrefix(err.Error(), path+tc.want) {
+				t.Fatalf("error %v, want prefix %q", err, path+tc.want)
+			}
+		})
+	}
+	path := writeFile(t, "nothing.hlog", "#[StartTime: 1.0 (seconds since epoch)]\n")
+	if _, err := Load(path, Options{}); err == nil || !strings.HasSuffix(err.Error(), "but it has no interval lines") {
+		t.Errorf("log without intervals: %v", err)
+	}
+	path = writeHistogramLog(t, histogram("a", 0))
+	if _, err := Load(path, Options{}); err == nil || err.Error() != path+": the histogram log holds no samples" {
+		t.Errorf("log of empty intervals: %v", err)
+	}
+}
+
+func writeRun(t *testing.T, dir string, cfg rundir.Config, latencies ...time.Duration) {
+	t.Helper()
+	w, err := rundir.Create(dir, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range latencies {
+		w.Add(rundir.Sample{Start: time.Duration(i) * time.Millisecond, Latency: l})
+	}
+	if err := w.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunDirectories(t *testing.T) {
+	root := t.TempDir()
+	writeRun(t, filepath.Join(root, "base"), rundir.Config{System: "etcd", Factor: 1,
+		Factors: map[string]string{"clients": "8"}}, time.Millisecond, 3*time.Millisecond)
+	writeRun(t, filepath.Join(root, "nic"), rundir.Config{System: "etcd", Fault: "nic", Target: "leader",
+		Factor: 100, Repetition: 2, Factors: map[string]string{"clients": "8"}}, 5*time.Millisecond)
+	os.WriteFile(filepath.Join(root, "notes.txt"), []byte("x"), 0o644)
+
+	one, err := Load(filepath.Join(root, "base"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(one) != 1 || one[0].Name != "clients=8 system=etcd" || !slices.Equal(one[0].Latencies, []float64{0.001, 0.003}) {
+		t.Fatalf("one run: %+v", one)
+	}
+	all, err := Load(root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 2 || all[1].Name != "clients=8 fault=nic repetition=2 slowdown=100 system=etcd target=leader" {
+		t.Fatalf("directory of runs: %+v", all)
+	}
+	empty := t.TempDir()
+	if _, err := Load(empty, Options{}); err == nil || !strings.Contains(err.Error(), "neither a run directory") {
+		t.Errorf("empty directory: %v", err)
+	}
+}
+
+func TestLoadAllDisambiguatesSources(t *testing.T) {
+	a := writeFile(t, "a.csv", "clients,latency_us\n8,1\n")
+	b := writeFile(t, "b.csv", "clients,latency_us\n8,2\n16,3\n")
+	cs, err := LoadAll([]string{a, b}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 3 || cs[0].Name != "clients=8 source="+a || cs[2].Factors["source"] != b {
+		t.Fatalf("got %+v", cs)
+	}
+	c := writeFile(t, "c.csv", "payload,latency_us\n8,1\n")
+	cs, err = LoadAll([]string{a, c}, Options{})
+	if err != nil || cs[0].Name != "clients=8" || cs[1].Name != "payload=8" {
+		t.Fatalf("distinct names changed: %+v %v", cs, err)
+	}
+}

@@ -1,0 +1,79 @@
+package latency
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/gait-dev/gait/internal/rundir"
+)
+
+// loadDir reads a run directory, or a directory whose subdirectories are run
+// directories (a scenario's output), each run one configuration.
+func loadDir(path string) ([]Configuration, error) {
+	if rundir.IsRunDir(path) {
+		c, err := loadRun(path)
+		if err != nil {
+			return nil, err
+		}
+		return []Configuration{c}, nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var out []Configuration
+	for _, e := range entries {
+		sub := filepath.Join(path, e.Name())
+		if !e.IsDir() || !rundir.IsRunDir(sub) {
+			continue
+		}
+		c, err := loadRun(sub)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: a directory, but neither a run directory (no run.json) nor one holding run directories", path)
+	}
+	return out, nil
+}
+
+// loadRun reads one run directory as a configuration. Its factors are the
+// run's own (clients, value size, ...) plus what the run varied: the system,
+// the fault, its target and slowdown, and the repetition.
+func loadRun(dir string) (Configuration, error) {
+	run, err := rundir.Open(dir)
+	if err != nil {
+		return Configuration{}, err
+	}
+	if run.Len() == 0 {
+		return Configuration{}, fmt.Errorf("%s: the run has no samples", dir)
+	}
+	lat, err := run.Latencies()
+	if err != nil {
+		return Configuration{}, err
+	}
+	cfg := run.Config
+	factors := make(map[string]string, len(cfg.Factors)+5)
+	for k, v := range cfg.Factors {
+		factors[k] = v
+	}
+	set := func(k, v string) {
+		if _, taken := factors[k]; !taken && v != "" {
+			factors[k] = v
+		}
+	}
+	set("system", cfg.System)
+	if cfg.Fault != "" {
+		set("fault", cfg.Fault)
+		set("target", cfg.Target)
+		set("slowdown", strconv.FormatFloat(cfg.Factor, 'g', -1, 64))
+	}
+	if cfg.Repetition != 0 {
+		set("repetition", strconv.Itoa(cfg.Repetition))
+	}
+	return Configuration{Name: nameOf(factors, nil, dir), Factors: factors, Latencies: lat, Source: dir}, nil
+}
