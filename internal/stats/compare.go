@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -230,20 +231,33 @@ func factorLevels(configs []Config, factor string) []string {
 	levels := slices.Sorted(maps.Keys(seen))
 	nums := make(map[string]float64, len(levels))
 	for _, l := range levels {
-		v, err := strconv.ParseFloat(l, 64)
-		if err != nil {
+		v, ok := levelQuantity(l)
+		if !ok {
 			return levels
 		}
 		nums[l] = v
 	}
-	slices.SortStableFunc(levels, func(a, b string) int {
-		switch {
-		case nums[a] < nums[b]:
-			return -1
-		case nums[a] > nums[b]:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(levels, func(a, b string) int { return cmp.Compare(nums[a], nums[b]) })
 	return levels
+}
+
+// unitScale orders levels written with a unit, like 64B < 1KiB < 16KiB or
+// 500us < 2ms, the way users write sizes and durations in factors.
+var unitScale = map[string]float64{
+	"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30,
+	"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "%": 1,
+}
+
+// levelQuantity reads a level as a number with an optional unit.
+func levelQuantity(level string) (float64, bool) {
+	i := strings.IndexFunc(level, func(r rune) bool { return !strings.ContainsRune("0123456789.+-eE", r) })
+	if i < 0 {
+		i = len(level)
+	}
+	v, err := strconv.ParseFloat(level[:i], 64)
+	scale, known := unitScale[strings.TrimSpace(level[i:])]
+	if err != nil || !known {
+		return 0, false
+	}
+	return v * scale, true
 }

@@ -335,3 +335,19 @@ func TestFactorLevelsOrder(t *testing.T) {
 		t.Errorf("mixed levels = %v", got)
 	}
 }
+
+func TestFactorLevelsOrderQuantitiesWithUnits(t *testing.T) {
+	var configs []Config
+	for _, v := range []string{"16KiB", "64B", "1KiB"} {
+		configs = append(configs, Config{Factors: map[string]string{"size": v}})
+	}
+	got := factorLevels(configs, "size")
+	want := []string{"64B", "1KiB", "16KiB"}
+	if !slices.Equal(got, want) {
+		t.Errorf("levels %v, want %v", got, want)
+	}
+	configs = append(configs, Config{Factors: map[string]string{"size": "large"}})
+	if got := factorLevels(configs, "size"); got[0] != "16KiB" {
+		t.Errorf("mixed levels should fall back to text order, got %v", got)
+	}
+}

@@ -1,0 +1,345 @@
+// Package load is gait's workload engine. It drives a system through a small
+// Client interface, either closed loop (N clients issuing back to back) or
+// open loop (arrivals at a fixed or Poisson rate), and records every request
+// into a run directory. In open loop a request's latency is measured from its
+// intended start, fixed by the arrival schedule before it is issued, so a
+// stall of the system shows as the growing latency of every request that had
+// to wait for it instead of hiding behind fewer requests (coordinated omission).
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gait-dev/gait/internal/rundir"
+)
+
+// Op is one request. Kind indexes the system's operation names (the run's
+// rundir.Config.Ops).
+type Op struct {
+	Kind  uint8
+	Key   string
+	Value []byte // shared by all requests: a client must not modify it
+}
+
+// Client issues one request at a time; the engine times it. A client is used
+// by one goroutine only.
+type Client interface {
+	Do(ctx context.Context, op Op) error
+	Close() error
+}
+
+// Dialer opens the client of worker number worker (from 0) and says which host
+// it talks to, as an index into the run's hosts.
+type Dialer func(worker int) (c Client, host uint8, err error)
+
+// Recorder receives the measurements. *rundir.Writer is one. The engine calls
+// it from a single goroutine.
+type Recorder interface {
+	Add(rundir.Sample)
+	AddMetric(t int, name string, value float64)
+}
+
+// Probe reads white-box metrics; the engine calls it once a second and what it
+// emits is recorded for the second that just ended.
+type Probe func(emit func(name string, value float64))
+
+// DefaultMaxInFlight bounds the open-loop worker pool unless Config says otherwise.
+const DefaultMaxInFlight = 1024
+
+// Config is one load run. Exactly one of Clients (closed loop) and Rate (open
+// loop) is set, and at least one of Duration and Requests; with both, the run
+// ends at whichever comes first.
+type Config struct {
+	Workload Workload
+	Clients  int     // closed loop: concurrent clients, each issuing back to back
+	Rate     float64 // open loop: arrivals per second
+	Poisson  bool    // open loop: exponential gaps between arrivals instead of fixed ones
+	// MaxInFlight bounds the open-loop workers (one client each). Arrivals
+	// finding every worker busy wait in a queue with their intended start
+	// kept, so the wait counts in their latency. 0 means DefaultMaxInFlight.
+	MaxInFlight int
+	Duration    time.Duration
+	Requests    int
+	Timeout     time.Duration // per request; 0 for none
+	Seed        uint64        // same seed, same ops and arrival schedule
+	Probes      []Probe
+	// Progress, if set, is called every ProgressEvery (default 1s) and once at the end.
+	Progress      func(Progress)
+	ProgressEvery time.Duration
+}
+
+// Progress is a run's state for display.
+type Progress struct {
+	Elapsed time.Duration
+	Done    int64         // requests completed
+	ETA     time.Duration // estimated time left, -1 while unknown
+	Final   bool          // the last call, after the run
+}
+
+// Result sums up a run.
+type Result struct {
+	Requests, Errors, Timeouts int
+	Elapsed                    time.Duration // from the start to the last completion
+	Throughput                 float64       // completed requests per second, failures included
+	FirstError                 error         // the first failed request's error, if any
+}
+
+// Mode names the loop of c for display: "closed loop, 8 clients" or "open loop, 2000/s fixed".
+func (c Config) Mode() string {
+	if c.Rate > 0 {
+		kind := "fixed"
+		if c.Poisson {
+			kind = "poisson"
+		}
+		return fmt.Sprintf("open loop, %g/s %s", c.Rate, kind)
+	}
+	return fmt.Sprintf("closed loop, %d clients", c.Clients)
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Clients > 0 && c.Rate > 0:
+		return errors.New("load: give either clients (closed loop) or a rate (open loop), not both")
+	case c.Clients <= 0 && c.Rate <= 0:
+		return errors.New("load: give clients > 0 (closed loop) or a rate > 0 (open loop)")
+	case c.Clients < 0 || c.Rate < 0:
+		return errors.New("load: clients and rate must not be negative")
+	case c.Duration <= 0 && c.Requests <= 0:
+		return errors.New("load: give a duration or a number of requests")
+	case c.Duration < 0 || c.Requests < 0 || c.Timeout < 0 || c.MaxInFlight < 0:
+		return errors.New("load: duration, requests, timeout and max in flight must not be negative")
+	case c.Poisson && c.Rate <= 0:
+		return errors.New("load: poisson arrivals need a rate (open loop)")
+	}
+	return c.Workload.validate()
+}
+
+// Run drives the workload of cfg through clients from dial and records every
+// request into rec. It returns when the run is over, or early with ctx's error
+// if ctx ends (what was recorded so far stays recorded).
+func Run(ctx context.Context, cfg Config, dial Dialer, rec Recorder) (Result, error) {
+	if err := cfg.validate(); err != nil {
+		return Result{}, err
+	}
+	if cfg.MaxInFlight == 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	if cfg.ProgressEvery <= 0 {
+		cfg.ProgressEvery = time.Second
+	}
+	r := &run{cfg: cfg, dial: dial, value: cfg.Workload.value(cfg.Seed),
+		out: make(chan batch, 256)}
+	recorded := make(chan Result, 1)
+	go func() { recorded <- r.record(rec) }()
+
+	err := r.drive(ctx)
+	close(r.out)
+	res := <-recorded
+	res.FirstError = r.firstError()
+	if cfg.Progress != nil && !r.start.IsZero() {
+		cfg.Progress(Progress{Elapsed: time.Since(r.start), Done: int64(res.Requests), Final: true})
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	return res, err
+}
+
+// run is the state one Run shares between its goroutines.
+type run struct {
+	cfg    Config
+	dial   Dialer
+	value  []byte
+	start  time.Time
+	out    chan batch // to the recording goroutine
+	done   atomic.Int64
+	claims atomic.Int64 // closed loop: requests handed out, for cfg.Requests
+
+	mu       sync.Mutex
+	firstErr error
+}
+
+// batch carries samples and metrics to the one goroutine that records them.
+type batch struct {
+	samples []rundir.Sample
+	metrics []metric
+}
+
+type metric struct {
+	t     int
+	name  string
+	value float64
+}
+
+const batchSize = 256
+
+// drive runs the loop and the periodic goroutines, returning a dial error.
+func (r *run) drive(ctx context.Context) error {
+	var loop func(context.Context, func()) error
+	if r.cfg.Rate > 0 {
+		loop = r.openLoop
+	} else {
+		loop = r.closedLoop
+	}
+	stop := make(chan struct{})
+	var periodic sync.WaitGroup
+	// The loops call begin once their first clients are dialed, so dialing
+	// never counts as latency.
+	err := loop(ctx, func() {
+		r.start = time.Now()
+		periodic.Go(func() { r.probe(stop) })
+		periodic.Go(func() { r.report(stop) })
+	})
+	close(stop)
+	periodic.Wait()
+	return err
+}
+
+// do issues one request and classifies its outcome.
+func (r *run) do(ctx context.Context, c Client, op Op) rundir.Outcome {
+	var err error
+	if r.cfg.Timeout > 0 {
+		tctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+		err = c.Do(tctx, op)
+		cancel()
+	} else {
+		err = c.Do(ctx, op)
+	}
+	if err == nil {
+		return rundir.OK
+	}
+	r.mu.Lock()
+	if r.firstErr == nil {
+		r.firstErr = err
+	}
+	r.mu.Unlock()
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return rundir.Timeout
+	}
+	return rundir.Error
+}
+
+func (r *run) firstError() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.firstErr
+}
+
+// add buffers one sample of a worker and ships full batches.
+func (r *run) add(buf []rundir.Sample, s rundir.Sample) []rundir.Sample {
+	r.done.Add(1)
+	buf = append(buf, s)
+	if len(buf) == batchSize {
+		r.out <- batch{samples: buf}
+		buf = make([]rundir.Sample, 0, batchSize)
+	}
+	return buf
+}
+
+func (r *run) flush(buf []rundir.Sample) {
+	if len(buf) > 0 {
+		r.out <- batch{samples: buf}
+	}
+}
+
+// record is the only goroutine touching rec.
+func (r *run) record(rec Recorder) Result {
+	var res Result
+	var end time.Duration
+	for b := range r.out {
+		for _, s := range b.samples {
+			rec.Add(s)
+			res.Requests++
+			switch s.Outcome {
+			case rundir.Error:
+				res.Errors++
+			case rundir.Timeout:
+				res.Timeouts++
+			}
+			end = max(end, s.Start+s.Latency)
+		}
+		for _, m := range b.metrics {
+			rec.AddMetric(m.t, m.name, m.value)
+		}
+	}
+	res.Elapsed = end
+	if end > 0 {
+		res.Throughput = float64(res.Requests) / end.Seconds()
+	}
+	return res
+}
+
+// probe calls the probes at every second of the run.
+func (r *run) probe(stop <-chan struct{}) {
+	if len(r.cfg.Probes) == 0 {
+		return
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-tick.C:
+			t := int(now.Sub(r.start)/time.Second) - 1 // the second that just ended
+			var ms []metric
+			for _, p := range r.cfg.Probes {
+				p(func(name string, v float64) { ms = append(ms, metric{t, name, v}) })
+			}
+			select {
+			case r.out <- batch{metrics: ms}:
+			case <-stop:
+				return
+			}
+		}
+	}
+}
+
+// report calls the progress callback periodically.
+func (r *run) report(stop <-chan struct{}) {
+	if r.cfg.Progress == nil {
+		return
+	}
+	tick := time.NewTicker(r.cfg.ProgressEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			elapsed := time.Since(r.start)
+			done := r.done.Load()
+			r.cfg.Progress(Progress{Elapsed: elapsed, Done: done, ETA: r.eta(elapsed, done)})
+		}
+	}
+}
+
+// eta estimates the time left from the planned duration or request count.
+func (r *run) eta(elapsed time.Duration, done int64) time.Duration {
+	eta := time.Duration(-1)
+	shorter := func(d time.Duration) {
+		d = max(d, 0)
+		if eta < 0 || d < eta {
+			eta = d
+		}
+	}
+	if r.cfg.Duration > 0 {
+		shorter(r.cfg.Duration - elapsed)
+	}
+	if n := int64(r.cfg.Requests); n > 0 {
+		switch {
+		case r.cfg.Rate > 0:
+			shorter(time.Duration(float64(n)/r.cfg.Rate*1e9) - elapsed)
+		case done > 0:
+			shorter(time.Duration(float64(elapsed) * float64(n-done) / float64(done)))
+		}
+	}
+	return eta
+}

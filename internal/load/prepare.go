@@ -1,0 +1,67 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gait-dev/gait/internal/rundir"
+)
+
+// Preload writes every key of wl once with operation kind, using clients
+// concurrent clients, so reads during the run find their keys.
+func Preload(ctx context.Context, wl Workload, kind uint8, dial Dialer, clients int) error {
+	if err := wl.validate(); err != nil {
+		return err
+	}
+	clients = max(1, min(clients, wl.Keys))
+	value := wl.value(0)
+	errs := make([]error, clients)
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Go(func() { errs[i] = preloadStripe(ctx, dial, i, clients, wl.Keys, Op{Kind: kind, Value: value}) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("load: preload %d keys: %w", wl.Keys, err)
+	}
+	return nil
+}
+
+// preloadStripe writes keys i, i+n, i+2n, ...
+func preloadStripe(ctx context.Context, dial Dialer, i, n, keys int, op Op) error {
+	c, _, err := dial(i)
+	if err != nil {
+		return fmt.Errorf("dial client %d: %w", i, err)
+	}
+	defer c.Close()
+	for k := i; k < keys; k += n {
+		op.Key = Key(k)
+		if err := c.Do(ctx, op); err != nil {
+			return fmt.Errorf("write %s: %w", op.Key, err)
+		}
+	}
+	return nil
+}
+
+// Calibrate measures the maximum throughput of wl: a closed-loop run of
+// clients clients for d, nothing recorded. A rate given as a share of the
+// maximum (the Limplock paper loads systems to 30-70%) is that share of it.
+func Calibrate(ctx context.Context, wl Workload, dial Dialer, clients int, d time.Duration, seed uint64) (float64, error) {
+	res, err := Run(ctx, Config{Workload: wl, Clients: clients, Duration: d, Seed: seed}, dial, discard{})
+	if err != nil {
+		return 0, fmt.Errorf("load: calibrate: %w", err)
+	}
+	ok := res.Requests - res.Errors - res.Timeouts
+	if ok == 0 {
+		return 0, fmt.Errorf("load: calibrate: no request succeeded in %v (first error: %v)", d, res.FirstError)
+	}
+	return float64(ok) / res.Elapsed.Seconds(), nil
+}
+
+type discard struct{}
+
+func (discard) Add(rundir.Sample)              {}
+func (discard) AddMetric(int, string, float64) {}
