@@ -26,6 +26,7 @@ every command that analyses reads one.`,
 		newAnalyzeCmd(),
 		newExportCmd(),
 		newLoadCmd(),
+		newModelCmd(),
 	)
 	return root
 }

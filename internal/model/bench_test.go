@@ -1,0 +1,32 @@
+package model
+
+import "testing"
+
+// BenchmarkPredictGrid is the 32 x 32 duplicates x replicas grid (both
+// predictors) for a log-normal service time at 60% load on one group.
+func BenchmarkPredictGrid(b *testing.B) {
+	sys := System{Service: LogNormal{1e-3, 1}, Rate: 0.6 / LogNormal{1e-3, 1}.Mean(), Bound: 5e-3, Net: Constant{1e-4}}
+	for b.Loop() {
+		if _, err := Predict(sys, seq(32), seq(32), AccurateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSimulate reports simulated requests per second for one group of
+// 4 duplicates (exponential service, 30% load).
+func BenchmarkSimulate(b *testing.B) {
+	for _, d := range []int{1, 4, 32} {
+		b.Run(map[int]string{1: "d=1", 4: "d=4", 32: "d=32"}[d], func(b *testing.B) {
+			sys := System{Service: Exponential{1e-3}, Rate: 300, Bound: 3e-3}
+			const n = 1 << 20
+			for b.Loop() {
+				if _, err := Simulate(sys, 1, d, SimOptions{Requests: n, Seed: 1, Warmup: 1}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "requests/s")
+			b.ReportMetric(float64(n*d)*float64(b.N)/b.Elapsed().Seconds(), "server-requests/s")
+		})
+	}
+}

@@ -1,0 +1,51 @@
+package model
+
+import "fmt"
+
+// ErrorCell compares both predictors with simulation at one point.
+type ErrorCell struct {
+	Service     string  `json:"service"`
+	Utilization float64 `json:"utilization"`
+	Duplicates  int     `json:"duplicates"`
+	Simulated   float64 `json:"sla_simulated"`
+	StdErr      float64 `json:"stderr"`
+	Accurate    float64 `json:"sla"`
+	Thesis      float64 `json:"sla_thesis"`
+}
+
+// ErrorMap runs both predictors and the simulator for one group (replicas
+// = 1) of up to maxD duplicates at each utilization, with the bound at
+// boundMeans times the mean service time and no network delay. One
+// simulation of maxD servers answers every d (see Simulate).
+func ErrorMap(services []Distribution, utils []float64, maxD int, boundMeans float64, opt SimOptions) ([]ErrorCell, error) {
+	var out []ErrorCell
+	for _, svc := range services {
+		for _, u := range utils {
+			if !(u > 0 && u < 1) {
+				return nil, fmt.Errorf("utilization %v: must be in (0, 1)", u)
+			}
+			sys := System{Service: svc, Rate: u / svc.Mean(), Bound: boundMeans * svc.Mean()}
+			sim, err := Simulate(sys, 1, maxD, opt)
+			if err != nil {
+				return nil, fmt.Errorf("simulate %s at %.0f%%: %w", svc, 100*u, err)
+			}
+			pred, err := Predict(sys, seq(maxD), []int{1}, AccurateOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("predict %s at %.0f%%: %w", svc, 100*u, err)
+			}
+			for d := 1; d <= maxD; d++ {
+				out = append(out, ErrorCell{Service: svc.String(), Utilization: u, Duplicates: d,
+					Simulated: sim[d-1].SLA, StdErr: sim[d-1].StdErr, Accurate: pred[d-1].SLA, Thesis: pred[d-1].SLAThesis})
+			}
+		}
+	}
+	return out, nil
+}
+
+func seq(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i + 1
+	}
+	return s
+}

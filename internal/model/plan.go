@@ -1,0 +1,205 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Predictor names which model answers the planner's questions.
+type Predictor string
+
+const (
+	PredictorAccurate Predictor = "accurate"
+	PredictorThesis   Predictor = "thesis"
+)
+
+// ParsePredictor checks a predictor name.
+func ParsePredictor(s string) (Predictor, error) {
+	switch Predictor(s) {
+	case PredictorAccurate, PredictorThesis:
+		return Predictor(s), nil
+	}
+	return "", fmt.Errorf("predictor %q: want accurate or thesis", s)
+}
+
+// Pick is the SLA this predictor gives a prediction.
+func (p Predictor) Pick(pr Prediction) float64 {
+	if p == PredictorThesis {
+		return pr.SLAThesis
+	}
+	return pr.SLA
+}
+
+// Target is an SLA goal such as 99.9% of requests within 10ms.
+type Target struct {
+	SLA   float64 // share of requests, 0..1
+	Bound float64 // seconds
+}
+
+func (t Target) String() string {
+	return strconv.FormatFloat(t.SLA*100, 'g', -1, 64) + "%@" + fmtDur(t.Bound)
+}
+
+// ParseTarget reads "99.9%@10ms".
+func ParseTarget(s string) (Target, error) {
+	pct, bound, ok := strings.Cut(s, "@")
+	if !ok || !strings.HasSuffix(strings.TrimSpace(pct), "%") {
+		return Target{}, fmt.Errorf("target %q: want PERCENT%%@BOUND, e.g. 99.9%%@10ms", s)
+	}
+	p, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(pct), "%"), 64)
+	if err != nil || !(p > 0 && p < 100) {
+		return Target{}, fmt.Errorf("target %q: percentage must be between 0 and 100 (exclusive)", s)
+	}
+	b, err := parseDur(bound)
+	if err != nil || b <= 0 {
+		return Target{}, fmt.Errorf("target %q: bound must be a positive duration", s)
+	}
+	return Target{SLA: p / 100, Bound: b}, nil
+}
+
+// mixes lists every duplicates x replicas pair with at most nodes servers.
+func mixes(nodes int) (dups, reps []int) {
+	for i := 1; i <= nodes; i++ {
+		dups = append(dups, i)
+		reps = append(reps, i)
+	}
+	return dups, reps
+}
+
+// BestMix answers the thesis's first question (chapter 6): with at most
+// nodes servers at the system's rate, which mix of duplicates and replicas
+// gives the highest SLA. Ties go to fewer nodes. It also returns every
+// stable candidate it weighed.
+func BestMix(sys System, nodes int, pred Predictor, opt AccurateOptions) (Prediction, []Prediction, error) {
+	if nodes < 1 {
+		return Prediction{}, nil, fmt.Errorf("nodes %d: must be >= 1", nodes)
+	}
+	dups, reps := mixes(nodes)
+	all, err := Predict(sys, dups, reps, opt)
+	if err != nil {
+		return Prediction{}, nil, err
+	}
+	var best Prediction
+	var cands []Prediction
+	found := false
+	for _, p := range all {
+		if p.Nodes > nodes || p.Unstable {
+			continue
+		}
+		cands = append(cands, p)
+		if !found || better(pred.Pick(p), p.Nodes, pred.Pick(best), best.Nodes) {
+			best, found = p, true
+		}
+	}
+	if !found {
+		return Prediction{}, nil, fmt.Errorf("no mix of %d nodes keeps utilization below 1 at %g requests/s: %w", nodes, sys.Rate, ErrUnstable)
+	}
+	return best, cands, nil
+}
+
+func better(sla float64, nodes int, bestSLA float64, bestNodes int) bool {
+	const eps = 1e-12
+	return sla > bestSLA+eps || (math.Abs(sla-bestSLA) <= eps && nodes < bestNodes)
+}
+
+// FewestNodes answers the second question: the smallest node count, up to
+// maxNodes, whose best mix meets the target at the system's rate.
+func FewestNodes(sys System, target Target, maxNodes int, pred Predictor, opt AccurateOptions) (Prediction, error) {
+	sys.Bound = target.Bound
+	dups, reps := mixes(maxNodes)
+	all, err := Predict(sys, dups, reps, opt)
+	if err != nil {
+		return Prediction{}, err
+	}
+	var best Prediction
+	found := false
+	for _, p := range all {
+		if p.Nodes > maxNodes || p.Unstable || pred.Pick(p) < target.SLA {
+			continue
+		}
+		if !found || p.Nodes < best.Nodes || (p.Nodes == best.Nodes && pred.Pick(p) > pred.Pick(best)) {
+			best, found = p, true
+		}
+	}
+	if !found {
+		return Prediction{}, fmt.Errorf("no mix of up to %d nodes meets %s at %g requests/s", maxNodes, target, sys.Rate)
+	}
+	return best, nil
+}
+
+// RateResult is the highest rate a mix carries at a target.
+type RateResult struct {
+	Config
+	Nodes int     `json:"nodes"`
+	Rate  float64 `json:"rate"`
+	SLA   float64 `json:"sla"`
+}
+
+// MaxRate finds the highest total rate that nodes servers can carry while
+// meeting the target, over every mix that fits, by bisection on the rate
+// (the SLA falls as the rate grows). sys.Rate is ignored.
+func MaxRate(sys System, target Target, nodes int, pred Predictor, opt AccurateOptions) (RateResult, []RateResult, error) {
+	if nodes < 1 {
+		return RateResult{}, nil, fmt.Errorf("nodes %d: must be >= 1", nodes)
+	}
+	sys.Bound = target.Bound
+	var best RateResult
+	var all []RateResult
+	for r := 1; r <= nodes; r++ {
+		for d := 1; d*r <= nodes; d++ {
+			cfg := Config{d, r}
+			res, err := maxRateOf(sys, cfg, target, pred, opt)
+			if err != nil {
+				return RateResult{}, nil, err
+			}
+			all = append(all, res)
+			if res.Rate > best.Rate || (res.Rate == best.Rate && res.Rate > 0 && res.Nodes < best.Nodes) {
+				best = res
+			}
+		}
+	}
+	if best.Rate == 0 {
+		return RateResult{}, all, fmt.Errorf("no mix of up to %d nodes meets %s even at a vanishing rate", nodes, target)
+	}
+	return best, all, nil
+}
+
+func maxRateOf(sys System, cfg Config, target Target, pred Predictor, opt AccurateOptions) (RateResult, error) {
+	// The queue is stable below r/E[S]; search (0, that).
+	hi := float64(cfg.Replicas) / sys.Service.Mean()
+	lo := 0.0
+	sla := func(rate float64) (float64, error) {
+		s := sys
+		s.Rate = rate
+		ps, err := Predict(s, []int{cfg.Duplicates}, []int{cfg.Replicas}, opt)
+		if err != nil {
+			return 0, err
+		}
+		return pred.Pick(ps[0]), nil
+	}
+	res := RateResult{Config: cfg, Nodes: cfg.Nodes()}
+	low, err := sla(hi * 1e-6)
+	if err != nil {
+		return res, err
+	}
+	if low < target.SLA {
+		return res, nil
+	}
+	res.SLA = low
+	for i := 0; i < 40 && (hi-lo) > 1e-4*hi; i++ {
+		mid := (lo + hi) / 2
+		v, err := sla(mid)
+		if err != nil {
+			return res, err
+		}
+		if v >= target.SLA {
+			lo, res.SLA = mid, v
+		} else {
+			hi = mid
+		}
+	}
+	res.Rate = lo
+	return res, nil
+}

@@ -1,0 +1,101 @@
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// Prediction is the predicted SLA of one configuration.
+type Prediction struct {
+	Config
+	Nodes       int     `json:"nodes"`
+	Utilization float64 `json:"utilization"`
+	// Unstable is set when utilization >= 1: the queues grow without bound
+	// and neither SLA is a number.
+	Unstable  bool    `json:"unstable"`
+	SLAThesis float64 `json:"sla_thesis"`
+	SLA       float64 `json:"sla"`
+}
+
+// MarshalJSON writes "unstable" in place of the SLA numbers of an unstable
+// configuration, so no NaN or Inf ever reaches the output.
+func (p Prediction) MarshalJSON() ([]byte, error) {
+	type plain Prediction
+	if !p.Unstable {
+		return json.Marshal(plain(p))
+	}
+	return json.Marshal(struct {
+		Config
+		Nodes       int     `json:"nodes"`
+		Utilization float64 `json:"utilization"`
+		Unstable    bool    `json:"unstable"`
+		SLAThesis   string  `json:"sla_thesis"`
+		SLA         string  `json:"sla"`
+	}{p.Config, p.Nodes, p.Utilization, true, "unstable", "unstable"})
+}
+
+// Thesis is the Zoolander predictor as written in §4.4: each duplicate meets
+// the bound with probability Phi(tau - mu_net - mu_queue), Phi the service
+// CDF and mu_queue the M/G/1 mean wait, and N independent identical
+// duplicates give 1-(1-Phi)^N (the printed exponent N-1 is a slip).
+func Thesis(sys System, cfg Config) (float64, error) {
+	if err := firstErr(sys.Validate(), cfg.Validate()); err != nil {
+		return 0, err
+	}
+	rho := sys.Utilization(cfg)
+	if rho >= 1 {
+		return 0, fmt.Errorf("configuration %dx%d at utilization %.3f: %w", cfg.Duplicates, cfg.Replicas, rho, ErrUnstable)
+	}
+	tau := sys.Bound - sys.net().Mean() - ThesisQueueDelay(sys.Service, rho)
+	phi := 0.0
+	if tau > 0 {
+		phi = sys.Service.CDF(tau)
+	}
+	return 1 - math.Pow(1-phi, float64(cfg.Duplicates)), nil
+}
+
+// Predict evaluates both predictors for every duplicates x replicas pair.
+// Unstable configurations come back marked, not as an error.
+func Predict(sys System, duplicates, replicas []int, opt AccurateOptions) ([]Prediction, error) {
+	if err := sys.Validate(); err != nil {
+		return nil, err
+	}
+	maxD := 0
+	for _, d := range duplicates {
+		if err := (Config{d, 1}).Validate(); err != nil {
+			return nil, err
+		}
+		maxD = max(maxD, d)
+	}
+	var out []Prediction
+	for _, r := range replicas {
+		if err := (Config{1, r}).Validate(); err != nil {
+			return nil, err
+		}
+		var slas []float64
+		if sys.Utilization(Config{1, r}) < 1 {
+			law, err := newGroupLaw(sys, sys.Rate/float64(r), opt)
+			if err != nil {
+				return nil, err
+			}
+			slas = law.slas(maxD)
+		}
+		for _, d := range duplicates {
+			cfg := Config{d, r}
+			p := Prediction{Config: cfg, Nodes: cfg.Nodes(), Utilization: sys.Utilization(cfg)}
+			if slas == nil {
+				p.Unstable = true
+				out = append(out, p)
+				continue
+			}
+			th, err := Thesis(sys, cfg)
+			if err != nil {
+				return nil, err
+			}
+			p.SLAThesis, p.SLA = th, slas[d-1]
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,122 @@
+package model
+
+import (
+	"math"
+
+	"gonum.org/v1/gonum/dsp/fourier"
+)
+
+// ThesisQueueDelay is the M/G/1 mean waiting time the thesis subtracts from
+// the bound (§4.4.2): (1+Cv^2)/2 * rho/(1-rho) * E[S]. It is +Inf when the
+// queue is unstable or the service time has no finite variance.
+func ThesisQueueDelay(service Distribution, rho float64) float64 {
+	if rho >= 1 {
+		return math.Inf(1)
+	}
+	m := service.Mean()
+	cv2 := service.SecondMoment()/(m*m) - 1
+	return (1 + cv2) / 2 * rho / (1 - rho) * m
+}
+
+// grid is a uniform lattice 0, h, 2h, ... on which distributions are held as
+// point masses; a value x is rounded to the nearest point.
+type grid struct {
+	h float64
+	n int // points 0..n-1
+}
+
+// pmf rounds d onto the grid; the mass beyond the last point is dropped
+// (the caller accounts for it as a tail).
+func (g grid) pmf(d Distribution) []float64 {
+	p := make([]float64, g.n)
+	prev := 0.0
+	if c, ok := d.(Constant); ok {
+		if i := int(math.Round(c.V / g.h)); i < g.n {
+			p[i] = 1
+		}
+		return p
+	}
+	for i := range p {
+		cur := d.CDF((float64(i) + 0.5) * g.h)
+		p[i] = cur - prev
+		prev = cur
+	}
+	return p
+}
+
+// equilibriumPMF rounds the stationary-excess distribution of d, with
+// density (1-F(x))/E[S], onto the grid (Simpson's rule per cell).
+func (g grid) equilibriumPMF(d Distribution) []float64 {
+	p := make([]float64, g.n)
+	m := d.Mean()
+	tail := func(x float64) float64 { return 1 - d.CDF(x) }
+	lo := 0.0
+	tlo := tail(0)
+	for i := range p {
+		hi := (float64(i) + 0.5) * g.h
+		mid := (lo + hi) / 2
+		thi := tail(hi)
+		p[i] = (hi - lo) / 6 * (tlo + 4*tail(mid) + thi) / m
+		lo, tlo = hi, thi
+	}
+	return p
+}
+
+// waitingPMF is the stationary M/G/1 waiting-time distribution on the grid
+// from the Pollaczek-Khinchine formula W = sum of a Geometric(rho) number of
+// stationary-excess service times: w = (1-rho) delta_0 + rho fe * w, solved
+// in the Fourier domain as w = (1-rho)/(1 - rho fe^). Both sides are tilted by
+// theta^i first, which keeps the equation exact but damps the tail that a
+// finite transform would wrap around onto small values to theta^P = 1e-10.
+func (g grid) waitingPMF(fe []float64, rho float64) []float64 {
+	size := fftSize(2 * g.n)
+	theta := math.Exp(math.Log(1e-10) / float64(size))
+	ft := fourier.NewFFT(size)
+	seq := make([]float64, size)
+	pow := 1.0
+	for i := 0; i < g.n; i++ {
+		seq[i] = fe[i] * pow
+		pow *= theta
+	}
+	coef := ft.Coefficients(nil, seq)
+	for i, c := range coef {
+		coef[i] = complex(1-rho, 0) / (1 - complex(rho, 0)*c)
+	}
+	ft.Sequence(seq, coef)
+	w := make([]float64, g.n)
+	pow = 1.0
+	for i := range w {
+		w[i] = math.Max(0, seq[i]/float64(size)/pow)
+		pow *= theta
+	}
+	return w
+}
+
+// convolve returns a*b truncated to len(a) points.
+func convolve(a, b []float64) []float64 {
+	size := fftSize(2 * len(a))
+	ft := fourier.NewFFT(size)
+	pad := func(x []float64) []complex128 {
+		s := make([]float64, size)
+		copy(s, x[:min(len(x), len(a))])
+		return ft.Coefficients(nil, s)
+	}
+	ca, cb := pad(a), pad(b)
+	for i := range ca {
+		ca[i] *= cb[i]
+	}
+	s := ft.Sequence(nil, ca)
+	out := make([]float64, len(a))
+	for i := range out {
+		out[i] = math.Max(0, s[i]/float64(size))
+	}
+	return out
+}
+
+func fftSize(n int) int {
+	s := 1
+	for s < n {
+		s <<= 1
+	}
+	return s
+}
