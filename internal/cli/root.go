@@ -27,6 +27,7 @@ every command that analyses reads one.`,
 		newExportCmd(),
 		newLoadCmd(),
 		newModelCmd(),
+		newReplicaCmd(),
 	)
 	return root
 }

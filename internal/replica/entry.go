@@ -1,0 +1,62 @@
+package replica
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+const entryVersion = 1
+
+// entry is one raft log entry: commands to send to every replica's redis.
+type entry struct {
+	// proposer is the raft address of the agent whose client waits for the
+	// reply; every replica sends it the reply it got. Empty: nobody waits.
+	proposer string
+	seq      uint64 // the proposer's request number
+	// replies is how many replies payload makes redis send; the client gets
+	// the last (EXEC's, for a transaction). Zero marks a no-op entry.
+	replies int
+	payload []byte // RESP commands, sent to redis as they are
+}
+
+func (e entry) encode() []byte {
+	b := make([]byte, 0, 1+3*binary.MaxVarintLen64+len(e.proposer)+len(e.payload))
+	b = append(b, entryVersion)
+	b = binary.AppendUvarint(b, uint64(len(e.proposer)))
+	b = append(b, e.proposer...)
+	b = binary.AppendUvarint(b, e.seq)
+	b = binary.AppendUvarint(b, uint64(e.replies))
+	return append(b, e.payload...)
+}
+
+func decodeEntry(b []byte) (entry, error) {
+	if len(b) == 0 || b[0] != entryVersion {
+		return entry{}, errors.New("log entry: unknown version")
+	}
+	b = b[1:]
+	var e entry
+	n, err := uvarint(&b)
+	if err != nil || n > uint64(len(b)) {
+		return entry{}, fmt.Errorf("log entry: bad proposer length")
+	}
+	e.proposer, b = string(b[:n]), b[n:]
+	if e.seq, err = uvarint(&b); err != nil {
+		return entry{}, fmt.Errorf("log entry: bad sequence number")
+	}
+	r, err := uvarint(&b)
+	if err != nil || r > uint64(len(b)) {
+		return entry{}, fmt.Errorf("log entry: bad reply count")
+	}
+	e.replies, e.payload = int(r), b
+	return e, nil
+}
+
+func uvarint(b *[]byte) (uint64, error) {
+	v, n := binary.Uvarint(*b)
+	if n <= 0 {
+		return 0, errors.New("bad varint")
+	}
+	*b = (*b)[n:]
+	return v, nil
+}

@@ -1,0 +1,287 @@
+package replica
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// peerMagic starts every agent-to-agent connection on the raft port; raft's
+// own connections start with a message type below 16.
+const peerMagic = 'G'
+
+// peerOutbox bounds the messages queued for one peer: a slow peer makes the
+// agent drop replies to it (the proposer has other replicas' replies) and fail
+// requests to it, never build a backlog.
+const peerOutbox = 4096
+
+// peerMaxMessage bounds one agent-to-agent message.
+const peerMaxMessage = 1 << 30
+
+// streamLayer shares the raft address between raft and agent-to-agent
+// messages: it looks at the first byte of each connection.
+type streamLayer struct {
+	ln     net.Listener
+	conns  chan net.Conn
+	peer   func(net.Conn, *bufio.Reader)
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newStreamLayer(ln net.Listener, peer func(net.Conn, *bufio.Reader)) *streamLayer {
+	s := &streamLayer{ln: ln, conns: make(chan net.Conn), peer: peer, closed: make(chan struct{})}
+	go s.acceptLoop()
+	return s
+}
+
+func (s *streamLayer) acceptLoop() {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			s.Close()
+			return
+		}
+		go s.sniff(c)
+	}
+}
+
+func (s *streamLayer) sniff(c net.Conn) {
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReaderSize(c, 64<<10)
+	first, err := br.Peek(1)
+	c.SetReadDeadline(time.Time{})
+	if err != nil {
+		c.Close()
+		return
+	}
+	if first[0] == peerMagic {
+		br.Discard(1)
+		s.peer(c, br)
+		return
+	}
+	select {
+	case s.conns <- &bufferedConn{Conn: c, r: br}:
+	case <-s.closed:
+		c.Close()
+	}
+}
+
+func (s *streamLayer) Accept() (net.Conn, error) {
+	select {
+	case c := <-s.conns:
+		return c, nil
+	case <-s.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (s *streamLayer) Close() error {
+	s.once.Do(func() { close(s.closed); s.ln.Close() })
+	return nil
+}
+
+func (s *streamLayer) Addr() net.Addr { return s.ln.Addr() }
+
+func (s *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return net.DialTimeout("tcp", string(addr), timeout)
+}
+
+// bufferedConn reads through the reader that peeked at the first byte.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// peerMsg is one message queued for a peer. A request (id != 0) fails its
+// waiter when it cannot be sent.
+type peerMsg struct {
+	data []byte
+	id   uint64
+}
+
+// peer sends messages to another agent over one connection and reads that
+// agent's answers to requests from it.
+type peer struct {
+	a    *Agent
+	addr string
+	out  chan peerMsg
+}
+
+func (p *peer) send(m peerMsg) {
+	select {
+	case p.out <- m:
+	default:
+		if m.id != 0 {
+			p.a.deliver(m.id, result{err: fmt.Errorf("queue to %s full", p.addr)})
+		}
+	}
+}
+
+// run owns the connection: it dials on demand and redials after a failure.
+func (p *peer) run() {
+	var c net.Conn
+	var w *bufio.Writer
+	var failedAt time.Time
+	for {
+		var m peerMsg
+		select {
+		case m = <-p.out:
+		case <-p.a.done:
+			if c != nil {
+				c.Close()
+			}
+			return
+		}
+		if c == nil && time.Since(failedAt) > 200*time.Millisecond {
+			var err error
+			if c, err = p.dial(); err != nil {
+				failedAt = time.Now()
+				p.a.logger.Printf("peer %s: %v", p.addr, err)
+			} else {
+				w = bufio.NewWriterSize(c, 64<<10)
+			}
+		}
+		if c == nil {
+			p.fail(m, errors.New("unreachable"))
+			continue
+		}
+		_, err := w.Write(m.data)
+		if err == nil && len(p.out) == 0 {
+			err = w.Flush()
+		}
+		if err != nil {
+			c.Close()
+			c, failedAt = nil, time.Now()
+			p.fail(m, err)
+			p.a.failVia(p.addr, fmt.Errorf("connection to %s: %w", p.addr, err))
+		}
+	}
+}
+
+func (p *peer) fail(m peerMsg, err error) {
+	if m.id != 0 {
+		p.a.deliver(m.id, result{err: fmt.Errorf("agent %s: %w", p.addr, err)})
+	}
+}
+
+func (p *peer) dial() (net.Conn, error) {
+	c, err := net.DialTimeout("tcp", p.addr, 2*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.Write([]byte{peerMagic}); err != nil {
+		c.Close()
+		return nil, err
+	}
+	go p.readAnswers(c)
+	return c, nil
+}
+
+// readAnswers delivers FAIL, INDEX and OK messages to the waiting requests.
+func (p *peer) readAnswers(c net.Conn) {
+	rd := newRequestReader(c, peerMaxMessage, 8)
+	for {
+		msg, err := rd.readCommand()
+		if err != nil {
+			c.Close()
+			p.a.failVia(p.addr, fmt.Errorf("connection to %s: %w", p.addr, err))
+			return
+		}
+		if len(msg) < 2 {
+			continue
+		}
+		id, _ := strconv.ParseUint(string(msg[1]), 10, 64)
+		switch string(msg[0]) {
+		case "FAIL":
+			r := result{err: errors.New(string(arg(msg, 2)))}
+			r.leader = string(arg(msg, 3))
+			p.a.deliver(id, r)
+		case "INDEX":
+			n, _ := strconv.ParseUint(string(arg(msg, 2)), 10, 64)
+			p.a.deliver(id, result{index: n})
+		case "OK":
+			p.a.deliver(id, result{})
+		}
+	}
+}
+
+func arg(msg [][]byte, i int) []byte {
+	if i < len(msg) {
+		return msg[i]
+	}
+	return nil
+}
+
+// serveMessages handles one connection from another agent.
+func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
+	defer c.Close()
+	var mu sync.Mutex
+	w := bufio.NewWriter(c)
+	answer := func(args ...string) {
+		bs := make([][]byte, len(args))
+		for i, s := range args {
+			bs[i] = []byte(s)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		w.Write(appendCommand(nil, bs...))
+		w.Flush()
+	}
+	rd := newRequestReader(br, peerMaxMessage, 8)
+	for {
+		msg, err := rd.readCommand()
+		if err != nil {
+			return
+		}
+		if len(msg) < 2 {
+			continue
+		}
+		id := string(msg[1])
+		switch string(msg[0]) {
+		case "PROPOSE":
+			a.proposeForPeer(id, arg(msg, 2), answer)
+		case "REPLY":
+			a.deliverReply(id, string(arg(msg, 2)), arg(msg, 3))
+		case "READINDEX":
+			go func() {
+				n, err := a.readIndexLocal()
+				if err != nil {
+					answer("FAIL", id, err.Error(), a.leaderAddr())
+					return
+				}
+				answer("INDEX", id, strconv.FormatUint(n, 10))
+			}()
+		case "JOIN":
+			go func() {
+				if err := a.addServer(string(arg(msg, 2)), string(arg(msg, 3)), string(arg(msg, 4)) == "voter"); err != nil {
+					answer("FAIL", id, err.Error(), a.leaderAddr())
+					return
+				}
+				answer("OK", id)
+			}()
+		}
+	}
+}
+
+// proposeForPeer appends a follower's entry to the log in arrival order; only
+// a failure is answered, the replies come from the replicas.
+func (a *Agent) proposeForPeer(id string, data []byte, answer func(...string)) {
+	if a.raft.State() != raft.Leader {
+		answer("FAIL", id, "not the raft leader", a.leaderAddr())
+		return
+	}
+	f := a.raft.Apply(data, a.cfg.WriteTimeout)
+	go func() {
+		if err := f.Error(); err != nil {
+			answer("FAIL", id, err.Error(), a.leaderAddr())
+		}
+	}()
+}

@@ -1,0 +1,384 @@
+package replica
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// TestReplica runs one deployment of 3 voters and 2 non-voting duplicates
+// through the client-visible behaviour, then kills its leader.
+func TestReplica(t *testing.T) {
+	cl := startCluster(t, 3, 2, func(c *Config) { c.MaxRequest = 1 << 20 })
+	t.Run("ReadYourWriteAcrossAgents", func(t *testing.T) { testReadYourWrite(t, cl) })
+	t.Run("MultiExec", func(t *testing.T) { testMultiExec(t, cl) })
+	t.Run("ExpiryRewritten", func(t *testing.T) { testExpiry(t, cl) })
+	t.Run("Refused", func(t *testing.T) { testRefused(t, cl) })
+	t.Run("BadInput", func(t *testing.T) { testBadInput(t, cl) })
+	t.Run("Pipeline", func(t *testing.T) { testPipeline(t, cl) })
+	t.Run("RedisCLI", func(t *testing.T) { testRedisCLI(t, cl) })
+	t.Run("LeaderFailover", func(t *testing.T) { testFailover(t, cl) })
+}
+
+func testReadYourWrite(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	n := len(cl.nodes)
+	for i := range 40 {
+		wn, rn := cl.nodes[i%n], cl.nodes[(i+2)%n]
+		w, r := client(t, wn.agent.ClientAddr()), client(t, rn.agent.ClientAddr())
+		key, val := fmt.Sprintf("ryw%d", i), fmt.Sprintf("v%d", i)
+		if err := w.Set(ctx, key, val, 0).Err(); err != nil {
+			t.Fatalf("set %s via %s: %v", key, wn.cfg.ID, err)
+		}
+		got, err := r.Get(ctx, key).Result()
+		if err != nil || got != val {
+			t.Fatalf("get %s via %s after set via %s: %q, %v", key, rn.cfg.ID, wn.cfg.ID, got, err)
+		}
+		if v, err := r.Incr(ctx, "counter").Result(); err != nil || v != int64(i+1) {
+			t.Fatalf("incr via %s: %d, %v; want %d", rn.cfg.ID, v, err, i+1)
+		}
+	}
+	cl.sameData()
+}
+
+func testMultiExec(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	c := client(t, cl.nodes[3].agent.ClientAddr()) // a duplicate: forwarded to the leader
+	var incr1, incr2 *goredis.IntCmd
+	var get *goredis.StringCmd
+	_, err := c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.Set(ctx, "tx", "10", 0)
+		incr1 = p.IncrBy(ctx, "tx", 5)
+		incr2 = p.Incr(ctx, "tx")
+		get = p.Get(ctx, "tx")
+		p.RPush(ctx, "txlist", "a", "b")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if incr1.Val() != 15 || incr2.Val() != 16 || get.Val() != "16" {
+		t.Errorf("transaction results %d %d %q, want 15 16 \"16\"", incr1.Val(), incr2.Val(), get.Val())
+	}
+	// A bad command while queueing discards the transaction, as in redis.
+	conn := rawConn(t, cl.nodes[1].agent.ClientAddr())
+	for _, line := range []string{"MULTI", "INCR tx", "RANDOMKEY", "EXEC"} {
+		conn.send(line)
+	}
+	conn.expect("+OK", "+QUEUED", "-ERR 'RANDOMKEY' is not supported", "-EXECABORT")
+	conn.send("EXEC")
+	conn.expect("-ERR EXEC without MULTI")
+	cl.sameData()
+	for _, n := range cl.live() {
+		if v := direct(t, n).Get(ctx, "tx").Val(); v != "16" {
+			t.Errorf("%s: tx = %q, want 16", n.cfg.ID, v)
+		}
+	}
+}
+
+func testExpiry(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	c := client(t, cl.nodes[4].agent.ClientAddr())
+	before := time.Now()
+	if err := c.Set(ctx, "ex", "v", 100*time.Second).Err(); err != nil { // go-redis sends EX 100
+		t.Fatal(err)
+	}
+	if err := c.Do(ctx, "SET", "px", "v", "PX", "250000").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Do(ctx, "SETEX", "setex", "300", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, "exp", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Expire(ctx, "exp", 400*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cl.converge()
+	for _, key := range []string{"ex", "px", "setex", "exp"} {
+		var first int64
+		for i, n := range cl.live() {
+			at := direct(t, n).PExpireTime(ctx, key).Val().Milliseconds()
+			pttl := direct(t, n).PTTL(ctx, key).Val()
+			if at <= before.UnixMilli() {
+				t.Fatalf("%s on %s: expiry %d not after the write at %d", key, n.cfg.ID, at, before.UnixMilli())
+			}
+			if i == 0 {
+				first = at
+			} else if at != first {
+				t.Errorf("%s: absolute expiry %d on %s, %d on %s", key, at, n.cfg.ID, first, cl.live()[0].cfg.ID)
+			}
+			if want := time.Duration(at-time.Now().UnixMilli()) * time.Millisecond; pttl < want-2*time.Second || pttl > want+time.Second {
+				t.Errorf("%s on %s: PTTL %v, want about %v", key, n.cfg.ID, pttl, want)
+			}
+		}
+	}
+	cl.sameData()
+}
+
+func testRefused(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	c := client(t, cl.nodes[0].agent.ClientAddr())
+	for _, cmd := range [][]any{{"RANDOMKEY"}, {"SPOP", "s"}, {"SRANDMEMBER", "s"}, {"BLPOP", "l", "0"},
+		{"EVAL", "return 1", "0"}, {"CLIENT", "LIST"}, {"DEBUG", "SLEEP", "0"}, {"CONFIG", "SET", "save", ""},
+		{"WATCH", "k"}} {
+		err := c.Do(ctx, cmd...).Err()
+		if err == nil || !strings.Contains(err.Error(), "not supported by gait replica") {
+			t.Errorf("%v: %v, want a refusal", cmd, err)
+		}
+	}
+	for cmd, want := range map[string]string{"NOSUCH a": "ERR unknown command 'NOSUCH'", "GET": "ERR wrong number of arguments for 'get'",
+		"SELECT 1": "ERR gait replica serves database 0 only"} {
+		args := []any{}
+		for _, f := range strings.Fields(cmd) {
+			args = append(args, f)
+		}
+		if err := c.Do(ctx, args...).Err(); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", cmd, err, want)
+		}
+	}
+	if v, err := c.Do(ctx, "CONFIG", "GET", "appendonly").StringSlice(); err != nil || len(v) != 2 {
+		t.Errorf("CONFIG GET: %v, %v", v, err)
+	}
+}
+
+func testBadInput(t *testing.T, cl *cluster) {
+	addr := cl.nodes[2].agent.ClientAddr()
+	for name, tc := range map[string]struct{ in, want string }{
+		"not a bulk":    {"*2\r\n$3\r\nGET\r\n:1\r\n", "-ERR Protocol error: expected '$', got ':'"},
+		"bad length":    {"*1\r\n$x\r\n", "-ERR Protocol error: invalid bulk length"},
+		"bad count":     {"*zz\r\n", "-ERR Protocol error: invalid multibulk length"},
+		"oversized":     {"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2000000\r\n", "-ERR Protocol error: request larger than the agent's limit"},
+		"no terminator": {"*1\r\n$4\r\nPINGxx", "-ERR Protocol error: bulk string not terminated"},
+	} {
+		c := rawConn(t, addr)
+		c.write(tc.in)
+		c.expect(tc.want)
+		if _, err := c.r.ReadByte(); err == nil {
+			t.Errorf("%s: connection still open after a protocol error", name)
+		}
+	}
+	// The agent still serves, inline commands included.
+	c := rawConn(t, addr)
+	c.write("PING\r\nECHO hi\r\n")
+	c.expect("+PONG", "$2", "hi")
+}
+
+func testPipeline(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	c := client(t, cl.nodes[1].agent.ClientAddr())
+	cmds, err := c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i := range 100 {
+			p.RPush(ctx, "pipe", i)
+		}
+		p.LRange(ctx, "pipe", 0, -1)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, cmd := range cmds[:100] {
+		if v := cmd.(*goredis.IntCmd).Val(); v != int64(i+1) {
+			t.Fatalf("RPUSH %d answered %d: pipelined writes out of order", i, v)
+		}
+	}
+	if got := cmds[100].(*goredis.StringSliceCmd).Val(); len(got) != 100 || got[99] != "99" {
+		t.Errorf("LRANGE after the pipeline: %d items", len(got))
+	}
+	// Concurrent clients on every agent.
+	var wg sync.WaitGroup
+	for i, n := range cl.live() {
+		wg.Go(func() {
+			c := client(t, n.agent.ClientAddr())
+			for j := range 50 {
+				if err := c.Incr(ctx, "concurrent").Err(); err != nil {
+					t.Errorf("client %d incr %d: %v", i, j, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	want := int64(50 * len(cl.live()))
+	if v, err := c.Get(ctx, "concurrent").Int64(); err != nil || v != want {
+		t.Errorf("concurrent = %d, %v; want %d", v, err, want)
+	}
+	cl.sameData()
+}
+
+func testRedisCLI(t *testing.T, cl *cluster) {
+	const cli = "/usr/bin/redis-cli"
+	if _, err := os.Stat(cli); err != nil {
+		t.Skipf("%s not installed", cli)
+	}
+	host, port, _ := net.SplitHostPort(cl.nodes[3].agent.ClientAddr())
+	run := func(args ...string) string {
+		out, err := exec.Command(cli, append([]string{"-h", host, "-p", port}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("redis-cli %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if out := run("SET", "cli", "hello"); out != "OK" {
+		t.Errorf("redis-cli SET: %q", out)
+	}
+	if out := run("GET", "cli"); out != "hello" {
+		t.Errorf("redis-cli GET: %q", out)
+	}
+	if out := run("INCRBY", "cli-n", "7"); out != "7" {
+		t.Errorf("redis-cli INCRBY: %q", out)
+	}
+	if out := run("RANDOMKEY"); !strings.Contains(out, "not supported") {
+		t.Errorf("redis-cli RANDOMKEY: %q", out)
+	}
+	// Interactive use reads commands from standard input.
+	cmd := exec.Command(cli, "-h", host, "-p", port)
+	cmd.Stdin = strings.NewReader("MULTI\nINCR cli-n\nINCR cli-n\nEXEC\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "8\n9") {
+		t.Errorf("redis-cli transaction: %v: %q", err, out)
+	}
+}
+
+func testFailover(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	old := cl.waitLeader()
+	var other *node
+	for _, n := range cl.live() {
+		if n != old {
+			other = n
+			break
+		}
+	}
+	c := client(t, other.agent.ClientAddr())
+	acked := map[string]string{}
+	for i := range 30 {
+		k, v := fmt.Sprintf("fo%d", i), fmt.Sprintf("v%d", i)
+		if err := c.Set(ctx, k, v, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		acked[k] = v
+	}
+	// Keep writing through the crash; only acknowledged writes count.
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 30; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			k, v := fmt.Sprintf("fo%d", i), fmt.Sprintf("v%d", i)
+			if c.Set(ctx, k, v, 0).Err() == nil {
+				mu.Lock()
+				acked[k] = v
+				mu.Unlock()
+			}
+		}
+	})
+	time.Sleep(200 * time.Millisecond)
+	cl.stop(old)
+	leader := cl.waitLeader()
+	if leader == old {
+		t.Fatal("the stopped leader still leads")
+	}
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	if err := c.Set(ctx, "after", "failover", 0).Err(); err != nil {
+		t.Fatalf("write after failover: %v", err)
+	}
+	cl.sameData()
+	for _, n := range cl.live() {
+		d := direct(t, n)
+		for k, v := range acked {
+			if got := d.Get(ctx, k).Val(); got != v {
+				t.Fatalf("%s lost acknowledged write %s=%s (has %q)", n.cfg.ID, k, v, got)
+			}
+		}
+	}
+	t.Logf("%d acknowledged writes survived the leader's crash on %d replicas", len(acked), len(cl.live()))
+}
+
+// TestSnapshotCatchUp compacts the log and adds a duplicate, which must
+// catch up from the snapshot (DUMP/RESTORE) plus the log after it.
+func TestSnapshotCatchUp(t *testing.T) {
+	cl := startCluster(t, 3, 0, func(c *Config) { c.TrailingLogs = 5; c.SnapshotThreshold = 1 << 20 })
+	ctx := context.Background()
+	c := client(t, cl.nodes[0].agent.ClientAddr())
+	for i := range 60 {
+		if err := c.HSet(ctx, fmt.Sprintf("h%d", i%7), fmt.Sprint(i), i).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Set(ctx, "ttl", "v", time.Hour)
+	cl.converge()
+	for _, n := range cl.live() {
+		if err := n.agent.Snapshot(); err != nil {
+			t.Fatalf("snapshot on %s: %v", n.cfg.ID, err)
+		}
+	}
+	for i := range 10 {
+		c.RPush(ctx, "after-snapshot", i)
+	}
+	cl.add(Config{ID: "late", RaftAddr: "127.0.0.1:0", Listen: "127.0.0.1:0", NonVoter: true,
+		Join: cl.nodes[1].agent.RaftAddr(), Log: testLog(t)})
+	if n := cl.sameData(); n != 9 {
+		t.Errorf("%d keys, want 9", n)
+	}
+	late := cl.nodes[3].agent
+	if s := late.raft.Stats()["last_snapshot_index"]; s == "0" {
+		t.Errorf("the late duplicate caught up without a snapshot (last_snapshot_index %s)", s)
+	}
+}
+
+// rawConn speaks RESP by hand, for input no client library would send.
+type rawPeer struct {
+	t *testing.T
+	c net.Conn
+	r *bufio.Reader
+}
+
+func rawConn(t *testing.T, addr string) *rawPeer {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	return &rawPeer{t: t, c: c, r: bufio.NewReader(c)}
+}
+
+func (p *rawPeer) write(s string) {
+	if _, err := p.c.Write([]byte(s)); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *rawPeer) send(inline string) { p.write(inline + "\r\n") }
+
+// expect reads one line per prefix and checks it starts with that prefix.
+func (p *rawPeer) expect(prefixes ...string) {
+	p.t.Helper()
+	for _, want := range prefixes {
+		line, err := p.r.ReadString('\n')
+		if err != nil {
+			p.t.Fatalf("reading reply (want %q): %v", want, err)
+		}
+		if !strings.HasPrefix(line, want) {
+			p.t.Fatalf("reply %q, want prefix %q", strings.TrimSpace(line), want)
+		}
+	}
+}

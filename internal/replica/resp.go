@@ -1,0 +1,255 @@
+package replica
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// maxLine bounds one protocol line (an inline command, a count, a length),
+// as Redis's own 64 KiB inline limit does.
+const maxLine = 64 << 10
+
+// maxReplyDepth bounds nesting in a reply read from redis.
+const maxReplyDepth = 32
+
+// protocolError is a client request that is not valid RESP or breaks a limit;
+// the agent answers it with a Redis-style error and closes the connection,
+// as redis-server does.
+type protocolError struct{ msg string }
+
+func (e *protocolError) Error() string { return "Protocol error: " + e.msg }
+
+// requestReader parses client requests: RESP arrays of bulk strings, or
+// inline commands (words separated by spaces, as typed into telnet).
+type requestReader struct {
+	r        *bufio.Reader
+	maxBytes int // all argument bytes of one request together
+	maxArgs  int
+}
+
+func newRequestReader(r io.Reader, maxBytes, maxArgs int) *requestReader {
+	return &requestReader{r: bufio.NewReaderSize(r, maxLine), maxBytes: maxBytes, maxArgs: maxArgs}
+}
+
+// readCommand returns the next non-empty command. Errors are io errors from
+// the connection or *protocolError.
+func (rd *requestReader) readCommand() ([][]byte, error) {
+	for {
+		line, err := rd.readLine()
+		if err != nil {
+			return nil, err
+		}
+		if len(line) == 0 {
+			continue
+		}
+		if line[0] != '*' {
+			if args := bytes.Fields(line); len(args) > 0 {
+				if len(args) > rd.maxArgs {
+					return nil, &protocolError{"too many arguments"}
+				}
+				return cloneArgs(args), nil
+			}
+			continue
+		}
+		n, ok := parseInt(line[1:])
+		if !ok || n > int64(rd.maxArgs) {
+			return nil, &protocolError{"invalid multibulk length"}
+		}
+		if n <= 0 {
+			continue // redis ignores *0 and *-1
+		}
+		return rd.readBulks(int(n))
+	}
+}
+
+func (rd *requestReader) readBulks(n int) ([][]byte, error) {
+	args := make([][]byte, 0, min(n, 1024))
+	total := 0
+	for range n {
+		line, err := rd.readLine()
+		if errors.Is(err, io.EOF) {
+			return nil, io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(line) == 0 || line[0] != '$' {
+			got := "end of line"
+			if len(line) > 0 {
+				got = fmt.Sprintf("'%c'", line[0])
+			}
+			return nil, &protocolError{"expected '$', got " + got}
+		}
+		size, ok := parseInt(line[1:])
+		if !ok || size < 0 {
+			return nil, &protocolError{"invalid bulk length"}
+		}
+		if size > int64(rd.maxBytes-total) {
+			return nil, &protocolError{fmt.Sprintf("request larger than the agent's limit of %d bytes", rd.maxBytes)}
+		}
+		total += int(size)
+		buf := make([]byte, size+2)
+		if _, err := io.ReadFull(rd.r, buf); err != nil {
+			return nil, err
+		}
+		if buf[size] != '\r' || buf[size+1] != '\n' {
+			return nil, &protocolError{"bulk string not terminated by CRLF"}
+		}
+		args = append(args, buf[:size:size])
+	}
+	return args, nil
+}
+
+// readLine reads one line without its line ending.
+func (rd *requestReader) readLine() ([]byte, error) {
+	line, err := rd.r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		return nil, &protocolError{"too big inline request"}
+	}
+	if err != nil {
+		if errors.Is(err, io.EOF) && len(line) > 0 {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, nil
+}
+
+func cloneArgs(args [][]byte) [][]byte {
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		out[i] = bytes.Clone(a)
+	}
+	return out
+}
+
+// parseInt parses a protocol integer: optional '-', decimal digits only.
+func parseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil || (b[0] == '+') {
+		return 0, false
+	}
+	return n, true
+}
+
+// appendCommand encodes args as a RESP array of bulk strings.
+func appendCommand(buf []byte, args ...[]byte) []byte {
+	buf = append(buf, '*')
+	buf = strconv.AppendInt(buf, int64(len(args)), 10)
+	buf = append(buf, '\r', '\n')
+	for _, a := range args {
+		buf = appendBulk(buf, a)
+	}
+	return buf
+}
+
+func appendBulk(buf, b []byte) []byte {
+	buf = append(buf, '$')
+	buf = strconv.AppendInt(buf, int64(len(b)), 10)
+	buf = append(buf, '\r', '\n')
+	buf = append(buf, b...)
+	return append(buf, '\r', '\n')
+}
+
+// errorReply is a RESP error; line breaks in msg would end the reply early,
+// so they become spaces.
+func errorReply(msg string) []byte {
+	b := []byte("-" + msg)
+	for i := 1; i < len(b); i++ {
+		if b[i] == '\r' || b[i] == '\n' {
+			b[i] = ' '
+		}
+	}
+	return append(b, '\r', '\n')
+}
+
+func simpleReply(s string) []byte { return []byte("+" + s + "\r\n") }
+
+// value is one decoded RESP2 reply from redis.
+type value struct {
+	kind byte // '+', '-', ':', '$', '*'
+	str  []byte
+	num  int64
+	arr  []value
+	null bool
+}
+
+// readReply reads one complete reply from redis and returns its raw bytes,
+// to be forwarded unchanged, and its decoded value.
+func readReply(r *bufio.Reader) ([]byte, value, error) {
+	var raw []byte
+	v, err := readValue(r, 0, &raw)
+	return raw, v, err
+}
+
+func readValue(r *bufio.Reader, depth int, raw *[]byte) (value, error) {
+	if depth > maxReplyDepth {
+		return value{}, errors.New("reply nested too deeply")
+	}
+	line, err := r.ReadSlice('\n')
+	if err != nil {
+		return value{}, fmt.Errorf("read reply: %w", err)
+	}
+	*raw = append(*raw, line...)
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return value{}, fmt.Errorf("malformed reply line %q", line)
+	}
+	v := value{kind: line[0]}
+	body := line[1 : len(line)-2]
+	switch v.kind {
+	case '+', '-':
+		v.str = bytes.Clone(body)
+	case ':':
+		n, ok := parseInt(body)
+		if !ok {
+			return value{}, fmt.Errorf("malformed integer reply %q", body)
+		}
+		v.num = n
+	case '$':
+		n, ok := parseInt(body)
+		if !ok || n < -1 {
+			return value{}, fmt.Errorf("malformed bulk length %q", body)
+		}
+		if n == -1 {
+			v.null = true
+			break
+		}
+		start := len(*raw)
+		*raw = append(*raw, make([]byte, n+2)...)
+		if _, err := io.ReadFull(r, (*raw)[start:]); err != nil {
+			return value{}, fmt.Errorf("read bulk reply: %w", err)
+		}
+		v.str = (*raw)[start : start+int(n) : start+int(n)]
+	case '*':
+		n, ok := parseInt(body)
+		if !ok || n < -1 {
+			return value{}, fmt.Errorf("malformed array length %q", body)
+		}
+		if n == -1 {
+			v.null = true
+			break
+		}
+		v.arr = make([]value, 0, min(n, 1024))
+		for range n {
+			e, err := readValue(r, depth+1, raw)
+			if err != nil {
+				return value{}, err
+			}
+			v.arr = append(v.arr, e)
+		}
+	default:
+		return value{}, fmt.Errorf("unexpected reply type %q", v.kind)
+	}
+	return v, nil
+}

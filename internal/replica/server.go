@@ -1,0 +1,236 @@
+package replica
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"strings"
+	"time"
+)
+
+// pipelineDepth bounds the commands one connection may have in flight.
+const pipelineDepth = 1024
+
+// maxArgs bounds the arguments of one client request.
+const maxArgs = 1 << 20
+
+// slot is one reply owed to a client, in request order. Either reply is
+// ready, or fill computes it once every earlier reply has been written.
+type slot struct {
+	reply []byte
+	fill  func() []byte
+	done  chan struct{} // closed once fill ran (or was skipped); nil without fill
+	close bool          // close the connection after this reply
+}
+
+func (a *Agent) serveClients() {
+	for {
+		c, err := a.clients.Accept()
+		if err != nil {
+			return
+		}
+		a.mu.Lock()
+		a.conns[c] = struct{}{}
+		a.mu.Unlock()
+		go a.serveConn(c)
+	}
+}
+
+// clientState is the per-connection state: a MULTI being queued.
+type clientState struct {
+	inMulti bool
+	aborted bool
+	queued  [][][]byte
+	// lastRead is done once the latest read has run: a later write must not
+	// be proposed before it, or the read could see the write.
+	lastRead chan struct{}
+}
+
+// serveConn reads requests and proposes writes in arrival order; a second
+// goroutine writes replies in the same order. Writes of one connection are
+// pipelined through raft, reads wait for everything before them.
+func (a *Agent) serveConn(c net.Conn) {
+	defer func() {
+		a.mu.Lock()
+		delete(a.conns, c)
+		a.mu.Unlock()
+	}()
+	slots := make(chan slot, pipelineDepth)
+	written := make(chan struct{})
+	go func() { a.writeReplies(c, slots); close(written) }()
+	defer func() { close(slots); <-written }()
+	rd := newRequestReader(c, a.cfg.MaxRequest, maxArgs)
+	st := &clientState{}
+	for {
+		args, err := rd.readCommand()
+		if err != nil {
+			var pe *protocolError
+			if errors.As(err, &pe) {
+				slots <- slot{reply: errorReply("ERR " + pe.Error()), close: true}
+			}
+			return
+		}
+		s := a.handle(st, args)
+		slots <- s
+		if s.close {
+			return
+		}
+	}
+}
+
+func (a *Agent) writeReplies(c net.Conn, slots chan slot) {
+	w := bufio.NewWriterSize(c, 64<<10)
+	broken := false
+	for s := range slots {
+		reply := s.reply
+		if s.fill != nil {
+			if !broken {
+				reply = s.fill()
+			}
+			close(s.done)
+		}
+		if broken {
+			continue
+		}
+		c.SetWriteDeadline(time.Now().Add(time.Minute))
+		_, err := w.Write(reply)
+		if err == nil && (len(slots) == 0 || s.close) {
+			err = w.Flush()
+		}
+		if err != nil || s.close {
+			broken = true
+			c.Close()
+		}
+	}
+	c.Close()
+}
+
+// handle serves one command and returns the reply slot.
+func (a *Agent) handle(st *clientState, args [][]byte) slot {
+	name, sp, msg := lookup(args)
+	if st.inMulti && name != "EXEC" && name != "DISCARD" && name != "MULTI" && name != "QUIT" {
+		return a.queue(st, name, sp, msg, args)
+	}
+	if msg != "" {
+		return slot{reply: errorReply(msg)}
+	}
+	switch sp.kind {
+	case kindWrite:
+		if sp.rewrite != nil {
+			args = sp.rewrite(args, time.Now())
+		}
+		return a.write(st, appendCommand(nil, args...), 1)
+	case kindRead:
+		return a.readSlot(st, appendCommand(nil, args...), true)
+	case kindLocal:
+		return a.readSlot(st, appendCommand(nil, args...), false)
+	}
+	return a.agentCommand(st, name, args)
+}
+
+func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
+	switch name {
+	case "PING":
+		switch len(args) {
+		case 1:
+			return slot{reply: simpleReply("PONG")}
+		case 2:
+			return slot{reply: appendBulk(nil, args[1])}
+		}
+		return slot{reply: errorReply("ERR wrong number of arguments for 'ping' command")}
+	case "ECHO":
+		return slot{reply: appendBulk(nil, args[1])}
+	case "SELECT":
+		if string(args[1]) != "0" {
+			return slot{reply: errorReply("ERR gait replica serves database 0 only")}
+		}
+		return slot{reply: simpleReply("OK")}
+	case "QUIT":
+		return slot{reply: simpleReply("OK"), close: true}
+	case "MULTI":
+		if st.inMulti {
+			return slot{reply: errorReply("ERR MULTI calls can not be nested")}
+		}
+		st.inMulti, st.aborted, st.queued = true, false, nil
+		return slot{reply: simpleReply("OK")}
+	case "DISCARD":
+		if !st.inMulti {
+			return slot{reply: errorReply("ERR DISCARD without MULTI")}
+		}
+		st.inMulti, st.queued = false, nil
+		return slot{reply: simpleReply("OK")}
+	case "EXEC":
+		return a.exec(st)
+	}
+	return slot{reply: errorReply("ERR internal: no handler for " + name)}
+}
+
+// queue adds a command to the open transaction. As in redis, an invalid
+// command makes EXEC discard the whole transaction.
+func (a *Agent) queue(st *clientState, name string, sp spec, msg string, args [][]byte) slot {
+	switch {
+	case msg != "":
+	case sp.kind == kindLocal:
+		msg = "ERR '" + name + "' is not supported inside MULTI by gait replica"
+	case sp.kind == kindAgent && name != "PING" && name != "ECHO":
+		msg = "ERR '" + name + "' is not supported inside MULTI by gait replica"
+	}
+	if msg != "" {
+		st.aborted = true
+		return slot{reply: errorReply(msg)}
+	}
+	if sp.rewrite != nil {
+		args = sp.rewrite(args, time.Now())
+	}
+	st.queued = append(st.queued, args)
+	return slot{reply: simpleReply("QUEUED")}
+}
+
+// exec proposes the whole transaction as one log entry, so every replica
+// runs it between the same two other entries.
+func (a *Agent) exec(st *clientState) slot {
+	if !st.inMulti {
+		return slot{reply: errorReply("ERR EXEC without MULTI")}
+	}
+	queued, aborted := st.queued, st.aborted
+	st.inMulti, st.aborted, st.queued = false, false, nil
+	if aborted {
+		return slot{reply: errorReply("EXECABORT Transaction discarded because of previous errors.")}
+	}
+	payload := appendCommand(nil, []byte("MULTI"))
+	for _, q := range queued {
+		payload = appendCommand(payload, q...)
+	}
+	payload = appendCommand(payload, []byte("EXEC"))
+	return a.write(st, payload, len(queued)+2)
+}
+
+func (a *Agent) write(st *clientState, payload []byte, n int) slot {
+	if st.lastRead != nil {
+		<-st.lastRead
+	}
+	id, ch, err := a.startWrite(payload, n)
+	if err != nil {
+		return slot{reply: errorReply("TRYAGAIN gait replica: " + err.Error())}
+	}
+	done := make(chan struct{})
+	return slot{done: done, fill: func() []byte {
+		raw, err := a.awaitWrite(id, ch)
+		if err != nil {
+			return errorReply("ERR gait replica: " + err.Error())
+		}
+		return raw
+	}}
+}
+
+func (a *Agent) readSlot(st *clientState, payload []byte, consistent bool) slot {
+	done := make(chan struct{})
+	st.lastRead = done
+	return slot{done: done, fill: func() []byte {
+		raw, err := a.read(payload, consistent)
+		if err != nil {
+			return errorReply("ERR gait replica: " + strings.TrimSpace(err.Error()))
+		}
+		return raw
+	}}
+}
