@@ -24,10 +24,12 @@ every command that analyses reads one.`,
 	}
 	root.AddCommand(
 		newAnalyzeCmd(),
+		newCleanCmd(),
 		newExportCmd(),
 		newLoadCmd(),
 		newModelCmd(),
 		newReplicaCmd(),
+		newTestbedCmd(),
 	)
 	return root
 }

@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/gait-dev/gait/internal/testbed"
+	"github.com/spf13/cobra"
+)
+
+func newCleanCmd() *cobra.Command {
+	var all bool
+	var stateDir string
+	cmd := &cobra.Command{
+		Use:   "clean [--all]",
+		Short: "Remove the hosts that crashed gait runs left behind",
+		Long: `Remove what gait runs left behind when they could not clean up after
+themselves (killed with SIGKILL, machine trouble): their processes, FUSE
+mounts, cgroups, links, bridges, network namespaces and scratch directories.
+Every run records what it creates in a state file under /run/gait; clean
+reads those files. A run whose gait process still runs is left alone unless
+--all is given.`,
+		Example: `  sudo gait clean
+  sudo gait clean --all   # also runs still in progress`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := testbed.NeedRoot(); err != nil {
+				return err
+			}
+			cleaned, err := testbed.Clean(stateDir, all)
+			out := cmd.OutOrStdout()
+			for _, id := range cleaned {
+				fmt.Fprintf(out, "removed run %s\n", id)
+			}
+			if err != nil {
+				return err
+			}
+			if len(cleaned) == 0 {
+				fmt.Fprintln(out, "nothing to clean")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "also remove runs whose gait process still runs")
+	cmd.Flags().StringVar(&stateDir, "state-dir", testbed.DefaultStateDir, "where runs keep their state files")
+	return cmd
+}

@@ -1,0 +1,127 @@
+// Package limpfs is a pass-through FUSE file system that behaves like a
+// disk of a given bandwidth: reads, writes and fsyncs take at least as
+// long as the bytes they move need at that bandwidth, divided by a
+// slowdown factor that can change while the file system is mounted.
+package limpfs
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// DefaultBandwidth is the baseline disk of the Limplock paper, 80 MB/s.
+const DefaultBandwidth = 80e6
+
+// syncBytes is what an fsync costs on the device: one 4 KiB block, as a
+// journal commit writes.
+const syncBytes = 4096
+
+// Options describe the emulated disk.
+type Options struct {
+	Bandwidth float64       // bytes per second at factor 1; 0 means DefaultBandwidth
+	Latency   time.Duration // added to every read, write and fsync, whatever the factor
+}
+
+// FS is a mounted limpfs.
+type FS struct {
+	Mountpoint string
+	Backing    string
+	server     *fuse.Server
+	dev        *device
+}
+
+// Mount makes mountpoint show backing's files through the emulated
+// disk, at factor 1. Both directories must exist.
+func Mount(backing, mountpoint string, opts Options) (*FS, error) {
+	if opts.Bandwidth == 0 {
+		opts.Bandwidth = DefaultBandwidth
+	}
+	if opts.Bandwidth < 0 || math.IsNaN(opts.Bandwidth) || math.IsInf(opts.Bandwidth, 0) || opts.Latency < 0 {
+		return nil, fmt.Errorf("mount limpfs on %s: bandwidth %g B/s and latency %s must not be negative", mountpoint, opts.Bandwidth, opts.Latency)
+	}
+	backing, err := filepath.Abs(backing)
+	if err != nil {
+		return nil, fmt.Errorf("mount limpfs on %s: %w", mountpoint, err)
+	}
+	dev := &device{bandwidth: opts.Bandwidth, factor: 1, latency: opts.Latency}
+	lroot, err := fs.NewLoopbackRoot(backing)
+	if err != nil {
+		return nil, fmt.Errorf("mount limpfs on %s: %w", mountpoint, err)
+	}
+	root := &node{LoopbackNode: lroot.(*fs.LoopbackNode), dev: dev}
+	ttl := time.Second
+	server, err := fs.Mount(mountpoint, root, &fs.Options{
+		EntryTimeout: &ttl,
+		AttrTimeout:  &ttl,
+		MountOptions: fuse.MountOptions{
+			// The hosts' processes may run as any user.
+			AllowOther: true,
+			// No DirectMount: go-fuse then leaves /dev/fuse open across
+			// exec, every process started later inherits it, and a
+			// crashed gait's mounts stay alive with nobody serving them.
+			// Through fusermount3 the descriptor is close-on-exec.
+			FsName:   backing,
+			Name:     "limpfs",
+			MaxWrite: 1 << 20,
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mount limpfs on %s: %w", mountpoint, err)
+	}
+	return &FS{Mountpoint: mountpoint, Backing: backing, server: server, dev: dev}, nil
+}
+
+// SetFactor slows the disk to bandwidth/factor from the next operation
+// on. factor must be at least 1.
+func (f *FS) SetFactor(factor float64) error {
+	if !(factor >= 1) || math.IsInf(factor, 0) {
+		return fmt.Errorf("disk factor %g on %s: must be a number >= 1", factor, f.Mountpoint)
+	}
+	f.dev.setFactor(factor)
+	return nil
+}
+
+// Factor returns the slowdown in force.
+func (f *FS) Factor() float64 { return f.dev.getFactor() }
+
+// Stats returns what went through the file system since it was mounted.
+func (f *FS) Stats() Stats { return f.dev.stats() }
+
+// Unmount detaches the file system and waits for its server to end.
+func (f *FS) Unmount() error {
+	if err := f.server.Unmount(); err != nil {
+		// Busy (a process still has a file open): detach lazily, as
+		// the kernel then lets the server go.
+		if lerr := Unmount(f.Mountpoint); lerr != nil {
+			return fmt.Errorf("unmount %s: %w", f.Mountpoint, errors.Join(err, lerr))
+		}
+	}
+	f.server.Wait()
+	return nil
+}
+
+// Unmount removes whatever is mounted on path, also a FUSE mount whose
+// server died or hangs: it aborts the FUSE connection first, so that no
+// process stays blocked on it, then detaches the mount lazily. A path
+// with nothing mounted is left alone.
+func Unmount(path string) error {
+	if err := abort(path); err != nil {
+		return err
+	}
+	err := syscall.Unmount(path, syscall.MNT_DETACH)
+	if err == nil || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOENT) {
+		return nil
+	}
+	if errors.Is(err, os.ErrPermission) {
+		return fmt.Errorf("unmount %s: %w (needs root)", path, err)
+	}
+	return fmt.Errorf("unmount %s: %w", path, err)
+}

@@ -1,0 +1,164 @@
+package testbed
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/gait-dev/gait/internal/limpfs"
+	"github.com/vishvananda/netlink"
+)
+
+// Clean removes what runs recorded in stateDir ("" means DefaultStateDir)
+// left behind: runs whose owning process is gone, or every run when all is
+// set. It returns the ids of the runs it removed.
+func Clean(stateDir string, all bool) ([]string, error) {
+	if stateDir == "" {
+		stateDir = DefaultStateDir
+	}
+	if _, err := os.Stat(stateDir); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	unlock, err := lockDir(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	states, err := listStates(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	var cleaned []string
+	var errs []error
+	for _, s := range states {
+		if s.live() && !all {
+			continue
+		}
+		if err := teardown(s, stateDir); err != nil {
+			errs = append(errs, fmt.Errorf("clean run %s: %w", s.ID, err))
+			continue
+		}
+		cleaned = append(cleaned, s.ID)
+	}
+	return cleaned, errors.Join(errs...)
+}
+
+// teardown undoes everything s records, in the reverse order of
+// creation, and then removes its state file. Each step tolerates things
+// that are already gone, so it can be run again after a partial failure.
+func teardown(s *state, stateDir string) error {
+	var errs []error
+	killAll(s)
+	for _, m := range s.Mounts {
+		if err := limpfs.Unmount(m); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, c := range s.Cgroups {
+		if err := removeCgroup(c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, name := range append(append([]string{}, s.Links...), s.Bridge) {
+		if err := deleteLink(name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, name := range s.Namespaces {
+		if err := deleteNamespace(name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, d := range s.Dirs {
+		if err := os.RemoveAll(d); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", d, err))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if err := os.Remove(statePath(stateDir, s.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove state: %w", err)
+	}
+	return nil
+}
+
+// killAll sends SIGKILL to every recorded process (its whole process
+// group) and to whatever else sits in the run's cgroups, then waits a
+// little for them to be gone so their namespaces and mounts can go too.
+func killAll(s *state) {
+	var pids []int
+	for _, p := range s.Procs {
+		if p.alive() {
+			syscall.Kill(-p.Pid, syscall.SIGKILL)
+			syscall.Kill(p.Pid, syscall.SIGKILL)
+			pids = append(pids, p.Pid)
+		}
+	}
+	for _, c := range s.Cgroups {
+		for _, pid := range cgroupPids(c) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			pids = append(pids, pid)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range pids {
+		for time.Now().Before(deadline) && procExists(pid) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// procExists is true while pid is neither gone nor a zombie; a zombie
+// child of ours no longer holds its namespace or open files.
+func procExists(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	for i := len(data) - 1; i > 0; i-- {
+		if data[i] == ')' && i+2 < len(data) {
+			return data[i+2] != 'Z'
+		}
+	}
+	return true
+}
+
+func deleteLink(name string) error {
+	if name == "" {
+		return nil
+	}
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) {
+			return nil
+		}
+		return fmt.Errorf("find link %s: %w", name, err)
+	}
+	if err := netlink.LinkDel(l); err != nil {
+		return fmt.Errorf("delete link %s: %w", name, err)
+	}
+	return nil
+}
+
+// deleteNamespace undoes `ip netns add`. Unlike netns.DeleteNamed it
+// also removes a name whose mount is already gone (after a reboot, as
+// /run may be on disk).
+func deleteNamespace(name string) error {
+	path := filepath.Join(netnsDir, name)
+	if err := syscall.Unmount(path, syscall.MNT_DETACH); err != nil && !isGone(err) {
+		return fmt.Errorf("delete namespace %s: %w", name, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("delete namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+func isGone(err error) bool {
+	return errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOENT)
+}

@@ -1,0 +1,198 @@
+package testbed
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+)
+
+// DefaultStateDir holds one JSON state file per live or crashed run.
+const DefaultStateDir = "/run/gait"
+
+// testbedRange is reserved for benchmarking (RFC 2544); every run takes
+// one /24 of it, so 512 runs can coexist.
+var testbedRange = netip.MustParsePrefix("198.18.0.0/15")
+
+// state records everything a run created, written before each thing is
+// created, so that Clean can undo a run that died at any point.
+type state struct {
+	ID         string      `json:"id"`
+	Owner      int         `json:"owner_pid"`
+	OwnerStart uint64      `json:"owner_start"`
+	Subnet     string      `json:"subnet"`
+	Bridge     string      `json:"bridge,omitempty"`
+	Namespaces []string    `json:"namespaces"`
+	Links      []string    `json:"links"`
+	Qdiscs     []string    `json:"qdiscs"`
+	Mounts     []string    `json:"mounts"`
+	Cgroups    []string    `json:"cgroups"`
+	Procs      []procEntry `json:"procs"`
+	Dirs       []string    `json:"dirs"`
+}
+
+// procEntry names a process by pid and start time, so that a pid reused
+// by an unrelated process after a crash is never killed.
+type procEntry struct {
+	Pid   int    `json:"pid"`
+	Start uint64 `json:"start"`
+}
+
+func statePath(dir, id string) string { return filepath.Join(dir, id+".json") }
+
+// save writes the state file atomically: a crash leaves the old or the
+// new version, never half of one.
+func (s *state) save(dir string) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode state of run %s: %w", s.ID, err)
+	}
+	path := statePath(dir, s.ID)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func loadState(path string) (*state, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read state %s: %w", path, err)
+	}
+	var s state
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("read state %s: %w", path, err)
+	}
+	if s.ID == "" {
+		return nil, fmt.Errorf("read state %s: no run id", path)
+	}
+	return &s, nil
+}
+
+func listStates(dir string) ([]*state, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	var out []*state
+	for _, p := range paths {
+		s, err := loadState(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// lockDir serialises run creation on this machine, so two runs starting
+// at once cannot pick the same id or subnet.
+func lockDir(dir string) (unlock func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, "lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// newRunID returns a short id unused by any state file or namespace.
+func newRunID(dir string) (string, error) {
+	for range 100 {
+		b := make([]byte, 3)
+		if _, err := rand.Read(b); err != nil {
+			return "", fmt.Errorf("run id: %w", err)
+		}
+		id := hex.EncodeToString(b)[:5]
+		if _, err := os.Stat(statePath(dir, id)); err == nil {
+			continue
+		}
+		if m, _ := filepath.Glob(filepath.Join(netnsDir, "g"+id+"-*")); len(m) > 0 {
+			continue
+		}
+		return id, nil
+	}
+	return "", errors.New("run id: no free id after 100 tries")
+}
+
+// freeSubnet picks the first /24 of 198.18.0.0/15 that no state file
+// (live or crashed, whose bridge may still hold it) and no address on
+// this machine uses.
+func freeSubnet(states []*state) (netip.Prefix, error) {
+	used := map[netip.Prefix]bool{}
+	for _, s := range states {
+		if p, err := netip.ParsePrefix(s.Subnet); err == nil {
+			used[p.Masked()] = true
+		}
+	}
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("list addresses: %w", err)
+	}
+	for _, a := range addrs {
+		ip, ok := netip.AddrFromSlice(a.IP.To4())
+		if ok && testbedRange.Contains(ip) {
+			used[netip.PrefixFrom(ip, 24).Masked()] = true
+		}
+	}
+	base := testbedRange.Addr().As4()
+	for i := range 512 {
+		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{base[0], base[1] + byte(i/256), byte(i % 256), 0}), 24)
+		if !used[p] {
+			return p, nil
+		}
+	}
+	return netip.Prefix{}, errors.New("no free /24 left in 198.18.0.0/15: run `gait clean`")
+}
+
+// procStart returns the start time of pid in clock ticks since boot, or
+// 0 when the process does not exist.
+func procStart(pid int) uint64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name may hold spaces and parentheses; fields resume
+	// after the last ')'. starttime is field 22, the 20th after it.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return 0
+	}
+	v, _ := strconv.ParseUint(f[19], 10, 64)
+	return v
+}
+
+// alive reports whether the recorded process still runs.
+func (p procEntry) alive() bool {
+	return p.Pid > 0 && p.Start != 0 && procStart(p.Pid) == p.Start && procExists(p.Pid)
+}
+
+// live reports whether the run's owner still runs.
+func (s *state) live() bool {
+	return procEntry{Pid: s.Owner, Start: s.OwnerStart}.alive()
+}

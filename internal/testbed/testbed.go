@@ -1,0 +1,361 @@
+// Package testbed builds isolated hosts on this machine: a network
+// namespace each, joined by shaped veth links to a bridge, with an
+// address from 198.18.0.0/15, a data directory (optionally on limpfs) and
+// supervised processes. Everything created is recorded in a state file so
+// that Close, a signal, or Clean after a crash removes it.
+package testbed
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gait-dev/gait/internal/limpfs"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// DefaultBandwidth is the baseline link of the Limplock paper, 100 Mbit/s.
+const DefaultBandwidth = 100_000_000
+
+// MaxHosts bounds a run's hosts: one /24 holds the bridge and them.
+const MaxHosts = 200
+
+// ErrNotRoot is returned by everything that creates hosts without root.
+var ErrNotRoot = errors.New("this command needs root (network namespaces, tc, FUSE)")
+
+// NeedRoot returns ErrNotRoot unless gait runs as root.
+func NeedRoot() error {
+	if os.Geteuid() != 0 {
+		return ErrNotRoot
+	}
+	return nil
+}
+
+// Options describe a testbed.
+type Options struct {
+	Hosts     int    // number of hosts, 1..MaxHosts
+	Bandwidth uint64 // each host's link in bit/s, both directions; 0 means DefaultBandwidth
+	// Dir holds one directory per host (data, log). Empty means a new
+	// temporary directory that Close removes.
+	Dir string
+	// KeepData keeps the hosts' data directories after Close; logs are
+	// always kept when Dir is given.
+	KeepData bool
+	// Disk mounts limpfs over every data directory, so a disk slowdown
+	// can be injected; DiskBandwidth and DiskLatency describe its disk.
+	Disk          bool
+	DiskBandwidth float64
+	DiskLatency   time.Duration
+	StateDir      string // where the state file goes; empty means DefaultStateDir
+}
+
+// Testbed is one run's set of hosts.
+type Testbed struct {
+	ID        string
+	Subnet    netip.Prefix
+	Gateway   netip.Addr // the bridge's address, how this machine reaches the hosts
+	Bandwidth uint64
+	Dir       string
+	Hosts     []*Host
+
+	stateDir  string
+	mu        sync.Mutex // guards st
+	st        *state
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Host is one isolated host.
+type Host struct {
+	Name      string     // h0, h1, ...
+	Index     int        // position in Testbed.Hosts
+	Addr      netip.Addr // the host's address on the testbed
+	Namespace string     // network namespace, at /run/netns/<Namespace>
+	Link      string     // this machine's end of the host's veth pair
+	Dir       string     // <Testbed.Dir>/<Name>
+	DataDir   string     // <Dir>/data, on limpfs when Options.Disk
+
+	tb        *Testbed
+	ns        netns.NsHandle
+	cgroup    string
+	disk      *limpfs.FS
+	mu        sync.Mutex
+	procs     []*Proc
+	bandwidth uint64
+}
+
+// Up creates a testbed. On error everything created so far is removed.
+func Up(opts Options) (tb *Testbed, err error) {
+	if err := NeedRoot(); err != nil {
+		return nil, err
+	}
+	if opts.Hosts < 1 || opts.Hosts > MaxHosts {
+		return nil, fmt.Errorf("hosts: %d is not between 1 and %d", opts.Hosts, MaxHosts)
+	}
+	if opts.Bandwidth == 0 {
+		opts.Bandwidth = DefaultBandwidth
+	}
+	if opts.Bandwidth < MinBandwidth || opts.Bandwidth > MaxBandwidth {
+		return nil, fmt.Errorf("bandwidth: %d bit/s is not between %d and %d", opts.Bandwidth, uint64(MinBandwidth), uint64(MaxBandwidth))
+	}
+	if opts.StateDir == "" {
+		opts.StateDir = DefaultStateDir
+	}
+	tb, err = register(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, tb.Close())
+			tb = nil
+		}
+	}()
+	if err := tb.makeDir(opts); err != nil {
+		return tb, err
+	}
+	br, err := tb.makeBridge()
+	if err != nil {
+		return tb, err
+	}
+	for i := range opts.Hosts {
+		h, err := tb.makeHost(i, br, opts)
+		if h != nil {
+			tb.Hosts = append(tb.Hosts, h)
+		}
+		if err != nil {
+			return tb, err
+		}
+	}
+	return tb, nil
+}
+
+// register picks the run's id and subnet and writes its first state
+// file, under the state directory's lock.
+func register(opts Options) (*Testbed, error) {
+	unlock, err := lockDir(opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	states, err := listStates(opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	id, err := newRunID(opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	subnet, err := freeSubnet(states)
+	if err != nil {
+		return nil, err
+	}
+	st := &state{ID: id, Owner: os.Getpid(), OwnerStart: procStart(os.Getpid()), Subnet: subnet.String()}
+	if err := st.save(opts.StateDir); err != nil {
+		return nil, err
+	}
+	tb := &Testbed{
+		ID:        id,
+		Subnet:    subnet,
+		Gateway:   subnet.Addr().Next(),
+		Bandwidth: opts.Bandwidth,
+		stateDir:  opts.StateDir,
+		st:        st,
+	}
+	track(tb)
+	return tb, nil
+}
+
+// record changes the state and saves it before the caller creates what
+// it names, so a crash right after still leaves a trace to clean.
+func (tb *Testbed) record(change func(*state)) error {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	change(tb.st)
+	return tb.st.save(tb.stateDir)
+}
+
+func (tb *Testbed) makeDir(opts Options) error {
+	if opts.Dir == "" {
+		d, err := os.MkdirTemp("", "gait-"+tb.ID+"-")
+		if err != nil {
+			return fmt.Errorf("create run directory: %w", err)
+		}
+		tb.Dir = d
+		return tb.record(func(s *state) { s.Dirs = append(s.Dirs, d) })
+	}
+	d, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return fmt.Errorf("run directory %s: %w", opts.Dir, err)
+	}
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return fmt.Errorf("create run directory: %w", err)
+	}
+	tb.Dir = d
+	return nil
+}
+
+func (tb *Testbed) makeBridge() (netlink.Link, error) {
+	name := "g" + tb.ID + "-br"
+	if err := tb.record(func(s *state) { s.Bridge = name }); err != nil {
+		return nil, err
+	}
+	return newBridge(name, netip.PrefixFrom(tb.Gateway, 24))
+}
+
+func (tb *Testbed) makeHost(i int, br netlink.Link, opts Options) (*Host, error) {
+	name := fmt.Sprintf("h%d", i)
+	addr := tb.Gateway
+	for range i + 1 {
+		addr = addr.Next()
+	}
+	h := &Host{
+		Name:      name,
+		Index:     i,
+		Addr:      addr,
+		Namespace: "g" + tb.ID + "-" + name,
+		Link:      "g" + tb.ID + "-" + name,
+		Dir:       filepath.Join(tb.Dir, name),
+		tb:        tb,
+	}
+	h.DataDir = filepath.Join(h.Dir, "data")
+	if err := tb.record(func(s *state) {
+		s.Namespaces = append(s.Namespaces, h.Namespace)
+		s.Links = append(s.Links, h.Link)
+	}); err != nil {
+		return nil, err
+	}
+	ns, err := newNamespace(h.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	h.ns = ns
+	if err := wireHost(br, h.Link, ns, netip.PrefixFrom(addr, 24)); err != nil {
+		return h, err
+	}
+	if err := h.SetBandwidth(opts.Bandwidth); err != nil {
+		return h, err
+	}
+	if err := h.makeDirs(opts); err != nil {
+		return h, err
+	}
+	return h, h.makeCgroup()
+}
+
+func (h *Host) makeDirs(opts Options) error {
+	if err := os.MkdirAll(h.DataDir, 0o755); err != nil {
+		return fmt.Errorf("create data directory of %s: %w", h.Name, err)
+	}
+	backing := filepath.Join(h.Dir, "disk")
+	if !opts.KeepData && opts.Dir != "" {
+		if err := h.tb.record(func(s *state) { s.Dirs = append(s.Dirs, h.DataDir, backing) }); err != nil {
+			return err
+		}
+	}
+	if !opts.Disk {
+		return nil
+	}
+	if err := os.MkdirAll(backing, 0o755); err != nil {
+		return fmt.Errorf("create disk of %s: %w", h.Name, err)
+	}
+	if err := h.tb.record(func(s *state) { s.Mounts = append(s.Mounts, h.DataDir) }); err != nil {
+		return err
+	}
+	disk, err := limpfs.Mount(backing, h.DataDir, limpfs.Options{Bandwidth: opts.DiskBandwidth, Latency: opts.DiskLatency})
+	if err != nil {
+		return fmt.Errorf("disk of %s: %w", h.Name, err)
+	}
+	h.disk = disk
+	return nil
+}
+
+// makeCgroup gives the host a CPU cgroup when the machine has the
+// controller; without one the host simply has none.
+func (h *Host) makeCgroup() error {
+	ctl := findCPUController()
+	if ctl == nil {
+		return nil
+	}
+	path := filepath.Join(ctl.root, "gait", h.Namespace)
+	if err := h.tb.record(func(s *state) { s.Cgroups = append(s.Cgroups, path) }); err != nil {
+		return err
+	}
+	dir, err := ctl.newCgroup(h.Namespace)
+	if err != nil {
+		return fmt.Errorf("cgroup of %s: %w", h.Name, err)
+	}
+	h.cgroup = dir
+	return nil
+}
+
+// Host returns the host called name, or nil.
+func (tb *Testbed) Host(name string) *Host {
+	for _, h := range tb.Hosts {
+		if h.Name == name {
+			return h
+		}
+	}
+	return nil
+}
+
+// Close stops every process and removes everything the testbed created.
+// It is safe to call more than once.
+func (tb *Testbed) Close() error {
+	tb.closeOnce.Do(func() {
+		defer untrack(tb)
+		var errs []error
+		for _, h := range tb.Hosts {
+			if err := h.KillAll(); err != nil {
+				errs = append(errs, err)
+			}
+			if h.disk != nil {
+				if err := h.disk.Unmount(); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			h.ns.Close()
+		}
+		tb.mu.Lock()
+		defer tb.mu.Unlock()
+		if err := teardown(tb.st, tb.stateDir); err != nil {
+			errs = append(errs, err)
+		}
+		if len(errs) > 0 {
+			tb.closeErr = fmt.Errorf("close testbed %s: %w", tb.ID, errors.Join(errs...))
+		}
+	})
+	return tb.closeErr
+}
+
+// ParseBandwidth reads a link rate such as "100mbit", "1.5Mbit",
+// "100kbit", "1gbit" or a plain number of bit/s, as tc writes rates.
+func ParseBandwidth(s string) (uint64, error) {
+	num := strings.ToLower(strings.TrimSpace(s))
+	mult := 1.0
+	for _, u := range []struct {
+		suffix string
+		mult   float64
+	}{{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}} {
+		if strings.HasSuffix(num, u.suffix) {
+			num, mult = strings.TrimSuffix(num, u.suffix), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || !(v > 0) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("bandwidth %q: want a rate such as 100mbit, 10mbit or 100kbit", s)
+	}
+	bps := v * mult
+	if bps < MinBandwidth || bps > MaxBandwidth {
+		return 0, fmt.Errorf("bandwidth %q: must be between 8kbit and 100gbit", s)
+	}
+	return uint64(bps), nil
+}
