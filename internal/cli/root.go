@@ -29,6 +29,7 @@ every command that analyses reads one.`,
 		newLoadCmd(),
 		newModelCmd(),
 		newReplicaCmd(),
+		newRunCmd(),
 		newTestbedCmd(),
 	)
 	return root

@@ -1,0 +1,362 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gait-dev/gait/internal/rundir"
+	"github.com/vishvananda/netlink"
+)
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: needs root for network namespaces, tc and FUSE")
+	}
+	if _, err := os.Stat("/usr/bin/etcd"); err != nil {
+		t.Skip("skipped: no /usr/bin/etcd (make deps installs etcd-server)")
+	}
+}
+
+func parseScenario(t *testing.T, src string) *Scenario {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// runScenario runs s with its own state directory and checks that nothing
+// of the testbed is left afterwards.
+func runScenario(t *testing.T, s *Scenario) (string, Summary, []RunResult) {
+	t.Helper()
+	out, state := filepath.Join(t.TempDir(), "out"), t.TempDir()
+	var log bytes.Buffer
+	results, err := Run(context.Background(), s, Options{Out: out, StateDir: state, Log: &log})
+	t.Logf("runner log:\n%s", log.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(state, "*.json")); len(left) > 0 {
+		t.Errorf("testbed state left behind: %v", left)
+	}
+	sum, err := Summarize(s, out, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sum.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteReport(filepath.Join(out, "report.html"), s, sum, results); err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	sum.WriteText(&text)
+	t.Logf("summary:\n%s", text.String())
+	return out, sum, results
+}
+
+// TestLeaderNIC is the bundled leader-nic scenario, short: a leader whose
+// link is 100 times slower must cost the writes dearly.
+func TestLeaderNIC(t *testing.T) {
+	needRoot(t)
+	s := parseScenario(t, `name: t-leader-nic
+system: etcd
+nodes: 3
+workload: {op: put, keys: 100, value_size: 1KiB, clients: 8, duration: 3s}
+inject:
+  - {fault: nic, target: leader, factors: [100], at: 0s}
+`)
+	out, sum, results := runScenario(t, s)
+	if len(sum.Steps) != 2 || len(results) != 2 {
+		t.Fatalf("%d steps, %d runs", len(sum.Steps), len(results))
+	}
+	base, slow := sum.Steps[0], sum.Steps[1]
+	if *slow.Factor != 100 || base.Requests == 0 || slow.Requests == 0 {
+		t.Fatalf("steps: %+v", sum.Steps)
+	}
+	// At 1 Mbit/s the leader can replicate a few dozen 1 KiB puts a second
+	// where the baseline does thousands: far beyond any noise.
+	if !(slow.Throughput < base.Throughput/2 && slow.Slowdown > 2) {
+		t.Errorf("100x leader NIC: throughput %.0f/s against %.0f/s, slowdown %.2f", slow.Throughput, base.Throughput, slow.Slowdown)
+	}
+	r := results[1]
+	if len(r.Events) == 0 || r.Events[0].Action != "apply" || r.Events[0].Role != "leader" || r.Events[0].Error != "" {
+		t.Fatalf("events: %+v", r.Events)
+	}
+	if r.Roles[r.Events[0].Host] != "leader" {
+		t.Errorf("the fault hit %s, roles at start %v", r.Events[0].Host, r.Roles)
+	}
+	for _, c := range r.Clients {
+		if c == r.Events[0].Host {
+			t.Errorf("clients on the faulted leader %s: %v", c, r.Clients)
+		}
+	}
+	run, err := rundir.Open(filepath.Join(out, "f100-r1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Config.Factor != 100 || run.Config.Fault != "nic" || run.Config.Factors["slowdown"] != "100" {
+		t.Errorf("run.json: %+v", run.Config)
+	}
+	rows, err := run.TimeSeries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, row := range rows {
+		for k := range row.Metrics {
+			name, _ := splitMetric(k)
+			seen[name] = true
+		}
+	}
+	for _, m := range []string{"etcd_server_proposals_pending", "proc_cpu", "proc_rss_bytes", "gait_fault"} {
+		if !seen[m] {
+			t.Errorf("time series lacks %s (has %v)", m, seen)
+		}
+	}
+	for _, f := range []string{"summary.json", "report.html", "scenario.yaml", "hosts/f100-r1/h0/log/etcd.stderr"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestLeaderCrash kills the leader for a second and checks that it was
+// restarted and that the cluster kept serving.
+func TestLeaderCrash(t *testing.T) {
+	needRoot(t)
+	s := parseScenario(t, `name: t-leader-crash
+system: etcd
+nodes: 3
+workload: {op: put, keys: 100, clients: 4, duration: 4s}
+inject:
+  - {fault: crash, target: leader, at: 1s, for: 1s}
+`)
+	_, sum, results := runScenario(t, s)
+	r := results[1]
+	if len(r.Events) != 2 || r.Events[0].Action != "apply" || r.Events[1].Action != "clear" ||
+		r.Events[0].Error != "" || r.Events[1].Error != "" {
+		t.Fatalf("events: %+v", r.Events)
+	}
+	if d := r.Events[1].T - r.Events[0].T; d < 0.9 || d > 5 {
+		t.Errorf("restarted %.2fs after the crash, want about 1s", d)
+	}
+	if sum.Steps[1].Label != "crash" || sum.Steps[1].Factor != nil || sum.Steps[1].Requests == 0 {
+		t.Errorf("crash step: %+v", sum.Steps[1])
+	}
+}
+
+// TestNeedsRoot runs gait as nobody: it must say it needs root and fail.
+func TestNeedsRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: needs root to switch to another user")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Skip("skipped: no setpriv")
+	}
+	bin := buildGait(t)
+	os.Chmod(filepath.Dir(bin), 0o755)
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "run", "../../scenarios/etcd/leader-nic.yaml",
+		"--out", filepath.Join(t.TempDir(), "out"))
+	b, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 || !strings.Contains(string(b), "needs root") {
+		t.Errorf("as nobody: %v, output %q", err, b)
+	}
+}
+
+func buildGait(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "gait-bin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin := filepath.Join(dir, "gait")
+	if b, err := exec.Command("go", "build", "-o", bin, "github.com/gait-dev/gait/cmd/gait").CombinedOutput(); err != nil {
+		t.Fatalf("build gait: %v\n%s", err, b)
+	}
+	return bin
+}
+
+// stateFile is the part of the testbed's state file this test reads.
+type stateFile struct {
+	dir        string
+	ID         string   `json:"id"`
+	Namespaces []string `json:"namespaces"`
+	Links      []string `json:"links"`
+	Mounts     []string `json:"mounts"`
+	Cgroups    []string `json:"cgroups"`
+	Procs      []struct {
+		Pid int `json:"pid"`
+	} `json:"procs"`
+}
+
+// TestInterrupt sends SIGINT to gait run in the middle of a workload on
+// hosts with limpfs disks, and checks that it fails and leaves nothing: no
+// namespace, link, mount, cgroup, process, state file or partial run.
+func TestInterrupt(t *testing.T) {
+	needRoot(t)
+	bin := buildGait(t)
+	st, out, log, err := killMidRun(t, bin, syscall.SIGINT, "t-sigint", "memory")
+	t.Logf("gait run output:\n%s", log)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+		t.Errorf("interrupted gait run: %v, want a non-zero exit", err)
+	}
+	if !strings.Contains(log, "interrupted") {
+		t.Error("gait did not say it was interrupted")
+	}
+	for _, left := range leftovers(t, st) {
+		t.Error("left behind: ", left)
+	}
+	if runs, _ := filepath.Glob(filepath.Join(out, "f*")); len(runs) > 0 {
+		t.Errorf("interrupted run left %v", runs)
+	}
+	if scratch, _ := filepath.Glob(filepath.Join(memoryDir, "gait-t-sigint-*")); len(scratch) > 0 {
+		t.Errorf("interrupted run left %v", scratch)
+	}
+}
+
+// TestKillThenClean kills gait run with SIGKILL mid-run: its servers die
+// with it (Pdeathsig), and gait clean removes the rest. The hosts'
+// directories are under the test's output (data: disk), because after a
+// SIGKILL an in-memory one leaves its empty directories behind.
+func TestKillThenClean(t *testing.T) {
+	needRoot(t)
+	bin := buildGait(t)
+	st, _, _, _ := killMidRun(t, bin, syscall.SIGKILL, "t-sigkill", "disk")
+	if len(leftovers(t, st)) == 0 {
+		t.Fatal("a killed run left nothing at all; the test cannot tell whether clean works")
+	}
+	if b, err := exec.Command(bin, "clean", "--state-dir", st.dir).CombinedOutput(); err != nil {
+		t.Fatalf("gait clean: %v\n%s", err, b)
+	}
+	for _, left := range leftovers(t, st) {
+		t.Error("left behind after gait clean: ", left)
+	}
+}
+
+// killMidRun starts gait run on a scenario whose hosts have limpfs disks,
+// waits until the baseline's workload is under way, reads the testbed's
+// state file, sends sig, and waits for gait to exit.
+func killMidRun(t *testing.T, bin string, sig syscall.Signal, name, data string) (stateFile, string, string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	scenario, out, state := filepath.Join(dir, "s.yaml"), filepath.Join(dir, "out"), filepath.Join(dir, "state")
+	os.WriteFile(scenario, []byte(`name: `+name+`
+system: etcd
+nodes: 3
+data: `+data+`
+workload: {op: put, keys: 100, clients: 4, duration: 60s}
+inject:
+  - {fault: disk, target: follower, factors: [10], at: 0s}
+`), 0o644)
+	cmd := exec.Command(bin, "run", scenario, "--out", out, "--state-dir", state)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	deadline := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
+	defer deadline.Stop()
+	var log strings.Builder
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		log.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "requests; scenario") {
+			break
+		}
+	}
+	st := stateFile{dir: state}
+	states, _ := filepath.Glob(filepath.Join(state, "*.json"))
+	if len(states) != 1 {
+		t.Fatalf("want one state file while running, got %v; log:\n%s", states, log.String())
+	}
+	b, err := os.ReadFile(states[0])
+	if err != nil || json.Unmarshal(b, &st) != nil {
+		t.Fatalf("read state %s: %v", states[0], err)
+	}
+	if len(st.Namespaces) != 3 || len(st.Mounts) != 3 || len(st.Procs) < 3 {
+		t.Fatalf("state while running: %+v", st)
+	}
+	cmd.Process.Signal(sig)
+	for sc.Scan() {
+		log.WriteString(sc.Text() + "\n")
+	}
+	err = cmd.Wait()
+	// The servers die with gait (Pdeathsig); give the kernel a moment.
+	for i := 0; i < 50 && sig == syscall.SIGKILL && anyAlive(st); i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	return st, out, log.String(), err
+}
+
+func anyAlive(st stateFile) bool {
+	for _, p := range st.Procs {
+		if syscall.Kill(p.Pid, 0) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func leftovers(t *testing.T, st stateFile) []string {
+	var left []string
+	if _, err := os.Stat(filepath.Join(st.dir, st.ID+".json")); err == nil {
+		left = append(left, "state file")
+	}
+	for _, ns := range st.Namespaces {
+		if _, err := os.Stat("/run/netns/" + ns); err == nil {
+			left = append(left, "namespace "+ns)
+		}
+	}
+	for _, l := range st.Links {
+		if _, err := netlink.LinkByName(l); err == nil {
+			left = append(left, "link "+l)
+		}
+	}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range st.Mounts {
+		if strings.Contains(string(mounts), " "+m+" ") {
+			left = append(left, "mount "+m)
+		}
+	}
+	for _, cg := range st.Cgroups {
+		if _, err := os.Stat(cg); err == nil {
+			left = append(left, "cgroup "+cg)
+		}
+	}
+	for _, p := range st.Procs {
+		if syscall.Kill(p.Pid, 0) == nil {
+			if b, _ := os.ReadFile("/proc/" + strconv.Itoa(p.Pid) + "/stat"); !strings.Contains(string(b), ") Z ") {
+				left = append(left, "process "+strconv.Itoa(p.Pid))
+			}
+		}
+	}
+	return left
+}

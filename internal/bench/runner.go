@@ -1,0 +1,573 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/gait-dev/gait/internal/analyze"
+	"github.com/gait-dev/gait/internal/load"
+	"github.com/gait-dev/gait/internal/procstat"
+	"github.com/gait-dev/gait/internal/rundir"
+	"github.com/gait-dev/gait/internal/systems"
+	"github.com/gait-dev/gait/internal/testbed"
+)
+
+// Options say where a scenario's results go and how the runner talks.
+type Options struct {
+	// Out is the output directory; it must not exist or be empty. It gets
+	// one run directory per run (f10-r1, ...), hosts/ with the servers'
+	// logs, scenario.yaml and summary.json.
+	Out string
+	// StateDir is the testbed's state directory; empty means its default.
+	StateDir string
+	// Log receives progress: a line per phase and, during the workload, a
+	// status line every second. Nil discards it.
+	Log io.Writer
+	// Status, if set, replaces the status line: it is called every second
+	// while a workload runs.
+	Status func(Status)
+}
+
+// Status is where a scenario is, for a progress display.
+type Status struct {
+	Run, Runs   int // this run (from 1) of how many
+	ID          RunID
+	Elapsed     time.Duration // of this run's workload
+	Planned     time.Duration // this run's workload length, 0 if unknown
+	Requests    int64         // completed in this run
+	ETA         time.Duration // for the whole scenario, -1 while unknown
+	ScenarioRun time.Duration // since the scenario started
+}
+
+// RunResult is one finished run.
+type RunResult struct {
+	ID      RunID
+	Dir     string // the run directory
+	Summary rundir.Summary
+	Ready   time.Duration // until the cluster was up
+	Roles   map[string]string
+	Clients []string // hosts the clients talked to
+	Events  []Event
+	Wall    time.Duration // the whole run, setup and teardown included
+}
+
+// Run executes every run of s, one after the other, each on a fresh testbed
+// and cluster, and returns their results. It needs root. When ctx ends it
+// stops at once, removes the hosts, and returns ctx's error; finished runs
+// stay on disk, the interrupted one leaves nothing.
+func Run(ctx context.Context, s *Scenario, opt Options) ([]RunResult, error) {
+	if err := testbed.NeedRoot(); err != nil {
+		return nil, err
+	}
+	if err := prepareOut(opt.Out, s); err != nil {
+		return nil, err
+	}
+	r := &runner{s: s, opt: opt, log: opt.Log, started: time.Now(), runs: s.Runs()}
+	if r.log == nil {
+		r.log = io.Discard
+	}
+	var results []RunResult
+	for i, id := range r.runs {
+		r.current = i
+		res, err := r.one(ctx, id)
+		if err != nil {
+			return results, fmt.Errorf("%s: %w", id, err)
+		}
+		results = append(results, res)
+		r.done = append(r.done, res.Wall)
+	}
+	return results, nil
+}
+
+// prepareOut creates the output directory and keeps the scenario beside the runs.
+func prepareOut(out string, s *Scenario) error {
+	if out == "" {
+		return errors.New("no output directory")
+	}
+	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
+		return fmt.Errorf("output directory %s: exists and is not empty", out)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("output directory: %w", err)
+	}
+	return writeFileAtomic(filepath.Join(out, "scenario.yaml"), s.Source)
+}
+
+type runner struct {
+	s       *Scenario
+	opt     Options
+	log     io.Writer
+	started time.Time
+	runs    []RunID
+	current int
+	done    []time.Duration // wall time of each finished run
+	rate    float64         // open loop: the calibrated rate, shared by every run
+	maxSeen float64         // the calibration's maximum throughput
+}
+
+func (r *runner) logf(format string, args ...any) { fmt.Fprintf(r.log, format+"\n", args...) }
+
+// liveRun is the state of the run in progress.
+type liveRun struct {
+	*runner
+	id      RunID
+	tb      *testbed.Testbed
+	cluster systems.Cluster
+	clients []string // host names the clients talk to
+}
+
+func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
+	begin := time.Now()
+	res.ID, res.Dir = id, filepath.Join(r.opt.Out, id.Dir())
+	r.logf("[%d/%d] %s %s: starting %d hosts", r.current+1, len(r.runs), r.s.Name, id, r.s.Nodes)
+	opts, err := r.testbedOptions(id)
+	if err != nil {
+		return res, err
+	}
+	logs := filepath.Join(r.opt.Out, "hosts", id.Dir())
+	tb, err := testbed.Up(opts)
+	if err != nil {
+		return res, errors.Join(err, r.removeScratch(opts.Dir, logs))
+	}
+	lr := &liveRun{runner: r, id: id, tb: tb}
+	defer func() {
+		// After an interruption the hosts go first, killing the servers at
+		// once; otherwise the cluster stops in its own orderly way.
+		if ctx.Err() != nil {
+			err = errors.Join(err, tb.Close())
+		}
+		if lr.cluster != nil {
+			lr.cluster.Stop() // its members are gone or going; only its clients are left to close
+		}
+		err = errors.Join(err, tb.Close(), r.removeScratch(opts.Dir, logs))
+		res.Wall = time.Since(begin)
+	}()
+	t0 := time.Now()
+	if lr.cluster, err = knownSystems[r.s.System].driver().Start(ctx, hostsOf(tb, logs)); err != nil {
+		return res, err
+	}
+	res.Ready = time.Since(t0)
+	if res.Roles, err = lr.cluster.Roles(ctx); err != nil {
+		return res, err
+	}
+	lr.clients = lr.clientHosts(res.Roles, r.s.Inject)
+	res.Clients = lr.clients
+	r.logf("  cluster ready in %v; %s; clients on %v", res.Ready.Round(time.Millisecond), rolesText(res.Roles), lr.clients)
+	if err := lr.prepare(ctx); err != nil {
+		return res, err
+	}
+	sum, events, err := lr.measure(ctx, res)
+	res.Summary, res.Events = sum, events
+	return res, err
+}
+
+// testbedOptions puts the hosts' directories in a fresh directory on a
+// tmpfs when the scenario keeps data in memory, else under the output
+// directory.
+func (r *runner) testbedOptions(id RunID) (testbed.Options, error) {
+	o := testbed.Options{Hosts: r.s.Nodes, Bandwidth: r.s.Bandwidth, StateDir: r.opt.StateDir,
+		Dir: filepath.Join(r.opt.Out, "hosts", id.Dir())}
+	if d := r.s.Disk; d != nil {
+		o.Disk, o.DiskBandwidth, o.DiskLatency = true, d.Bandwidth, d.Latency
+	}
+	if r.s.Data == DataMemory {
+		parent := os.TempDir()
+		if st, err := os.Stat(memoryDir); err == nil && st.IsDir() {
+			parent = memoryDir
+		}
+		dir, err := os.MkdirTemp(parent, "gait-"+r.s.Name+"-"+id.Dir()+"-")
+		if err != nil {
+			return o, fmt.Errorf("hosts' directory: %w", err)
+		}
+		o.Dir = dir
+	}
+	return o, nil
+}
+
+// memoryDir is a tmpfs on most Linux systems.
+const memoryDir = "/dev/shm"
+
+// removeScratch removes the hosts' directories kept in memory (the
+// testbed removes their data; this is the rest).
+func (r *runner) removeScratch(dir, logs string) error {
+	if dir == logs {
+		return nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove the hosts' directory: %w", err)
+	}
+	return nil
+}
+
+func rolesText(roles map[string]string) string {
+	var parts []string
+	for _, h := range sortedKeys(roles) {
+		parts = append(parts, h+" "+roles[h])
+	}
+	return fmt.Sprint(parts)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// clientHosts picks the members the clients talk to: every member for
+// "all", a named host, or those with the role connect names except the
+// hosts the scenario's faults would hit (unless that leaves none), so a
+// fault on "follower" hits a follower the clients do not use, as in the
+// Limplock paper's ZooKeeper experiments. The baseline places its clients
+// the same way, so that it differs from the other runs by the fault alone.
+func (lr *liveRun) clientHosts(roles map[string]string, faults []Fault) []string {
+	c := lr.s.Workload.Connect
+	if _, ok := hostIndex(c); ok {
+		return []string{c}
+	}
+	hosts := sortedKeys(roles)
+	slices.SortFunc(hosts, func(a, b string) int { return hostOrder(a) - hostOrder(b) })
+	if c == connectAll {
+		return hosts
+	}
+	var with []string
+	for _, h := range hosts {
+		if roles[h] == c {
+			with = append(with, h)
+		}
+	}
+	planned := map[string]bool{}
+	for _, f := range faults {
+		if h, ok := pick(roles, f.Target, nil); ok {
+			planned[h] = true
+		}
+	}
+	var free []string
+	for _, h := range with {
+		if !planned[h] {
+			free = append(free, h)
+		}
+	}
+	if len(free) == 0 {
+		return with
+	}
+	return free
+}
+
+// pick resolves a fault target against roles: a host name is itself, a
+// role the last host (by name) with it that no client uses, else the last
+// with it; any is the last host no client uses.
+func pick(roles map[string]string, target string, clients []string) (string, bool) {
+	if _, ok := hostIndex(target); ok {
+		_, known := roles[target]
+		return target, known
+	}
+	var cands []string
+	for h, role := range roles {
+		if target == roleAny || role == target {
+			cands = append(cands, h)
+		}
+	}
+	if len(cands) == 0 {
+		return "", false
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		ci, cj := slices.Contains(clients, cands[i]), slices.Contains(clients, cands[j])
+		if ci != cj {
+			return !ci
+		}
+		return hostOrder(cands[i]) > hostOrder(cands[j])
+	})
+	return cands[0], true
+}
+
+func hostOrder(name string) int {
+	i, _ := hostIndex(name)
+	return i
+}
+
+// resolve finds the host a target names now.
+func (lr *liveRun) resolve(ctx context.Context, target string) (host, role string, err error) {
+	if _, ok := hostIndex(target); ok {
+		return target, "", nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	roles, rerr := lr.cluster.Roles(rctx)
+	h, ok := pick(roles, target, lr.clients)
+	if !ok {
+		if rerr == nil {
+			rerr = fmt.Errorf("no host is %s", target)
+		}
+		return "", "", fmt.Errorf("resolve %s: %w", target, rerr)
+	}
+	return h, roles[h], nil
+}
+
+// dialer spreads the clients over the client hosts, round robin.
+func (lr *liveRun) dialer() load.Dialer {
+	return func(worker int) (load.Client, uint8, error) {
+		h := lr.clients[worker%len(lr.clients)]
+		c, err := lr.cluster.Client(h)
+		return c, uint8(hostOrder(h)), err
+	}
+}
+
+// prepare preloads the keys and, for a rate given as a share of the
+// maximum, calibrates once, on the first baseline.
+func (lr *liveRun) prepare(ctx context.Context) error {
+	w, sys := lr.s.Workload, knownSystems[lr.s.System]
+	reads := slices.ContainsFunc(w.Mix, func(e load.MixEntry) bool { return e.Name != sys.write })
+	if w.Preload && reads {
+		lr.logf("  preloading %d keys", w.Keys)
+		write := uint8(slices.Index(sys.ops, sys.write))
+		if err := load.Preload(ctx, lr.loadWorkload(), write, lr.dialer(), 16); err != nil {
+			return err
+		}
+	}
+	if w.Rate.Share > 0 && lr.rate == 0 {
+		lr.logf("  calibrating: %v closed loop with %d clients", w.Calibrate, w.CalibrateClients)
+		max, err := load.Calibrate(ctx, lr.loadWorkload(), lr.dialer(), w.CalibrateClients, w.Calibrate, w.Seed)
+		if err != nil {
+			return err
+		}
+		lr.maxSeen, lr.rate = max, w.Rate.Share*max
+		lr.logf("  maximum throughput %.0f/s, so %s is %.0f/s for every run", max, w.Rate, lr.rate)
+	}
+	return nil
+}
+
+func (lr *liveRun) loadWorkload() load.Workload {
+	w := lr.s.Workload
+	return load.Workload{Mix: w.Mix, Keys: w.Keys, KeyDist: w.KeyDist, ValueSize: w.ValueSize}
+}
+
+func (lr *liveRun) loadConfig() load.Config {
+	w := lr.s.Workload
+	c := load.Config{Workload: lr.loadWorkload(), Clients: w.Clients, Duration: w.Duration, Requests: w.Requests,
+		Timeout: w.Timeout, Seed: w.Seed}
+	if w.Rate.PerSecond > 0 || w.Rate.Share > 0 {
+		c.Clients = 0
+		c.Rate, c.Poisson, c.MaxInFlight = w.Rate.PerSecond, w.Poisson, w.MaxInFlight
+		if w.Rate.Share > 0 {
+			c.Rate = lr.rate
+		}
+	}
+	return c
+}
+
+// measure drives the workload with the faults on schedule and writes the
+// run directory.
+func (lr *liveRun) measure(ctx context.Context, res RunResult) (rundir.Summary, []Event, error) {
+	cfg := lr.loadConfig()
+	w, err := rundir.Create(res.Dir, lr.rundirConfig(res.Roles, cfg))
+	if err != nil {
+		return rundir.Summary{}, nil, err
+	}
+	sched := newSchedule(lr, lr.id.Step.Faults)
+	cfg.Probes = []load.Probe{lr.metricsProbe(), newProcProbe(lr.tb).sample, sched.probe}
+	cfg.Progress = lr.progress(cfg)
+	if err := sched.start(ctx); err != nil {
+		sched.stop()
+		w.Abort()
+		return rundir.Summary{}, nil, err
+	}
+	sched.started(time.Now())
+	out, err := load.Run(ctx, cfg, lr.dialer(), w)
+	events := sched.stop()
+	if err == nil && out.Requests == 0 {
+		err = errors.New("no request completed")
+	}
+	if err != nil {
+		w.Abort()
+		return rundir.Summary{}, events, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	after, _ := lr.cluster.Roles(rctx)
+	cancel()
+	extra := map[string]any{"events": events, "ready_seconds": res.Ready.Seconds(), "clients_on": lr.clients,
+		"roles_after": after}
+	if out.FirstError != nil {
+		extra["first_error"] = out.FirstError.Error()
+	}
+	if err := w.Close(extra); err != nil {
+		return rundir.Summary{}, events, err
+	}
+	run, err := rundir.Open(res.Dir)
+	if err != nil {
+		return rundir.Summary{}, events, err
+	}
+	sum, err := run.Summary()
+	if err == nil {
+		lr.logf("  %d requests, %.0f/s, mean %s, p99 %s, %d errors, %d timeouts", sum.Requests, sum.Throughput,
+			analyze.Seconds(sum.Mean), analyze.Seconds(sum.P99), sum.Errors, sum.Timeouts)
+	}
+	return sum, events, err
+}
+
+func (lr *liveRun) rundirConfig(roles map[string]string, cfg load.Config) rundir.Config {
+	st := lr.id.Step
+	kinds, targets := faultNames(lr.s.Inject)
+	c := rundir.Config{Name: lr.s.Name, Scenario: lr.s.File, System: lr.s.System, Factor: st.Factor,
+		Repetition: lr.id.Rep, Ops: knownSystems[lr.s.System].ops, Workload: lr.workloadRecord(cfg)}
+	if st.Index > 0 {
+		c.Fault, c.Target = kinds, targets
+	}
+	slowdown := FormatFactor(st.Factor)
+	if st.Factor == 0 {
+		slowdown = "crash"
+	}
+	c.Factors = map[string]string{"slowdown": slowdown}
+	if kinds != "" {
+		c.Factors["fault"], c.Factors["target"] = kinds, targets
+	}
+	for _, h := range lr.tb.Hosts {
+		c.Hosts = append(c.Hosts, rundir.Host{Name: h.Name, Address: h.Addr.String(), Role: roles[h.Name]})
+	}
+	return c
+}
+
+// workloadRecord is the resolved workload as run.json keeps it.
+func (lr *liveRun) workloadRecord(c load.Config) map[string]any {
+	w := map[string]any{"mix": c.Workload.Mix.String(), "keys": c.Workload.Keys, "key_dist": c.Workload.KeyDist.String(),
+		"value_size": c.Workload.ValueSize, "seed": c.Seed, "timeout": c.Timeout.Seconds(), "connect": lr.s.Workload.Connect,
+		"bandwidth_bps": lr.s.Bandwidth, "data": lr.s.Data}
+	if c.Rate > 0 {
+		w["loop"], w["rate"], w["poisson"], w["max_in_flight"] = "open", c.Rate, c.Poisson, c.MaxInFlight
+	} else {
+		w["loop"], w["clients"] = "closed", c.Clients
+	}
+	if lr.s.Workload.Rate.Share > 0 {
+		w["rate_share"], w["max_throughput"] = lr.s.Workload.Rate.Share, lr.maxSeen
+	}
+	if c.Duration > 0 {
+		w["duration"] = c.Duration.Seconds()
+	}
+	if c.Requests > 0 {
+		w["requests"] = c.Requests
+	}
+	if d := lr.s.Disk; d != nil {
+		w["disk_bandwidth"], w["disk_latency"] = d.Bandwidth, d.Latency.Seconds()
+	}
+	return w
+}
+
+// metricsScrape bounds one white-box scrape, so a limping member cannot
+// hold up the once-a-second probes; what answered in time is kept.
+const metricsScrape = 900 * time.Millisecond
+
+func (lr *liveRun) metricsProbe() load.Probe {
+	return func(emit func(string, float64)) {
+		ctx, cancel := context.WithTimeout(context.Background(), metricsScrape)
+		defer cancel()
+		m, _ := lr.cluster.Metrics(ctx) // a member that did not answer is missing from m
+		for k, v := range m {
+			emit(k, v)
+		}
+	}
+}
+
+// procProbe samples the servers' /proc counters, labelled by host. A
+// restarted server has a new pid, so the sampler follows the live processes.
+type procProbe struct {
+	tb      *testbed.Testbed
+	targets []procstat.Target
+	sampler *procstat.Sampler
+}
+
+func newProcProbe(tb *testbed.Testbed) *procProbe { return &procProbe{tb: tb} }
+
+func (p *procProbe) sample(emit func(string, float64)) {
+	var now []procstat.Target
+	for _, h := range p.tb.Hosts {
+		for _, pr := range h.Procs() {
+			if pr.Running() {
+				now = append(now, procstat.Target{Label: h.Name, PID: pr.Pid()})
+			}
+		}
+	}
+	if !slices.Equal(now, p.targets) {
+		p.targets, p.sampler = now, procstat.NewSampler(now...)
+		return // rates need two readings
+	}
+	p.sampler.Sample(emit)
+}
+
+// progress reports the run and the scenario's ETA once a second.
+func (lr *liveRun) progress(cfg load.Config) func(load.Progress) {
+	planned := cfg.Duration
+	return func(p load.Progress) {
+		st := Status{Run: lr.current + 1, Runs: len(lr.runs), ID: lr.id, Elapsed: p.Elapsed, Planned: planned,
+			Requests: p.Done, ScenarioRun: time.Since(lr.started), ETA: lr.eta(p)}
+		switch {
+		case p.Final:
+		case lr.opt.Status != nil:
+			lr.opt.Status(st)
+		default:
+			lr.logf("  %s", st)
+		}
+	}
+}
+
+func (s Status) String() string {
+	eta := "?"
+	if s.ETA >= 0 {
+		eta = s.ETA.Round(time.Second).String()
+	}
+	of := ""
+	if s.Planned > 0 {
+		of = " of " + s.Planned.String()
+	}
+	return fmt.Sprintf("[%d/%d] %s r%d: %v%s, %d requests; scenario %v elapsed, about %s left",
+		s.Run, s.Runs, s.ID.Step.Label(), s.ID.Rep, s.Elapsed.Round(time.Second), of, s.Requests,
+		s.ScenarioRun.Round(time.Second), eta)
+}
+
+// eta estimates what is left of the scenario: the rest of this run's
+// workload plus, for this run's teardown and every run to come, the
+// average wall time of the finished runs (before the first has finished,
+// the workload length plus a guess at setup and teardown).
+func (lr *liveRun) eta(p load.Progress) time.Duration {
+	w := lr.s.Workload.Duration
+	if w == 0 {
+		return -1
+	}
+	perRun := w + 10*time.Second
+	if len(lr.done) > 0 {
+		var sum time.Duration
+		for _, d := range lr.done {
+			sum += d
+		}
+		perRun = sum / time.Duration(len(lr.done))
+	}
+	rest := max(w-p.Elapsed, 0) + (perRun-w)/2
+	return rest + time.Duration(len(lr.runs)-lr.current-1)*perRun
+}
+
+func writeFileAtomic(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

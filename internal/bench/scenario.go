@@ -1,0 +1,542 @@
+// Package bench runs limpware experiments: a scenario file names a system,
+// a cluster size, a workload and the faults to inject at slowdown factors;
+// the runner starts a fresh cluster on testbed hosts for the baseline and for
+// each factor, drives the workload, injects the faults on schedule, records
+// a run directory per run, and sums the runs up in a table and an HTML report
+// (the method of the Limplock paper, §4.1).
+package bench
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gait-dev/gait/internal/limpfs"
+	"github.com/gait-dev/gait/internal/load"
+	"github.com/gait-dev/gait/internal/testbed"
+	"gopkg.in/yaml.v3"
+)
+
+// Scenario is a validated scenario file.
+type Scenario struct {
+	File        string // path it was read from
+	Source      []byte // its text, kept for the report
+	Name        string
+	Description string
+	System      string
+	Nodes       int
+	Bandwidth   uint64 // each host's link at factor 1, bit/s
+	// Disk is set when the hosts' data directories are on limpfs: always
+	// when a disk fault is injected, so the baseline runs on the same layer.
+	Disk *Disk
+	// Data is where the hosts' data directories live: "memory" (a tmpfs,
+	// so the machine's own disk, shared and noisy, cannot stall a run; a
+	// disk fault then acts on limpfs's emulated disk alone) or "disk"
+	// (under the output directory).
+	Data     string
+	Workload Workload
+	Inject   []Fault
+	Repeat   int
+}
+
+// Disk is the emulated disk of every host at factor 1.
+type Disk struct {
+	Bandwidth float64       // bytes/s
+	Latency   time.Duration // added to every operation
+}
+
+// Workload is what the clients do during each run.
+type Workload struct {
+	Mix              load.Mix
+	Keys             int
+	KeyDist          load.KeyDist
+	ValueSize        int
+	Clients          int       // closed loop
+	Rate             load.Rate // open loop
+	Poisson          bool
+	MaxInFlight      int
+	Duration         time.Duration
+	Requests         int
+	Timeout          time.Duration // per request
+	Connect          string        // which members clients talk to: leader, follower, all or a host name
+	Preload          bool
+	Calibrate        time.Duration // calibration run for a rate in %
+	CalibrateClients int
+	Seed             uint64
+}
+
+// Fault is one injection of a scenario.
+type Fault struct {
+	Kind    string    // nic, disk, cpu, crash
+	Target  string    // leader, follower, any, or a host name (h0, h1, ...)
+	Factors []float64 // slowdowns; none for crash
+	At      time.Duration
+	// For is how long the fault lasts (a crashed host is restarted after
+	// it); 0 means until the end of the run.
+	For time.Duration
+}
+
+// Faults a scenario may inject.
+var faultKinds = []string{"nic", "disk", "cpu", "crash"}
+
+// Roles a fault target or connect may name besides a host name.
+const (
+	roleLeader   = "leader"
+	roleFollower = "follower"
+	roleAny      = "any"
+	connectAll   = "all"
+)
+
+// Where the hosts' data directories live.
+const (
+	DataMemory = "memory"
+	DataDisk   = "disk"
+)
+
+// Defaults of a scenario's optional fields.
+const (
+	DefaultDuration  = 20 * time.Second
+	DefaultTimeout   = 10 * time.Second
+	DefaultKeys      = 1000
+	DefaultValueSize = "1KiB"
+)
+
+// Load reads and validates a scenario file.
+func Load(path string) (*Scenario, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read scenario: %w", err)
+	}
+	return Parse(path, b)
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// Parse validates a scenario given as text; file names it in errors. Every
+// mistake is reported as a *FieldError with the line and field.
+func Parse(file string, src []byte) (*Scenario, error) {
+	d := doc{file: file}
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &FieldError{File: file, Line: 1, Msg: "empty scenario"}
+		}
+		// yaml.v3's syntax errors carry a line that can be one early, so
+		// it is quoted, not turned into file:line.
+		return nil, fmt.Errorf("%s: not valid YAML: %s", file, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, d.errorf(&extra, "", "a scenario file holds one document, found a second")
+	}
+	if len(root.Content) == 0 {
+		return nil, &FieldError{File: file, Line: 1, Msg: "empty scenario"}
+	}
+	top, err := d.mapping(root.Content[0], "",
+		"name", "description", "system", "nodes", "bandwidth", "disk", "data", "workload", "inject", "repeat")
+	if err != nil {
+		return nil, err
+	}
+	s := &Scenario{File: file, Source: src}
+	if err := s.parseTop(top); err != nil {
+		return nil, err
+	}
+	if err := s.parseWorkload(top); err != nil {
+		return nil, err
+	}
+	if err := s.parseInject(top); err != nil {
+		return nil, err
+	}
+	if err := s.parseDisk(top); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Scenario) parseTop(top object) error {
+	var n *yaml.Node
+	var err error
+	if s.Name, n, err = top.required("name"); err != nil {
+		return err
+	}
+	if !nameRE.MatchString(s.Name) {
+		return top.errorf(n, "name", "%q: use letters, digits, '.', '_' and '-' (it names directories)", s.Name)
+	}
+	if s.Description, _, err = top.str("description", ""); err != nil {
+		return err
+	}
+	if s.System, n, err = top.required("system"); err != nil {
+		return err
+	}
+	if _, ok := knownSystems[s.System]; !ok {
+		return top.errorf(n, "system", "unknown system %q (known: %s)", s.System, strings.Join(systemNames(), ", "))
+	}
+	if !top.has("nodes") {
+		return top.errorf(top.node, "nodes", "missing (required)")
+	}
+	if s.Nodes, err = top.integer("nodes", 0, 1); err != nil {
+		return err
+	}
+	if s.Nodes > testbed.MaxHosts {
+		return top.errorf(top.values["nodes"], "nodes", "%d is more than the testbed's %d hosts", s.Nodes, testbed.MaxHosts)
+	}
+	if s.Bandwidth, err = parsed(top, "bandwidth", uint64(testbed.DefaultBandwidth), parseBandwidth); err != nil {
+		return err
+	}
+	if s.Data, n, err = top.str("data", DataMemory); err != nil {
+		return err
+	}
+	if s.Data != DataMemory && s.Data != DataDisk {
+		return top.errorf(n, "data", "%q: want memory or disk", s.Data)
+	}
+	s.Repeat, err = top.integer("repeat", 1, 1)
+	return err
+}
+
+func (s *Scenario) parseWorkload(top object) error {
+	w, err := s.workload(top)
+	s.Workload = w
+	return err
+}
+
+func (s *Scenario) workload(top object) (Workload, error) {
+	wn, ok := top.values["workload"]
+	if !ok {
+		return Workload{}, top.errorf(top.node, "workload", "missing (required)")
+	}
+	o, err := top.mapping(wn, "workload", "op", "keys", "key_dist", "value_size", "clients", "rate", "poisson",
+		"max_in_flight", "duration", "requests", "timeout", "connect", "preload", "calibrate", "calibrate_clients", "seed")
+	if err != nil {
+		return Workload{}, err
+	}
+	w := Workload{Preload: true}
+	mix, n, err := o.required("op")
+	if err != nil {
+		return w, err
+	}
+	if w.Mix, err = load.ParseMix(mix, knownSystems[s.System].ops); err != nil {
+		return w, o.errorf(n, "workload.op", "%v", err)
+	}
+	if w.Keys, err = o.integer("keys", DefaultKeys, 1); err != nil {
+		return w, err
+	}
+	if w.KeyDist, err = parsed(o, "key_dist", load.KeyDist{}, load.ParseKeyDist); err != nil {
+		return w, err
+	}
+	size, err := parsed(o, "value_size", int64(1024), parseValueSize)
+	if err != nil {
+		return w, err
+	}
+	w.ValueSize = int(size)
+	if err := parseLoop(o, &w); err != nil {
+		return w, err
+	}
+	if err := parseLength(o, &w); err != nil {
+		return w, err
+	}
+	if w.Preload, err = o.boolean("preload", true); err != nil {
+		return w, err
+	}
+	def := roleFollower
+	if s.Nodes == 1 {
+		def = roleLeader
+	}
+	if w.Connect, n, err = o.str("connect", def); err != nil {
+		return w, err
+	}
+	if err := s.checkTarget(w.Connect, []string{roleLeader, roleFollower, connectAll}); err != nil {
+		return w, o.errorf(n, "workload.connect", "%v", err)
+	}
+	seed, err := o.integer("seed", 1, 0)
+	w.Seed = uint64(seed)
+	return w, err
+}
+
+// parseLoop reads the closed loop (clients) or the open one (rate).
+func parseLoop(o object, w *Workload) error {
+	var err error
+	switch {
+	case o.has("clients") && o.has("rate"):
+		return o.errorf(o.values["rate"], "workload.rate", "give clients (closed loop) or rate (open loop), not both")
+	case o.has("rate"):
+		if w.Rate, err = parsed(o, "rate", load.Rate{}, load.ParseRate); err != nil {
+			return err
+		}
+		if w.Poisson, err = o.boolean("poisson", false); err != nil {
+			return err
+		}
+		if w.MaxInFlight, err = o.integer("max_in_flight", load.DefaultMaxInFlight, 1); err != nil {
+			return err
+		}
+		if w.Calibrate, err = parsed(o, "calibrate", 3*time.Second, positiveDuration); err != nil {
+			return err
+		}
+		w.CalibrateClients, err = o.integer("calibrate_clients", 16, 1)
+		return err
+	}
+	for _, k := range []string{"poisson", "max_in_flight", "calibrate", "calibrate_clients"} {
+		if o.has(k) {
+			return o.errorf(o.values[k], "workload."+k, "only applies to an open loop (rate)")
+		}
+	}
+	w.Clients, err = o.integer("clients", 8, 1)
+	return err
+}
+
+// parseLength reads how long a run lasts and how long a request may take.
+func parseLength(o object, w *Workload) error {
+	var err error
+	if w.Requests, err = o.integer("requests", 0, 1); err != nil {
+		return err
+	}
+	def := DefaultDuration
+	if w.Requests > 0 {
+		def = 0
+	}
+	if w.Duration, err = parsed(o, "duration", def, positiveDuration); err != nil {
+		return err
+	}
+	w.Timeout, err = parsed(o, "timeout", DefaultTimeout, positiveDuration)
+	return err
+}
+
+func (s *Scenario) parseInject(top object) error {
+	n, ok := top.values["inject"]
+	if !ok {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return top.errorf(n, "inject", "want a list of faults, got %s", describe(n))
+	}
+	for i, fn := range n.Content {
+		f, err := s.parseFault(top.doc, fn, fmt.Sprintf("inject[%d]", i))
+		if err != nil {
+			return err
+		}
+		s.Inject = append(s.Inject, f)
+	}
+	return s.checkSteps(top, n)
+}
+
+func (s *Scenario) parseFault(d doc, n *yaml.Node, path string) (Fault, error) {
+	o, err := d.mapping(n, path, "fault", "target", "factors", "at", "for")
+	if err != nil {
+		return Fault{}, err
+	}
+	var f Fault
+	kind, kn, err := o.required("fault")
+	if err != nil {
+		return f, err
+	}
+	if !slices.Contains(faultKinds, kind) {
+		return f, o.errorf(kn, path+".fault", "unknown fault %q (known: %s)", kind, strings.Join(faultKinds, ", "))
+	}
+	f.Kind = kind
+	target, tn, err := o.required("target")
+	if err != nil {
+		return f, err
+	}
+	if err := s.checkTarget(target, []string{roleLeader, roleFollower, roleAny}); err != nil {
+		return f, o.errorf(tn, path+".target", "%v", err)
+	}
+	f.Target = target
+	if f.At, err = parsed(o, "at", 0, nonNegativeDuration); err != nil {
+		return f, err
+	}
+	if f.For, err = parsed(o, "for", 0, positiveDuration); err != nil {
+		return f, err
+	}
+	if d := s.Workload.Duration; d > 0 && f.At >= d {
+		return f, o.errorf(o.values["at"], path+".at", "%v is not before the end of the workload (duration %v)", f.At, d)
+	}
+	return f, s.parseFactors(o, path, &f)
+}
+
+func (s *Scenario) parseFactors(o object, path string, f *Fault) error {
+	fn, ok := o.values["factors"]
+	if f.Kind == "crash" {
+		if ok {
+			return o.errorf(fn, path+".factors", "a crash has no slowdown factor (use for: to restart the host after a while)")
+		}
+		return nil
+	}
+	if !ok {
+		return o.errorf(o.node, path+".factors", "missing: the slowdowns to inject, like [10, 100, 1000]")
+	}
+	if fn.Kind != yaml.SequenceNode || len(fn.Content) == 0 {
+		return o.errorf(fn, path+".factors", "want a list of slowdown factors like [10, 100, 1000], got %s", describe(fn))
+	}
+	for i, vn := range fn.Content {
+		vp := fmt.Sprintf("%s.factors[%d]", path, i)
+		if vn.Kind != yaml.ScalarNode {
+			return o.errorf(vn, vp, "want a number, got %s", describe(vn))
+		}
+		v, err := strconv.ParseFloat(vn.Value, 64)
+		switch {
+		case err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0:
+			return o.errorf(vn, vp, "%s is not a positive number", vn.Value)
+		case v == 1:
+			return o.errorf(vn, vp, "1 is the baseline, which always runs first; list only slowdowns")
+		case v < 1:
+			return o.errorf(vn, vp, "%s would speed the %s up; a slowdown factor is above 1", vn.Value, f.Kind)
+		case slices.Contains(f.Factors, v):
+			return o.errorf(vn, vp, "%s is listed twice", vn.Value)
+		}
+		if err := s.checkFactor(f.Kind, v); err != nil {
+			return o.errorf(vn, vp, "%v", err)
+		}
+		f.Factors = append(f.Factors, v)
+	}
+	return nil
+}
+
+// checkFactor rejects slowdowns the injectors cannot produce.
+func (s *Scenario) checkFactor(kind string, v float64) error {
+	if kind == "nic" && float64(s.Bandwidth)/v < testbed.MinBandwidth {
+		return fmt.Errorf("%g would shape the %s link to %.0f bit/s, below the testbed's minimum of %d bit/s",
+			v, FormatBandwidth(s.Bandwidth), float64(s.Bandwidth)/v, testbed.MinBandwidth)
+	}
+	return nil
+}
+
+// checkSteps makes sure the faults agree on how many slowdowns they step
+// through: run k applies the k-th factor of every fault.
+func (s *Scenario) checkSteps(top object, n *yaml.Node) error {
+	steps := -1
+	for i, f := range s.Inject {
+		if f.Kind == "crash" {
+			continue
+		}
+		if steps >= 0 && len(f.Factors) != steps {
+			return top.errorf(n.Content[i], fmt.Sprintf("inject[%d].factors", i),
+				"%d factors, but an earlier fault has %d: run k applies the k-th factor of every fault", len(f.Factors), steps)
+		}
+		steps = len(f.Factors)
+	}
+	return nil
+}
+
+// checkTarget accepts a role of roles or a host name h0..h<nodes-1>.
+func (s *Scenario) checkTarget(t string, roles []string) error {
+	if slices.Contains(roles, t) {
+		if t == roleFollower && s.Nodes < 2 {
+			return fmt.Errorf("%q needs at least 2 nodes, the scenario has %d", t, s.Nodes)
+		}
+		return nil
+	}
+	if i, ok := hostIndex(t); ok {
+		if i >= s.Nodes {
+			return fmt.Errorf("host %q does not exist: the %d hosts are h0 to h%d", t, s.Nodes, s.Nodes-1)
+		}
+		return nil
+	}
+	return fmt.Errorf("%q is neither a role (%s) nor a host name (h0 to h%d)", t, strings.Join(roles, ", "), s.Nodes-1)
+}
+
+// hostIndex reads a testbed host name, h0, h1, ...
+func hostIndex(name string) (int, bool) {
+	digits, ok := strings.CutPrefix(name, "h")
+	if !ok || digits == "" || (len(digits) > 1 && digits[0] == '0') {
+		return 0, false
+	}
+	i, err := strconv.Atoi(digits)
+	return i, err == nil && i >= 0
+}
+
+func (s *Scenario) parseDisk(top object) error {
+	needed := slices.ContainsFunc(s.Inject, func(f Fault) bool { return f.Kind == "disk" })
+	n, ok := top.values["disk"]
+	if !ok {
+		if needed {
+			s.Disk = &Disk{Bandwidth: limpfs.DefaultBandwidth}
+		}
+		return nil
+	}
+	o, err := top.mapping(n, "disk", "bandwidth", "latency")
+	if err != nil {
+		return err
+	}
+	d := &Disk{}
+	if d.Bandwidth, err = parsed(o, "bandwidth", float64(limpfs.DefaultBandwidth), parseByteRate); err != nil {
+		return err
+	}
+	if d.Latency, err = parsed(o, "latency", 0, nonNegativeDuration); err != nil {
+		return err
+	}
+	s.Disk = d
+	return nil
+}
+
+func positiveDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%q is not a positive duration like 500ms, 20s or 2m", s)
+	}
+	return d, nil
+}
+
+func nonNegativeDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not a duration like 0s, 500ms or 20s", s)
+	}
+	return d, nil
+}
+
+func parseValueSize(s string) (int64, error) {
+	n, err := load.ParseSize(s)
+	if err == nil && n > 64<<20 {
+		err = fmt.Errorf("%s is larger than 64MiB", s)
+	}
+	return n, err
+}
+
+var bitUnits = []struct {
+	suffix string
+	bits   float64
+}{{"Gbit/s", 1e9}, {"Mbit/s", 1e6}, {"kbit/s", 1e3}, {"bit/s", 1}}
+
+// parseBandwidth reads a link rate such as 100Mbit/s, 1Gbit/s or 500kbit/s.
+func parseBandwidth(s string) (uint64, error) {
+	for _, u := range bitUnits {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+			bps := v * u.bits
+			if err != nil || !(bps >= testbed.MinBandwidth && bps <= testbed.MaxBandwidth) {
+				break
+			}
+			return uint64(bps), nil
+		}
+	}
+	return 0, fmt.Errorf("%q is not a link rate between 8kbit/s and 100Gbit/s, like 100Mbit/s", s)
+}
+
+// FormatBandwidth writes a link rate the way parseBandwidth reads it.
+func FormatBandwidth(bps uint64) string {
+	for _, u := range bitUnits {
+		if float64(bps) >= u.bits {
+			return strconv.FormatFloat(float64(bps)/u.bits, 'g', 4, 64) + u.suffix
+		}
+	}
+	return strconv.FormatUint(bps, 10) + "bit/s"
+}
+
+// parseByteRate reads a disk bandwidth such as 80MB/s or 100MiB/s.
+func parseByteRate(s string) (float64, error) {
+	num, ok := strings.CutSuffix(strings.TrimSpace(s), "/s")
+	if ok {
+		if n, err := load.ParseSize(num); err == nil && n > 0 {
+			return float64(n), nil
+		}
+	}
+	return 0, fmt.Errorf("%q is not a positive disk bandwidth like 80MB/s", s)
+}

@@ -1,0 +1,315 @@
+package bench
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+const good = `name: etcd-leader-nic
+system: etcd
+nodes: 3
+workload: {op: put, keys: 1000, value_size: 1KiB, clients: 8, duration: 20s}
+inject:
+  - {fault: nic, target: leader, factors: [10, 100, 1000], at: 0s}
+repeat: 1
+`
+
+func TestParseGood(t *testing.T) {
+	s, err := Parse("leader-nic.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := s.Workload
+	if s.Name != "etcd-leader-nic" || s.Nodes != 3 || s.Repeat != 1 || s.Bandwidth != 100_000_000 || s.Disk != nil || s.Data != "memory" {
+		t.Errorf("top level: %+v", s)
+	}
+	if w.Mix.String() != "put:1" || w.Keys != 1000 || w.ValueSize != 1024 || w.Clients != 8 ||
+		w.Duration != 20*time.Second || w.Timeout != DefaultTimeout || w.Connect != "follower" || !w.Preload {
+		t.Errorf("workload: %+v", w)
+	}
+	if len(s.Inject) != 1 || !slices.Equal(s.Inject[0].Factors, []float64{10, 100, 1000}) || s.Inject[0].Target != "leader" {
+		t.Errorf("inject: %+v", s.Inject)
+	}
+	var dirs []string
+	for _, r := range s.Runs() {
+		dirs = append(dirs, r.Dir())
+	}
+	if want := []string{"f1-r1", "f10-r1", "f100-r1", "f1000-r1"}; !slices.Equal(dirs, want) {
+		t.Errorf("runs %v, want %v", dirs, want)
+	}
+}
+
+func TestParseVariants(t *testing.T) {
+	src := `name: mixed
+system: etcd
+nodes: 5
+bandwidth: 1Gbit/s
+disk: {bandwidth: 40MB/s, latency: 1ms}
+workload:
+  op: get:50,put:50
+  rate: 50%
+  poisson: true
+  requests: 5000
+  connect: all
+inject:
+  - {fault: disk, target: follower, factors: [2.5, 10], at: 2s, for: 5s}
+  - {fault: crash, target: h4, at: 1s, for: 3s}
+repeat: 2
+`
+	s, err := Parse("v.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := s.Workload
+	if w.Rate.Share != 0.5 || !w.Poisson || w.Clients != 0 || w.Requests != 5000 || w.Duration != 0 || w.Connect != "all" {
+		t.Errorf("workload: %+v", w)
+	}
+	if s.Bandwidth != 1e9 || s.Disk == nil || s.Disk.Bandwidth != 40e6 || s.Disk.Latency != time.Millisecond {
+		t.Errorf("bandwidth %d, disk %+v", s.Bandwidth, s.Disk)
+	}
+	runs := s.Runs()
+	var dirs []string
+	for _, r := range runs {
+		dirs = append(dirs, r.Dir())
+	}
+	if want := []string{"f1-r1", "f2.5-r1", "f10-r1", "f1-r2", "f2.5-r2", "f10-r2"}; !slices.Equal(dirs, want) {
+		t.Errorf("runs %v, want %v", dirs, want)
+	}
+	st := runs[1].Step
+	if len(st.Faults) != 2 || st.Faults[0].Factor != 2.5 || st.Faults[1].Kind != "crash" || st.Label() != "2.5x" {
+		t.Errorf("step 1: %+v", st)
+	}
+	if len(runs[0].Step.Faults) != 0 || runs[0].Step.Label() != "baseline" {
+		t.Errorf("baseline has faults: %+v", runs[0].Step)
+	}
+}
+
+func TestCrashOnly(t *testing.T) {
+	src := "name: c\nsystem: etcd\nnodes: 3\nworkload: {op: put}\ninject:\n  - {fault: crash, target: leader, at: 5s, for: 5s}\n"
+	s, err := Parse("c.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := s.Steps()
+	if len(steps) != 2 || steps[1].Label() != "crash" || steps[1].Factor != 0 || steps[1].key() != "crash" {
+		t.Errorf("steps %+v", steps)
+	}
+	if s.Disk != nil {
+		t.Errorf("no disk fault, yet disk %+v", s.Disk)
+	}
+}
+
+func TestDiskFaultMountsLimpfs(t *testing.T) {
+	src := "name: d\nsystem: etcd\nnodes: 3\nworkload: {op: put}\ninject: [{fault: disk, target: leader, factors: [10]}]\n"
+	s, err := Parse("d.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Disk == nil || s.Disk.Bandwidth != 80e6 {
+		t.Errorf("disk %+v, want limpfs at 80 MB/s", s.Disk)
+	}
+}
+
+// TestMalformed checks that each mistake is named with its line and field.
+func TestMalformed(t *testing.T) {
+	base := strings.Split(good, "\n")
+	// with replaces line n (from 1) of the good scenario.
+	with := func(n int, line string) string {
+		l := slices.Clone(base)
+		l[n-1] = line
+		return strings.Join(l, "\n")
+	}
+	inj := func(s string) string { return with(6, "  - "+s) }
+	wl := func(s string) string { return with(4, "workload: "+s) }
+	cases := []struct {
+		name, src, want string
+	}{
+		{"negative factor", inj("{fault: nic, target: leader, factors: [10, -3], at: 0s}"),
+			"f.yaml:6: inject[0].factors[1]: -3 is not a positive number"},
+		{"factor one", inj("{fault: nic, target: leader, factors: [1, 10]}"),
+			"f.yaml:6: inject[0].factors[0]: 1 is the baseline"},
+		{"factor below one", inj("{fault: nic, target: leader, factors: [0.5]}"),
+			"f.yaml:6: inject[0].factors[0]: 0.5 would speed the nic up"},
+		{"factor twice", inj("{fault: nic, target: leader, factors: [10, 10]}"),
+			"f.yaml:6: inject[0].factors[1]: 10 is listed twice"},
+		{"factor text", inj("{fault: nic, target: leader, factors: [ten]}"),
+			"f.yaml:6: inject[0].factors[0]: ten is not a positive number"},
+		{"factor too big for the link", inj("{fault: nic, target: leader, factors: [100000]}"),
+			"f.yaml:6: inject[0].factors[0]: 100000 would shape the 100Mbit/s link to 1000 bit/s"},
+		{"factors not a list", inj("{fault: nic, target: leader, factors: 10}"),
+			"f.yaml:6: inject[0].factors: want a list"},
+		{"no factors", inj("{fault: nic, target: leader}"),
+			"f.yaml:6: inject[0].factors: missing"},
+		{"crash with factors", inj("{fault: crash, target: leader, factors: [10]}"),
+			"f.yaml:6: inject[0].factors: a crash has no slowdown factor"},
+		{"unknown fault", inj("{fault: memory, target: leader, factors: [10]}"),
+			`f.yaml:6: inject[0].fault: unknown fault "memory" (known: nic, disk, cpu, crash)`},
+		{"unknown target", inj("{fault: nic, target: master, factors: [10]}"),
+			`f.yaml:6: inject[0].target: "master" is neither a role`},
+		{"host out of range", inj("{fault: nic, target: h3, factors: [10]}"),
+			`f.yaml:6: inject[0].target: host "h3" does not exist: the 3 hosts are h0 to h2`},
+		{"at after the end", inj("{fault: nic, target: leader, factors: [10], at: 30s}"),
+			"f.yaml:6: inject[0].at: 30s is not before the end of the workload (duration 20s)"},
+		{"bad for", inj("{fault: nic, target: leader, factors: [10], for: -1s}"),
+			`f.yaml:6: inject[0].for: "-1s" is not a positive duration`},
+		{"unknown inject field", inj("{fault: nic, target: leader, factors: [10], when: 3s}"),
+			"f.yaml:6: inject[0].when: unknown field (known here: fault, target, factors, at, for)"},
+		{"inject not a list", strings.Replace(good, "inject:\n  -", "inject:\n   ", 1),
+			"f.yaml:6: inject: want a list of faults, got a mapping"},
+		{"unequal factor lists", with(6, "  - {fault: nic, target: leader, factors: [10, 100]}\n  - {fault: disk, target: follower, factors: [10]}"),
+			"f.yaml:7: inject[1].factors: 1 factors, but an earlier fault has 2"},
+		{"unknown top field", with(7, "repeats: 2"),
+			"f.yaml:7: repeats: unknown field (known here: name, description, system, nodes"},
+		{"duplicate field", with(7, "nodes: 3"),
+			"f.yaml:7: nodes: given twice"},
+		{"repeat zero", with(7, "repeat: 0"),
+			`f.yaml:7: repeat: "0" is not a whole number of at least 1`},
+		{"unknown system", with(2, "system: cassandra"),
+			`f.yaml:2: system: unknown system "cassandra" (known: etcd)`},
+		{"no system", with(2, "description: x"),
+			"f.yaml:1: system: missing (required)"},
+		{"bad name", with(1, "name: a/b"),
+			`f.yaml:1: name: "a/b": use letters, digits`},
+		{"nodes text", with(3, "nodes: three"),
+			`f.yaml:3: nodes: "three" is not a whole number of at least 1`},
+		{"follower on one node", strings.NewReplacer("nodes: 3", "nodes: 1", "target: leader", "target: follower").Replace(good),
+			`f.yaml:6: inject[0].target: "follower" needs at least 2 nodes, the scenario has 1`},
+		{"bad data", with(7, "data: ssd"),
+			`f.yaml:7: data: "ssd": want memory or disk`},
+		{"bad bandwidth", with(7, "bandwidth: fast"),
+			`f.yaml:7: bandwidth: "fast" is not a link rate`},
+		{"unknown op", wl("{op: delete, clients: 8}"),
+			`f.yaml:4: workload.op: mix "delete": unknown operation "delete" (this system offers put, get, range)`},
+		{"no op", wl("{clients: 8}"),
+			"f.yaml:4: workload.op: missing (required)"},
+		{"clients and rate", wl("{op: put, clients: 8, rate: 500/s}"),
+			"f.yaml:4: workload.rate: give clients (closed loop) or rate (open loop), not both"},
+		{"bad rate", wl("{op: put, rate: fast}"),
+			`f.yaml:4: workload.rate: rate "fast": want requests per second`},
+		{"poisson closed loop", wl("{op: put, clients: 8, poisson: true}"),
+			"f.yaml:4: workload.poisson: only applies to an open loop (rate)"},
+		{"bad value size", wl("{op: put, value_size: 1KB9}"),
+			`f.yaml:4: workload.value_size: size "1KB9"`},
+		{"bad duration", wl("{op: put, duration: 20}"),
+			`f.yaml:4: workload.duration: "20" is not a positive duration`},
+		{"bad connect", wl("{op: put, connect: h9}"),
+			`f.yaml:4: workload.connect: host "h9" does not exist`},
+		{"unknown workload field", wl("{op: put, threads: 8}"),
+			"f.yaml:4: workload.threads: unknown field"},
+		{"workload list", wl("[put]"),
+			"f.yaml:4: workload: want a mapping of op, keys"},
+		{"bad preload", wl("{op: put, preload: yes please}"),
+			`f.yaml:4: workload.preload: "yes please" is not true or false`},
+		{"not a mapping", "- a\n- b\n",
+			"f.yaml:1: want a mapping of name, description"},
+		{"empty", "",
+			"f.yaml:1: empty scenario"},
+		{"two documents", good + "---\nname: x\n",
+			"f.yaml:8: a scenario file holds one document"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("f.yaml", []byte(c.src))
+			if err == nil {
+				t.Fatalf("no error for:\n%s", c.src)
+			}
+			if !strings.HasPrefix(err.Error(), c.want) {
+				t.Errorf("error\n  %v\nwant it to start with\n  %s", err, c.want)
+			}
+		})
+	}
+}
+
+func TestSyntaxError(t *testing.T) {
+	_, err := Parse("f.yaml", []byte("name: x\nsystem: etcd\n\tnodes: 3\n"))
+	if err == nil || err.Error() != "f.yaml: not valid YAML: line 2: found a tab character that violates indentation" {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestFieldErrorType(t *testing.T) {
+	_, err := Parse("f.yaml", []byte(strings.Replace(good, "nodes: 3", "nodes: 0", 1)))
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Line != 3 || fe.Path != "nodes" {
+		t.Errorf("got %#v", err)
+	}
+}
+
+// TestBundled checks that the bundled scenarios are valid.
+func TestBundled(t *testing.T) {
+	paths, err := filepath.Glob("../../scenarios/etcd/*.yaml")
+	if err != nil || len(paths) != 5 {
+		t.Fatalf("bundled etcd scenarios: %v %v", paths, err)
+	}
+	for _, p := range paths {
+		s, err := Load(p)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if !strings.HasPrefix(s.Name, "etcd-") || len(s.Runs()) < 2 {
+			t.Errorf("%s: name %q, %d runs", p, s.Name, len(s.Runs()))
+		}
+	}
+	if _, err := Load("no-such.yaml"); err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestPick(t *testing.T) {
+	roles := map[string]string{"h0": "follower", "h1": "leader", "h2": "follower", "h3": "follower"}
+	cases := []struct {
+		target  string
+		clients []string
+		want    string
+		ok      bool
+	}{
+		{"leader", nil, "h1", true},
+		{"follower", nil, "h3", true},
+		{"follower", []string{"h3"}, "h2", true},
+		{"follower", []string{"h0", "h2", "h3"}, "h3", true},
+		{"any", []string{"h3"}, "h2", true},
+		{"h0", nil, "h0", true},
+		{"h7", nil, "h7", false},
+	}
+	for _, c := range cases {
+		got, ok := pick(roles, c.target, c.clients)
+		if got != c.want || ok != c.ok {
+			t.Errorf("pick(%s, clients %v) = %s %v, want %s %v", c.target, c.clients, got, ok, c.want, c.ok)
+		}
+	}
+	if _, ok := pick(map[string]string{"h0": "down"}, "leader", nil); ok {
+		t.Error("found a leader among hosts that are down")
+	}
+}
+
+func TestClientHosts(t *testing.T) {
+	roles := map[string]string{"h0": "follower", "h1": "leader", "h2": "follower"}
+	lr := func(connect string) *liveRun {
+		return &liveRun{runner: &runner{s: &Scenario{Workload: Workload{Connect: connect}}}}
+	}
+	fault := func(target string) []Fault { return []Fault{{Kind: "nic", Target: target}} }
+	cases := []struct {
+		connect string
+		faults  []Fault
+		want    []string
+	}{
+		{"follower", fault("leader"), []string{"h0", "h2"}},
+		{"follower", fault("follower"), []string{"h0"}}, // the fault takes h2
+		{"follower", nil, []string{"h0", "h2"}},
+		{"leader", fault("leader"), []string{"h1"}}, // nothing else has the role
+		{"all", fault("leader"), []string{"h0", "h1", "h2"}},
+		{"all", nil, []string{"h0", "h1", "h2"}},
+		{"h1", fault("leader"), []string{"h1"}},
+	}
+	for _, c := range cases {
+		if got := lr(c.connect).clientHosts(roles, c.faults); !slices.Equal(got, c.want) {
+			t.Errorf("connect %s, faults %+v: clients on %v, want %v", c.connect, c.faults, got, c.want)
+		}
+	}
+}

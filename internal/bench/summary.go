@@ -1,0 +1,257 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gait-dev/gait/internal/analyze"
+	"github.com/gait-dev/gait/internal/rundir"
+	"github.com/gait-dev/gait/internal/stats"
+)
+
+// StepSummary sums up the runs of one step (all its repetitions pooled).
+// Latencies are in seconds, throughput in operations per second.
+type StepSummary struct {
+	Label string `json:"label"` // baseline, 10x, crash
+	// Factor is the step's slowdown, 1 for the baseline; null for a step
+	// that only crashes a host.
+	Factor     *float64 `json:"factor"`
+	Fault      string   `json:"fault,omitempty"`
+	Runs       int      `json:"runs"`
+	Requests   int      `json:"requests"`
+	Errors     int      `json:"errors"`
+	Timeouts   int      `json:"timeouts"`
+	Throughput float64  `json:"throughput"`
+	Mean       float64  `json:"mean"`
+	P50        float64  `json:"p50"`
+	P99        float64  `json:"p99"`
+	Max        float64  `json:"max"`
+	// Slowdown is the mean latency over the baseline's; ThroughputRatio
+	// the throughput over the baseline's.
+	Slowdown        float64 `json:"slowdown"`
+	ThroughputRatio float64 `json:"throughput_ratio"`
+	// LongestGap is the longest time in any of the runs during which no
+	// request completed (from the workload's start to its planned end): a
+	// stall, such as a failover after a crash.
+	LongestGap float64  `json:"longest_gap"`
+	Dirs       []string `json:"dirs"` // the run directories
+}
+
+// Summary is what gait run prints and keeps as summary.json in the output
+// directory.
+type Summary struct {
+	Name     string        `json:"name"`
+	Scenario string        `json:"scenario"`
+	System   string        `json:"system"`
+	Out      string        `json:"out"`
+	Steps    []StepSummary `json:"steps"`
+	Runs     []RunRecord   `json:"runs"`
+}
+
+// RunRecord is one run as summary.json lists it.
+type RunRecord struct {
+	Dir          string            `json:"dir"`
+	Step         string            `json:"step"`
+	Repetition   int               `json:"repetition"`
+	ReadySeconds float64           `json:"ready_seconds"` // cluster start until ready
+	WallSeconds  float64           `json:"wall_seconds"`  // the whole run with setup and teardown
+	Roles        map[string]string `json:"roles"`
+	Clients      []string          `json:"clients_on"`
+	Events       []Event           `json:"events"`
+}
+
+// Summarize pools each step's runs, reading their latencies back from the
+// run directories so repetitions combine exactly.
+func Summarize(s *Scenario, out string, results []RunResult) (Summary, error) {
+	sum := Summary{Name: s.Name, Scenario: s.File, System: s.System, Out: out}
+	kinds, _ := faultNames(s.Inject)
+	for _, st := range s.Steps() {
+		ss := StepSummary{Label: st.Label()}
+		if st.Factor > 0 {
+			f := st.Factor
+			ss.Factor = &f
+		}
+		if st.Index > 0 {
+			ss.Fault = kinds
+		}
+		var lat []float64
+		var dur float64
+		for _, r := range results {
+			if r.ID.Step.Index != st.Index {
+				continue
+			}
+			l, gap, err := readRun(r.Dir, s.Workload.Duration)
+			if err != nil {
+				return sum, err
+			}
+			lat = append(lat, l...)
+			ss.LongestGap = max(ss.LongestGap, gap)
+			ss.Runs++
+			ss.Requests += r.Summary.Requests
+			ss.Errors += r.Summary.Errors
+			ss.Timeouts += r.Summary.Timeouts
+			dur += r.Summary.Duration
+			ss.Dirs = append(ss.Dirs, r.Dir)
+		}
+		if ss.Runs == 0 {
+			continue
+		}
+		d := stats.Describe(lat)
+		ss.Mean, ss.P50, ss.P99, ss.Max = d.Mean, d.P50, d.P99, d.Max
+		if dur > 0 {
+			ss.Throughput = float64(ss.Requests) / dur
+		}
+		sum.Steps = append(sum.Steps, ss)
+	}
+	if len(sum.Steps) > 0 && sum.Steps[0].Label == "baseline" {
+		base := sum.Steps[0]
+		for i := range sum.Steps {
+			if base.Mean > 0 {
+				sum.Steps[i].Slowdown = sum.Steps[i].Mean / base.Mean
+			}
+			if base.Throughput > 0 {
+				sum.Steps[i].ThroughputRatio = sum.Steps[i].Throughput / base.Throughput
+			}
+		}
+	}
+	for _, r := range results {
+		sum.Runs = append(sum.Runs, RunRecord{Dir: r.Dir, Step: r.ID.Step.Label(), Repetition: r.ID.Rep,
+			ReadySeconds: r.Ready.Seconds(), WallSeconds: r.Wall.Seconds(), Roles: r.Roles, Clients: r.Clients,
+			Events: r.Events})
+	}
+	return sum, nil
+}
+
+// readRun returns a run's latencies and its longest gap between
+// completions, counting from 0 to the planned end of the workload.
+func readRun(dir string, planned time.Duration) ([]float64, float64, error) {
+	run, err := rundir.Open(dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	samples, err := run.Samples()
+	if err != nil {
+		return nil, 0, err
+	}
+	// Requests still out at the planned end complete later, after the
+	// rest have stopped; that wait is not a stall of the system.
+	done := make([]time.Duration, len(samples), len(samples)+1)
+	for i, x := range samples {
+		done[i] = x.Start + x.Latency
+		if planned > 0 {
+			done[i] = min(done[i], planned)
+		}
+	}
+	slices.Sort(done)
+	var gap, prev time.Duration
+	for _, d := range append(done, planned) {
+		gap, prev = max(gap, d-prev), max(prev, d)
+	}
+	lat, err := run.Latencies()
+	return lat, gap.Seconds(), err
+}
+
+// WriteJSON writes the summary as indented JSON.
+func (s Summary) WriteJSON(w io.Writer) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode summary: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// Save writes summary.json into the output directory.
+func (s Summary) Save() error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode summary: %w", err)
+	}
+	return writeFileAtomic(filepath.Join(s.Out, "summary.json"), append(b, '\n'))
+}
+
+// TableHeader and TableRows are the summary table, as printed and reported.
+var TableHeader = []string{"step", "runs", "requests", "throughput", "mean", "p50", "p99", "max", "slowdown", "longest gap", "errors", "timeouts"}
+
+func (s Summary) TableRows() [][]string {
+	var rows [][]string
+	for _, st := range s.Steps {
+		rows = append(rows, []string{st.Label, strconv.Itoa(st.Runs), strconv.Itoa(st.Requests),
+			fmt.Sprintf("%.0f/s", st.Throughput), analyze.Seconds(st.Mean), analyze.Seconds(st.P50),
+			analyze.Seconds(st.P99), analyze.Seconds(st.Max), fmt.Sprintf("%.2fx", st.Slowdown), analyze.Seconds(st.LongestGap),
+			strconv.Itoa(st.Errors), strconv.Itoa(st.Timeouts)})
+	}
+	return rows
+}
+
+// WriteText writes the summary table, aligned.
+func (s Summary) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	line := func(cells []string) {
+		for _, c := range cells {
+			fmt.Fprint(tw, c, "\t")
+		}
+		fmt.Fprintln(tw)
+	}
+	fmt.Fprintf(w, "%s (%s): %s\n", s.Name, s.Scenario, s.Out)
+	line(TableHeader)
+	for _, r := range s.TableRows() {
+		line(r)
+	}
+	return tw.Flush()
+}
+
+// Reload reads a finished output directory back (its scenario.yaml,
+// summary.json and run directories), so its summary and report can be
+// written again without running anything. The directory may have moved.
+func Reload(out string) (*Scenario, []RunResult, error) {
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("reload %s: %w (not a finished gait run output?)", out, err)
+	}
+	var old Summary
+	if err := json.Unmarshal(b, &old); err != nil {
+		return nil, nil, fmt.Errorf("reload %s: summary.json: %w", out, err)
+	}
+	src, err := os.ReadFile(filepath.Join(out, "scenario.yaml"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("reload %s: %w", out, err)
+	}
+	s, err := Parse(old.Scenario, src)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reload %s: %w", out, err)
+	}
+	ids := map[string]RunID{}
+	for _, id := range s.Runs() {
+		ids[id.Dir()] = id
+	}
+	var results []RunResult
+	for _, rec := range old.Runs {
+		name := filepath.Base(rec.Dir)
+		id, ok := ids[name]
+		if !ok {
+			return nil, nil, fmt.Errorf("reload %s: run %s is not one of the scenario's", out, name)
+		}
+		dir := filepath.Join(out, name)
+		run, err := rundir.Open(dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		sum, err := run.Summary()
+		if err != nil {
+			return nil, nil, err
+		}
+		results = append(results, RunResult{ID: id, Dir: dir, Summary: sum, Roles: rec.Roles, Clients: rec.Clients,
+			Events: rec.Events, Ready: seconds(rec.ReadySeconds), Wall: seconds(rec.WallSeconds)})
+	}
+	return s, results, nil
+}
+
+func seconds(v float64) time.Duration { return time.Duration(v * float64(time.Second)) }

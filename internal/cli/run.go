@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gait-dev/gait/internal/bench"
+	"github.com/gait-dev/gait/internal/testbed"
+	"github.com/spf13/cobra"
+)
+
+type runFlags struct {
+	out, format, html, stateDir, reportFrom string
+	dryRun                                  bool
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run SCENARIO.yaml [--out DIR] [--format text|json] [--html FILE]",
+		Short: "Run a limpware experiment: a real cluster, a workload, faults at 1x/10x/100x/1000x",
+		Long: `Run the experiment a scenario file describes, the way the Limplock paper does:
+for the baseline (factor 1) and for each slowdown factor, start the system on
+fresh isolated hosts, drive the workload, inject the faults on schedule (a
+role like "leader" is resolved when the fault strikes), and record one run
+directory per factor and repetition. White-box metrics of the system and the
+servers' /proc counters are sampled once a second into each run's time series.
+
+Then print a summary per factor (throughput, mean, p50, p99, max, slowdown =
+mean latency over the baseline's) and write an HTML report with throughput and
+p99 over time, the fault events and every white-box metric.
+
+The scenario is checked completely before anything starts; a mistake is
+reported with its file, line and field. Creating hosts needs root. Ctrl-C
+stops the run and removes every host, process and mount it made (a second
+Ctrl-C removes them at once); 'gait clean' removes what a killed run left.
+The scenario format is in docs/run.md; bundled ones are in scenarios/.`,
+		Example: `  sudo gait run scenarios/etcd/leader-nic.yaml
+  sudo gait run scenarios/etcd/follower-disk.yaml --out runs/fd --format json > fd.json
+  gait run --dry-run scenarios/etcd/leader-crash.yaml     # check it and list the runs
+  gait run --report-from runs/etcd-leader-nic-20250101-120000  # summary and report again`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if f.reportFrom != "" && len(args) > 0 {
+				return fmt.Errorf("--report-from reads a finished output directory; it takes no scenario (got %s)", args[0])
+			}
+			if f.reportFrom != "" {
+				return nil
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.reportFrom != "" {
+				return rereport(cmd, f)
+			}
+			return runScenario(cmd, args[0], f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.out, "out", "", "output directory (default runs/<name>-<time>); must not exist or be empty")
+	fl.StringVar(&f.format, "format", "text", "summary format on stdout: text or json")
+	fl.StringVar(&f.html, "html", "", "HTML report to write (default <out>/report.html)")
+	fl.StringVar(&f.stateDir, "state-dir", "", "testbed state directory (default "+testbed.DefaultStateDir+")")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "check the scenario and list its runs, without running anything")
+	fl.StringVar(&f.reportFrom, "report-from", "", "write the summary and report again from a finished output directory, without running")
+	return cmd
+}
+
+func runScenario(cmd *cobra.Command, path string, f runFlags) error {
+	if f.format != "text" && f.format != "json" {
+		return fmt.Errorf("--format %q: want text or json", f.format)
+	}
+	s, err := bench.Load(path)
+	if err != nil {
+		return err
+	}
+	stderr := cmd.ErrOrStderr()
+	if f.dryRun {
+		return printPlan(cmd.OutOrStdout(), s)
+	}
+	if err := testbed.NeedRoot(); err != nil {
+		return fmt.Errorf("run %s: %w; try sudo", path, err)
+	}
+	if f.out == "" {
+		f.out = filepath.Join("runs", s.Name+"-"+time.Now().Format("20060102-150405"))
+	}
+	if f.html == "" {
+		f.html = filepath.Join(f.out, "report.html")
+	}
+	ctx, stop := testbed.SignalContext(cmd.Context())
+	defer stop()
+	fmt.Fprintf(stderr, "gait run %s: %d runs, results in %s\n", s.Name, len(s.Runs()), f.out)
+	status := newStatusLine(stderr)
+	results, err := bench.Run(ctx, s, bench.Options{Out: f.out, StateDir: f.stateDir, Log: status, Status: status.update})
+	status.clear()
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted; the hosts are removed, the %d finished runs are in %s", len(results), f.out)
+		}
+		return err
+	}
+	return finishRun(cmd, s, results, f)
+}
+
+// finishRun writes summary.json and the report and prints the summary.
+func finishRun(cmd *cobra.Command, s *bench.Scenario, results []bench.RunResult, f runFlags) error {
+	sum, err := bench.Summarize(s, f.out, results)
+	if err != nil {
+		return err
+	}
+	if err := sum.Save(); err != nil {
+		return err
+	}
+	if err := bench.WriteReport(f.html, s, sum, results); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "report: %s\n", f.html)
+	if f.format == "json" {
+		return sum.WriteJSON(cmd.OutOrStdout())
+	}
+	return sum.WriteText(cmd.OutOrStdout())
+}
+
+func rereport(cmd *cobra.Command, f runFlags) error {
+	if f.format != "text" && f.format != "json" {
+		return fmt.Errorf("--format %q: want text or json", f.format)
+	}
+	s, results, err := bench.Reload(f.reportFrom)
+	if err != nil {
+		return err
+	}
+	f.out = f.reportFrom
+	if f.html == "" {
+		f.html = filepath.Join(f.out, "report.html")
+	}
+	return finishRun(cmd, s, results, f)
+}
+
+func printPlan(w io.Writer, s *bench.Scenario) error {
+	fmt.Fprintf(w, "%s: %s on %d hosts, %d runs\n", s.File, s.System, s.Nodes, len(s.Runs()))
+	for _, r := range s.Runs() {
+		var faults []string
+		for _, f := range r.Step.Faults {
+			faults = append(faults, fmt.Sprintf("%s %gx on %s at %v", f.Kind, max(f.Factor, 1), f.Target, f.At))
+		}
+		if len(faults) == 0 {
+			faults = []string{"no fault"}
+		}
+		_, err := fmt.Fprintf(w, "  %-10s %s\n", r.Dir(), strings.Join(faults, "; "))
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// statusLine shows the runner's log lines, and its once-a-second status on
+// one line that rewrites itself on a terminal (a log file gets every line).
+type statusLine struct {
+	mu       sync.Mutex // the status comes from the workload's goroutine
+	w        io.Writer
+	terminal bool
+	shown    bool
+}
+
+func newStatusLine(w io.Writer) *statusLine {
+	s := &statusLine{w: w}
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			s.terminal = true
+		}
+	}
+	return s
+}
+
+func (s *statusLine) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.erase()
+	return s.w.Write(p)
+}
+
+func (s *statusLine) update(st bench.Status) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.terminal {
+		fmt.Fprintf(s.w, "\r\033[K  %s", st)
+		s.shown = true
+		return
+	}
+	fmt.Fprintf(s.w, "  %s\n", st)
+}
+
+func (s *statusLine) clear() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.erase()
+}
+
+func (s *statusLine) erase() {
+	if s.shown {
+		fmt.Fprint(s.w, "\r\033[K")
+		s.shown = false
+	}
+}
