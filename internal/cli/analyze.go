@@ -31,7 +31,7 @@ HdrHistogram interval log; several PATHs are analysed together.
             forks); each Tag= is a configuration. The log does not record its
             unit: gait infers ns or µs and says so; --unit overrides.
   run dir   each run is a configuration; its factors are the run's own plus
-            system, fault, target, slowdown and repetition.
+            system, fault, target, factor (the slowdown factor) and repetition.
 
 For each configuration: count, mean, std, min, p50, p90, p99, p99.9, max;
 C1 (max > 10 x mean); C2 (samples beyond mean + 3σ: how many, what share,

@@ -339,7 +339,7 @@ func TestRunDirectories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all) != 2 || all[1].Name != "clients=8 fault=nic repetition=2 slowdown=100 system=etcd target=leader" {
+	if len(all) != 2 || all[1].Name != "clients=8 factor=100 fault=nic repetition=2 system=etcd target=leader" {
 		t.Fatalf("directory of runs: %+v", all)
 	}
 	empty := t.TempDir()

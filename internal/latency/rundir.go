@@ -70,7 +70,7 @@ func loadRun(dir string) (Configuration, error) {
 	if cfg.Fault != "" {
 		set("fault", cfg.Fault)
 		set("target", cfg.Target)
-		set("slowdown", strconv.FormatFloat(cfg.Factor, 'g', -1, 64))
+		set("factor", strconv.FormatFloat(cfg.Factor, 'g', -1, 64))
 	}
 	if cfg.Repetition != 0 {
 		set("repetition", strconv.Itoa(cfg.Repetition))
