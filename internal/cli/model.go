@@ -167,8 +167,10 @@ answered within --bound:
   sla_thesis  the thesis model (§4.4): bound reduced by the mean network delay
               and the M/G/1 mean wait, then 1-(1-Phi)^d
   sla         the accurate predictor: exact per-duplicate M/G/1 response time
-              (waiting + service + network), duplicates of a group correlated
-              through the shared gap to the previous request
+              (waiting + service + network) with the duplicates of a group
+              correlated through the shared gap to the previous request, plus
+              a Monte Carlo term for the correlation older arrivals carry
+              (bursts); stderr is that term's standard error (0 for d = 1)
 A group sees a Poisson share rate/r of the arrivals. Utilization >= 1 prints
 "unstable" instead of a number.`,
 		Example: `  gait model predict --service lognormal:1ms,1 --net 0.1ms --bound 5ms --rate 300 \
@@ -224,13 +226,13 @@ func describe(sys model.System) string {
 func writePredictions(w io.Writer, sys model.System, preds []model.Prediction) error {
 	fmt.Fprintln(w, describe(sys))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "duplicates\treplicas\tnodes\tutilization\tsla_thesis\tsla\t")
+	fmt.Fprintln(tw, "duplicates\treplicas\tnodes\tutilization\tsla_thesis\tsla\tstderr\t")
 	for _, p := range preds {
-		th, acc := pct(p.SLAThesis), pct(p.SLA)
+		th, acc, se := pct(p.SLAThesis), pct(p.SLA), fmt.Sprintf("%.5f", p.SLAStdErr)
 		if p.Unstable {
-			th, acc = "unstable", "unstable"
+			th, acc, se = "unstable", "unstable", "-"
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%.4f\t%s\t%s\t\n", p.Duplicates, p.Replicas, p.Nodes, p.Utilization, th, acc)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%.4f\t%s\t%s\t%s\t\n", p.Duplicates, p.Replicas, p.Nodes, p.Utilization, th, acc, se)
 	}
 	return tw.Flush()
 }
@@ -550,10 +552,10 @@ a measured distribution; the bound is --bound-means x the mean service time.`,
 				return writeJSON(cmd.OutOrStdout(), cells)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "service\tutilization\tduplicates\tsimulated\tstderr\taccurate\terr\tthesis\terr\t")
+			fmt.Fprintln(tw, "service\tutilization\tduplicates\tsimulated\tstderr\taccurate\tstderr\terr\tthesis\terr\t")
 			for _, c := range cells {
-				fmt.Fprintf(tw, "%s\t%g\t%d\t%.5f\t%.5f\t%.5f\t%+.5f\t%.5f\t%+.5f\t\n", c.Service, c.Utilization, c.Duplicates,
-					c.Simulated, c.StdErr, c.Accurate, c.Accurate-c.Simulated, c.Thesis, c.Thesis-c.Simulated)
+				fmt.Fprintf(tw, "%s\t%g\t%d\t%.5f\t%.5f\t%.5f\t%.5f\t%+.5f\t%.5f\t%+.5f\t\n", c.Service, c.Utilization, c.Duplicates,
+					c.Simulated, c.StdErr, c.Accurate, c.AccurateStdErr, c.Accurate-c.Simulated, c.Thesis, c.Thesis-c.Simulated)
 			}
 			return tw.Flush()
 		},

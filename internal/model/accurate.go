@@ -3,6 +3,9 @@ package model
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"slices"
+	"sync"
 )
 
 // AccurateOptions sets the numerical resolution of the accurate predictor.
@@ -13,6 +16,20 @@ type AccurateOptions struct {
 	// MaxPoints caps the grid (default 4096); the grid spans the bound plus
 	// the gaps that still carry weight.
 	MaxPoints int
+	// StdErr is the standard error the Monte Carlo correlation term aims
+	// for at every duplicate count (default 2e-4, so that 0.001 is 5
+	// standard errors).
+	StdErr float64
+	// MaxRequests caps the simulated requests of one correlation term
+	// (default 2^21); at very high load the standard error may stay above
+	// StdErr, and the prediction says so.
+	MaxRequests int
+	// Seed makes the correlation term reproducible (default 1).
+	Seed uint64
+	// decide, when > 0, lets the correlation term stop as soon as every
+	// wanted SLA is more than 4 standard errors from it: a search for the
+	// rate that meets a target needs only the side, not the digits.
+	decide float64
 }
 
 func (o AccurateOptions) withDefaults() AccurateOptions {
@@ -22,26 +39,83 @@ func (o AccurateOptions) withDefaults() AccurateOptions {
 	if o.MaxPoints <= 0 {
 		o.MaxPoints = 4096
 	}
+	if o.StdErr <= 0 {
+		o.StdErr = 2e-4
+	}
+	if o.MaxRequests <= 0 {
+		o.MaxRequests = 1 << 21
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
 	return o
 }
 
-// groupLaw is the law of X, the probability that one duplicate of a group
-// answers within the bound given the group's shared arrivals: X takes value
-// x[q] with probability w[q]. Duplicates are independent given the arrivals,
-// so the SLA of d duplicates is 1 - E[(1-X)^d].
+// groupSLA is the accurate predictor for one replica group that receives
+// Poisson arrivals at rate: the SLA of d = 1..max(dups) duplicates and the
+// standard error of each; the Monte Carlo effort goes to the counts in dups.
 //
-// The arrivals are conditioned on through the gap a to the previous request,
-// which every duplicate of the group sees alike: a duplicate's wait is
-// max(0, V - a) with V the previous request's time in that server (waiting +
-// service), taken from the exact stationary M/G/1 law (Pollaczek-Khinchine)
-// and independent across duplicates. For d = 1 this is exact; for d > 1 it
-// keeps the correlation carried by the last gap and drops the part carried
-// by older gaps, so it errs towards a higher SLA as load grows.
-type groupLaw struct {
-	w, x []float64
+// Duplicates of a group are independent given the group's arrivals, so the
+// share of requests all d of them answer late is E[Y^d], Y the chance that
+// one duplicate answers late given the whole arrival history. The first
+// stage (gapLaw) conditions on the last gap only and is exact for d = 1.
+// What it misses, E[Y^d] - E[E[Y|gap]^d] >= 0, is the correlation older
+// gaps carry (a burst loads every duplicate at once); correlationTerm
+// estimates it by simulation, with the first stage as control variate.
+func groupSLA(sys System, rate float64, dups []int, opt AccurateOptions) (sla, stdErr []float64, err error) {
+	opt = opt.withDefaults()
+	law, err := newGapLaw(sys, rate, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	maxD := slices.Max(dups)
+	// The correlation term may simulate more duplicates than asked for:
+	// averaging over more d-subsets lowers its noise.
+	miss := law.miss(max(maxD, maxWidth))
+	corr, se := correlationTerm(sys, rate, law, miss, dups, opt)
+	sla = make([]float64, maxD)
+	for d := range sla {
+		sla[d] = clamp01(1 - miss[d] - corr[d])
+	}
+	return sla, se[:maxD], nil
 }
 
-func newGroupLaw(sys System, rate float64, opt AccurateOptions) (*groupLaw, error) {
+// groupSLAs runs groupSLA for each rate, in parallel: each is independent
+// and seeded, so the result does not depend on the schedule.
+func groupSLAs(sys System, rates []float64, dups []int, opt AccurateOptions) ([][]float64, [][]float64, error) {
+	sla := make([][]float64, len(rates))
+	se := make([][]float64, len(rates))
+	errs := make([]error, len(rates))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, r := range rates {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			sla[i], se[i], errs[i] = groupSLA(sys, r, dups, opt)
+		}()
+	}
+	wg.Wait()
+	return sla, se, firstErr(errs...)
+}
+
+// gapLaw is the law of X, the probability that one duplicate of a group
+// answers within the bound given the gap to the previous request, which
+// every duplicate of the group sees alike: X takes value x[q] with
+// probability w[q] (gap q cells of width h; the last entry stands for all
+// longer gaps). A duplicate's wait is max(0, V - gap) with V the previous
+// request's time in that server (waiting + service), taken from the exact
+// stationary M/G/1 law (Pollaczek-Khinchine).
+type gapLaw struct {
+	w, x []float64
+	h    float64
+	// phi[j] = P(S + N <= bound - j*h): the chance a request that waits
+	// j cells still answers in time.
+	phi []float64
+}
+
+func newGapLaw(sys System, rate float64, opt AccurateOptions) (*gapLaw, error) {
 	opt = opt.withDefaults()
 	rho := rate * sys.Service.Mean()
 	if rho >= 1 {
@@ -68,7 +142,7 @@ func newGroupLaw(sys System, rate float64, opt AccurateOptions) (*groupLaw, erro
 		acc += p
 		cumV[i] = acc
 	}
-	law := &groupLaw{w: make([]float64, n+1), x: make([]float64, n+1)}
+	law := &gapLaw{w: make([]float64, n+1), x: make([]float64, n+1), h: g.h, phi: phi}
 	prevTail := 1.0
 	for q := 0; q < n; q++ {
 		s := phi[0] * cumV[q]
@@ -82,6 +156,23 @@ func newGroupLaw(sys System, rate float64, opt AccurateOptions) (*groupLaw, erro
 	// Longer gaps: the previous request is long gone.
 	law.w[n], law.x[n] = prevTail, phi[0]*cumV[n-1]
 	return law, nil
+}
+
+// cell is the index of x and w that a gap of a seconds falls in.
+func (l *gapLaw) cell(a float64) int {
+	return min(int(a/l.h+0.5), len(l.x)-1)
+}
+
+// lateGivenWait is the chance a request that waits w seconds answers late,
+// interpolated on the grid.
+func (l *gapLaw) lateGivenWait(w float64) float64 {
+	f := w / l.h
+	j := int(f)
+	if j >= len(l.phi)-1 {
+		return 1
+	}
+	frac := f - float64(j)
+	return 1 - (l.phi[j] + frac*(l.phi[j+1]-l.phi[j]))
 }
 
 // successCDF returns phi[j] = P(S + N <= tau - j*h) for j = 0..J.
@@ -109,8 +200,9 @@ func successCDF(sys System, g grid, J int) []float64 {
 	return phi
 }
 
-// slas returns the SLA for d = 1..maxD.
-func (l *groupLaw) slas(maxD int) []float64 {
+// miss returns E[(1-X)^d] for d = 1..maxD: the share of requests that all
+// d duplicates answer late when only the last gap is shared.
+func (l *gapLaw) miss(maxD int) []float64 {
 	miss := make([]float64, maxD)
 	for q, w := range l.w {
 		if w == 0 {
@@ -122,11 +214,7 @@ func (l *groupLaw) slas(maxD int) []float64 {
 			miss[d] += w * pw
 		}
 	}
-	out := make([]float64, maxD)
-	for d, m := range miss {
-		out[d] = clamp01(1 - m)
-	}
-	return out
+	return miss
 }
 
 func clamp01(x float64) float64 { return math.Min(1, math.Max(0, x)) }

@@ -10,7 +10,9 @@ type ErrorCell struct {
 	Simulated   float64 `json:"sla_simulated"`
 	StdErr      float64 `json:"stderr"`
 	Accurate    float64 `json:"sla"`
-	Thesis      float64 `json:"sla_thesis"`
+	// AccurateStdErr is the accurate predictor's own Monte Carlo standard error.
+	AccurateStdErr float64 `json:"sla_stderr"`
+	Thesis         float64 `json:"sla_thesis"`
 }
 
 // ErrorMap runs both predictors and the simulator for one group (replicas
@@ -35,7 +37,7 @@ func ErrorMap(services []Distribution, utils []float64, maxD int, boundMeans flo
 			}
 			for d := 1; d <= maxD; d++ {
 				out = append(out, ErrorCell{Service: svc.String(), Utilization: u, Duplicates: d,
-					Simulated: sim[d-1].SLA, StdErr: sim[d-1].StdErr, Accurate: pred[d-1].SLA, Thesis: pred[d-1].SLAThesis})
+					Simulated: sim[d-1].SLA, StdErr: sim[d-1].StdErr, Accurate: pred[d-1].SLA, AccurateStdErr: pred[d-1].SLAStdErr, Thesis: pred[d-1].SLAThesis})
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -105,28 +106,67 @@ func better(sla float64, nodes int, bestSLA float64, bestNodes int) bool {
 }
 
 // FewestNodes answers the second question: the smallest node count, up to
-// maxNodes, whose best mix meets the target at the system's rate.
+// maxNodes, whose best mix meets the target at the system's rate. For each
+// replica count it weighs the duplicate counts that could still beat the
+// best answer so far; with the thesis predictor the accurate SLA is worked
+// out for the answer only.
 func FewestNodes(sys System, target Target, maxNodes int, pred Predictor, opt AccurateOptions) (Prediction, error) {
 	sys.Bound = target.Bound
-	dups, reps := mixes(maxNodes)
-	all, err := Predict(sys, dups, reps, opt)
-	if err != nil {
+	if err := sys.Validate(); err != nil {
 		return Prediction{}, err
 	}
 	var best Prediction
 	found := false
-	for _, p := range all {
-		if p.Nodes > maxNodes || p.Unstable || pred.Pick(p) < target.SLA {
+	limit := maxNodes
+	for r := 1; r <= limit; r++ {
+		if sys.Utilization(Config{1, r}) >= 1 {
 			continue
 		}
-		if !found || p.Nodes < best.Nodes || (p.Nodes == best.Nodes && pred.Pick(p) > pred.Pick(best)) {
-			best, found = p, true
+		ps, err := predictFor(sys, seq(limit/r), r, pred, opt)
+		if err != nil {
+			return Prediction{}, err
+		}
+		for _, p := range ps {
+			if pred.Pick(p) < target.SLA {
+				continue
+			}
+			if !found || p.Nodes < best.Nodes || (p.Nodes == best.Nodes && pred.Pick(p) > pred.Pick(best)) {
+				best, found = p, true
+			}
+		}
+		if found {
+			limit = best.Nodes
 		}
 	}
 	if !found {
 		return Prediction{}, fmt.Errorf("no mix of up to %d nodes meets %s at %g requests/s", maxNodes, target, sys.Rate)
 	}
+	if pred == PredictorThesis {
+		ps, err := Predict(sys, []int{best.Duplicates}, []int{best.Replicas}, opt)
+		if err != nil {
+			return Prediction{}, err
+		}
+		best = ps[0]
+	}
 	return best, nil
+}
+
+// predictFor is Predict for one replica count; the thesis predictor alone
+// leaves SLA unset, sparing the Monte Carlo term.
+func predictFor(sys System, dups []int, r int, pred Predictor, opt AccurateOptions) ([]Prediction, error) {
+	if pred != PredictorThesis {
+		return Predict(sys, dups, []int{r}, opt)
+	}
+	var ps []Prediction
+	for _, d := range dups {
+		cfg := Config{d, r}
+		th, err := Thesis(sys, cfg)
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, Prediction{Config: cfg, Nodes: cfg.Nodes(), Utilization: sys.Utilization(cfg), SLAThesis: th})
+	}
+	return ps, nil
 }
 
 // RateResult is the highest rate a mix carries at a target.
@@ -135,29 +175,60 @@ type RateResult struct {
 	Nodes int     `json:"nodes"`
 	Rate  float64 `json:"rate"`
 	SLA   float64 `json:"sla"`
+	// UpperBound marks a mix the accurate search skipped: Rate is then the
+	// gap law's highest rate, which bounds the accurate one from above and
+	// is already below the best mix's.
+	UpperBound bool `json:"upper_bound,omitempty"`
 }
 
 // MaxRate finds the highest total rate that nodes servers can carry while
 // meeting the target, over every mix that fits, by bisection on the rate
 // (the SLA falls as the rate grows). sys.Rate is ignored.
+//
+// For the accurate predictor each mix is first searched with its gap law
+// alone, whose SLA is never below the accurate one (the correlation term
+// only adds misses); mixes are then searched with the accurate predictor
+// from the highest bound down, skipping those whose bound cannot beat the
+// best found.
 func MaxRate(sys System, target Target, nodes int, pred Predictor, opt AccurateOptions) (RateResult, []RateResult, error) {
 	if nodes < 1 {
 		return RateResult{}, nil, fmt.Errorf("nodes %d: must be >= 1", nodes)
 	}
 	sys.Bound = target.Bound
-	var best RateResult
+	if err := sys.validateShape(); err != nil {
+		return RateResult{}, nil, err
+	}
+	opt = opt.withDefaults()
 	var all []RateResult
 	for r := 1; r <= nodes; r++ {
 		for d := 1; d*r <= nodes; d++ {
 			cfg := Config{d, r}
-			res, err := maxRateOf(sys, cfg, target, pred, opt)
+			// The queue is stable below r/E[S]; search (0, that).
+			hi := float64(r) / sys.Service.Mean()
+			first := func(rate float64) (float64, error) { return gapSLA(sys, rate, cfg, opt) }
+			if pred == PredictorThesis {
+				first = func(rate float64) (float64, error) {
+					s := sys
+					s.Rate = rate
+					return Thesis(s, cfg)
+				}
+			}
+			res, err := maxRateOf(cfg, target, first, hi, 1e-4)
 			if err != nil {
 				return RateResult{}, nil, err
 			}
 			all = append(all, res)
-			if res.Rate > best.Rate || (res.Rate == best.Rate && res.Rate > 0 && res.Nodes < best.Nodes) {
-				best = res
-			}
+		}
+	}
+	if pred == PredictorAccurate {
+		if err := refineAccurate(sys, target, all, opt); err != nil {
+			return RateResult{}, nil, err
+		}
+	}
+	var best RateResult
+	for _, res := range all {
+		if !res.UpperBound && (res.Rate > best.Rate || (res.Rate == best.Rate && res.Rate > 0 && res.Nodes < best.Nodes)) {
+			best = res
 		}
 	}
 	if best.Rate == 0 {
@@ -166,19 +237,55 @@ func MaxRate(sys System, target Target, nodes int, pred Predictor, opt AccurateO
 	return best, all, nil
 }
 
-func maxRateOf(sys System, cfg Config, target Target, pred Predictor, opt AccurateOptions) (RateResult, error) {
-	// The queue is stable below r/E[S]; search (0, that).
-	hi := float64(cfg.Replicas) / sys.Service.Mean()
-	lo := 0.0
-	sla := func(rate float64) (float64, error) {
-		s := sys
-		s.Rate = rate
-		ps, err := Predict(s, []int{cfg.Duplicates}, []int{cfg.Replicas}, opt)
-		if err != nil {
-			return 0, err
-		}
-		return pred.Pick(ps[0]), nil
+// refineAccurate replaces the gap-law rates in all by accurate ones, from
+// the highest down, marking the mixes it can skip.
+func refineAccurate(sys System, target Target, all []RateResult, opt AccurateOptions) error {
+	order := make([]int, len(all))
+	for i := range order {
+		order[i] = i
 	}
+	sort.SliceStable(order, func(a, b int) bool { return all[order[a]].Rate > all[order[b]].Rate })
+	bestRate := 0.0
+	for _, i := range order {
+		bound := all[i]
+		if bound.Rate == 0 || bound.Rate <= bestRate {
+			all[i].UpperBound = bound.Rate > 0
+			continue
+		}
+		cfg := bound.Config
+		decide := opt
+		decide.decide = target.SLA
+		acc := func(rate float64) (float64, error) {
+			sla, _, err := groupSLA(sys, rate/float64(cfg.Replicas), []int{cfg.Duplicates}, decide)
+			if err != nil {
+				return 0, err
+			}
+			return sla[cfg.Duplicates-1], nil
+		}
+		// Monte Carlo noise makes a finer search than 1e-3 meaningless.
+		res, err := maxRateOf(cfg, target, acc, bound.Rate, 1e-3)
+		if err != nil {
+			return err
+		}
+		all[i] = res
+		bestRate = max(bestRate, res.Rate)
+	}
+	return nil
+}
+
+// gapSLA is the gap law's SLA for one configuration at a total rate.
+func gapSLA(sys System, rate float64, cfg Config, opt AccurateOptions) (float64, error) {
+	law, err := newGapLaw(sys, rate/float64(cfg.Replicas), opt)
+	if err != nil {
+		return 0, err
+	}
+	return 1 - law.miss(cfg.Duplicates)[cfg.Duplicates-1], nil
+}
+
+// maxRateOf bisects (0, hi) for the highest rate at which sla meets the
+// target, to a relative precision tol.
+func maxRateOf(cfg Config, target Target, sla func(rate float64) (float64, error), hi, tol float64) (RateResult, error) {
+	lo := 0.0
 	res := RateResult{Config: cfg, Nodes: cfg.Nodes()}
 	low, err := sla(hi * 1e-6)
 	if err != nil {
@@ -188,7 +295,7 @@ func maxRateOf(sys System, cfg Config, target Target, pred Predictor, opt Accura
 		return res, nil
 	}
 	res.SLA = low
-	for i := 0; i < 40 && (hi-lo) > 1e-4*hi; i++ {
+	for i := 0; i < 40 && (hi-lo) > tol*hi; i++ {
 		mid := (lo + hi) / 2
 		v, err := sla(mid)
 		if err != nil {

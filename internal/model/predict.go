@@ -16,6 +16,9 @@ type Prediction struct {
 	Unstable  bool    `json:"unstable"`
 	SLAThesis float64 `json:"sla_thesis"`
 	SLA       float64 `json:"sla"`
+	// SLAStdErr is the Monte Carlo standard error of SLA (0 for one
+	// duplicate, where the accurate predictor is exact up to its grid).
+	SLAStdErr float64 `json:"sla_stderr"`
 }
 
 // MarshalJSON writes "unstable" in place of the SLA numbers of an unstable
@@ -61,30 +64,35 @@ func Predict(sys System, duplicates, replicas []int, opt AccurateOptions) ([]Pre
 	if err := sys.Validate(); err != nil {
 		return nil, err
 	}
-	maxD := 0
+	if len(duplicates) == 0 || len(replicas) == 0 {
+		return nil, fmt.Errorf("no configurations: duplicates %v, replicas %v", duplicates, replicas)
+	}
 	for _, d := range duplicates {
 		if err := (Config{d, 1}).Validate(); err != nil {
 			return nil, err
 		}
-		maxD = max(maxD, d)
 	}
-	var out []Prediction
+	var rates []float64
 	for _, r := range replicas {
 		if err := (Config{1, r}).Validate(); err != nil {
 			return nil, err
 		}
-		var slas []float64
 		if sys.Utilization(Config{1, r}) < 1 {
-			law, err := newGroupLaw(sys, sys.Rate/float64(r), opt)
-			if err != nil {
-				return nil, err
-			}
-			slas = law.slas(maxD)
+			rates = append(rates, sys.Rate/float64(r))
 		}
+	}
+	slas, ses, err := groupSLAs(sys, rates, duplicates, opt)
+	if err != nil {
+		return nil, err
+	}
+	var out []Prediction
+	stable := 0
+	for _, r := range replicas {
+		ok := sys.Utilization(Config{1, r}) < 1
 		for _, d := range duplicates {
 			cfg := Config{d, r}
 			p := Prediction{Config: cfg, Nodes: cfg.Nodes(), Utilization: sys.Utilization(cfg)}
-			if slas == nil {
+			if !ok {
 				p.Unstable = true
 				out = append(out, p)
 				continue
@@ -93,8 +101,11 @@ func Predict(sys System, duplicates, replicas []int, opt AccurateOptions) ([]Pre
 			if err != nil {
 				return nil, err
 			}
-			p.SLAThesis, p.SLA = th, slas[d-1]
+			p.SLAThesis, p.SLA, p.SLAStdErr = th, slas[stable][d-1], ses[stable][d-1]
 			out = append(out, p)
+		}
+		if ok {
+			stable++
 		}
 	}
 	return out, nil

@@ -47,15 +47,23 @@ var ErrUnstable = errors.New("unstable: utilization >= 1")
 
 // Validate checks the inputs every computation needs.
 func (s System) Validate() error {
+	if err := s.validateShape(); err != nil {
+		return err
+	}
+	if !(s.Rate > 0) || math.IsInf(s.Rate, 0) {
+		return fmt.Errorf("rate %v: must be finite and > 0 requests/s", s.Rate)
+	}
+	return nil
+}
+
+// validateShape checks everything but the rate, which MaxRate searches for.
+func (s System) validateShape() error {
 	if s.Service == nil {
 		return errors.New("no service-time distribution")
 	}
 	m, m2 := s.Service.Mean(), s.Service.SecondMoment()
 	if !(m > 0) || math.IsInf(m, 0) || math.IsNaN(m2) {
 		return fmt.Errorf("service %s: mean %v must be finite and > 0", s.Service, m)
-	}
-	if !(s.Rate > 0) || math.IsInf(s.Rate, 0) {
-		return fmt.Errorf("rate %v: must be finite and > 0 requests/s", s.Rate)
 	}
 	if !(s.Bound > 0) || math.IsInf(s.Bound, 0) {
 		return fmt.Errorf("bound %v: must be finite and > 0", s.Bound)
