@@ -8,6 +8,7 @@ import (
 
 	"github.com/gait-dev/gait/internal/replica"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func newReplicaCmd() *cobra.Command {
@@ -48,6 +49,9 @@ member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "redis %s\n", a.ClientAddr())
+			if m := a.MetricsAddr(); m != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "metrics http://%s/metrics\n", m)
+			}
 			<-sig
 			return a.Close()
 		},
@@ -61,37 +65,56 @@ member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 	f.BoolVar(&cfg.Bootstrap, "bootstrap", false, "start a new deployment with this agent as its only voter")
 	f.StringVar(&cfg.Join, "join", "", "raft address of any member to join through")
 	f.BoolVar(&cfg.NonVoter, "nonvoter", false, "join as a non-voting duplicate")
-	f.StringVar(&read, "read", string(replica.Linearizable), "read mode: linearizable or any")
-	f.IntVar(&cfg.MaxRequest, "max-request", 64<<20, "largest client request in bytes")
+	f.StringVar(&cfg.Metrics, "metrics", "", "HOST:PORT to serve Prometheus metrics on /metrics")
+	f.IntVar(&cfg.MaxRequest, "max-request", 32<<20, "largest client request in bytes")
+	deploymentFlags(f, &cfg, &read)
 	for _, name := range []string{"id", "raft", "redis", "listen"} {
 		cmd.MarkFlagRequired(name)
 	}
 	return cmd
 }
 
+// deploymentFlags are the settings every agent of a deployment shares.
+func deploymentFlags(f *pflag.FlagSet, cfg *replica.Config, read *string) {
+	f.StringVar(read, "read", string(replica.Linearizable), "read mode: linearizable, session or any")
+	f.IntVar(&cfg.Fanout, "fanout", 1, "replicas each read goes to; the first fitting answer wins")
+	f.BoolVar(&cfg.WriteAll, "write-all", false, "answer a write only once every replica applied it")
+}
+
 func newReplicaClusterCmd() *cobra.Command {
 	var voters, duplicates int
 	var read string
+	var metrics bool
+	var cfg replica.Config
 	cmd := &cobra.Command{
-		Use:   "cluster [--voters N] [--duplicates N] [--read MODE]",
+		Use:   "cluster [--voters N] [--duplicates N] [--read MODE] [--fanout K] [--write-all] [--metrics]",
 		Short: "Run a whole deployment on loopback until SIGINT or SIGTERM",
 		Long: `Start one redis-server and one agent per replica on 127.0.0.1, print one line
-"redis ADDRESS" per agent, run until SIGINT or SIGTERM, then stop and remove
-everything.`,
+"redis ADDRESS" per agent (then, with --metrics, one line "metrics URL" per
+agent), run until SIGINT or SIGTERM, then stop and remove everything.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			mode, err := replica.ParseReadMode(read)
 			if err != nil {
 				return err
 			}
+			cfg.Read, cfg.Log = mode, cmd.ErrOrStderr()
+			if metrics {
+				cfg.Metrics = "127.0.0.1:0"
+			}
 			sig := notifyStop()
 			defer signal.Stop(sig)
-			l, err := replica.StartLocal(voters, duplicates, mode, cmd.ErrOrStderr())
+			l, err := replica.StartLocal(voters, duplicates, cfg)
 			if err != nil {
 				return err
 			}
 			for _, a := range l.Agents {
 				fmt.Fprintf(cmd.OutOrStdout(), "redis %s\n", a.ClientAddr())
+			}
+			for _, a := range l.Agents {
+				if m := a.MetricsAddr(); m != "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "metrics http://%s/metrics\n", m)
+				}
 			}
 			<-sig
 			return l.Close()
@@ -100,7 +123,8 @@ everything.`,
 	f := cmd.Flags()
 	f.IntVar(&voters, "voters", 3, "voting replicas, which order and persist commands")
 	f.IntVar(&duplicates, "duplicates", 0, "non-voting duplicates, which apply the same log")
-	f.StringVar(&read, "read", string(replica.Linearizable), "read mode: linearizable or any")
+	f.BoolVar(&metrics, "metrics", false, "serve Prometheus metrics from every agent on a loopback port")
+	deploymentFlags(f, &cfg, &read)
 	return cmd
 }
 

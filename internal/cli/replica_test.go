@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"syscall"
@@ -22,7 +23,7 @@ func TestReplicaClusterCmd(t *testing.T) {
 	out, w := io.Pipe()
 	cmd.SetOut(w)
 	cmd.SetErr(io.Discard)
-	cmd.SetArgs([]string{"cluster", "--voters", "3", "--duplicates", "1", "--read", "any"})
+	cmd.SetArgs([]string{"cluster", "--voters", "3", "--duplicates", "1", "--read", "session", "--fanout", "2", "--metrics"})
 	done := make(chan error, 1)
 	go func() { done <- cmd.Execute(); w.Close() }()
 	sc := bufio.NewScanner(out)
@@ -36,6 +37,23 @@ func TestReplicaClusterCmd(t *testing.T) {
 	}
 	if len(addrs) != 4 {
 		t.Fatalf("%d agents printed, want 4 (%v)", len(addrs), <-done)
+	}
+	var metrics []string
+	for len(metrics) < 4 && sc.Scan() {
+		url, ok := strings.CutPrefix(sc.Text(), "metrics http://")
+		if !ok {
+			t.Fatalf("line %q, want \"metrics URL\"", sc.Text())
+		}
+		metrics = append(metrics, url)
+	}
+	go io.Copy(io.Discard, out) // nothing more is printed, but never block the command
+	resp, err := http.Get("http://" + metrics[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET %s: %s", metrics[3], resp.Status)
 	}
 	ctx := context.Background()
 	c := goredis.NewClient(&goredis.Options{Addr: addrs[3], MaxRetries: -1})

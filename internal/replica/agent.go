@@ -1,8 +1,11 @@
 // Package replica is gait's replication agent for unmodified Redis: agents
 // beside redis-servers agree on the order of client commands with raft
-// (hashicorp/raft, log in BoltDB on disk), each applies the committed
-// commands to its own redis in log order, and a client talking RESP to any
-// agent gets the first reply any replica produced (TRIPOD §4; RP ZooKeeper).
+// (hashicorp/raft, log in a write-ahead log on disk), each applies the
+// committed commands to its own redis in log order, and a client talking RESP
+// to any agent gets the first reply any replica produced (TRIPOD §4; RP
+// ZooKeeper). Replies carry digests, so a replica that diverges is
+// quarantined; a replica that limps is found by comparison with its peers and
+// is not waited on (Limplock §3, §6).
 package replica
 
 import (
@@ -14,15 +17,15 @@ import (
 	"io"
 	"log"
 	"net"
+	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	wal "github.com/hashicorp/raft-wal"
 )
 
 // ReadMode says how fresh a read must be.
@@ -31,19 +34,22 @@ type ReadMode string
 const (
 	// Linearizable reads see every write acknowledged before they started:
 	// the leader confirms its leadership and names its last log index, and
-	// the replica answers once it has applied that far.
+	// the first replica that has applied that far answers.
 	Linearizable ReadMode = "linearizable"
-	// Any reads answer from the local redis at once and may be stale.
+	// Session reads see at least the connection's own acknowledged writes:
+	// any replica that has applied the connection's last write may answer.
+	Session ReadMode = "session"
+	// Any reads take the first answer of any replica and may be stale.
 	Any ReadMode = "any"
 )
 
 // ParseReadMode checks a read mode named on the command line.
 func ParseReadMode(s string) (ReadMode, error) {
 	switch m := ReadMode(s); m {
-	case Linearizable, Any:
+	case Linearizable, Session, Any:
 		return m, nil
 	}
-	return "", fmt.Errorf("read mode %q: want %s or %s", s, Linearizable, Any)
+	return "", fmt.Errorf("read mode %q: want %s, %s or %s", s, Linearizable, Session, Any)
 }
 
 // Config is one agent's configuration.
@@ -57,7 +63,14 @@ type Config struct {
 	Join      string // raft address of any member, to join through
 	NonVoter  bool   // join as a non-voting duplicate
 	Read      ReadMode
-	// MaxRequest bounds the bytes of one client request (default 64 MiB).
+	// Fanout is how many replicas a read goes to (the local one first, then
+	// the peers with the lowest recent latency); the first fitting answer wins.
+	Fanout int
+	// WriteAll makes every write answer only once every replica applied it.
+	WriteAll bool
+	// Metrics is host:port for Prometheus metrics on /metrics; empty: none.
+	Metrics string
+	// MaxRequest bounds the bytes of one client request (default 32 MiB).
 	MaxRequest int
 	// WriteTimeout bounds the wait for a write's first reply (default 10 s).
 	WriteTimeout time.Duration
@@ -65,9 +78,17 @@ type Config struct {
 	SnapshotThreshold uint64
 	// TrailingLogs is how many entries a snapshot leaves in the log (default 10240).
 	TrailingLogs uint64
-	// Timing scales raft's timeouts; the default suits one machine or a LAN.
+	// HeartbeatTimeout scales raft's timeouts; the default suits one machine or a LAN.
 	HeartbeatTimeout time.Duration
-	Log              io.Writer // default os.Stderr
+	// StatusInterval is how often agents tell each other their progress (default 50 ms).
+	StatusInterval time.Duration
+	// A replica limps when its apply lag exceeds both LimpFloor (default
+	// 250 ms) and LimpFactor (default 10) times the median lag of all replicas.
+	LimpFloor  time.Duration
+	LimpFactor float64
+	// PeerInflight bounds the reads outstanding at one peer (default 256).
+	PeerInflight int
+	Log          io.Writer // default os.Stderr
 }
 
 func (c *Config) setDefaults() error {
@@ -83,11 +104,24 @@ func (c *Config) setDefaults() error {
 	if c.Bootstrap && c.Join != "" {
 		return errors.New("replica agent: bootstrap and join exclude each other")
 	}
-	if c.MaxRequest <= 0 {
-		c.MaxRequest = 64 << 20
+	if c.Fanout < 0 {
+		return fmt.Errorf("replica agent: fan-out %d: want at least 1", c.Fanout)
 	}
-	if c.WriteTimeout <= 0 {
-		c.WriteTimeout = 10 * time.Second
+	defaults := []struct {
+		d   *time.Duration
+		def time.Duration
+	}{{&c.WriteTimeout, 10 * time.Second}, {&c.HeartbeatTimeout, 500 * time.Millisecond},
+		{&c.StatusInterval, 50 * time.Millisecond}, {&c.LimpFloor, 250 * time.Millisecond}}
+	for _, d := range defaults {
+		if *d.d <= 0 {
+			*d.d = d.def
+		}
+	}
+	if c.Fanout == 0 {
+		c.Fanout = 1
+	}
+	if c.MaxRequest <= 0 {
+		c.MaxRequest = 32 << 20
 	}
 	if c.SnapshotThreshold == 0 {
 		c.SnapshotThreshold = 8192
@@ -95,8 +129,11 @@ func (c *Config) setDefaults() error {
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = 10240
 	}
-	if c.HeartbeatTimeout <= 0 {
-		c.HeartbeatTimeout = 500 * time.Millisecond
+	if c.LimpFactor <= 1 {
+		c.LimpFactor = 10
+	}
+	if c.PeerInflight <= 0 {
+		c.PeerInflight = 256
 	}
 	if c.Log == nil {
 		c.Log = os.Stderr
@@ -110,11 +147,16 @@ type result struct {
 	index  uint64
 	err    error
 	leader string // raft address of the leader, when a request went to another agent
+	from   string // raft address of the agent that answered
 }
 
+// waiter is a request waiting for another agent's answer: it gets it on ch,
+// or fn is called with it. A waiter past its deadline is failed.
 type waiter struct {
-	ch  chan result
-	via string // the peer whose connection carries the request; "" for local
+	ch       chan result
+	fn       func(result)
+	via      string // the peer whose connection carries the request; "" for local
+	deadline time.Time
 }
 
 // Agent is one replica's agent.
@@ -125,19 +167,27 @@ type Agent struct {
 	raftAddr    string
 	raft        *raft.Raft
 	fsm         *fsm
-	store       *raftboltdb.BoltStore
+	store       *wal.WAL
+	logs        *timedLogStore
 	transport   *raft.NetworkTransport
 	clients     net.Listener
-	pool        *redisPool
+	metricsSrv  *http.Server
+	metricsLn   net.Listener
+	reads       *redisMux
 	applyConn   *redisConn
 	tmpDir      string
 	done        chan struct{}
 	closeOnce   sync.Once
 	wg          sync.WaitGroup
+	m           *metrics
+	health      *health
+	indexes     *indexBatcher
+	futures     chan appliedFuture
 
 	mu      sync.Mutex
 	seq     uint64
 	pending map[uint64]waiter
+	writes  map[uint64]*write
 	peers   map[string]*peer
 	conns   map[net.Conn]struct{}
 }
@@ -149,9 +199,13 @@ func Start(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{cfg: cfg, logger: log.New(cfg.Log, "replica "+cfg.ID+": ", log.LstdFlags|log.Lmicroseconds),
-		done: make(chan struct{}), pending: map[uint64]waiter{}, peers: map[string]*peer{},
-		conns: map[net.Conn]struct{}{}, pool: newRedisPool(cfg.RedisAddr, 64)}
+		done: make(chan struct{}), pending: map[uint64]waiter{}, writes: map[uint64]*write{},
+		peers: map[string]*peer{}, conns: map[net.Conn]struct{}{}, reads: newRedisMux(cfg.RedisAddr, 4),
+		futures: make(chan appliedFuture, 4096)}
 	a.incarnation = newIncarnation()
+	a.m = newMetrics(a)
+	a.health = newHealth(a)
+	a.indexes = &indexBatcher{fetch: a.fetchReadIndex, timeout: cfg.WriteTimeout}
 	if err := a.start(); err != nil {
 		a.Close()
 		return nil, err
@@ -174,15 +228,24 @@ func (a *Agent) start() error {
 		return fmt.Errorf("empty local redis: %w", err)
 	}
 	a.fsm = newFSM(a.applyConn, a.report, a.logger)
+	a.fsm.observe = a.m.observeApply
+	a.fsm.onConfig = func() { a.health.membersChanged.Store(true) }
+	a.wg.Add(1)
+	go func() { defer a.wg.Done(); a.fsm.runApplier() }()
 	if err := a.startRaft(); err != nil {
 		return err
 	}
 	if a.clients, err = net.Listen("tcp", a.cfg.Listen); err != nil {
 		return fmt.Errorf("listen for clients: %w", err)
 	}
-	a.wg.Add(2)
+	if err := a.serveMetrics(); err != nil {
+		return err
+	}
+	a.wg.Add(4)
 	go func() { defer a.wg.Done(); a.serveClients() }()
+	go func() { defer a.wg.Done(); a.watchFutures() }()
 	go func() { defer a.wg.Done(); a.watchLeadership() }()
+	go func() { defer a.wg.Done(); a.health.run() }()
 	if a.cfg.Join != "" {
 		return a.join()
 	}
@@ -202,8 +265,11 @@ func (a *Agent) startRaft() error {
 		return fmt.Errorf("replica data directory: %w", err)
 	}
 	var err error
-	if a.store, err = raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db")); err != nil {
-		return fmt.Errorf("open raft log %s: %w", dir, err)
+	// The write-ahead log makes one fsync per appended batch (BoltDB makes
+	// two); raft appends every batch before it acknowledges or commits it.
+	walLog := hclog.New(&hclog.LoggerOptions{Name: "wal", Level: hclog.Warn, Output: a.cfg.Log})
+	if a.store, err = wal.Open(dir, wal.WithLogger(walLog)); err != nil {
+		return fmt.Errorf("open raft log in %s: %w", dir, err)
 	}
 	snaps, err := raft.NewFileSnapshotStore(dir, 2, a.cfg.Log)
 	if err != nil {
@@ -216,17 +282,7 @@ func (a *Agent) startRaft() error {
 	a.raftAddr = ln.Addr().String()
 	a.transport = raft.NewNetworkTransportWithLogger(newStreamLayer(ln, a.servePeer), 3, 10*time.Second,
 		hclog.New(&hclog.LoggerOptions{Name: "raft-net", Level: hclog.Warn, Output: a.cfg.Log}))
-	rc := raft.DefaultConfig()
-	rc.LocalID = raft.ServerID(a.cfg.ID)
-	rc.HeartbeatTimeout = a.cfg.HeartbeatTimeout
-	rc.ElectionTimeout = a.cfg.HeartbeatTimeout
-	rc.LeaderLeaseTimeout = a.cfg.HeartbeatTimeout / 2
-	// Followers learn the commit index no later than this: it bounds how
-	// long a follower's reply to a write waits behind the leader's.
-	rc.CommitTimeout = 5 * time.Millisecond
-	rc.SnapshotThreshold = a.cfg.SnapshotThreshold
-	rc.TrailingLogs = a.cfg.TrailingLogs
-	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft " + a.cfg.ID, Level: hclog.Warn, Output: a.cfg.Log})
+	rc := a.raftConfig()
 	if a.cfg.Bootstrap {
 		has, err := raft.HasExistingState(a.store, a.store, snaps)
 		if err != nil {
@@ -239,10 +295,40 @@ func (a *Agent) startRaft() error {
 			}
 		}
 	}
-	if a.raft, err = raft.NewRaft(rc, a.fsm, a.store, a.store, snaps, a.transport); err != nil {
+	a.logs = &timedLogStore{LogStore: a.store, observe: a.m.observeAppend}
+	// Replication reads back what was just appended: keep recent entries in
+	// memory rather than read them from the segment file.
+	cached, err := raft.NewLogCache(logCacheEntries, a.logs)
+	if err != nil {
+		return fmt.Errorf("raft log cache: %w", err)
+	}
+	if a.raft, err = raft.NewRaft(rc, a.fsm, cached, a.store, snaps, a.transport); err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
 	return nil
+}
+
+// logCacheEntries is how many recent log entries stay in memory.
+const logCacheEntries = 4096
+
+func (a *Agent) raftConfig() *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(a.cfg.ID)
+	rc.HeartbeatTimeout = a.cfg.HeartbeatTimeout
+	rc.ElectionTimeout = a.cfg.HeartbeatTimeout
+	rc.LeaderLeaseTimeout = a.cfg.HeartbeatTimeout / 2
+	// Group commit: proposals queue in a buffered channel while the leader
+	// appends the previous batch, and up to MaxAppendEntries of them share
+	// the next append (one fsync) and the next AppendEntries message.
+	rc.BatchApplyCh = true
+	rc.MaxAppendEntries = 1024
+	// Followers learn the commit index no later than this: it bounds how
+	// long a follower's reply to a write waits behind the leader's.
+	rc.CommitTimeout = 5 * time.Millisecond
+	rc.SnapshotThreshold = a.cfg.SnapshotThreshold
+	rc.TrailingLogs = a.cfg.TrailingLogs
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft " + a.cfg.ID, Level: hclog.Warn, Output: a.cfg.Log})
+	return rc
 }
 
 // watchLeadership appends a no-op entry whenever this agent becomes leader:
@@ -252,6 +338,7 @@ func (a *Agent) watchLeadership() {
 	for {
 		select {
 		case leader := <-a.raft.LeaderCh():
+			a.m.leaderChanges.Inc()
 			if leader {
 				a.raft.Apply(entry{}.encode(), a.cfg.WriteTimeout)
 			}
@@ -300,26 +387,54 @@ func (a *Agent) addServer(id, addr string, voter bool) error {
 // request sends a message built around a fresh request id to the agent at
 // addr and waits for its answer.
 func (a *Agent) request(addr string, build func(id string) [][]byte, timeout time.Duration) result {
-	id, ch := a.register(addr)
+	ch := make(chan result, 1)
+	id := a.register(addr, ch)
 	defer a.forget(id)
 	a.peer(addr).send(peerMsg{data: appendCommand(nil, build(strconv.FormatUint(id, 10))...), id: id})
+	t := time.NewTimer(timeout)
+	defer t.Stop()
 	select {
 	case r := <-ch:
 		return r
-	case <-time.After(timeout):
+	case <-t.C:
 		return result{err: fmt.Errorf("no answer from %s within %v", addr, timeout)}
 	case <-a.done:
 		return result{err: errors.New("agent stopped")}
 	}
 }
 
-func (a *Agent) register(via string) (uint64, chan result) {
+// register files a waiter for a request's answer; ch must have room for it.
+func (a *Agent) register(via string, ch chan result) uint64 {
+	return a.file(waiter{ch: ch, via: via})
+}
+
+// registerFunc files a waiter that calls fn with the answer, or with an
+// error once deadline passes.
+func (a *Agent) registerFunc(via string, deadline time.Time, fn func(result)) uint64 {
+	return a.file(waiter{fn: fn, via: via, deadline: deadline})
+}
+
+func (a *Agent) file(w waiter) uint64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.seq++
-	ch := make(chan result, 1)
-	a.pending[a.seq] = waiter{ch: ch, via: via}
-	return a.seq, ch
+	a.pending[a.seq] = w
+	return a.seq
+}
+
+// sweepPending fails the waiters whose deadline passed.
+func (a *Agent) sweepPending(now time.Time) {
+	a.mu.Lock()
+	var late []uint64
+	for id, w := range a.pending {
+		if !w.deadline.IsZero() && now.After(w.deadline) {
+			late = append(late, id)
+		}
+	}
+	a.mu.Unlock()
+	for _, id := range late {
+		a.deliver(id, result{err: errors.New("no answer in time")})
+	}
 }
 
 func (a *Agent) forget(id uint64) {
@@ -328,18 +443,29 @@ func (a *Agent) forget(id uint64) {
 	delete(a.pending, id)
 }
 
-// deliver completes a request; only the first result counts.
+// deliver completes a request or fails a write that has no reply yet; only
+// the first result counts.
 func (a *Agent) deliver(id uint64, r result) {
 	a.mu.Lock()
 	w, ok := a.pending[id]
 	delete(a.pending, id)
+	wr := a.writes[id]
 	a.mu.Unlock()
 	if ok {
-		w.ch <- r
+		if w.fn != nil {
+			w.fn(r)
+		} else {
+			w.ch <- r
+		}
+		return
+	}
+	if wr != nil && r.err != nil {
+		a.failWrite(wr, r.err)
 	}
 }
 
-// failVia fails every request that waits on the connection to addr.
+// failVia fails every request and unanswered write that waits on the
+// connection to addr.
 func (a *Agent) failVia(addr string, err error) {
 	a.mu.Lock()
 	var ids []uint64
@@ -348,18 +474,15 @@ func (a *Agent) failVia(addr string, err error) {
 			ids = append(ids, id)
 		}
 	}
+	for id, w := range a.writes {
+		if w.via == addr {
+			ids = append(ids, id)
+		}
+	}
 	a.mu.Unlock()
 	for _, id := range ids {
-		a.deliver(id, result{err: err})
+		a.deliver(id, result{err: err, from: addr})
 	}
-}
-
-func (a *Agent) deliverReply(id, incarnation string, raw []byte) {
-	n, err := strconv.ParseUint(id, 10, 64)
-	if err != nil || incarnation != a.incarnation {
-		return // a reply to an earlier run of this agent
-	}
-	a.deliver(n, result{raw: raw})
 }
 
 func (a *Agent) peer(addr string) *peer {
@@ -375,14 +498,20 @@ func (a *Agent) peer(addr string) *peer {
 	return p
 }
 
-// report sends the reply a replica got for an entry to the entry's proposer.
-func (a *Agent) report(e entry, raw []byte) {
-	addr, incarnation := splitProposer(e.proposer)
+// report sends the reply this replica got for an entry to the entry's
+// proposer, with the digest of every reply so far.
+func (a *Agent) report(ap applied) {
+	addr, incarnation := splitProposer(ap.entry.proposer)
+	if a.health.selfQuarantined() {
+		return // a divergent replica's replies must not win
+	}
 	if addr == a.raftAddr {
-		a.deliverReply(strconv.FormatUint(e.seq, 10), incarnation, raw)
+		a.onReply(ap.entry.seq, incarnation, ap.index, ap.digest, a.cfg.ID, a.incarnation, ap.raw)
 		return
 	}
-	msg := appendCommand(nil, []byte("REPLY"), []byte(strconv.FormatUint(e.seq, 10)), []byte(incarnation), raw)
+	msg := appendCommand(nil, []byte("REPLY"), strconv.AppendUint(nil, ap.entry.seq, 10), []byte(incarnation),
+		strconv.AppendUint(nil, ap.index, 10), strconv.AppendUint(nil, ap.digest, 16), []byte(a.cfg.ID),
+		[]byte(a.incarnation), ap.raw)
 	a.peer(addr).send(peerMsg{data: msg})
 }
 
@@ -417,100 +546,22 @@ func (a *Agent) waitLeader(ctx context.Context) (string, error) {
 	}
 }
 
-// startWrite proposes commands (their RESP encoding, making n replies) and
-// returns the waiter for the first replica's reply.
-func (a *Agent) startWrite(payload []byte, n int) (uint64, chan result, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*a.cfg.HeartbeatTimeout+time.Second)
-	defer cancel()
-	leader, err := a.waitLeader(ctx)
-	if err != nil {
-		return 0, nil, err
-	}
-	via := leader
-	if leader == a.raftAddr {
-		via = ""
-	}
-	id, ch := a.register(via)
-	e := entry{proposer: a.raftAddr + "#" + a.incarnation, seq: id, replies: n, payload: payload}
-	if via == "" {
-		f := a.raft.Apply(e.encode(), a.cfg.WriteTimeout)
-		go func() {
-			if err := f.Error(); err != nil {
-				a.deliver(id, result{err: err})
-			}
-		}()
-	} else {
-		msg := appendCommand(nil, []byte("PROPOSE"), []byte(strconv.FormatUint(id, 10)), e.encode())
-		a.peer(leader).send(peerMsg{data: msg, id: id})
-	}
-	return id, ch, nil
-}
-
-// awaitWrite waits for the first reply to a proposed write.
-func (a *Agent) awaitWrite(id uint64, ch chan result) ([]byte, error) {
-	defer a.forget(id)
-	t := time.NewTimer(a.cfg.WriteTimeout)
-	defer t.Stop()
-	select {
-	case r := <-ch:
-		return r.raw, r.err
-	case <-t.C:
-		return nil, fmt.Errorf("no replica applied the write within %v; it may still be applied", a.cfg.WriteTimeout)
-	case <-a.done:
-		return nil, errors.New("agent stopped")
-	}
-}
-
-// read answers a read on the local redis, after the read index in
-// linearizable mode.
-func (a *Agent) read(payload []byte, consistent bool) ([]byte, error) {
-	if err := a.fsm.failure(); err != nil {
-		return nil, err
-	}
-	if consistent && a.cfg.Read == Linearizable {
-		ctx, cancel := context.WithTimeout(context.Background(), a.cfg.WriteTimeout)
-		defer cancel()
-		index, err := a.readIndex(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if err := a.fsm.waitApplied(ctx, index); err != nil {
-			return nil, err
-		}
-	}
-	return a.pool.do(payload, 1)
-}
-
-func (a *Agent) readIndex(ctx context.Context) (uint64, error) {
-	leader, err := a.waitLeader(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if leader == a.raftAddr {
-		return a.readIndexLocal()
-	}
-	deadline, _ := ctx.Deadline()
-	r := a.request(leader, func(id string) [][]byte { return [][]byte{[]byte("READINDEX"), []byte(id)} },
-		time.Until(deadline))
-	return r.index, r.err
-}
-
-// readIndexLocal is the leader's half of a linearizable read: every write
-// acknowledged so far is at or below the last log index, and confirming
-// leadership afterwards rules out a newer leader with newer writes.
-func (a *Agent) readIndexLocal() (uint64, error) {
-	index := a.raft.LastIndex()
-	if err := a.raft.VerifyLeader().Error(); err != nil {
-		return 0, fmt.Errorf("confirm raft leadership: %w", err)
-	}
-	return index, nil
-}
-
 // ClientAddr is where clients connect.
 func (a *Agent) ClientAddr() string { return a.clients.Addr().String() }
 
 // RaftAddr is the address of raft and agent-to-agent messages.
 func (a *Agent) RaftAddr() string { return a.raftAddr }
+
+// MetricsAddr is where /metrics is served, "" without --metrics.
+func (a *Agent) MetricsAddr() string {
+	if a.metricsLn == nil {
+		return ""
+	}
+	return a.metricsLn.Addr().String()
+}
+
+// ID is the agent's raft server ID.
+func (a *Agent) ID() string { return a.cfg.ID }
 
 // IsLeader tells whether this agent leads the deployment now.
 func (a *Agent) IsLeader() bool { return a.raft != nil && a.raft.State() == raft.Leader }
@@ -532,25 +583,31 @@ func (a *Agent) Close() error {
 		if a.clients != nil {
 			a.clients.Close()
 		}
+		if a.metricsSrv != nil {
+			a.metricsSrv.Close()
+		}
 		a.mu.Lock()
 		for c := range a.conns {
 			c.Close()
 		}
 		a.mu.Unlock()
+		if a.fsm != nil {
+			a.fsm.close() // before raft: a full apply queue must not hold up its shutdown
+		}
 		if a.raft != nil {
 			errs = append(errs, a.raft.Shutdown().Error())
 		}
 		if a.transport != nil {
 			errs = append(errs, a.transport.Close())
 		}
+		if a.applyConn != nil {
+			a.applyConn.close()
+		}
 		a.wg.Wait()
 		if a.store != nil {
 			errs = append(errs, a.store.Close())
 		}
-		if a.applyConn != nil {
-			a.applyConn.close()
-		}
-		a.pool.close()
+		a.reads.close()
 		if a.tmpDir != "" {
 			errs = append(errs, os.RemoveAll(a.tmpDir))
 		}

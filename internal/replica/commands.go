@@ -101,7 +101,7 @@ var commandTable = map[string]spec{
 	// The agent's own.
 	"PING": {kind: kindAgent, arity: -1}, "ECHO": {kind: kindAgent, arity: 2}, "SELECT": {kind: kindAgent, arity: 2},
 	"MULTI": {kind: kindAgent, arity: 1}, "EXEC": {kind: kindAgent, arity: 1}, "DISCARD": {kind: kindAgent, arity: 1},
-	"QUIT": {kind: kindAgent, arity: -1},
+	"QUIT": {kind: kindAgent, arity: -1}, "WAITALL": {kind: kindAgent, arity: -1},
 
 	// Refused.
 	"RANDOMKEY": {kind: kindRefused, reason: whyRandom}, "SPOP": {kind: kindRefused, reason: whyRandom},

@@ -6,74 +6,212 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
 
-const snapshotMagic = "GAITSNAP1"
+const snapshotMagic = "GAITSNAP2"
 
-// fsm applies committed log entries to the local redis-server, in log order,
-// on one connection only it uses.
+// applyQueueBytes bounds the committed payload bytes waiting for the local
+// redis-server. raft hands entries over without waiting for redis, so a slow
+// redis never stalls raft's own loop (and with it heartbeats and leadership
+// transfer); past this bound the hand-over blocks, so the backlog stays bounded.
+const applyQueueBytes = 64 << 20
+
+// applied is one entry the local redis has run, as the proposer learns it.
+type applied struct {
+	entry  entry
+	index  uint64
+	raw    []byte // the last reply (EXEC's for a transaction)
+	digest uint64 // chained digest of every reply up to this entry
+}
+
+// queued is one committed entry (or a bare index to mark applied: raft
+// configuration changes, undecodable entries) waiting for the applier.
+type queued struct {
+	index uint64
+	entry entry
+	ok    bool // entry decoded and has replies to run
+}
+
+// fsm is raft's state machine: it queues committed entries and one applier
+// goroutine runs them on the local redis-server in log order, in batches,
+// over one connection only it uses.
 type fsm struct {
 	conn   *redisConn
-	report func(e entry, reply []byte) // hands the reply to the waiting proposer
+	report func(applied) // hands each reply to the waiting proposer
 	logger *log.Logger
+	// observe, when set, learns how long each batch took on redis.
+	observe func(d time.Duration, entries int)
+	// onConfig, when set, runs when a configuration entry is committed.
+	onConfig func()
+
+	qmu      sync.Mutex
+	qcond    *sync.Cond // signals queue changes, both ways
+	queue    []queued
+	qbytes   int
+	enqueued uint64 // last index handed over by raft
+	closed   bool
+
+	// run is held while the applier talks to redis, so a snapshot or a
+	// restore sees no half-applied batch.
+	run sync.Mutex
 
 	mu      sync.Mutex
 	applied uint64        // last log index whose effect redis holds
+	digest  uint64        // chained digest of every reply up to applied
 	changed chan struct{} // closed and replaced whenever applied moves
 	failed  error         // set once redis failed mid-apply; applying stops
 }
 
-func newFSM(conn *redisConn, report func(entry, []byte), logger *log.Logger) *fsm {
-	return &fsm{conn: conn, report: report, logger: logger, changed: make(chan struct{})}
+func newFSM(conn *redisConn, report func(applied), logger *log.Logger) *fsm {
+	f := &fsm{conn: conn, report: report, logger: logger, changed: make(chan struct{})}
+	f.qcond = sync.NewCond(&f.qmu)
+	return f
 }
 
-// Apply runs one entry on redis. A replica whose redis fails stops applying
-// for good rather than skip an entry and diverge silently.
+// Apply and ApplyBatch hand committed entries to the applier.
 func (f *fsm) Apply(l *raft.Log) interface{} {
-	if f.failure() != nil {
-		return nil
-	}
-	e, err := decodeEntry(l.Data)
-	if err != nil {
-		// Every replica decodes the same bytes the same way, so skipping keeps them equal.
-		f.logger.Printf("log index %d: %v; skipped", l.Index, err)
-		f.setApplied(l.Index)
-		return nil
-	}
-	if e.replies == 0 {
-		f.setApplied(l.Index)
-		return nil
-	}
-	raw, _, err := f.conn.do(e.payload, e.replies)
-	if err != nil {
-		f.fail(fmt.Errorf("apply log index %d: %w", l.Index, err))
-		return nil
-	}
-	f.setApplied(l.Index)
-	if e.proposer != "" {
-		f.report(e, raw)
-	}
+	f.ApplyBatch([]*raft.Log{l})
 	return nil
 }
 
-// StoreConfiguration counts configuration entries as applied, so a read
-// index that lands on one is reached.
-func (f *fsm) StoreConfiguration(index uint64, _ raft.Configuration) { f.setApplied(index) }
+func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
+	for _, l := range logs {
+		if l.Type == raft.LogConfiguration && f.onConfig != nil {
+			f.onConfig()
+			break
+		}
+	}
+	f.qmu.Lock()
+	defer f.qmu.Unlock()
+	for _, l := range logs {
+		q := queued{index: l.Index}
+		if l.Type == raft.LogCommand {
+			e, err := decodeEntry(l.Data)
+			if err != nil {
+				// Every replica decodes the same bytes the same way, so skipping keeps them equal.
+				f.logger.Printf("log index %d: %v; skipped", l.Index, err)
+			}
+			q.entry, q.ok = e, err == nil && e.replies > 0
+		}
+		for f.qbytes > applyQueueBytes && !f.closed {
+			f.qcond.Wait()
+		}
+		f.queue = append(f.queue, q)
+		f.qbytes += len(q.entry.payload)
+		f.enqueued = l.Index
+	}
+	f.qcond.Broadcast()
+	return make([]interface{}, len(logs))
+}
 
-func (f *fsm) setApplied(index uint64) {
+// StoreConfiguration is raft's path for configuration entries when it does
+// not batch; they only move the applied index, in log order.
+func (f *fsm) StoreConfiguration(index uint64, _ raft.Configuration) {
+	f.ApplyBatch([]*raft.Log{{Index: index, Type: raft.LogConfiguration}})
+}
+
+// runApplier applies queued entries until close.
+func (f *fsm) runApplier() {
+	for {
+		f.qmu.Lock()
+		for len(f.queue) == 0 && !f.closed {
+			f.qcond.Wait()
+		}
+		if f.closed {
+			f.qmu.Unlock()
+			return
+		}
+		batch := f.queue
+		f.queue, f.qbytes = nil, 0
+		f.qcond.Broadcast()
+		f.qmu.Unlock()
+		f.run.Lock()
+		f.applyBatch(batch)
+		f.run.Unlock()
+	}
+}
+
+// applyBatch sends every payload of the batch to redis in one write and
+// reads the replies. A replica whose redis fails stops applying for good
+// rather than skip an entry and diverge silently.
+func (f *fsm) applyBatch(batch []queued) {
+	if f.failure() != nil {
+		return
+	}
+	start := time.Now()
+	f.mu.Lock()
+	from := f.applied
+	f.mu.Unlock()
+	var payload []byte
+	n := 0
+	for _, q := range batch {
+		if q.ok && q.index > from {
+			payload = append(payload, q.entry.payload...)
+			n++
+		}
+	}
+	if n > 0 {
+		if err := f.conn.send(payload); err != nil {
+			f.fail(fmt.Errorf("apply log index %d: %w", batch[0].index, err))
+			return
+		}
+	}
+	for _, q := range batch {
+		if q.index <= from {
+			continue // already in a restored snapshot
+		}
+		if !q.ok {
+			f.setApplied(q.index, nil)
+			continue
+		}
+		raw, err := f.conn.replies(q.entry.replies)
+		if err != nil {
+			f.fail(fmt.Errorf("apply log index %d: %w", q.index, err))
+			return
+		}
+		d := f.setApplied(q.index, raw)
+		if q.entry.proposer != "" {
+			f.report(applied{entry: q.entry, index: q.index, raw: raw, digest: d})
+		}
+	}
+	if f.observe != nil && n > 0 {
+		f.observe(time.Since(start), n)
+	}
+}
+
+// chain folds one reply into the running digest: replicas that applied the
+// same log to the same state hold the same digest at every index.
+func chain(prev uint64, raw []byte) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], prev)
+	h.Write(b[:])
+	h.Write(raw)
+	return h.Sum64()
+}
+
+// setApplied moves the applied index; raw, when the entry had replies,
+// extends the digest. It returns the digest at index.
+func (f *fsm) setApplied(index uint64, raw []byte) uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if raw != nil {
+		f.digest = chain(f.digest, raw)
+	}
 	if index > f.applied {
 		f.applied = index
 		close(f.changed)
 		f.changed = make(chan struct{})
 	}
+	return f.digest
 }
 
 func (f *fsm) fail(err error) {
@@ -99,6 +237,20 @@ func (f *fsm) appliedIndex() uint64 {
 	return f.applied
 }
 
+// queueLen is how many committed entries wait for the local redis.
+func (f *fsm) queueLen() int {
+	f.qmu.Lock()
+	defer f.qmu.Unlock()
+	return len(f.queue)
+}
+
+func (f *fsm) close() {
+	f.qmu.Lock()
+	f.closed = true
+	f.qcond.Broadcast()
+	f.qmu.Unlock()
+}
+
 // waitApplied returns once redis holds the effect of every entry up to index.
 func (f *fsm) waitApplied(ctx context.Context, index uint64) error {
 	for {
@@ -119,13 +271,30 @@ func (f *fsm) waitApplied(ctx context.Context, index uint64) error {
 	}
 }
 
-// Snapshot copies every key with DUMP and its absolute expiry. raft calls it
-// between two Applies, so the copy is exactly the state at the applied index.
+// drained waits until the applier has run everything raft handed over, so
+// that redis holds exactly the state at raft's last applied index.
+func (f *fsm) drained(limit time.Duration) error {
+	f.qmu.Lock()
+	target := f.enqueued
+	f.qmu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	return f.waitApplied(ctx, target)
+}
+
+// Snapshot copies every key with DUMP and its absolute expiry, plus the
+// applied index and digest. raft calls it between two hand-overs; it waits
+// for the applier to catch up so the copy is the state at raft's index.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	if err := f.failure(); err != nil {
-		return nil, err
+	if err := f.drained(redisTimeout); err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	buf := binary.AppendUvarint([]byte(snapshotMagic), f.appliedIndex())
+	f.run.Lock()
+	defer f.run.Unlock()
+	f.mu.Lock()
+	buf := binary.AppendUvarint([]byte(snapshotMagic), f.applied)
+	buf = binary.BigEndian.AppendUint64(buf, f.digest)
+	f.mu.Unlock()
 	cursor := "0"
 	for {
 		v, err := f.conn.command("SCAN", cursor, "COUNT", "1000")
@@ -150,10 +319,7 @@ func (f *fsm) dumpKeys(buf []byte, keys []value) ([]byte, error) {
 		payload = appendCommand(payload, []byte("PEXPIRETIME"), k.str)
 		payload = appendCommand(payload, []byte("DUMP"), k.str)
 	}
-	if _, err := f.conn.w.Write(payload); err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
-	}
-	if err := f.conn.w.Flush(); err != nil {
+	if err := f.conn.send(payload); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	for _, k := range keys {
@@ -174,9 +340,12 @@ func (f *fsm) dumpKeys(buf []byte, keys []value) ([]byte, error) {
 	return buf, nil
 }
 
-// Restore replaces redis's contents with a snapshot.
+// Restore replaces redis's contents with a snapshot; queued entries the
+// snapshot already covers are skipped by the applier.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	f.run.Lock()
+	defer f.run.Unlock()
 	r := bufio.NewReader(rc)
 	magic := make([]byte, len(snapshotMagic))
 	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != snapshotMagic {
@@ -185,6 +354,10 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	index, err := binary.ReadUvarint(r)
 	if err != nil {
 		return fmt.Errorf("restore snapshot: %w", err)
+	}
+	var d [8]byte
+	if _, err := io.ReadFull(r, d[:]); err != nil {
+		return fmt.Errorf("restore snapshot: %w", noEOF(err))
 	}
 	if _, err := f.conn.command("FLUSHALL"); err != nil {
 		return fmt.Errorf("restore snapshot: %w", err)
@@ -207,7 +380,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.applied = index
+	f.applied, f.digest = index, binary.BigEndian.Uint64(d[:])
 	close(f.changed)
 	f.changed = make(chan struct{})
 	return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/gait-dev/gait/internal/systems/redis"
@@ -17,15 +16,18 @@ type Local struct {
 	servers []*redis.Server
 }
 
-// StartLocal starts voters voting replicas and duplicates non-voting ones.
-func StartLocal(voters, duplicates int, read ReadMode, log io.Writer) (*Local, error) {
+// StartLocal starts voters voting replicas and duplicates non-voting ones,
+// each configured as base (read mode, fan-out, write-all, metrics address,
+// log) with its own ID, addresses and role.
+func StartLocal(voters, duplicates int, base Config) (*Local, error) {
 	if voters < 1 || duplicates < 0 {
 		return nil, fmt.Errorf("replica deployment: %d voters and %d duplicates; want at least 1 voter", voters, duplicates)
 	}
 	l := &Local{}
 	for i := range voters + duplicates {
-		cfg := Config{ID: fmt.Sprintf("r%d", i+1), RaftAddr: "127.0.0.1:0", Listen: "127.0.0.1:0",
-			Bootstrap: i == 0, NonVoter: i >= voters, Read: read, Log: log}
+		cfg := base
+		cfg.ID, cfg.RaftAddr, cfg.Listen = fmt.Sprintf("r%d", i+1), "127.0.0.1:0", "127.0.0.1:0"
+		cfg.Bootstrap, cfg.NonVoter, cfg.Join = i == 0, i >= voters, ""
 		if i > 0 {
 			cfg.Join = l.Agents[0].RaftAddr()
 		}

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -185,7 +186,7 @@ func (p *peer) dial() (net.Conn, error) {
 	return c, nil
 }
 
-// readAnswers delivers FAIL, INDEX and OK messages to the waiting requests.
+// readAnswers delivers FAIL, INDEX, OK and READOK messages to the waiting requests.
 func (p *peer) readAnswers(c net.Conn) {
 	rd := newRequestReader(c, peerMaxMessage, 8)
 	for {
@@ -209,6 +210,8 @@ func (p *peer) readAnswers(c net.Conn) {
 			p.a.deliver(id, result{index: n})
 		case "OK":
 			p.a.deliver(id, result{})
+		case "READOK":
+			p.a.deliver(id, result{raw: arg(msg, 2)})
 		}
 	}
 }
@@ -220,22 +223,25 @@ func arg(msg [][]byte, i int) []byte {
 	return nil
 }
 
-// serveMessages handles one connection from another agent.
+// servePeer handles one connection from another agent: requests (PROPOSE,
+// READINDEX, READ, JOIN), answered on the same connection, and one-way
+// messages (REPLY, STATUS, QUARANTINE). STATUS carries the sender's
+// quarantine list too, so an agent that missed a QUARANTINE (it joined
+// later, or the message was dropped) still learns it.
 func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
 	defer c.Close()
 	var mu sync.Mutex
 	w := bufio.NewWriter(c)
-	answer := func(args ...string) {
-		bs := make([][]byte, len(args))
-		for i, s := range args {
-			bs[i] = []byte(s)
-		}
+	answer := func(args ...[]byte) {
 		mu.Lock()
 		defer mu.Unlock()
-		w.Write(appendCommand(nil, bs...))
+		w.Write(appendCommand(nil, args...))
 		w.Flush()
 	}
-	rd := newRequestReader(br, peerMaxMessage, 8)
+	fail := func(id []byte, err error) {
+		answer([]byte("FAIL"), id, []byte(err.Error()), []byte(a.leaderAddr()))
+	}
+	rd := newRequestReader(br, peerMaxMessage, 1<<16)
 	for {
 		msg, err := rd.readCommand()
 		if err != nil {
@@ -244,44 +250,77 @@ func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
 		if len(msg) < 2 {
 			continue
 		}
-		id := string(msg[1])
+		id := msg[1]
 		switch string(msg[0]) {
 		case "PROPOSE":
-			a.proposeForPeer(id, arg(msg, 2), answer)
+			a.proposeForPeer(id, arg(msg, 2), fail)
 		case "REPLY":
-			a.deliverReply(id, string(arg(msg, 2)), arg(msg, 3))
+			a.peerReply(msg)
+		case "STATUS":
+			applied, _ := strconv.ParseUint(string(arg(msg, 3)), 10, 64)
+			secs, _ := strconv.ParseFloat(string(arg(msg, 4)), 64)
+			a.health.onStatus(string(id), string(arg(msg, 2)), applied, secs)
+			for i := 5; i+1 < len(msg); i += 2 {
+				a.health.onQuarantine(string(msg[i]), string(msg[i+1]), "reported by "+string(id))
+			}
+		case "QUARANTINE":
+			a.health.onQuarantine(string(id), string(arg(msg, 2)), string(arg(msg, 3)))
 		case "READINDEX":
 			go func() {
-				n, err := a.readIndexLocal()
+				ctx, cancel := context.WithTimeout(context.Background(), a.cfg.WriteTimeout)
+				defer cancel()
+				n, err := a.indexes.get(ctx)
 				if err != nil {
-					answer("FAIL", id, err.Error(), a.leaderAddr())
+					fail(id, err)
 					return
 				}
-				answer("INDEX", id, strconv.FormatUint(n, 10))
+				answer([]byte("INDEX"), id, strconv.AppendUint(nil, n, 10))
+			}()
+		case "READ":
+			index, _ := strconv.ParseUint(string(arg(msg, 2)), 10, 64)
+			payload := arg(msg, 3)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), a.cfg.WriteTimeout)
+				defer cancel()
+				raw, err := a.localRead(ctx, payload, index)
+				if err != nil {
+					fail(id, err)
+					return
+				}
+				answer([]byte("READOK"), id, raw)
 			}()
 		case "JOIN":
 			go func() {
 				if err := a.addServer(string(arg(msg, 2)), string(arg(msg, 3)), string(arg(msg, 4)) == "voter"); err != nil {
-					answer("FAIL", id, err.Error(), a.leaderAddr())
+					fail(id, err)
 					return
 				}
-				answer("OK", id)
+				answer([]byte("OK"), id)
 			}()
 		}
 	}
 }
 
-// proposeForPeer appends a follower's entry to the log in arrival order; only
-// a failure is answered, the replies come from the replicas.
-func (a *Agent) proposeForPeer(id string, data []byte, answer func(...string)) {
-	if a.raft.State() != raft.Leader {
-		answer("FAIL", id, "not the raft leader", a.leaderAddr())
+// peerReply takes REPLY seq incarnation index digest replica replica-incarnation raw.
+func (a *Agent) peerReply(msg [][]byte) {
+	if len(msg) != 8 {
 		return
 	}
-	f := a.raft.Apply(data, a.cfg.WriteTimeout)
-	go func() {
-		if err := f.Error(); err != nil {
-			answer("FAIL", id, err.Error(), a.leaderAddr())
-		}
-	}()
+	seq, err1 := strconv.ParseUint(string(msg[1]), 10, 64)
+	index, err2 := strconv.ParseUint(string(msg[3]), 10, 64)
+	digest, err3 := strconv.ParseUint(string(msg[4]), 16, 64)
+	if errors.Join(err1, err2, err3) != nil {
+		return
+	}
+	a.onReply(seq, string(msg[2]), index, digest, string(msg[5]), string(msg[6]), msg[7])
+}
+
+// proposeForPeer appends a follower's entry to the log in arrival order; only
+// a failure is answered, the replies come from the replicas.
+func (a *Agent) proposeForPeer(id, data []byte, fail func([]byte, error)) {
+	if a.raft.State() != raft.Leader {
+		fail(id, errors.New("not the raft leader"))
+		return
+	}
+	a.watchApply(a.raft.Apply(data, a.cfg.WriteTimeout), func(err error) { fail(id, err) })
 }

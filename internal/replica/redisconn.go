@@ -2,8 +2,10 @@ package replica
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 )
 
@@ -28,12 +30,8 @@ func dialRedis(addr string) (*redisConn, error) {
 
 // do sends payload and reads n replies; it returns the raw bytes of the last.
 func (c *redisConn) do(payload []byte, n int) ([]byte, value, error) {
-	c.c.SetDeadline(time.Now().Add(redisTimeout))
-	if _, err := c.w.Write(payload); err != nil {
-		return nil, value{}, fmt.Errorf("write to redis: %w", err)
-	}
-	if err := c.w.Flush(); err != nil {
-		return nil, value{}, fmt.Errorf("write to redis: %w", err)
+	if err := c.send(payload); err != nil {
+		return nil, value{}, err
 	}
 	var raw []byte
 	var v value
@@ -44,6 +42,30 @@ func (c *redisConn) do(payload []byte, n int) ([]byte, value, error) {
 		}
 	}
 	return raw, v, nil
+}
+
+// send writes payload; the deadline it sets also bounds reading the replies.
+func (c *redisConn) send(payload []byte) error {
+	c.c.SetDeadline(time.Now().Add(redisTimeout))
+	if _, err := c.w.Write(payload); err != nil {
+		return fmt.Errorf("write to redis: %w", err)
+	}
+	if err := c.w.Flush(); err != nil {
+		return fmt.Errorf("write to redis: %w", err)
+	}
+	return nil
+}
+
+// replies reads n replies and returns the raw bytes of the last.
+func (c *redisConn) replies(n int) ([]byte, error) {
+	var raw []byte
+	for range n {
+		var err error
+		if raw, _, err = readReply(c.r); err != nil {
+			return nil, err
+		}
+	}
+	return raw, nil
 }
 
 // command sends one command and returns its decoded reply; a redis error
@@ -62,45 +84,154 @@ func (c *redisConn) command(args ...string) (value, error) {
 
 func (c *redisConn) close() error { return c.c.Close() }
 
-// redisPool keeps idle connections for reads.
-type redisPool struct {
-	addr string
-	idle chan *redisConn
+// redisMux sends reads to the local redis-server over a few pipelined
+// connections: requests go out back to back, and since redis answers one
+// connection's requests in order, replies are matched by their position. A
+// thousand concurrent reads cost a few connections, not a thousand.
+type redisMux struct {
+	addr  string
+	conns []*muxConn
+	next  atomic.Uint64
 }
 
-func newRedisPool(addr string, size int) *redisPool {
-	return &redisPool{addr: addr, idle: make(chan *redisConn, size)}
+// muxCall is one request on a pipelined connection.
+type muxCall struct {
+	payload []byte
+	raw     []byte
+	err     error
+	done    chan struct{}
 }
 
-// do runs payload on a pooled connection; a connection that failed is dropped.
-func (p *redisPool) do(payload []byte, n int) ([]byte, error) {
-	var c *redisConn
+// muxConn is one pipelined connection; it redials after a failure.
+type muxConn struct {
+	addr     string
+	calls    chan *muxCall // to the writer
+	inflight chan *muxCall // written, awaiting their replies, in order
+	stop     chan struct{}
+}
+
+// muxDepth bounds the requests queued or in flight on one connection.
+const muxDepth = 4096
+
+func newRedisMux(addr string, conns int) *redisMux {
+	m := &redisMux{addr: addr}
+	for range conns {
+		c := &muxConn{addr: addr, calls: make(chan *muxCall, muxDepth), inflight: make(chan *muxCall, muxDepth),
+			stop: make(chan struct{})}
+		m.conns = append(m.conns, c)
+		go c.run()
+	}
+	return m
+}
+
+// do sends one command (payload, one reply) and returns its raw reply.
+func (m *redisMux) do(payload []byte) ([]byte, error) {
+	c := m.conns[m.next.Add(1)%uint64(len(m.conns))]
+	call := &muxCall{payload: payload, done: make(chan struct{})}
 	select {
-	case c = <-p.idle:
-	default:
-		var err error
-		if c, err = dialRedis(p.addr); err != nil {
-			return nil, err
-		}
+	case c.calls <- call:
+	case <-c.stop:
+		return nil, errors.New("agent stopped")
 	}
-	raw, _, err := c.do(payload, n)
-	if err != nil {
-		c.close()
-		return nil, err
-	}
-	select {
-	case p.idle <- c:
-	default:
-		c.close()
-	}
-	return raw, nil
+	<-call.done
+	return call.raw, call.err
 }
 
-func (p *redisPool) close() {
+func (m *redisMux) close() {
+	for _, c := range m.conns {
+		close(c.stop)
+	}
+}
+
+// run dials, then writes calls until the connection fails; the reader
+// fails the calls in flight, and run dials again.
+func (c *muxConn) run() {
 	for {
 		select {
-		case c := <-p.idle:
-			c.close()
+		case <-c.stop:
+			c.drain(errors.New("agent stopped"))
+			return
+		default:
+		}
+		conn, err := dialRedis(c.addr)
+		if err != nil {
+			c.failNext(err)
+			continue
+		}
+		broken := make(chan struct{})
+		go c.read(conn, broken)
+		c.write(conn, broken)
+		conn.close()
+		<-broken
+		// The writer may have queued a call after the reader stopped: fail
+		// it, or the next connection would hand it another call's reply.
+		c.drain(errors.New("connection to redis lost"))
+	}
+}
+
+// failNext fails one waiting call after a failed dial, pacing the redials.
+func (c *muxConn) failNext(err error) {
+	select {
+	case call := <-c.calls:
+		call.err = err
+		close(call.done)
+	case <-c.stop:
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+func (c *muxConn) write(conn *redisConn, broken chan struct{}) {
+	for {
+		var call *muxCall
+		select {
+		case call = <-c.calls:
+		case <-broken:
+			return
+		case <-c.stop:
+			return
+		}
+		c.inflight <- call
+		conn.c.SetWriteDeadline(time.Now().Add(redisTimeout))
+		_, err := conn.w.Write(call.payload)
+		if err == nil && len(c.calls) == 0 {
+			err = conn.w.Flush()
+		}
+		if err != nil {
+			return // the reader fails what is in flight once the connection closes
+		}
+	}
+}
+
+func (c *muxConn) read(conn *redisConn, broken chan struct{}) {
+	defer close(broken)
+	for {
+		var call *muxCall
+		select {
+		case call = <-c.inflight:
+		case <-c.stop:
+			conn.close()
+			c.drain(errors.New("agent stopped"))
+			return
+		}
+		conn.c.SetReadDeadline(time.Now().Add(redisTimeout))
+		raw, _, err := readReply(conn.r)
+		call.raw, call.err = raw, err
+		close(call.done)
+		if err != nil {
+			conn.close()
+			c.drain(fmt.Errorf("read from redis: %w", err))
+			return
+		}
+	}
+}
+
+// drain fails every call in flight.
+func (c *muxConn) drain(err error) {
+	for {
+		select {
+		case call := <-c.inflight:
+			call.err = err
+			close(call.done)
 		default:
 			return
 		}

@@ -176,6 +176,8 @@ func errorReply(msg string) []byte {
 
 func simpleReply(s string) []byte { return []byte("+" + s + "\r\n") }
 
+func intReply(n int) []byte { return append(strconv.AppendInt([]byte(":"), int64(n), 10), '\r', '\n') }
+
 // value is one decoded RESP2 reply from redis.
 type value struct {
 	kind byte // '+', '-', ':', '$', '*'

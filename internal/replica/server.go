@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"errors"
 	"net"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -36,7 +38,7 @@ func (a *Agent) serveClients() {
 	}
 }
 
-// clientState is the per-connection state: a MULTI being queued.
+// clientState is the per-connection state.
 type clientState struct {
 	inMulti bool
 	aborted bool
@@ -44,6 +46,13 @@ type clientState struct {
 	// lastRead is done once the latest read has run: a later write must not
 	// be proposed before it, or the read could see the write.
 	lastRead chan struct{}
+	// lastWrite is the latest write; lastWriteDone is closed once its reply
+	// is known, and a later read waits for it (read-your-writes).
+	lastWrite     *write
+	lastWriteDone chan struct{}
+	// lastIndex is the highest log index of this connection's acknowledged
+	// writes: a session read needs a replica that has applied it.
+	lastIndex atomic.Uint64
 }
 
 // serveConn reads requests and proposes writes in arrival order; a second
@@ -87,7 +96,9 @@ func (a *Agent) writeReplies(c net.Conn, slots chan slot) {
 			if !broken {
 				reply = s.fill()
 			}
-			close(s.done)
+			if s.done != nil {
+				close(s.done)
+			}
 		}
 		if broken {
 			continue
@@ -121,9 +132,9 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 		}
 		return a.write(st, appendCommand(nil, args...), 1)
 	case kindRead:
-		return a.readSlot(st, appendCommand(nil, args...), true)
+		return a.readSlot(st, appendCommand(nil, args...))
 	case kindLocal:
-		return a.readSlot(st, appendCommand(nil, args...), false)
+		return a.localSlot(appendCommand(nil, args...))
 	}
 	return a.agentCommand(st, name, args)
 }
@@ -161,6 +172,8 @@ func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 		return slot{reply: simpleReply("OK")}
 	case "EXEC":
 		return a.exec(st)
+	case "WAITALL":
+		return a.waitAllSlot(st, args)
 	}
 	return slot{reply: errorReply("ERR internal: no handler for " + name)}
 }
@@ -209,28 +222,78 @@ func (a *Agent) write(st *clientState, payload []byte, n int) slot {
 	if st.lastRead != nil {
 		<-st.lastRead
 	}
-	id, ch, err := a.startWrite(payload, n)
+	w, err := a.startWrite(payload, n)
 	if err != nil {
 		return slot{reply: errorReply("TRYAGAIN gait replica: " + err.Error())}
 	}
 	done := make(chan struct{})
+	st.lastWrite, st.lastWriteDone = w, done
 	return slot{done: done, fill: func() []byte {
-		raw, err := a.awaitWrite(id, ch)
+		r, err := a.awaitWrite(w)
 		if err != nil {
 			return errorReply("ERR gait replica: " + err.Error())
+		}
+		if r.index > st.lastIndex.Load() {
+			st.lastIndex.Store(r.index)
+		}
+		return r.raw
+	}}
+}
+
+// readSlot starts a read at once, after the connection's last write is
+// acknowledged; its reply still goes out in request order.
+func (a *Agent) readSlot(st *clientState, payload []byte) slot {
+	done := make(chan struct{})
+	st.lastRead = done
+	after := st.lastWriteDone
+	var raw []byte
+	go func() {
+		defer close(done)
+		if after != nil {
+			<-after
+		}
+		var err error
+		if raw, err = a.read(st, payload); err != nil {
+			raw = errorReply("ERR gait replica: " + strings.TrimSpace(err.Error()))
+		}
+	}()
+	return slot{fill: func() []byte { <-done; return raw }}
+}
+
+// localSlot answers a command about the local redis-server itself.
+func (a *Agent) localSlot(payload []byte) slot {
+	return slot{fill: func() []byte {
+		raw, err := a.reads.do(payload)
+		if err != nil {
+			return errorReply("ERR gait replica: " + strings.TrimSpace(err.Error()))
 		}
 		return raw
 	}}
 }
 
-func (a *Agent) readSlot(st *clientState, payload []byte, consistent bool) slot {
-	done := make(chan struct{})
-	st.lastRead = done
-	return slot{done: done, fill: func() []byte {
-		raw, err := a.read(payload, consistent)
-		if err != nil {
-			return errorReply("ERR gait replica: " + strings.TrimSpace(err.Error()))
+// waitAllSlot answers WAITALL [timeout-ms]: once every replica has applied the
+// connection's last write, or the timeout (default the write timeout)
+// passed, the number of replicas that have.
+func (a *Agent) waitAllSlot(st *clientState, args [][]byte) slot {
+	timeout := a.cfg.WriteTimeout
+	if len(args) > 2 {
+		return slot{reply: errorReply("ERR wrong number of arguments for 'waitall' command")}
+	}
+	if len(args) == 2 {
+		ms, err := strconv.ParseInt(string(args[1]), 10, 64)
+		if err != nil || ms < 0 {
+			return slot{reply: errorReply("ERR timeout is not an integer or out of range")}
 		}
-		return raw
+		if ms > 0 {
+			timeout = time.Duration(ms) * time.Millisecond
+		}
+	}
+	w := st.lastWrite
+	if w == nil {
+		n := len(a.health.expectedReplicas())
+		return slot{reply: intReply(n)}
+	}
+	return slot{fill: func() []byte {
+		return intReply(a.waitAll(w, timeout))
 	}}
 }

@@ -3,11 +3,15 @@ package replica
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
+	"log"
 	"os"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -211,5 +215,126 @@ func TestDocListsCommands(t *testing.T) {
 				t.Errorf("docs/replica.md does not list %s command %s", kind, name)
 			}
 		}
+	}
+}
+
+func TestVote(t *testing.T) {
+	w := &write{expected: map[string]bool{"a": true, "b": true, "c": true, "d": true}, digests: map[string]uint64{}}
+	w.digests["a"], w.digests["d"] = 1, 2
+	if out := w.vote(); out != nil || w.agreed {
+		t.Fatalf("two of four replies decided: %v", out)
+	}
+	w.digests["b"] = 1
+	if out := w.vote(); len(out) != 0 {
+		t.Fatalf("two of four agreeing is no majority, yet %v outvoted", out)
+	}
+	w.digests["c"] = 1
+	if out := w.vote(); len(out) != 1 || out[0] != "d" {
+		t.Fatalf("three of four agree on 1: outvoted %v, want [d]", out)
+	}
+	if out := w.vote(); len(out) != 0 {
+		t.Errorf("d reported twice: %v", out)
+	}
+	if !w.complete() {
+		t.Error("every expected replica replied, yet incomplete")
+	}
+}
+
+func TestChainDigest(t *testing.T) {
+	a := chain(chain(0, []byte("+OK\r\n")), []byte(":2\r\n"))
+	b := chain(chain(0, []byte("+OK\r\n")), []byte(":2\r\n"))
+	c := chain(chain(0, []byte("+OK\r\n")), []byte(":8\r\n"))
+	d := chain(chain(0, []byte(":2\r\n")), []byte("+OK\r\n"))
+	if a != b || a == c || a == d {
+		t.Errorf("digests %x %x %x %x: want equal logs equal, any other differ", a, b, c, d)
+	}
+}
+
+// TestIndexBatcher: reads that arrive while a round runs share the next one.
+func TestIndexBatcher(t *testing.T) {
+	release := make(chan struct{})
+	var rounds atomic.Int64
+	b := &indexBatcher{timeout: time.Minute, fetch: func(context.Context) (uint64, error) {
+		n := rounds.Add(1)
+		<-release
+		return uint64(n * 10), nil
+	}}
+	first := make(chan uint64)
+	go func() { n, _ := b.get(context.Background()); first <- n }()
+	for rounds.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	var wg sync.WaitGroup
+	got := make([]uint64, 20)
+	for i := range got {
+		wg.Go(func() { got[i], _ = b.get(context.Background()) })
+	}
+	for { // every read is queued behind the running round
+		b.mu.Lock()
+		n := len(b.next)
+		b.mu.Unlock()
+		if n == len(got) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	if n := <-first; n != 10 {
+		t.Errorf("first read index %d, want 10", n)
+	}
+	for i, n := range got {
+		if n != 20 {
+			t.Errorf("read %d: index %d, want 20 from the second round", i, n)
+		}
+	}
+	if r := rounds.Load(); r != 2 {
+		t.Errorf("%d rounds for 21 reads, want 2", r)
+	}
+}
+
+// TestLagAndLimping drives the health tracker with made-up progress reports.
+func TestLagAndLimping(t *testing.T) {
+	a := &Agent{cfg: Config{ID: "a", LimpFloor: 100 * time.Millisecond, LimpFactor: 10, StatusInterval: 10 * time.Millisecond,
+		PeerInflight: 8},
+		logger: log.New(io.Discard, "", 0)}
+	a.m = newMetrics(a)
+	h := newHealth(a)
+	t0 := time.Unix(1000, 0)
+	for _, id := range []string{"a", "b", "c"} {
+		h.replicas[id] = &replicaState{id: id, addr: id + ":1", voter: true, seen: t0}
+	}
+	step := func(at time.Duration, a, b, c uint64) {
+		now := t0.Add(at)
+		for id, n := range map[string]uint64{"a": a, "b": b, "c": c} {
+			h.replicas[id].applied, h.replicas[id].seen = n, now
+		}
+		h.computeLags(now, nil)
+	}
+	step(0, 10, 10, 10)
+	step(50*time.Millisecond, 20, 20, 10)
+	// The lag counts from the first report that showed a replica past c.
+	if r := h.replicas["c"]; r.lag != 0 || r.limping {
+		t.Fatalf("c: lag %v limping %v; want 0, not limping", r.lag, r.limping)
+	}
+	step(300*time.Millisecond, 30, 29, 10)
+	if r := h.replicas["c"]; r.lag != 250*time.Millisecond || !r.limping {
+		t.Fatalf("c: lag %v limping %v; want 250ms, limping", r.lag, r.limping)
+	}
+	if h.replicas["b"].limping || h.replicas["a"].limping {
+		t.Error("a healthy replica marked as limping")
+	}
+	step(310*time.Millisecond, 30, 30, 30)
+	if r := h.replicas["c"]; r.lag != 0 || r.limping {
+		t.Errorf("c caught up: lag %v limping %v", r.lag, r.limping)
+	}
+	// Silence counts as lag.
+	h.replicas["c"].seen = t0.Add(time.Second)
+	h.computeLags(t0.Add(time.Second), nil)
+	if r := h.replicas["b"]; !r.limping {
+		t.Errorf("b silent for 1s: lag %v, not limping", r.lag)
+	}
+	if ts := h.readTargets(3, nil); len(ts) != 2 || !ts[0].local || ts[1].id != "c" {
+		t.Errorf("read targets %+v, want a (local) then c, not the limping b", ts)
 	}
 }

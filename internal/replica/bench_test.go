@@ -1,0 +1,72 @@
+package replica
+
+import (
+	"context"
+	"io"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/gait-dev/gait/internal/systems/redis"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// BenchmarkWrite sets keys through the leader of 3 voters from parallel
+// clients (-cpu sets how many per core) and reports the group commit: log
+// entries per append and per redis batch on the leader.
+func BenchmarkWrite(b *testing.B) {
+	benchDeployment(b, true, func(ctx context.Context, c *goredis.Client, i int) error {
+		return c.Set(ctx, "k"+strconv.Itoa(i%1000), i, 0).Err()
+	})
+}
+
+// BenchmarkLinearizableRead gets keys through the leader with linearizable reads.
+func BenchmarkLinearizableRead(b *testing.B) {
+	benchDeployment(b, false, func(ctx context.Context, c *goredis.Client, i int) error {
+		err := c.Get(ctx, "k"+strconv.Itoa(i%1000)).Err()
+		if err == goredis.Nil {
+			return nil
+		}
+		return err
+	})
+}
+
+func benchDeployment(b *testing.B, writes bool, op func(context.Context, *goredis.Client, int) error) {
+	if _, err := os.Stat(redis.ServerBinary); err != nil {
+		b.Skipf("%s not installed", redis.ServerBinary)
+	}
+	l, err := StartLocal(3, 0, Config{Log: io.Discard})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	leader := l.Agents[0]
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		c := goredis.NewClient(&goredis.Options{Addr: leader.ClientAddr(), PoolSize: 1, MaxRetries: -1})
+		defer c.Close()
+		for i := 0; pb.Next(); i++ {
+			if err := op(context.Background(), c, i); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	if !writes {
+		return
+	}
+	b.ReportMetric(meanOf(leader.m.appendBatch), "entries/append")
+	b.ReportMetric(meanOf(leader.m.applyBatch), "entries/apply")
+}
+
+func meanOf(h prometheus.Histogram) float64 {
+	var m dto.Metric
+	if h.Write(&m) != nil || m.GetHistogram().GetSampleCount() == 0 {
+		return 0
+	}
+	return m.GetHistogram().GetSampleSum() / float64(m.GetHistogram().GetSampleCount())
+}

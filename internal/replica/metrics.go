@@ -1,0 +1,146 @@
+package replica
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are one agent's Prometheus metrics, in a registry of its own so
+// several agents can share a process (tests, gait replica cluster).
+type metrics struct {
+	reg           *prometheus.Registry
+	commit        prometheus.Histogram
+	read          prometheus.Histogram
+	appendSecs    prometheus.Histogram
+	appendBatch   prometheus.Histogram
+	applySecs     prometheus.Histogram
+	applyBatch    prometheus.Histogram
+	leaderChanges prometheus.Counter
+	quarantines   prometheus.Counter
+	limpMarks     prometheus.Counter
+	transfers     prometheus.Counter
+}
+
+func newMetrics(a *Agent) *metrics {
+	secs := prometheus.ExponentialBuckets(50e-6, 2, 18) // 50 µs .. 6.5 s
+	sizes := prometheus.ExponentialBuckets(1, 2, 11)    // 1 .. 1024 entries
+	hist := func(name, help string, buckets []float64) prometheus.Histogram {
+		return prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "gait_replica", Name: name, Help: help, Buckets: buckets})
+	}
+	count := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "gait_replica", Name: name, Help: help})
+	}
+	m := &metrics{
+		reg:           prometheus.NewRegistry(),
+		commit:        hist("commit_seconds", "From proposing a write to its first replica's reply (commit plus apply).", secs),
+		read:          hist("read_seconds", "From a read's arrival to its first fitting answer.", secs),
+		appendSecs:    hist("log_append_seconds", "One append to the raft log, fsync included.", secs),
+		appendBatch:   hist("log_append_entries", "Entries per raft log append: the group commit.", sizes),
+		applySecs:     hist("apply_seconds", "One batch of committed entries run on the local redis-server.", secs),
+		applyBatch:    hist("apply_entries", "Entries per batch run on the local redis-server.", sizes),
+		leaderChanges: count("leader_changes_total", "Times this agent gained or lost raft leadership."),
+		quarantines:   count("quarantines_total", "Replicas this agent quarantined for a divergent reply."),
+		limpMarks:     count("limping_marks_total", "Times this agent marked a replica as limping."),
+		transfers:     count("leadership_transfers_total", "Times this agent, leading and limping, handed leadership on."),
+	}
+	m.reg.MustRegister(m.commit, m.read, m.appendSecs, m.appendBatch, m.applySecs, m.applyBatch,
+		m.leaderChanges, m.quarantines, m.limpMarks, m.transfers, &stateCollector{a: a})
+	return m
+}
+
+func (m *metrics) observeAppend(d time.Duration, entries int) {
+	m.appendSecs.Observe(d.Seconds())
+	m.appendBatch.Observe(float64(entries))
+}
+
+func (m *metrics) observeApply(d time.Duration, entries int) {
+	m.applySecs.Observe(d.Seconds())
+	m.applyBatch.Observe(float64(entries))
+}
+
+// stateCollector reports the agent's current view on every scrape.
+type stateCollector struct{ a *Agent }
+
+var (
+	descLag         = desc("apply_lag_seconds", "How long ago the most advanced replica passed this replica's applied index.", "replica")
+	descApplied     = desc("applied_index", "Last log index the replica reported as applied to its redis-server.", "replica")
+	descLimping     = desc("limping", "1 while the replica is marked as limping.", "replica")
+	descQuarantined = desc("quarantined", "1 once the replica is quarantined for divergence.", "replica")
+	descInflight    = desc("peer_reads_inflight", "Reads outstanding at the replica.", "replica")
+	descReplyDelay  = desc("reply_delay_seconds", "Smoothed time from proposing a write here to the replica's reply.", "replica")
+	descPeerQueue   = desc("peer_queue_length", "Messages queued for the agent at this raft address.", "peer")
+	descApplyQueue  = desc("apply_queue_length", "Committed entries waiting for the local redis-server.")
+	descWrites      = desc("pending_writes", "Writes proposed here and not yet replied to by every replica.")
+	descRequests    = desc("pending_requests", "Requests to other agents awaiting an answer.")
+	descLeader      = desc("leader", "1 while this agent is the raft leader.")
+)
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc("gait_replica_"+name, help, labels, nil)
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descLag, descApplied, descLimping, descQuarantined, descInflight,
+		descReplyDelay, descPeerQueue, descApplyQueue, descWrites, descRequests, descLeader} {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	a := c.a
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	a.health.mu.Lock()
+	for id, r := range a.health.replicas {
+		gauge(descLag, r.lag.Seconds(), id)
+		gauge(descApplied, float64(r.applied), id)
+		gauge(descLimping, bool01(r.limping), id)
+		gauge(descQuarantined, bool01(a.health.quarantinedLocked(id, r.incarnation)), id)
+		gauge(descInflight, float64(r.inflight), id)
+		gauge(descReplyDelay, r.replySecs, id)
+	}
+	a.health.mu.Unlock()
+	a.mu.Lock()
+	for addr, p := range a.peers {
+		gauge(descPeerQueue, float64(len(p.out)), addr)
+	}
+	writes, requests := len(a.writes), len(a.pending)
+	a.mu.Unlock()
+	gauge(descWrites, float64(writes))
+	gauge(descRequests, float64(requests))
+	if a.fsm != nil {
+		gauge(descApplyQueue, float64(a.fsm.queueLen()))
+	}
+	gauge(descLeader, bool01(a.IsLeader()))
+}
+
+func bool01(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// serveMetrics serves /metrics on cfg.Metrics, when set.
+func (a *Agent) serveMetrics() error {
+	if a.cfg.Metrics == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", a.cfg.Metrics)
+	if err != nil {
+		return fmt.Errorf("listen for metrics: %w", err)
+	}
+	a.metricsLn = ln
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(a.m.reg, promhttp.HandlerOpts{}))
+	a.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	a.wg.Add(1)
+	go func() { defer a.wg.Done(); a.metricsSrv.Serve(ln) }()
+	return nil
+}
