@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/analyze"
+	"github.com/gait-dev/gait/internal/atomicfile"
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/procstat"
 	"github.com/gait-dev/gait/internal/rundir"
@@ -98,7 +99,7 @@ func prepareOut(out string, s *Scenario) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("output directory: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(out, "scenario.yaml"), s.Source)
+	return atomicfile.WriteBytes(filepath.Join(out, "scenario.yaml"), s.Source)
 }
 
 type runner struct {
@@ -547,27 +548,4 @@ func (lr *liveRun) eta(p load.Progress) time.Duration {
 	}
 	rest := max(w-p.Elapsed, 0) + (perRun-w)/2
 	return rest + time.Duration(len(lr.runs)-lr.current-1)*perRun
-}
-
-func writeFileAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/analyze"
+	"github.com/gait-dev/gait/internal/atomicfile"
 	"github.com/gait-dev/gait/internal/rundir"
 	"github.com/gait-dev/gait/internal/stats"
 )
@@ -174,7 +175,7 @@ func (s Summary) Save() error {
 	if err != nil {
 		return fmt.Errorf("encode summary: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(s.Out, "summary.json"), append(b, '\n'))
+	return atomicfile.WriteBytes(filepath.Join(s.Out, "summary.json"), append(b, '\n'))
 }
 
 // TableHeader and TableRows are the summary table, as printed and reported.

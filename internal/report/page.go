@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/gait-dev/gait/internal/atomicfile"
 )
 
 // Page is one report, built top to bottom.
@@ -124,29 +124,15 @@ func (p *Page) WriteTo(w io.Writer) (int64, error) {
 	return int64(n), err
 }
 
-// WriteFile writes the document to path through a temporary file in the
-// same directory, so path is either the whole report or untouched.
+// WriteFile writes the document to path atomically: path is either the
+// whole report or untouched.
 func (p *Page) WriteFile(path string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
-	if _, err := p.WriteTo(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(path, func(w io.Writer) error {
+		if _, err := p.WriteTo(w); err != nil {
+			return fmt.Errorf("write report %s: %w", path, err)
+		}
+		return nil
+	})
 }
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
