@@ -193,7 +193,7 @@ A group sees a Poisson share rate/r of the arrivals. Utilization >= 1 prints
 				page := report.NewPage("gait model predict")
 				page.Paragraph(describe(sys))
 				page.Figure("Share of requests missing the bound against nodes, one line per replica count; solid: accurate predictor, dashed: thesis.", model.SLAChart("predicted SLA", preds))
-				if err := writeOutput(html, nil, func(w io.Writer) error { _, err := page.WriteTo(w); return err }); err != nil {
+				if err := page.WriteFile(html); err != nil {
 					return err
 				}
 			}
@@ -375,7 +375,7 @@ func newModelPlanCmd() *cobra.Command {
 					page.Paragraph(describe(sys))
 					page.Note(fmt.Sprintf("Best mix of at most %d nodes: %d duplicates x %d replicas, SLA %s (%s predictor).", nodes, best.Duplicates, best.Replicas, pct(pred.Pick(best)), pred))
 					page.Figure("Every mix that fits the budget: share missing the bound against nodes.", model.SLAChart("candidates", cands))
-					if err := writeOutput(html, nil, func(w io.Writer) error { _, err := page.WriteTo(w); return err }); err != nil {
+					if err := page.WriteFile(html); err != nil {
 						return err
 					}
 				}
@@ -468,7 +468,7 @@ func newModelFigure7Cmd() *cobra.Command {
 				page.Figure(fmt.Sprintf("SLA within %s at %g%% utilization: duplicates (predictability) vs replicas (throughput).", in.bound, 100*u), c)
 			}
 			if html != "" {
-				if err := writeOutput(html, nil, func(w io.Writer) error { _, err := page.WriteTo(w); return err }); err != nil {
+				if err := page.WriteFile(html); err != nil {
 					return err
 				}
 			}
@@ -544,7 +544,7 @@ a measured distribution; the bound is --bound-means x the mean service time.`,
 				for _, s := range svcs {
 					page.Figure("|predicted - simulated| against duplicates for "+s.String()+"; solid: accurate, dashed: thesis (floored at 1e-6).", model.ErrorChart(s.String(), cells))
 				}
-				if err := writeOutput(html, nil, func(w io.Writer) error { _, err := page.WriteTo(w); return err }); err != nil {
+				if err := page.WriteFile(html); err != nil {
 					return err
 				}
 			}
@@ -608,7 +608,7 @@ miss probabilities overstates the SLA.`,
 				page := report.NewPage("gait model independence")
 				page.Note(verdict)
 				page.Figure("Each request's percentile in duplicate A against B (thesis Figure 5): independent anomalies fill the corners evenly.", model.IndependenceChart(ind))
-				if err := writeOutput(html, nil, func(w io.Writer) error { _, err := page.WriteTo(w); return err }); err != nil {
+				if err := page.WriteFile(html); err != nil {
 					return err
 				}
 			}
@@ -697,7 +697,7 @@ docs/model.md lists the assumptions. --html draws Figure 3's four panels.`,
 				if err != nil {
 					return err
 				}
-				if err := writeOutput(html, nil, func(w io.Writer) error { _, err := page.WriteTo(w); return err }); err != nil {
+				if err := page.WriteFile(html); err != nil {
 					return err
 				}
 			}
