@@ -170,7 +170,7 @@ func TestMalformed(t *testing.T) {
 		{"repeat zero", with(7, "repeat: 0"),
 			`f.yaml:7: repeat: "0" is not a whole number of at least 1`},
 		{"unknown system", with(2, "system: cassandra"),
-			`f.yaml:2: system: unknown system "cassandra" (known: etcd)`},
+			`f.yaml:2: system: unknown system "cassandra" (known: etcd, gait-redis, redis)`},
 		{"no system", with(2, "description: x"),
 			"f.yaml:1: system: missing (required)"},
 		{"bad name", with(1, "name: a/b"),
@@ -246,13 +246,17 @@ func TestBundled(t *testing.T) {
 	if err != nil || len(paths) != 5 {
 		t.Fatalf("bundled etcd scenarios: %v %v", paths, err)
 	}
-	for _, p := range paths {
+	more, err := filepath.Glob("../../scenarios/gait-redis/*.yaml")
+	if err != nil || len(more) != 2 {
+		t.Fatalf("bundled gait-redis scenarios: %v %v", more, err)
+	}
+	for _, p := range append(paths, more...) {
 		s, err := Load(p)
 		if err != nil {
 			t.Error(err)
 			continue
 		}
-		if !strings.HasPrefix(s.Name, "etcd-") || len(s.Runs()) < 2 {
+		if !strings.HasPrefix(s.Name, filepath.Base(filepath.Dir(p))+"-") || len(s.Runs()) < 2 {
 			t.Errorf("%s: name %q, %d runs", p, s.Name, len(s.Runs()))
 		}
 	}

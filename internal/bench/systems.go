@@ -5,6 +5,8 @@ import (
 
 	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/etcd"
+	"github.com/gait-dev/gait/internal/systems/gaitredis"
+	"github.com/gait-dev/gait/internal/systems/redis"
 )
 
 // system is what a scenario's system: key selects.
@@ -15,7 +17,9 @@ type system struct {
 }
 
 var knownSystems = map[string]system{
-	"etcd": {ops: etcd.Ops, write: "put", driver: func() systems.Driver { return etcd.New() }},
+	"etcd":       {ops: etcd.Ops, write: "put", driver: func() systems.Driver { return etcd.New() }},
+	"gait-redis": {ops: gaitredis.Ops, write: "set", driver: func() systems.Driver { return gaitredis.New() }},
+	"redis":      {ops: redis.Ops, write: "set", driver: func() systems.Driver { return redis.NewDriver() }},
 }
 
 func systemNames() []string {

@@ -19,13 +19,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	wal "github.com/hashicorp/raft-wal"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
 
 // ReadMode says how fresh a read must be.
@@ -167,22 +168,25 @@ type Agent struct {
 	raftAddr    string
 	raft        *raft.Raft
 	fsm         *fsm
-	store       *wal.WAL
-	logs        *timedLogStore
-	transport   *raft.NetworkTransport
-	clients     net.Listener
-	metricsSrv  *http.Server
-	metricsLn   net.Listener
-	reads       *redisMux
-	applyConn   *redisConn
-	tmpDir      string
-	done        chan struct{}
-	closeOnce   sync.Once
-	wg          sync.WaitGroup
-	m           *metrics
-	health      *health
-	indexes     *indexBatcher
-	futures     chan appliedFuture
+	store       *raftboltdb.BoltStore
+	// raftUp is closed once raft runs: peer messages wait for it, because
+	// another agent may talk to a restarting one before its raft exists.
+	raftUp     chan struct{}
+	logs       *timedLogStore
+	transport  *raft.NetworkTransport
+	clients    net.Listener
+	metricsSrv *http.Server
+	metricsLn  net.Listener
+	reads      *redisMux
+	applyConn  *redisConn
+	tmpDir     string
+	done       chan struct{}
+	closeOnce  sync.Once
+	wg         sync.WaitGroup
+	m          *metrics
+	health     *health
+	indexes    *indexBatcher
+	futures    chan appliedFuture
 
 	mu      sync.Mutex
 	seq     uint64
@@ -199,7 +203,7 @@ func Start(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{cfg: cfg, logger: log.New(cfg.Log, "replica "+cfg.ID+": ", log.LstdFlags|log.Lmicroseconds),
-		done: make(chan struct{}), pending: map[uint64]waiter{}, writes: map[uint64]*write{},
+		done: make(chan struct{}), raftUp: make(chan struct{}), pending: map[uint64]waiter{}, writes: map[uint64]*write{},
 		peers: map[string]*peer{}, conns: map[net.Conn]struct{}{}, reads: newRedisMux(cfg.RedisAddr, 4),
 		futures: make(chan appliedFuture, 4096)}
 	a.incarnation = newIncarnation()
@@ -265,10 +269,11 @@ func (a *Agent) startRaft() error {
 		return fmt.Errorf("replica data directory: %w", err)
 	}
 	var err error
-	// The write-ahead log makes one fsync per appended batch (BoltDB makes
-	// two); raft appends every batch before it acknowledges or commits it.
-	walLog := hclog.New(&hclog.LoggerOptions{Name: "wal", Level: hclog.Warn, Output: a.cfg.Log})
-	if a.store, err = wal.Open(dir, wal.WithLogger(walLog)); err != nil {
+	// BoltDB, not raft-wal: raft-wal v0.4.0 cannot reopen a log whose last
+	// segment a SIGKILL left without an index block ("sealed segment has no
+	// index block", hashicorp/raft-wal#31), and surviving kill -9 is the point.
+	// Group commit (below) spreads BoltDB's fsyncs over a whole batch.
+	if a.store, err = raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db")); err != nil {
 		return fmt.Errorf("open raft log in %s: %w", dir, err)
 	}
 	snaps, err := raft.NewFileSnapshotStore(dir, 2, a.cfg.Log)
@@ -305,6 +310,7 @@ func (a *Agent) startRaft() error {
 	if a.raft, err = raft.NewRaft(rc, a.fsm, cached, a.store, snaps, a.transport); err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
+	close(a.raftUp)
 	return nil
 }
 

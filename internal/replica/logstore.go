@@ -36,17 +36,3 @@ func (s *timedLogStore) meanSeconds() float64 {
 	}
 	return math.Float64frombits(s.mean.Load())
 }
-
-// GetLog hides entries below the first index: raft-wal truncates its head
-// logically and may still read them from its tail segment, and raft must see
-// a compacted log as compacted (and send a snapshot instead).
-func (s *timedLogStore) GetLog(index uint64, l *raft.Log) error {
-	first, err := s.LogStore.FirstIndex()
-	if err != nil {
-		return err
-	}
-	if index < first {
-		return raft.ErrLogNotFound
-	}
-	return s.LogStore.GetLog(index, l)
-}

@@ -230,6 +230,11 @@ func arg(msg [][]byte, i int) []byte {
 // later, or the message was dropped) still learns it.
 func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
 	defer c.Close()
+	select {
+	case <-a.raftUp:
+	case <-a.done:
+		return
+	}
 	var mu sync.Mutex
 	w := bufio.NewWriter(c)
 	answer := func(args ...[]byte) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/systems"
+	"github.com/gait-dev/gait/internal/systems/prom"
 )
 
 // Cluster is a running etcd cluster started by Driver.Start.
@@ -19,9 +20,7 @@ type Cluster struct {
 	members []*member
 	byName  map[string]*member
 	http    *http.Client
-
-	mu   sync.Mutex          // guards prev
-	prev map[string]histSnap // last scrape of each histogram series
+	means   prom.IntervalMeans // of the histograms, between scrapes
 }
 
 var _ systems.Cluster = (*Cluster)(nil)

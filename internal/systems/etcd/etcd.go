@@ -168,7 +168,7 @@ func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Clust
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{d: d, byName: map[string]*member{}, http: &http.Client{}, prev: map[string]histSnap{}}
+	c := &Cluster{d: d, byName: map[string]*member{}, http: &http.Client{}}
 	for _, h := range hosts {
 		m := &member{host: h}
 		c.members = append(c.members, m)
@@ -243,7 +243,7 @@ func (c *Cluster) waitReady(ctx context.Context, ms []*member) error {
 	for {
 		for _, m := range ms {
 			if proc, _ := m.current(); proc.Exited() {
-				return fmt.Errorf("etcd on %s exited while starting%s", m.host.Name(), logTail(proc))
+				return fmt.Errorf("etcd on %s exited while starting%s", m.host.Name(), systems.LogTail(proc))
 			}
 		}
 		if last = c.ready(ctx, ms); last == nil {
@@ -252,7 +252,7 @@ func (c *Cluster) waitReady(ctx context.Context, ms []*member) error {
 		select {
 		case <-ctx.Done():
 			proc, _ := c.blame(last).current()
-			return fmt.Errorf("etcd cluster not ready after %v: %w%s", c.d.StartTimeout, last, logTail(proc))
+			return fmt.Errorf("etcd cluster not ready after %v: %w%s", c.d.StartTimeout, last, systems.LogTail(proc))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -301,24 +301,4 @@ func (c *Cluster) ready(ctx context.Context, ms []*member) error {
 		return &notReady{ms[0], fmt.Errorf("read: %w", err)}
 	}
 	return nil
-}
-
-// logPather is a process whose output is in a file (loopback and testbed
-// processes are).
-type logPather interface{ LogPath() string }
-
-// logTail returns the last lines of p's output, or nothing if p does not say
-// where its output is.
-func logTail(p systems.Process) string {
-	lp, ok := p.(logPather)
-	if !ok {
-		return " (see the host's output)"
-	}
-	b, err := os.ReadFile(lp.LogPath())
-	if err != nil {
-		return fmt.Sprintf(" (log: %v)", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	lines = lines[max(0, len(lines)-15):]
-	return "; last lines of " + lp.LogPath() + ":\n  " + strings.Join(lines, "\n  ")
 }

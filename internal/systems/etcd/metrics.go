@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/gait-dev/gait/internal/systems/prom"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // Gauges are reported as the member's current value.
@@ -40,12 +38,6 @@ var Histograms = []string{
 	"etcd_disk_wal_fsync_duration_seconds",
 	"etcd_disk_backend_commit_duration_seconds",
 	"etcd_network_peer_round_trip_time_seconds",
-}
-
-// histSnap is a histogram series' running sum and count at one scrape.
-type histSnap struct {
-	sum   float64
-	count uint64
 }
 
 // Metrics scrapes every member's /metrics and returns the values of Gauges,
@@ -80,25 +72,9 @@ func (c *Cluster) Metrics(ctx context.Context) (map[string]float64, error) {
 }
 
 func (c *Cluster) scrape(ctx context.Context, m *member) (map[string]*dto.MetricFamily, error) {
-	url := c.d.url(m.host, c.d.MetricsPort) + "/metrics"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	fams, err := prom.Scrape(ctx, c.http, c.d.url(m.host, c.d.MetricsPort)+"/metrics")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.host.Name(), err)
-	}
-	// The transport asks for gzip, which cuts the ~150 KB page to ~10 KB:
-	// the scrape crosses the host's link, which may be the limping one.
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", m.host.Name(), err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: GET %s: %s", m.host.Name(), url, resp.Status)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("%s: parse %s: %w", m.host.Name(), url, err)
 	}
 	return fams, nil
 }
@@ -113,8 +89,6 @@ func (c *Cluster) values(host string, fams map[string]*dto.MetricFamily) map[str
 			out[key(name)] = total(f)
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for _, name := range Histograms {
 		f, ok := fams[name]
 		if !ok {
@@ -122,18 +96,10 @@ func (c *Cluster) values(host string, fams map[string]*dto.MetricFamily) map[str
 		}
 		found, worst := false, 0.0
 		for _, m := range f.GetMetric() {
-			h := m.GetHistogram()
-			id := host + "/" + name + labels(m)
-			now := histSnap{sum: h.GetSampleSum(), count: h.GetSampleCount()}
-			prev := c.prev[id]
-			c.prev[id] = now
-			if now.count < prev.count { // the member restarted: counting began anew
-				prev = histSnap{}
-			}
-			if now.count == prev.count {
+			mean, ok := c.means.Mean(host+"/"+name+labels(m), m.GetHistogram())
+			if !ok {
 				continue
 			}
-			mean := (now.sum - prev.sum) / float64(now.count-prev.count)
 			if !found || mean > worst {
 				found, worst = true, mean
 			}

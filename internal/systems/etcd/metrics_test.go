@@ -46,7 +46,7 @@ etcd_network_peer_round_trip_time_seconds_count{To="b"} ` + strconv.Itoa(nB) + `
 }
 
 func TestValuesGaugesCountersAndFirstMean(t *testing.T) {
-	c := &Cluster{prev: map[string]histSnap{}}
+	c := &Cluster{}
 	got := c.values("h1", families(t, page("0.4", 100, "0.002", "0.006", 2, 3)))
 	want := map[string]float64{
 		"etcd_server_proposals_pending{host=h1}":         3,
@@ -62,7 +62,7 @@ func TestValuesGaugesCountersAndFirstMean(t *testing.T) {
 }
 
 func TestValuesIntervalMeanAndGaps(t *testing.T) {
-	c := &Cluster{prev: map[string]histSnap{}}
+	c := &Cluster{}
 	c.values("h1", families(t, page("0.4", 100, "0.002", "0.006", 2, 3)))
 	// 10 more fsyncs taking 1.0 s in all: a slow disk shows at once.
 	got := c.values("h1", families(t, page("1.4", 110, "0.002", "0.006", 2, 3)))
@@ -79,7 +79,7 @@ func TestValuesIntervalMeanAndGaps(t *testing.T) {
 }
 
 func TestValuesKeepHostsApart(t *testing.T) {
-	c := &Cluster{prev: map[string]histSnap{}}
+	c := &Cluster{}
 	c.values("h1", families(t, page("0.4", 100, "0.002", "0.006", 2, 3)))
 	got := c.values("h2", families(t, page("0.5", 100, "0.002", "0.006", 2, 3)))
 	assertValues(t, got, map[string]float64{"etcd_disk_wal_fsync_duration_seconds{host=h2}": 0.005})

@@ -30,7 +30,18 @@ type Client struct {
 
 // Dial connects to the server at addr (host:port) and checks it answers.
 func Dial(ctx context.Context, addr string) (*Client, error) {
-	rdb := goredis.NewClient(&goredis.Options{
+	rdb := goredis.NewClient(Options(addr))
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("redis %s: %w", addr, err)
+	}
+	return &Client{rdb: rdb}, nil
+}
+
+// Options are the go-redis options of a Client on addr: one connection,
+// no retries, the plainest handshake, timeouts from the context only.
+func Options(addr string) *goredis.Options {
+	return &goredis.Options{
 		Addr: addr,
 		// One connection per client: a load client is one Redis client.
 		PoolSize: 1,
@@ -44,12 +55,7 @@ func Dial(ctx context.Context, addr string) (*Client, error) {
 		DialTimeout:              5 * time.Second,
 		ReadTimeout:              -1, // the engine's per-request timeout bounds a request, if any
 		WriteTimeout:             -1,
-	})
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		rdb.Close()
-		return nil, fmt.Errorf("redis %s: %w", addr, err)
 	}
-	return &Client{rdb: rdb}, nil
 }
 
 // Do performs one operation. A get of a missing key is a success.

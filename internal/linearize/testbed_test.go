@@ -1,0 +1,676 @@
+package linearize_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/gait-dev/gait/internal/limp"
+	"github.com/gait-dev/gait/internal/linearize"
+	"github.com/gait-dev/gait/internal/systems"
+	"github.com/gait-dev/gait/internal/systems/gaitredis"
+	"github.com/gait-dev/gait/internal/systems/redis"
+	"github.com/gait-dev/gait/internal/testbed"
+)
+
+// gaitBin is a gait built once, for the agents; only root runs the
+// testbed test, so only root builds it.
+var gaitBin string
+
+func TestMain(m *testing.M) {
+	if os.Geteuid() != 0 {
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "gait-linearize-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	gaitBin = filepath.Join(dir, "gait")
+	build := exec.Command("go", "build", "-o", gaitBin, "github.com/gait-dev/gait/cmd/gait")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build gait:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	// go-redis logs every failed dial; the test counts failures itself.
+	goredis.SetLogger(quiet{})
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+// Settings of one schedule.
+const (
+	scheduleLength = 15 * time.Second // clients run and faults strike for this long
+	clientsPerHost = 2
+	requestTimeout = 3 * time.Second
+	checkTimeout   = 60 * time.Second // porcupine, per schedule
+	registers      = 4                // keys with GET, SET and INCR
+	counters       = 2                // keys with INCR and GET only
+)
+
+// TestRandomized runs randomized fault schedules against a gait-redis
+// deployment of 3 voters and 1 duplicate on testbed hosts while clients on
+// every agent read and write, and checks each schedule's history for
+// linearizability, that no acknowledged write was lost and that the
+// replicas' redis-servers hold the same data. GAIT_LIN_SCHEDULES sets the
+// number of schedules (default 3), GAIT_LIN_SEED the random seed, and
+// GAIT_LIN_READ the deployment's read mode (default linearizable; "any",
+// which may read stale data, shows the check failing).
+func TestRandomized(t *testing.T) {
+	if err := testbed.NeedRoot(); err != nil {
+		t.Skipf("the randomized linearizability test runs on testbed hosts: %v", err)
+	}
+	if _, err := os.Stat(redis.ServerBinary); err != nil {
+		t.Skipf("%s not installed (make deps installs it)", redis.ServerBinary)
+	}
+	schedules := envInt(t, "GAIT_LIN_SCHEDULES", 3)
+	seed := uint64(envInt(t, "GAIT_LIN_SEED", int(time.Now().UnixNano()%1e9)))
+	t.Logf("%d schedules, seed %d (GAIT_LIN_SEED=%d repeats them)", schedules, seed, seed)
+	read := os.Getenv("GAIT_LIN_READ")
+	if read == "" {
+		read = "linearizable"
+	}
+	d := deploy(t, read)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	var stats totals
+	// Logged also when a schedule stops the test with t.Fatal.
+	defer func() {
+		t.Logf("%d of %d schedules completed: %s", stats.schedules, schedules, stats)
+		t.Log("partitions: not injected; the testbed offers no partition fault")
+	}()
+	for s := range schedules {
+		sc := plan(rng, s)
+		t.Logf("schedule %d: %s", s+1, sc)
+		res := d.run(t, sc)
+		stats.add(res)
+		t.Logf("schedule %d: %s", s+1, res)
+		if t.Failed() {
+			break
+		}
+	}
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
+// deployment is a gait-redis cluster on testbed hosts.
+type deployment struct {
+	tb *testbed.Testbed
+	c  *gaitredis.Cluster
+}
+
+func deploy(t *testing.T, read string) *deployment {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "gait-linearize-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := testbed.Up(testbed.Options{Hosts: 4, Dir: dir})
+	if err != nil {
+		os.RemoveAll(dir)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tb.Close(); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() {
+			t.Logf("hosts' logs kept in %s", dir)
+		} else {
+			os.RemoveAll(dir)
+		}
+	})
+	hosts := make([]systems.Host, len(tb.Hosts))
+	for i, h := range tb.Hosts {
+		hosts[i] = host{h}
+	}
+	drv := gaitredis.New()
+	drv.Gait, drv.Voters, drv.Read = gaitBin, 3, read
+	t0 := time.Now()
+	c, err := drv.Start(context.Background(), hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Stop() })
+	t.Logf("3 voters and 1 duplicate, %s reads, ready in %v", read, time.Since(t0).Round(time.Millisecond))
+	return &deployment{tb: tb, c: c.(*gaitredis.Cluster)}
+}
+
+// host makes a testbed host a systems.Host, its processes' output in the
+// host's log directory.
+type host struct{ h *testbed.Host }
+
+func (a host) Name() string    { return a.h.Name }
+func (a host) Address() string { return a.h.Addr.String() }
+func (a host) DataDir() string { return a.h.DataDir }
+
+func (a host) Start(name string, argv []string, env []string) (systems.Process, error) {
+	p, err := a.h.Start(testbed.ProcSpec{Name: name, Path: argv[0], Args: argv[1:], Env: env})
+	if err != nil {
+		return nil, err
+	}
+	return proc{p}, nil
+}
+
+type proc struct{ p *testbed.Proc }
+
+func (a proc) Pid() int        { return a.p.Pid() }
+func (a proc) Stop() error     { return a.p.Stop(5 * time.Second) }
+func (a proc) Exited() bool    { return !a.p.Running() }
+func (a proc) LogPath() string { return filepath.Join(a.p.Spec.LogDir, a.p.Spec.Name+".stderr") }
+
+// fault is one planned injection, its target a role resolved when it strikes.
+type fault struct {
+	kind   string // crash or nic
+	target string // leader or follower (a voter that does not lead, or the duplicate)
+	at     time.Duration
+	length time.Duration // down for (crash) or limping for (nic)
+}
+
+type schedule struct {
+	n      int
+	faults []fault
+}
+
+func (s schedule) String() string {
+	var parts []string
+	for _, f := range s.faults {
+		what := f.kind
+		if f.kind == "nic" {
+			what += " 1000x"
+		}
+		parts = append(parts, fmt.Sprintf("%s on %s at %.1fs for %.1fs", what, f.target, f.at.Seconds(), f.length.Seconds()))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// plan draws a schedule: the leader crashes once and comes back after 1
+// to 3 s; a follower's NIC limps at 1000x for 3 to 6 s; half the time a
+// follower also crashes, never while the leader is down, so a quorum can
+// always form again.
+func plan(rng *rand.Rand, n int) schedule {
+	dur := func(lo, hi float64) time.Duration {
+		return time.Duration((lo + rng.Float64()*(hi-lo)) * float64(time.Second))
+	}
+	end := scheduleLength.Seconds()
+	leader := fault{kind: "crash", target: "leader", at: dur(2, end-6), length: dur(1, 3)}
+	s := schedule{n: n, faults: []fault{leader,
+		{kind: "nic", target: "follower", at: dur(1, end-7), length: dur(3, 6)}}}
+	if rng.IntN(2) == 0 {
+		at := dur(1, end-4)
+		length := dur(1, 3)
+		if at < leader.at+leader.length+time.Second && at+length+time.Second > leader.at {
+			at = leader.at + leader.length + time.Second // after the leader is back
+		}
+		if at+length < scheduleLength {
+			s.faults = append(s.faults, fault{kind: "crash", target: "follower", at: at, length: length})
+		}
+	}
+	return s
+}
+
+// result is what one schedule found.
+type result struct {
+	ops, unknown, droppedReads int
+	pruned                     int // unknown writes nobody could have observed
+	verdict                    porcupine.CheckResult
+	check                      time.Duration
+	applied                    []string
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("%d operations (%d writes of unknown outcome, %d of them never observable; %d failed reads left out), linearizable: %s (checked in %v); faults: %s",
+		r.ops, r.unknown, r.pruned, r.droppedReads, linearize.Verdict(r.verdict), r.check.Round(time.Millisecond), strings.Join(r.applied, "; "))
+}
+
+type totals struct {
+	schedules, ops, unknown int
+	verdicts                map[string]int
+}
+
+func (t *totals) add(r result) {
+	t.schedules++
+	t.ops += r.ops
+	t.unknown += r.unknown
+	if t.verdicts == nil {
+		t.verdicts = map[string]int{}
+	}
+	t.verdicts[linearize.Verdict(r.verdict)]++
+}
+
+func (t totals) String() string {
+	return fmt.Sprintf("%d operations, %d of unknown outcome; verdicts %v", t.ops, t.unknown, t.verdicts)
+}
+
+// run runs one schedule on fresh keys and checks what it recorded.
+func (d *deployment) run(t *testing.T, sc schedule) result {
+	t.Helper()
+	keys := newKeys(sc.n)
+	h := linearize.NewHistory()
+	ctx, cancel := context.WithTimeout(context.Background(), scheduleLength)
+	defer cancel()
+	var applied []string
+	var mu sync.Mutex
+	record := func(e limp.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		s := fmt.Sprintf("%.1fs %s %s on %s", time.Duration(h.Now()).Seconds(), e.Action, e.Kind, e.Host)
+		if e.Err != nil {
+			s += " failed: " + e.Err.Error()
+			t.Errorf("schedule %d: %s", sc.n+1, s)
+		}
+		applied = append(applied, s)
+	}
+	var faultsDone sync.WaitGroup
+	faultsDone.Go(func() { limp.Run(ctx, d.faults(t, sc), record) })
+	counts := d.drive(ctx, h, keys)
+	faultsDone.Wait() // every fault cleared, crashed hosts restarted
+	for msg, n := range counts.errors {
+		t.Logf("schedule %d: %d× %s", sc.n+1, n, msg)
+	}
+	d.waitHealthy(t)
+
+	d.finalReads(t, h, keys)
+	checkCounters(t, h, keys, counts)
+	d.checkReplicasAgree(t)
+
+	res := result{applied: applied}
+	res.ops, res.unknown, res.droppedReads = h.Counts()
+	t0 := time.Now()
+	ops := linearize.Prune(h.Operations())
+	res.pruned = res.ops + res.unknown - len(ops)
+	verdict, violations := linearize.Check(ops, checkTimeout)
+	res.verdict, res.check = verdict, time.Since(t0)
+	switch verdict {
+	case porcupine.Illegal:
+		for _, v := range violations {
+			t.Errorf("schedule %d: history not linearizable:\n%s", sc.n+1, v.Text)
+		}
+		d.picture(t, sc, violations[0])
+	case porcupine.Unknown:
+		t.Errorf("schedule %d: porcupine did not finish within %v", sc.n+1, checkTimeout)
+	}
+	return res
+}
+
+// picture writes porcupine's picture of a violation beside the hosts'
+// logs, which a failed test keeps.
+func (d *deployment) picture(t *testing.T, sc schedule, v linearize.Violation) {
+	path := filepath.Join(d.tb.Dir, fmt.Sprintf("schedule-%d-%s.html", sc.n+1, strings.ReplaceAll(v.Key, ":", "-")))
+	if err := linearize.Visualize(v.Ops, path, checkTimeout); err != nil {
+		t.Error(err)
+		return
+	}
+	t.Logf("schedule %d: porcupine's picture of %s's %d operations up to the violation: %s", sc.n+1, v.Key, len(v.Ops), path)
+}
+
+// keys of one schedule, apart from every other schedule's.
+type keys struct{ registers, counters []string }
+
+func newKeys(n int) keys {
+	var k keys
+	for i := range registers {
+		k.registers = append(k.registers, fmt.Sprintf("s%d:r%d", n, i))
+	}
+	for i := range counters {
+		k.counters = append(k.counters, fmt.Sprintf("s%d:c%d", n, i))
+	}
+	return k
+}
+
+func (k keys) all() []string { return slices.Concat(k.registers, k.counters) }
+
+// faults turns a schedule into limp faults whose targets are resolved by
+// asking the agents for their roles when the fault strikes.
+func (d *deployment) faults(t *testing.T, sc schedule) []limp.Fault {
+	var out []limp.Fault
+	for _, f := range sc.faults {
+		var inj limp.Injector = limp.NIC{}
+		factor := 1000.0
+		if f.kind == "crash" {
+			inj, factor = &limp.Crash{}, 1
+		}
+		out = append(out, limp.Fault{Injector: inj, Target: d.target(t, f.target), Factor: factor, At: f.at, For: f.length})
+	}
+	return out
+}
+
+func (d *deployment) target(t *testing.T, role string) limp.Target {
+	return func() (*testbed.Host, error) {
+		// Short: an agent behind a limping NIC answers late, and the
+		// healthy ones name the leader; limp applies faults one at a time,
+		// so a slow answer would delay every fault after this one.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		roles, err := d.c.Roles(ctx)
+		var cands []string
+		for _, h := range d.c.Hosts() {
+			r := roles[h]
+			if r == role || (role == "follower" && r == "duplicate") {
+				cands = append(cands, h)
+			}
+		}
+		if len(cands) == 0 {
+			return nil, fmt.Errorf("no %s among %v: %v", role, roles, err)
+		}
+		return d.tb.Host(cands[rand.IntN(len(cands))]), nil
+	}
+}
+
+// counts of acknowledged and unknown increments, per counter key.
+type counts struct {
+	mu           sync.Mutex
+	acked, maybe map[string]int64
+	errors       map[string]int
+}
+
+// drive runs clientsPerHost clients on every agent until ctx ends, and
+// returns how many increments of each counter were acknowledged and how
+// many have an unknown outcome.
+func (d *deployment) drive(ctx context.Context, h *linearize.History, k keys) *counts {
+	cs := &counts{acked: map[string]int64{}, maybe: map[string]int64{}, errors: map[string]int{}}
+	var ids atomic.Int64
+	var wg sync.WaitGroup
+	for i, hostName := range slices.Repeat(d.c.Hosts(), clientsPerHost) {
+		wg.Go(func() {
+			c := &client{h: h, ids: &ids, id: int(ids.Add(1)), rdb: goredis.NewClient(redis.Options(d.c.AgentAddr(hostName))),
+				rng: rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))}
+			defer c.rdb.Close()
+			for ctx.Err() == nil {
+				c.step(ctx, k, cs)
+			}
+		})
+	}
+	wg.Wait()
+	return cs
+}
+
+// client is one connection to one agent, recording into h. After an
+// operation of unknown outcome it takes a fresh id: that operation never
+// returns, and one client's operations must not overlap.
+type client struct {
+	h   *linearize.History
+	ids *atomic.Int64
+	id  int
+	seq int64
+	rdb *goredis.Client
+	rng *rand.Rand
+}
+
+func (c *client) step(ctx context.Context, k keys, cs *counts) {
+	in := c.next(k)
+	// The request runs to its own deadline even when the schedule ends,
+	// so that its outcome is known where it can be.
+	rctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	call := c.h.Now()
+	out, err := c.do(rctx, in)
+	ret := c.h.Now()
+	isCounter := slices.Contains(k.counters, in.Key)
+	switch {
+	case err == nil:
+		c.h.Done(c.id, in, call, out, ret)
+		if isCounter && in.Kind == linearize.Incr {
+			cs.add(cs.acked, in.Key)
+		}
+	case notSent(err):
+		// Nothing reached the agent: the operation did not happen.
+		sleep(ctx, 100*time.Millisecond)
+	case in.Kind == linearize.Get:
+		c.h.Failed(c.id, in, call)
+		cs.failure(err)
+		sleep(ctx, 50*time.Millisecond)
+	default:
+		c.h.Failed(c.id, in, call)
+		cs.failure(err)
+		c.id = int(c.ids.Add(1))
+		if isCounter {
+			cs.add(cs.maybe, in.Key)
+		}
+		// Every write of unknown outcome stays open to the end of the
+		// history and multiplies porcupine's search; while the deployment
+		// elects a leader they come fast, so back off.
+		sleep(ctx, 500*time.Millisecond)
+	}
+}
+
+// failure counts a failed operation by its error, digits left out.
+func (cs *counts) failure(err error) {
+	msg := strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return -1
+		}
+		return r
+	}, err.Error())
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.errors[msg]++
+}
+
+func (cs *counts) add(m map[string]int64, key string) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	m[key]++
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// next draws an operation: on a register GET 40%, SET 40%, INCR 20%; on a
+// counter GET 30%, INCR 70%. Every SET writes a value that no other SET
+// writes, at least linearize.Spread from any other, so Prune applies.
+func (c *client) next(k keys) linearize.Input {
+	p := c.rng.IntN(100)
+	if c.rng.IntN(registers+counters) < counters {
+		key := k.counters[c.rng.IntN(len(k.counters))]
+		if p < 30 {
+			return linearize.Input{Kind: linearize.Get, Key: key}
+		}
+		return linearize.Input{Kind: linearize.Incr, Key: key}
+	}
+	key := k.registers[c.rng.IntN(len(k.registers))]
+	switch {
+	case p < 40:
+		return linearize.Input{Kind: linearize.Get, Key: key}
+	case p < 80:
+		c.seq++
+		return linearize.Input{Kind: linearize.Set, Key: key, Value: (int64(c.id)<<24 + c.seq) * linearize.Spread}
+	}
+	return linearize.Input{Kind: linearize.Incr, Key: key}
+}
+
+func (c *client) do(ctx context.Context, in linearize.Input) (linearize.Output, error) {
+	switch in.Kind {
+	case linearize.Get:
+		v, err := c.rdb.Get(ctx, in.Key).Int64()
+		if errors.Is(err, goredis.Nil) {
+			return linearize.Output{}, nil
+		}
+		return linearize.Output{Value: v, Exists: true}, err
+	case linearize.Set:
+		return linearize.Output{}, c.rdb.Set(ctx, in.Key, in.Value, 0).Err()
+	}
+	v, err := c.rdb.Incr(ctx, in.Key).Result()
+	return linearize.Output{Value: v, Exists: true}, err
+}
+
+// notSent tells a failure to connect, before any request was written.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// waitHealthy waits until every agent serves again after the faults.
+func (d *deployment) waitHealthy(t *testing.T) {
+	t.Helper()
+	t0 := time.Now()
+	for _, name := range d.c.Hosts() {
+		if err := d.c.WaitServing(context.Background(), name); err != nil {
+			t.Fatalf("after the faults: %v", err)
+		}
+	}
+	t.Logf("every agent serves %v after the faults cleared", time.Since(t0).Round(time.Millisecond))
+}
+
+// finalClient is the client id of the final reads.
+const finalClient = 1 << 20
+
+// finalReads reads every key through every agent, one after another, into
+// the history (so porcupine checks them against every acknowledged write),
+// and checks all agents answer alike.
+func (d *deployment) finalReads(t *testing.T, h *linearize.History, k keys) {
+	t.Helper()
+	for _, key := range k.all() {
+		var seen []string
+		for _, name := range d.c.Hosts() {
+			rdb := goredis.NewClient(redis.Options(d.c.AgentAddr(name)))
+			ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+			in := linearize.Input{Kind: linearize.Get, Key: key}
+			call := h.Now()
+			v, err := rdb.Get(ctx, key).Int64()
+			ret := h.Now()
+			cancel()
+			rdb.Close()
+			out := linearize.Output{Value: v, Exists: true}
+			switch {
+			case errors.Is(err, goredis.Nil):
+				out = linearize.Output{}
+			case err != nil:
+				t.Errorf("final read of %s through %s: %v", key, name, err)
+				continue
+			}
+			h.Done(finalClient, in, call, out, ret)
+			seen = append(seen, fmt.Sprintf("%s=%s", name, linearize.Model.DescribeOperation(in, out)))
+			if !sameAnswer(seen) {
+				t.Errorf("final reads of %s disagree: %v", key, seen)
+			}
+		}
+	}
+}
+
+func sameAnswer(seen []string) bool {
+	answer := func(s string) string { _, a, _ := strings.Cut(s, "->"); return a }
+	for _, s := range seen[1:] {
+		if answer(s) != answer(seen[0]) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkCounters checks no acknowledged increment was lost and none
+// counted twice: a counter's final value is at least its acknowledged
+// increments and at most those plus the ones of unknown outcome.
+func checkCounters(t *testing.T, h *linearize.History, k keys, cs *counts) {
+	t.Helper()
+	final := map[string]int64{}
+	for _, op := range h.Operations() {
+		if op.ClientId == finalClient {
+			final[op.Input.(linearize.Input).Key] = op.Output.(linearize.Output).Value
+		}
+	}
+	for _, key := range k.counters {
+		lo, hi := cs.acked[key], cs.acked[key]+cs.maybe[key]
+		if v := final[key]; v < lo || v > hi {
+			t.Errorf("counter %s is %d after %d acknowledged and %d unknown increments", key, v, lo, cs.maybe[key])
+		}
+	}
+}
+
+// checkReplicasAgree compares every key of every redis-server directly
+// (DUMP, bypassing the agents), waiting up to 10 s for replicas that are
+// still applying the log.
+func (d *deployment) checkReplicasAgree(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		diff, err := d.compareServers()
+		if err == nil && diff == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("replicas diverge: %s %v", diff, err)
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// compareServers returns the first difference between the first
+// redis-server's data and another's, "" when all hold the same.
+func (d *deployment) compareServers() (string, error) {
+	var first map[string]string
+	hosts := d.c.Hosts()
+	for _, name := range hosts {
+		data, err := dumpAll(d.c.RedisAddr(name))
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", name, err)
+		}
+		if first == nil {
+			first = data
+			continue
+		}
+		for k, v := range first {
+			if data[k] != v {
+				return fmt.Sprintf("key %s differs between %s and %s (%d and %d keys)", k, hosts[0], name, len(first), len(data)), nil
+			}
+		}
+		if len(data) != len(first) {
+			return fmt.Sprintf("%s holds %d keys, %s %d", hosts[0], len(first), name, len(data)), nil
+		}
+	}
+	return "", nil
+}
+
+// dumpAll returns every key of the server at addr with its DUMP.
+func dumpAll(addr string) (map[string]string, error) {
+	rdb := goredis.NewClient(redis.Options(addr))
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out := map[string]string{}
+	iter := rdb.Scan(ctx, 0, "*", 1000).Iterator()
+	for iter.Next(ctx) {
+		v, err := rdb.Dump(ctx, iter.Val()).Result()
+		if err != nil && !errors.Is(err, goredis.Nil) {
+			return nil, err
+		}
+		out[iter.Val()] = v
+	}
+	return out, iter.Err()
+}

@@ -1,0 +1,216 @@
+package gaitredis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/gait-dev/gait/internal/load"
+	"github.com/gait-dev/gait/internal/systems"
+	"github.com/gait-dev/gait/internal/systems/prom"
+	"github.com/gait-dev/gait/internal/systems/redis"
+)
+
+// Cluster is a running gait-redis deployment started by Driver.Start.
+type Cluster struct {
+	d       *Driver
+	members []*member
+	byName  map[string]*member
+	http    *http.Client
+	token   string
+	means   prom.IntervalMeans // of the histograms, between scrapes
+}
+
+var _ systems.Cluster = (*Cluster)(nil)
+
+// Roles asks every agent (its /metrics, at once) whether it leads raft.
+// Every other member is a "follower" if it votes, a "duplicate" if not,
+// "down" if its agent has exited, "unreachable" if it did not answer in
+// time. With no leader, or two agents that each think they lead (an old
+// leader that has not yet noticed), Roles returns the roles with an error.
+func (c *Cluster) Roles(ctx context.Context) (map[string]string, error) {
+	fams, errs := c.scrapeAll(ctx, statusTimeout)
+	roles := map[string]string{}
+	var leaders []string
+	for i, m := range c.members {
+		name := m.host.Name()
+		switch {
+		case errs[i] == nil && gauge(fams[i], mLeader) == 1:
+			roles[name] = "leader"
+			leaders = append(leaders, name)
+		case errs[i] == nil && m.voter:
+			roles[name] = "follower"
+		case errs[i] == nil:
+			roles[name] = "duplicate"
+		case m.down():
+			roles[name] = "down"
+		default:
+			roles[name] = "unreachable"
+		}
+	}
+	switch len(leaders) {
+	case 1:
+		return roles, nil
+	case 0:
+		return roles, fmt.Errorf("gait-redis: no agent leads: %w", errors.Join(errs...))
+	}
+	sort.Strings(leaders)
+	return roles, fmt.Errorf("gait-redis: agents %v each lead", leaders)
+}
+
+// statusTimeout bounds one agent's answer, so an agent that is down or
+// limping cannot hold up Roles.
+const statusTimeout = 3 * time.Second
+
+// down tells whether the member's agent or redis-server has exited.
+func (m *member) down() bool {
+	r, a := m.procs()
+	return r == nil || a == nil || r.Exited() || a.Exited()
+}
+
+// Client returns a Redis client talking to the agent on host only.
+func (c *Cluster) Client(host string) (load.Client, error) {
+	m, err := c.member(host)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return redis.Dial(ctx, c.AgentAddr(m.host.Name()))
+}
+
+// AgentAddr is where clients reach the agent on host.
+func (c *Cluster) AgentAddr(host string) string {
+	m, ok := c.byName[host]
+	if !ok {
+		return ""
+	}
+	return c.d.addr(m.host, c.d.ClientPort)
+}
+
+// RedisAddr is where the redis-server behind the agent on host listens;
+// reading it directly bypasses replication (for checks only).
+func (c *Cluster) RedisAddr(host string) string {
+	m, ok := c.byName[host]
+	if !ok {
+		return ""
+	}
+	return c.d.addr(m.host, c.d.RedisPort)
+}
+
+// Ops names the operations of the clients, in load.Op kind order.
+func (c *Cluster) Ops() []string { return slices.Clone(Ops) }
+
+func (c *Cluster) member(host string) (*member, error) {
+	m, ok := c.byName[host]
+	if !ok {
+		return nil, fmt.Errorf("gait-redis: no member on host %q", host)
+	}
+	return m, nil
+}
+
+// Restart starts what of the member on host has exited: the redis-server
+// (which comes back empty), then the agent, which refills it from its raft
+// snapshot and log, joining through a member that runs. It returns once the
+// agent serves a write and a read.
+func (c *Cluster) Restart(ctx context.Context, host string) error {
+	m, err := c.member(host)
+	if err != nil {
+		return err
+	}
+	r, a := m.procs()
+	if !r.Exited() && !a.Exited() {
+		return fmt.Errorf("gait-redis on %s: still running (redis pid %d, agent pid %d)", host, r.Pid(), a.Pid())
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.d.StartTimeout)
+	defer cancel()
+	if r.Exited() {
+		if !a.Exited() {
+			// The agent owns its redis-server's contents: a server that
+			// comes back empty under a running agent would serve nothing.
+			if err := a.Stop(); err != nil {
+				return fmt.Errorf("gait-redis on %s: stop agent: %w", host, err)
+			}
+		}
+		p, err := redis.StartOn(ctx, c.d.RedisServer, m.host, c.d.RedisPort)
+		if err != nil {
+			return fmt.Errorf("gait-redis restart: %w", err)
+		}
+		m.mu.Lock()
+		m.redis = p
+		m.mu.Unlock()
+	}
+	if err := c.launchAgent(m, c.joinFor(m)); err != nil {
+		return fmt.Errorf("gait-redis restart: %w", err)
+	}
+	return c.waitServes(ctx, m)
+}
+
+// joinFor picks the raft address m joins through on a restart: empty for
+// the first member (it bootstrapped, and its raft state says so), else the
+// first other member that runs.
+func (c *Cluster) joinFor(m *member) string {
+	if m == c.members[0] {
+		return ""
+	}
+	for _, o := range c.members {
+		if o != m && !o.down() {
+			return c.d.addr(o.host, c.d.RaftPort)
+		}
+	}
+	return c.d.addr(c.members[0].host, c.d.RaftPort)
+}
+
+// Stop ends every agent at once, then every redis-server.
+func (c *Cluster) Stop() error {
+	var agents, servers []systems.Process
+	for _, m := range c.members {
+		r, a := m.procs()
+		if a != nil {
+			agents = append(agents, a)
+		}
+		if r != nil {
+			servers = append(servers, r)
+		}
+	}
+	err := errors.Join(stopAll(agents), stopAll(servers))
+	c.http.CloseIdleConnections()
+	return err
+}
+
+func stopAll(ps []systems.Process) error {
+	errs := make([]error, len(ps))
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		wg.Go(func() { errs[i] = p.Stop() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// WaitServing waits, up to the driver's StartTimeout, until the agent on
+// host serves a write and a linearizable read: after a fault, it tells
+// when the member is back.
+func (c *Cluster) WaitServing(ctx context.Context, host string) error {
+	m, err := c.member(host)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.d.StartTimeout)
+	defer cancel()
+	return c.waitServes(ctx, m)
+}
+
+// Hosts names the members' hosts, in the order they were given.
+func (c *Cluster) Hosts() []string {
+	out := make([]string, len(c.members))
+	for i, m := range c.members {
+		out[i] = m.host.Name()
+	}
+	return out
+}

@@ -1,0 +1,273 @@
+// Package gaitredis drives gait's own replicated Redis (docs/replica.md): on
+// every host one unmodified redis-server and one `gait replica agent` in
+// front of it. The first Voters hosts are raft voters, the rest non-voting
+// duplicates that apply the same log. Clients speak RESP to an agent.
+package gaitredis
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/gait-dev/gait/internal/systems"
+	"github.com/gait-dev/gait/internal/systems/redis"
+)
+
+// Driver starts gait-redis deployments. The zero value is not ready; use New.
+type Driver struct {
+	Gait        string // the gait program, which runs the agents
+	RedisServer string // the unmodified redis-server
+	// Voters is how many of the hosts, from the first, vote in raft; the
+	// others are duplicates. 0 means min(3, number of hosts).
+	Voters int
+	// Read, Fanout and WriteAll are the deployment's read mode, read
+	// fan-out and write-all setting (gait replica agent's --read, --fanout,
+	// --write-all).
+	Read     string
+	Fanout   int
+	WriteAll bool
+	// Ports on each host's address: the redis-server, the agent's clients,
+	// raft and agent-to-agent messages, and /metrics.
+	RedisPort, ClientPort, RaftPort, MetricsPort int
+	StartTimeout                                 time.Duration // until every agent serves a write and a read
+}
+
+// New returns a driver running the agents with the gait program that is
+// running now (in a test, set Gait to a built gait).
+func New() *Driver {
+	gait, err := os.Executable()
+	if err != nil {
+		gait = "gait"
+	}
+	return &Driver{
+		Gait:         gait,
+		RedisServer:  redis.ServerBinary,
+		Read:         "linearizable",
+		Fanout:       1,
+		RedisPort:    6379,
+		ClientPort:   6380,
+		RaftPort:     7000,
+		MetricsPort:  9121,
+		StartTimeout: 30 * time.Second,
+	}
+}
+
+func (d *Driver) Name() string { return "gait-redis" }
+
+// Ops are the operations of this driver's clients, in load.Op kind order:
+// those of a plain Redis client.
+var Ops = redis.Ops
+
+// member is one replica: a redis-server and its agent on one host.
+type member struct {
+	host  systems.Host
+	voter bool
+
+	mu    sync.Mutex // guards the processes: Restart may run beside Roles and Metrics
+	redis systems.Process
+	agent systems.Process
+}
+
+func (m *member) procs() (redisProc, agentProc systems.Process) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.redis, m.agent
+}
+
+func (d *Driver) addr(h systems.Host, port int) string {
+	return net.JoinHostPort(h.Address(), strconv.Itoa(port))
+}
+
+// agentArgv is the agent's command line on h. join is the raft address of
+// the member to join through, empty for the one that bootstraps.
+//
+// The agent runs under a shell that waits until the local redis-server
+// accepts connections: after a crash the testbed restarts a host's
+// processes together, and an agent that finds no redis-server exits.
+func (d *Driver) agentArgv(m *member, join string) []string {
+	h := m.host
+	argv := []string{"/bin/bash", "-c", waitRedis, "gait-wait-redis", h.Address(), strconv.Itoa(d.RedisPort),
+		d.Gait, "replica", "agent",
+		"--id", h.Name(),
+		"--raft", d.addr(h, d.RaftPort),
+		"--redis", d.addr(h, d.RedisPort),
+		"--listen", d.addr(h, d.ClientPort),
+		"--metrics", d.addr(h, d.MetricsPort),
+		"--data", filepath.Join(h.DataDir(), "replica"),
+		"--read", d.Read,
+		"--fanout", strconv.Itoa(d.Fanout),
+	}
+	if d.WriteAll {
+		argv = append(argv, "--write-all")
+	}
+	if join == "" {
+		return append(argv, "--bootstrap")
+	}
+	argv = append(argv, "--join", join)
+	if !m.voter {
+		argv = append(argv, "--nonvoter")
+	}
+	return argv
+}
+
+// waitRedis waits up to 10 s for $1:$2 to accept a connection, then runs
+// the rest of its arguments in its place.
+const waitRedis = `for i in $(seq 200); do (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null && break; sleep 0.05; done; shift 2; exec "$@"`
+
+// Start starts a redis-server on every host, the agent of the first host
+// (which bootstraps raft), then the others, which join through it; it
+// returns once every agent serves a write and a linearizable read.
+func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Cluster, error) {
+	voters, err := d.check(hosts)
+	if err != nil {
+		return nil, err
+	}
+	token, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{d: d, byName: map[string]*member{}, http: &http.Client{}, token: token}
+	for i, h := range hosts {
+		m := &member{host: h, voter: i < voters}
+		c.members = append(c.members, m)
+		c.byName[h.Name()] = m
+	}
+	if err := c.start(ctx); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (d *Driver) check(hosts []systems.Host) (voters int, err error) {
+	if len(hosts) == 0 {
+		return 0, errors.New("gait-redis: no hosts")
+	}
+	seen := map[string]bool{}
+	for _, h := range hosts {
+		if seen[h.Name()] {
+			return 0, fmt.Errorf("gait-redis: two hosts named %q", h.Name())
+		}
+		seen[h.Name()] = true
+	}
+	voters = d.Voters
+	if voters == 0 {
+		voters = min(3, len(hosts))
+	}
+	if voters < 1 || voters > len(hosts) {
+		return 0, fmt.Errorf("gait-redis: %d voters on %d hosts: want 1 to %d", voters, len(hosts), len(hosts))
+	}
+	for _, p := range []string{d.Gait, d.RedisServer} {
+		if _, err := os.Stat(p); err != nil {
+			return 0, fmt.Errorf("gait-redis: %w", err)
+		}
+	}
+	return voters, nil
+}
+
+func (c *Cluster) start(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.d.StartTimeout)
+	defer cancel()
+	for _, m := range c.members {
+		p, err := redis.StartOn(ctx, c.d.RedisServer, m.host, c.d.RedisPort)
+		if err != nil {
+			return fmt.Errorf("gait-redis: %w", err)
+		}
+		m.redis = p
+	}
+	first := c.members[0]
+	if err := c.launchAgent(first, ""); err != nil {
+		return err
+	}
+	if err := c.waitServes(ctx, first); err != nil {
+		return err
+	}
+	join := c.d.addr(first.host, c.d.RaftPort)
+	for _, m := range c.members[1:] {
+		if err := c.launchAgent(m, join); err != nil {
+			return err
+		}
+	}
+	errs := make([]error, len(c.members))
+	var wg sync.WaitGroup
+	for i, m := range c.members[1:] {
+		wg.Go(func() { errs[i] = c.waitServes(ctx, m) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// launchAgent starts the agent of m, joining through join (empty: bootstrap).
+func (c *Cluster) launchAgent(m *member, join string) error {
+	if err := os.MkdirAll(filepath.Join(m.host.DataDir(), "replica"), 0o755); err != nil {
+		return fmt.Errorf("gait-redis agent on %s: %w", m.host.Name(), err)
+	}
+	p, err := m.host.Start("gait-replica", c.d.agentArgv(m, join), nil)
+	if err != nil {
+		return fmt.Errorf("gait-redis agent on %s: %w", m.host.Name(), err)
+	}
+	m.mu.Lock()
+	m.agent = p
+	m.mu.Unlock()
+	return nil
+}
+
+// waitServes waits until a write through m's agent is acknowledged and a
+// linearizable read through it returns the value written, which shows the
+// agent joined, knows the leader and has applied the log that far.
+func (c *Cluster) waitServes(ctx context.Context, m *member) error {
+	key, val := "gait-ready:"+m.host.Name(), c.token+strconv.FormatInt(time.Now().UnixNano(), 36)
+	rdb := goredis.NewClient(redis.Options(c.d.addr(m.host, c.d.ClientPort)))
+	defer rdb.Close()
+	var last error
+	for {
+		_, agent := m.procs()
+		if agent.Exited() {
+			return fmt.Errorf("gait-redis agent on %s exited while starting%s", m.host.Name(), systems.LogTail(agent))
+		}
+		if last = probe(ctx, rdb, key, val); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("gait-redis agent on %s not serving: %w%s", m.host.Name(), last, systems.LogTail(agent))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func probe(ctx context.Context, rdb *goredis.Client, key, val string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := rdb.Set(ctx, key, val, 0).Err(); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	got, err := rdb.Get(ctx, key).Result()
+	if err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	if got != val {
+		return fmt.Errorf("read %q after writing %q", got, val)
+	}
+	return nil
+}
+
+// newToken tells this deployment's readiness writes from an earlier one's.
+func newToken() (string, error) {
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("gait-redis: token: %w", err)
+	}
+	return hex.EncodeToString(b) + "-", nil
+}
