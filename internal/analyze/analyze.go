@@ -29,6 +29,9 @@ type Result struct {
 	Factors            []FactorEffect `json:"factors"`
 	SingleLevelFactors []string       `json:"single_level_factors"`
 	Headline           Headline       `json:"headline"`
+	// Bound is the latency bound of Options.Bound in seconds; omitted
+	// without one.
+	Bound *float64 `json:"bound,omitempty"`
 
 	// sorted holds each configuration's latencies, sorted, for the figures.
 	sorted [][]float64
@@ -56,6 +59,11 @@ type Configuration struct {
 	P99OverMean *float64 `json:"p99_over_mean"`
 	P99CI95     Interval `json:"p99_ci95"`
 	P99CI99     Interval `json:"p99_ci99"`
+	// WithinBound counts the requests with latency at most Result.Bound, and
+	// ShareWithinBound is their share of Count: the measured SLA. Both
+	// are omitted without a bound.
+	WithinBound      *int     `json:"within_bound,omitempty"`
+	ShareWithinBound *float64 `json:"share_within_bound,omitempty"`
 }
 
 // C1 is criterion C1: the maximum is more than 10 x the mean.
@@ -133,10 +141,18 @@ type Headline struct {
 	Verdict                 string   `json:"verdict"`
 }
 
+// Options are the optional parts of an analysis.
+type Options struct {
+	// Bound, when positive, is a latency bound in seconds: each configuration
+	// then reports how many of its requests met it (an SLA such as "99.9%
+	// within 10 ms").
+	Bound float64
+}
+
 // Run analyzes the configurations. It sorts each configuration's latencies
 // in place and keeps them for the figures; configurations without samples
 // are skipped.
-func Run(configs []latency.Configuration) Result {
+func Run(configs []latency.Configuration, opt Options) Result {
 	res := Result{
 		SchemaVersion:  SchemaVersion,
 		LatencyUnit:    "s",
@@ -150,7 +166,13 @@ func Run(configs []latency.Configuration) Result {
 			continue
 		}
 		d := stats.Describe(c.Latencies)
-		res.Configurations = append(res.Configurations, configuration(c, d))
+		conf := configuration(c, d)
+		if opt.Bound > 0 {
+			within := stats.CountWithin(c.Latencies, opt.Bound)
+			share := float64(within) / float64(len(c.Latencies))
+			conf.WithinBound, conf.ShareWithinBound = &within, &share
+		}
+		res.Configurations = append(res.Configurations, conf)
 		res.sorted = append(res.sorted, c.Latencies)
 		cmp = append(cmp, stats.Config{Name: c.Name, Factors: c.Factors, Desc: d})
 	}
@@ -161,6 +183,9 @@ func Run(configs []latency.Configuration) Result {
 	}
 	res.SingleLevelFactors = nonNil(comparison.SingleLevel)
 	res.Headline = headline(comparison.Headline)
+	if opt.Bound > 0 {
+		res.Bound = &opt.Bound
+	}
 	return res
 }
 

@@ -91,7 +91,7 @@ func checkANOVA(t *testing.T, what string, got ANOVA, want expectedANOVA) {
 
 func TestGridAgainstScipy(t *testing.T) {
 	want := readExpected(t).Grid
-	res := Run(load(t, "grid.csv"))
+	res := Run(load(t, "grid.csv"), Options{})
 	if len(res.Configurations) != 6 || len(res.Factors) != 2 {
 		t.Fatalf("%d configurations, %d factors", len(res.Configurations), len(res.Factors))
 	}
@@ -127,7 +127,7 @@ func TestGridAgainstScipy(t *testing.T) {
 func TestDatasetsAgainstNumpy(t *testing.T) {
 	want := readExpected(t).Datasets
 	for name, w := range want {
-		res := Run(load(t, name))
+		res := Run(load(t, name), Options{})
 		c := res.Configurations[0]
 		if c.Count != w.N || !near(c.Mean, w.Mean) || c.Max != w.Max || c.C1.Unpredictable != w.C1 {
 			t.Errorf("%s: n %d mean %v max %v C1 %v; numpy: %+v", name, c.Count, c.Mean, c.Max, c.C1.Unpredictable, w)
@@ -144,7 +144,7 @@ func TestJSONNeverNaN(t *testing.T) {
 		{Name: "zero", Factors: map[string]string{"k": "c"}, Latencies: []float64{0, 0}},
 		{Name: "empty", Factors: map[string]string{"k": "d"}},
 	}
-	res := Run(configs)
+	res := Run(configs, Options{})
 	var buf bytes.Buffer
 	if err := res.WriteJSON(&buf); err != nil {
 		t.Fatal(err)
@@ -180,7 +180,7 @@ func TestJSONNeverNaN(t *testing.T) {
 }
 
 func TestTextAndHTML(t *testing.T) {
-	res := Run(load(t, "grid.csv"))
+	res := Run(load(t, "grid.csv"), Options{})
 	var text bytes.Buffer
 	if err := res.WriteText(&text); err != nil {
 		t.Fatal(err)
@@ -237,5 +237,63 @@ func TestSeconds(t *testing.T) {
 		if got := Seconds(v); got != want {
 			t.Errorf("Seconds(%v) = %q, want %q", v, got, want)
 		}
+	}
+}
+
+func TestShareWithinBound(t *testing.T) {
+	configs := func() []latency.Configuration {
+		return []latency.Configuration{
+			// Unsorted on purpose: Run sorts before counting.
+			{Name: "a", Factors: map[string]string{"k": "a"}, Latencies: []float64{0.003, 0.001, 0.002, 0.0005}},
+			{Name: "b", Factors: map[string]string{"k": "b"}, Latencies: []float64{0.004, 0.005}},
+		}
+	}
+	res := Run(configs(), Options{Bound: 0.002})
+	want := []struct {
+		within int
+		share  float64
+	}{{3, 0.75}, {0, 0}}
+	for i, c := range res.Configurations {
+		if c.WithinBound == nil || *c.WithinBound != want[i].within || *c.ShareWithinBound != want[i].share {
+			t.Errorf("%s: within %v share %v, want %d and %v", c.Name, c.WithinBound, c.ShareWithinBound, want[i].within, want[i].share)
+		}
+	}
+	var text bytes.Buffer
+	if err := res.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "within 2ms") || !strings.Contains(text.String(), "75.000%") {
+		t.Errorf("text lacks the bound column:\n%s", text.String())
+	}
+	var buf bytes.Buffer
+	if err := res.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Bound          *float64         `json:"bound"`
+		Configurations []map[string]any `json:"configurations"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Bound == nil || *doc.Bound != 0.002 || doc.Configurations[0]["share_within_bound"] != 0.75 {
+		t.Errorf("JSON bound %v, first configuration %v", doc.Bound, doc.Configurations[0])
+	}
+
+	// Without a bound, neither the column nor the fields appear.
+	res = Run(configs(), Options{})
+	buf.Reset()
+	if err := res.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), `"bound"`) || strings.Contains(buf.String(), "within_bound") {
+		t.Errorf("JSON without --bound mentions a bound:\n%s", buf.String())
+	}
+	text.Reset()
+	if err := res.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(strings.SplitN(text.String(), "\n", 2)[0], "within") {
+		t.Errorf("text without --bound has a bound column:\n%s", text.String())
 	}
 }

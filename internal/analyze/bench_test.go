@@ -83,7 +83,7 @@ func BenchmarkAnalyzeRunDir1e7(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res := Run(configs)
+		res := Run(configs, Options{})
 		if res.Configurations[0].Count != benchSamples {
 			b.Fatal("wrong count")
 		}

@@ -48,7 +48,7 @@ func (r Result) WriteHTML(w io.Writer, title string) error {
 		"holds when every upper bound stays under the dashed line at 25 x the mean.", r.boundsChart(order))
 
 	p.Heading("Configurations")
-	p.Table(append([]string{"#"}, tableHeader...), r.htmlRows(order))
+	p.Table(append([]string{"#"}, r.header()...), r.htmlRows(order))
 	p.Table([]string{"configuration", "std", "min", "p90", "C2 threshold", "largest outlier / mean",
 		"haircut mean", "removed", "p99 95% CI", "source"}, r.detailRows(order))
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -66,8 +67,16 @@ func writeAligned(w *bufio.Writer, rows [][]string) {
 var tableHeader = []string{"configuration", "n", "mean", "p50", "p99", "p99.9", "max",
 	"C1", "C2 (3σ)", "haircut max", "p99/mean", "p99 99% CI"}
 
+// header is tableHeader, plus the share within the bound when there is one.
+func (r Result) header() []string {
+	if r.Bound == nil {
+		return tableHeader
+	}
+	return append(slices.Clone(tableHeader), "within "+Seconds(*r.Bound))
+}
+
 func (r Result) table() [][]string {
-	rows := [][]string{tableHeader}
+	rows := [][]string{r.header()}
 	for _, c := range r.Configurations {
 		rows = append(rows, c.row())
 	}
@@ -79,11 +88,21 @@ func (c Configuration) row() []string {
 	if c.C1.Unpredictable {
 		c1 = "yes"
 	}
-	return []string{
+	row := []string{
 		c.Name, strconv.Itoa(c.Count), Seconds(c.Mean), Seconds(c.P50), Seconds(c.P99), Seconds(c.P999),
 		Seconds(c.Max), c1, fmt.Sprintf("%d (%s)", c.C2.Count, percent(c.C2.Share)),
 		Seconds(c.Haircut.Max), ratioText(c.P99OverMean), c.P99CI99.text(),
 	}
+	if c.ShareWithinBound != nil {
+		row = append(row, slaPercent(*c.ShareWithinBound))
+	}
+	return row
+}
+
+// slaPercent writes a share with three decimals of a percent: an SLA such as
+// 99.9% needs more digits than the other columns' three significant ones.
+func slaPercent(share float64) string {
+	return strconv.FormatFloat(100*share, 'f', 3, 64) + "%"
 }
 
 func (iv Interval) text() string {

@@ -85,6 +85,13 @@ func TestAnalyzeCSV(t *testing.T) {
 	if c := doc.Configurations[0]; c.Name != "clients=1" || c.Count != 1000 || math.Abs(c.Mean-95e-6) > 1e-18 {
 		t.Errorf("first configuration %+v", c)
 	}
+
+	// clients=8 alternates 120 and 110 µs: half of them within 115µs.
+	code, out, _ = runMain(t, "analyze", trace, "--bound", "115us")
+	if code != 0 || !strings.Contains(out, "within 115µs") || !strings.Contains(out, "50.000%") ||
+		!strings.Contains(out, "100.000%") {
+		t.Errorf("--bound (exit %d):\n%s", code, out)
+	}
 }
 
 // TestAnalyzeBadInput checks that each kind of bad input gives exit code 1,
@@ -113,6 +120,10 @@ func TestAnalyzeBadInput(t *testing.T) {
 			filepath.Join(dir, "nope2.csv") + ": no such file or directory"},
 		{"bad format", []string{write(t, dir, "ok2.csv", "latency_us\n1\n"), "--format", "xml"},
 			`analyze: --format "xml": want text or json`},
+		{"bound not a duration", []string{write(t, dir, "ok3.csv", "latency_us\n1\n"), "--bound", "2"},
+			`analyze: --bound "2": want a positive duration such as 10ms`},
+		{"bound not positive", []string{write(t, dir, "ok4.csv", "latency_us\n1\n"), "--bound", "-1ms"},
+			`analyze: --bound "-1ms": want a positive duration such as 10ms`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -36,6 +36,14 @@ func Quantile(sorted []float64, q float64) float64 {
 	return a + (b-a)*t
 }
 
+// CountWithin returns how many values of sorted (ascending) are at most
+// bound: the requests that met a latency bound, whose share is the SLA
+// the Zoolander model predicts ("99.9% within 10 ms"). A request exactly at
+// the bound meets it. NaN as the bound counts nothing.
+func CountWithin(sorted []float64, bound float64) int {
+	return sort.Search(len(sorted), func(i int) bool { return !(sorted[i] <= bound) })
+}
+
 // Interval is a distribution-free confidence interval for a quantile: the
 // order statistics sorted[LowerRank-1] and sorted[UpperRank-1] (ranks are
 // 1-based) cover the true quantile with probability Coverage >= Confidence,

@@ -351,3 +351,18 @@ func TestFactorLevelsOrderQuantitiesWithUnits(t *testing.T) {
 		t.Errorf("mixed levels should fall back to text order, got %v", got)
 	}
 }
+
+func TestCountWithin(t *testing.T) {
+	sorted := []float64{0.001, 0.002, 0.002, 0.003, 0.010}
+	for _, c := range []struct {
+		bound float64
+		want  int
+	}{{0, 0}, {0.0009, 0}, {0.001, 1}, {0.002, 3}, {0.0025, 3}, {0.010, 5}, {1, 5}, {math.NaN(), 0}, {math.Inf(1), 5}} {
+		if got := CountWithin(sorted, c.bound); got != c.want {
+			t.Errorf("CountWithin(%v) = %d, want %d", c.bound, got, c.want)
+		}
+	}
+	if got := CountWithin(nil, 1); got != 0 {
+		t.Errorf("CountWithin(nil) = %d, want 0", got)
+	}
+}
