@@ -579,15 +579,14 @@ func newModelIndependenceCmd() *cobra.Command {
 	var html, format string
 	var load latency.Options
 	cmd := &cobra.Command{
-		Use:   "independence A B | independence PAIRS.csv",
+		Use:   "independence A B",
 		Short: "Do two duplicates' slow requests coincide? (thesis §4.3.3, Figure 5)",
 		Long: `Reads the latencies two duplicates gave to the same request stream, in
-request order: two paths (run directories, CSVs, histogram logs), or one CSV
-with two latency columns named latency_a_<unit> and latency_b_<unit>... as
---latency-column A,B names them. Warns when slow requests (above --quantile of
+request order: two paths (run directories, CSVs, histogram logs), each a single
+configuration. Warns when slow requests (above --quantile of
 each duplicate) coincide more than chance: then the model's multiplication of
 miss probabilities overstates the SLA.`,
-		Args: cobra.RangeArgs(1, 2),
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
 				return err
@@ -631,32 +630,12 @@ miss probabilities overstates the SLA.`,
 // pairLatencies reads the two duplicates' latencies from two paths, or from
 // one CSV's two columns.
 func pairLatencies(args []string, opt latency.Options) ([]float64, []float64, error) {
-	if len(args) == 2 {
-		a, err := loadLatencies(args[0], "", opt)
-		if err != nil {
-			return nil, nil, err
-		}
-		b, err := loadLatencies(args[1], "", opt)
-		return a, b, err
+	a, err := loadLatencies(args[0], "", opt)
+	if err != nil {
+		return nil, nil, err
 	}
-	cols := strings.Split(opt.LatencyColumn, ",")
-	if len(cols) != 2 {
-		return nil, nil, fmt.Errorf("%s: one file needs --latency-column A,B naming its two duplicates' columns", args[0])
-	}
-	var out [2][]float64
-	for i, c := range cols {
-		o := opt
-		o.LatencyColumn = strings.TrimSpace(c)
-		cs, err := latency.Load(args[0], o)
-		if err != nil {
-			return nil, nil, err
-		}
-		if len(cs) != 1 {
-			return nil, nil, fmt.Errorf("%s: column %s splits into %d configurations; keep only the two latency columns", args[0], c, len(cs))
-		}
-		out[i] = cs[0].Latencies
-	}
-	return out[0], out[1], nil
+	b, err := loadLatencies(args[1], "", opt)
+	return a, b, err
 }
 
 func newModelLimplockCmd() *cobra.Command {
