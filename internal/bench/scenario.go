@@ -75,17 +75,21 @@ type Workload struct {
 
 // Fault is one injection of a scenario.
 type Fault struct {
-	Kind    string    // nic, disk, cpu, crash
+	Kind    string    // nic, disk, cpu, crash, partition
 	Target  string    // leader, follower, any, or a host name (h0, h1, ...)
-	Factors []float64 // slowdowns; none for crash
+	Factors []float64 // slowdowns; none for crash and partition
 	At      time.Duration
-	// For is how long the fault lasts (a crashed host is restarted after
-	// it); 0 means until the end of the run.
+	// For is how long the fault lasts (a crashed host is restarted, a
+	// partitioned one rejoined, after it); 0 means until the end of the run.
 	For time.Duration
 }
 
 // Faults a scenario may inject.
-var faultKinds = []string{"nic", "disk", "cpu", "crash"}
+var faultKinds = []string{"nic", "disk", "cpu", "crash", "partition"}
+
+// allOrNothing are the faults that strike fully or not at all, so take
+// no slowdown factors.
+var allOrNothing = []string{"crash", "partition"}
 
 // Roles a fault target or connect may name besides a host name.
 const (
@@ -363,9 +367,9 @@ func (s *Scenario) parseFault(d doc, n *yaml.Node, path string) (Fault, error) {
 
 func (s *Scenario) parseFactors(o object, path string, f *Fault) error {
 	fn, ok := o.values["factors"]
-	if f.Kind == "crash" {
+	if slices.Contains(allOrNothing, f.Kind) {
 		if ok {
-			return o.errorf(fn, path+".factors", "a crash has no slowdown factor (use for: to restart the host after a while)")
+			return o.errorf(fn, path+".factors", "a %s has no slowdown factor (use for: to end it after a while)", f.Kind)
 		}
 		return nil
 	}
@@ -413,7 +417,7 @@ func (s *Scenario) checkFactor(kind string, v float64) error {
 func (s *Scenario) checkSteps(top object, n *yaml.Node) error {
 	steps := -1
 	for i, f := range s.Inject {
-		if f.Kind == "crash" {
+		if slices.Contains(allOrNothing, f.Kind) {
 			continue
 		}
 		if steps >= 0 && len(f.Factors) != steps {

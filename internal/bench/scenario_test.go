@@ -89,6 +89,26 @@ repeat: 2
 	}
 }
 
+func TestPartitionBesideSlowdown(t *testing.T) {
+	src := "name: p\nsystem: etcd\nnodes: 3\nworkload: {op: put}\ninject:\n" +
+		"  - {fault: nic, target: leader, factors: [10, 100]}\n" +
+		"  - {fault: partition, target: follower, at: 2s, for: 3s}\n"
+	s, err := Parse("p.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := s.Steps()
+	if len(steps) != 3 {
+		t.Fatalf("want baseline, 10x and 100x, got %+v", steps)
+	}
+	for _, st := range steps[1:] {
+		p := st.Faults[1]
+		if p.Kind != "partition" || p.Factor != 0 || p.At != 2*time.Second || p.For != 3*time.Second {
+			t.Errorf("step %s: partition %+v", st.Label(), p)
+		}
+	}
+}
+
 func TestCrashOnly(t *testing.T) {
 	src := "name: c\nsystem: etcd\nnodes: 3\nworkload: {op: put}\ninject:\n  - {fault: crash, target: leader, at: 5s, for: 5s}\n"
 	s, err := Parse("c.yaml", []byte(src))
@@ -147,8 +167,10 @@ func TestMalformed(t *testing.T) {
 			"f.yaml:6: inject[0].factors: missing"},
 		{"crash with factors", inj("{fault: crash, target: leader, factors: [10]}"),
 			"f.yaml:6: inject[0].factors: a crash has no slowdown factor"},
+		{"partition with factors", inj("{fault: partition, target: follower, factors: [10]}"),
+			"f.yaml:6: inject[0].factors: a partition has no slowdown factor"},
 		{"unknown fault", inj("{fault: memory, target: leader, factors: [10]}"),
-			`f.yaml:6: inject[0].fault: unknown fault "memory" (known: nic, disk, cpu, crash)`},
+			`f.yaml:6: inject[0].fault: unknown fault "memory" (known: nic, disk, cpu, crash, partition)`},
 		{"unknown target", inj("{fault: nic, target: master, factors: [10]}"),
 			`f.yaml:6: inject[0].target: "master" is neither a role`},
 		{"host out of range", inj("{fault: nic, target: h3, factors: [10]}"),

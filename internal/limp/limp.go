@@ -1,5 +1,5 @@
 // Package limp injects limpware into testbed hosts: a NIC, disk or CPU
-// slowed by a factor, or a crash. Every injector has the same two verbs,
+// slowed by a factor, a crash, or a network partition. Every injector has the same two verbs,
 // and Run applies a list of them on a schedule.
 package limp
 
@@ -17,7 +17,7 @@ import (
 
 // Injector slows one kind of resource of a host.
 type Injector interface {
-	// Kind names the resource: nic, disk, cpu or crash.
+	// Kind names the resource: nic, disk, cpu, crash or partition.
 	Kind() string
 	// Apply slows the host's resource by factor (>= 1), replacing
 	// whatever factor this injector applied before.
@@ -27,7 +27,7 @@ type Injector interface {
 }
 
 // Kinds lists the injectors New knows.
-var Kinds = []string{"nic", "disk", "cpu", "crash"}
+var Kinds = []string{"nic", "disk", "cpu", "crash", "partition"}
 
 // Options tune the injectors New makes.
 type Options struct {
@@ -57,8 +57,10 @@ func New(kind string, opts Options) (Injector, error) {
 			return nil, fmt.Errorf("crash restart delay %s: must not be negative", opts.RestartAfter)
 		}
 		return &Crash{RestartAfter: opts.RestartAfter}, nil
+	case "partition":
+		return Partition{}, nil
 	}
-	return nil, fmt.Errorf("fault %q: want one of nic, disk, cpu, crash", kind)
+	return nil, fmt.Errorf("fault %q: want one of nic, disk, cpu, crash, partition", kind)
 }
 
 func checkFactor(kind string, h *testbed.Host, factor float64) error {
@@ -313,4 +315,27 @@ func restart(h *testbed.Host) error {
 		}
 	}
 	return first
+}
+
+// Partition cuts the host off from every other host by taking the bridge
+// end of its link down: packets either way are dropped, as with a pulled
+// cable, while its processes keep running. It is all or nothing, so the
+// factor is ignored. The link's shaping stays in place and holds again
+// once Clear brings the link back up.
+type Partition struct{}
+
+func (Partition) Kind() string { return "partition" }
+
+func (Partition) Apply(h *testbed.Host, _ float64) error {
+	if err := h.SetLinkUp(false); err != nil {
+		return fmt.Errorf("partition: %w", err)
+	}
+	return nil
+}
+
+func (Partition) Clear(h *testbed.Host) error {
+	if err := h.SetLinkUp(true); err != nil {
+		return fmt.Errorf("heal partition: %w", err)
+	}
+	return nil
 }

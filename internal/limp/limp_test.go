@@ -543,6 +543,71 @@ func TestCrash(t *testing.T) {
 	}
 }
 
+// TestPartition cuts a host off, checks that no connection to or from it
+// gets through, heals it, and checks that connections work again and the
+// link's shaping survived being taken down and up.
+func TestPartition(t *testing.T) {
+	tb := up(t, testbed.Options{Hosts: 2})
+	h0, h1 := tb.Hosts[0], tb.Hosts[1]
+	const factor = 100
+	if err := (NIC{}).Apply(h0, factor); err != nil {
+		t.Fatal(err)
+	}
+	part, err := New("partition", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := part.Apply(h0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := dial(h1, h0); err == nil {
+		t.Error("h1 connected to a partitioned h0")
+	}
+	if err := dial(h0, h1); err == nil {
+		t.Error("a partitioned h0 connected to h1")
+	}
+	if err := part.Clear(h0); err != nil {
+		t.Fatal(err)
+	}
+	if err := dial(h1, h0); err != nil {
+		t.Fatalf("after Clear: %v", err)
+	}
+	if _, _, err := h0.LinkStats(); err != nil {
+		t.Fatalf("after Clear: %v", err)
+	}
+	// Only an upper bound: a loaded machine slows a transfer down, but
+	// nothing makes it faster than the shaper lets it be.
+	limit := goodput(float64(h0.Baseline()) / factor)
+	got, err := transfer(h1, h0, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("after Clear: %.0f B/s through a link shaped to carry %.0f B/s", got, limit)
+	if got > 1.5*limit {
+		t.Errorf("after Clear h0 received %.0f B/s, above the %.0f B/s its shaped link carries", got, limit)
+	}
+}
+
+// dial connects from one host to a listener on another, giving up after
+// a second.
+func dial(from, to *testbed.Host) error {
+	var ln net.Listener
+	if err := to.Do(func() (err error) {
+		ln, err = net.Listen("tcp", net.JoinHostPort(to.Addr.String(), "0"))
+		return err
+	}); err != nil {
+		return err
+	}
+	defer ln.Close()
+	return from.Do(func() error {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	})
+}
+
 // TestDiskInjector writes half a second's worth of data (and fsyncs)
 // into a host's data directory at each factor.
 func TestDiskInjector(t *testing.T) {

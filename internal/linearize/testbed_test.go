@@ -1,6 +1,7 @@
 package linearize_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -95,13 +96,17 @@ func TestRandomized(t *testing.T) {
 	d := deploy(t, read)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	var stats totals
+	partitioned := 0
 	// Logged also when a schedule stops the test with t.Fatal.
 	defer func() {
 		t.Logf("%d of %d schedules completed: %s", stats.schedules, schedules, stats)
-		t.Log("partitions: not injected; the testbed offers no partition fault")
+		t.Logf("partitions: %d of %d schedules planned one (a voter's link down for 1 to 3 s)", partitioned, schedules)
 	}()
 	for s := range schedules {
 		sc := plan(rng, s)
+		if sc.has("partition") {
+			partitioned++
+		}
 		t.Logf("schedule %d: %s", s+1, sc)
 		res := d.run(t, sc)
 		stats.add(res)
@@ -192,10 +197,16 @@ func (a proc) LogPath() string { return filepath.Join(a.p.Spec.LogDir, a.p.Spec.
 
 // fault is one planned injection, its target a role resolved when it strikes.
 type fault struct {
-	kind   string // crash or nic
-	target string // leader or follower (a voter that does not lead, or the duplicate)
+	kind   string // crash, nic or partition
+	target string // leader, follower (a voter that does not lead, or the duplicate) or voter (leader or follower, not the duplicate)
 	at     time.Duration
-	length time.Duration // down for (crash) or limping for (nic)
+	length time.Duration // down for (crash), limping for (nic) or cut off for (partition)
+}
+
+// overlaps reports whether f and a fault at..at+length come within a
+// second of each other.
+func (f fault) overlaps(at, length time.Duration) bool {
+	return at < f.at+f.length+time.Second && at+length+time.Second > f.at
 }
 
 type schedule struct {
@@ -215,10 +226,16 @@ func (s schedule) String() string {
 	return strings.Join(parts, ", ")
 }
 
+func (s schedule) has(kind string) bool {
+	return slices.ContainsFunc(s.faults, func(f fault) bool { return f.kind == kind })
+}
+
 // plan draws a schedule: the leader crashes once and comes back after 1
 // to 3 s; a follower's NIC limps at 1000x for 3 to 6 s; half the time a
 // follower also crashes, never while the leader is down, so a quorum can
-// always form again.
+// always form again; half the time a random voter (the leader or not) is
+// cut off from every other host for 1 to 3 s, never within a second of a
+// crash, so at most one voter is out of reach at a time.
 func plan(rng *rand.Rand, n int) schedule {
 	dur := func(lo, hi float64) time.Duration {
 		return time.Duration((lo + rng.Float64()*(hi-lo)) * float64(time.Second))
@@ -230,11 +247,24 @@ func plan(rng *rand.Rand, n int) schedule {
 	if rng.IntN(2) == 0 {
 		at := dur(1, end-4)
 		length := dur(1, 3)
-		if at < leader.at+leader.length+time.Second && at+length+time.Second > leader.at {
+		if leader.overlaps(at, length) {
 			at = leader.at + leader.length + time.Second // after the leader is back
 		}
 		if at+length < scheduleLength {
 			s.faults = append(s.faults, fault{kind: "crash", target: "follower", at: at, length: length})
+		}
+	}
+	if rng.IntN(2) == 0 {
+		at, length := dur(1, end-4), dur(1, 3)
+		crashes := slices.DeleteFunc(slices.Clone(s.faults), func(f fault) bool { return f.kind != "crash" })
+		slices.SortFunc(crashes, func(a, b fault) int { return cmp.Compare(a.at, b.at) })
+		for _, c := range crashes {
+			if c.overlaps(at, length) {
+				at = c.at + c.length + time.Second
+			}
+		}
+		if at+length < scheduleLength {
+			s.faults = append(s.faults, fault{kind: "partition", target: "voter", at: at, length: length})
 		}
 	}
 	return s
@@ -358,8 +388,11 @@ func (d *deployment) faults(t *testing.T, sc schedule) []limp.Fault {
 	for _, f := range sc.faults {
 		var inj limp.Injector = limp.NIC{}
 		factor := 1000.0
-		if f.kind == "crash" {
+		switch f.kind {
+		case "crash":
 			inj, factor = &limp.Crash{}, 1
+		case "partition":
+			inj, factor = limp.Partition{}, 1
 		}
 		out = append(out, limp.Fault{Injector: inj, Target: d.target(t, f.target), Factor: factor, At: f.at, For: f.length})
 	}
@@ -377,7 +410,8 @@ func (d *deployment) target(t *testing.T, role string) limp.Target {
 		var cands []string
 		for _, h := range d.c.Hosts() {
 			r := roles[h]
-			if r == role || (role == "follower" && r == "duplicate") {
+			voter := r == "leader" || r == "follower"
+			if r == role || (role == "follower" && r == "duplicate") || (role == "voter" && voter) {
 				cands = append(cands, h)
 			}
 		}

@@ -30,7 +30,7 @@ type Config struct {
 	Name          string  `json:"name"`               // scenario or trace name
 	Scenario      string  `json:"scenario,omitempty"` // path of the scenario file, if any
 	System        string  `json:"system"`             // etcd, zookeeper, redis, ...
-	Fault         string  `json:"fault,omitempty"`    // nic, disk, cpu, crash, or empty for none
+	Fault         string  `json:"fault,omitempty"`    // nic, disk, cpu, crash, partition, or empty for none
 	Target        string  `json:"target,omitempty"`   // host or role the fault was applied to
 	Factor        float64 `json:"factor"`             // slowdown factor; 1 is the baseline
 	Repetition    int     `json:"repetition"`

@@ -176,3 +176,21 @@ func queueStats(nh *netlink.Handle, link string) (QueueStats, error) {
 	}
 	return QueueStats{}, fmt.Errorf("link %s has no shaper", link)
 }
+
+// SetLinkUp sets the bridge end of the host's veth pair up or down. Down
+// cuts the host off from every other host (and them from it) as a pulled
+// cable would; its shapers stay in place for when the link comes back up.
+func (h *Host) SetLinkUp(up bool) error {
+	l, err := netlink.LinkByName(h.Link)
+	if err != nil {
+		return fmt.Errorf("find link %s of %s: %w", h.Link, h.Name, err)
+	}
+	set, verb := netlink.LinkSetDown, "down"
+	if up {
+		set, verb = netlink.LinkSetUp, "up"
+	}
+	if err := set(l); err != nil {
+		return fmt.Errorf("set link %s of %s %s: %w", h.Link, h.Name, verb, err)
+	}
+	return nil
+}
