@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,14 +18,14 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
-	goredis "github.com/redis/go-redis/v9"
-
+	"github.com/gait-dev/gait/internal/gaitbin"
 	"github.com/gait-dev/gait/internal/limp"
 	"github.com/gait-dev/gait/internal/linearize"
 	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/gaitredis"
 	"github.com/gait-dev/gait/internal/systems/redis"
 	"github.com/gait-dev/gait/internal/testbed"
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // gaitBin is a gait built once, for the agents; only root runs the
@@ -37,23 +36,16 @@ func TestMain(m *testing.M) {
 	if os.Geteuid() != 0 {
 		os.Exit(m.Run())
 	}
-	dir, err := os.MkdirTemp("", "gait-linearize-test-")
+	bin, cleanup, err := gaitbin.Build()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	gaitBin = filepath.Join(dir, "gait")
-	build := exec.Command("go", "build", "-o", gaitBin, "github.com/gait-dev/gait/cmd/gait")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build gait:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	gaitBin = bin
 	// go-redis logs every failed dial; the test counts failures itself.
 	goredis.SetLogger(quiet{})
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gait-dev/gait/internal/model"
 	"github.com/gait-dev/gait/internal/report"
 )
 
@@ -41,20 +42,20 @@ var ks = []int{1, 2, 4, 8}
 
 // rateResult is everything recorded for one arrival rate.
 type rateResult struct {
-	Rate         float64           // intended, requests/s
-	Measured     float64           // the k = 1 runs' throughput, the model's rate
-	Bound        string            // as given to gait analyze and gait model predict
-	Count        map[int]int       // requests per k
-	SLA          map[int]float64   // measured share within the bound per k
-	PassSLA      map[int][]float64 // the same, per pass
-	P50, P99     map[int]float64   // seconds per k
-	Queue, Plain map[int]predict   // predictions at the measured rate and near 0
-	Independence independence      // two agents, same schedule
-	Shifted      independence      // the same, request i against i+2·rate of the other run
-	PairOffset   time.Duration     // how much later the second pair run started
-	PairGap      time.Duration     // mean distance in time of a request and its partner
-	Shift        int               // the control pairs request i with the partner of i+Shift
-	MaxRate      map[int]float64   // calibrated closed-loop throughput per k
+	Rate         float64            // intended, requests/s
+	Measured     float64            // the k = 1 runs' throughput, the model's rate
+	Bound        string             // as given to gait analyze and gait model predict
+	Count        map[int]int        // requests per k
+	SLA          map[int]float64    // measured share within the bound per k
+	PassSLA      map[int][]float64  // the same, per pass
+	P50, P99     map[int]float64    // seconds per k
+	Queue, Plain map[int]predict    // predictions at the measured rate and near 0
+	Independence model.Independence // two agents, same schedule
+	Shifted      model.Independence // the same, request i against i+2·rate of the other run
+	PairOffset   time.Duration      // how much later the second pair run started
+	PairGap      time.Duration      // mean distance in time of a request and its partner
+	Shift        int                // the control pairs request i with the partner of i+Shift
+	MaxRate      map[int]float64    // calibrated closed-loop throughput per k
 	// AgentCPU and RedisCPU are the cores the agents and all redis-servers
 	// used, per k: the mean of every run's per-second samples.
 	AgentCPU, RedisCPU map[int]float64
@@ -65,17 +66,6 @@ type predict struct {
 	Unstable    bool
 	Thesis, SLA float64
 	StdErr      float64
-}
-
-type independence struct {
-	Requests int     `json:"requests"`
-	Quantile float64 `json:"quantile"`
-	BothSlow float64 `json:"both_slow"`
-	Expected float64 `json:"expected"`
-	Lift     float64 `json:"lift"`
-	Z        float64 `json:"z"`
-	Spearman float64 `json:"spearman"`
-	Holds    bool    `json:"independent"`
 }
 
 func run(out string) error {
@@ -387,11 +377,11 @@ func (r rateResult) independenceText() string {
 	return fmt.Sprintf("Independence: two agents of the k = 1 deployment driven at once with the same schedule "+
 		"(time zeros %v apart), each request at one paired with the request at the other that arrived nearest in time "+
 		"(on average %v apart): %s. Control, request i against the partner of request i+%d (%.3g s later): %s.",
-		r.PairOffset.Abs().Round(time.Microsecond), r.PairGap.Round(time.Microsecond), r.Independence.text(), r.Shift,
-		float64(r.Shift)/r.Rate, r.Shifted.text())
+		r.PairOffset.Abs().Round(time.Microsecond), r.PairGap.Round(time.Microsecond), independenceText(r.Independence), r.Shift,
+		float64(r.Shift)/r.Rate, independenceText(r.Shifted))
 }
 
-func (ind independence) text() string {
+func independenceText(ind model.Independence) string {
 	verdict := "independent"
 	if !ind.Holds {
 		verdict = "NOT independent"

@@ -4,19 +4,18 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
+	"github.com/gait-dev/gait/internal/gaitbin"
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/loopback"
 	"github.com/gait-dev/gait/internal/systems/redis"
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // gaitBin is a gait built once for the tests: the agents run as their own
@@ -24,21 +23,14 @@ import (
 var gaitBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "gait-gaitredis-test-")
+	bin, cleanup, err := gaitbin.Build()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	gaitBin = filepath.Join(dir, "gait")
-	build := exec.Command("go", "build", "-o", gaitBin, "github.com/gait-dev/gait/cmd/gait")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build gait:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	gaitBin = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 
