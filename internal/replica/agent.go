@@ -165,6 +165,7 @@ type Agent struct {
 	cfg         Config
 	logger      *log.Logger
 	incarnation string // tells this run's requests from an earlier run's
+	born        time.Time
 	raftAddr    string
 	raft        *raft.Raft
 	fsm         *fsm
@@ -206,7 +207,7 @@ func Start(cfg Config) (*Agent, error) {
 		done: make(chan struct{}), raftUp: make(chan struct{}), pending: map[uint64]waiter{}, writes: map[uint64]*write{},
 		peers: map[string]*peer{}, conns: map[net.Conn]struct{}{}, reads: newRedisMux(cfg.RedisAddr, 4),
 		futures: make(chan appliedFuture, 4096)}
-	a.incarnation = newIncarnation()
+	a.incarnation, a.born = newIncarnation(), time.Now()
 	a.m = newMetrics(a)
 	a.health = newHealth(a)
 	a.indexes = &indexBatcher{fetch: a.fetchReadIndex, timeout: cfg.WriteTimeout}
@@ -339,8 +340,18 @@ func (a *Agent) raftConfig() *raft.Config {
 
 // watchLeadership appends a no-op entry whenever this agent becomes leader:
 // raft's own no-op never reaches the FSM, and a read index must be an index
-// some replica's FSM will reach.
+// some replica's FSM will reach. When another agent becomes leader, it
+// revokes what waits on the old one: requests fail (reads ask again), and
+// writes go to the new leader at once instead of waiting out the timeout.
 func (a *Agent) watchLeadership() {
+	obs := make(chan raft.Observation, 16)
+	o := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	a.raft.RegisterObserver(o)
+	defer a.raft.DeregisterObserver(o)
+	var last string
 	for {
 		select {
 		case leader := <-a.raft.LeaderCh():
@@ -348,11 +359,25 @@ func (a *Agent) watchLeadership() {
 			if leader {
 				a.raft.Apply(entry{}.encode(), a.cfg.WriteTimeout)
 			}
+		case ob := <-obs:
+			addr := string(ob.Data.(raft.LeaderObservation).LeaderAddr)
+			if addr == "" {
+				continue
+			}
+			if last != "" && addr != last {
+				a.failVia(last, fmt.Errorf("%s is no longer the raft leader", last))
+			}
+			last = addr
+			a.reproposeOrphans()
 		case <-a.done:
 			return
 		}
 	}
 }
+
+// stamp is t on this agent's own clock, in nanoseconds since it started
+// (never zero): status messages carry it, and peers echo it back.
+func (a *Agent) stamp(t time.Time) int64 { return int64(t.Sub(a.born)) + 1 }
 
 // join asks the deployment, through cfg.Join or the leader it names, to add
 // this agent; it retries until the leader answers or 30 s pass.
@@ -466,12 +491,12 @@ func (a *Agent) deliver(id uint64, r result) {
 		return
 	}
 	if wr != nil && r.err != nil {
-		a.failWrite(wr, r.err)
+		a.orphan(wr, r.err)
 	}
 }
 
-// failVia fails every request and unanswered write that waits on the
-// connection to addr.
+// failVia fails every request that waits on the connection to addr and
+// orphans every unanswered write proposed through it.
 func (a *Agent) failVia(addr string, err error) {
 	a.mu.Lock()
 	var ids []uint64

@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-const entryVersion = 1
+const entryVersion = 2
 
 // entry is one raft log entry: commands to send to every replica's redis.
 type entry struct {
@@ -14,6 +14,10 @@ type entry struct {
 	// reply; every replica sends it the reply it got. Empty: nobody waits.
 	proposer string
 	seq      uint64 // the proposer's request number
+	// floor is the proposer's lowest write still waiting for its first
+	// reply when this entry was proposed: no entry of the proposer below it
+	// will ever be proposed again, so replicas forget those sequence numbers.
+	floor uint64
 	// replies is how many replies payload makes redis send; the client gets
 	// the last (EXEC's, for a transaction). Zero marks a no-op entry.
 	replies int
@@ -21,11 +25,12 @@ type entry struct {
 }
 
 func (e entry) encode() []byte {
-	b := make([]byte, 0, 1+3*binary.MaxVarintLen64+len(e.proposer)+len(e.payload))
+	b := make([]byte, 0, 1+4*binary.MaxVarintLen64+len(e.proposer)+len(e.payload))
 	b = append(b, entryVersion)
 	b = binary.AppendUvarint(b, uint64(len(e.proposer)))
 	b = append(b, e.proposer...)
 	b = binary.AppendUvarint(b, e.seq)
+	b = binary.AppendUvarint(b, e.floor)
 	b = binary.AppendUvarint(b, uint64(e.replies))
 	return append(b, e.payload...)
 }
@@ -43,6 +48,9 @@ func decodeEntry(b []byte) (entry, error) {
 	e.proposer, b = string(b[:n]), b[n:]
 	if e.seq, err = uvarint(&b); err != nil {
 		return entry{}, fmt.Errorf("log entry: bad sequence number")
+	}
+	if e.floor, err = uvarint(&b); err != nil {
+		return entry{}, fmt.Errorf("log entry: bad floor")
 	}
 	r, err := uvarint(&b)
 	if err != nil || r > uint64(len(b)) {

@@ -16,7 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-const snapshotMagic = "GAITSNAP2"
+const snapshotMagic = "GAITSNAP3"
 
 // applyQueueBytes bounds the committed payload bytes waiting for the local
 // redis-server. raft hands entries over without waiting for redis, so a slow
@@ -60,8 +60,9 @@ type fsm struct {
 	closed   bool
 
 	// run is held while the applier talks to redis, so a snapshot or a
-	// restore sees no half-applied batch.
-	run sync.Mutex
+	// restore sees no half-applied batch. It guards sessions too.
+	run      sync.Mutex
+	sessions *sessions
 
 	mu      sync.Mutex
 	applied uint64        // last log index whose effect redis holds
@@ -71,7 +72,7 @@ type fsm struct {
 }
 
 func newFSM(conn *redisConn, report func(applied), logger *log.Logger) *fsm {
-	f := &fsm{conn: conn, report: report, logger: logger, changed: make(chan struct{})}
+	f := &fsm{conn: conn, report: report, logger: logger, changed: make(chan struct{}), sessions: newSessions()}
 	f.qcond = sync.NewCond(&f.qmu)
 	return f
 }
@@ -152,8 +153,10 @@ func (f *fsm) applyBatch(batch []queued) {
 	f.mu.Unlock()
 	var payload []byte
 	n := 0
-	for _, q := range batch {
-		if q.ok && q.index > from {
+	run := make([]bool, len(batch)) // entries to send to redis: new, decoded, first copies
+	for i, q := range batch {
+		if q.ok && q.index > from && f.sessions.admit(q.entry.proposer, q.entry.seq, q.entry.floor, q.index) {
+			run[i] = true
 			payload = append(payload, q.entry.payload...)
 			n++
 		}
@@ -164,11 +167,11 @@ func (f *fsm) applyBatch(batch []queued) {
 			return
 		}
 	}
-	for _, q := range batch {
+	for i, q := range batch {
 		if q.index <= from {
 			continue // already in a restored snapshot
 		}
-		if !q.ok {
+		if !run[i] {
 			f.setApplied(q.index, nil)
 			continue
 		}
@@ -283,7 +286,7 @@ func (f *fsm) drained(limit time.Duration) error {
 }
 
 // Snapshot copies every key with DUMP and its absolute expiry, plus the
-// applied index and digest. raft calls it between two hand-overs; it waits
+// applied index, digest and sessions. raft calls it between two hand-overs; it waits
 // for the applier to catch up so the copy is the state at raft's index.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	if err := f.drained(redisTimeout); err != nil {
@@ -295,6 +298,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	buf := binary.AppendUvarint([]byte(snapshotMagic), f.applied)
 	buf = binary.BigEndian.AppendUint64(buf, f.digest)
 	f.mu.Unlock()
+	buf = f.sessions.appendTo(buf)
 	cursor := "0"
 	for {
 		v, err := f.conn.command("SCAN", cursor, "COUNT", "1000")
@@ -359,6 +363,10 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if _, err := io.ReadFull(r, d[:]); err != nil {
 		return fmt.Errorf("restore snapshot: %w", noEOF(err))
 	}
+	sessions, err := readSessions(r)
+	if err != nil {
+		return fmt.Errorf("restore snapshot: %w", err)
+	}
 	if _, err := f.conn.command("FLUSHALL"); err != nil {
 		return fmt.Errorf("restore snapshot: %w", err)
 	}
@@ -380,7 +388,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.applied, f.digest = index, binary.BigEndian.Uint64(d[:])
+	f.applied, f.digest, f.sessions = index, binary.BigEndian.Uint64(d[:]), sessions
 	close(f.changed)
 	f.changed = make(chan struct{})
 	return nil

@@ -25,6 +25,12 @@ type replicaState struct {
 	readLimped  time.Time // when a read to it last had to be hedged
 	inflight    int       // reads outstanding at it
 	replySecs   float64   // smoothed delay of its replies to this agent's writes
+	// rttSecs is the smoothed round trip of status messages between this
+	// agent and the replica; netSecs is the replica's own round trip to its
+	// nearest peer, as it reports (computed here for this agent itself).
+	rttSecs, netSecs float64
+	echo             int64     // the stamp of the replica's last status, echoed back to it
+	echoAt           time.Time // when that status arrived
 }
 
 // maxSample is one observation of the highest applied index of any replica.
@@ -62,6 +68,11 @@ const transferPause = 2 * time.Second
 // limping disk; a healthy one takes about a millisecond.
 const appendLimpFloor = 20 * time.Millisecond
 
+// netLimpFloor is the smallest round trip to the nearest peer that counts as
+// a limping link; on a LAN or between namespaces a healthy one is well under
+// a millisecond, and a few milliseconds while the agents are busy.
+const netLimpFloor = 50 * time.Millisecond
+
 func newHealth(a *Agent) *health {
 	return &health{a: a, replicas: map[string]*replicaState{}, quarantined: map[string]string{}}
 }
@@ -79,24 +90,17 @@ func (h *health) run() {
 	}
 }
 
-// tick refreshes membership, tells every peer this replica's progress,
-// recomputes lags and limping marks, and acts on a limping leader.
+// tick refreshes membership, re-sends orphaned writes, tells every peer
+// this replica's progress, recomputes lags and limping marks, and acts on a
+// limping leader.
 func (h *health) tick(now time.Time) {
 	a := h.a
 	h.refreshMembers()
 	missing := a.sweepWrites(now)
 	a.sweepPending(now)
-	self := a.fsm.appliedIndex()
-	status := [][]byte{[]byte("STATUS"), []byte(a.cfg.ID), []byte(a.incarnation),
-		strconv.AppendUint(nil, self, 10), strconv.AppendFloat(nil, a.logs.meanSeconds(), 'g', 6, 64)}
-	msg := appendCommand(nil, append(status, h.quarantineList()...)...)
-	for _, addr := range h.peerAddrs() {
-		a.peer(addr).send(peerMsg{data: msg})
-	}
+	a.reproposeOrphans()
+	h.sendStatus(now)
 	h.mu.Lock()
-	if s := h.replicas[a.cfg.ID]; s != nil {
-		s.applied, s.appendSecs, s.seen, s.incarnation = self, a.logs.meanSeconds(), now, a.incarnation
-	}
 	h.computeLags(now, missing)
 	target, transfer := h.transferTarget(now)
 	h.mu.Unlock()
@@ -105,6 +109,68 @@ func (h *health) tick(now time.Time) {
 		a.m.transfers.Inc()
 		go a.raft.LeadershipTransferToServer(raft.ServerID(target.id), raft.ServerAddress(target.addr))
 	}
+}
+
+// sendStatus tells every peer this replica's applied index, log append
+// time and round trip to its nearest peer, and echoes the stamp of the
+// peer's last status with how long it was held here: the peer gets a round
+// trip measured on its own clock alone (as NTP does), through the same
+// queues and link as every other message between the two agents.
+func (h *health) sendStatus(now time.Time) {
+	a := h.a
+	self := a.fsm.appliedIndex()
+	appendSecs := a.logs.meanSeconds()
+	quarantined := h.quarantineList()
+	stamp := a.stamp(now)
+	type out struct {
+		addr       string
+		echo, hold int64
+	}
+	var outs []out
+	h.mu.Lock()
+	s := h.replicas[a.cfg.ID]
+	if s != nil {
+		s.applied, s.appendSecs, s.seen, s.incarnation = self, appendSecs, now, a.incarnation
+		s.netSecs = h.nearestPeerLocked(now)
+	}
+	netSecs := 0.0
+	if s != nil {
+		netSecs = s.netSecs
+	}
+	for id, r := range h.replicas {
+		if id == a.cfg.ID || r.addr == "" {
+			continue
+		}
+		o := out{addr: r.addr}
+		if r.echo != 0 {
+			o.echo, o.hold = r.echo, int64(now.Sub(r.echoAt))
+		}
+		outs = append(outs, o)
+	}
+	h.mu.Unlock()
+	for _, o := range outs {
+		status := [][]byte{[]byte("STATUS"), []byte(a.cfg.ID), []byte(a.incarnation),
+			strconv.AppendUint(nil, self, 10), strconv.AppendFloat(nil, appendSecs, 'g', 6, 64),
+			strconv.AppendInt(nil, stamp, 10), strconv.AppendInt(nil, o.echo, 10), strconv.AppendInt(nil, o.hold, 10),
+			strconv.AppendFloat(nil, netSecs, 'g', 6, 64)}
+		a.peer(o.addr).send(peerMsg{data: appendCommand(nil, append(status, quarantined...)...)})
+	}
+}
+
+// nearestPeerLocked is this agent's smoothed round trip to its nearest peer
+// that spoke lately: a limping link of its own slows every one of them, a
+// limping peer only one. Called with h.mu held.
+func (h *health) nearestPeerLocked(now time.Time) float64 {
+	best := 0.0
+	for id, r := range h.replicas {
+		if id == h.a.cfg.ID || r.rttSecs == 0 || now.Sub(r.seen) > 4*h.a.cfg.StatusInterval {
+			continue
+		}
+		if best == 0 || r.rttSecs < best {
+			best = r.rttSecs
+		}
+	}
+	return best
 }
 
 // refreshMembers follows the raft configuration.
@@ -145,15 +211,33 @@ func (h *health) peerAddrs() []string {
 	return out
 }
 
-// onStatus records a peer's progress report.
-func (h *health) onStatus(id, incarnation string, applied uint64, appendSecs float64) {
+// status is one peer's progress report.
+type status struct {
+	id, incarnation string
+	applied         uint64
+	appendSecs      float64
+	stamp           int64   // the sender's clock when it sent the report
+	echo, hold      int64   // this agent's stamp it last got, and how long the sender held it
+	netSecs         float64 // the sender's round trip to its nearest peer
+}
+
+// onStatus records a peer's progress report and, from the echoed stamp,
+// the round trip to it.
+func (h *health) onStatus(st status) {
+	now := time.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	r := h.replicas[id]
+	r := h.replicas[st.id]
 	if r == nil {
 		return // not (yet) in the configuration this agent knows
 	}
-	r.incarnation, r.applied, r.appendSecs, r.seen = incarnation, applied, appendSecs, time.Now()
+	r.incarnation, r.applied, r.appendSecs, r.seen = st.incarnation, st.applied, st.appendSecs, now
+	r.netSecs, r.echo, r.echoAt = st.netSecs, st.stamp, now
+	if st.echo > 0 {
+		if rtt := h.a.stamp(now) - st.echo - st.hold; rtt > 0 {
+			r.rttSecs = ewma(r.rttSecs, time.Duration(rtt).Seconds())
+		}
+	}
 }
 
 // computeLags sets each replica's apply lag: how long ago the most advanced
@@ -198,32 +282,45 @@ func median(ds []time.Duration) time.Duration {
 }
 
 // markLimping compares each replica with its peers: far behind in applying,
-// or far slower in appending to its raft log. A mark is lifted only once the
-// replica is back under half the thresholds. Called with h.mu held.
+// far slower in appending to its raft log, or far slower to reach even its
+// nearest peer (its own link limps). A mark is lifted only once the replica
+// is back under half the thresholds. Called with h.mu held.
 func (h *health) markLimping(medianLag time.Duration) {
 	cfg := h.a.cfg
-	var appends []time.Duration
+	var appends, nets []time.Duration
 	for _, r := range h.replicas {
-		appends = append(appends, time.Duration(r.appendSecs*float64(time.Second)))
+		appends = append(appends, seconds(r.appendSecs))
+		nets = append(nets, seconds(r.netSecs))
 	}
-	medianAppend := median(appends)
+	medianAppend, medianNet := median(appends), median(nets)
+	slow := func(v, floor, med time.Duration) bool {
+		return v > floor && float64(v) > cfg.LimpFactor*float64(med)
+	}
+	fine := func(v, floor, med time.Duration) bool {
+		return v < floor/2 || float64(v) < cfg.LimpFactor/2*float64(med)
+	}
 	for _, r := range h.replicas {
-		appendTime := time.Duration(r.appendSecs * float64(time.Second))
-		slowApply := r.lag > cfg.LimpFloor && float64(r.lag) > cfg.LimpFactor*float64(medianLag)
-		slowDisk := appendTime > appendLimpFloor && float64(appendTime) > cfg.LimpFactor*float64(medianAppend)
-		healed := r.lag < cfg.LimpFloor/2 && (appendTime < appendLimpFloor/2 || float64(appendTime) < cfg.LimpFactor/2*float64(medianAppend))
+		appendTime, net := seconds(r.appendSecs), seconds(r.netSecs)
+		slowApply := slow(r.lag, cfg.LimpFloor, medianLag)
+		slowDisk := slow(appendTime, appendLimpFloor, medianAppend)
+		slowNet := slow(net, netLimpFloor, medianNet)
+		healed := r.lag < cfg.LimpFloor/2 && fine(appendTime, appendLimpFloor, medianAppend) && fine(net, netLimpFloor, medianNet)
 		switch {
-		case !r.limping && (slowApply || slowDisk):
+		case !r.limping && (slowApply || slowDisk || slowNet):
 			r.limping = true
 			h.a.m.limpMarks.Inc()
-			h.a.logger.Printf("replica %s limps: apply lag %v (median %v), log append %v (median %v)",
-				r.id, r.lag.Round(time.Millisecond), medianLag.Round(time.Millisecond), appendTime, medianAppend)
+			h.a.logger.Printf("replica %s limps: apply lag %v (median %v), log append %v (median %v), nearest peer %v (median %v)",
+				r.id, r.lag.Round(time.Millisecond), medianLag.Round(time.Millisecond), appendTime, medianAppend,
+				net.Round(100*time.Microsecond), medianNet.Round(100*time.Microsecond))
 		case r.limping && healed:
 			r.limping = false
-			h.a.logger.Printf("replica %s recovered: apply lag %v", r.id, r.lag.Round(time.Millisecond))
+			h.a.logger.Printf("replica %s recovered: apply lag %v, nearest peer %v", r.id, r.lag.Round(time.Millisecond),
+				net.Round(100*time.Microsecond))
 		}
 	}
 }
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // transferTarget picks the healthiest other voter when this agent leads
 // and limps. Called with h.mu held.

@@ -24,6 +24,7 @@ type metrics struct {
 	quarantines   prometheus.Counter
 	limpMarks     prometheus.Counter
 	transfers     prometheus.Counter
+	reproposals   prometheus.Counter
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -47,9 +48,10 @@ func newMetrics(a *Agent) *metrics {
 		quarantines:   count("quarantines_total", "Replicas this agent quarantined for a divergent reply."),
 		limpMarks:     count("limping_marks_total", "Times this agent marked a replica as limping."),
 		transfers:     count("leadership_transfers_total", "Times this agent, leading and limping, handed leadership on."),
+		reproposals:   count("reproposals_total", "Writes proposed again after their leader failed them or lost leadership."),
 	}
 	m.reg.MustRegister(m.commit, m.read, m.appendSecs, m.appendBatch, m.applySecs, m.applyBatch,
-		m.leaderChanges, m.quarantines, m.limpMarks, m.transfers, &stateCollector{a: a})
+		m.leaderChanges, m.quarantines, m.limpMarks, m.transfers, m.reproposals, &stateCollector{a: a})
 	return m
 }
 
@@ -73,11 +75,13 @@ var (
 	descQuarantined = desc("quarantined", "1 once the replica is quarantined for divergence.", "replica")
 	descInflight    = desc("peer_reads_inflight", "Reads outstanding at the replica.", "replica")
 	descReplyDelay  = desc("reply_delay_seconds", "Smoothed time from proposing a write here to the replica's reply.", "replica")
+	descNetwork     = desc("network_seconds", "The replica's round trip to its nearest peer, smoothed: slow on every link means its own link limps.", "replica")
 	descPeerQueue   = desc("peer_queue_length", "Messages queued for the agent at this raft address.", "peer")
 	descApplyQueue  = desc("apply_queue_length", "Committed entries waiting for the local redis-server.")
 	descWrites      = desc("pending_writes", "Writes proposed here and not yet replied to by every replica.")
 	descRequests    = desc("pending_requests", "Requests to other agents awaiting an answer.")
 	descLeader      = desc("leader", "1 while this agent is the raft leader.")
+	descFollows     = desc("follows", "1, labelled with the raft ID of the leader this agent knows; absent while it knows none.", "leader")
 )
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -86,7 +90,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLag, descApplied, descLimping, descQuarantined, descInflight,
-		descReplyDelay, descPeerQueue, descApplyQueue, descWrites, descRequests, descLeader} {
+		descReplyDelay, descNetwork, descPeerQueue, descApplyQueue, descWrites, descRequests, descLeader, descFollows} {
 		ch <- d
 	}
 }
@@ -104,6 +108,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descQuarantined, bool01(a.health.quarantinedLocked(id, r.incarnation)), id)
 		gauge(descInflight, float64(r.inflight), id)
 		gauge(descReplyDelay, r.replySecs, id)
+		gauge(descNetwork, r.netSecs, id)
 	}
 	a.health.mu.Unlock()
 	a.mu.Lock()
@@ -118,6 +123,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descApplyQueue, float64(a.fsm.queueLen()))
 	}
 	gauge(descLeader, bool01(a.IsLeader()))
+	if a.raft != nil {
+		if _, id := a.raft.LeaderWithID(); id != "" {
+			gauge(descFollows, 1, string(id))
+		}
+	}
 }
 
 func bool01(b bool) float64 {

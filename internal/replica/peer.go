@@ -262,10 +262,8 @@ func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
 		case "REPLY":
 			a.peerReply(msg)
 		case "STATUS":
-			applied, _ := strconv.ParseUint(string(arg(msg, 3)), 10, 64)
-			secs, _ := strconv.ParseFloat(string(arg(msg, 4)), 64)
-			a.health.onStatus(string(id), string(arg(msg, 2)), applied, secs)
-			for i := 5; i+1 < len(msg); i += 2 {
+			a.health.onStatus(parseStatus(msg))
+			for i := statusFields; i+1 < len(msg); i += 2 {
 				a.health.onQuarantine(string(msg[i]), string(msg[i+1]), "reported by "+string(id))
 			}
 		case "QUARANTINE":
@@ -304,6 +302,20 @@ func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
 			}()
 		}
 	}
+}
+
+// statusFields is how many fields of STATUS precede its quarantine list.
+const statusFields = 9
+
+// parseStatus reads STATUS id incarnation applied append-seconds stamp echo
+// hold net-seconds, the fields health.sendStatus writes. A malformed number
+// reads as zero, which no check mistakes for limping.
+func parseStatus(msg [][]byte) status {
+	u := func(i int) uint64 { v, _ := strconv.ParseUint(string(arg(msg, i)), 10, 64); return v }
+	n := func(i int) int64 { v, _ := strconv.ParseInt(string(arg(msg, i)), 10, 64); return v }
+	f := func(i int) float64 { v, _ := strconv.ParseFloat(string(arg(msg, i)), 64); return v }
+	return status{id: string(arg(msg, 1)), incarnation: string(arg(msg, 2)), applied: u(3), appendSecs: f(4),
+		stamp: n(5), echo: n(6), hold: n(7), netSecs: f(8)}
 }
 
 // peerReply takes REPLY seq incarnation index digest replica replica-incarnation raw.

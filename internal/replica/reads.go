@@ -63,12 +63,22 @@ func (b *indexBatcher) loop() {
 }
 
 // fetchReadIndex runs one read-index round: on the leader itself, or by
-// asking the leader (whose own batcher serves all followers' rounds).
+// asking the leader (whose own batcher serves all followers' rounds). A
+// round that failed because leadership moved is asked of the new leader.
 func (a *Agent) fetchReadIndex(ctx context.Context) (uint64, error) {
-	leader, err := a.waitLeader(ctx)
-	if err != nil {
-		return 0, err
+	for {
+		leader, err := a.waitLeader(ctx)
+		if err != nil {
+			return 0, err
+		}
+		index, err := a.readIndexFrom(ctx, leader)
+		if err == nil || ctx.Err() != nil || a.leaderAddr() == leader {
+			return index, err
+		}
 	}
+}
+
+func (a *Agent) readIndexFrom(ctx context.Context, leader string) (uint64, error) {
 	if leader == a.raftAddr {
 		return a.readIndexLocal()
 	}

@@ -338,3 +338,44 @@ func TestLagAndLimping(t *testing.T) {
 		t.Errorf("read targets %+v, want a (local) then c, not the limping b", ts)
 	}
 }
+
+// TestNetworkLimping drives status reports through the health tracker: the
+// round trip comes from the echoed stamp, and a replica slow to reach even
+// its nearest peer (its own link limps) is marked, while the peers that are
+// slow only towards it are not.
+func TestNetworkLimping(t *testing.T) {
+	a := &Agent{cfg: Config{ID: "a", LimpFloor: 250 * time.Millisecond, LimpFactor: 10, StatusInterval: 50 * time.Millisecond},
+		logger: log.New(io.Discard, "", 0), born: time.Now().Add(-time.Minute)}
+	a.m = newMetrics(a)
+	h := newHealth(a)
+	now := time.Now()
+	for _, id := range []string{"a", "b", "c"} {
+		h.replicas[id] = &replicaState{id: id, addr: id + ":1", voter: true, seen: now}
+	}
+	// b held a's stamp for 20 ms; it was sent 120 ms ago: 100 ms in flight.
+	h.onStatus(status{id: "b", stamp: 7, echo: a.stamp(now.Add(-120 * time.Millisecond)), hold: int64(20 * time.Millisecond), netSecs: 0.0004})
+	if rtt := h.replicas["b"].rttSecs; rtt < 0.099 || rtt > 0.15 {
+		t.Fatalf("round trip to b %.4fs, want about 0.1s", rtt)
+	}
+	if h.replicas["b"].echo != 7 {
+		t.Errorf("b's stamp %d kept for the echo, want 7", h.replicas["b"].echo)
+	}
+	// a reaches b in 0.5 ms and c in 300 ms; c reports 300 ms to its nearest peer.
+	h.replicas["b"].rttSecs, h.replicas["c"].rttSecs = 0.0005, 0.3
+	h.replicas["c"].netSecs = 0.3
+	h.replicas["a"].netSecs = h.nearestPeerLocked(now)
+	if got := h.replicas["a"].netSecs; got != 0.0005 {
+		t.Fatalf("a's nearest peer %.4fs, want 0.0005s (b)", got)
+	}
+	h.computeLags(now, nil)
+	for id, want := range map[string]bool{"a": false, "b": false, "c": true} {
+		if got := h.replicas[id].limping; got != want {
+			t.Errorf("%s limping %v, want %v", id, got, want)
+		}
+	}
+	h.replicas["c"].netSecs = 0.004 // under half the floor: healed
+	h.computeLags(now, nil)
+	if h.replicas["c"].limping {
+		t.Error("c still limping after its link recovered")
+	}
+}

@@ -1,9 +1,11 @@
 package replica
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -15,7 +17,11 @@ import (
 // fields are guarded by Agent.mu.
 type write struct {
 	id       uint64
-	via      string // leader address the proposal went through; "" on the leader
+	entry    []byte // the encoded log entry, re-sent as it is
+	leader   string // raft address of the leader it was last proposed to
+	via      string // that leader when it is another agent; "" when it is this one
+	sentAt   time.Time
+	orphaned error // why the last proposal failed; the write waits for a leader to re-send to
 	start    time.Time
 	expected map[string]bool // replica IDs that should reply
 	first    chan result     // the first reply or a failure; room for one
@@ -27,6 +33,10 @@ type write struct {
 	agreed   bool              // a majority of expected replicas agree on agreedOn
 	agreedOn uint64
 }
+
+// retryPause is how long a write whose proposal failed waits before it is
+// proposed to the same leader again; a new leader gets it at once.
+const retryPause = 200 * time.Millisecond
 
 // startWrite proposes commands (their RESP encoding, making n replies) and
 // returns the write, whose first channel gets the first replica's reply.
@@ -40,26 +50,87 @@ func (a *Agent) startWrite(payload []byte, n int) (*write, error) {
 			return nil, err
 		}
 	}
-	via := leader
-	if leader == a.raftAddr {
-		via = ""
-	}
-	w := &write{via: via, start: time.Now(), expected: a.health.expectedReplicas(),
+	w := &write{start: time.Now(), expected: a.health.expectedReplicas(),
 		first: make(chan result, 1), all: make(chan struct{}), digests: map[string]uint64{}, incs: map[string]string{}}
 	a.mu.Lock()
 	a.seq++
 	w.id = a.seq
 	a.writes[w.id] = w
+	e := entry{proposer: a.raftAddr + "#" + a.incarnation, seq: w.id, floor: a.lowestUnanswered(), replies: n, payload: payload}
+	w.entry = e.encode()
 	a.mu.Unlock()
-	e := entry{proposer: a.raftAddr + "#" + a.incarnation, seq: w.id, replies: n, payload: payload}
-	if via == "" {
-		f := a.raft.Apply(e.encode(), a.cfg.WriteTimeout)
-		a.watchApply(f, func(err error) { a.failWrite(w, err) })
-	} else {
-		msg := appendCommand(nil, []byte("PROPOSE"), strconv.AppendUint(nil, w.id, 10), e.encode())
-		a.peer(leader).send(peerMsg{data: msg, id: w.id})
-	}
+	a.propose(w, leader)
 	return w, nil
+}
+
+// lowestUnanswered is the lowest id of a write still waiting for its first
+// reply: ids below it will never be proposed again. Called with a.mu held.
+func (a *Agent) lowestUnanswered() uint64 {
+	low := a.seq
+	for id, w := range a.writes {
+		if !w.answered && id < low {
+			low = id
+		}
+	}
+	return low
+}
+
+// propose hands w's entry to leader: to raft here, or to the leader's agent,
+// which appends it in arrival order and answers only a failure. A failure
+// orphans the write until it can be proposed again; replicas apply only its
+// first copy in the log (sessions), so a re-sent write never applies twice.
+func (a *Agent) propose(w *write, leader string) {
+	via := leader
+	if leader == a.raftAddr {
+		via = ""
+	}
+	a.mu.Lock()
+	w.leader, w.via, w.sentAt, w.orphaned = leader, via, time.Now(), nil
+	a.mu.Unlock()
+	if via == "" {
+		f := a.raft.Apply(w.entry, a.cfg.WriteTimeout)
+		a.watchApply(f, func(err error) { a.orphan(w, err) })
+		return
+	}
+	msg := appendCommand(nil, []byte("PROPOSE"), strconv.AppendUint(nil, w.id, 10), w.entry)
+	a.peer(leader).send(peerMsg{data: msg, id: w.id})
+}
+
+// orphan notes that w's last proposal failed; the next health tick, or a
+// new leader, re-sends it (not this goroutine: it may be the one that
+// waits on proposals).
+func (a *Agent) orphan(w *write, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !w.answered {
+		w.orphaned = err
+	}
+}
+
+// reproposeOrphans re-sends every unanswered write whose leader is no
+// longer the leader, at once, and every write whose proposal failed, once
+// retryPause passed. A write is never re-sent to a leader that was deposed
+// meanwhile, so revoked work does not go back to the replica that lost it.
+func (a *Agent) reproposeOrphans() {
+	leader := a.leaderAddr()
+	if leader == "" {
+		return
+	}
+	now := time.Now()
+	var again []*write
+	a.mu.Lock()
+	for _, w := range a.writes {
+		moved := w.leader != leader
+		if !w.answered && (moved || (w.orphaned != nil && now.Sub(w.sentAt) > retryPause)) {
+			again = append(again, w)
+		}
+	}
+	a.mu.Unlock()
+	slices.SortFunc(again, func(x, y *write) int { return cmp.Compare(x.id, y.id) })
+	for _, w := range again {
+		a.m.reproposals.Inc()
+		a.propose(w, leader)
+	}
 }
 
 // awaitWrite waits for the first reply to a proposed write, or with
@@ -107,16 +178,6 @@ func (a *Agent) replied(w *write) (got, want int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(w.digests), len(w.expected)
-}
-
-func (a *Agent) failWrite(w *write, err error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !w.answered {
-		w.answered = true
-		delete(a.writes, w.id)
-		w.first <- result{err: err}
-	}
 }
 
 // onReply takes one replica's reply to a write this agent proposed: the
@@ -231,7 +292,11 @@ func (a *Agent) sweepWrites(now time.Time) (missing map[string]time.Duration) {
 			delete(a.writes, id)
 			if !w.answered {
 				w.answered = true
-				w.first <- result{err: fmt.Errorf("no replica applied the write within %v", a.cfg.WriteTimeout)}
+				err := fmt.Errorf("no replica applied the write within %v", a.cfg.WriteTimeout)
+				if w.orphaned != nil {
+					err = fmt.Errorf("%w; last proposal: %w", err, w.orphaned)
+				}
+				w.first <- result{err: err}
 			}
 		}
 	}
