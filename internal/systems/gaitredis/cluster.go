@@ -14,6 +14,7 @@ import (
 	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/prom"
 	"github.com/gait-dev/gait/internal/systems/redis"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Cluster is a running gait-redis deployment started by Driver.Start.
@@ -31,13 +32,22 @@ var _ systems.Cluster = (*Cluster)(nil)
 // Roles asks every agent (its /metrics, at once) whether it leads raft.
 // Every other member is a "follower" if it votes, a "duplicate" if not,
 // "down" if its agent has exited, "unreachable" if it did not answer in
-// time. With no leader, or two agents that each think they lead (an old
-// leader that has not yet noticed), Roles returns the roles with an error.
+// time. A leader that cannot answer (behind a limping link) is still named
+// "leader" when a majority of voters say they follow it. With no leader, or
+// two agents that each think they lead (an old leader that has not yet
+// noticed), Roles returns the roles with an error.
 func (c *Cluster) Roles(ctx context.Context) (map[string]string, error) {
 	fams, errs := c.scrapeAll(ctx, statusTimeout)
 	roles := map[string]string{}
 	var leaders []string
+	if name := c.followedLeader(fams, errs); name != "" && errs[slices.Index(c.Hosts(), name)] != nil {
+		roles[name] = "leader" // it did not answer, but its followers name it
+		leaders = append(leaders, name)
+	}
 	for i, m := range c.members {
+		if roles[m.host.Name()] != "" {
+			continue
+		}
 		name := m.host.Name()
 		switch {
 		case errs[i] == nil && gauge(fams[i], mLeader) == 1:
@@ -61,6 +71,30 @@ func (c *Cluster) Roles(ctx context.Context) (map[string]string, error) {
 	}
 	sort.Strings(leaders)
 	return roles, fmt.Errorf("gait-redis: agents %v each lead", leaders)
+}
+
+// followedLeader is the member a majority of all voters say they follow
+// (gait_replica_follows), "" when there is none or it is down.
+func (c *Cluster) followedLeader(fams []map[string]*dto.MetricFamily, errs []error) string {
+	votes := map[string]int{}
+	voters := 0
+	for i, m := range c.members {
+		if !m.voter {
+			continue
+		}
+		voters++
+		if errs[i] == nil {
+			if id := label1(fams[i], mFollows, "leader"); id != "" {
+				votes[id]++
+			}
+		}
+	}
+	for id, n := range votes {
+		if m := c.byName[id]; m != nil && n > voters/2 && !m.down() {
+			return id
+		}
+	}
+	return ""
 }
 
 // statusTimeout bounds one agent's answer, so an agent that is down or
@@ -91,6 +125,15 @@ func (c *Cluster) AgentAddr(host string) string {
 		return ""
 	}
 	return c.d.addr(m.host, c.d.ClientPort)
+}
+
+// MetricsURL is the /metrics page of the agent on host.
+func (c *Cluster) MetricsURL(host string) string {
+	m, ok := c.byName[host]
+	if !ok {
+		return ""
+	}
+	return "http://" + c.d.addr(m.host, c.d.MetricsPort) + "/metrics"
 }
 
 // RedisAddr is where the redis-server behind the agent on host listens;

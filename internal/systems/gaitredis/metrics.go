@@ -12,7 +12,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-const mLeader = "gait_replica_leader"
+const (
+	mLeader  = "gait_replica_leader"
+	mFollows = "gait_replica_follows"
+)
 
 // Gauges are an agent's own current values (a per-peer gauge: the largest
 // over its peers).
@@ -35,6 +38,7 @@ var ReplicaGauges = []string{
 	"gait_replica_limping",
 	"gait_replica_quarantined",
 	"gait_replica_peer_reads_inflight",
+	"gait_replica_network_seconds",
 }
 
 // Counters are reported as the agent's running total since it started.
@@ -43,6 +47,7 @@ var Counters = []string{
 	"gait_replica_quarantines_total",
 	"gait_replica_limping_marks_total",
 	"gait_replica_leadership_transfers_total",
+	"gait_replica_reproposals_total",
 }
 
 // Histograms are latencies in seconds, reported as the mean of the
@@ -95,7 +100,7 @@ func (c *Cluster) scrapeAll(ctx context.Context, timeout time.Duration) ([]map[s
 }
 
 func (c *Cluster) scrape(ctx context.Context, m *member) (map[string]*dto.MetricFamily, error) {
-	fams, err := prom.Scrape(ctx, c.http, "http://"+c.d.addr(m.host, c.d.MetricsPort)+"/metrics")
+	fams, err := prom.Scrape(ctx, c.http, c.MetricsURL(m.host.Name()))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.host.Name(), err)
 	}
@@ -156,6 +161,15 @@ func value(m *dto.Metric) float64 {
 		return m.GetUntyped().GetValue()
 	}
 	return 0
+}
+
+// label1 is a label of a family's first metric, "" when missing.
+func label1(fams map[string]*dto.MetricFamily, family, name string) string {
+	f, ok := fams[family]
+	if !ok || len(f.GetMetric()) == 0 {
+		return ""
+	}
+	return label(f.GetMetric()[0], name)
 }
 
 func label(m *dto.Metric, name string) string {
