@@ -18,6 +18,7 @@ import (
 	"github.com/gait-dev/gait/internal/procstat"
 	"github.com/gait-dev/gait/internal/rundir"
 	"github.com/gait-dev/gait/internal/systems"
+	"github.com/gait-dev/gait/internal/systems/tbhost"
 	"github.com/gait-dev/gait/internal/testbed"
 )
 
@@ -152,7 +153,7 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 		res.Wall = time.Since(begin)
 	}()
 	t0 := time.Now()
-	if lr.cluster, err = knownSystems[r.s.System].driver().Start(ctx, hostsOf(tb, logs)); err != nil {
+	if lr.cluster, err = knownSystems[r.s.System].driver().Start(ctx, tbhost.Hosts(tb, logs)); err != nil {
 		return res, err
 	}
 	res.Ready = time.Since(t0)

@@ -21,9 +21,9 @@ import (
 	"github.com/gait-dev/gait/internal/gaitbin"
 	"github.com/gait-dev/gait/internal/limp"
 	"github.com/gait-dev/gait/internal/linearize"
-	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/gaitredis"
 	"github.com/gait-dev/gait/internal/systems/redis"
+	"github.com/gait-dev/gait/internal/systems/tbhost"
 	"github.com/gait-dev/gait/internal/testbed"
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -148,14 +148,10 @@ func deploy(t *testing.T, read string) *deployment {
 			os.RemoveAll(dir)
 		}
 	})
-	hosts := make([]systems.Host, len(tb.Hosts))
-	for i, h := range tb.Hosts {
-		hosts[i] = host{h}
-	}
 	drv := gaitredis.New()
 	drv.Gait, drv.Voters, drv.Read = gaitBin, 3, read
 	t0 := time.Now()
-	c, err := drv.Start(context.Background(), hosts)
+	c, err := drv.Start(context.Background(), tbhost.Hosts(tb, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,29 +159,6 @@ func deploy(t *testing.T, read string) *deployment {
 	t.Logf("3 voters and 1 duplicate, %s reads, ready in %v", read, time.Since(t0).Round(time.Millisecond))
 	return &deployment{tb: tb, c: c.(*gaitredis.Cluster)}
 }
-
-// host makes a testbed host a systems.Host, its processes' output in the
-// host's log directory.
-type host struct{ h *testbed.Host }
-
-func (a host) Name() string    { return a.h.Name }
-func (a host) Address() string { return a.h.Addr.String() }
-func (a host) DataDir() string { return a.h.DataDir }
-
-func (a host) Start(name string, argv []string, env []string) (systems.Process, error) {
-	p, err := a.h.Start(testbed.ProcSpec{Name: name, Path: argv[0], Args: argv[1:], Env: env})
-	if err != nil {
-		return nil, err
-	}
-	return proc{p}, nil
-}
-
-type proc struct{ p *testbed.Proc }
-
-func (a proc) Pid() int        { return a.p.Pid() }
-func (a proc) Stop() error     { return a.p.Stop(5 * time.Second) }
-func (a proc) Exited() bool    { return !a.p.Running() }
-func (a proc) LogPath() string { return filepath.Join(a.p.Spec.LogDir, a.p.Spec.Name+".stderr") }
 
 // fault is one planned injection, its target a role resolved when it strikes.
 type fault struct {
