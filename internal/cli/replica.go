@@ -7,6 +7,8 @@ import (
 	"syscall"
 
 	"github.com/gait-dev/gait/internal/replica"
+	"github.com/gait-dev/gait/internal/systems/gaitredis"
+	"github.com/gait-dev/gait/internal/testbed"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -83,49 +85,109 @@ func deploymentFlags(f *pflag.FlagSet, cfg *replica.Config, read *string) {
 
 func newReplicaClusterCmd() *cobra.Command {
 	var voters, duplicates int
-	var read string
-	var metrics bool
+	var read, bandwidth, stateDir string
+	var metrics, loopback bool
 	var cfg replica.Config
 	cmd := &cobra.Command{
-		Use:   "cluster [--voters N] [--duplicates N] [--read MODE] [--fanout K] [--write-all] [--metrics]",
-		Short: "Run a whole deployment on loopback until SIGINT or SIGTERM",
-		Long: `Start one redis-server and one agent per replica on 127.0.0.1, print one line
-"redis ADDRESS" per agent (then, with --metrics, one line "metrics URL" per
-agent), run until SIGINT or SIGTERM, then stop and remove everything.`,
+		Use:   "cluster [--voters N] [--duplicates N] [--read MODE] [--fanout K] [--write-all] [--metrics] [--bandwidth RATE | --loopback]",
+		Short: "Run a whole deployment on testbed hosts until SIGINT or SIGTERM",
+		Long: `Start a whole deployment, one replica per testbed host (a network namespace
+with an address from 198.18.0.0/15 on a link shaped to RATE, as gait testbed
+up builds), each an unmodified redis-server and a gait replica agent. Print one
+line "redis ADDRESS" per agent (then, with --metrics, one line "metrics URL" per
+agent), run until SIGINT or SIGTERM, then stop and remove everything. Needs
+root; gait clean removes what a killed run left.
+
+With --loopback every redis-server and agent runs on 127.0.0.1 instead, in
+this process, without root.`,
+		Example: `  sudo gait replica cluster --voters 3 --duplicates 2 --metrics
+  gait replica cluster --loopback --voters 3 --read session --fanout 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			mode, err := replica.ParseReadMode(read)
 			if err != nil {
 				return err
 			}
-			cfg.Read, cfg.Log = mode, cmd.ErrOrStderr()
-			if metrics {
-				cfg.Metrics = "127.0.0.1:0"
+			cfg.Read = mode
+			if loopback {
+				return replicaLoopback(cmd, voters, duplicates, metrics, cfg)
 			}
-			sig := notifyStop()
-			defer signal.Stop(sig)
-			l, err := replica.StartLocal(voters, duplicates, cfg)
+			bps, err := testbed.ParseBandwidth(bandwidth)
 			if err != nil {
 				return err
 			}
-			for _, a := range l.Agents {
-				fmt.Fprintf(cmd.OutOrStdout(), "redis %s\n", a.ClientAddr())
+			if err := testbed.NeedRoot(); err != nil {
+				return fmt.Errorf("%w; run it as root, or pass --loopback to run every replica on 127.0.0.1 without root", err)
 			}
-			for _, a := range l.Agents {
-				if m := a.MetricsAddr(); m != "" {
-					fmt.Fprintf(cmd.OutOrStdout(), "metrics http://%s/metrics\n", m)
-				}
+			ctx, stop := testbed.SignalContext(cmd.Context())
+			defer stop()
+			d := gaitredis.New()
+			d.Read, d.Fanout, d.WriteAll = string(cfg.Read), cfg.Fanout, cfg.WriteAll
+			dep, err := d.StartOnTestbed(ctx, gaitredis.TestbedOptions{
+				Voters: voters, Duplicates: duplicates, Bandwidth: bps, StateDir: stateDir, Progress: cmd.ErrOrStderr(),
+			})
+			if err != nil {
+				return err
 			}
-			<-sig
-			return l.Close()
+			defer dep.Close()
+			printCluster(cmd, dep.Addresses(), dep.MetricsURLs(), metrics)
+			<-ctx.Done()
+			if err := dep.Close(); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "stopped; removed run %s\n", dep.Testbed.ID)
+			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.IntVar(&voters, "voters", 3, "voting replicas, which order and persist commands")
 	f.IntVar(&duplicates, "duplicates", 0, "non-voting duplicates, which apply the same log")
-	f.BoolVar(&metrics, "metrics", false, "serve Prometheus metrics from every agent on a loopback port")
+	f.BoolVar(&metrics, "metrics", false, "print every agent's Prometheus metrics URL (with --loopback: serve them on a loopback port)")
 	deploymentFlags(f, &cfg, &read)
+	f.StringVar(&bandwidth, "bandwidth", "100mbit", "each testbed host's link rate, both directions")
+	f.StringVar(&stateDir, "state-dir", testbed.DefaultStateDir, "where the testbed keeps its state file")
+	f.BoolVar(&loopback, "loopback", false, "run every replica on 127.0.0.1 in this process, without root or testbed hosts")
+	cmd.MarkFlagsMutuallyExclusive("loopback", "bandwidth")
+	cmd.MarkFlagsMutuallyExclusive("loopback", "state-dir")
 	return cmd
+}
+
+// replicaLoopback runs the deployment on loopback, in this process.
+func replicaLoopback(cmd *cobra.Command, voters, duplicates int, metrics bool, cfg replica.Config) error {
+	cfg.Log = cmd.ErrOrStderr()
+	if metrics {
+		cfg.Metrics = "127.0.0.1:0"
+	}
+	ctx, stop := testbed.SignalContext(cmd.Context())
+	defer stop()
+	l, err := replica.StartLocal(voters, duplicates, cfg)
+	if err != nil {
+		return err
+	}
+	var addrs, urls []string
+	for _, a := range l.Agents {
+		addrs = append(addrs, a.ClientAddr())
+		if m := a.MetricsAddr(); m != "" {
+			urls = append(urls, "http://"+m+"/metrics")
+		}
+	}
+	printCluster(cmd, addrs, urls, metrics)
+	<-ctx.Done()
+	return l.Close()
+}
+
+// printCluster prints one "redis ADDRESS" line per agent, then, with
+// metrics, one "metrics URL" line per agent.
+func printCluster(cmd *cobra.Command, addrs, metricsURLs []string, metrics bool) {
+	out := cmd.OutOrStdout()
+	for _, a := range addrs {
+		fmt.Fprintf(out, "redis %s\n", a)
+	}
+	if metrics {
+		for _, u := range metricsURLs {
+			fmt.Fprintf(out, "metrics %s\n", u)
+		}
+	}
 }
 
 // notifyStop catches SIGINT and SIGTERM from before anything starts, so a
