@@ -31,7 +31,7 @@ redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$w
 pids+=($!)
 
 mkfifo "$work/out"
-"$work/gait" replica cluster --voters 3 "$@" >"$work/out" 2>"$work/gait.log" &
+"$work/gait" replica cluster --loopback --voters 3 "$@" >"$work/out" 2>"$work/gait.log" &
 pids+=($!)
 exec 3<"$work/out"
 read -r -t 60 word gaitaddr <&3 || { echo "replica-bench: cluster did not start" >&2; cat "$work/gait.log" >&2; exit 1; }

@@ -75,7 +75,7 @@ trap cleanup EXIT
 
 # start_cluster K starts the deployment with fan-out K in the background.
 start_cluster() {
-	"$gait" replica cluster --voters 3 --duplicates 5 --read any --fanout "$1" \
+	"$gait" replica cluster --loopback --voters 3 --duplicates 5 --read any --fanout "$1" \
 		>"$out/cluster-k$1.addrs" 2>>"$out/cluster-k$1.log" &
 	cluster[$1]=$!
 }

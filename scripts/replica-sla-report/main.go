@@ -427,7 +427,7 @@ func writeFigure(path string, results []rateResult) error {
 
 func writePage(path string, results []rateResult) error {
 	p := report.NewPage("gait replica: read SLA against the Zoolander prediction")
-	p.Paragraph("Each read goes to k of 8 replicas (gait replica cluster --voters 3 --duplicates 5 --read any --fanout k); " +
+	p.Paragraph("Each read goes to k of 8 replicas (gait replica cluster --loopback --voters 3 --duplicates 5 --read any --fanout k); " +
 		"the first answer wins. Measured: the share of reads within the bound (gait analyze --bound). Predicted: gait model " +
 		"predict with the k = 1 run's latencies as one duplicate's service time, --net 0, at the k = 1 run's measured rate, " +
 		"and at a rate near 0 (the measured latencies already hold the queueing), where both predictors reduce to 1-(1-p)^k. " +
