@@ -157,17 +157,20 @@ func (h *health) sendStatus(now time.Time) {
 	}
 }
 
-// nearestPeerLocked is this agent's smoothed round trip to its nearest peer
-// that spoke lately: a limping link of its own slows every one of them, a
-// limping peer only one. Called with h.mu held.
+// nearestPeerLocked is this agent's smoothed round trip to its nearest
+// peer: a limping link of its own slows every one of them, a limping peer
+// only one. A peer silent for longer than its round trip counts as that
+// far away, so a link too slow to bring back any echo still shows. Called
+// with h.mu held.
 func (h *health) nearestPeerLocked(now time.Time) float64 {
-	best := 0.0
+	best, any := 0.0, false
 	for id, r := range h.replicas {
-		if id == h.a.cfg.ID || r.rttSecs == 0 || now.Sub(r.seen) > 4*h.a.cfg.StatusInterval {
+		if id == h.a.cfg.ID {
 			continue
 		}
-		if best == 0 || r.rttSecs < best {
-			best = r.rttSecs
+		d := max(r.rttSecs, (now.Sub(r.seen) - 2*h.a.cfg.StatusInterval).Seconds())
+		if !any || d < best {
+			best, any = d, true
 		}
 	}
 	return best
@@ -331,8 +334,10 @@ func (h *health) transferTarget(now time.Time) (*replicaState, bool) {
 	}
 	var best *replicaState
 	for _, r := range h.replicas {
+		// A limping link delays every status message, so a target need only
+		// have been heard from lately, not within a few status intervals.
 		if r == self || !r.voter || r.limping || h.quarantinedLocked(r.id, r.incarnation) ||
-			now.Sub(r.seen) > 4*h.a.cfg.StatusInterval {
+			now.Sub(r.seen) > transferPause+time.Second {
 			continue
 		}
 		if best == nil || r.lag < best.lag || (r.lag == best.lag && r.appendSecs < best.appendSecs) {
