@@ -191,6 +191,7 @@ type Agent struct {
 
 	mu      sync.Mutex
 	seq     uint64
+	floor   uint64 // no write below it waits for its first reply
 	pending map[uint64]waiter
 	writes  map[uint64]*write
 	peers   map[string]*peer

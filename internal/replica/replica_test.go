@@ -324,19 +324,36 @@ func TestSnapshotCatchUp(t *testing.T) {
 		}
 	}
 	c.Set(ctx, "ttl", "v", time.Hour)
+	// A write its proposer re-sent to a new leader commits twice: once
+	// before the snapshot, once after it. Every replica, the one restored
+	// from the snapshot included, must apply it once.
+	leader := cl.waitLeader().agent
+	resent := entry{proposer: leader.RaftAddr() + "#earlier-run", seq: 5, floor: 5, replies: 1,
+		payload: appendCommand(nil, []byte("INCR"), []byte("resent"))}.encode()
+	if err := leader.raft.Apply(resent, 5*time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
 	cl.converge()
 	for _, n := range cl.live() {
 		if err := n.agent.Snapshot(); err != nil {
 			t.Fatalf("snapshot on %s: %v", n.cfg.ID, err)
 		}
 	}
+	if err := leader.raft.Apply(resent, 5*time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 10 {
 		c.RPush(ctx, "after-snapshot", i)
 	}
 	cl.add(Config{ID: "late", RaftAddr: "127.0.0.1:0", Listen: "127.0.0.1:0", NonVoter: true,
 		Join: cl.nodes[1].agent.RaftAddr(), Log: testLog(t)})
-	if n := cl.sameData(); n != 9 {
-		t.Errorf("%d keys, want 9", n)
+	if n := cl.sameData(); n != 10 {
+		t.Errorf("%d keys, want 10", n)
+	}
+	for _, n := range cl.live() {
+		if v, err := direct(t, n).Get(ctx, "resent").Result(); v != "1" {
+			t.Errorf("%s: a write committed twice left %q (%v), want \"1\": applied once", n.cfg.ID, v, err)
+		}
 	}
 	late := cl.nodes[3].agent
 	if s := late.raft.Stats()["last_snapshot_index"]; s == "0" {
