@@ -5,8 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 )
 
 // maxSessions bounds the proposers whose sequence numbers replicas
@@ -75,11 +75,7 @@ func (s *sessions) evict() {
 
 // appendTo encodes the table in a fixed order, so equal tables encode alike.
 func (s *sessions) appendTo(b []byte) []byte {
-	names := make([]string, 0, len(s.byProposer))
-	for p := range s.byProposer {
-		names = append(names, p)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(s.byProposer))
 	b = binary.AppendUvarint(b, uint64(len(names)))
 	for _, p := range names {
 		ss := s.byProposer[p]
@@ -87,11 +83,7 @@ func (s *sessions) appendTo(b []byte) []byte {
 		b = append(b, p...)
 		b = binary.AppendUvarint(b, ss.floor)
 		b = binary.AppendUvarint(b, ss.last)
-		seqs := make([]uint64, 0, len(ss.applied))
-		for q := range ss.applied {
-			seqs = append(seqs, q)
-		}
-		slices.Sort(seqs)
+		seqs := slices.Sorted(maps.Keys(ss.applied))
 		b = binary.AppendUvarint(b, uint64(len(seqs)))
 		for _, q := range seqs {
 			b = binary.AppendUvarint(b, q)
