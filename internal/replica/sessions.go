@@ -26,9 +26,13 @@ type sessions struct {
 }
 
 type session struct {
-	floor   uint64              // seqs below it are never applied again
-	applied map[uint64]struct{} // seqs at or above floor already applied
-	last    uint64              // log index of the session's latest entry
+	floor uint64 // seqs below it are never applied again
+	// applied holds the seqs already applied; those below floor are swept
+	// out only once the set doubled since the last sweep, so that a sweep
+	// costs amortized constant time per entry.
+	applied map[uint64]struct{}
+	kept    int    // len(applied) after the last sweep
+	last    uint64 // log index of the session's latest entry
 }
 
 func newSessions() *sessions { return &sessions{byProposer: map[string]*session{}} }
@@ -46,19 +50,24 @@ func (s *sessions) admit(proposer string, seq, floor, index uint64) bool {
 		s.evict()
 	}
 	ss.last = max(ss.last, index)
-	if floor > ss.floor {
-		ss.floor = floor
-		for q := range ss.applied {
-			if q < floor {
-				delete(ss.applied, q)
-			}
-		}
+	ss.floor = max(ss.floor, floor)
+	if len(ss.applied) > 2*ss.kept+64 {
+		ss.sweep()
 	}
 	if _, dup := ss.applied[seq]; dup || seq < ss.floor {
 		return false
 	}
 	ss.applied[seq] = struct{}{}
 	return true
+}
+
+func (ss *session) sweep() {
+	for q := range ss.applied {
+		if q < ss.floor {
+			delete(ss.applied, q)
+		}
+	}
+	ss.kept = len(ss.applied)
 }
 
 func (s *sessions) evict() {
@@ -83,6 +92,7 @@ func (s *sessions) appendTo(b []byte) []byte {
 		b = append(b, p...)
 		b = binary.AppendUvarint(b, ss.floor)
 		b = binary.AppendUvarint(b, ss.last)
+		ss.sweep()
 		seqs := slices.Sorted(maps.Keys(ss.applied))
 		b = binary.AppendUvarint(b, uint64(len(seqs)))
 		for _, q := range seqs {
@@ -117,7 +127,7 @@ func readSessions(r *bufio.Reader) (*sessions, error) {
 				return nil, fmt.Errorf("sessions of %s: %w", p, noEOF(err))
 			}
 		}
-		ss := &session{floor: fields[0], last: fields[1], applied: map[uint64]struct{}{}}
+		ss := &session{floor: fields[0], last: fields[1], applied: map[uint64]struct{}{}, kept: int(fields[2])}
 		if fields[2] > 1<<24 {
 			return nil, errors.New("sessions: too many sequence numbers")
 		}

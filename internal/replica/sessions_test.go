@@ -30,8 +30,14 @@ func TestSessionsApplyEachWriteOnce(t *testing.T) {
 			t.Errorf("step %d: admit(%q, seq %d, floor %d) = %v, want %v", i, st.proposer, st.seq, st.floor, got, st.want)
 		}
 	}
-	if n := len(s.byProposer["a#1"].applied); n != 0 {
-		t.Errorf("floor 5 left %d sequence numbers below it", n)
+	for seq := uint64(10); seq < 1000; seq++ {
+		s.admit("a#1", seq, seq, 100+seq) // one write in flight at a time
+	}
+	if n := len(s.byProposer["a#1"].applied); n > 200 {
+		t.Errorf("%d sequence numbers kept for one write in flight, want them swept", n)
+	}
+	if s.admit("a#1", 500, 999, 2000) || s.admit("a#1", 999, 999, 2001) {
+		t.Error("a swept or kept sequence number was admitted again")
 	}
 }
 
