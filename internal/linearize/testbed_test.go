@@ -543,7 +543,26 @@ func (d *deployment) waitHealthy(t *testing.T) {
 			t.Fatalf("after the faults: %v", err)
 		}
 	}
-	t.Logf("every agent serves %v after the faults cleared", time.Since(t0).Round(time.Millisecond))
+	t.Logf("every agent serves %v after the faults cleared; writes re-proposed (a new leader, a failed proposal) since each agent started: %s",
+		time.Since(t0).Round(time.Millisecond), d.reproposals())
+}
+
+// reproposals sums gait_replica_reproposals_total over the agents, which
+// count from their own start (a crashed agent starts again from zero).
+func (d *deployment) reproposals() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	m, err := d.c.Metrics(ctx)
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	n := 0.0
+	for k, v := range m {
+		if strings.HasPrefix(k, "gait_replica_reproposals_total{") {
+			n += v
+		}
+	}
+	return strconv.FormatFloat(n, 'f', 0, 64)
 }
 
 // finalClient is the client id of the final reads.
