@@ -128,14 +128,9 @@ func (h *health) sendStatus(now time.Time) {
 	}
 	var outs []out
 	h.mu.Lock()
-	s := h.replicas[a.cfg.ID]
-	if s != nil {
-		s.applied, s.appendSecs, s.seen, s.incarnation = self, appendSecs, now, a.incarnation
-		s.netSecs = h.nearestPeerLocked(now)
-	}
-	netSecs := 0.0
-	if s != nil {
-		netSecs = s.netSecs
+	netSecs := h.nearestPeerLocked(now)
+	if s := h.replicas[a.cfg.ID]; s != nil {
+		s.applied, s.appendSecs, s.seen, s.incarnation, s.netSecs = self, appendSecs, now, a.incarnation, netSecs
 	}
 	for id, r := range h.replicas {
 		if id == a.cfg.ID || r.addr == "" {

@@ -335,15 +335,29 @@ func (tb *Testbed) Close() error {
 	return tb.closeErr
 }
 
+// tcUnits are the link-rate units tc writes, largest first.
+var tcUnits = []struct {
+	suffix string
+	mult   float64
+}{{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}}
+
+// FormatBandwidth writes a link rate the way ParseBandwidth reads it, in the
+// largest unit that divides it: 100mbit, 1500kbit.
+func FormatBandwidth(bps uint64) string {
+	for _, u := range tcUnits {
+		if m := uint64(u.mult); bps >= m && bps%m == 0 {
+			return strconv.FormatUint(bps/m, 10) + u.suffix
+		}
+	}
+	return strconv.FormatUint(bps, 10) + "bit"
+}
+
 // ParseBandwidth reads a link rate such as "100mbit", "1.5Mbit",
 // "100kbit", "1gbit" or a plain number of bit/s, as tc writes rates.
 func ParseBandwidth(s string) (uint64, error) {
 	num := strings.ToLower(strings.TrimSpace(s))
 	mult := 1.0
-	for _, u := range []struct {
-		suffix string
-		mult   float64
-	}{{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}} {
+	for _, u := range tcUnits {
 		if strings.HasSuffix(num, u.suffix) {
 			num, mult = strings.TrimSuffix(num, u.suffix), u.mult
 			break

@@ -482,6 +482,13 @@ func TestParseBandwidth(t *testing.T) {
 			t.Errorf("ParseBandwidth(%q) succeeded", in)
 		}
 	}
+	for bps, want := range map[uint64]string{100e6: "100mbit", 1.5e6: "1500kbit", 1e9: "1gbit", 64001: "64001bit"} {
+		got := FormatBandwidth(bps)
+		back, err := ParseBandwidth(got)
+		if got != want || err != nil || back != bps {
+			t.Errorf("FormatBandwidth(%d) = %q, read back as %d, %v; want %q", bps, got, back, err, want)
+		}
+	}
 }
 
 func TestStop(t *testing.T) {

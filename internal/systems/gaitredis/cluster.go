@@ -40,15 +40,16 @@ func (c *Cluster) Roles(ctx context.Context) (map[string]string, error) {
 	fams, errs := c.scrapeAll(ctx, statusTimeout)
 	roles := map[string]string{}
 	var leaders []string
-	if name := c.followedLeader(fams, errs); name != "" && errs[slices.Index(c.Hosts(), name)] != nil {
+	if i := c.followedLeader(fams, errs); i >= 0 && errs[i] != nil {
+		name := c.members[i].host.Name()
 		roles[name] = "leader" // it did not answer, but its followers name it
 		leaders = append(leaders, name)
 	}
 	for i, m := range c.members {
-		if roles[m.host.Name()] != "" {
+		name := m.host.Name()
+		if roles[name] != "" {
 			continue
 		}
-		name := m.host.Name()
 		switch {
 		case errs[i] == nil && gauge(fams[i], mLeader) == 1:
 			roles[name] = "leader"
@@ -73,9 +74,9 @@ func (c *Cluster) Roles(ctx context.Context) (map[string]string, error) {
 	return roles, fmt.Errorf("gait-redis: agents %v each lead", leaders)
 }
 
-// followedLeader is the member a majority of all voters say they follow
-// (gait_replica_follows), "" when there is none or it is down.
-func (c *Cluster) followedLeader(fams []map[string]*dto.MetricFamily, errs []error) string {
+// followedLeader is the index of the member a majority of all voters say
+// they follow (gait_replica_follows), -1 when there is none or it is down.
+func (c *Cluster) followedLeader(fams []map[string]*dto.MetricFamily, errs []error) int {
 	votes := map[string]int{}
 	voters := 0
 	for i, m := range c.members {
@@ -89,12 +90,12 @@ func (c *Cluster) followedLeader(fams []map[string]*dto.MetricFamily, errs []err
 			}
 		}
 	}
-	for id, n := range votes {
-		if m := c.byName[id]; m != nil && n > voters/2 && !m.down() {
-			return id
+	for i, m := range c.members {
+		if votes[m.host.Name()] > voters/2 && !m.down() {
+			return i
 		}
 	}
-	return ""
+	return -1
 }
 
 // statusTimeout bounds one agent's answer, so an agent that is down or

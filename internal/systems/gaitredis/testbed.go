@@ -51,7 +51,7 @@ func (d *Driver) StartOnTestbed(ctx context.Context, opts TestbedOptions) (_ *On
 		return nil, fmt.Errorf("gait-redis: testbed: %w", err)
 	}
 	fmt.Fprintf(progress, "starting %s and %s on testbed run %s (%s, links at %s)...",
-		plural(opts.Voters, "voter"), plural(opts.Duplicates, "duplicate"), tb.ID, tb.Subnet, rate(tb.Bandwidth))
+		plural(opts.Voters, "voter"), plural(opts.Duplicates, "duplicate"), tb.ID, tb.Subnet, testbed.FormatBandwidth(tb.Bandwidth))
 	defer func() {
 		if err != nil {
 			fmt.Fprintln(progress, " failed")
@@ -105,17 +105,4 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
-}
-
-// rate writes a link rate as tc's units would, e.g. 100mbit.
-func rate(bps uint64) string {
-	for _, u := range []struct {
-		unit string
-		div  uint64
-	}{{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}} {
-		if bps >= u.div && bps%u.div == 0 {
-			return fmt.Sprintf("%d%s", bps/u.div, u.unit)
-		}
-	}
-	return fmt.Sprintf("%dbit", bps)
 }
