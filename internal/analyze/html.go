@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gait-dev/gait/internal/units"
+
 	"github.com/gait-dev/gait/internal/report"
 	"github.com/gait-dev/gait/internal/stats"
 )
@@ -227,10 +229,10 @@ func (r Result) detailRows(order []int) [][]string {
 		c := r.Configurations[k]
 		largest := "-"
 		if c.C2.LargestOverMean != nil {
-			largest = sig(*c.C2.LargestOverMean)
+			largest = units.Sig(*c.C2.LargestOverMean)
 		}
-		rows = append(rows, []string{c.Name, Seconds(c.Std), Seconds(c.Min), Seconds(c.P90),
-			Seconds(c.C2.Threshold), largest, Seconds(c.Haircut.Mean), strconv.Itoa(c.Haircut.Removed),
+		rows = append(rows, []string{c.Name, units.Seconds(c.Std), units.Seconds(c.Min), units.Seconds(c.P90),
+			units.Seconds(c.C2.Threshold), largest, units.Seconds(c.Haircut.Mean), strconv.Itoa(c.Haircut.Removed),
 			c.P99CI95.text(), c.Source})
 	}
 	return rows
@@ -245,7 +247,7 @@ func (r Result) anovaRows() [][]string {
 		}{{"mean (every request)", f.Latency}, {"p99 (per configuration)", f.P99}, {"max (per configuration)", f.Max}} {
 			row := []string{f.Factor, strings.Join(f.Levels, ", "), t.what, "-", "-", "-", ""}
 			if t.a.OK {
-				row[3], row[4], row[5] = sig(*t.a.F), fmt.Sprintf("%d, %d", *t.a.DFBetween, *t.a.DFWithin), pValue(*t.a.P)
+				row[3], row[4], row[5] = units.Sig(*t.a.F), fmt.Sprintf("%d, %d", *t.a.DFBetween, *t.a.DFWithin), pValue(*t.a.P)
 				row[6] = "does not influence"
 				if *t.a.Influences {
 					row[6] = "influences"

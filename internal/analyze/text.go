@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/gait-dev/gait/internal/units"
 
 	"github.com/gait-dev/gait/internal/stats"
 )
@@ -72,7 +73,7 @@ func (r Result) header() []string {
 	if r.Bound == nil {
 		return tableHeader
 	}
-	return append(slices.Clone(tableHeader), "within "+Seconds(*r.Bound))
+	return append(slices.Clone(tableHeader), "within "+units.Seconds(*r.Bound))
 }
 
 func (r Result) table() [][]string {
@@ -89,9 +90,9 @@ func (c Configuration) row() []string {
 		c1 = "yes"
 	}
 	row := []string{
-		c.Name, strconv.Itoa(c.Count), Seconds(c.Mean), Seconds(c.P50), Seconds(c.P99), Seconds(c.P999),
-		Seconds(c.Max), c1, fmt.Sprintf("%d (%s)", c.C2.Count, percent(c.C2.Share)),
-		Seconds(c.Haircut.Max), ratioText(c.P99OverMean), c.P99CI99.text(),
+		c.Name, strconv.Itoa(c.Count), units.Seconds(c.Mean), units.Seconds(c.P50), units.Seconds(c.P99), units.Seconds(c.P999),
+		units.Seconds(c.Max), c1, fmt.Sprintf("%d (%s)", c.C2.Count, percent(c.C2.Share)),
+		units.Seconds(c.Haircut.Max), ratioText(c.P99OverMean), c.P99CI99.text(),
 	}
 	if c.ShareWithinBound != nil {
 		row = append(row, slaPercent(*c.ShareWithinBound))
@@ -109,7 +110,7 @@ func (iv Interval) text() string {
 	if !iv.OK {
 		return "n too small"
 	}
-	return "[" + Seconds(*iv.Lower) + ", " + Seconds(*iv.Upper) + "]"
+	return "[" + units.Seconds(*iv.Lower) + ", " + units.Seconds(*iv.Upper) + "]"
 }
 
 // summary is the cross-configuration part, in words.
@@ -183,44 +184,7 @@ func (a ANOVA) sentence(factor, what string) string {
 		verb = "influences"
 	}
 	return fmt.Sprintf("%s %s the %s: F(%d, %d) = %s, p %s",
-		factor, verb, what, *a.DFBetween, *a.DFWithin, sig(*a.F), pValue(*a.P))
-}
-
-// Seconds writes a latency in seconds with three significant digits and the
-// unit that keeps it between 1 and 999: 45.2µs, 1.23ms, 2.5s.
-func Seconds(v float64) string {
-	if v == 0 {
-		return "0"
-	}
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "-"
-	}
-	// Round first so 999.96µs becomes 1ms, not "1e+03µs".
-	exp := math.Floor(math.Log10(math.Abs(v)))
-	scale := math.Pow(10, exp-2)
-	v = math.Round(v/scale) * scale
-	for _, u := range []struct {
-		div  float64
-		name string
-	}{{1, "s"}, {1e-3, "ms"}, {1e-6, "µs"}} {
-		if math.Abs(v) >= u.div*(1-1e-9) {
-			return sig(v/u.div) + u.name
-		}
-	}
-	return sig(v/1e-9) + "ns"
-}
-
-// sig writes v with at most three significant digits, without an exponent
-// below 10^6.
-func sig(v float64) string {
-	if v != 0 && (math.Abs(v) >= 1e6 || math.Abs(v) < 1e-3) {
-		return strconv.FormatFloat(v, 'g', 3, 64)
-	}
-	s := strconv.FormatFloat(v, 'g', 3, 64)
-	if strings.ContainsRune(s, 'e') {
-		s = strconv.FormatFloat(v, 'f', 0, 64)
-	}
-	return s
+		factor, verb, what, *a.DFBetween, *a.DFWithin, units.Sig(*a.F), pValue(*a.P))
 }
 
 // pValue writes "= 0.041", or "< 1e-300" when the p-value underflows.
@@ -232,12 +196,12 @@ func pValue(p float64) string {
 }
 
 func percent(share float64) string {
-	return sig(100*share) + "%"
+	return units.Sig(100*share) + "%"
 }
 
 func ratioText(v *float64) string {
 	if v == nil {
 		return "-"
 	}
-	return sig(*v)
+	return units.Sig(*v)
 }

@@ -7,10 +7,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gait-dev/gait/internal/analyze"
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/report"
 	"github.com/gait-dev/gait/internal/rundir"
+	"github.com/gait-dev/gait/internal/testbed"
+	"github.com/gait-dev/gait/internal/units"
 )
 
 // runSeries is one run's time series, for the report.
@@ -86,7 +87,7 @@ func describeScenario(s *Scenario) string {
 		length = fmt.Sprintf("%d requests", w.Requests)
 	}
 	text := fmt.Sprintf("%s on %d hosts, links at %s. Workload: %s, %d keys, %s values, %s, for %s; clients talk to %s.",
-		s.System, s.Nodes, FormatBandwidth(s.Bandwidth), w.Mix, w.Keys, load.FormatSize(int64(w.ValueSize)), loop, length,
+		s.System, s.Nodes, testbed.FormatBandwidth(s.Bandwidth), w.Mix, w.Keys, load.FormatSize(int64(w.ValueSize)), loop, length,
 		connectText(w.Connect))
 	where := "in memory (tmpfs)"
 	if s.Data == DataDisk {
@@ -150,8 +151,8 @@ func headline(sum Summary) string {
 		}
 	}
 	return fmt.Sprintf("Worst step: %s, mean latency %.1fx the baseline's (%s against %s), p99 %s, throughput %s%% of the baseline's (%.0f/s).",
-		worst.Label, worst.Slowdown, analyze.Seconds(worst.Mean), analyze.Seconds(sum.Steps[0].Mean),
-		analyze.Seconds(worst.P99), strconv.FormatFloat(worst.ThroughputRatio*100, 'g', 2, 64), worst.Throughput)
+		worst.Label, worst.Slowdown, units.Seconds(worst.Mean), units.Seconds(sum.Steps[0].Mean),
+		units.Seconds(worst.P99), strconv.FormatFloat(worst.ThroughputRatio*100, 'g', 2, 64), worst.Throughput)
 }
 
 // overTime draws throughput and p99 per second, one line per run.

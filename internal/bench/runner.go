@@ -12,7 +12,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/gait-dev/gait/internal/analyze"
 	"github.com/gait-dev/gait/internal/atomicfile"
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/procstat"
@@ -20,6 +19,7 @@ import (
 	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/tbhost"
 	"github.com/gait-dev/gait/internal/testbed"
+	"github.com/gait-dev/gait/internal/units"
 )
 
 // Options say where a scenario's results go and how the runner talks.
@@ -407,7 +407,7 @@ func (lr *liveRun) measure(ctx context.Context, res RunResult) (rundir.Summary, 
 	sum, err := run.Summary()
 	if err == nil {
 		lr.logf("  %d requests, %.0f/s, mean %s, p99 %s, %d errors, %d timeouts", sum.Requests, sum.Throughput,
-			analyze.Seconds(sum.Mean), analyze.Seconds(sum.P99), sum.Errors, sum.Timeouts)
+			units.Seconds(sum.Mean), units.Seconds(sum.P99), sum.Errors, sum.Timeouts)
 	}
 	return sum, events, err
 }

@@ -193,7 +193,7 @@ func (s *Scenario) parseTop(top object) error {
 	if s.Nodes > testbed.MaxHosts {
 		return top.errorf(top.values["nodes"], "nodes", "%d is more than the testbed's %d hosts", s.Nodes, testbed.MaxHosts)
 	}
-	if s.Bandwidth, err = parsed(top, "bandwidth", uint64(testbed.DefaultBandwidth), parseBandwidth); err != nil {
+	if s.Bandwidth, err = parsed(top, "bandwidth", uint64(testbed.DefaultBandwidth), testbed.ParseBandwidth); err != nil {
 		return err
 	}
 	if s.Data, n, err = top.str("data", DataMemory); err != nil {
@@ -407,7 +407,7 @@ func (s *Scenario) parseFactors(o object, path string, f *Fault) error {
 func (s *Scenario) checkFactor(kind string, v float64) error {
 	if kind == "nic" && float64(s.Bandwidth)/v < testbed.MinBandwidth {
 		return fmt.Errorf("%g would shape the %s link to %.0f bit/s, below the testbed's minimum of %d bit/s",
-			v, FormatBandwidth(s.Bandwidth), float64(s.Bandwidth)/v, testbed.MinBandwidth)
+			v, testbed.FormatBandwidth(s.Bandwidth), float64(s.Bandwidth)/v, testbed.MinBandwidth)
 	}
 	return nil
 }
@@ -502,36 +502,6 @@ func parseValueSize(s string) (int64, error) {
 		err = fmt.Errorf("%s is larger than 64MiB", s)
 	}
 	return n, err
-}
-
-var bitUnits = []struct {
-	suffix string
-	bits   float64
-}{{"Gbit/s", 1e9}, {"Mbit/s", 1e6}, {"kbit/s", 1e3}, {"bit/s", 1}}
-
-// parseBandwidth reads a link rate such as 100Mbit/s, 1Gbit/s or 500kbit/s.
-func parseBandwidth(s string) (uint64, error) {
-	for _, u := range bitUnits {
-		if num, ok := strings.CutSuffix(s, u.suffix); ok {
-			v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-			bps := v * u.bits
-			if err != nil || !(bps >= testbed.MinBandwidth && bps <= testbed.MaxBandwidth) {
-				break
-			}
-			return uint64(bps), nil
-		}
-	}
-	return 0, fmt.Errorf("%q is not a link rate between 8kbit/s and 100Gbit/s, like 100Mbit/s", s)
-}
-
-// FormatBandwidth writes a link rate the way parseBandwidth reads it.
-func FormatBandwidth(bps uint64) string {
-	for _, u := range bitUnits {
-		if float64(bps) >= u.bits {
-			return strconv.FormatFloat(float64(bps)/u.bits, 'g', 4, 64) + u.suffix
-		}
-	}
-	return strconv.FormatUint(bps, 10) + "bit/s"
 }
 
 // parseByteRate reads a disk bandwidth such as 80MB/s or 100MiB/s.

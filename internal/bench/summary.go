@@ -11,10 +11,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/gait-dev/gait/internal/analyze"
 	"github.com/gait-dev/gait/internal/atomicfile"
 	"github.com/gait-dev/gait/internal/rundir"
 	"github.com/gait-dev/gait/internal/stats"
+	"github.com/gait-dev/gait/internal/units"
 )
 
 // StepSummary sums up the runs of one step (all its repetitions pooled).
@@ -185,8 +185,8 @@ func (s Summary) TableRows() [][]string {
 	var rows [][]string
 	for _, st := range s.Steps {
 		rows = append(rows, []string{st.Label, strconv.Itoa(st.Runs), strconv.Itoa(st.Requests),
-			fmt.Sprintf("%.0f/s", st.Throughput), analyze.Seconds(st.Mean), analyze.Seconds(st.P50),
-			analyze.Seconds(st.P99), analyze.Seconds(st.Max), fmt.Sprintf("%.2fx", st.Slowdown), analyze.Seconds(st.LongestGap),
+			fmt.Sprintf("%.0f/s", st.Throughput), units.Seconds(st.Mean), units.Seconds(st.P50),
+			units.Seconds(st.P99), units.Seconds(st.Max), fmt.Sprintf("%.2fx", st.Slowdown), units.Seconds(st.LongestGap),
 			strconv.Itoa(st.Errors), strconv.Itoa(st.Timeouts)})
 	}
 	return rows

@@ -114,7 +114,7 @@ this process, without root.`,
 			}
 			bps, err := testbed.ParseBandwidth(bandwidth)
 			if err != nil {
-				return err
+				return fmt.Errorf("--bandwidth: %w", err)
 			}
 			if err := testbed.NeedRoot(); err != nil {
 				return fmt.Errorf("%w; run it as root, or pass --loopback to run every replica on 127.0.0.1 without root", err)
@@ -144,7 +144,7 @@ this process, without root.`,
 	f.IntVar(&duplicates, "duplicates", 0, "non-voting duplicates, which apply the same log")
 	f.BoolVar(&metrics, "metrics", false, "print every agent's Prometheus metrics URL (with --loopback: serve them on a loopback port)")
 	deploymentFlags(f, &cfg, &read)
-	f.StringVar(&bandwidth, "bandwidth", "100mbit", "each testbed host's link rate, both directions")
+	f.StringVar(&bandwidth, "bandwidth", "100Mbit/s", "each testbed host's link rate, both directions")
 	f.StringVar(&stateDir, "state-dir", testbed.DefaultStateDir, "where the testbed keeps its state file")
 	f.BoolVar(&loopback, "loopback", false, "run every replica on 127.0.0.1 in this process, without root or testbed hosts")
 	cmd.MarkFlagsMutuallyExclusive("loopback", "bandwidth")

@@ -29,7 +29,7 @@ func newTestbedUpCmd() *cobra.Command {
 directory (on limpfs, the slow-disk layer, with --disk). The hosts stay up
 until SIGINT or SIGTERM, then everything is removed. Use them with
 ip netns exec NAMESPACE COMMAND.`,
-		Example: `  sudo gait testbed up --hosts 3 --bandwidth 100mbit
+		Example: `  sudo gait testbed up --hosts 3 --bandwidth 100Mbit/s
   sudo ip netns exec g1a2b3-h0 ping -c1 198.18.0.3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -38,7 +38,7 @@ ip netns exec NAMESPACE COMMAND.`,
 			}
 			bps, err := testbed.ParseBandwidth(bandwidth)
 			if err != nil {
-				return err
+				return fmt.Errorf("--bandwidth: %w", err)
 			}
 			ctx, stop := testbed.SignalContext(cmd.Context())
 			defer stop()
@@ -65,7 +65,7 @@ ip netns exec NAMESPACE COMMAND.`,
 		},
 	}
 	cmd.Flags().IntVar(&hosts, "hosts", 3, "number of hosts")
-	cmd.Flags().StringVar(&bandwidth, "bandwidth", "100mbit", "each host's link rate, both directions")
+	cmd.Flags().StringVar(&bandwidth, "bandwidth", "100Mbit/s", "each host's link rate, both directions")
 	cmd.Flags().BoolVar(&disk, "disk", false, "put each data directory on limpfs (80 MB/s), so disk slowdowns can be injected")
 	cmd.Flags().StringVar(&dir, "dir", "", "where the hosts' directories go (default: a temporary directory, removed)")
 	cmd.Flags().StringVar(&stateDir, "state-dir", testbed.DefaultStateDir, "where runs keep their state files")

@@ -335,41 +335,45 @@ func (tb *Testbed) Close() error {
 	return tb.closeErr
 }
 
-// tcUnits are the link-rate units tc writes, largest first.
-var tcUnits = []struct {
-	suffix string
-	mult   float64
-}{{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}}
+// bitUnits are the link-rate units, largest first.
+var bitUnits = []struct {
+	name string
+	mult uint64
+}{{"Gbit", 1e9}, {"Mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}}
 
-// FormatBandwidth writes a link rate the way ParseBandwidth reads it, in the
-// largest unit that divides it: 100mbit, 1500kbit.
+// FormatBandwidth writes a link rate exactly, in the largest unit that
+// divides it: 100Mbit/s, 1500kbit/s. ParseBandwidth reads it back.
 func FormatBandwidth(bps uint64) string {
-	for _, u := range tcUnits {
-		if m := uint64(u.mult); bps >= m && bps%m == 0 {
-			return strconv.FormatUint(bps/m, 10) + u.suffix
+	for _, u := range bitUnits {
+		if bps >= u.mult && bps%u.mult == 0 {
+			return strconv.FormatUint(bps/u.mult, 10) + u.name + "/s"
 		}
 	}
-	return strconv.FormatUint(bps, 10) + "bit"
+	return strconv.FormatUint(bps, 10) + "bit/s"
 }
 
-// ParseBandwidth reads a link rate such as "100mbit", "1.5Mbit",
-// "100kbit", "1gbit" or a plain number of bit/s, as tc writes rates.
+// ParseBandwidth reads a link rate the one way gait reads it everywhere (a
+// scenario's bandwidth:, the --bandwidth flags): a number with a unit Gbit,
+// Mbit, kbit or bit, in any case, "/s" optional (100Mbit/s, 100mbit,
+// 1.5Gbit/s), or a plain number of bit/s. The rate must be one a link can be
+// shaped to, MinBandwidth to MaxBandwidth.
 func ParseBandwidth(s string) (uint64, error) {
 	num := strings.ToLower(strings.TrimSpace(s))
+	num = strings.TrimSuffix(num, "/s")
 	mult := 1.0
-	for _, u := range tcUnits {
-		if strings.HasSuffix(num, u.suffix) {
-			num, mult = strings.TrimSuffix(num, u.suffix), u.mult
+	for _, u := range bitUnits {
+		if n, ok := strings.CutSuffix(num, strings.ToLower(u.name)); ok {
+			num, mult = strings.TrimSpace(n), float64(u.mult)
 			break
 		}
 	}
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || !(v > 0) || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("bandwidth %q: want a rate such as 100mbit, 10mbit or 100kbit", s)
+		return 0, fmt.Errorf("%q is not a link rate such as 100Mbit/s, 10Mbit/s or 500kbit/s", s)
 	}
 	bps := v * mult
 	if bps < MinBandwidth || bps > MaxBandwidth {
-		return 0, fmt.Errorf("bandwidth %q: must be between 8kbit and 100gbit", s)
+		return 0, fmt.Errorf("%q is not a link rate between %s and %s", s, FormatBandwidth(MinBandwidth), FormatBandwidth(MaxBandwidth))
 	}
 	return uint64(bps), nil
 }

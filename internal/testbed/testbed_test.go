@@ -472,17 +472,18 @@ func TestQuotaFor(t *testing.T) {
 }
 
 func TestParseBandwidth(t *testing.T) {
-	for in, want := range map[string]uint64{"100mbit": 100e6, "1.5Mbit": 1.5e6, "100kbit": 1e5, "1gbit": 1e9, "64000": 64000, " 10mbit ": 10e6} {
+	for in, want := range map[string]uint64{"100mbit": 100e6, "1.5Mbit": 1.5e6, "100kbit": 1e5, "1gbit": 1e9, "64000": 64000, " 10mbit ": 10e6,
+		"100Mbit/s": 100e6, "1Gbit/s": 1e9, "500kbit/s": 5e5, "8000bit/s": 8000, "2.5 Mbit/s": 2.5e6} {
 		if got, err := ParseBandwidth(in); err != nil || got != want {
 			t.Errorf("ParseBandwidth(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "fast", "-1mbit", "0", "1bit", "1tbit", "NaNmbit", "infmbit"} {
+	for _, in := range []string{"", "fast", "-1mbit", "0", "1bit", "1tbit", "NaNmbit", "infmbit", "100Mbit/h", "/s", "Mbit/s"} {
 		if _, err := ParseBandwidth(in); err == nil {
 			t.Errorf("ParseBandwidth(%q) succeeded", in)
 		}
 	}
-	for bps, want := range map[uint64]string{100e6: "100mbit", 1.5e6: "1500kbit", 1e9: "1gbit", 64001: "64001bit"} {
+	for bps, want := range map[uint64]string{100e6: "100Mbit/s", 1.5e6: "1500kbit/s", 1e9: "1Gbit/s", 64001: "64001bit/s"} {
 		got := FormatBandwidth(bps)
 		back, err := ParseBandwidth(got)
 		if got != want || err != nil || back != bps {

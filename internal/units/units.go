@@ -1,0 +1,48 @@
+// Package units writes measured quantities for people: latencies in the
+// unit that keeps them between 1 and 999, numbers to three significant
+// digits. Every table, log line and report of gait uses it, so a number
+// reads the same wherever it appears.
+package units
+
+import (
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Seconds writes a latency in seconds with three significant digits and the
+// unit that keeps it between 1 and 999: 45.2µs, 1.23ms, 2.5s.
+func Seconds(v float64) string {
+	if v == 0 {
+		return "0"
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	// Round first so 999.96µs becomes 1ms, not "1e+03µs".
+	exp := math.Floor(math.Log10(math.Abs(v)))
+	scale := math.Pow(10, exp-2)
+	v = math.Round(v/scale) * scale
+	for _, u := range []struct {
+		div  float64
+		name string
+	}{{1, "s"}, {1e-3, "ms"}, {1e-6, "µs"}} {
+		if math.Abs(v) >= u.div*(1-1e-9) {
+			return Sig(v/u.div) + u.name
+		}
+	}
+	return Sig(v/1e-9) + "ns"
+}
+
+// Sig writes v with at most three significant digits, without an exponent
+// below 10^6.
+func Sig(v float64) string {
+	if v != 0 && (math.Abs(v) >= 1e6 || math.Abs(v) < 1e-3) {
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
+	s := strconv.FormatFloat(v, 'g', 3, 64)
+	if strings.ContainsRune(s, 'e') {
+		s = strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return s
+}
