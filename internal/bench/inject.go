@@ -52,7 +52,6 @@ type schedule struct {
 	events  []Event
 	roles   []string // per fault: the role its target had when resolved
 	active  []bool
-	current int           // the fault limp is acting on (it acts on one at a time)
 	due     int           // faults due at 0 not yet applied
 	ready   chan struct{} // closed once they are
 	cancel  context.CancelFunc
@@ -74,7 +73,7 @@ func (s *schedule) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		faults = append(faults, limp.Fault{Injector: tracked{inj, s, i}, Target: s.target(ctx, i),
+		faults = append(faults, limp.Fault{Injector: inj, Target: s.target(ctx, i),
 			Factor: max(f.Factor, 1), At: f.At, For: f.For})
 		if f.At == 0 {
 			s.due++
@@ -111,7 +110,6 @@ func (s *schedule) started(t time.Time) {
 // target resolves fault i's target when limp applies it.
 func (s *schedule) target(ctx context.Context, i int) limp.Target {
 	return func() (*testbed.Host, error) {
-		s.acting(i)
 		name, role, err := s.lr.resolve(ctx, s.faults[i].Target)
 		if err != nil {
 			return nil, err
@@ -124,11 +122,12 @@ func (s *schedule) target(ctx context.Context, i int) limp.Target {
 }
 
 // record keeps one of limp's events. limp.Run calls it from its goroutine,
-// in order.
+// in order; the event's Fault indexes s.faults, as the list given to
+// limp.Run is in the same order.
 func (s *schedule) record(e limp.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i := s.current
+	i := e.Fault
 	f := s.faults[i]
 	ev := Event{Action: e.Action, Fault: e.Kind, Factor: f.Factor, Target: f.Target, Host: e.Host}
 	if e.Err != nil {
@@ -156,25 +155,6 @@ func (s *schedule) record(e limp.Event) {
 }
 
 func (s *schedule) log(ev Event) { s.lr.logf("  %s", ev) }
-
-func (s *schedule) acting(i int) {
-	s.mu.Lock()
-	s.current = i
-	s.mu.Unlock()
-}
-
-// tracked tells the schedule which fault limp clears; limp's events name
-// only the kind.
-type tracked struct {
-	limp.Injector
-	s *schedule
-	i int
-}
-
-func (t tracked) Clear(h *testbed.Host) error {
-	t.s.acting(t.i)
-	return t.Injector.Clear(h)
-}
 
 // stop ends the schedule: limp clears every fault still applied (a crashed
 // host is restarted) before it returns.

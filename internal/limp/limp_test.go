@@ -722,9 +722,9 @@ func TestSchedule(t *testing.T) {
 	}
 	var got []string
 	for _, e := range events {
-		got = append(got, fmt.Sprintf("%s %s %s %g", e.Action, e.Kind, e.Host, e.Factor))
+		got = append(got, fmt.Sprintf("%s %d %s %s %g", e.Action, e.Fault, e.Kind, e.Host, e.Factor))
 	}
-	want := []string{"apply nic  10", "apply nic h0 10", "apply nic h1 100", "clear nic h0 0", "clear nic h1 0"}
+	want := []string{"apply 2 nic  10", "apply 0 nic h0 10", "apply 1 nic h1 100", "clear 0 nic h0 0", "clear 1 nic h1 0"}
 	if strings.Join(got, "; ") != strings.Join(want, "; ") {
 		t.Errorf("events:\n got %q\nwant %q", got, want)
 	}

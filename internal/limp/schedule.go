@@ -32,6 +32,7 @@ type Fault struct {
 type Event struct {
 	Time   time.Time // when the action began
 	Action string    // "apply" or "clear"
+	Fault  int       // which fault: its index in the list given to Run
 	Kind   string
 	Host   string // empty when the target could not be resolved
 	Factor float64
@@ -59,7 +60,7 @@ func Run(ctx context.Context, faults []Fault, record func(Event)) error {
 	var errs []error
 	do := func(s step) {
 		f := faults[s.fault]
-		ev := Event{Time: time.Now(), Action: "clear", Kind: f.Injector.Kind()}
+		ev := Event{Time: time.Now(), Action: "clear", Fault: s.fault, Kind: f.Injector.Kind()}
 		if s.apply {
 			ev.Action, ev.Factor = "apply", f.Factor
 			h, err := f.Target()
