@@ -2,7 +2,9 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Step is one configuration of a scenario: the baseline (no fault), or every
@@ -10,41 +12,60 @@ import (
 type Step struct {
 	Index int
 	// Factor is the slowdown of the step: 1 for the baseline, 0 for a step
-	// that only crashes.
+	// whose faults all strike fully or not at all (crash, partition).
 	Factor float64
 	Faults []Injection
 }
 
-// Injection is a fault at the factor of one step (0 for a crash).
+// Injection is a fault at the factor of one step (0 for a crash or a
+// partition).
 type Injection struct {
 	Fault
 	Factor float64
 }
 
-// Label names a step in tables and figures: "baseline", "10x", "crash".
+// Label names a step in tables and figures: "baseline", "10x", or for a
+// step without a slowdown what it injects (see strikes): "crash",
+// "partition", "crash+partition".
 func (s Step) Label() string {
 	switch {
 	case s.Index == 0:
 		return "baseline"
 	case s.Factor == 0:
-		return "crash"
+		return s.strikes()
 	}
 	return FormatFactor(s.Factor) + "x"
 }
 
-// key names the step in run directory names: f1, f10, crash.
+// key names the step in run directory names: f1, f10, or for a step
+// without a slowdown what it injects: crash, partition, crash+partition.
 func (s Step) key() string {
 	if s.Factor == 0 {
-		return "crash"
+		return s.strikes()
 	}
 	return "f" + FormatFactor(s.Factor)
+}
+
+// strikes names a step without a slowdown by the kinds of its faults,
+// each once, in the scenario's order, joined by "+" as run.json's fault
+// is: a leader crash and a follower crash make "crash", a crash and a
+// partition "crash+partition".
+func (s Step) strikes() string {
+	var kinds []string
+	for _, f := range s.Faults {
+		if !slices.Contains(kinds, f.Kind) {
+			kinds = append(kinds, f.Kind)
+		}
+	}
+	return strings.Join(kinds, "+")
 }
 
 // FormatFactor writes a factor the shortest way: 10, 2.5.
 func FormatFactor(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
 // Steps returns the baseline and one step per factor of the faults (or a
-// single step when every fault is a crash, none when there is no fault).
+// single step when no fault takes a factor, as a crash or a partition,
+// none when there is no fault).
 func (s *Scenario) Steps() []Step {
 	steps := []Step{{Index: 0, Factor: 1}}
 	if len(s.Inject) == 0 {
@@ -77,7 +98,8 @@ type RunID struct {
 	Rep  int
 }
 
-// Dir is the run's directory name under the output directory: f10-r1.
+// Dir is the run's directory name under the output directory: f10-r1,
+// crash-r1, partition-r1.
 func (r RunID) Dir() string { return fmt.Sprintf("%s-r%d", r.Step.key(), r.Rep) }
 
 func (r RunID) String() string {
@@ -94,4 +116,29 @@ func (s *Scenario) Runs() []RunID {
 		}
 	}
 	return runs
+}
+
+// legacyStrikeKey is what every step without a slowdown was called in run
+// directory names before steps were named by what they inject, whatever
+// it injected (a partition-only step ran in crash-r1).
+const legacyStrikeKey = "crash"
+
+// runsByDir maps the directory name of each of the scenario's runs to the
+// run, for reading an output directory back. A step without a slowdown
+// is also found under its old name, crash-r<rep>, so output directories
+// written before the renaming still load.
+func (s *Scenario) runsByDir() map[string]RunID {
+	ids := map[string]RunID{}
+	for _, id := range s.Runs() {
+		ids[id.Dir()] = id
+	}
+	for _, id := range s.Runs() {
+		if id.Step.Index > 0 && id.Step.Factor == 0 {
+			old := fmt.Sprintf("%s-r%d", legacyStrikeKey, id.Rep)
+			if _, taken := ids[old]; !taken {
+				ids[old] = id
+			}
+		}
+	}
+	return ids
 }

@@ -20,9 +20,9 @@ import (
 // StepSummary sums up the runs of one step (all its repetitions pooled).
 // Latencies are in seconds, throughput in operations per second.
 type StepSummary struct {
-	Label string `json:"label"` // baseline, 10x, crash
+	Label string `json:"label"` // baseline, 10x, or crash, partition, crash+partition
 	// Factor is the step's slowdown, 1 for the baseline; null for a step
-	// that only crashes a host.
+	// without a slowdown (only crashes and partitions).
 	Factor     *float64 `json:"factor"`
 	Fault      string   `json:"fault,omitempty"`
 	Runs       int      `json:"runs"`
@@ -229,10 +229,7 @@ func Reload(out string) (*Scenario, []RunResult, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("reload %s: %w", out, err)
 	}
-	ids := map[string]RunID{}
-	for _, id := range s.Runs() {
-		ids[id.Dir()] = id
-	}
+	ids := s.runsByDir()
 	var results []RunResult
 	for _, rec := range old.Runs {
 		name := filepath.Base(rec.Dir)
