@@ -108,15 +108,13 @@ func describeScenario(s *Scenario) string {
 }
 
 func connectText(c string) string {
-	switch c {
-	case connectAll:
+	if c == connectAll {
 		return "every member"
-	case roleFollower:
-		return "the followers no fault is aimed at"
-	case roleLeader:
-		return "the leader"
 	}
-	return c
+	if _, ok := hostIndex(c); ok {
+		return c
+	}
+	return "the " + c + " members, those no fault is aimed at where others remain"
 }
 
 func faultText(f Fault) string {

@@ -111,8 +111,10 @@ type runner struct {
 	runs    []RunID
 	current int
 	done    []time.Duration // wall time of each finished run
-	rate    float64         // open loop: the calibrated rate, shared by every run
-	maxSeen float64         // the calibration's maximum throughput
+	// maxSeen is the calibrated maximum throughput, for a rate given as
+	// a share of it: measured once, on the first baseline, and shared by
+	// every run.
+	maxSeen float64
 }
 
 func (r *runner) logf(format string, args ...any) { fmt.Fprintf(r.log, format+"\n", args...) }
@@ -153,7 +155,7 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 		res.Wall = time.Since(begin)
 	}()
 	t0 := time.Now()
-	if lr.cluster, err = knownSystems[r.s.System].driver().Start(ctx, tbhost.Hosts(tb, logs)); err != nil {
+	if lr.cluster, err = r.s.sys.New().Start(ctx, tbhost.Hosts(tb, logs)); err != nil {
 		return res, err
 	}
 	res.Ready = time.Since(t0)
@@ -162,12 +164,11 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 	}
 	lr.clients = lr.clientHosts(res.Roles, r.s.Inject)
 	res.Clients = lr.clients
-	r.logf("  cluster ready in %v; %s; clients on %v", res.Ready.Round(time.Millisecond), rolesText(res.Roles), lr.clients)
-	if err := lr.prepare(ctx); err != nil {
-		return res, err
+	if len(lr.clients) == 0 {
+		return res, fmt.Errorf("no member to connect the clients to: connect is %s, the roles are %s", r.s.Workload.Connect, rolesText(res.Roles))
 	}
-	sum, events, err := lr.measure(ctx, res)
-	res.Summary, res.Events = sum, events
+	r.logf("  cluster ready in %v; %s; clients on %v", res.Ready.Round(time.Millisecond), rolesText(res.Roles), lr.clients)
+	res.Summary, res.Events, err = lr.measure(ctx, res)
 	return res, err
 }
 
@@ -271,7 +272,7 @@ func pick(roles map[string]string, target string, clients []string) (string, boo
 	}
 	var cands []string
 	for h, role := range roles {
-		if target == roleAny || role == target {
+		if target == targetAny || role == target {
 			cands = append(cands, h)
 		}
 	}
@@ -320,103 +321,49 @@ func (lr *liveRun) dialer() load.Dialer {
 	}
 }
 
-// prepare preloads the keys and, for a rate given as a share of the
-// maximum, calibrates once, on the first baseline.
-func (lr *liveRun) prepare(ctx context.Context) error {
-	w, sys := lr.s.Workload, knownSystems[lr.s.System]
-	reads := slices.ContainsFunc(w.Mix, func(e load.MixEntry) bool { return e.Name != sys.write })
-	if w.Preload && reads {
-		lr.logf("  preloading %d keys", w.Keys)
-		write := uint8(slices.Index(sys.ops, sys.write))
-		if err := load.Preload(ctx, lr.loadWorkload(), write, lr.dialer(), 16); err != nil {
-			return err
-		}
-	}
-	if w.Rate.Share > 0 && lr.rate == 0 {
-		lr.logf("  calibrating: %v closed loop with %d clients", w.Calibrate, w.CalibrateClients)
-		max, err := load.Calibrate(ctx, lr.loadWorkload(), lr.dialer(), w.CalibrateClients, w.Calibrate, w.Seed)
-		if err != nil {
-			return err
-		}
-		lr.maxSeen, lr.rate = max, w.Rate.Share*max
-		lr.logf("  maximum throughput %.0f/s, so %s is %.0f/s for every run", max, w.Rate, lr.rate)
-	}
-	return nil
-}
-
-func (lr *liveRun) loadWorkload() load.Workload {
-	w := lr.s.Workload
-	return load.Workload{Mix: w.Mix, Keys: w.Keys, KeyDist: w.KeyDist, ValueSize: w.ValueSize}
-}
-
-func (lr *liveRun) loadConfig() load.Config {
-	w := lr.s.Workload
-	c := load.Config{Workload: lr.loadWorkload(), Clients: w.Clients, Duration: w.Duration, Requests: w.Requests,
-		Timeout: w.Timeout, Seed: w.Seed}
-	if w.Rate.PerSecond > 0 || w.Rate.Share > 0 {
-		c.Clients = 0
-		c.Rate, c.Poisson, c.MaxInFlight = w.Rate.PerSecond, w.Poisson, w.MaxInFlight
-		if w.Rate.Share > 0 {
-			c.Rate = lr.rate
-		}
-	}
-	return c
-}
-
-// measure drives the workload with the faults on schedule and writes the
-// run directory.
+// measure preloads the keys, calibrates once for a rate given as a share
+// of the maximum, drives the workload with the faults on schedule and
+// writes the run directory.
 func (lr *liveRun) measure(ctx context.Context, res RunResult) (rundir.Summary, []Event, error) {
-	cfg := lr.loadConfig()
-	w, err := rundir.Create(res.Dir, lr.rundirConfig(res.Roles, cfg))
-	if err != nil {
-		return rundir.Summary{}, nil, err
-	}
 	sched := newSchedule(lr, lr.id.Step.Faults)
-	cfg.Probes = []load.Probe{lr.metricsProbe(), newProcProbe(lr.tb).sample, sched.probe}
-	cfg.Progress = lr.progress(cfg)
-	if err := sched.start(ctx); err != nil {
-		sched.stop()
-		w.Abort()
-		return rundir.Summary{}, nil, err
+	var events []Event
+	around := func(ctx context.Context) (func() map[string]any, error) {
+		if err := sched.start(ctx); err != nil {
+			sched.stop()
+			return nil, err
+		}
+		sched.started(time.Now())
+		return func() map[string]any {
+			events = sched.stop()
+			rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			after, _ := lr.cluster.Roles(rctx)
+			cancel()
+			return map[string]any{"events": events, "ready_seconds": res.Ready.Seconds(), "clients_on": lr.clients,
+				"roles_after": after}
+		}, nil
 	}
-	sched.started(time.Now())
-	out, err := load.Run(ctx, cfg, lr.dialer(), w)
-	events := sched.stop()
-	if err == nil && out.Requests == 0 {
-		err = errors.New("no request completed")
-	}
-	if err != nil {
-		w.Abort()
-		return rundir.Summary{}, events, err
-	}
-	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	after, _ := lr.cluster.Roles(rctx)
-	cancel()
-	extra := map[string]any{"events": events, "ready_seconds": res.Ready.Seconds(), "clients_on": lr.clients,
-		"roles_after": after}
-	if out.FirstError != nil {
-		extra["first_error"] = out.FirstError.Error()
-	}
-	if err := w.Close(extra); err != nil {
-		return rundir.Summary{}, events, err
-	}
-	run, err := rundir.Open(res.Dir)
+	out, err := load.Measure(ctx, load.Measurement{
+		Spec: lr.s.Workload.Spec, Dial: lr.dialer(), Ops: lr.s.sys.Ops, Write: lr.s.sys.Write,
+		Dir: res.Dir, Run: lr.rundirConfig(res.Roles), Record: lr.workloadRecord(),
+		MaxThroughput: lr.maxSeen, Around: around, Log: func(format string, args ...any) { lr.logf("  "+format, args...) },
+		Probes:   []load.Probe{lr.metricsProbe(), newProcProbe(lr.tb).sample, sched.probe},
+		Progress: lr.progress(),
+	})
+	lr.maxSeen = out.MaxThroughput
 	if err != nil {
 		return rundir.Summary{}, events, err
 	}
-	sum, err := run.Summary()
-	if err == nil {
-		lr.logf("  %d requests, %.0f/s, mean %s, p99 %s, %d errors, %d timeouts", sum.Requests, sum.Throughput,
-			units.Seconds(sum.Mean), units.Seconds(sum.P99), sum.Errors, sum.Timeouts)
-	}
-	return sum, events, err
+	sum := out.Summary
+	lr.logf("  %d requests, %.0f/s, mean %s, p99 %s, %d errors, %d timeouts", sum.Requests, sum.Throughput,
+		units.Seconds(sum.Mean), units.Seconds(sum.P99), sum.Errors, sum.Timeouts)
+	return sum, events, nil
 }
 
-func (lr *liveRun) rundirConfig(roles map[string]string, cfg load.Config) rundir.Config {
+func (lr *liveRun) rundirConfig(roles map[string]string) rundir.Config {
 	st := lr.id.Step
 	kinds, targets := faultNames(lr.s.Inject)
 	c := rundir.Config{Name: lr.s.Name, Scenario: lr.s.File, System: lr.s.System, Factor: st.Factor,
-		Repetition: lr.id.Rep, Ops: knownSystems[lr.s.System].ops, Workload: lr.workloadRecord(cfg)}
+		Repetition: lr.id.Rep}
 	if st.Index > 0 {
 		c.Fault, c.Target = kinds, targets
 	}
@@ -434,25 +381,9 @@ func (lr *liveRun) rundirConfig(roles map[string]string, cfg load.Config) rundir
 	return c
 }
 
-// workloadRecord is the resolved workload as run.json keeps it.
-func (lr *liveRun) workloadRecord(c load.Config) map[string]any {
-	w := map[string]any{"mix": c.Workload.Mix.String(), "keys": c.Workload.Keys, "key_dist": c.Workload.KeyDist.String(),
-		"value_size": c.Workload.ValueSize, "seed": c.Seed, "timeout": c.Timeout.Seconds(), "connect": lr.s.Workload.Connect,
-		"bandwidth_bps": lr.s.Bandwidth, "data": lr.s.Data}
-	if c.Rate > 0 {
-		w["loop"], w["rate"], w["poisson"], w["max_in_flight"] = "open", c.Rate, c.Poisson, c.MaxInFlight
-	} else {
-		w["loop"], w["clients"] = "closed", c.Clients
-	}
-	if lr.s.Workload.Rate.Share > 0 {
-		w["rate_share"], w["max_throughput"] = lr.s.Workload.Rate.Share, lr.maxSeen
-	}
-	if c.Duration > 0 {
-		w["duration"] = c.Duration.Seconds()
-	}
-	if c.Requests > 0 {
-		w["requests"] = c.Requests
-	}
+// workloadRecord is what run.json keeps of the scenario beside the workload.
+func (lr *liveRun) workloadRecord() map[string]any {
+	w := map[string]any{"connect": lr.s.Workload.Connect, "bandwidth_bps": lr.s.Bandwidth, "data": lr.s.Data}
 	if d := lr.s.Disk; d != nil {
 		w["disk_bandwidth"], w["disk_latency"] = d.Bandwidth, d.Latency.Seconds()
 	}
@@ -501,8 +432,8 @@ func (p *procProbe) sample(emit func(string, float64)) {
 }
 
 // progress reports the run and the scenario's ETA once a second.
-func (lr *liveRun) progress(cfg load.Config) func(load.Progress) {
-	planned := cfg.Duration
+func (lr *liveRun) progress() func(load.Progress) {
+	planned := lr.s.Workload.Duration
 	return func(p load.Progress) {
 		st := Status{Run: lr.current + 1, Runs: len(lr.runs), ID: lr.id, Elapsed: p.Elapsed, Planned: planned,
 			Requests: p.Done, ScenarioRun: time.Since(lr.started), ETA: lr.eta(p)}

@@ -19,8 +19,11 @@ import (
 	"strings"
 	"time"
 
+	_ "github.com/gait-dev/gait/internal/systems/all" // the systems a scenario may name
+
 	"github.com/gait-dev/gait/internal/limpfs"
 	"github.com/gait-dev/gait/internal/load"
+	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/testbed"
 	"gopkg.in/yaml.v3"
 )
@@ -45,6 +48,8 @@ type Scenario struct {
 	Workload Workload
 	Inject   []Fault
 	Repeat   int
+
+	sys systems.System
 }
 
 // Disk is the emulated disk of every host at factor 1.
@@ -53,24 +58,11 @@ type Disk struct {
 	Latency   time.Duration // added to every operation
 }
 
-// Workload is what the clients do during each run.
+// Workload is what the clients do during each run: the workload spec
+// load defines, and the members the clients talk to.
 type Workload struct {
-	Mix              load.Mix
-	Keys             int
-	KeyDist          load.KeyDist
-	ValueSize        int
-	Clients          int       // closed loop
-	Rate             load.Rate // open loop
-	Poisson          bool
-	MaxInFlight      int
-	Duration         time.Duration
-	Requests         int
-	Timeout          time.Duration // per request
-	Connect          string        // which members clients talk to: leader, follower, all or a host name
-	Preload          bool
-	Calibrate        time.Duration // calibration run for a rate in %
-	CalibrateClients int
-	Seed             uint64
+	load.Spec
+	Connect string // a role, all, or a host name
 }
 
 // Fault is one injection of a scenario.
@@ -91,26 +83,17 @@ var faultKinds = []string{"nic", "disk", "cpu", "crash", "partition"}
 // no slowdown factors.
 var allOrNothing = []string{"crash", "partition"}
 
-// Roles a fault target or connect may name besides a host name.
+// What a fault target or connect may name besides a role of the system or
+// a host name.
 const (
-	roleLeader   = "leader"
-	roleFollower = "follower"
-	roleAny      = "any"
-	connectAll   = "all"
+	targetAny  = "any"
+	connectAll = "all"
 )
 
 // Where the hosts' data directories live.
 const (
 	DataMemory = "memory"
 	DataDisk   = "disk"
-)
-
-// Defaults of a scenario's optional fields.
-const (
-	DefaultDuration  = 20 * time.Second
-	DefaultTimeout   = 10 * time.Second
-	DefaultKeys      = 1000
-	DefaultValueSize = "1KiB"
 )
 
 // Load reads and validates a scenario file.
@@ -181,8 +164,8 @@ func (s *Scenario) parseTop(top object) error {
 	if s.System, n, err = top.required("system"); err != nil {
 		return err
 	}
-	if _, ok := knownSystems[s.System]; !ok {
-		return top.errorf(n, "system", "unknown system %q (known: %s)", s.System, strings.Join(systemNames(), ", "))
+	if s.sys, err = systems.Lookup(s.System); err != nil {
+		return top.errorf(n, "system", "%v", err)
 	}
 	if !top.has("nodes") {
 		return top.errorf(top.node, "nodes", "missing (required)")
@@ -222,94 +205,77 @@ func (s *Scenario) workload(top object) (Workload, error) {
 	if err != nil {
 		return Workload{}, err
 	}
-	w := Workload{Preload: true}
-	mix, n, err := o.required("op")
-	if err != nil {
+	w := Workload{Spec: load.NewSpec()}
+	if err := s.readSpec(o, &w.Spec); err != nil {
 		return w, err
 	}
-	if w.Mix, err = load.ParseMix(mix, knownSystems[s.System].ops); err != nil {
-		return w, o.errorf(n, "workload.op", "%v", err)
-	}
-	if w.Keys, err = o.integer("keys", DefaultKeys, 1); err != nil {
+	if w.Spec, err = w.Spec.Resolve(); err != nil {
+		var se *load.SpecError
+		if errors.As(err, &se) {
+			n, ok := o.values[se.Field]
+			if !ok {
+				n = o.node
+			}
+			return w, o.errorf(n, "workload."+se.Field, "%s", se.Msg)
+		}
 		return w, err
 	}
-	if w.KeyDist, err = parsed(o, "key_dist", load.KeyDist{}, load.ParseKeyDist); err != nil {
+	var n *yaml.Node
+	if w.Connect, n, err = o.str("connect", s.sys.DefaultConnect(s.Nodes)); err != nil {
 		return w, err
 	}
-	size, err := parsed(o, "value_size", int64(1024), parseValueSize)
-	if err != nil {
-		return w, err
-	}
-	w.ValueSize = int(size)
-	if err := parseLoop(o, &w); err != nil {
-		return w, err
-	}
-	if err := parseLength(o, &w); err != nil {
-		return w, err
-	}
-	if w.Preload, err = o.boolean("preload", true); err != nil {
-		return w, err
-	}
-	def := roleFollower
-	if s.Nodes == 1 {
-		def = roleLeader
-	}
-	if w.Connect, n, err = o.str("connect", def); err != nil {
-		return w, err
-	}
-	if err := s.checkTarget(w.Connect, []string{roleLeader, roleFollower, connectAll}); err != nil {
+	if err := s.checkTarget(w.Connect, connectAll, true); err != nil {
 		return w, o.errorf(n, "workload.connect", "%v", err)
 	}
-	seed, err := o.integer("seed", 1, 0)
+	return w, nil
+}
+
+// readSpec reads the workload's fields as given; load.Spec.Resolve checks
+// how they go together and fills in the rest.
+func (s *Scenario) readSpec(o object, w *load.Spec) error {
+	mix, n, err := o.required("op")
+	if err != nil {
+		return err
+	}
+	if w.Mix, err = load.ParseMix(mix, s.sys.Ops); err != nil {
+		return o.errorf(n, "workload.op", "%v", err)
+	}
+	size, err := parsed(o, "value_size", int64(w.ValueSize), load.ParseSize)
+	w.ValueSize = int(size)
+	if err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		key string
+		to  *int
+	}{{"keys", &w.Keys}, {"clients", &w.Clients}, {"max_in_flight", &w.MaxInFlight}, {"calibrate_clients", &w.CalibrateClients},
+		{"requests", &w.Requests}} {
+		if *f.to, err = o.integer(f.key, 0, 1); err != nil {
+			return err
+		}
+	}
+	for _, f := range []struct {
+		key string
+		to  *time.Duration
+	}{{"duration", &w.Duration}, {"timeout", &w.Timeout}, {"calibrate", &w.Calibrate}} {
+		if *f.to, err = parsed(o, f.key, 0, positiveDuration); err != nil {
+			return err
+		}
+	}
+	if w.KeyDist, err = parsed(o, "key_dist", load.KeyDist{}, load.ParseKeyDist); err != nil {
+		return err
+	}
+	if w.Rate, err = parsed(o, "rate", load.Rate{}, load.ParseRate); err != nil {
+		return err
+	}
+	if w.Poisson, err = o.boolean("poisson", false); err != nil {
+		return err
+	}
+	if w.Preload, err = o.boolean("preload", true); err != nil {
+		return err
+	}
+	seed, err := o.integer("seed", load.DefaultSeed, 0)
 	w.Seed = uint64(seed)
-	return w, err
-}
-
-// parseLoop reads the closed loop (clients) or the open one (rate).
-func parseLoop(o object, w *Workload) error {
-	var err error
-	switch {
-	case o.has("clients") && o.has("rate"):
-		return o.errorf(o.values["rate"], "workload.rate", "give clients (closed loop) or rate (open loop), not both")
-	case o.has("rate"):
-		if w.Rate, err = parsed(o, "rate", load.Rate{}, load.ParseRate); err != nil {
-			return err
-		}
-		if w.Poisson, err = o.boolean("poisson", false); err != nil {
-			return err
-		}
-		if w.MaxInFlight, err = o.integer("max_in_flight", load.DefaultMaxInFlight, 1); err != nil {
-			return err
-		}
-		if w.Calibrate, err = parsed(o, "calibrate", 3*time.Second, positiveDuration); err != nil {
-			return err
-		}
-		w.CalibrateClients, err = o.integer("calibrate_clients", 16, 1)
-		return err
-	}
-	for _, k := range []string{"poisson", "max_in_flight", "calibrate", "calibrate_clients"} {
-		if o.has(k) {
-			return o.errorf(o.values[k], "workload."+k, "only applies to an open loop (rate)")
-		}
-	}
-	w.Clients, err = o.integer("clients", 8, 1)
-	return err
-}
-
-// parseLength reads how long a run lasts and how long a request may take.
-func parseLength(o object, w *Workload) error {
-	var err error
-	if w.Requests, err = o.integer("requests", 0, 1); err != nil {
-		return err
-	}
-	def := DefaultDuration
-	if w.Requests > 0 {
-		def = 0
-	}
-	if w.Duration, err = parsed(o, "duration", def, positiveDuration); err != nil {
-		return err
-	}
-	w.Timeout, err = parsed(o, "timeout", DefaultTimeout, positiveDuration)
 	return err
 }
 
@@ -349,7 +315,7 @@ func (s *Scenario) parseFault(d doc, n *yaml.Node, path string) (Fault, error) {
 	if err != nil {
 		return f, err
 	}
-	if err := s.checkTarget(target, []string{roleLeader, roleFollower, roleAny}); err != nil {
+	if err := s.checkTarget(target, targetAny, false); err != nil {
 		return f, o.errorf(tn, path+".target", "%v", err)
 	}
 	f.Target = target
@@ -376,8 +342,11 @@ func (s *Scenario) parseFactors(o object, path string, f *Fault) error {
 	if !ok {
 		return o.errorf(o.node, path+".factors", "missing: the slowdowns to inject, like [10, 100, 1000]")
 	}
-	if fn.Kind != yaml.SequenceNode || len(fn.Content) == 0 {
+	if fn.Kind != yaml.SequenceNode {
 		return o.errorf(fn, path+".factors", "want a list of slowdown factors like [10, 100, 1000], got %s", describe(fn))
+	}
+	if len(fn.Content) == 0 {
+		return o.errorf(fn, path+".factors", "the list is empty: give the slowdowns to inject, like [10, 100, 1000]")
 	}
 	for i, vn := range fn.Content {
 		vp := fmt.Sprintf("%s.factors[%d]", path, i)
@@ -429,11 +398,19 @@ func (s *Scenario) checkSteps(top object, n *yaml.Node) error {
 	return nil
 }
 
-// checkTarget accepts a role of roles or a host name h0..h<nodes-1>.
-func (s *Scenario) checkTarget(t string, roles []string) error {
-	if slices.Contains(roles, t) {
-		if t == roleFollower && s.Nodes < 2 {
-			return fmt.Errorf("%q needs at least 2 nodes, the scenario has %d", t, s.Nodes)
+// checkTarget accepts a host name h0..h<nodes-1>, extra, or a role of the
+// system that a cluster of the scenario's size has (that clients may talk
+// to, if clients is set).
+func (s *Scenario) checkTarget(t, extra string, clients bool) error {
+	if t == extra {
+		return nil
+	}
+	if r, ok := s.sys.Role(t); ok {
+		switch {
+		case clients && !r.Client:
+			return fmt.Errorf("clients cannot talk to a %s of %s", t, s.System)
+		case s.Nodes < r.MinNodes:
+			return fmt.Errorf("%q needs at least %d nodes, the scenario has %d", t, r.MinNodes, s.Nodes)
 		}
 		return nil
 	}
@@ -443,7 +420,8 @@ func (s *Scenario) checkTarget(t string, roles []string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("%q is neither a role (%s) nor a host name (h0 to h%d)", t, strings.Join(roles, ", "), s.Nodes-1)
+	return fmt.Errorf("%q is neither a role of %s (%s), %s, nor a host name (h0 to h%d)", t, s.System,
+		strings.Join(s.sys.RoleNames(clients), ", "), extra, s.Nodes-1)
 }
 
 // hostIndex reads a testbed host name, h0, h1, ...
@@ -494,14 +472,6 @@ func nonNegativeDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not a duration like 0s, 500ms or 20s", s)
 	}
 	return d, nil
-}
-
-func parseValueSize(s string) (int64, error) {
-	n, err := load.ParseSize(s)
-	if err == nil && n > 64<<20 {
-		err = fmt.Errorf("%s is larger than 64MiB", s)
-	}
-	return n, err
 }
 
 // parseByteRate reads a disk bandwidth such as 80MB/s or 100MiB/s.

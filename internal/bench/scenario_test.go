@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gait-dev/gait/internal/load"
 )
 
 const good = `name: etcd-leader-nic
@@ -29,7 +31,7 @@ func TestParseGood(t *testing.T) {
 		t.Errorf("top level: %+v", s)
 	}
 	if w.Mix.String() != "put:1" || w.Keys != 1000 || w.ValueSize != 1024 || w.Clients != 8 ||
-		w.Duration != 20*time.Second || w.Timeout != DefaultTimeout || w.Connect != "follower" || !w.Preload {
+		w.Duration != 20*time.Second || w.Timeout != load.DefaultTimeout || w.Connect != "follower" || !w.Preload {
 		t.Errorf("workload: %+v", w)
 	}
 	if len(s.Inject) != 1 || !slices.Equal(s.Inject[0].Factors, []float64{10, 100, 1000}) || s.Inject[0].Target != "leader" {
@@ -227,6 +229,20 @@ func TestMalformed(t *testing.T) {
 			"f.yaml:4: workload: want a mapping of op, keys"},
 		{"bad preload", wl("{op: put, preload: yes please}"),
 			`f.yaml:4: workload.preload: "yes please" is not true or false`},
+		{"empty factors", inj("{fault: nic, target: leader, factors: []}"),
+			"f.yaml:6: inject[0].factors: the list is empty"},
+		{"value size over the limit", wl("{op: put, value_size: 513MiB}"),
+			"f.yaml:4: workload.value_size: 513MiB: want at most 512MiB"},
+		{"max in flight closed loop", wl("{op: put, max_in_flight: 4}"),
+			"f.yaml:4: workload.max_in_flight: only applies to an open loop (rate)"},
+		{"calibrate with an absolute rate", wl("{op: put, rate: 500/s, calibrate: 2s}"),
+			"f.yaml:4: workload.calibrate: only applies to a rate given as a share"},
+		// redis has no followers: its servers are independent primaries.
+		{"role the system does not have", strings.NewReplacer("system: etcd", "system: redis", "op: put", "op: set").Replace(good),
+			`f.yaml:6: inject[0].target: "leader" is neither a role of redis (primary), any, nor a host name (h0 to h2)`},
+		{"connect to a role the system does not have", strings.NewReplacer("system: etcd", "system: redis", "op: put", "op: set, connect: follower",
+			"target: leader", "target: any").Replace(good),
+			`f.yaml:4: workload.connect: "follower" is neither a role of redis (primary), all, nor a host name (h0 to h2)`},
 		{"not a mapping", "- a\n- b\n",
 			"f.yaml:1: want a mapping of name, description"},
 		{"empty", "",
@@ -244,6 +260,27 @@ func TestMalformed(t *testing.T) {
 				t.Errorf("error\n  %v\nwant it to start with\n  %s", err, c.want)
 			}
 		})
+	}
+}
+
+// A system without followers connects its clients to a role it has: redis
+// on three nodes passed --dry-run before and then divided by zero, with no
+// follower to connect to.
+func TestDefaultConnectFromTheSystem(t *testing.T) {
+	src := strings.NewReplacer("system: etcd", "system: redis", "op: put", "op: set", "target: leader", "target: any").Replace(good)
+	s, err := Parse("f.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Workload.Connect != "primary" {
+		t.Errorf("connect %q, want primary", s.Workload.Connect)
+	}
+	one, err := Parse("f.yaml", []byte(strings.Replace(good, "nodes: 3", "nodes: 1", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.Workload.Connect != "leader" {
+		t.Errorf("etcd on one node: connect %q, want leader", one.Workload.Connect)
 	}
 }
 

@@ -15,20 +15,10 @@ import (
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/procstat"
 	"github.com/gait-dev/gait/internal/rundir"
-	"github.com/gait-dev/gait/internal/systems/redis"
+	"github.com/gait-dev/gait/internal/systems"
+	_ "github.com/gait-dev/gait/internal/systems/all" // the systems --system may name
 	"github.com/spf13/cobra"
 )
-
-// loadSystem is what gait load needs of a system.
-type loadSystem struct {
-	ops     []string
-	preload int // operation that writes a key, -1 if none
-	dialer  func(addr string) load.Dialer
-}
-
-var loadSystems = map[string]loadSystem{
-	"redis": {ops: redis.Ops, preload: int(redis.OpSet), dialer: redis.Dialer},
-}
 
 type loadFlags struct {
 	system, addr, name, out       string
@@ -71,23 +61,24 @@ from /proc once a second into the run's time series. See docs/load.md.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.system, "system", "redis", "system the server runs (redis)")
+	fl.StringVar(&f.system, "system", "redis", "system the server runs ("+strings.Join(dialableSystems(), ", ")+")")
 	fl.StringVar(&f.addr, "addr", "", "server address HOST:PORT (required)")
-	fl.IntVar(&f.clients, "clients", 8, "closed loop: concurrent clients")
+	// Flags left at 0 take load.Spec's defaults, the same as a scenario's.
+	fl.IntVar(&f.clients, "clients", 0, fmt.Sprintf("closed loop: concurrent clients (default %d)", load.DefaultClients))
 	fl.StringVar(&f.rate, "rate", "", "open loop: arrival rate, 2000/s or a share of the maximum throughput like 50%")
 	fl.BoolVar(&f.poisson, "poisson", false, "open loop: Poisson arrivals instead of evenly spaced ones")
-	fl.IntVar(&f.maxInFlight, "max-in-flight", load.DefaultMaxInFlight, "open loop: most requests outstanding at once (one connection each)")
+	fl.IntVar(&f.maxInFlight, "max-in-flight", 0, fmt.Sprintf("open loop: most requests outstanding at once, one connection each (default %d)", load.DefaultMaxInFlight))
 	fl.StringVar(&f.mix, "mix", "get:50,set:50", "operation mix, OP:WEIGHT,...")
-	fl.IntVar(&f.keys, "keys", 1000, "number of keys")
+	fl.IntVar(&f.keys, "keys", 0, fmt.Sprintf("number of keys (default %d)", load.DefaultKeys))
 	fl.StringVar(&f.keyDist, "key-dist", "uniform", "key popularity: uniform, zipf or zipf:S (S > 1)")
-	fl.StringVar(&f.valueSize, "value-size", "1KiB", "bytes per written value: 64B, 1KiB, 16KiB, ...")
-	fl.DurationVar(&f.duration, "duration", 0, "run length (default 10s unless --requests is given)")
+	fl.StringVar(&f.valueSize, "value-size", load.FormatSize(load.DefaultValueSize), "bytes per written value: 64B, 1KiB, 16KiB, ... (at most "+load.FormatSize(load.MaxValueSize)+")")
+	fl.DurationVar(&f.duration, "duration", 0, fmt.Sprintf("run length (default %v unless --requests is given)", load.DefaultDuration))
 	fl.IntVar(&f.requests, "requests", 0, "stop after this many requests")
-	fl.DurationVar(&f.timeout, "timeout", 0, "per-request timeout; 0 waits as long as it takes")
-	fl.DurationVar(&f.calibrate, "calibrate", 3*time.Second, "length of the calibration run for a rate given in %")
-	fl.IntVar(&f.calibrateClients, "calibrate-clients", 16, "clients of the calibration run")
+	fl.DurationVar(&f.timeout, "timeout", 0, fmt.Sprintf("per-request timeout (default %v)", load.DefaultTimeout))
+	fl.DurationVar(&f.calibrate, "calibrate", 0, fmt.Sprintf("length of the calibration run for a rate given in %% (default %v)", load.DefaultCalibrate))
+	fl.IntVar(&f.calibrateClients, "calibrate-clients", 0, fmt.Sprintf("clients of the calibration run (default %d)", load.DefaultCalibrateClients))
 	fl.BoolVar(&f.noPreload, "no-preload", false, "do not write every key before the run")
-	fl.Uint64Var(&f.seed, "seed", 1, "random seed of the ops, keys, values and arrivals")
+	fl.Uint64Var(&f.seed, "seed", load.DefaultSeed, "random seed of the ops, keys, values and arrivals")
 	fl.StringArrayVar(&f.factors, "factor", nil, "configuration factor NAME=VALUE stored with the run (repeatable)")
 	fl.StringArrayVar(&f.pids, "pid", nil, "sample process [LABEL=]PID from /proc once a second (repeatable)")
 	fl.StringVar(&f.name, "name", "", "run name (default load-SYSTEM)")
@@ -95,20 +86,34 @@ from /proc once a second into the run's time series. See docs/load.md.`,
 	return cmd
 }
 
+// dialableSystems are the systems gait load can drive at an address.
+func dialableSystems() []string {
+	var names []string
+	for _, n := range systems.Names() {
+		if sys, _ := systems.Lookup(n); sys.Dial != nil {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
 // loadPlan is the resolved, validated command line.
 type loadPlan struct {
-	sys     loadSystem
-	cfg     load.Config
-	rate    load.Rate
+	sys     systems.System
+	spec    load.Spec
 	factors map[string]string
 	targets []procstat.Target
 }
 
 func resolveLoad(cmd *cobra.Command, f loadFlags) (loadPlan, error) {
 	var p loadPlan
-	var ok bool
-	if p.sys, ok = loadSystems[f.system]; !ok {
-		return p, fmt.Errorf("--system %q: unknown system (known: redis)", f.system)
+	var err error
+	if p.sys, err = systems.Lookup(f.system); err != nil {
+		return p, fmt.Errorf("--system: %w", err)
+	}
+	if p.sys.Dial == nil {
+		return p, fmt.Errorf("--system %q: gait load drives a running server of %s only; %s runs under gait run",
+			f.system, strings.Join(dialableSystems(), ", "), f.system)
 	}
 	if f.addr == "" {
 		return p, errors.New("--addr is required: the address of a running server, like 127.0.0.1:6379")
@@ -119,11 +124,7 @@ func resolveLoad(cmd *cobra.Command, f loadFlags) (loadPlan, error) {
 	if _, err := os.Stat(f.out); err == nil {
 		return p, fmt.Errorf("--out %s: already exists", f.out)
 	}
-	var err error
-	if p.cfg.Workload, err = resolveWorkload(f, p.sys.ops); err != nil {
-		return p, err
-	}
-	if err := resolveLoop(cmd, f, &p); err != nil {
+	if p.spec, err = loadSpec(cmd, f, p.sys.Ops); err != nil {
 		return p, err
 	}
 	if p.factors, err = parseFactors(f.factors); err != nil {
@@ -133,64 +134,47 @@ func resolveLoad(cmd *cobra.Command, f loadFlags) (loadPlan, error) {
 	return p, err
 }
 
-func resolveWorkload(f loadFlags, ops []string) (load.Workload, error) {
-	var wl load.Workload
+// loadSpec reads the workload flags into load's one spec and resolves it
+// there, naming a wrong field by its flag.
+func loadSpec(cmd *cobra.Command, f loadFlags, ops []string) (load.Spec, error) {
+	s := load.NewSpec()
 	var err error
-	if wl.Mix, err = load.ParseMix(f.mix, ops); err != nil {
-		return wl, fmt.Errorf("--mix: %w", err)
+	if s.Mix, err = load.ParseMix(f.mix, ops); err != nil {
+		return s, fmt.Errorf("--mix: %w", err)
 	}
-	if f.keys <= 0 {
-		return wl, fmt.Errorf("--keys %d: want a positive number of keys", f.keys)
-	}
-	wl.Keys = f.keys
-	if wl.KeyDist, err = load.ParseKeyDist(f.keyDist); err != nil {
-		return wl, fmt.Errorf("--key-dist: %w", err)
+	if s.KeyDist, err = load.ParseKeyDist(f.keyDist); err != nil {
+		return s, fmt.Errorf("--key-dist: %w", err)
 	}
 	size, err := load.ParseSize(f.valueSize)
 	if err != nil {
-		return wl, fmt.Errorf("--value-size: %w", err)
+		return s, fmt.Errorf("--value-size: %w", err)
 	}
-	if size > 512<<20 {
-		return wl, fmt.Errorf("--value-size %s: at most 512MiB", f.valueSize)
-	}
-	wl.ValueSize = int(size)
-	return wl, nil
-}
-
-func resolveLoop(cmd *cobra.Command, f loadFlags, p *loadPlan) error {
-	c := &p.cfg
 	if f.rate != "" {
-		if cmd.Flags().Changed("clients") {
-			return errors.New("--clients and --rate exclude each other: --clients runs a closed loop, --rate an open one")
+		if s.Rate, err = load.ParseRate(f.rate); err != nil {
+			return s, fmt.Errorf("--rate: %w", err)
 		}
-		var err error
-		if p.rate, err = load.ParseRate(f.rate); err != nil {
-			return fmt.Errorf("--rate: %w", err)
-		}
-		if f.maxInFlight <= 0 {
-			return fmt.Errorf("--max-in-flight %d: want a positive number", f.maxInFlight)
-		}
-		if f.calibrateClients <= 0 || f.calibrate <= 0 {
-			return errors.New("--calibrate and --calibrate-clients must be positive")
-		}
-		c.Rate, c.Poisson, c.MaxInFlight = p.rate.PerSecond, f.poisson, f.maxInFlight
-	} else {
-		if f.poisson {
-			return errors.New("--poisson needs --rate (it shapes open-loop arrivals)")
-		}
-		if f.clients <= 0 {
-			return fmt.Errorf("--clients %d: want a positive number of clients", f.clients)
-		}
-		c.Clients = f.clients
 	}
-	if f.duration < 0 || f.requests < 0 || f.timeout < 0 {
-		return errors.New("--duration, --requests and --timeout must not be negative")
+	s.ValueSize, s.Keys, s.Clients, s.Poisson, s.MaxInFlight = int(size), f.keys, f.clients, f.poisson, f.maxInFlight
+	s.Calibrate, s.CalibrateClients, s.Preload, s.Seed = f.calibrate, f.calibrateClients, !f.noPreload, f.seed
+	s.Duration, s.Requests, s.Timeout = f.duration, f.requests, f.timeout
+	// A flag left at 0 takes its default, so 0 given on purpose is refused.
+	for _, v := range []struct {
+		flag  string
+		value int64
+	}{{"keys", int64(f.keys)}, {"clients", int64(f.clients)}, {"max-in-flight", int64(f.maxInFlight)},
+		{"calibrate-clients", int64(f.calibrateClients)}, {"requests", int64(f.requests)}, {"duration", int64(f.duration)},
+		{"timeout", int64(f.timeout)}, {"calibrate", int64(f.calibrate)}} {
+		if v.value < 0 || (v.value == 0 && cmd.Flags().Changed(v.flag)) {
+			return s, fmt.Errorf("--%s %s: want a positive value", v.flag, cmd.Flags().Lookup(v.flag).Value)
+		}
 	}
-	c.Duration, c.Requests, c.Timeout, c.Seed = f.duration, f.requests, f.timeout, f.seed
-	if c.Duration == 0 && c.Requests == 0 {
-		c.Duration = 10 * time.Second
+	if s, err = s.Resolve(); err != nil {
+		var se *load.SpecError
+		if errors.As(err, &se) {
+			return s, fmt.Errorf("--%s: %s", strings.ReplaceAll(se.Field, "_", "-"), se.Msg)
+		}
 	}
-	return nil
+	return s, err
 }
 
 // parseFactors reads NAME=VALUE pairs. Names and values end up as CSV cells
@@ -236,97 +220,32 @@ func runLoad(ctx context.Context, cmd *cobra.Command, f loadFlags) error {
 		return err
 	}
 	stderr := cmd.ErrOrStderr()
-	dial := p.sys.dialer(f.addr)
-	wl := p.cfg.Workload
 	fmt.Fprintf(stderr, "gait load: %s at %s, mix %s, %d keys (%s), %s values\n",
-		f.system, f.addr, wl.Mix, wl.Keys, wl.KeyDist, load.FormatSize(int64(wl.ValueSize)))
-	if !f.noPreload && p.sys.preload >= 0 {
-		fmt.Fprintf(stderr, "preloading %d keys\n", wl.Keys)
-		if err := load.Preload(ctx, wl, uint8(p.sys.preload), dial, 16); err != nil {
-			return err
-		}
-	}
-	var maxThroughput float64
-	if p.rate.Share > 0 {
-		fmt.Fprintf(stderr, "calibrating: %v closed loop with %d clients\n", f.calibrate, f.calibrateClients)
-		if maxThroughput, err = load.Calibrate(ctx, wl, dial, f.calibrateClients, f.calibrate, f.seed); err != nil {
-			return err
-		}
-		p.cfg.Rate = p.rate.Share * maxThroughput
-		fmt.Fprintf(stderr, "maximum throughput %.0f/s, so %s is %.0f/s\n", maxThroughput, p.rate, p.cfg.Rate)
-	}
-	if len(p.targets) > 0 {
-		p.cfg.Probes = []load.Probe{procstat.NewSampler(p.targets...).Sample}
-	}
-	fmt.Fprintf(stderr, "running %s, %s\n", p.cfg.Mode(), planned(p.cfg))
-	p.cfg.Progress = progressPrinter(stderr, p.cfg)
-
+		f.system, f.addr, p.spec.Mix, p.spec.Keys, p.spec.KeyDist, load.FormatSize(int64(p.spec.ValueSize)))
 	name := f.name
 	if name == "" {
 		name = "load-" + f.system
 	}
-	w, err := rundir.Create(f.out, rundir.Config{Name: name, System: f.system, Factor: 1, Ops: p.sys.ops,
-		Hosts: []rundir.Host{{Name: f.system, Address: f.addr}}, Factors: p.factors,
-		Workload: workloadRecord(p, maxThroughput)})
-	if err != nil {
-		return err
+	m := load.Measurement{Spec: p.spec, Dial: p.sys.Dial(f.addr), Ops: p.sys.Ops, Write: p.sys.Write, Dir: f.out,
+		Run: rundir.Config{Name: name, System: f.system, Factor: 1, Hosts: []rundir.Host{{Name: f.system, Address: f.addr}},
+			Factors: p.factors},
+		Log:              func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
+		Progress:         progressPrinter(stderr),
+		AllFailedIsError: true,
 	}
-	res, err := load.Run(ctx, p.cfg, dial, w)
-	if err == nil && res.Requests > 0 && res.Errors+res.Timeouts == res.Requests {
-		err = fmt.Errorf("every one of %d requests failed, first: %w", res.Requests, res.FirstError)
+	if len(p.targets) > 0 {
+		m.Probes = []load.Probe{procstat.NewSampler(p.targets...).Sample}
 	}
+	out, err := load.Measure(ctx, m)
 	if err != nil {
-		w.Abort()
 		return fmt.Errorf("load %s: %w (nothing written)", f.out, err)
 	}
-	extra := map[string]any{}
-	if res.FirstError != nil {
-		extra["first_error"] = res.FirstError.Error()
-	}
-	if err := w.Close(extra); err != nil {
-		return err
-	}
-	return printLoadSummary(cmd.OutOrStdout(), f.out, res)
-}
-
-func planned(c load.Config) string {
-	switch {
-	case c.Duration > 0 && c.Requests > 0:
-		return fmt.Sprintf("%d requests or %v", c.Requests, c.Duration)
-	case c.Requests > 0:
-		return fmt.Sprintf("%d requests", c.Requests)
-	}
-	return c.Duration.String()
-}
-
-// workloadRecord is the resolved workload as stored in run.json.
-func workloadRecord(p loadPlan, maxThroughput float64) map[string]any {
-	c := p.cfg
-	w := map[string]any{"mix": c.Workload.Mix.String(), "keys": c.Workload.Keys,
-		"key_dist": c.Workload.KeyDist.String(), "value_size": c.Workload.ValueSize, "seed": c.Seed}
-	if c.Rate > 0 {
-		w["loop"], w["rate"], w["poisson"], w["max_in_flight"] = "open", c.Rate, c.Poisson, c.MaxInFlight
-	} else {
-		w["loop"], w["clients"] = "closed", c.Clients
-	}
-	if p.rate.Share > 0 {
-		w["rate_share"], w["max_throughput"] = p.rate.Share, maxThroughput
-	}
-	if c.Duration > 0 {
-		w["duration"] = c.Duration.Seconds()
-	}
-	if c.Requests > 0 {
-		w["requests"] = c.Requests
-	}
-	if c.Timeout > 0 {
-		w["timeout"] = c.Timeout.Seconds()
-	}
-	return w
+	return printLoadSummary(cmd.OutOrStdout(), f.out, out)
 }
 
 // progressPrinter rewrites one line on a terminal and prints a line a
 // second elsewhere (a log keeps every line).
-func progressPrinter(w io.Writer, c load.Config) func(load.Progress) {
+func progressPrinter(w io.Writer) func(load.Progress) {
 	end := "\n"
 	if f, ok := w.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
@@ -348,21 +267,14 @@ func progressPrinter(w io.Writer, c load.Config) func(load.Progress) {
 	}
 }
 
-func printLoadSummary(w io.Writer, dir string, res load.Result) error {
-	run, err := rundir.Open(dir)
-	if err != nil {
-		return err
-	}
-	s, err := run.Summary()
-	if err != nil {
-		return err
-	}
+func printLoadSummary(w io.Writer, dir string, m load.Measured) error {
+	s := m.Summary
 	ms := func(sec float64) string { return strconv.FormatFloat(sec*1e3, 'f', 3, 64) + "ms" }
 	line := fmt.Sprintf("%s: %d requests in %.2fs (%.0f/s), mean %s p50 %s p99 %s max %s, %d errors, %d timeouts",
 		dir, s.Requests, s.Duration, s.Throughput, ms(s.Mean), ms(s.P50), ms(s.P99), ms(s.Max), s.Errors, s.Timeouts)
-	if res.FirstError != nil {
-		line += fmt.Sprintf(" (first: %v)", res.FirstError)
+	if m.Result.FirstError != nil {
+		line += fmt.Sprintf(" (first: %v)", m.Result.FirstError)
 	}
-	_, err = fmt.Fprintln(w, line)
+	_, err := fmt.Fprintln(w, line)
 	return err
 }

@@ -2,7 +2,6 @@ package load
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -24,10 +23,29 @@ func Preload(ctx context.Context, wl Workload, kind uint8, dial Dialer, clients 
 		wg.Go(func() { errs[i] = preloadStripe(ctx, dial, i, clients, wl.Keys, Op{Kind: kind, Value: value}) })
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("load: preload %d keys: %w", wl.Keys, err)
+	return firstOf(errs, fmt.Sprintf("load: preload %d keys", wl.Keys))
+}
+
+// firstOf reports the first of the clients' errors and how many others
+// failed: sixteen copies of "connection refused" say no more than one.
+func firstOf(errs []error, what string) error {
+	var first error
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			failed++
+			if first == nil {
+				first = err
+			}
+		}
 	}
-	return nil
+	switch {
+	case failed == 0:
+		return nil
+	case failed > 1:
+		return fmt.Errorf("%s: %w (and %d more clients failed)", what, first, failed-1)
+	}
+	return fmt.Errorf("%s: %w", what, first)
 }
 
 // preloadStripe writes keys i, i+n, i+2n, ...

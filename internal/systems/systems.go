@@ -47,8 +47,6 @@ type Cluster interface {
 	Roles(ctx context.Context) (map[string]string, error)
 	// Client returns a client talking to the member on host.
 	Client(host string) (load.Client, error)
-	// Ops names the operations this system's clients support, in load.Op kind order.
-	Ops() []string
 	// Metrics probes white-box metrics, keyed "name{host=h}".
 	Metrics(ctx context.Context) (map[string]float64, error)
 	// Restart starts the member on host again after a crash.

@@ -107,9 +107,6 @@ func (c *Cluster) Client(host string) (load.Client, error) {
 	return &client{cli: cli, rangeLimit: c.d.RangeLimit}, nil
 }
 
-// Ops names the operations of the clients, in load.Op kind order.
-func (c *Cluster) Ops() []string { return slices.Clone(Ops) }
-
 func (c *Cluster) member(host string) (*member, error) {
 	m, ok := c.byName[host]
 	if !ok {

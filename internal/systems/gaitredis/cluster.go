@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -146,9 +145,6 @@ func (c *Cluster) RedisAddr(host string) string {
 	}
 	return c.d.addr(m.host, c.d.RedisPort)
 }
-
-// Ops names the operations of the clients, in load.Op kind order.
-func (c *Cluster) Ops() []string { return slices.Clone(Ops) }
 
 func (c *Cluster) member(host string) (*member, error) {
 	m, ok := c.byName[host]

@@ -132,14 +132,14 @@ type Servers struct {
 
 var _ systems.Cluster = (*Servers)(nil)
 
-// Roles calls every running server "leader": each is the only authority
-// on its own data. One that has exited is "down".
+// Roles calls every running server "primary" (Redis's master): each is the
+// only authority on its own data. One that has exited is "down".
 func (c *Servers) Roles(context.Context) (map[string]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	roles := map[string]string{}
 	for name, p := range c.procs {
-		roles[name] = "leader"
+		roles[name] = "primary"
 		if p.Exited() {
 			roles[name] = "down"
 		}
@@ -165,8 +165,6 @@ func (c *Servers) Client(host string) (load.Client, error) {
 	defer cancel()
 	return Dial(ctx, addr)
 }
-
-func (c *Servers) Ops() []string { return slices.Clone(Ops) }
 
 // InfoFields are the fields of INFO that Metrics reports, as gauges or
 // running totals.

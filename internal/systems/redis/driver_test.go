@@ -30,7 +30,7 @@ func TestDriver(t *testing.T) {
 	defer c.Stop()
 	ctx := context.Background()
 	rs, err := c.Roles(ctx)
-	if err != nil || rs["h1"] != "leader" || rs["h2"] != "leader" {
+	if err != nil || rs["h1"] != "primary" || rs["h2"] != "primary" {
 		t.Fatalf("roles %v, %v", rs, err)
 	}
 

@@ -1,0 +1,163 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/gait-dev/gait/internal/rundir"
+)
+
+// Measurement is one measured run of a workload against a system: what gait
+// run does for every run of a scenario and gait load does once.
+type Measurement struct {
+	Spec  Spec // resolved
+	Dial  Dialer
+	Ops   []string // the system's operations, in Op kind order
+	Write string   // the operation that writes a key, for preloading
+	Dir   string   // the run directory to create
+	// Run describes the run in run.json; Measure adds the workload.
+	Run rundir.Config
+	// Record holds more of the workload for run.json (where the clients
+	// connect, the links' bandwidth, ...).
+	Record map[string]any
+	// MaxThroughput is the maximum an earlier calibration of the same
+	// workload found; 0 calibrates now if the rate is a share of it.
+	MaxThroughput float64
+	Probes        []Probe
+	Progress      func(Progress)
+	Log           func(format string, args ...any) // phase lines; nil discards them
+	// Around, if set, is called just before the first request (a fault
+	// schedule starts there); the function it returns is called right after
+	// the last one, and what that returns is kept in run.json.
+	Around func(ctx context.Context) (after func() map[string]any, err error)
+	// AllFailedIsError fails the measurement when every request failed,
+	// for a server the user pointed gait at (a wrong address or port shows
+	// as an error, not as a run). Under limpware that is a result.
+	AllFailedIsError bool
+}
+
+// Measured is what a measurement found.
+type Measured struct {
+	Summary       rundir.Summary
+	Result        Result
+	MaxThroughput float64 // the calibrated maximum, 0 without calibration
+}
+
+// Measure preloads the keys, calibrates an open loop given as a share,
+// drives the workload and records it in m.Dir. On an error, or when ctx
+// ends, the run directory is not left behind.
+func Measure(ctx context.Context, m Measurement) (Measured, error) {
+	logf := m.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	s := m.Spec
+	out := Measured{MaxThroughput: m.MaxThroughput}
+	write := slices.Index(m.Ops, m.Write)
+	reads := slices.ContainsFunc(s.Mix, func(e MixEntry) bool { return e.Name != m.Write })
+	if s.Preload && reads && write >= 0 {
+		logf("preloading %d keys", s.Keys)
+		if err := Preload(ctx, s.Workload(), uint8(write), m.Dial, 16); err != nil {
+			return out, err
+		}
+	}
+	rate := s.Rate.PerSecond
+	if s.Rate.Share > 0 {
+		if out.MaxThroughput == 0 {
+			logf("calibrating: %v closed loop with %d clients", s.Calibrate, s.CalibrateClients)
+			max, err := Calibrate(ctx, s.Workload(), m.Dial, s.CalibrateClients, s.Calibrate, s.Seed)
+			if err != nil {
+				return out, err
+			}
+			out.MaxThroughput = max
+		}
+		rate = s.Rate.Share * out.MaxThroughput
+		logf("maximum throughput %.0f/s, so %s is %.0f/s", out.MaxThroughput, s.Rate, rate)
+	}
+	cfg := s.Config(rate)
+	cfg.Probes, cfg.Progress = m.Probes, m.Progress
+	logf("running %s, %s", cfg.Mode(), cfg.Planned())
+	rc := m.Run
+	rc.Ops = m.Ops
+	rc.Workload = record(s, cfg, out.MaxThroughput, m.Record)
+	w, err := rundir.Create(m.Dir, rc)
+	if err != nil {
+		return out, err
+	}
+	after := func() map[string]any { return map[string]any{} }
+	if m.Around != nil {
+		if after, err = m.Around(ctx); err != nil {
+			w.Abort()
+			return out, err
+		}
+	}
+	out.Result, err = Run(ctx, cfg, m.Dial, w)
+	extra := after()
+	if err == nil {
+		err = failed(out.Result, m.AllFailedIsError)
+	}
+	if err != nil {
+		w.Abort()
+		return out, err
+	}
+	if out.Result.FirstError != nil {
+		extra["first_error"] = out.Result.FirstError.Error()
+	}
+	if err := w.Close(extra); err != nil {
+		return out, err
+	}
+	run, err := rundir.Open(m.Dir)
+	if err != nil {
+		return out, err
+	}
+	out.Summary, err = run.Summary()
+	return out, err
+}
+
+// failed says why a finished run does not count.
+func failed(r Result, allFailedIsError bool) error {
+	switch {
+	case r.Requests == 0:
+		return errors.New("no request completed")
+	case allFailedIsError && r.Errors+r.Timeouts == r.Requests:
+		return fmt.Errorf("every one of %d requests failed, first: %w", r.Requests, r.FirstError)
+	}
+	return nil
+}
+
+// record is the resolved workload as run.json keeps it.
+func record(s Spec, c Config, maxThroughput float64, more map[string]any) map[string]any {
+	w := map[string]any{"mix": s.Mix.String(), "keys": s.Keys, "key_dist": s.KeyDist.String(),
+		"value_size": s.ValueSize, "seed": s.Seed, "timeout": s.Timeout.Seconds()}
+	if c.Rate > 0 {
+		w["loop"], w["rate"], w["poisson"], w["max_in_flight"] = "open", c.Rate, c.Poisson, c.MaxInFlight
+	} else {
+		w["loop"], w["clients"] = "closed", c.Clients
+	}
+	if s.Rate.Share > 0 {
+		w["rate_share"], w["max_throughput"] = s.Rate.Share, maxThroughput
+	}
+	if c.Duration > 0 {
+		w["duration"] = c.Duration.Seconds()
+	}
+	if c.Requests > 0 {
+		w["requests"] = c.Requests
+	}
+	for k, v := range more {
+		w[k] = v
+	}
+	return w
+}
+
+// Planned says how long c runs: "20s", "1000 requests", "1000 requests or 20s".
+func (c Config) Planned() string {
+	switch {
+	case c.Duration > 0 && c.Requests > 0:
+		return fmt.Sprintf("%d requests or %v", c.Requests, c.Duration)
+	case c.Requests > 0:
+		return fmt.Sprintf("%d requests", c.Requests)
+	}
+	return c.Duration.String()
+}

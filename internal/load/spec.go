@@ -1,0 +1,172 @@
+package load
+
+import (
+	"fmt"
+	"time"
+)
+
+// Spec is a workload as a user gives it, in a scenario's workload: block or
+// on gait load's command line: the one place its defaults and its rules
+// live. Start from NewSpec, set what the user gave, then Resolve. A zero
+// field was not given and takes its default, except those NewSpec sets,
+// whose zero is a value of its own (a seed of 0, empty values).
+type Spec struct {
+	Mix       Mix
+	Keys      int
+	KeyDist   KeyDist
+	ValueSize int // bytes
+	Preload   bool
+	Seed      uint64
+
+	// Closed loop: Clients; open loop: Rate and the rest.
+	Clients          int
+	Rate             Rate
+	Poisson          bool
+	MaxInFlight      int
+	Calibrate        time.Duration // the calibration run of a rate given as a share
+	CalibrateClients int
+
+	Duration time.Duration
+	Requests int
+	Timeout  time.Duration // per request
+}
+
+// Defaults of a workload.
+const (
+	DefaultKeys             = 1000
+	DefaultValueSize        = 1 << 10
+	DefaultSeed             = 1
+	DefaultClients          = 8
+	DefaultDuration         = 20 * time.Second
+	DefaultTimeout          = 10 * time.Second
+	DefaultCalibrate        = 3 * time.Second
+	DefaultCalibrateClients = 16
+	// MaxValueSize is the largest value a workload writes: Redis's own
+	// limit on a bulk string.
+	MaxValueSize = 512 << 20
+)
+
+// NewSpec returns a spec with nothing given yet.
+func NewSpec() Spec {
+	return Spec{ValueSize: DefaultValueSize, Preload: true, Seed: DefaultSeed}
+}
+
+// SpecError says which field of a workload is wrong, named as a scenario
+// names it (max_in_flight); each front end spells the name its own way.
+type SpecError struct {
+	Field string
+	Msg   string
+}
+
+func (e *SpecError) Error() string { return e.Field + ": " + e.Msg }
+
+func specErrorf(field, format string, args ...any) error {
+	return &SpecError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// OpenLoop reports whether the spec issues requests at a rate.
+func (s Spec) OpenLoop() bool { return s.Rate.PerSecond > 0 || s.Rate.Share > 0 }
+
+// Resolve checks s and fills in the defaults of what was not given. Every
+// error is a *SpecError.
+func (s Spec) Resolve() (Spec, error) {
+	if err := s.check(); err != nil {
+		return s, err
+	}
+	if s.Keys == 0 {
+		s.Keys = DefaultKeys
+	}
+	if s.OpenLoop() {
+		s.MaxInFlight = orDefault(s.MaxInFlight, DefaultMaxInFlight)
+		if s.Rate.Share > 0 {
+			s.Calibrate = orDefault(s.Calibrate, DefaultCalibrate)
+			s.CalibrateClients = orDefault(s.CalibrateClients, DefaultCalibrateClients)
+		}
+	} else {
+		s.Clients = orDefault(s.Clients, DefaultClients)
+	}
+	if s.Duration == 0 && s.Requests == 0 {
+		s.Duration = DefaultDuration
+	}
+	s.Timeout = orDefault(s.Timeout, DefaultTimeout)
+	return s, nil
+}
+
+// orDefault is v, or def when v was not given.
+func orDefault[T int | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func (s Spec) check() error {
+	switch {
+	case len(s.Mix) == 0:
+		return specErrorf("op", "missing: the operation mix, like get:50,set:50")
+	case s.Keys < 0:
+		return specErrorf("keys", "%d: want a positive number of keys", s.Keys)
+	case s.ValueSize < 0 || s.ValueSize > MaxValueSize:
+		return specErrorf("value_size", "%s: want at most %s", FormatSize(int64(s.ValueSize)), FormatSize(MaxValueSize))
+	case s.KeyDist.Zipf && !(s.KeyDist.S > 1):
+		return specErrorf("key_dist", "zipf exponent %g: want a number > 1", s.KeyDist.S)
+	case s.Clients < 0:
+		return specErrorf("clients", "%d: want a positive number of clients", s.Clients)
+	case s.Clients > 0 && s.OpenLoop():
+		return specErrorf("rate", "give clients (closed loop) or rate (open loop), not both")
+	case s.Duration < 0:
+		return specErrorf("duration", "%v: must not be negative", s.Duration)
+	case s.Requests < 0:
+		return specErrorf("requests", "%d: must not be negative", s.Requests)
+	case s.Timeout < 0:
+		return specErrorf("timeout", "%v: must not be negative", s.Timeout)
+	}
+	for _, e := range s.Mix {
+		if e.Weight <= 0 {
+			return specErrorf("op", "weight of %s must be positive, got %d", e.Name, e.Weight)
+		}
+	}
+	if s.OpenLoop() {
+		return s.checkOpen()
+	}
+	for _, f := range []struct {
+		name  string
+		given bool
+	}{{"poisson", s.Poisson}, {"max_in_flight", s.MaxInFlight != 0}, {"calibrate", s.Calibrate != 0},
+		{"calibrate_clients", s.CalibrateClients != 0}} {
+		if f.given {
+			return specErrorf(f.name, "only applies to an open loop (rate)")
+		}
+	}
+	return nil
+}
+
+func (s Spec) checkOpen() error {
+	switch {
+	case s.MaxInFlight < 0:
+		return specErrorf("max_in_flight", "%d: want a positive number", s.MaxInFlight)
+	case s.Calibrate < 0:
+		return specErrorf("calibrate", "%v: want a positive duration", s.Calibrate)
+	case s.CalibrateClients < 0:
+		return specErrorf("calibrate_clients", "%d: want a positive number of clients", s.CalibrateClients)
+	case s.Rate.Share == 0 && (s.Calibrate != 0 || s.CalibrateClients != 0):
+		return specErrorf("calibrate", "only applies to a rate given as a share of the maximum, like 50%%")
+	}
+	return nil
+}
+
+// Workload is the part of the spec that says what each request does.
+func (s Spec) Workload() Workload {
+	return Workload{Mix: s.Mix, Keys: s.Keys, KeyDist: s.KeyDist, ValueSize: s.ValueSize}
+}
+
+// Config is the load run of a resolved spec; rate is the open loop's
+// arrival rate per second, calibrated when the spec gives a share.
+func (s Spec) Config(rate float64) Config {
+	c := Config{Workload: s.Workload(), Clients: s.Clients, Duration: s.Duration, Requests: s.Requests,
+		Timeout: s.Timeout, Seed: s.Seed}
+	if s.OpenLoop() {
+		c.Clients, c.Rate, c.Poisson, c.MaxInFlight = 0, rate, s.Poisson, s.MaxInFlight
+	}
+	return c
+}

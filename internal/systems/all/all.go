@@ -1,0 +1,9 @@
+// Package all registers every system driver gait has; import it for its
+// side effect wherever a system is chosen by name.
+package all
+
+import (
+	_ "github.com/gait-dev/gait/internal/systems/etcd"
+	_ "github.com/gait-dev/gait/internal/systems/gaitredis"
+	_ "github.com/gait-dev/gait/internal/systems/redis"
+)
