@@ -23,9 +23,7 @@ var latencyColumns = []string{"latency_ns", "latency_us", "latency_ms", "latency
 // configuration's factor values are decoded once, when it first appears.
 type csvReader struct {
 	path    string
-	r       *bufio.Reader
-	line    int
-	long    []byte // holds a line longer than the read buffer
+	lines   lineReader
 	header  []string
 	latCol  int
 	perSec  float64
@@ -42,23 +40,23 @@ type csvGroup struct {
 }
 
 func loadCSV(path string, r *bufio.Reader, opt Options) ([]Configuration, error) {
-	c := &csvReader{path: path, r: r, index: map[string]*csvGroup{}}
+	c := &csvReader{path: path, lines: lineReader{r: r, max: MaxCSVLine}, index: map[string]*csvGroup{}}
 	if err := c.readHeader(opt); err != nil {
 		return nil, err
 	}
 	for {
-		line, err := c.next()
+		line, err := c.lines.next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", path, err)
+			return nil, c.readError(err)
 		}
 		if len(line) == 0 {
 			continue
 		}
 		if err := c.row(line); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, c.line, err)
+			return nil, fmt.Errorf("%s:%d: %w", path, c.lines.line, err)
 		}
 	}
 	if len(c.groups) == 0 {
@@ -67,58 +65,45 @@ func loadCSV(path string, r *bufio.Reader, opt Options) ([]Configuration, error)
 	return c.configurations(), nil
 }
 
-// next returns the next line without its line ending; the slice is valid
-// until the following call.
-func (c *csvReader) next() ([]byte, error) {
-	line, err := c.r.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		c.long = append(c.long[:0], line...)
-		for errors.Is(err, bufio.ErrBufferFull) {
-			line, err = c.r.ReadSlice('\n')
-			c.long = append(c.long, line...)
-		}
-		line = c.long
+// readError names the file, and the line when the error is about one.
+func (c *csvReader) readError(err error) error {
+	if errors.Is(err, errLineTooLong) {
+		return fmt.Errorf("%s:%d: %w", c.path, c.lines.line, err)
 	}
-	if err == io.EOF && len(line) > 0 {
-		err = nil // a last line without a newline
-	}
-	if err != nil {
-		return nil, err
-	}
-	c.line++
-	line = bytes.TrimSuffix(line, []byte{'\n'})
-	return bytes.TrimSuffix(line, []byte{'\r'}), nil
+	return fmt.Errorf("read %s: %w", c.path, err)
 }
 
 func (c *csvReader) readHeader(opt Options) error {
 	var line []byte
 	for len(line) == 0 {
 		var err error
-		if line, err = c.next(); err != nil {
+		if line, err = c.lines.next(); err == io.EOF {
 			return fmt.Errorf("%s: no header row", c.path)
+		} else if err != nil {
+			return c.readError(err)
 		}
-		if c.line == 1 {
+		if c.lines.line == 1 {
 			line = bytes.TrimPrefix(line, utf8BOM)
 		}
 	}
 	fields, err := splitQuoted(line)
 	if err != nil {
-		return fmt.Errorf("%s:%d: header: %w", c.path, c.line, err)
+		return fmt.Errorf("%s:%d: header: %w", c.path, c.lines.line, err)
 	}
 	seen := map[string]bool{}
 	for i, f := range fields {
 		name := strings.TrimSpace(string(f))
 		if name == "" {
-			return fmt.Errorf("%s:%d: header: column %d has no name", c.path, c.line, i+1)
+			return fmt.Errorf("%s:%d: header: column %d has no name", c.path, c.lines.line, i+1)
 		}
 		if seen[name] {
-			return fmt.Errorf("%s:%d: header: column %q appears twice", c.path, c.line, name)
+			return fmt.Errorf("%s:%d: header: column %s appears twice", c.path, c.lines.line, quote(name))
 		}
 		seen[name] = true
 		c.header = append(c.header, name)
 	}
 	if c.latCol, c.perSec, err = latencyColumn(c.header, opt); err != nil {
-		return fmt.Errorf("%s:%d: %w", c.path, c.line, err)
+		return fmt.Errorf("%s:%d: %w", c.path, c.lines.line, err)
 	}
 	return nil
 }
@@ -133,7 +118,7 @@ func latencyColumn(header []string, opt Options) (int, float64, error) {
 			}
 		}
 		if col < 0 {
-			return 0, 0, fmt.Errorf("no column %q (columns: %s)", opt.LatencyColumn, strings.Join(header, ", "))
+			return 0, 0, fmt.Errorf("no column %s (columns: %s)", quote(opt.LatencyColumn), columnList(header))
 		}
 	} else {
 		var found []string
@@ -146,10 +131,10 @@ func latencyColumn(header []string, opt Options) (int, float64, error) {
 		switch {
 		case len(found) == 0:
 			return 0, 0, fmt.Errorf("no latency column: name it latency_ns, latency_us, latency_ms or latency_s, "+
-				"or choose one with --latency-column (columns: %s)", strings.Join(header, ", "))
+				"or choose one with --latency-column (columns: %s)", columnList(header))
 		case len(found) > 1:
 			return 0, 0, fmt.Errorf("several latency columns (%s): choose one with --latency-column",
-				strings.Join(found, ", "))
+				columnList(found))
 		}
 	}
 	name := header[col]
@@ -162,7 +147,7 @@ func latencyColumn(header []string, opt Options) (int, float64, error) {
 	unit := opt.Unit
 	switch {
 	case unit == "" && suffix == "":
-		return 0, 0, fmt.Errorf("column %s: its name gives no unit: give one with --unit", name)
+		return 0, 0, fmt.Errorf("column %s: its name gives no unit: give one with --unit", columnList([]string{name}))
 	case unit == "":
 		unit = suffix
 	case suffix != "" && units[suffix] != units[unit]:
@@ -286,11 +271,11 @@ func (c *csvReader) latency(field []byte) (float64, error) {
 		v, err = strconv.ParseFloat(unsafe.String(unsafe.SliceData(field), len(field)), 64)
 		switch {
 		case err != nil && !errors.Is(err, strconv.ErrRange):
-			return 0, fmt.Errorf("column %s: %q is not a number", c.header[c.latCol], field)
+			return 0, fmt.Errorf("column %s: %s is not a number", c.header[c.latCol], quote(field))
 		case err != nil || math.IsInf(v, 0) || math.IsNaN(v):
-			return 0, fmt.Errorf("column %s: %q is not a finite number", c.header[c.latCol], field)
+			return 0, fmt.Errorf("column %s: %s is not a finite number", c.header[c.latCol], quote(field))
 		case v < 0:
-			return 0, fmt.Errorf("column %s: negative latency %q", c.header[c.latCol], field)
+			return 0, fmt.Errorf("column %s: negative latency %s", c.header[c.latCol], quote(field))
 		}
 	}
 	return v / c.perSec, nil

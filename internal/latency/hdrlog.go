@@ -5,15 +5,19 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// maxHistogramSamples bounds how many samples a histogram log may expand to
+// MaxHistogramSamples bounds how many samples a histogram log may expand to
 // (8 GiB of float64s): beyond it the analysis would not fit in memory.
-const maxHistogramSamples = 1 << 30
+const MaxHistogramSamples = 1 << 30
+
+// maxSamples is MaxHistogramSamples; the fuzz test lowers it.
+var maxSamples = MaxHistogramSamples
 
 // The histogram log is the text format of HdrHistogram's HistogramLogWriter
 // (Java, Go, C) and of the tools built on it (jHiccup, wrk2's forks,
@@ -45,10 +49,19 @@ func loadHistogramLog(path string, r *bufio.Reader, opt Options) ([]Configuratio
 	tags := map[string]*hdrTag{}
 	var order []*hdrTag
 	total, intervals := 0, 0
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<16), 1<<26) // one line holds a whole histogram
-	for line := 1; sc.Scan(); line++ {
-		text := bytes.TrimSpace(sc.Bytes())
+	lines := lineReader{r: r, max: MaxHistogramLine}
+	for {
+		text, err := lines.next()
+		if err == io.EOF {
+			break
+		}
+		line := lines.line
+		if errors.Is(err, errLineTooLong) {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		} else if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		text = bytes.TrimSpace(text)
 		if line == 1 {
 			text = bytes.TrimPrefix(text, utf8BOM)
 		}
@@ -66,17 +79,18 @@ func loadHistogramLog(path string, r *bufio.Reader, opt Options) ([]Configuratio
 			tags[tag] = t
 			order = append(order, t)
 		}
-		if total += int(h.TotalCount()); total > maxHistogramSamples {
+		// Compared before adding, so that a count near MaxInt64 cannot
+		// wrap the total past the check.
+		n := h.TotalCount()
+		if n > int64(maxSamples-total) {
 			return nil, fmt.Errorf("%s:%d: more than %d samples in the log; gait analyzes samples in memory",
-				path, line, maxHistogramSamples)
+				path, line, maxSamples)
 		}
+		total += int(n)
 		t.latencies = expand(h, t.latencies)
 		if ratio > 0 {
 			t.ratios = append(t.ratios, ratio)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	var out []Configuration
 	for _, t := range order {
@@ -117,7 +131,7 @@ func parseInterval(text []byte) (string, *hdrhistogram.Histogram, float64, error
 	for i, name := range []string{"start", "length", "max"} {
 		v, err := strconv.ParseFloat(string(fields[i]), 64)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return "", nil, 0, fmt.Errorf("interval %s %q is not a non-negative number", name, fields[i])
+			return "", nil, 0, fmt.Errorf("interval %s %s is not a non-negative number", name, quote(fields[i]))
 		}
 		nums[i] = v
 	}

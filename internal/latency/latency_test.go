@@ -1,6 +1,8 @@
 package latency
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -133,6 +135,34 @@ func TestCSVLongLine(t *testing.T) {
 	}
 	if len(cs) != 2 || cs[0].Factors["tag"] != long || cs[1].Latencies[0] != 6/1e6 {
 		t.Fatalf("got %d configurations", len(cs))
+	}
+}
+
+func TestCSVLimits(t *testing.T) {
+	// A line over MaxCSVLine stops the reader at the limit, with the
+	// line's number; a file that is one endless line is no worse.
+	long := "clients,latency_us\n1,5\n1," + strings.Repeat("\x00", MaxCSVLine) + "\n1,6\n"
+	path := writeFile(t, "long.csv", long)
+	_, err := Load(path, Options{})
+	if err == nil || err.Error() != path+":3: line too long: over 4 MiB, the longest line gait reads" {
+		t.Errorf("line over the limit: %v", err)
+	}
+	// A long bad field is quoted by its first bytes and its length.
+	path = writeFile(t, "field.csv", "clients,latency_us\n1,5\n1,"+strings.Repeat("x", 1<<20)+"\n")
+	_, err = Load(path, Options{})
+	want := path + `:3: column latency_us: "` + strings.Repeat("x", maxQuoted) + `"... (1048576 bytes) is not a number`
+	if err == nil || err.Error() != want {
+		t.Errorf("long bad field: %.200v", err)
+	}
+	// So is a long column name, and a long header lists a few names.
+	var names []string
+	for i := range 30 {
+		names = append(names, fmt.Sprintf("c%d", i))
+	}
+	path = writeFile(t, "wide.csv", strings.Join(names, ",")+","+strings.Repeat("y", 1000)+"\n1\n")
+	_, err = Load(path, Options{})
+	if err == nil || !strings.Contains(err.Error(), "c11, and 19 more)") || len(err.Error()) > len(path)+300 {
+		t.Errorf("wide header: %v", err)
 	}
 }
 
@@ -303,6 +333,35 @@ func TestCorruptHistogramLog(t *testing.T) {
 	path = writeHistogramLog(t, histogram("a", 0))
 	if _, err := Load(path, Options{}); err == nil || err.Error() != path+": the histogram log holds no samples" {
 		t.Errorf("log of empty intervals: %v", err)
+	}
+}
+
+func TestHistogramLogLimits(t *testing.T) {
+	head := "#[StartTime: 1.0 (seconds since epoch)]\n" +
+		`"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"` + "\n"
+	path := writeFile(t, "long.hlog", head+"0.0,1.0,2.0,HISTFAAAA"+strings.Repeat("A", MaxHistogramLine)+"\n")
+	_, err := Load(path, Options{})
+	if err == nil || err.Error() != path+":3: line too long: over 64 MiB, the longest line gait reads" {
+		t.Errorf("line over the limit: %v", err)
+	}
+	path = writeFile(t, "num.hlog", head+"0.0,"+strings.Repeat("9", 1000)+"x,2.0,HISTFAAAA\n")
+	_, err = Load(path, Options{})
+	want := path + `:3: interval length "` + strings.Repeat("9", maxQuoted) + `"... (1001 bytes) is not a non-negative number`
+	if err == nil || err.Error() != want {
+		t.Errorf("long bad number: %v", err)
+	}
+
+	// Counts whose sum wraps past MaxInt64 must not slip under the sample
+	// limit (the total was once added before it was compared).
+	defer func(n int) { maxSamples = n }(maxSamples)
+	maxSamples = 10
+	few := histogram("", 0, 1000, 1000, 1000)
+	many := histogram("", 1000)
+	many.RecordValues(1000, math.MaxInt64-2)
+	path = writeHistogramLog(t, few, many)
+	_, err = Load(path, Options{})
+	if err == nil || !strings.HasSuffix(err.Error(), ":5: more than 10 samples in the log; gait analyzes samples in memory") {
+		t.Errorf("wrapping counts: %v", err)
 	}
 }
 

@@ -1,0 +1,117 @@
+package latency
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Limits on what one line of input may hold. A reader holds at most one line
+// at a time (plus what it keeps of earlier ones), so these bound its memory
+// whatever the file; docs/analyze.md states them.
+const (
+	// MaxCSVLine is the longest CSV line (a row, with every field) gait
+	// reads: a latency trace's rows are tens of bytes.
+	MaxCSVLine = 4 << 20
+	// MaxHistogramLine is the longest histogram log line: one line holds
+	// a whole compressed histogram, a few kilobytes in practice.
+	MaxHistogramLine = 64 << 20
+)
+
+// errLineTooLong is returned by lineReader.next for a line over its limit;
+// the reader's line number is the long line's.
+var errLineTooLong = errors.New("line too long")
+
+// lineReader reads lines of at most max bytes. A line that fits in the
+// bufio.Reader's buffer is returned in place, without a copy.
+type lineReader struct {
+	r    *bufio.Reader
+	max  int
+	line int    // number of the line last returned (or refused)
+	long []byte // holds a line longer than the read buffer
+}
+
+// next returns the next line without its line ending; the slice is valid
+// until the following call. A line over the limit is an error (wrapping
+// errLineTooLong) that names the limit; the reader stops holding it at the
+// limit, so a file that is one huge line costs no more than the limit.
+func (l *lineReader) next() ([]byte, error) {
+	line, err := l.r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		l.long = append(l.long[:0], line...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			if len(l.long) > l.max {
+				l.line++
+				return nil, l.tooLong()
+			}
+			line, err = l.r.ReadSlice('\n')
+			l.long = append(l.long, line...)
+		}
+		line = l.long
+	}
+	if err == io.EOF && len(line) > 0 {
+		err = nil // a last line without a newline
+	}
+	if err != nil {
+		return nil, err
+	}
+	l.line++
+	line = bytes.TrimSuffix(line, []byte{'\n'})
+	line = bytes.TrimSuffix(line, []byte{'\r'})
+	if len(line) > l.max {
+		return nil, l.tooLong()
+	}
+	return line, nil
+}
+
+func (l *lineReader) tooLong() error {
+	return fmt.Errorf("%w: over %s, the longest line gait reads", errLineTooLong, sizeText(l.max))
+}
+
+// sizeText writes a power-of-two size as "4 MiB".
+func sizeText(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.Itoa(n>>20) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.Itoa(n>>10) + " KiB"
+	}
+	return strconv.Itoa(n) + " bytes"
+}
+
+// maxQuoted is how much of a bad field an error quotes.
+const maxQuoted = 40
+
+// quote quotes a field for an error message: all of it when short, else its
+// first maxQuoted bytes and its length, so an error stays one short line
+// whatever the input.
+func quote[T string | []byte](field T) string {
+	if len(field) <= maxQuoted {
+		return strconv.Quote(string(field))
+	}
+	return strconv.Quote(string(field[:maxQuoted])) + "... (" + strconv.Itoa(len(field)) + " bytes)"
+}
+
+// maxListed is how many column names an error lists.
+const maxListed = 12
+
+// columnList lists column names for an error message, each quoted as quote
+// does when long, and at most maxListed of them.
+func columnList(names []string) string {
+	parts := make([]string, 0, min(len(names), maxListed)+1)
+	for i, n := range names {
+		if i == maxListed {
+			parts = append(parts, fmt.Sprintf("and %d more", len(names)-maxListed))
+			break
+		}
+		if len(n) > maxQuoted {
+			n = quote(n)
+		}
+		parts = append(parts, n)
+	}
+	return strings.Join(parts, ", ")
+}
