@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gait-dev/gait/internal/limp"
 	_ "github.com/gait-dev/gait/internal/systems/all" // the systems a scenario may name
 
 	"github.com/gait-dev/gait/internal/limpfs"
@@ -75,13 +76,6 @@ type Fault struct {
 	// partitioned one rejoined, after it); 0 means until the end of the run.
 	For time.Duration
 }
-
-// Faults a scenario may inject.
-var faultKinds = []string{"nic", "disk", "cpu", "crash", "partition"}
-
-// allOrNothing are the faults that strike fully or not at all, so take
-// no slowdown factors.
-var allOrNothing = []string{"crash", "partition"}
 
 // What a fault target or connect may name besides a role of the system or
 // a host name.
@@ -307,8 +301,8 @@ func (s *Scenario) parseFault(d doc, n *yaml.Node, path string) (Fault, error) {
 	if err != nil {
 		return f, err
 	}
-	if !slices.Contains(faultKinds, kind) {
-		return f, o.errorf(kn, path+".fault", "unknown fault %q (known: %s)", kind, strings.Join(faultKinds, ", "))
+	if _, ok := limp.Lookup(kind); !ok {
+		return f, o.errorf(kn, path+".fault", "unknown fault %q (known: %s)", kind, strings.Join(limp.Kinds(), ", "))
 	}
 	f.Kind = kind
 	target, tn, err := o.required("target")
@@ -333,7 +327,7 @@ func (s *Scenario) parseFault(d doc, n *yaml.Node, path string) (Fault, error) {
 
 func (s *Scenario) parseFactors(o object, path string, f *Fault) error {
 	fn, ok := o.values["factors"]
-	if slices.Contains(allOrNothing, f.Kind) {
+	if !limp.TakesFactor(f.Kind) {
 		if ok {
 			return o.errorf(fn, path+".factors", "a %s has no slowdown factor (use for: to end it after a while)", f.Kind)
 		}
@@ -386,7 +380,7 @@ func (s *Scenario) checkFactor(kind string, v float64) error {
 func (s *Scenario) checkSteps(top object, n *yaml.Node) error {
 	steps := -1
 	for i, f := range s.Inject {
-		if slices.Contains(allOrNothing, f.Kind) {
+		if !limp.TakesFactor(f.Kind) {
 			continue
 		}
 		if steps >= 0 && len(f.Factors) != steps {

@@ -172,7 +172,7 @@ func TestMalformed(t *testing.T) {
 		{"partition with factors", inj("{fault: partition, target: follower, factors: [10]}"),
 			"f.yaml:6: inject[0].factors: a partition has no slowdown factor"},
 		{"unknown fault", inj("{fault: memory, target: leader, factors: [10]}"),
-			`f.yaml:6: inject[0].fault: unknown fault "memory" (known: nic, disk, cpu, crash, partition)`},
+			`f.yaml:6: inject[0].fault: unknown fault "memory" (known: cpu, crash, disk, nic, partition)`},
 		{"unknown target", inj("{fault: nic, target: master, factors: [10]}"),
 			`f.yaml:6: inject[0].target: "master" is neither a role`},
 		{"host out of range", inj("{fault: nic, target: h3, factors: [10]}"),
