@@ -219,8 +219,8 @@ func runLoad(ctx context.Context, cmd *cobra.Command, f loadFlags) error {
 	if err != nil {
 		return err
 	}
-	stderr := cmd.ErrOrStderr()
-	fmt.Fprintf(stderr, "gait load: %s at %s, mix %s, %d keys (%s), %s values\n",
+	status := newStatusLine(cmd.ErrOrStderr())
+	fmt.Fprintf(status, "gait load: %s at %s, mix %s, %d keys (%s), %s values\n",
 		f.system, f.addr, p.spec.Mix, p.spec.Keys, p.spec.KeyDist, load.FormatSize(int64(p.spec.ValueSize)))
 	name := f.name
 	if name == "" {
@@ -229,8 +229,8 @@ func runLoad(ctx context.Context, cmd *cobra.Command, f loadFlags) error {
 	m := load.Measurement{Spec: p.spec, Dial: p.sys.Dial(f.addr), Ops: p.sys.Ops, Write: p.sys.Write, Dir: f.out,
 		Run: rundir.Config{Name: name, System: f.system, Factor: 1, Hosts: []rundir.Host{{Name: f.system, Address: f.addr}},
 			Factors: p.factors},
-		Log:              func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) },
-		Progress:         progressPrinter(stderr),
+		Log:              func(format string, args ...any) { fmt.Fprintf(status, format+"\n", args...) },
+		Progress:         loadProgress(status),
 		AllFailedIsError: true,
 	}
 	if len(p.targets) > 0 {
@@ -243,27 +243,18 @@ func runLoad(ctx context.Context, cmd *cobra.Command, f loadFlags) error {
 	return printLoadSummary(cmd.OutOrStdout(), f.out, out)
 }
 
-// progressPrinter rewrites one line on a terminal and prints a line a
-// second elsewhere (a log keeps every line).
-func progressPrinter(w io.Writer) func(load.Progress) {
-	end := "\n"
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			end = "\r"
-		}
-	}
+// loadProgress shows the run's elapsed time, ETA and requests done.
+func loadProgress(status *statusLine) func(load.Progress) {
 	return func(p load.Progress) {
 		if p.Final {
-			if end == "\r" {
-				fmt.Fprint(w, "\033[K") // clear the progress line
-			}
+			status.clear()
 			return
 		}
 		eta := "?"
 		if p.ETA >= 0 {
 			eta = p.ETA.Round(time.Second).String()
 		}
-		fmt.Fprintf(w, "  %v elapsed, ETA %s, %d requests done%s", p.Elapsed.Round(time.Second), eta, p.Done, end)
+		status.show(fmt.Sprintf("%v elapsed, ETA %s, %d requests done", p.Elapsed.Round(time.Second), eta, p.Done))
 	}
 }
 

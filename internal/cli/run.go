@@ -3,10 +3,8 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gait-dev/gait/internal/bench"
@@ -95,7 +93,8 @@ func runScenario(cmd *cobra.Command, path string, f runFlags) error {
 	defer stop()
 	fmt.Fprintf(stderr, "gait run %s: %d runs, results in %s\n", s.Name, len(s.Runs()), f.out)
 	status := newStatusLine(stderr)
-	results, err := bench.Run(ctx, s, bench.Options{Out: f.out, StateDir: f.stateDir, Log: status, Status: status.update})
+	results, err := bench.Run(ctx, s, bench.Options{Out: f.out, StateDir: f.stateDir, Log: status,
+		Status: func(st bench.Status) { status.show(st.String()) }})
 	status.clear()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -156,54 +155,4 @@ func printPlan(w io.Writer, s *bench.Scenario) error {
 		}
 	}
 	return nil
-}
-
-// statusLine shows the runner's log lines, and its once-a-second status on
-// one line that rewrites itself on a terminal (a log file gets every line).
-type statusLine struct {
-	mu       sync.Mutex // the status comes from the workload's goroutine
-	w        io.Writer
-	terminal bool
-	shown    bool
-}
-
-func newStatusLine(w io.Writer) *statusLine {
-	s := &statusLine{w: w}
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			s.terminal = true
-		}
-	}
-	return s
-}
-
-func (s *statusLine) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.erase()
-	return s.w.Write(p)
-}
-
-func (s *statusLine) update(st bench.Status) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.terminal {
-		fmt.Fprintf(s.w, "\r\033[K  %s", st)
-		s.shown = true
-		return
-	}
-	fmt.Fprintf(s.w, "  %s\n", st)
-}
-
-func (s *statusLine) clear() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.erase()
-}
-
-func (s *statusLine) erase() {
-	if s.shown {
-		fmt.Fprint(s.w, "\r\033[K")
-		s.shown = false
-	}
 }
