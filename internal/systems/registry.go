@@ -21,6 +21,14 @@ type Role struct {
 	Client bool
 }
 
+// ConsensusRoles are the roles of a system replicated by consensus: the
+// clients of the Limplock paper's experiments talk to followers, one alone
+// is its own leader.
+var ConsensusRoles = []Role{
+	{Name: "follower", MinNodes: 2, Client: true},
+	{Name: "leader", MinNodes: 1, Client: true},
+}
+
 // System is what gait knows of a system before it starts one: what a
 // scenario, a workload or gait load may ask of it. Each driver package
 // registers its system once, in an init function; import

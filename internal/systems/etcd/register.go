@@ -7,10 +7,7 @@ func init() {
 		Name:  "etcd",
 		Ops:   Ops,
 		Write: "put",
-		Roles: []systems.Role{
-			{Name: "follower", MinNodes: 2, Client: true},
-			{Name: "leader", MinNodes: 1, Client: true},
-		},
-		New: func() systems.Driver { return New() },
+		Roles: systems.ConsensusRoles,
+		New:   func() systems.Driver { return New() },
 	})
 }
