@@ -369,7 +369,7 @@ func (lr *liveRun) rundirConfig(roles map[string]string) rundir.Config {
 	}
 	slowdown := FormatFactor(st.Factor)
 	if st.Factor == 0 {
-		slowdown = "crash"
+		slowdown = st.Label()
 	}
 	c.Factors = map[string]string{"slowdown": slowdown}
 	if kinds != "" {
