@@ -386,6 +386,14 @@ func TestRunDirectories(t *testing.T) {
 	writeRun(t, filepath.Join(root, "nic"), rundir.Config{System: "etcd", Fault: "nic", Target: "leader",
 		Factor: 100, Repetition: 2, Factors: map[string]string{"clients": "8"}}, 5*time.Millisecond)
 	os.WriteFile(filepath.Join(root, "notes.txt"), []byte("x"), 0o644)
+	// A writer killed before its rename leaves a .partial directory: skipped
+	// among runs, refused on its own.
+	writeRun(t, filepath.Join(root, "killed"), rundir.Config{System: "etcd", Factor: 7}, time.Millisecond)
+	os.Rename(filepath.Join(root, "killed"), filepath.Join(root, "killed"+rundir.PartialSuffix))
+	if _, err := Load(filepath.Join(root, "killed"+rundir.PartialSuffix), Options{}); err == nil ||
+		!strings.Contains(err.Error(), "an unfinished run directory") {
+		t.Errorf("partial run directory: %v", err)
+	}
 
 	one, err := Load(filepath.Join(root, "base"), Options{})
 	if err != nil {

@@ -5,14 +5,17 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/gait-dev/gait/internal/rundir"
 )
 
 // loadDir reads a run directory, or a directory whose subdirectories are run
 // directories (a scenario's output), each run one configuration.
+// A run directory still being written (its name ends in .partial) is refused
+// by name and skipped inside a scenario's output.
 func loadDir(path string) ([]Configuration, error) {
-	if rundir.IsRunDir(path) {
+	if rundir.IsRunDir(path) || strings.HasSuffix(filepath.Clean(path), rundir.PartialSuffix) {
 		c, err := loadRun(path)
 		if err != nil {
 			return nil, err

@@ -3,10 +3,13 @@ package rundir
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"unsafe"
 )
 
@@ -62,6 +65,9 @@ func (c *columnWriter) close() error {
 	return err
 }
 
+// columnNames lists the sample columns in the order errors name them.
+var columnNames = []string{startColumn, latencyColumn, opColumn, hostColumn, outcomeColumn}
+
 // readInt64Column reads a whole int64 column of n values.
 func readInt64Column(path string, n int) ([]int64, error) {
 	f, err := os.Open(path)
@@ -76,7 +82,7 @@ func readInt64Column(path string, n int) ([]int64, error) {
 	if nativeLittleEndian {
 		buf := unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), n*8)
 		if _, err := io.ReadFull(f, buf); err != nil {
-			return nil, fmt.Errorf("read %s: %w", path, err)
+			return nil, readError(path, err)
 		}
 		return out, nil
 	}
@@ -84,42 +90,103 @@ func readInt64Column(path string, n int) ([]int64, error) {
 	var b [8]byte
 	for i := range out {
 		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return nil, fmt.Errorf("read %s: %w", path, err)
+			return nil, readError(path, err)
 		}
 		out[i] = int64(binary.LittleEndian.Uint64(b[:]))
 	}
 	return out, nil
 }
 
+// readError names the column once: an *os.PathError names it already.
+func readError(path string, err error) error {
+	var pe *os.PathError
+	switch {
+	case errors.As(err, &pe):
+		return err
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return fmt.Errorf("%s: shorter than when the run directory was opened (changed since?)", path)
+	}
+	return fmt.Errorf("read %s: %w", path, err)
+}
+
 func readByteColumn(path string, n int) ([]byte, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if len(b) != n {
-		return nil, fmt.Errorf("%s: %d values, want %d", path, len(b), n)
+	defer f.Close()
+	b := make([]byte, n)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, readError(path, err)
 	}
 	return b, nil
 }
 
 // countSamples returns the number of samples the columns hold, checking that
-// every column agrees.
+// the samples directory and every column are there, are what they should be
+// (a directory, regular files), and agree.
 func countSamples(dir string) (int, error) {
-	n := int64(-1)
-	for name, width := range columnWidths {
-		path := filepath.Join(dir, samplesDir, name)
-		st, err := os.Stat(path)
-		if err != nil {
-			return 0, fmt.Errorf("sample column: %w", err)
-		}
-		if st.Size()%width != 0 {
-			return 0, fmt.Errorf("%s: size %d is not a multiple of %d (truncated?)", path, st.Size(), width)
-		}
-		count := st.Size() / width
-		if n >= 0 && count != n {
-			return 0, fmt.Errorf("%s: %d samples, other columns have %d", path, count, n)
-		}
-		n = count
+	sdir := filepath.Join(dir, samplesDir)
+	st, err := os.Stat(sdir)
+	// Errors name files relative to dir, which Open's error names.
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return 0, fmt.Errorf("no %s directory (every run directory has one, holding %s)",
+			samplesDir, strings.Join(columnNames, ", "))
+	case err != nil:
+		return 0, err
+	case !st.IsDir():
+		return 0, fmt.Errorf("%s: %s, not a directory", samplesDir, fileKind(st.Mode()))
 	}
-	return int(n), nil
+	counts := make([]int64, len(columnNames))
+	for i, name := range columnNames {
+		path := samplesDir + "/" + name
+		st, err := os.Stat(filepath.Join(sdir, name))
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return 0, fmt.Errorf("%s: missing (a run directory's samples are %s)",
+				path, strings.Join(columnNames, ", "))
+		case err != nil:
+			return 0, err
+		case !st.Mode().IsRegular():
+			return 0, fmt.Errorf("%s: %s, not a file of samples", path, fileKind(st.Mode()))
+		}
+		width := columnWidths[name]
+		if st.Size()%width != 0 {
+			return 0, fmt.Errorf("%s: %d bytes, not a whole number of %d-byte values (truncated?)",
+				path, st.Size(), width)
+		}
+		counts[i] = st.Size() / width
+	}
+	for _, c := range counts {
+		if c != counts[0] {
+			parts := make([]string, len(columnNames))
+			for i, name := range columnNames {
+				parts[i] = fmt.Sprintf("%s %d", name, counts[i])
+			}
+			return 0, fmt.Errorf("the sample columns disagree on the number of samples (%s); truncated?",
+				strings.Join(parts, ", "))
+		}
+	}
+	if counts[0] > math.MaxInt/8 {
+		return 0, fmt.Errorf("%s: %d samples, more than this machine can address", samplesDir, counts[0])
+	}
+	return int(counts[0]), nil
+}
+
+// fileKind names what a non-regular file is, for errors.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	case m.IsRegular():
+		return "a file"
+	}
+	return "not a regular file"
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 )
@@ -23,14 +24,31 @@ type Run struct {
 // Open reads a run directory's configuration and checks that its sample
 // columns are complete and agree.
 func Open(dir string) (*Run, error) {
+	if st, err := os.Stat(dir); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("open run directory %s: no such directory", dir)
+		}
+		return nil, fmt.Errorf("open run directory: %w", err)
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("open run directory %s: not a directory", dir)
+	}
+	if strings.HasSuffix(filepath.Clean(dir), PartialSuffix) {
+		return nil, fmt.Errorf("open run directory %s: an unfinished run directory (its writer stopped "+
+			"before renaming it to %s); nothing in it can be trusted", dir,
+			filepath.Base(strings.TrimSuffix(filepath.Clean(dir), PartialSuffix)))
+	}
 	var cfg Config
-	if err := readJSON(filepath.Join(dir, configFile), &cfg); err != nil {
+	if err := readJSON(dir, configFile, &cfg); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("open run directory %s: no %s (not a run directory?)", dir, configFile)
 		}
 		return nil, fmt.Errorf("open run directory %s: %w", dir, err)
 	}
-	if cfg.FormatVersion != FormatVersion {
+	switch {
+	case cfg.FormatVersion == 0:
+		return nil, fmt.Errorf("open run directory %s: %s has no format_version (not written by gait?)",
+			dir, configFile)
+	case cfg.FormatVersion != FormatVersion:
 		return nil, fmt.Errorf("open run directory %s: format version %d, this gait reads %d",
 			dir, cfg.FormatVersion, FormatVersion)
 	}
@@ -111,8 +129,12 @@ func (r *Run) HostName(host uint8) string {
 // Summary reads summary.json.
 func (r *Run) Summary() (Summary, error) {
 	var s Summary
-	if err := readJSON(filepath.Join(r.Dir, summaryFile), &s); err != nil {
-		return s, fmt.Errorf("read summary of %s: %w", r.Dir, err)
+	if err := readJSON(r.Dir, summaryFile, &s); err != nil {
+		return s, fmt.Errorf("read run directory %s: %w", r.Dir, err)
+	}
+	if s.FormatVersion != FormatVersion {
+		return Summary{}, fmt.Errorf("read run directory %s: %s has format version %d, this gait reads %d",
+			r.Dir, summaryFile, s.FormatVersion, FormatVersion)
 	}
 	return s, nil
 }
@@ -168,6 +190,9 @@ func writeTimeSeries(path string, rows []Second) error {
 }
 
 func readTimeSeries(path string) ([]Second, error) {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %s, not a file", path, fileKind(st.Mode()))
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

@@ -6,10 +6,13 @@
 package rundir
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -23,6 +26,14 @@ const (
 	timeseriesFile = "timeseries.csv"
 	samplesDir     = "samples"
 )
+
+// PartialSuffix ends the name of a run directory still being written (or
+// left behind by a writer that was killed): Close renames it away.
+const PartialSuffix = ".partial"
+
+// maxJSONFile bounds run.json and summary.json: a few kilobytes are usual,
+// and a reader should not load a damaged gigabyte.
+const maxJSONFile = 16 << 20
 
 // Config is the resolved configuration of one run, stored as run.json.
 type Config struct {
@@ -119,19 +130,44 @@ func writeJSON(path string, v any) error {
 	return nil
 }
 
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
+// readJSON reads the JSON object file name of the run directory dir into v.
+// Its errors name the file relative to dir, which the caller names.
+func readJSON(dir, name string, v any) error {
+	st, err := os.Stat(filepath.Join(dir, name))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("no %s: %w", name, os.ErrNotExist)
+	case err != nil:
+		return err
+	case !st.Mode().IsRegular():
+		return fmt.Errorf("%s: %s, not a file", name, fileKind(st.Mode()))
+	case st.Size() > maxJSONFile:
+		return fmt.Errorf("%s: %d bytes, more than the %d MiB it may hold", name, st.Size(), maxJSONFile>>20)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {
 		return err
 	}
+	b = bytes.TrimSpace(b)
+	switch {
+	case len(b) == 0:
+		return fmt.Errorf("%s: empty", name)
+	case b[0] != '{':
+		return fmt.Errorf("%s: not a JSON object", name)
+	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: not valid JSON: %w", name, err)
 	}
 	return nil
 }
 
-// IsRunDir reports whether path looks like a run directory.
+// IsRunDir reports whether path looks like a run directory: it has a
+// run.json (a damaged one too, so that Open says what is wrong with it) and
+// is not a PartialSuffix directory.
 func IsRunDir(path string) bool {
-	st, err := os.Stat(filepath.Join(path, configFile))
-	return err == nil && st.Mode().IsRegular()
+	if strings.HasSuffix(filepath.Clean(path), PartialSuffix) {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(path, configFile))
+	return err == nil
 }

@@ -3,6 +3,8 @@ package rundir
 import (
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -96,17 +98,129 @@ func TestCreateRefusesExisting(t *testing.T) {
 }
 
 func TestOpenRejectsDamage(t *testing.T) {
+	cols := "start.i64, latency.i64, op.u8, host.u8, outcome.u8"
+	cases := []struct {
+		name   string
+		damage func(dir string) error
+		want   string // the error after "open run directory DIR: "
+	}{
+		{"latency column is a directory", func(dir string) error {
+			// 4096 bytes of directory would pass for 512 samples.
+			col := filepath.Join(dir, samplesDir, latencyColumn)
+			if err := os.Remove(col); err != nil {
+				return err
+			}
+			return os.Mkdir(col, 0o755)
+		}, "samples/latency.i64: a directory, not a file of samples"},
+		{"column is a pipe", func(dir string) error {
+			col := filepath.Join(dir, samplesDir, opColumn)
+			if err := os.Remove(col); err != nil {
+				return err
+			}
+			return syscall.Mkfifo(col, 0o644)
+		}, "samples/op.u8: a named pipe, not a file of samples"},
+		{"column missing", func(dir string) error {
+			return os.Remove(filepath.Join(dir, samplesDir, hostColumn))
+		}, "samples/host.u8: missing (a run directory's samples are " + cols + ")"},
+		{"samples missing", func(dir string) error {
+			return os.RemoveAll(filepath.Join(dir, samplesDir))
+		}, "no samples directory (every run directory has one, holding " + cols + ")"},
+		{"samples is a file", func(dir string) error {
+			if err := os.RemoveAll(filepath.Join(dir, samplesDir)); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, samplesDir), nil, 0o644)
+		}, "samples: a file, not a directory"},
+		{"truncated mid-value", func(dir string) error {
+			return os.Truncate(filepath.Join(dir, samplesDir, latencyColumn), 12)
+		}, "samples/latency.i64: 12 bytes, not a whole number of 8-byte values (truncated?)"},
+		{"truncated at a value", func(dir string) error {
+			return os.Truncate(filepath.Join(dir, samplesDir, startColumn), 8)
+		}, "the sample columns disagree on the number of samples " +
+			"(start.i64 1, latency.i64 2, op.u8 2, host.u8 2, outcome.u8 2); truncated?"},
+		{"run.json is a directory", func(dir string) error {
+			if err := os.Remove(filepath.Join(dir, configFile)); err != nil {
+				return err
+			}
+			return os.Mkdir(filepath.Join(dir, configFile), 0o755)
+		}, "run.json: a directory, not a file"},
+		{"run.json empty", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, configFile), []byte("\n"), 0o644)
+		}, "run.json: empty"},
+		{"run.json not an object", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, configFile), []byte("null"), 0o644)
+		}, "run.json: not a JSON object"},
+		{"run.json cut short", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, configFile), []byte(`{"format_version": 1,`), 0o644)
+		}, "run.json: not valid JSON: unexpected end of JSON input"},
+		{"run.json without version", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, configFile), []byte(`{"name": "x"}`), 0o644)
+		}, "run.json has no format_version (not written by gait?)"},
+		{"run.json of a later gait", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, configFile), []byte(`{"format_version": 2}`), 0o644)
+		}, "format version 2, this gait reads 1"},
+		{"run.json too large", func(dir string) error {
+			return os.Truncate(filepath.Join(dir, configFile), maxJSONFile+1)
+		}, "run.json: 16777217 bytes, more than the 16 MiB it may hold"},
+		{"run.json missing", func(dir string) error {
+			return os.Remove(filepath.Join(dir, configFile))
+		}, "no run.json (not a run directory?)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			writeRun(t, dir, []Sample{{Latency: 1}, {Latency: 2}})
+			if err := tc.damage(dir); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Open(dir)
+			if want := "open run directory " + dir + ": " + tc.want; err == nil || err.Error() != want {
+				t.Fatalf("error %v\nwant  %s", err, want)
+			}
+		})
+	}
+
+	// An unfinished run directory is refused by name, whatever it holds.
 	dir := filepath.Join(t.TempDir(), "run")
-	writeRun(t, dir, []Sample{{Latency: 1}, {Latency: 2}})
-	col := filepath.Join(dir, samplesDir, latencyColumn)
-	if err := os.Truncate(col, 12); err != nil {
+	writeRun(t, dir, []Sample{{Latency: 1}})
+	if err := os.Rename(dir, dir+PartialSuffix); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(dir); err == nil {
-		t.Fatal("Open accepted a truncated latency column")
+	if _, err := Open(dir + PartialSuffix); err == nil || !strings.Contains(err.Error(), "an unfinished run directory") {
+		t.Errorf("partial: %v", err)
 	}
-	if _, err := Open(t.TempDir()); err == nil {
-		t.Fatal("Open accepted a directory without run.json")
+	if IsRunDir(dir + PartialSuffix) {
+		t.Errorf("IsRunDir accepts a partial run directory")
+	}
+	if _, err := Open(filepath.Join(dir, "nope")); err == nil || !strings.HasSuffix(err.Error(), ": no such directory") {
+		t.Errorf("missing directory: %v", err)
+	}
+}
+
+func TestDamagedSummaryAndTimeSeries(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	writeRun(t, dir, []Sample{{Latency: 1}})
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, summaryFile), []byte("{}"), 0o644)
+	if _, err := r.Summary(); err == nil || !strings.HasSuffix(err.Error(), "summary.json has format version 0, this gait reads 1") {
+		t.Errorf("summary without version: %v", err)
+	}
+	os.Remove(filepath.Join(dir, timeseriesFile))
+	os.Mkdir(filepath.Join(dir, timeseriesFile), 0o755)
+	if _, err := r.TimeSeries(); err == nil || !strings.HasSuffix(err.Error(), "timeseries.csv: a directory, not a file") {
+		t.Errorf("time series a directory: %v", err)
+	}
+	// A column that shrinks after Open is an error, not short data.
+	os.Truncate(filepath.Join(dir, samplesDir, latencyColumn), 0)
+	if _, err := r.Latencies(); err == nil || !strings.Contains(err.Error(), "shorter than when the run directory was opened") {
+		t.Errorf("column shrunk: %v", err)
+	}
+	os.Truncate(filepath.Join(dir, samplesDir, opColumn), 0)
+	if _, err := r.Samples(); err == nil {
+		t.Errorf("byte column shrunk: no error")
 	}
 }
 

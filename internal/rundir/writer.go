@@ -31,7 +31,7 @@ func Create(dir string, cfg Config) (*Writer, error) {
 	if _, err := os.Stat(dir); err == nil {
 		return nil, fmt.Errorf("create run directory %s: already exists", dir)
 	}
-	tmp := dir + ".partial"
+	tmp := dir + PartialSuffix
 	os.RemoveAll(tmp) // a leftover of an earlier crash
 	if err := os.MkdirAll(filepath.Join(tmp, samplesDir), 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory %s: %w", dir, err)
