@@ -178,7 +178,7 @@ func Run(configs []latency.Configuration, opt Options) Result {
 	}
 	comparison := stats.Compare(cmp)
 	for _, f := range comparison.Factors {
-		res.Factors = append(res.Factors, FactorEffect{Factor: f.Factor, Levels: f.Levels,
+		res.Factors = append(res.Factors, FactorEffect{Factor: f.Factor, Levels: levelNames(f.Levels),
 			Latency: anova(f.Latency), P99: anova(f.P99), Max: anova(f.Max), Verdict: f.Verdict})
 	}
 	res.SingleLevelFactors = nonNil(comparison.SingleLevel)
@@ -187,6 +187,22 @@ func Run(configs []latency.Configuration, opt Options) Result {
 		res.Bound = &opt.Bound
 	}
 	return res
+}
+
+// NoLevel names the level of a configuration that lacks a factor or has an
+// empty value for it (a CSV row's empty field, a trace beside run
+// directories), which would otherwise be listed as a blank.
+const NoLevel = "(none)"
+
+func levelNames(levels []string) []string {
+	out := make([]string, len(levels))
+	for i, l := range levels {
+		if l == "" {
+			l = NoLevel
+		}
+		out[i] = l
+	}
+	return out
 }
 
 func configuration(c latency.Configuration, d stats.Description) Configuration {

@@ -286,3 +286,53 @@ func TestShareWithinBound(t *testing.T) {
 		t.Errorf("text without --bound has a bound column:\n%s", text.String())
 	}
 }
+
+// A configuration that lacks a factor (or has it empty) is at level "(none)"
+// in the text, the JSON and the HTML alike, never a blank.
+func TestMissingLevelIsNamed(t *testing.T) {
+	samples := func(scale float64) []float64 {
+		out := make([]float64, 50)
+		for i := range out {
+			out[i] = scale * float64(1+i%7)
+		}
+		return out
+	}
+	configs := []latency.Configuration{
+		{Name: "baseline", Factors: map[string]string{"system": "etcd"}, Latencies: samples(1e-3)},
+		{Name: "f10", Factors: map[string]string{"system": "etcd", "factor": "10"}, Latencies: samples(2e-3)},
+		{Name: "f100", Factors: map[string]string{"system": "etcd", "factor": "100"}, Latencies: samples(3e-3)},
+		{Name: "empty op", Factors: map[string]string{"system": "etcd", "op": ""}, Latencies: samples(1e-3)},
+		{Name: "get", Factors: map[string]string{"system": "etcd", "op": "get"}, Latencies: samples(1e-3)},
+	}
+	res := Run(configs, Options{})
+	var got [][]string
+	for _, f := range res.Factors {
+		got = append(got, f.Levels)
+	}
+	want := [][]string{{"(none)", "10", "100"}, {"(none)", "get"}}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("levels %q, want %q", got, want)
+	}
+	var text, js, html bytes.Buffer
+	if err := res.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if err := res.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if err := res.WriteHTML(&html, "levels"); err != nil {
+		t.Fatal(err)
+	}
+	for what, want := range map[string]struct{ doc, s string }{
+		"text": {text.String(), "factor (levels (none), 10, 100):"},
+		"JSON": {js.String(), `"(none)",`},
+		"HTML": {html.String(), "(none), 10, 100"},
+	} {
+		if !strings.Contains(want.doc, want.s) {
+			t.Errorf("%s lacks %q", what, want.s)
+		}
+	}
+	if strings.Contains(text.String(), "levels ,") {
+		t.Errorf("text lists a blank level:\n%s", text.String())
+	}
+}

@@ -409,6 +409,19 @@ func TestRunDirectories(t *testing.T) {
 	if len(all) != 2 || all[1].Name != "clients=8 factor=100 fault=nic repetition=2 system=etcd target=leader" {
 		t.Fatalf("directory of runs: %+v", all)
 	}
+	// A scenario's baseline injects nothing, yet its factor is 1, not blank.
+	scen := t.TempDir()
+	writeRun(t, filepath.Join(scen, "f1-r1"), rundir.Config{System: "etcd", Scenario: "s.yaml", Factor: 1,
+		Repetition: 1}, time.Millisecond)
+	writeRun(t, filepath.Join(scen, "f10-r1"), rundir.Config{System: "etcd", Scenario: "s.yaml", Fault: "nic",
+		Target: "leader", Factor: 10, Repetition: 1}, time.Millisecond)
+	steps, err := Load(scen, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 2 || steps[0].Factors["factor"] != "1" || steps[1].Factors["factor"] != "10" {
+		t.Fatalf("scenario's runs: %+v", steps)
+	}
 	empty := t.TempDir()
 	if _, err := Load(empty, Options{}); err == nil || !strings.Contains(err.Error(), "neither a run directory") {
 		t.Errorf("empty directory: %v", err)

@@ -46,7 +46,8 @@ func loadDir(path string) ([]Configuration, error) {
 
 // loadRun reads one run directory as a configuration. Its factors are the
 // run's own (clients, value size, ...) plus what the run varied: the system,
-// the fault, its target and slowdown, and the repetition.
+// the fault, its target and slowdown (for every step of a scenario, the
+// baseline's 1 included), and the repetition.
 func loadRun(dir string) (Configuration, error) {
 	run, err := rundir.Open(dir)
 	if err != nil {
@@ -73,6 +74,10 @@ func loadRun(dir string) (Configuration, error) {
 	if cfg.Fault != "" {
 		set("fault", cfg.Fault)
 		set("target", cfg.Target)
+	}
+	// A scenario's baseline injects nothing, but its factor is as real as
+	// its steps' (1): without it the baseline's level would be blank.
+	if cfg.Fault != "" || cfg.Scenario != "" {
 		set("factor", strconv.FormatFloat(cfg.Factor, 'g', -1, 64))
 	}
 	if cfg.Repetition != 0 {
