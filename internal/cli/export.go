@@ -1,10 +1,7 @@
 package cli
 
 import (
-	"bufio"
 	"fmt"
-	"io"
-	"strconv"
 
 	"github.com/gait-dev/gait/internal/rundir"
 	"github.com/spf13/cobra"
@@ -30,45 +27,10 @@ the output can be fed back to gait analyze or to any other tool.`,
 			if err != nil {
 				return err
 			}
-			return writeOutput(output, cmd.OutOrStdout(), func(w io.Writer) error {
-				return exportCSV(w, run)
-			})
+			return writeOutput(output, cmd.OutOrStdout(), run.WriteCSV)
 		},
 	}
 	cmd.Flags().BoolVar(&csvOut, "csv", false, "write CSV")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to FILE instead of standard output")
 	return cmd
-}
-
-func exportCSV(out io.Writer, run *rundir.Run) error {
-	samples, err := run.Samples()
-	if err != nil {
-		return err
-	}
-	names, values := sortedFactors(run.Config.Factors)
-	w := bufio.NewWriterSize(out, 1<<16)
-	w.WriteString("start_s,latency_ns,op,host,outcome")
-	for _, n := range names {
-		w.WriteString("," + n)
-	}
-	w.WriteByte('\n')
-	var buf []byte
-	for _, s := range samples {
-		buf = strconv.AppendFloat(buf[:0], s.Start.Seconds(), 'f', 9, 64)
-		buf = append(buf, ',')
-		buf = strconv.AppendInt(buf, int64(s.Latency), 10)
-		buf = append(buf, ',')
-		buf = append(buf, run.OpName(s.Op)...)
-		buf = append(buf, ',')
-		buf = append(buf, run.HostName(s.Host)...)
-		buf = append(buf, ',')
-		buf = append(buf, s.Outcome.String()...)
-		for _, v := range values {
-			buf = append(buf, ',')
-			buf = append(buf, v...)
-		}
-		buf = append(buf, '\n')
-		w.Write(buf)
-	}
-	return w.Flush()
 }
