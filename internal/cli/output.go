@@ -2,7 +2,6 @@ package cli
 
 import (
 	"io"
-	"slices"
 
 	"github.com/gait-dev/gait/internal/atomicfile"
 )
@@ -15,16 +14,4 @@ func writeOutput(path string, stdout io.Writer, write func(io.Writer) error) err
 		return write(stdout)
 	}
 	return atomicfile.Write(path, write)
-}
-
-// sortedFactors returns a factor map's names in order and their values.
-func sortedFactors(factors map[string]string) (names, values []string) {
-	for k := range factors {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	for _, k := range names {
-		values = append(values, factors[k])
-	}
-	return names, values
 }
