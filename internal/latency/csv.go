@@ -3,6 +3,7 @@ package latency
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -22,16 +23,19 @@ var latencyColumns = []string{"latency_ns", "latency_us", "latency_ms", "latency
 // path. Rows are grouped by the raw bytes of their factor fields, so a
 // configuration's factor values are decoded once, when it first appears.
 type csvReader struct {
-	path    string
-	lines   lineReader
-	header  []string
-	latCol  int
-	perSec  float64
-	groups  []*csvGroup
-	index   map[string]*csvGroup
-	key     []byte // scratch for a row's factor bytes
-	lastKey []byte
-	last    *csvGroup
+	path   string
+	lines  lineReader
+	header []string
+	latCol int
+	perSec float64
+	groups []*csvGroup
+	index  map[string]*csvGroup // by the raw bytes of an unquoted row
+	quoted map[string]*csvGroup // by the fields of a quoted row
+	// byValues finds a group by its factor values, however a row spells them.
+	byValues map[string]*csvGroup
+	key      []byte // scratch for a row's factor bytes
+	lastKey  []byte
+	last     *csvGroup
 }
 
 type csvGroup struct {
@@ -40,7 +44,13 @@ type csvGroup struct {
 }
 
 func loadCSV(path string, r *bufio.Reader, opt Options) ([]Configuration, error) {
-	c := &csvReader{path: path, lines: lineReader{r: r, max: MaxCSVLine}, index: map[string]*csvGroup{}}
+	return readCSV(path, r, opt, MaxCSVLine)
+}
+
+// readCSV is loadCSV with a line limit of maxLine bytes.
+func readCSV(path string, r *bufio.Reader, opt Options, maxLine int) ([]Configuration, error) {
+	c := &csvReader{path: path, lines: lineReader{r: r, max: maxLine},
+		index: map[string]*csvGroup{}, quoted: map[string]*csvGroup{}, byValues: map[string]*csvGroup{}}
 	if err := c.readHeader(opt); err != nil {
 		return nil, err
 	}
@@ -212,7 +222,8 @@ func (c *csvReader) row(line []byte) error {
 	if g == nil || !bytes.Equal(key, c.lastKey) {
 		g = c.index[string(key)]
 		if g == nil {
-			g = c.newGroup(key, splitPlain(line))
+			g = c.newGroup(splitPlain(line))
+			c.index[string(key)] = g
 		}
 		c.last, c.lastKey = g, append(c.lastKey[:0], key...)
 	}
@@ -233,31 +244,45 @@ func (c *csvReader) quotedRow(line []byte) error {
 	if err != nil {
 		return err
 	}
-	// A NUL prefix keeps these keys apart from raw keys; configurations
-	// whose values agree are joined in configurations().
-	key := []byte{0}
+	// Quoted rows have an index of their own, keyed by each field's
+	// length and bytes, so no field's content can make two rows' keys
+	// agree (a NUL separator could: "a\x00","b" and "a","\x00b").
+	key := c.key[:0]
 	for i, f := range fields {
 		if i != c.latCol {
-			key = append(append(key, f...), 0)
+			key = append(binary.AppendUvarint(key, uint64(len(f))), f...)
 		}
 	}
-	g := c.index[string(key)]
+	c.key = key
+	g := c.quoted[string(key)]
 	if g == nil {
-		g = c.newGroup(key, fields)
+		g = c.newGroup(fields)
+		c.quoted[string(key)] = g
 	}
 	c.last = nil
 	g.latencies = append(g.latencies, v)
 	return nil
 }
 
-func (c *csvReader) newGroup(key []byte, fields [][]byte) *csvGroup {
-	g := &csvGroup{}
+// newGroup returns the group of a row's fields: the group of an earlier row
+// whose factor values agree (spelled with other spaces or quotes), or a new
+// one. Rows of one configuration thus share one group, and its latencies
+// stay in the order they were read.
+func (c *csvReader) newGroup(fields [][]byte) *csvGroup {
+	var values []string
+	var k []byte // each value's length and bytes: no value can fake a boundary
 	for i, f := range fields {
 		if i != c.latCol {
-			g.values = append(g.values, strings.TrimSpace(string(f)))
+			v := strings.TrimSpace(string(f))
+			values = append(values, v)
+			k = append(binary.AppendUvarint(k, uint64(len(v))), v...)
 		}
 	}
-	c.index[string(key)] = g
+	if g := c.byValues[string(k)]; g != nil {
+		return g
+	}
+	g := &csvGroup{values: values}
+	c.byValues[string(k)] = g
 	c.groups = append(c.groups, g)
 	return g
 }
@@ -353,8 +378,7 @@ func splitQuoted(line []byte) ([][]byte, error) {
 	}
 }
 
-// configurations joins groups whose factor values agree (a quoted and an
-// unquoted spelling of the same row) and names them in header order.
+// configurations names the groups, in header order.
 func (c *csvReader) configurations() []Configuration {
 	var names []string
 	for i, h := range c.header {
@@ -362,19 +386,12 @@ func (c *csvReader) configurations() []Configuration {
 			names = append(names, h)
 		}
 	}
-	var out []Configuration
-	byValues := map[string]int{}
+	out := make([]Configuration, 0, len(c.groups))
 	for _, g := range c.groups {
-		k := strings.Join(g.values, "\x00")
-		if i, ok := byValues[k]; ok {
-			out[i].Latencies = append(out[i].Latencies, g.latencies...)
-			continue
-		}
 		factors := make(map[string]string, len(names))
 		for i, n := range names {
 			factors[n] = g.values[i]
 		}
-		byValues[k] = len(out)
 		out = append(out, Configuration{Name: nameOf(factors, names, c.path), Factors: factors,
 			Latencies: g.latencies, Source: c.path})
 	}

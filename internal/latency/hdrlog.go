@@ -16,9 +16,6 @@ import (
 // (8 GiB of float64s): beyond it the analysis would not fit in memory.
 const MaxHistogramSamples = 1 << 30
 
-// maxSamples is MaxHistogramSamples; the fuzz test lowers it.
-var maxSamples = MaxHistogramSamples
-
 // The histogram log is the text format of HdrHistogram's HistogramLogWriter
 // (Java, Go, C) and of the tools built on it (jHiccup, wrk2's forks,
 // cassandra-stress): '#' comment lines (#[StartTime: ...], #[BaseTime: ...]),
@@ -46,10 +43,16 @@ type hdrTag struct {
 }
 
 func loadHistogramLog(path string, r *bufio.Reader, opt Options) ([]Configuration, error) {
+	return readHistogramLog(path, r, opt, MaxHistogramLine, MaxHistogramSamples)
+}
+
+// readHistogramLog is loadHistogramLog with a line limit of maxLine bytes and
+// a limit of maxSamples samples.
+func readHistogramLog(path string, r *bufio.Reader, opt Options, maxLine, maxSamples int) ([]Configuration, error) {
 	tags := map[string]*hdrTag{}
 	var order []*hdrTag
 	total, intervals := 0, 0
-	lines := lineReader{r: r, max: MaxHistogramLine}
+	lines := lineReader{r: r, max: maxLine}
 	for {
 		text, err := lines.next()
 		if err == io.EOF {

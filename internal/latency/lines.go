@@ -99,8 +99,9 @@ func quote[T string | []byte](field T) string {
 // maxListed is how many column names an error lists.
 const maxListed = 12
 
-// columnList lists column names for an error message, each quoted as quote
-// does when long, and at most maxListed of them.
+// columnList lists column names for an error message, at most maxListed of
+// them, quoted as quote does when long or not plain text, so that an error
+// stays one line.
 func columnList(names []string) string {
 	parts := make([]string, 0, min(len(names), maxListed)+1)
 	for i, n := range names {
@@ -108,8 +109,8 @@ func columnList(names []string) string {
 			parts = append(parts, fmt.Sprintf("and %d more", len(names)-maxListed))
 			break
 		}
-		if len(n) > maxQuoted {
-			n = quote(n)
+		if len(n) > maxQuoted || strconv.Quote(n) != `"`+n+`"` || strings.Contains(n, ", ") {
+			n = quote(n) // long, or holding a control character or the separator
 		}
 		parts = append(parts, n)
 	}
