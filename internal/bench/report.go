@@ -114,7 +114,7 @@ func connectText(c string) string {
 	if _, ok := hostIndex(c); ok {
 		return c
 	}
-	return "the " + c + " members, those no fault is aimed at where others remain"
+	return "the " + c + " members no fault is aimed at (all of them if every one is)"
 }
 
 func faultText(f Fault) string {
