@@ -44,6 +44,10 @@ const (
 	// MaxValueSize is the largest value a workload writes: Redis's own
 	// limit on a bulk string.
 	MaxValueSize = 512 << 20
+	// MaxConnections bounds clients, max_in_flight and calibrate_clients:
+	// each is a connection, and the ephemeral ports to one server run
+	// out near 28,000.
+	MaxConnections = 10000
 )
 
 // NewSpec returns a spec with nothing given yet.
@@ -120,6 +124,14 @@ func (s Spec) check() error {
 		return specErrorf("requests", "%d: must not be negative", s.Requests)
 	case s.Timeout < 0:
 		return specErrorf("timeout", "%v: must not be negative", s.Timeout)
+	}
+	for _, c := range []struct {
+		field string
+		n     int
+	}{{"clients", s.Clients}, {"max_in_flight", s.MaxInFlight}, {"calibrate_clients", s.CalibrateClients}} {
+		if c.n > MaxConnections {
+			return specErrorf(c.field, "%d: at most %d (a connection each)", c.n, MaxConnections)
+		}
 	}
 	for _, e := range s.Mix {
 		if e.Weight <= 0 {

@@ -44,6 +44,7 @@ func TestSpecErrorsNameTheField(t *testing.T) {
 		"value_size":        func(s *Spec) { s.ValueSize = MaxValueSize + 1 },
 		"key_dist":          func(s *Spec) { s.KeyDist = KeyDist{Zipf: true, S: 0.5} },
 		"timeout":           func(s *Spec) { s.Timeout = -time.Second },
+		"clients":           func(s *Spec) { s.Clients = MaxConnections + 1 },
 	} {
 		s := NewSpec()
 		s.Mix = mix

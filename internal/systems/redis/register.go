@@ -1,8 +1,16 @@
 package redis
 
-import "github.com/gait-dev/gait/internal/systems"
+import (
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/logging"
+
+	"github.com/gait-dev/gait/internal/systems"
+)
 
 func init() {
+	// go-redis prints every failed dial to stderr by itself; gait reports
+	// the error it returns, once.
+	goredis.SetLogger(&logging.VoidLogger{})
 	systems.Register(systems.System{
 		Name:  "redis",
 		Ops:   Ops,
