@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -49,6 +50,10 @@ func (l *lineReader) next() ([]byte, error) {
 				return nil, l.tooLong()
 			}
 			line, err = l.r.ReadSlice('\n')
+			if need := len(l.long) + len(line); need > cap(l.long) {
+				// Grow as append would, but never much past the limit.
+				l.long = slices.Grow(l.long, min(max(2*cap(l.long), need), l.max+len(line))-len(l.long))
+			}
 			l.long = append(l.long, line...)
 		}
 		line = l.long
