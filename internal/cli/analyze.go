@@ -12,8 +12,9 @@ import (
 )
 
 func newAnalyzeCmd() *cobra.Command {
-	var format, html, bound string
+	var bound string
 	var opt latency.Options
+	out := ending{verb: "analyze"}
 	cmd := &cobra.Command{
 		Use:   "analyze PATH... [--format text|json] [--html FILE]",
 		Short: "Tell how predictable latency is: C1, C2, C3 and the magical 1%",
@@ -62,8 +63,8 @@ every field.`,
   gait analyze wrk2.hlog --unit us`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" {
-				return fmt.Errorf("analyze: --format %q: want text or json", format)
+			if err := out.check(); err != nil {
+				return err
 			}
 			var aopt analyze.Options
 			if bound != "" {
@@ -78,21 +79,16 @@ every field.`,
 				return err
 			}
 			res := analyze.Run(configs, aopt)
-			if html != "" {
-				title := "gait analyze " + strings.Join(args, " ")
-				err := writeOutput(html, nil, func(w io.Writer) error { return res.WriteHTML(w, title) })
-				if err != nil {
-					return err
-				}
-			}
-			if format == "json" {
-				return res.WriteJSON(cmd.OutOrStdout())
-			}
-			return res.WriteText(cmd.OutOrStdout())
+			title := "gait analyze " + strings.Join(args, " ")
+			return out.finish(cmd.OutOrStdout(), result{
+				text: res.WriteText,
+				json: res.WriteJSON,
+				html: func(w io.Writer) error { return res.WriteHTML(w, title) },
+			})
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "text", "output format on standard output: text or json")
-	cmd.Flags().StringVar(&html, "html", "", "also write a self-contained HTML report with figures to `FILE`")
+	out.flags(cmd.Flags(), "output format on standard output: text or json",
+		"also write a self-contained HTML report with figures to `FILE` (- for standard output, in place of the text)")
 	cmd.Flags().StringVar(&bound, "bound", "", "also report the share of requests within this latency bound, the measured SLA (`DUR`, e.g. 10ms)")
 	cmd.Flags().StringVar(&opt.LatencyColumn, "latency-column", "", "CSV column that holds the latency (`NAME`)")
 	cmd.Flags().StringVar(&opt.Unit, "unit", "", "unit of the latency values: ns, us, ms or s (`UNIT`)")

@@ -72,7 +72,19 @@ func groupSLA(sys System, rate float64, dups []int, opt AccurateOptions) (sla, s
 	// The correlation term may simulate more duplicates than asked for:
 	// averaging over more d-subsets lowers its noise.
 	miss := law.miss(max(maxD, maxWidth))
-	corr, se := correlationTerm(sys, rate, law, miss, dups, opt)
+	var corr, se []float64
+	if corrFits(rate*sys.Service.Mean(), opt) {
+		corr, se = correlationTerm(sys, rate, law, miss, dups, opt)
+	} else {
+		// Too loaded for the correlation term's budget: the gap law alone,
+		// which is optimistic, and the most it can be off by. The share
+		// all d duplicates miss, E[Y^d], lies between the gap law's
+		// E[E[Y|gap]^d] and E[Y], the exact share of one duplicate.
+		corr, se = make([]float64, len(miss)), make([]float64, len(miss))
+		for d := 2; d <= len(miss); d++ {
+			se[d-1] = miss[0] - miss[d-1]
+		}
+	}
 	sla = make([]float64, maxD)
 	for d := range sla {
 		sla[d] = clamp01(1 - miss[d] - corr[d])
@@ -124,8 +136,9 @@ func newGapLaw(sys System, rate float64, opt AccurateOptions) (*gapLaw, error) {
 	tau := sys.Bound
 	J := opt.PointsPerBound
 	g := grid{h: tau / float64(J)}
-	// Gaps longer than 12/rate carry weight < 1e-5 and see an idle server anyway.
-	g.n = min(opt.MaxPoints, int(math.Ceil((tau+12/rate)/g.h))+J+1)
+	// Gaps longer than 12/rate carry weight < 1e-5 and see an idle server
+	// anyway. (In floating point: at a tiny rate the count overflows an int.)
+	g.n = int(math.Min(float64(opt.MaxPoints), math.Ceil((tau+12/rate)/g.h)+float64(J)+1))
 	if g.n < J+2 {
 		g.n = J + 2
 	}
@@ -160,17 +173,21 @@ func newGapLaw(sys System, rate float64, opt AccurateOptions) (*gapLaw, error) {
 
 // cell is the index of x and w that a gap of a seconds falls in.
 func (l *gapLaw) cell(a float64) int {
-	return min(int(a/l.h+0.5), len(l.x)-1)
+	last := len(l.x) - 1
+	if f := a/l.h + 0.5; f < float64(last) {
+		return int(f)
+	}
+	return last // also a gap too long for an int of cells
 }
 
 // lateGivenWait is the chance a request that waits w seconds answers late,
 // interpolated on the grid.
 func (l *gapLaw) lateGivenWait(w float64) float64 {
 	f := w / l.h
-	j := int(f)
-	if j >= len(l.phi)-1 {
+	if !(f < float64(len(l.phi)-1)) {
 		return 1
 	}
+	j := int(f)
 	frac := f - float64(j)
 	return 1 - (l.phi[j] + frac*(l.phi[j+1]-l.phi[j]))
 }
@@ -218,3 +235,8 @@ func (l *gapLaw) miss(maxD int) []float64 {
 }
 
 func clamp01(x float64) float64 { return math.Min(1, math.Max(0, x)) }
+
+// CorrelationLimit is the highest utilization at which the correlation
+// term runs within o.MaxRequests (0.961 by default); above it the accurate
+// SLA of two or more duplicates is the gap law alone (Prediction.GapLawOnly).
+func (o AccurateOptions) CorrelationLimit() float64 { return corrLimit(o.withDefaults()) }

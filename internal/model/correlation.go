@@ -27,6 +27,37 @@ const minRequests = 1 << 14
 // duplicates are asked for.
 const maxWidth = 32
 
+// maxCorrWidth is the widest group it ever simulates: a request costs
+// about width^2/2 steps (the symmetric polynomials), so 64 duplicates cost
+// 4 times 32. Beyond the width the gap law is used, with its bound.
+const maxCorrWidth = 64
+
+// minBatches is the fewest batches behind a standard error.
+const minBatches = 32
+
+// batchLength is how many requests a batch must hold at utilization rho
+// to be long against the time the queue remembers a burst.
+func batchLength(rho float64) float64 {
+	return math.Max(256, 100/((1-rho)*(1-rho)))
+}
+
+// corrFits says whether the correlation term can run at utilization rho:
+// minBatches batches of batchLength(rho) within opt.MaxRequests. That holds
+// up to a utilization of 0.961 with the default 2^21 requests; beyond it
+// (0.98 would take 4 times the budget, 0.999 a thousand times) the term is
+// not run and groupSLA says how far off the gap law alone can be.
+func corrFits(rho float64, opt AccurateOptions) bool {
+	return minBatches*batchLength(rho) <= float64(opt.MaxRequests)
+}
+
+// corrLimit is the highest utilization corrFits accepts (0 if none).
+func corrLimit(opt AccurateOptions) float64 {
+	if float64(opt.MaxRequests) < minBatches*256 {
+		return 0
+	}
+	return 1 - math.Sqrt(100*minBatches/float64(opt.MaxRequests))
+}
+
 // correlationTerm estimates, for d = 1..len(gapMiss), how much the share of
 // requests all d duplicates answer late exceeds the gap law's gapMiss[d-1],
 // with its standard error; it aims its effort at the counts in dups (and
@@ -57,18 +88,20 @@ const maxWidth = 32
 // when fewer duplicates are asked for: it grows with load, and a wider group
 // answers small d with less noise (at 60% load 16 duplicates reach a given
 // standard error for d = 2 in half the time 2 do). While a wanted count lies
-// beyond m, m doubles (up to len(gapMiss)) as long as the simulated miss
-// share at m is above beyondWidth. It stops once the standard errors of the wanted counts are
-// below opt.StdErr (or their side of opt.decide is clear), or at
-// opt.MaxRequests.
+// beyond m, m doubles (up to len(gapMiss) and maxCorrWidth) as long as the
+// simulated miss share at m is above beyondWidth. It stops once the
+// standard errors of the wanted counts are below opt.StdErr (or their side
+// of opt.decide is clear), or at opt.MaxRequests. The caller has checked
+// that the utilization is within corrFits.
 func correlationTerm(sys System, rate float64, law *gapLaw, gapMiss []float64, dups []int, opt AccurateOptions) (corr, stdErr []float64) {
 	maxD := len(gapMiss)
 	corr, stdErr = make([]float64, maxD), make([]float64, maxD)
 	if slices.Max(dups) < 2 {
 		return corr, stdErr
 	}
-	m := maxD
-	for d := 2; d <= maxD; d++ {
+	widest := min(maxD, maxCorrWidth)
+	m := widest
+	for d := 2; d <= widest; d++ {
 		if gapMiss[d-1] < 1e-7 {
 			m = d
 			break
@@ -76,8 +109,8 @@ func correlationTerm(sys System, rate float64, law *gapLaw, gapMiss []float64, d
 	}
 	for {
 		c := newCorrRun(sys, rate, law, m, opt)
-		if c.run(gapMiss, dups) {
-			m = min(maxD, 2*m)
+		if c.run(gapMiss, dups, m < widest) {
+			m = min(widest, 2*m)
 			continue
 		}
 		th, se := c.estimate()
@@ -130,27 +163,32 @@ func newCorrRun(sys System, rate float64, law *gapLaw, m int, opt AccurateOption
 	for i := range c.sxy {
 		c.sxy[i] = make([]float64, m+1)
 	}
-	// Batches must be long against the time the queue remembers a burst.
-	c.batch = max(256, int(100/((1-rho)*(1-rho))))
+	// Batches must be long against the time the queue remembers a burst
+	// (the caller has checked that corrFits).
+	c.batch = int(batchLength(rho))
 	return c
 }
 
 // run simulates until the wanted counts' standard errors meet the target;
 // it returns true early when a wanted count lies beyond a width m that is
-// too narrow.
-func (c *corrRun) run(gapMiss []float64, dups []int) (widen bool) {
-	// At least 32 batches for the standard error, and minRequests.
-	minBatches := max(32, (minRequests+c.batch-1)/c.batch)
+// too narrow and the width may still grow.
+func (c *corrRun) run(gapMiss []float64, dups []int, mayWiden bool) (widen bool) {
+	// At least minBatches batches for the standard error, and minRequests.
+	minBatches := max(minBatches, (minRequests+c.batch-1)/c.batch)
 	m, p := c.m, len(c.mu)
 	mean := c.sys.Service.Mean()
-	free := make([]float64, m)
+	// work[j] is the work duplicate j had left when the previous request
+	// arrived, that request's own service included: the Lindley recursion
+	// needs only the gaps, never an absolute time, whose rounding would
+	// swallow the service times after long gaps at a tiny rate.
+	work := make([]float64, m)
 	e := make([]float64, m+1)
 	x := make([]float64, p)
-	t, u := 0.0, 0.0 // time; the shadow queue's time in system of the previous request
+	u := 0.0 // the shadow queue's time in system of the previous request
 	maxBatches := max(minBatches, c.opt.MaxRequests/c.batch)
 	warm := 8 * c.batch
 	nextCheck := 8
-	beyond := slices.Max(dups) > m
+	beyond := mayWiden && slices.Max(dups) > m
 	for b := -1; len(c.byY) < maxBatches; b++ {
 		n := c.batch
 		if b < 0 {
@@ -159,20 +197,19 @@ func (c *corrRun) run(gapMiss []float64, dups []int) (widen bool) {
 		sumY, sumX := make([]float64, m+1), make([]float64, p)
 		for i := 0; i < n; i++ {
 			a := c.r.ExpFloat64() / c.rate
-			t += a
 			// e[d] sums, over d-subsets of the m duplicates, the chance
 			// that all of them answer late given their waits.
 			clear(e)
 			e[0] = 1
 			sumLate := 0.0
-			for j, f := range free {
-				wait := math.Max(0, f-t)
+			for j, left := range work {
+				wait := math.Max(0, left-a)
 				late := c.law.lateGivenWait(wait)
 				sumLate += late
 				for d := min(j+1, m); d >= 1; d-- {
 					e[d] += late * e[d-1]
 				}
-				free[j] = t + wait + c.sys.Service.Sample(c.r)
+				work[j] = wait + c.sys.Service.Sample(c.r)
 			}
 			w := math.Max(0, u-a)
 			u = w + mean

@@ -23,6 +23,10 @@ type Distribution interface {
 	CDF(x float64) float64
 	Mean() float64
 	SecondMoment() float64
+	// LimitedMean is E[min(S, x)], the integral of 1-CDF from 0 to x: the
+	// stationary-excess law the M/G/1 waiting time is built from has CDF
+	// LimitedMean(x)/Mean(), exactly, however coarse the grid it is put on.
+	LimitedMean(x float64) float64
 	String() string
 }
 
@@ -33,7 +37,13 @@ func (e Exponential) Sample(r *rand.Rand) float64 { return e.M * r.ExpFloat64() 
 func (e Exponential) CDF(x float64) float64 {
 	return distuv.Exponential{Rate: 1 / e.M}.CDF(x)
 }
-func (e Exponential) Mean() float64         { return e.M }
+func (e Exponential) Mean() float64 { return e.M }
+func (e Exponential) LimitedMean(x float64) float64 {
+	if x <= 0 {
+		return 0
+	}
+	return -e.M * math.Expm1(-x/e.M)
+}
 func (e Exponential) SecondMoment() float64 { return 2 * e.M * e.M }
 func (e Exponential) String() string        { return "exp:" + fmtDur(e.M) }
 
@@ -48,6 +58,17 @@ func (l LogNormal) CDF(x float64) float64 {
 	return distuv.LogNormal{Mu: math.Log(l.Median), Sigma: l.Sigma}.CDF(x)
 }
 func (l LogNormal) Mean() float64 { return l.Median * math.Exp(l.Sigma*l.Sigma/2) }
+func (l LogNormal) LimitedMean(x float64) float64 {
+	if x <= 0 {
+		return 0
+	}
+	// E[S; S <= x] + x P(S > x), with E[S; S <= x] = E[S] Phi((ln x - mu - sigma^2)/sigma).
+	z := (math.Log(x) - math.Log(l.Median)) / l.Sigma
+	return l.Mean()*stdNormalCDF(z-l.Sigma) + x*stdNormalCDF(-z)
+}
+
+func stdNormalCDF(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
+
 func (l LogNormal) SecondMoment() float64 {
 	return l.Median * l.Median * math.Exp(2*l.Sigma*l.Sigma)
 }
@@ -66,6 +87,14 @@ func (p Pareto) CDF(x float64) float64 {
 	return distuv.Pareto{Xm: p.Xm, Alpha: p.Alpha}.CDF(x)
 }
 func (p Pareto) Mean() float64 { return p.Alpha * p.Xm / (p.Alpha - 1) }
+func (p Pareto) LimitedMean(x float64) float64 {
+	if x <= p.Xm {
+		return math.Max(0, x)
+	}
+	// Xm + the integral of (Xm/t)^Alpha from Xm to x; expm1 keeps it exact
+	// for Alpha near 1.
+	return p.Xm - p.Xm/(p.Alpha-1)*math.Expm1((p.Alpha-1)*math.Log(p.Xm/x))
+}
 func (p Pareto) SecondMoment() float64 {
 	if p.Alpha <= 2 {
 		return math.Inf(1)
@@ -84,13 +113,17 @@ func (c Constant) CDF(x float64) float64 {
 	}
 	return 1
 }
-func (c Constant) Mean() float64         { return c.V }
+func (c Constant) Mean() float64 { return c.V }
+func (c Constant) LimitedMean(x float64) float64 {
+	return math.Max(0, math.Min(c.V, x))
+}
 func (c Constant) SecondMoment() float64 { return c.V * c.V }
 func (c Constant) String() string        { return fmtDur(c.V) }
 
 // Empirical is the distribution of measured samples (seconds).
 type Empirical struct {
 	sorted     []float64
+	prefix     []float64 // prefix[i] = sum of the i smallest samples
 	mean, mom2 float64
 	name       string
 }
@@ -110,8 +143,12 @@ func NewEmpirical(samples []float64, name string) (*Empirical, error) {
 		sum2 += v * v
 	}
 	sort.Float64s(s)
+	prefix := make([]float64, len(s)+1)
+	for i, v := range s {
+		prefix[i+1] = prefix[i] + v
+	}
 	n := float64(len(s))
-	return &Empirical{sorted: s, mean: sum / n, mom2: sum2 / n, name: name}, nil
+	return &Empirical{sorted: s, prefix: prefix, mean: sum / n, mom2: sum2 / n, name: name}, nil
 }
 
 func (e *Empirical) Sample(r *rand.Rand) float64 { return e.sorted[r.IntN(len(e.sorted))] }
@@ -119,7 +156,14 @@ func (e *Empirical) CDF(x float64) float64 {
 	i := sort.Search(len(e.sorted), func(i int) bool { return e.sorted[i] > x })
 	return float64(i) / float64(len(e.sorted))
 }
-func (e *Empirical) Mean() float64         { return e.mean }
+func (e *Empirical) Mean() float64 { return e.mean }
+func (e *Empirical) LimitedMean(x float64) float64 {
+	if x <= 0 {
+		return 0
+	}
+	i := sort.Search(len(e.sorted), func(i int) bool { return e.sorted[i] > x })
+	return (e.prefix[i] + x*float64(len(e.sorted)-i)) / float64(len(e.sorted))
+}
 func (e *Empirical) SecondMoment() float64 { return e.mom2 }
 func (e *Empirical) String() string {
 	return fmt.Sprintf("empirical:%s(n=%d)", e.name, len(e.sorted))
@@ -182,9 +226,13 @@ func ParseDistribution(spec string) (Distribution, error) {
 	}
 	if strings.ToLower(name) == "lognormal" {
 		if first <= 0 || second <= 0 {
-			return nil, fmt.Errorf("distribution %q: median and sigma must be > 0", spec)
+			return nil, fmt.Errorf("distribution %q: median and sigma must be > 0 (sigma 0 is the constant const:MEDIAN)", spec)
 		}
-		return LogNormal{first, second}, nil
+		l := LogNormal{first, second}
+		if math.IsInf(l.Mean(), 0) {
+			return nil, fmt.Errorf("distribution %q: the mean, median x exp(sigma^2/2), overflows; sigma must be below %.4g for this median", spec, math.Sqrt(2*(math.Log(math.MaxFloat64)-math.Log(first))))
+		}
+		return l, nil
 	}
 	if first <= 0 || second <= 1 {
 		return nil, fmt.Errorf("distribution %q: pareto needs XM > 0 and ALPHA > 1 (finite mean)", spec)
@@ -212,6 +260,16 @@ func parseDur(s string) (float64, error) {
 // ParseDuration reads a duration like 10ms into seconds.
 func ParseDuration(s string) (float64, error) { return parseDur(s) }
 
+// fmtDur writes seconds as a Go duration (10ms), or in seconds where a
+// duration cannot hold them (below 1ns, above 292 years).
 func fmtDur(sec float64) string {
-	return time.Duration(math.Round(sec * 1e9)).String()
+	ns := math.Round(sec * 1e9)
+	if sec != 0 && (ns == 0 || math.Abs(ns) >= math.MaxInt64 || math.IsNaN(ns)) {
+		return strconv.FormatFloat(sec, 'g', -1, 64) + "s"
+	}
+	return time.Duration(ns).String()
 }
+
+// FormatDuration writes seconds as gait's model does in its messages and
+// titles: a Go duration such as 10ms.
+func FormatDuration(sec float64) string { return fmtDur(sec) }

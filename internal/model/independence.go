@@ -41,7 +41,7 @@ func CheckIndependence(a, b []float64, quantile float64) (Independence, error) {
 		return Independence{}, fmt.Errorf("%d requests: need at least 100 to judge independence", len(a))
 	}
 	if !(quantile > 0 && quantile < 1) {
-		return Independence{}, fmt.Errorf("quantile %v: must be between 0 and 1", quantile)
+		return Independence{}, inputError("quantile", quantile, "must be between 0 and 1")
 	}
 	for i := range a {
 		if !(a[i] >= 0) || !(b[i] >= 0) || math.IsInf(a[i], 0) || math.IsInf(b[i], 0) {
@@ -60,6 +60,21 @@ func CheckIndependence(a, b []float64, quantile float64) (Independence, error) {
 	// The share above the quantile is what ranks give, not exactly 1-quantile when there are ties.
 	pa, pb := shareAbove(ra, quantile), shareAbove(rb, quantile)
 	res.Expected = pa * pb
+	// Below a few requests that chance alone makes slow on both, no count
+	// of coincidences could tell dependence from chance: say so rather
+	// than call the duplicates independent.
+	if chance := res.Expected * n; chance < minCoincidences {
+		why := fmt.Sprintf("chance alone puts %.3g of %d requests slow on both (%.3g%% of A's and %.3g%% of B's are slow); want at least %d: a lower quantile or more requests",
+			chance, len(a), 100*pa, 100*pb, minCoincidences)
+		if pa == 0 || pb == 0 {
+			dup := "A"
+			if pa != 0 {
+				dup = "B"
+			}
+			return Independence{}, fmt.Errorf("no request of duplicate %s is above its p%.6g: too many of its latencies tie to tell slow from fast", dup, 100*quantile)
+		}
+		return Independence{}, inputError("quantile", quantile, "%s", why)
+	}
 	res.BothSlow = float64(both) / n
 	if res.Expected > 0 {
 		res.Lift = res.BothSlow / res.Expected
@@ -69,6 +84,10 @@ func CheckIndependence(a, b []float64, quantile float64) (Independence, error) {
 	res.Holds = !(res.Lift > 1.5 && res.Z > 3)
 	return res, nil
 }
+
+// minCoincidences is the fewest requests independence must expect slow on
+// both duplicates for the check to mean anything.
+const minCoincidences = 5
 
 func shareAbove(r []float64, q float64) float64 {
 	c := 0

@@ -22,7 +22,7 @@ func ParsePredictor(s string) (Predictor, error) {
 	case PredictorAccurate, PredictorThesis:
 		return Predictor(s), nil
 	}
-	return "", fmt.Errorf("predictor %q: want accurate or thesis", s)
+	return "", inputError("predictor", s, "want accurate or thesis")
 }
 
 // Pick is the SLA this predictor gives a prediction.
@@ -60,6 +60,17 @@ func ParseTarget(s string) (Target, error) {
 	return Target{SLA: p / 100, Bound: b}, nil
 }
 
+// MaxPlanNodes is the largest node budget the planner weighs: it predicts
+// every mix of up to that many nodes.
+const MaxPlanNodes = 256
+
+func validatePlanNodes(input string, n int) error {
+	if n < 1 || n > MaxPlanNodes {
+		return inputError(input, n, "want 1 to %d", MaxPlanNodes)
+	}
+	return nil
+}
+
 // mixes lists every duplicates x replicas pair with at most nodes servers.
 func mixes(nodes int) (dups, reps []int) {
 	for i := 1; i <= nodes; i++ {
@@ -74,8 +85,8 @@ func mixes(nodes int) (dups, reps []int) {
 // gives the highest SLA. Ties go to fewer nodes. It also returns every
 // stable candidate it weighed.
 func BestMix(sys System, nodes int, pred Predictor, opt AccurateOptions) (Prediction, []Prediction, error) {
-	if nodes < 1 {
-		return Prediction{}, nil, fmt.Errorf("nodes %d: must be >= 1", nodes)
+	if err := validatePlanNodes("nodes", nodes); err != nil {
+		return Prediction{}, nil, err
 	}
 	dups, reps := mixes(nodes)
 	all, err := Predict(sys, dups, reps, opt)
@@ -112,7 +123,7 @@ func better(sla float64, nodes int, bestSLA float64, bestNodes int) bool {
 // out for the answer only.
 func FewestNodes(sys System, target Target, maxNodes int, pred Predictor, opt AccurateOptions) (Prediction, error) {
 	sys.Bound = target.Bound
-	if err := sys.Validate(); err != nil {
+	if err := firstErr(sys.Validate(), validatePlanNodes("max-nodes", maxNodes)); err != nil {
 		return Prediction{}, err
 	}
 	var best Prediction
@@ -191,8 +202,8 @@ type RateResult struct {
 // from the highest bound down, skipping those whose bound cannot beat the
 // best found.
 func MaxRate(sys System, target Target, nodes int, pred Predictor, opt AccurateOptions) (RateResult, []RateResult, error) {
-	if nodes < 1 {
-		return RateResult{}, nil, fmt.Errorf("nodes %d: must be >= 1", nodes)
+	if err := validatePlanNodes("nodes", nodes); err != nil {
+		return RateResult{}, nil, err
 	}
 	sys.Bound = target.Bound
 	if err := sys.validateShape(); err != nil {
@@ -262,8 +273,14 @@ func refineAccurate(sys System, target Target, all []RateResult, opt AccurateOpt
 			}
 			return sla[cfg.Duplicates-1], nil
 		}
+		hi := bound.Rate
+		if cfg.Duplicates >= 2 {
+			// Beyond corrLimit the accurate predictor is the gap law
+			// alone, which is optimistic: search only where it is not.
+			hi = min(hi, float64(cfg.Replicas)*corrLimit(opt)/sys.Service.Mean())
+		}
 		// Monte Carlo noise makes a finer search than 1e-3 meaningless.
-		res, err := maxRateOf(cfg, target, acc, bound.Rate, 1e-3)
+		res, err := maxRateOf(cfg, target, acc, hi, 1e-3)
 		if err != nil {
 			return err
 		}

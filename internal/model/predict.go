@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Prediction is the predicted SLA of one configuration.
@@ -19,6 +20,11 @@ type Prediction struct {
 	// SLAStdErr is the Monte Carlo standard error of SLA (0 for one
 	// duplicate, where the accurate predictor is exact up to its grid).
 	SLAStdErr float64 `json:"sla_stderr"`
+	// GapLawOnly is set for two or more duplicates at a utilization too
+	// high for the correlation term's budget (above 0.961 by default): SLA
+	// is then the gap law alone, which is optimistic, and SLAStdErr the
+	// most it can be off by.
+	GapLawOnly bool `json:"gap_law_only,omitempty"`
 }
 
 // MarshalJSON writes "unstable" in place of the SLA numbers of an unstable
@@ -64,19 +70,12 @@ func Predict(sys System, duplicates, replicas []int, opt AccurateOptions) ([]Pre
 	if err := sys.Validate(); err != nil {
 		return nil, err
 	}
-	if len(duplicates) == 0 || len(replicas) == 0 {
-		return nil, fmt.Errorf("no configurations: duplicates %v, replicas %v", duplicates, replicas)
+	if err := validateGrid(duplicates, replicas); err != nil {
+		return nil, err
 	}
-	for _, d := range duplicates {
-		if err := (Config{d, 1}).Validate(); err != nil {
-			return nil, err
-		}
-	}
+	opt = opt.withDefaults()
 	var rates []float64
 	for _, r := range replicas {
-		if err := (Config{1, r}).Validate(); err != nil {
-			return nil, err
-		}
 		if sys.Utilization(Config{1, r}) < 1 {
 			rates = append(rates, sys.Rate/float64(r))
 		}
@@ -102,6 +101,7 @@ func Predict(sys System, duplicates, replicas []int, opt AccurateOptions) ([]Pre
 				return nil, err
 			}
 			p.SLAThesis, p.SLA, p.SLAStdErr = th, slas[stable][d-1], ses[stable][d-1]
+			p.GapLawOnly = d >= 2 && !corrFits(p.Utilization, opt)
 			out = append(out, p)
 		}
 		if ok {
@@ -109,4 +109,23 @@ func Predict(sys System, duplicates, replicas []int, opt AccurateOptions) ([]Pre
 		}
 	}
 	return out, nil
+}
+
+// validateGrid checks every duplicates x replicas pair: the largest of each
+// makes the largest configuration.
+func validateGrid(duplicates, replicas []int) error {
+	if len(duplicates) == 0 || len(replicas) == 0 {
+		return fmt.Errorf("no configurations: duplicates %v, replicas %v", duplicates, replicas)
+	}
+	for _, d := range duplicates {
+		if err := validateCount("duplicates", d); err != nil {
+			return err
+		}
+	}
+	for _, r := range replicas {
+		if err := validateCount("replicas", r); err != nil {
+			return err
+		}
+	}
+	return Config{slices.Max(duplicates), slices.Max(replicas)}.Validate()
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 )
 
 // System is what every predictor and the simulator share: a service-time
@@ -45,13 +46,51 @@ func (s System) net() Distribution {
 // ErrUnstable marks a configuration whose queues grow without bound.
 var ErrUnstable = errors.New("unstable: utilization >= 1")
 
+// MaxNodes is the most servers one configuration (duplicates x replicas)
+// may have: the simulator holds a queue per server and a histogram of
+// 0..duplicates misses per batch, and spends duplicates steps per request.
+const MaxNodes = 1 << 16
+
+// InputError is an input outside the range where gait's answer holds.
+// Input names it as this package does (service, net, rate, bound,
+// duplicates, replicas, requests, nodes, ...), so that a command can name
+// its own flag instead.
+type InputError struct {
+	Input  string // e.g. "rate"
+	Value  string // the value given, as text
+	Reason string // what is wrong and the valid range
+}
+
+func (e *InputError) Error() string {
+	if e.Value == "" {
+		return e.Input + ": " + e.Reason
+	}
+	return e.Input + " " + e.Value + ": " + e.Reason
+}
+
+func inputError(input string, value any, reason string, args ...any) error {
+	v := ""
+	switch x := value.(type) {
+	case nil:
+	case float64:
+		v = strconv.FormatFloat(x, 'g', -1, 64)
+	default:
+		v = fmt.Sprint(x)
+	}
+	return &InputError{Input: input, Value: v, Reason: fmt.Sprintf(reason, args...)}
+}
+
 // Validate checks the inputs every computation needs.
 func (s System) Validate() error {
 	if err := s.validateShape(); err != nil {
 		return err
 	}
-	if !(s.Rate > 0) || math.IsInf(s.Rate, 0) {
-		return fmt.Errorf("rate %v: must be finite and > 0 requests/s", s.Rate)
+	return validateRate(s.Rate)
+}
+
+func validateRate(rate float64) error {
+	if !(rate > 0) || math.IsInf(rate, 0) {
+		return inputError("rate", rate, "must be finite and > 0 requests/s")
 	}
 	return nil
 }
@@ -59,25 +98,42 @@ func (s System) Validate() error {
 // validateShape checks everything but the rate, which MaxRate searches for.
 func (s System) validateShape() error {
 	if s.Service == nil {
-		return errors.New("no service-time distribution")
+		return inputError("service", nil, "no service-time distribution")
 	}
 	m, m2 := s.Service.Mean(), s.Service.SecondMoment()
 	if !(m > 0) || math.IsInf(m, 0) || math.IsNaN(m2) {
-		return fmt.Errorf("service %s: mean %v must be finite and > 0", s.Service, m)
+		return inputError("service", s.Service, "mean %v: want a finite mean > 0", m)
+	}
+	if nm := s.net().Mean(); !(nm >= 0) || math.IsInf(nm, 0) {
+		return inputError("net", s.net(), "mean %v: want a finite mean >= 0", nm)
 	}
 	if !(s.Bound > 0) || math.IsInf(s.Bound, 0) {
-		return fmt.Errorf("bound %v: must be finite and > 0", s.Bound)
+		return inputError("bound", s.Bound, "must be finite and > 0")
 	}
 	if s.net().CDF(s.Bound) == 0 {
-		return fmt.Errorf("bound %s is below every network delay (%s): no request can meet it", fmtDur(s.Bound), s.net())
+		return inputError("bound", fmtDur(s.Bound), "below every network delay (%s): no request can meet it", s.net())
 	}
 	return nil
 }
 
-// Validate checks a configuration.
+// Validate checks a configuration: at least one duplicate and one replica,
+// at most MaxNodes servers.
 func (c Config) Validate() error {
-	if c.Duplicates < 1 || c.Replicas < 1 {
-		return fmt.Errorf("configuration %dx%d: duplicates and replicas must be >= 1", c.Duplicates, c.Replicas)
+	if err := validateCount("duplicates", c.Duplicates); err != nil {
+		return err
+	}
+	if err := validateCount("replicas", c.Replicas); err != nil {
+		return err
+	}
+	if c.Duplicates > MaxNodes/c.Replicas {
+		return inputError("duplicates", c.Duplicates, "%d duplicates x %d replicas is more than %d nodes", c.Duplicates, c.Replicas, MaxNodes)
+	}
+	return nil
+}
+
+func validateCount(input string, n int) error {
+	if n < 1 || n > MaxNodes {
+		return inputError(input, n, "want 1 to %d", MaxNodes)
 	}
 	return nil
 }

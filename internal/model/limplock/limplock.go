@@ -44,16 +44,47 @@ type Formulas struct {
 	PBL    float64 `json:"p_bl"` // >= 1 block in limplock
 }
 
+// The largest inputs: the simulation holds a counter per node and a
+// replica pair per block, and spends nodes + blocks steps a trial.
+const (
+	MaxNodes  = 1 << 20
+	MaxBlocks = 1 << 20
+	MaxTrials = 1 << 30
+)
+
+// InputError is an input outside its valid range; Input names it (nodes,
+// blocks, requests, trials) so that a command can name its own flag.
+type InputError struct {
+	Input  string
+	Value  int
+	Reason string
+}
+
+func (e *InputError) Error() string { return fmt.Sprintf("%s %d: %s", e.Input, e.Value, e.Reason) }
+
 // Validate checks n, b and r.
 func Validate(n, b, r int) error {
-	if n < 4 {
-		return fmt.Errorf("nodes %d: need at least 4 (3 replicas plus a dead node)", n)
+	if n < 4 || n > MaxNodes {
+		return &InputError{"nodes", n, fmt.Sprintf("want 4 (3 replicas plus a dead node) to %d", MaxNodes)}
 	}
-	if b < 1 || r < 0 {
-		return fmt.Errorf("blocks %d, requests %d: need blocks >= 1 and requests >= 0", b, r)
+	if b < 1 || b > MaxBlocks {
+		return &InputError{"blocks", b, fmt.Sprintf("want 1 to %d", MaxBlocks)}
+	}
+	if r < 0 {
+		return &InputError{"requests", r, "want 0 or more"}
 	}
 	return nil
 }
+
+func validateTrials(trials int) error {
+	if trials < 2 || trials > MaxTrials {
+		return &InputError{"trials", trials, fmt.Sprintf("want 2 to %d", MaxTrials)}
+	}
+	return nil
+}
+
+// Progress is told, now and then, what runs and the share of the work done.
+type Progress func(what string, done float64)
 
 // Table2 evaluates the formulas.
 func Table2(n, b, r int) (Formulas, error) {
@@ -83,10 +114,18 @@ func Table2(n, b, r int) (Formulas, error) {
 // PNLi is p_nl(i): exactly i of the n-2 healthy nodes in limplock.
 func PNLi(n, i int, pnl float64) float64 {
 	m := n - 2
+	switch {
+	case pnl <= 0:
+		return b2f(i == 0)
+	case pnl >= 1:
+		return b2f(i == m)
+	}
+	// In logarithms: from about 1000 nodes C(m, i) overflows a float64
+	// while the power it multiplies underflows, and the product was NaN.
 	lc, _ := math.Lgamma(float64(m + 1))
 	la, _ := math.Lgamma(float64(i + 1))
 	lb, _ := math.Lgamma(float64(m - i + 1))
-	return math.Exp(lc-la-lb) * math.Pow(pnl, float64(i)) * math.Pow(1-pnl, float64(m-i))
+	return math.Exp(lc - la - lb + float64(i)*math.Log(pnl) + float64(m-i)*math.Log1p(-pnl))
 }
 
 // Estimate is the Monte Carlo counterpart of Formulas, with standard errors.
@@ -109,18 +148,28 @@ type Estimate struct {
 // Simulate runs trials independent placements of HDFS-style random 3-way
 // replication with one slow node, as described in the package comment.
 func Simulate(n, b, r, trials int, seed uint64) (Estimate, error) {
+	return simulate(n, b, r, trials, seed, nil)
+}
+
+// simulate is Simulate, telling tick (when set) how many trials are done,
+// every million or so steps.
+func simulate(n, b, r, trials int, seed uint64, tick func(done int)) (Estimate, error) {
 	if err := Validate(n, b, r); err != nil {
 		return Estimate{}, err
 	}
-	if trials < 2 {
-		return Estimate{}, fmt.Errorf("trials %d: need at least 2", trials)
+	if err := validateTrials(trials); err != nil {
+		return Estimate{}, err
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x5bd1e995))
 	const slow, dead = 0, 1
 	var acc [6]stat
 	stuck := make([]int, n)
 	holders := make([][2]int, b)
+	every := max(1, (1<<20)/(b+n))
 	for t := 0; t < trials; t++ {
+		if tick != nil && t%every == 0 {
+			tick(t)
+		}
 		// Operations: each request picks fresh random placements.
 		readHit, writeHit := 0.0, 0.0
 		for k := 0; k < r && (readHit == 0 || writeHit == 0); k++ {

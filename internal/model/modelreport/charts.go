@@ -1,10 +1,17 @@
-package model
+// Package modelreport writes the model's results for people: the text
+// tables gait model prints and the HTML pages with its figures (the
+// thesis's Figures 5 and 7, the error map, the Limplock paper's Figure 3).
+// The model's computations live in model and model/limplock, which know
+// nothing of reports.
+package modelreport
 
 import (
 	"fmt"
 	"math"
 	"sort"
 
+	"github.com/gait-dev/gait/internal/model"
+	"github.com/gait-dev/gait/internal/model/limplock"
 	"github.com/gait-dev/gait/internal/report"
 )
 
@@ -13,8 +20,8 @@ var missAxis = report.Axis{Label: "share of requests missing the bound (1 - SLA)
 
 // SLAChart draws the share of requests missing the bound against nodes,
 // one line per replica count (the accurate predictor; the thesis's dashed).
-func SLAChart(title string, preds []Prediction) report.LineChart {
-	byR := map[int][]Prediction{}
+func SLAChart(title string, preds []model.Prediction) report.LineChart {
+	byR := map[int][]model.Prediction{}
 	var rs []int
 	for _, p := range preds {
 		if p.Unstable {
@@ -44,28 +51,20 @@ func SLAChart(title string, preds []Prediction) report.LineChart {
 // floorMiss keeps a perfect SLA on the log axis at one in a billion.
 func floorMiss(m float64) float64 { return math.Max(m, 1e-9) }
 
-// Figure7 is the thesis's Figure 7 for one utilization: SLA against 1..maxNodes
-// nodes for replication for predictability (duplicates) and for throughput
-// (replicas), by both predictors. Utilization is that of one server taking
-// all the traffic.
-func Figure7(sys System, util float64, maxNodes int) (report.LineChart, []Prediction, error) {
-	sys.Rate = util / sys.Service.Mean()
-	preds, err := Predict(sys, seq(maxNodes), seq(maxNodes), AccurateOptions{})
-	if err != nil {
-		return report.LineChart{}, nil, err
-	}
+// Figure7Chart draws the thesis's Figure 7 for one utilization from
+// model.Figure7's predictions: SLA against nodes for replication for
+// predictability (duplicates) and for throughput (replicas), both predictors.
+func Figure7Chart(bound, util float64, maxNodes int, preds []model.Prediction) report.LineChart {
 	series := []report.Series{
 		{Name: "predictability (duplicates), accurate"},
 		{Name: "throughput (replicas), accurate"},
 		{Name: "predictability, thesis", Dashed: true},
 		{Name: "throughput, thesis", Dashed: true},
 	}
-	var kept []Prediction
 	for _, p := range preds {
 		if p.Unstable || (p.Replicas != 1 && p.Duplicates != 1) {
 			continue
 		}
-		kept = append(kept, p)
 		for k, on := range []bool{p.Replicas == 1, p.Duplicates == 1} {
 			if !on {
 				continue
@@ -75,18 +74,18 @@ func Figure7(sys System, util float64, maxNodes int) (report.LineChart, []Predic
 		}
 	}
 	return report.LineChart{
-		Title:   fmt.Sprintf("SLA within %s at %g%% utilization", fmtDur(sys.Bound), 100*util),
+		Title:   fmt.Sprintf("SLA within %s at %g%% utilization", model.FormatDuration(bound), 100*util),
 		X:       report.Axis{Label: "nodes", Min: 0, Max: float64(maxNodes)},
 		Y:       report.Axis{Label: "SLA (share within the bound)", Unit: "%", Min: 0, Max: 1},
 		Series:  series,
 		Markers: true,
-	}, kept, nil
+	}
 }
 
 // ErrorChart draws |predicted - simulated| against duplicates for one
 // service distribution, a line per utilization and predictor.
-func ErrorChart(service string, cells []ErrorCell) report.LineChart {
-	byU := map[float64][]ErrorCell{}
+func ErrorChart(service string, cells []model.ErrorCell) report.LineChart {
+	byU := map[float64][]model.ErrorCell{}
 	var us []float64
 	for _, c := range cells {
 		if c.Service != service {
@@ -114,11 +113,27 @@ func ErrorChart(service string, cells []ErrorCell) report.LineChart {
 
 // IndependenceChart is the thesis's Figure 5: each request's percentile in
 // one duplicate against its percentile in the other.
-func IndependenceChart(ind Independence) report.ScatterChart {
+func IndependenceChart(ind model.Independence) report.ScatterChart {
 	return report.ScatterChart{
 		Title:  "per-request percentile in duplicate A vs duplicate B",
 		X:      report.Axis{Label: "percentile in A", Unit: "%", Min: 0, Max: 1},
 		Y:      report.Axis{Label: "percentile in B", Unit: "%", Min: 0, Max: 1},
 		Series: []report.Series{{Name: "requests", X: ind.RanksA, Y: ind.RanksB}},
 	}
+}
+
+// Figure3Chart draws one panel of the Limplock paper's Figure 3: a line
+// per parameter value by the formula, dashed by Monte Carlo.
+func Figure3Chart(p limplock.Panel) report.LineChart {
+	c := report.LineChart{Title: p.Title, X: report.Axis{Label: "cluster size (nodes)"}, Y: report.Axis{Label: "probability", Unit: "%", Min: 0, Max: 1}, Markers: true}
+	for _, l := range p.Lines {
+		f := report.Series{Name: fmt.Sprintf("%s=%d, formula", p.Param, l.Value)}
+		m := report.Series{Name: fmt.Sprintf("%s=%d, Monte Carlo", p.Param, l.Value), Dashed: true}
+		for i, n := range p.Sizes {
+			f.X, f.Y = append(f.X, float64(n)), append(f.Y, l.Formula[i])
+			m.X, m.Y = append(m.X, float64(n)), append(m.Y, l.MonteCarlo[i])
+		}
+		c.Series = append(c.Series, f, m)
+	}
+	return c
 }
