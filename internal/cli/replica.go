@@ -1,9 +1,18 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/gait-dev/gait/internal/replica"
@@ -39,11 +48,9 @@ Start a deployment with --bootstrap on one agent; every other agent names any
 member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			mode, err := replica.ParseReadMode(read)
-			if err != nil {
+			if err := checkAgent(&cfg, read); err != nil {
 				return err
 			}
-			cfg.Read = mode
 			sig := notifyStop()
 			defer signal.Stop(sig)
 			a, err := replica.Start(cfg)
@@ -68,7 +75,7 @@ member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 	f.StringVar(&cfg.Join, "join", "", "raft address of any member to join through")
 	f.BoolVar(&cfg.NonVoter, "nonvoter", false, "join as a non-voting duplicate")
 	f.StringVar(&cfg.Metrics, "metrics", "", "HOST:PORT to serve Prometheus metrics on /metrics")
-	f.IntVar(&cfg.MaxRequest, "max-request", 32<<20, "largest client request in bytes")
+	f.IntVar(&cfg.MaxRequest, "max-request", 32<<20, fmt.Sprintf("largest client request in bytes, %d to %d", minRequest, maxRequest))
 	deploymentFlags(f, &cfg, &read)
 	for _, name := range []string{"id", "raft", "redis", "listen"} {
 		cmd.MarkFlagRequired(name)
@@ -76,18 +83,118 @@ member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 	return cmd
 }
 
+// The range of --max-request: below 1 KiB ordinary requests fail; 1 GiB
+// is the most a redis-server reads of one client (client-query-buffer-limit).
+const (
+	minRequest = 1 << 10
+	maxRequest = 1 << 30
+)
+
+// checkAgent validates gait replica agent's flags before anything starts,
+// and sets cfg.Read. Its error names the flag, its value and what the
+// flag takes.
+func checkAgent(cfg *replica.Config, read string) error {
+	if strings.TrimSpace(cfg.ID) == "" {
+		return fmt.Errorf("--id %q: want a name, unique in the deployment", cfg.ID)
+	}
+	type addrFlag struct {
+		flag, addr string
+		port0      bool // port 0 allowed: the kernel picks one, and gait prints it
+		reachable  bool // the agent tells its peers this address
+		given      bool
+	}
+	for _, a := range []addrFlag{
+		{"--raft", cfg.RaftAddr, false, true, true},
+		{"--redis", cfg.RedisAddr, false, false, true},
+		{"--listen", cfg.Listen, true, false, true},
+		{"--join", cfg.Join, false, false, cfg.Join != ""},
+		{"--metrics", cfg.Metrics, true, false, cfg.Metrics != ""},
+	} {
+		if !a.given {
+			continue
+		}
+		if err := checkAddr(a.flag, a.addr, a.port0, a.reachable); err != nil {
+			return err
+		}
+	}
+	if cfg.DataDir != "" {
+		if err := checkDir("--data", cfg.DataDir); err != nil {
+			return err
+		}
+	}
+	switch {
+	case cfg.Bootstrap && cfg.Join != "":
+		return errors.New("--bootstrap and --join exclude each other: --bootstrap starts a deployment, --join joins one")
+	case cfg.Bootstrap && cfg.NonVoter:
+		return errors.New("--nonvoter and --bootstrap exclude each other: the agent that bootstraps is the deployment's first voter")
+	case !cfg.Bootstrap && cfg.Join == "" && !hasRaftLog(cfg.DataDir):
+		if cfg.NonVoter {
+			return errors.New("--nonvoter needs --join ADDR: a duplicate joins a deployment")
+		}
+		return errors.New("want --bootstrap (start a deployment) or --join ADDR (join one); only an agent whose --data holds its raft log restarts without either")
+	}
+	mode, err := parseReadFlag(read)
+	if err != nil {
+		return err
+	}
+	cfg.Read = mode
+	if cfg.Fanout < 1 {
+		return fmt.Errorf("--fanout %d: want 1 or more (more than the deployment's replicas means every replica)", cfg.Fanout)
+	}
+	if cfg.MaxRequest < minRequest || cfg.MaxRequest > maxRequest {
+		return fmt.Errorf("--max-request %d: want %d to %d bytes", cfg.MaxRequest, minRequest, maxRequest)
+	}
+	return nil
+}
+
+// checkAddr checks a HOST:PORT flag. With port0 the port may be 0 (the
+// kernel picks one); with reachable the host must be an address other
+// agents reach: not empty, 0.0.0.0 or ::.
+func checkAddr(flag, addr string, port0, reachable bool) error {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%s %q: want HOST:PORT", flag, addr)
+	}
+	lo := 1
+	if port0 {
+		lo = 0
+	}
+	if n, err := strconv.Atoi(p); err != nil || n < lo || n > 65535 {
+		return fmt.Errorf("%s %q: want a port from %d to 65535", flag, addr, lo)
+	}
+	if ip := net.ParseIP(h); reachable && (h == "" || ip != nil && ip.IsUnspecified()) {
+		return fmt.Errorf("%s %q: want the host other agents reach this one at, not an unspecified address", flag, addr)
+	}
+	return nil
+}
+
+// hasRaftLog tells whether dir holds an agent's raft log from an earlier run.
+func hasRaftLog(dir string) bool {
+	if dir == "" {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(dir, "raft.db"))
+	return err == nil
+}
+
+// parseReadFlag reads --read.
+func parseReadFlag(read string) (replica.ReadMode, error) {
+	mode, err := replica.ParseReadMode(read)
+	if err != nil {
+		return "", fmt.Errorf("--read %q: want %s, %s or %s", read, replica.Linearizable, replica.Session, replica.Any)
+	}
+	return mode, nil
+}
+
 // deploymentFlags are the settings every agent of a deployment shares.
 func deploymentFlags(f *pflag.FlagSet, cfg *replica.Config, read *string) {
 	f.StringVar(read, "read", string(replica.Linearizable), "read mode: linearizable, session or any")
-	f.IntVar(&cfg.Fanout, "fanout", 1, "replicas each read goes to; the first fitting answer wins")
+	f.IntVar(&cfg.Fanout, "fanout", 1, "replicas each read goes to, 1 or more; the first fitting answer wins")
 	f.BoolVar(&cfg.WriteAll, "write-all", false, "answer a write only once every replica applied it")
 }
 
 func newReplicaClusterCmd() *cobra.Command {
-	var voters, duplicates int
-	var read, bandwidth, stateDir string
-	var metrics, loopback bool
-	var cfg replica.Config
+	var f clusterFlags
 	cmd := &cobra.Command{
 		Use:   "cluster [--voters N] [--duplicates N] [--read MODE] [--fanout K] [--write-all] [--metrics] [--bandwidth RATE | --loopback]",
 		Short: "Run a whole deployment on testbed hosts until SIGINT or SIGTERM",
@@ -95,75 +202,134 @@ func newReplicaClusterCmd() *cobra.Command {
 with an address from 198.18.0.0/15 on a link shaped to RATE, as gait testbed
 up builds), each an unmodified redis-server and a gait replica agent. Print one
 line "redis ADDRESS" per agent (then, with --metrics, one line "metrics URL" per
-agent), run until SIGINT or SIGTERM, then stop and remove everything. Needs
-root; gait clean removes what a killed run left.
+agent), run until SIGINT or SIGTERM, then stop and remove everything. A second
+SIGINT or SIGTERM kills the agents and redis-servers at once, still removes
+everything, and exits with status 130. Needs root; gait clean removes what a
+killed run left.
 
 With --loopback every redis-server and agent runs on 127.0.0.1 instead, in
-this process, without root.`,
+this process, without root; its files go to one directory in $TMPDIR.`,
 		Example: `  sudo gait replica cluster --voters 3 --duplicates 2 --metrics
   gait replica cluster --loopback --voters 3 --read session --fanout 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			mode, err := replica.ParseReadMode(read)
-			if err != nil {
+			if err := f.check(cmd); err != nil {
 				return err
 			}
-			cfg.Read = mode
-			if loopback {
-				return replicaLoopback(cmd, voters, duplicates, metrics, cfg)
+			if f.loopback {
+				return replicaLoopback(cmd, f)
 			}
-			bps, err := testbed.ParseBandwidth(bandwidth)
-			if err != nil {
-				return fmt.Errorf("--bandwidth: %w", err)
-			}
-			if err := testbed.NeedRoot(); err != nil {
-				return fmt.Errorf("%w; run it as root, or pass --loopback to run every replica on 127.0.0.1 without root", err)
-			}
-			ctx, stop := testbed.SignalContext(cmd.Context())
-			defer stop()
-			d := gaitredis.New()
-			d.Read, d.Fanout, d.WriteAll = string(cfg.Read), cfg.Fanout, cfg.WriteAll
-			dep, err := d.StartOnTestbed(ctx, gaitredis.TestbedOptions{
-				Voters: voters, Duplicates: duplicates, Bandwidth: bps, StateDir: stateDir, Progress: cmd.ErrOrStderr(),
-			})
-			if err != nil {
-				return err
-			}
-			defer dep.Close()
-			printCluster(cmd, dep.Addresses(), dep.MetricsURLs(), metrics)
-			<-ctx.Done()
-			if err := dep.Close(); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "stopped; removed run %s\n", dep.Testbed.ID)
-			return nil
+			return replicaTestbed(cmd, f)
 		},
 	}
-	f := cmd.Flags()
-	f.IntVar(&voters, "voters", 3, "voting replicas, which order and persist commands")
-	f.IntVar(&duplicates, "duplicates", 0, "non-voting duplicates, which apply the same log")
-	f.BoolVar(&metrics, "metrics", false, "print every agent's Prometheus metrics URL (with --loopback: serve them on a loopback port)")
-	deploymentFlags(f, &cfg, &read)
-	f.StringVar(&bandwidth, "bandwidth", "100Mbit/s", "each testbed host's link rate, both directions")
-	f.StringVar(&stateDir, "state-dir", testbed.DefaultStateDir, "where the testbed keeps its state file")
-	f.BoolVar(&loopback, "loopback", false, "run every replica on 127.0.0.1 in this process, without root or testbed hosts")
-	cmd.MarkFlagsMutuallyExclusive("loopback", "bandwidth")
-	cmd.MarkFlagsMutuallyExclusive("loopback", "state-dir")
+	fs := cmd.Flags()
+	fs.IntVar(&f.voters, "voters", 3, fmt.Sprintf("voting replicas, which order and persist commands (1 to %d)", replica.MaxReplicas))
+	fs.IntVar(&f.duplicates, "duplicates", 0, "non-voting duplicates, which apply the same log (0 or more; voters and duplicates together at most "+strconv.Itoa(replica.MaxReplicas)+")")
+	fs.BoolVar(&f.metrics, "metrics", false, "print every agent's Prometheus metrics URL (with --loopback: serve them on a loopback port)")
+	deploymentFlags(fs, &f.cfg, &f.read)
+	fs.Lookup("fanout").Usage = "replicas each read goes to, 1 to voters+duplicates; the first fitting answer wins"
+	fs.StringVar(&f.bandwidth, "bandwidth", "100Mbit/s", "each testbed host's link rate, both directions")
+	fs.StringVar(&f.stateDir, "state-dir", testbed.DefaultStateDir, "where the testbed keeps its state file")
+	fs.BoolVar(&f.loopback, "loopback", false, "run every replica on 127.0.0.1 in this process, without root or testbed hosts")
 	return cmd
 }
 
-// replicaLoopback runs the deployment on loopback, in this process.
-func replicaLoopback(cmd *cobra.Command, voters, duplicates int, metrics bool, cfg replica.Config) error {
-	cfg.Log = cmd.ErrOrStderr()
-	if metrics {
-		cfg.Metrics = "127.0.0.1:0"
-	}
-	ctx, stop := testbed.SignalContext(cmd.Context())
-	defer stop()
-	l, err := replica.StartLocal(voters, duplicates, cfg)
+// clusterFlags are gait replica cluster's flags.
+type clusterFlags struct {
+	voters, duplicates        int
+	read, bandwidth, stateDir string
+	metrics, loopback         bool
+	cfg                       replica.Config
+	bps                       uint64 // --bandwidth, parsed
+}
+
+// check validates every flag before anything is created, and fills in
+// the parsed read mode and bandwidth. Its error names the flag, its value
+// and what the flag takes.
+func (f *clusterFlags) check(cmd *cobra.Command) error {
+	mode, err := parseReadFlag(f.read)
 	if err != nil {
 		return err
 	}
+	f.cfg.Read = mode
+	if err := replica.CheckShape(f.voters, f.duplicates, f.cfg.Fanout); err != nil {
+		var r *replica.RangeError
+		if errors.As(err, &r) {
+			return fmt.Errorf("--%s %d: want %s", r.Setting, r.Value, r.Want)
+		}
+		return err
+	}
+	changed := cmd.Flags().Changed
+	if f.loopback {
+		for _, name := range []string{"bandwidth", "state-dir"} {
+			if changed(name) {
+				return fmt.Errorf("--%s is for testbed hosts; --loopback runs without them (drop one of the two)", name)
+			}
+		}
+		return nil
+	}
+	if f.bps, err = testbed.ParseBandwidth(f.bandwidth); err != nil {
+		return fmt.Errorf("--bandwidth: %w", err)
+	}
+	return checkDir("--state-dir", f.stateDir)
+}
+
+// checkDir checks a flag naming a directory gait may create: not empty,
+// and not an existing file of another kind.
+func checkDir(flag, dir string) error {
+	if dir == "" {
+		return fmt.Errorf("%s \"\": want a directory", flag)
+	}
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return fmt.Errorf("%s %q: not a directory", flag, dir)
+	}
+	return nil
+}
+
+// replicaTestbed runs the deployment on testbed hosts, one per replica.
+func replicaTestbed(cmd *cobra.Command, f clusterFlags) error {
+	if err := testbed.NeedRoot(); err != nil {
+		return fmt.Errorf("%w; run it as root, or pass --loopback to run every replica on 127.0.0.1 without root", err)
+	}
+	stderr := cmd.ErrOrStderr()
+	in := catchInterrupts(cmd.Context(), stderr)
+	defer in.stop()
+	d := gaitredis.New()
+	d.Read, d.Fanout, d.WriteAll = string(f.cfg.Read), f.cfg.Fanout, f.cfg.WriteAll
+	dep, err := d.StartOnTestbed(in.ctx, gaitredis.TestbedOptions{
+		Voters: f.voters, Duplicates: f.duplicates, Bandwidth: f.bps, StateDir: f.stateDir,
+		Progress: stderr, Kill: in.kill,
+	})
+	if err != nil {
+		return in.end(stderr, err)
+	}
+	defer dep.Close()
+	printCluster(cmd, dep.Addresses(), dep.MetricsURLs(), f.metrics)
+	<-in.ctx.Done()
+	if err := dep.Close(); err != nil {
+		return in.end(stderr, err)
+	}
+	fmt.Fprintf(stderr, "%s; removed run %s\n", in.how(), dep.Testbed.ID)
+	return in.end(stderr, nil)
+}
+
+// replicaLoopback runs the deployment on loopback, in this process.
+func replicaLoopback(cmd *cobra.Command, f clusterFlags) error {
+	stderr := cmd.ErrOrStderr()
+	cfg := f.cfg
+	cfg.Log = stderr
+	if f.metrics {
+		cfg.Metrics = "127.0.0.1:0"
+	}
+	in := catchInterrupts(cmd.Context(), stderr)
+	defer in.stop()
+	l, err := replica.StartLocalWith(in.ctx, replica.LocalOptions{
+		Voters: f.voters, Duplicates: f.duplicates, Base: cfg, Kill: in.kill, Progress: stderr,
+	})
+	if err != nil {
+		return in.end(stderr, err)
+	}
+	defer l.Close()
 	var addrs, urls []string
 	for _, a := range l.Agents {
 		addrs = append(addrs, a.ClientAddr())
@@ -171,10 +337,92 @@ func replicaLoopback(cmd *cobra.Command, voters, duplicates int, metrics bool, c
 			urls = append(urls, "http://"+m+"/metrics")
 		}
 	}
-	printCluster(cmd, addrs, urls, metrics)
-	<-ctx.Done()
-	return l.Close()
+	printCluster(cmd, addrs, urls, f.metrics)
+	<-in.ctx.Done()
+	if err := l.Close(); err != nil {
+		return in.end(stderr, err)
+	}
+	fmt.Fprintf(stderr, "%s; removed %s\n", in.how(), l.Dir)
+	return in.end(stderr, nil)
 }
+
+// interrupts are gait replica cluster's signals: the first SIGINT or
+// SIGTERM cancels ctx (stop cleanly), the second closes kill (kill the
+// processes rather than wait for them, but still remove everything); a
+// later one is only answered. Unlike testbed.SignalContext, no signal ends
+// the process before what it created is removed: this command's loopback
+// deployment has no testbed for a signal handler to remove.
+type interrupts struct {
+	ctx    context.Context
+	kill   chan struct{}
+	killed atomic.Bool
+	stop   func()
+}
+
+func catchInterrupts(parent context.Context, stderr io.Writer) *interrupts {
+	ctx, cancel := context.WithCancel(parent)
+	in := &interrupts{ctx: ctx, kill: make(chan struct{})}
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	quit := make(chan struct{})
+	go func() {
+		for n := 1; ; n++ {
+			var sig os.Signal
+			select {
+			case sig = <-ch:
+			case <-quit:
+				return
+			}
+			switch n {
+			case 1:
+				fmt.Fprintf(stderr, "gait: %s: stopping; a second SIGINT or SIGTERM kills every agent and redis-server at once\n", sig)
+				cancel()
+			case 2:
+				fmt.Fprintf(stderr, "gait: %s again: killing every agent and redis-server at once, then removing the rest\n", sig)
+				in.killed.Store(true)
+				close(in.kill)
+			default:
+				fmt.Fprintf(stderr, "gait: %s: still removing the deployment; kill -9 would leave it to gait clean\n", sig)
+			}
+		}
+	}()
+	var once sync.Once
+	in.stop = func() {
+		once.Do(func() {
+			signal.Stop(ch)
+			close(quit)
+			cancel()
+		})
+	}
+	return in
+}
+
+// how says how the deployment ended: stopped, or killed after a second signal.
+func (in *interrupts) how() string {
+	if in.killed.Load() {
+		return "killed"
+	}
+	return "stopped"
+}
+
+// end finishes the command once everything is removed: after a second
+// signal gait exits with status 130 (128 + SIGINT), as a program killed by
+// a signal does, with err or a last line saying the cut was short;
+// otherwise it returns err.
+func (in *interrupts) end(stderr io.Writer, err error) error {
+	if !in.killed.Load() {
+		return err
+	}
+	in.stop()
+	if err != nil {
+		fmt.Fprintln(stderr, "gait:", err)
+	}
+	exit(130)
+	return err
+}
+
+// exit ends the process; a variable so a test could see the status.
+var exit = os.Exit
 
 // printCluster prints one "redis ADDRESS" line per agent, then, with
 // metrics, one "metrics URL" line per agent.

@@ -20,6 +20,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/gait-dev/gait/internal/replica"
 	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/redis"
 )
@@ -168,12 +169,27 @@ func (d *Driver) check(hosts []systems.Host) (voters int, err error) {
 	if voters < 1 || voters > len(hosts) {
 		return 0, fmt.Errorf("gait-redis: %d voters on %d hosts: want 1 to %d", voters, len(hosts), len(hosts))
 	}
+	if err := d.checkShape(voters, len(hosts)-voters); err != nil {
+		return 0, err
+	}
 	for _, p := range []string{d.Gait, d.RedisServer} {
 		if _, err := os.Stat(p); err != nil {
 			return 0, fmt.Errorf("gait-redis: %w", err)
 		}
 	}
 	return voters, nil
+}
+
+// checkShape checks the deployment's settings (read mode, fan-out) and
+// its shape (replica.CheckShape) before anything starts.
+func (d *Driver) checkShape(voters, duplicates int) error {
+	if _, err := replica.ParseReadMode(d.Read); err != nil {
+		return fmt.Errorf("gait-redis: %w", err)
+	}
+	if err := replica.CheckShape(voters, duplicates, d.Fanout); err != nil {
+		return fmt.Errorf("gait-redis: %w", err)
+	}
+	return nil
 }
 
 func (c *Cluster) start(ctx context.Context) error {

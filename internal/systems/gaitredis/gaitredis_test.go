@@ -12,9 +12,11 @@ import (
 
 	"github.com/gait-dev/gait/internal/gaitbin"
 	"github.com/gait-dev/gait/internal/load"
+	"github.com/gait-dev/gait/internal/replica"
 	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/loopback"
 	"github.com/gait-dev/gait/internal/systems/redis"
+	"github.com/gait-dev/gait/internal/testbed"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -281,5 +283,62 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 			t.Fatalf("waited %v for %s", d, what)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestBadSettings checks that a deployment with a setting out of range
+// fails before anything starts, naming the setting and its range.
+func TestBadSettings(t *testing.T) {
+	lb, err := loopback.Hosts(t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := make([]systems.Host, len(lb))
+	for i, h := range lb {
+		hosts[i] = h
+	}
+	for _, c := range []struct {
+		set  func(*Driver)
+		want string
+	}{
+		{func(d *Driver) { d.Fanout = 0 }, "fanout 0: want 1 to 3"},
+		{func(d *Driver) { d.Fanout = 4 }, "fanout 4: want 1 to 3"},
+		{func(d *Driver) { d.Read = "eventual" }, `read mode "eventual"`},
+	} {
+		d := New()
+		d.Gait = gaitBin
+		c.set(d)
+		if _, err := d.Start(context.Background(), hosts); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Start: %v, want an error containing %q", err, c.want)
+		}
+	}
+	for _, h := range lb {
+		if es, _ := os.ReadDir(h.DataDir()); len(es) > 0 {
+			t.Errorf("host %s holds %d files after bad settings, want none", h.Name(), len(es))
+		}
+	}
+	for _, c := range []struct {
+		opts TestbedOptions
+		want string
+	}{
+		{TestbedOptions{Voters: 3, Duplicates: -1}, "duplicates -1: want 0 to 197"},
+		{TestbedOptions{Voters: 0}, "voters 0: want 1 to 200"},
+		{TestbedOptions{Voters: 150, Duplicates: 51}, "duplicates 51: want 0 to 50"},
+	} {
+		c.opts.StateDir = t.TempDir()
+		if _, err := New().StartOnTestbed(context.Background(), c.opts); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("StartOnTestbed(%+v): %v, want an error containing %q", c.opts, err, c.want)
+		}
+		if es, _ := os.ReadDir(c.opts.StateDir); len(es) > 0 {
+			t.Errorf("StartOnTestbed(%+v) left %d files in its state directory", c.opts, len(es))
+		}
+	}
+}
+
+// TestMaxReplicasFitATestbed: gait replica cluster's bound on replicas is
+// one testbed host each.
+func TestMaxReplicasFitATestbed(t *testing.T) {
+	if replica.MaxReplicas > testbed.MaxHosts {
+		t.Errorf("replica.MaxReplicas %d exceeds testbed.MaxHosts %d", replica.MaxReplicas, testbed.MaxHosts)
 	}
 }

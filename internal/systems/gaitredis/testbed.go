@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/gait-dev/gait/internal/systems/tbhost"
@@ -20,12 +21,23 @@ type TestbedOptions struct {
 	StateDir   string // where the testbed's state file goes; empty means testbed.DefaultStateDir
 	// Progress is told what starts and when it is ready; nil means io.Discard.
 	Progress io.Writer
+	// Kill, once closed, makes the deployment stop at once: every agent and
+	// redis-server is killed (SIGKILL) instead of stopped, including one
+	// starting meanwhile, whether the deployment is still starting or
+	// already closing. The testbed is still removed as ever. nil never
+	// closes.
+	Kill <-chan struct{}
 }
 
 // OnTestbed is a gait-redis deployment on a testbed of its own.
 type OnTestbed struct {
 	Testbed *testbed.Testbed
 	Cluster *Cluster
+
+	kill      <-chan struct{}
+	stopWatch func()
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // StartOnTestbed builds a testbed with one host per replica and starts the
@@ -35,8 +47,8 @@ type OnTestbed struct {
 // before that, everything started is removed. Close removes it otherwise;
 // after a crash, gait clean does (the testbed's state file names it all).
 func (d *Driver) StartOnTestbed(ctx context.Context, opts TestbedOptions) (_ *OnTestbed, err error) {
-	if opts.Voters < 1 || opts.Duplicates < 0 {
-		return nil, fmt.Errorf("gait-redis: %d voters and %d duplicates; want at least 1 voter", opts.Voters, opts.Duplicates)
+	if err := d.checkShape(opts.Voters, opts.Duplicates); err != nil {
+		return nil, fmt.Errorf("gait-redis: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("gait-redis: not started: %w", err)
@@ -52,9 +64,11 @@ func (d *Driver) StartOnTestbed(ctx context.Context, opts TestbedOptions) (_ *On
 	}
 	fmt.Fprintf(progress, "starting %s and %s on testbed run %s (%s, links at %s)...",
 		plural(opts.Voters, "voter"), plural(opts.Duplicates, "duplicate"), tb.ID, tb.Subnet, testbed.FormatBandwidth(tb.Bandwidth))
+	stopWatch := watchKill(tb, opts.Kill)
 	defer func() {
 		if err != nil {
 			fmt.Fprintln(progress, " failed")
+			stopWatch()
 			err = errors.Join(err, tb.Close())
 		}
 	}()
@@ -63,12 +77,52 @@ func (d *Driver) StartOnTestbed(ctx context.Context, opts TestbedOptions) (_ *On
 	c, err := drv.Start(ctx, tbhost.Hosts(tb, ""))
 	if err != nil {
 		if ctx.Err() != nil {
-			err = fmt.Errorf("gait-redis: interrupted while starting: %w", err)
+			// What failed is only the interruption's doing.
+			err = fmt.Errorf("gait-redis: interrupted while starting; removed testbed run %s", tb.ID)
 		}
 		return nil, err
 	}
 	fmt.Fprintf(progress, " ready in %v\n", time.Since(t0).Round(time.Millisecond))
-	return &OnTestbed{Testbed: tb, Cluster: c.(*Cluster)}, nil
+	return &OnTestbed{Testbed: tb, Cluster: c.(*Cluster), kill: opts.Kill, stopWatch: stopWatch}, nil
+}
+
+// watchKill kills every process on tb's hosts once kill is closed, and
+// again every 50 ms until stop is called, so that a process started in the
+// meantime (the deployment may still be starting) goes too.
+func watchKill(tb *testbed.Testbed, kill <-chan struct{}) (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		select {
+		case <-kill:
+		case <-done:
+			return
+		}
+		for {
+			for _, h := range tb.Hosts {
+				h.KillAll() // a process that lingers is killed again with the testbed
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return sync.OnceFunc(func() {
+		close(done)
+		<-finished
+	})
+}
+
+// killed tells whether the deployment was told to stop at once.
+func (o *OnTestbed) killed() bool {
+	select {
+	case <-o.kill:
+		return true
+	default:
+		return false
+	}
 }
 
 // Addresses are where clients reach the agents, in host order.
@@ -89,15 +143,22 @@ func (o *OnTestbed) MetricsURLs() []string {
 	return out
 }
 
-// Close stops every agent, then every redis-server, then removes the
-// testbed: its namespaces, links, cgroups and directories. It is safe to
-// call more than once.
+// Close stops every agent, then every redis-server (or kills them all,
+// once TestbedOptions.Kill is closed), then removes the testbed: its
+// namespaces, links, cgroups and directories. It is safe to call more than
+// once.
 func (o *OnTestbed) Close() error {
-	stop := o.Cluster.Stop()
-	if stop != nil {
-		stop = fmt.Errorf("gait-redis: stop: %w", stop)
-	}
-	return errors.Join(stop, o.Testbed.Close())
+	o.closeOnce.Do(func() {
+		var stop error
+		if !o.killed() {
+			if stop = o.Cluster.Stop(); stop != nil {
+				stop = fmt.Errorf("gait-redis: stop: %w", stop)
+			}
+		}
+		o.stopWatch()
+		o.closeErr = errors.Join(stop, o.Testbed.Close())
+	})
+	return o.closeErr
 }
 
 func plural(n int, word string) string {
