@@ -90,6 +90,13 @@ const (
 	DataDisk   = "disk"
 )
 
+// A scenario runs at most (maxFactors+1) x maxRepeat fresh clusters, each
+// with its full workload: already more than anyone waits for.
+const (
+	maxRepeat  = 100
+	maxFactors = 100
+)
+
 // Load reads and validates a scenario file.
 func Load(path string) (*Scenario, error) {
 	b, err := os.ReadFile(path)
@@ -179,8 +186,13 @@ func (s *Scenario) parseTop(top object) error {
 	if s.Data != DataMemory && s.Data != DataDisk {
 		return top.errorf(n, "data", "%q: want memory or disk", s.Data)
 	}
-	s.Repeat, err = top.integer("repeat", 1, 1)
-	return err
+	if s.Repeat, err = top.integer("repeat", 1, 1); err != nil {
+		return err
+	}
+	if s.Repeat > maxRepeat {
+		return top.errorf(top.values["repeat"], "repeat", "%d: at most %d repetitions", s.Repeat, maxRepeat)
+	}
+	return nil
 }
 
 func (s *Scenario) parseWorkload(top object) error {
@@ -341,6 +353,9 @@ func (s *Scenario) parseFactors(o object, path string, f *Fault) error {
 	}
 	if len(fn.Content) == 0 {
 		return o.errorf(fn, path+".factors", "the list is empty: give the slowdowns to inject, like [10, 100, 1000]")
+	}
+	if len(fn.Content) > maxFactors {
+		return o.errorf(fn, path+".factors", "%d factors: at most %d", len(fn.Content), maxFactors)
 	}
 	for i, vn := range fn.Content {
 		vp := fmt.Sprintf("%s.factors[%d]", path, i)

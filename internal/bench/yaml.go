@@ -2,10 +2,12 @@ package bench
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/gait-dev/gait/internal/clip"
 	"gopkg.in/yaml.v3"
 )
 
@@ -48,7 +50,7 @@ func (d doc) mapping(n *yaml.Node, path string, known ...string) (object, error)
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		kp := join(path, k.Value)
+		kp := join(path, fieldName(k.Value))
 		if k.Kind != yaml.ScalarNode {
 			return o, d.errorf(k, path, "keys must be plain names, got %s", describe(k))
 		}
@@ -61,6 +63,17 @@ func (d doc) mapping(n *yaml.Node, path string, known ...string) (object, error)
 		o.values[k.Value] = v
 	}
 	return o, nil
+}
+
+var plainName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// fieldName writes a key for an error message: as it is when it is a plain
+// name, else quoted (a key may hold a line break, or be a megabyte long).
+func fieldName(key string) string {
+	if plainName.MatchString(key) {
+		return key
+	}
+	return clip.Quote(key)
 }
 
 func join(path, key string) string {
@@ -83,7 +96,7 @@ func describe(n *yaml.Node) string {
 		if n.Tag == "!!null" {
 			return "nothing"
 		}
-		return strconv.Quote(n.Value)
+		return clip.Quote(n.Value)
 	}
 	return "an empty document"
 }
@@ -101,7 +114,20 @@ func (o object) scalar(key string) (string, *yaml.Node, bool, error) {
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
 		return "", n, true, o.errorf(n, join(o.path, key), "want a single value, got %s", describe(n))
 	}
+	if limit := maxValue(key); len(n.Value) > limit {
+		return "", n, true, o.errorf(n, join(o.path, key), "%s is longer than any value this field takes (at most %d bytes)",
+			clip.Quote(n.Value), limit)
+	}
 	return n.Value, n, true, nil
+}
+
+// maxValue bounds the text of a field, so that the errors quoting it stay
+// short: a description is prose, every other value a word or a number.
+func maxValue(key string) int {
+	if key == "description" {
+		return 4096
+	}
+	return 200
 }
 
 // str reads an optional string field.
@@ -133,7 +159,7 @@ func (o object) integer(key string, def, min int) (int, error) {
 	}
 	v, err := strconv.Atoi(s)
 	if err != nil || v < min {
-		return 0, o.errorf(n, join(o.path, key), "%s is not a whole number of at least %d", strconv.Quote(s), min)
+		return 0, o.errorf(n, join(o.path, key), "%s is not a whole number of at least %d", clip.Quote(s), min)
 	}
 	return v, nil
 }
@@ -150,7 +176,7 @@ func (o object) boolean(key string, def bool) (bool, error) {
 	case "false":
 		return false, nil
 	}
-	return false, o.errorf(n, join(o.path, key), "%s is not true or false", strconv.Quote(s))
+	return false, o.errorf(n, join(o.path, key), "%s is not true or false", clip.Quote(s))
 }
 
 // parsed reads an optional field through parse, which says what is wrong.

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unsafe"
+
+	"github.com/gait-dev/gait/internal/clip"
 )
 
 // latencyColumns are the column names recognised without --latency-column,
@@ -107,7 +109,7 @@ func (c *csvReader) readHeader(opt Options) error {
 			return fmt.Errorf("%s:%d: header: column %d has no name", c.path, c.lines.line, i+1)
 		}
 		if seen[name] {
-			return fmt.Errorf("%s:%d: header: column %s appears twice", c.path, c.lines.line, quote(name))
+			return fmt.Errorf("%s:%d: header: column %s appears twice", c.path, c.lines.line, clip.Quote(name))
 		}
 		seen[name] = true
 		c.header = append(c.header, name)
@@ -128,7 +130,7 @@ func latencyColumn(header []string, opt Options) (int, float64, error) {
 			}
 		}
 		if col < 0 {
-			return 0, 0, fmt.Errorf("no column %s (columns: %s)", quote(opt.LatencyColumn), columnList(header))
+			return 0, 0, fmt.Errorf("no column %s (columns: %s)", clip.Quote(opt.LatencyColumn), columnList(header))
 		}
 	} else {
 		var found []string
@@ -296,11 +298,11 @@ func (c *csvReader) latency(field []byte) (float64, error) {
 		v, err = strconv.ParseFloat(unsafe.String(unsafe.SliceData(field), len(field)), 64)
 		switch {
 		case err != nil && !errors.Is(err, strconv.ErrRange):
-			return 0, fmt.Errorf("column %s: %s is not a number", c.header[c.latCol], quote(field))
+			return 0, fmt.Errorf("column %s: %s is not a number", c.header[c.latCol], clip.Quote(field))
 		case err != nil || math.IsInf(v, 0) || math.IsNaN(v):
-			return 0, fmt.Errorf("column %s: %s is not a finite number", c.header[c.latCol], quote(field))
+			return 0, fmt.Errorf("column %s: %s is not a finite number", c.header[c.latCol], clip.Quote(field))
 		case v < 0:
-			return 0, fmt.Errorf("column %s: negative latency %s", c.header[c.latCol], quote(field))
+			return 0, fmt.Errorf("column %s: negative latency %s", c.header[c.latCol], clip.Quote(field))
 		}
 	}
 	return v / c.perSec, nil

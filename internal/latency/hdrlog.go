@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/gait-dev/gait/internal/clip"
 )
 
 // MaxHistogramSamples bounds how many samples a histogram log may expand to
@@ -134,7 +135,7 @@ func parseInterval(text []byte) (string, *hdrhistogram.Histogram, float64, error
 	for i, name := range []string{"start", "length", "max"} {
 		v, err := strconv.ParseFloat(string(fields[i]), 64)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return "", nil, 0, fmt.Errorf("interval %s %s is not a non-negative number", name, quote(fields[i]))
+			return "", nil, 0, fmt.Errorf("interval %s %s is not a non-negative number", name, clip.Quote(fields[i]))
 		}
 		nums[i] = v
 	}

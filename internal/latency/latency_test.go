@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/gait-dev/gait/internal/clip"
 	"github.com/gait-dev/gait/internal/rundir"
 )
 
@@ -151,7 +152,7 @@ func TestCSVLimits(t *testing.T) {
 	// A long bad field is quoted by its first bytes and its length.
 	path = writeFile(t, "field.csv", "clients,latency_us\n1,5\n1,"+strings.Repeat("x", 1<<20)+"\n")
 	_, err = Load(path, Options{})
-	want := path + `:3: column latency_us: "` + strings.Repeat("x", maxQuoted) + `"... (1048576 bytes) is not a number`
+	want := path + `:3: column latency_us: "` + strings.Repeat("x", clip.Max) + `"... (1048576 bytes) is not a number`
 	if err == nil || err.Error() != want {
 		t.Errorf("long bad field: %.200v", err)
 	}
@@ -347,7 +348,7 @@ func TestHistogramLogLimits(t *testing.T) {
 	}
 	path = writeFile(t, "num.hlog", head+"0.0,"+strings.Repeat("9", 1000)+"x,2.0,HISTFAAAA\n")
 	_, err = Load(path, Options{})
-	want := path + `:3: interval length "` + strings.Repeat("9", maxQuoted) + `"... (1001 bytes) is not a non-negative number`
+	want := path + `:3: interval length "` + strings.Repeat("9", clip.Max) + `"... (1001 bytes) is not a non-negative number`
 	if err == nil || err.Error() != want {
 		t.Errorf("long bad number: %v", err)
 	}

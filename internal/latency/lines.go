@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gait-dev/gait/internal/clip"
 )
 
 // Limits on what one line of input may hold. A reader holds at most one line
@@ -88,19 +90,6 @@ func sizeText(n int) string {
 	return strconv.Itoa(n) + " bytes"
 }
 
-// maxQuoted is how much of a bad field an error quotes.
-const maxQuoted = 40
-
-// quote quotes a field for an error message: all of it when short, else its
-// first maxQuoted bytes and its length, so an error stays one short line
-// whatever the input.
-func quote[T string | []byte](field T) string {
-	if len(field) <= maxQuoted {
-		return strconv.Quote(string(field))
-	}
-	return strconv.Quote(string(field[:maxQuoted])) + "... (" + strconv.Itoa(len(field)) + " bytes)"
-}
-
 // maxListed is how many column names an error lists.
 const maxListed = 12
 
@@ -114,8 +103,8 @@ func columnList(names []string) string {
 			parts = append(parts, fmt.Sprintf("and %d more", len(names)-maxListed))
 			break
 		}
-		if len(n) > maxQuoted || strconv.Quote(n) != `"`+n+`"` || strings.Contains(n, ", ") {
-			n = quote(n) // long, or holding a control character or the separator
+		if len(n) > clip.Max || strconv.Quote(n) != `"`+n+`"` || strings.Contains(n, ", ") {
+			n = clip.Quote(n) // long, or holding a control character or the separator
 		}
 		parts = append(parts, n)
 	}
