@@ -158,14 +158,16 @@ func lookup(args [][]byte) (string, spec, string) {
 // unknownCommand words the error as redis-server does, so tools recognise it.
 func unknownCommand(args [][]byte) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "ERR unknown command '%s', with args beginning with: ", clip(args[0]))
+	fmt.Fprintf(&b, "ERR unknown command '%s', with args beginning with: ", argExcerpt(args[0]))
 	for _, a := range args[1:min(len(args), 4)] {
-		fmt.Fprintf(&b, "'%s' ", clip(a))
+		fmt.Fprintf(&b, "'%s' ", argExcerpt(a))
 	}
 	return b.String()
 }
 
-func clip(b []byte) string {
+// argExcerpt writes an argument the way redis-server does in this error: its
+// first 64 bytes, control characters and quotes blanked.
+func argExcerpt(b []byte) string {
 	if len(b) > 64 {
 		b = b[:64]
 	}

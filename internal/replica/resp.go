@@ -7,11 +7,17 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/gait-dev/gait/internal/clip"
 )
 
 // maxLine bounds one protocol line (an inline command, a count, a length),
 // as Redis's own 64 KiB inline limit does.
 const maxLine = 64 << 10
+
+// maxBulk bounds a bulk string in a reply from redis: Redis's own
+// proto-max-bulk-len.
+const maxBulk = 512 << 20
 
 // maxReplyDepth bounds nesting in a reply read from redis.
 const maxReplyDepth = 32
@@ -92,8 +98,8 @@ func (rd *requestReader) readBulks(n int) ([][]byte, error) {
 			return nil, &protocolError{fmt.Sprintf("request larger than the agent's limit of %d bytes", rd.maxBytes)}
 		}
 		total += int(size)
-		buf := make([]byte, size+2)
-		if _, err := io.ReadFull(rd.r, buf); err != nil {
+		var buf []byte
+		if err := appendRead(rd.r, &buf, int(size)+2); err != nil {
 			return nil, err
 		}
 		if buf[size] != '\r' || buf[size+1] != '\n' {
@@ -205,7 +211,7 @@ func readValue(r *bufio.Reader, depth int, raw *[]byte) (value, error) {
 	}
 	*raw = append(*raw, line...)
 	if len(line) < 3 || line[len(line)-2] != '\r' {
-		return value{}, fmt.Errorf("malformed reply line %q", line)
+		return value{}, fmt.Errorf("malformed reply line %s", clip.Quote(line))
 	}
 	v := value{kind: line[0]}
 	body := line[1 : len(line)-2]
@@ -215,28 +221,27 @@ func readValue(r *bufio.Reader, depth int, raw *[]byte) (value, error) {
 	case ':':
 		n, ok := parseInt(body)
 		if !ok {
-			return value{}, fmt.Errorf("malformed integer reply %q", body)
+			return value{}, fmt.Errorf("malformed integer reply %s", clip.Quote(body))
 		}
 		v.num = n
 	case '$':
 		n, ok := parseInt(body)
-		if !ok || n < -1 {
-			return value{}, fmt.Errorf("malformed bulk length %q", body)
+		if !ok || n < -1 || n > maxBulk {
+			return value{}, fmt.Errorf("malformed bulk length %s (at most %d)", clip.Quote(body), maxBulk)
 		}
 		if n == -1 {
 			v.null = true
 			break
 		}
 		start := len(*raw)
-		*raw = append(*raw, make([]byte, n+2)...)
-		if _, err := io.ReadFull(r, (*raw)[start:]); err != nil {
+		if err := appendRead(r, raw, int(n)+2); err != nil {
 			return value{}, fmt.Errorf("read bulk reply: %w", err)
 		}
 		v.str = (*raw)[start : start+int(n) : start+int(n)]
 	case '*':
 		n, ok := parseInt(body)
 		if !ok || n < -1 {
-			return value{}, fmt.Errorf("malformed array length %q", body)
+			return value{}, fmt.Errorf("malformed array length %s", clip.Quote(body))
 		}
 		if n == -1 {
 			v.null = true
@@ -254,4 +259,20 @@ func readValue(r *bufio.Reader, depth int, raw *[]byte) (value, error) {
 		return value{}, fmt.Errorf("unexpected reply type %q", v.kind)
 	}
 	return v, nil
+}
+
+// appendRead appends the next n bytes of r to buf, growing it as the bytes
+// arrive, so a length that promises more than comes costs no more memory
+// than what came.
+func appendRead(r io.Reader, buf *[]byte, n int) error {
+	for n > 0 {
+		chunk := min(n, 1<<20)
+		start := len(*buf)
+		*buf = append(*buf, make([]byte, chunk)...)
+		if _, err := io.ReadFull(r, (*buf)[start:]); err != nil {
+			return err
+		}
+		n -= chunk
+	}
+	return nil
 }
