@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -383,6 +385,42 @@ type clusterRun struct {
 // file, or from the testbed's state file in stateDir.
 func startCluster(t *testing.T, n int, stateDir string, args ...string) *clusterRun {
 	t.Helper()
+	r, lines := launchCluster(t, args...)
+	timeout := time.After(90 * time.Second) // the machine may be busy
+	for len(r.addrs) < n {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("gait replica cluster %v ended: %v; stderr:\n%s", args, r.err, r.stderr)
+			}
+			addr, found := strings.CutPrefix(l, "redis ")
+			if !found {
+				t.Fatalf("line %q, want \"redis ADDRESS\"", l)
+			}
+			r.addrs = append(r.addrs, addr)
+		case <-timeout:
+			t.Fatalf("no %d agent addresses after 90s; stderr:\n%s", n, r.stderr)
+		}
+	}
+	go func() {
+		for range lines {
+		}
+	}()
+	if m := regexp.MustCompile(`files in (\S+)`).FindStringSubmatch(r.stderr.String()); m != nil {
+		r.procs = ownerPids(t, m[1])
+	} else if id := runID(t, r.stderr.String()); id != "" {
+		r.procs = statePids(t, filepath.Join(stateDir, id+".json"))
+	}
+	if len(r.procs) < n {
+		t.Fatalf("%d processes recorded, want at least %d; stderr:\n%s", len(r.procs), n, r.stderr)
+	}
+	return r
+}
+
+// launchCluster starts the built gait replica cluster with args and a
+// TMPDIR of its own, and returns at once with its standard output's lines.
+func launchCluster(t *testing.T, args ...string) (*clusterRun, <-chan string) {
+	t.Helper()
 	if _, err := os.Stat(redis.ServerBinary); err != nil {
 		t.Skipf("%s not installed", redis.ServerBinary)
 	}
@@ -421,35 +459,7 @@ func startCluster(t *testing.T, n int, stateDir string, args ...string) *cluster
 		r.err = r.cmd.Wait()
 		close(r.done)
 	}()
-	timeout := time.After(90 * time.Second) // the machine may be busy
-	for len(r.addrs) < n {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("gait replica cluster %v ended: %v; stderr:\n%s", args, r.err, r.stderr)
-			}
-			addr, found := strings.CutPrefix(l, "redis ")
-			if !found {
-				t.Fatalf("line %q, want \"redis ADDRESS\"", l)
-			}
-			r.addrs = append(r.addrs, addr)
-		case <-timeout:
-			t.Fatalf("no %d agent addresses after 90s; stderr:\n%s", n, r.stderr)
-		}
-	}
-	go func() {
-		for range lines {
-		}
-	}()
-	if m := regexp.MustCompile(`files in (\S+)`).FindStringSubmatch(r.stderr.String()); m != nil {
-		r.procs = ownerPids(t, m[1])
-	} else if id := runID(t, r.stderr.String()); id != "" {
-		r.procs = statePids(t, filepath.Join(stateDir, id+".json"))
-	}
-	if len(r.procs) < n {
-		t.Fatalf("%d processes recorded, want at least %d; stderr:\n%s", len(r.procs), n, r.stderr)
-	}
-	return r
+	return r, lines
 }
 
 // ownerPids reads the redis-servers' pids from a loopback deployment's
@@ -526,7 +536,20 @@ func (r *clusterRun) leftovers(t *testing.T, stateDir string) []string {
 	for _, e := range entries(t, r.tmp) {
 		left = append(left, filepath.Join(r.tmp, e))
 	}
-	for _, pid := range r.procs {
+	pids := slices.Clone(r.procs)
+	// Also any process whose command line names the run's TMPDIR (its
+	// redis-servers' and agents' directories are there), recorded or not.
+	ds, _ := os.ReadDir("/proc")
+	for _, d := range ds {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil || slices.Contains(pids, pid) {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline")); err == nil && bytes.Contains(b, []byte(r.tmp)) {
+			pids = append(pids, pid)
+		}
+	}
+	for _, pid := range pids {
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
 			if s := string(b); !strings.HasPrefix(strings.TrimSpace(s[strings.LastIndexByte(s, ')')+1:]), "Z") {
 				left = append(left, fmt.Sprintf("pid %d (%s)", pid, s[:strings.LastIndexByte(s, ')')+1]))
@@ -599,6 +622,50 @@ func TestReplicaClusterInterruptedTwice(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestReplicaClusterInterruptedStarting interrupts the built gait replica
+// cluster twice while it starts, on loopback and (as root) on testbed
+// hosts: whatever it had started, nothing may be left behind.
+func TestReplicaClusterInterruptedStarting(t *testing.T) {
+	for _, where := range []string{"loopback", "testbed"} {
+		t.Run(where, func(t *testing.T) {
+			stateDir := t.TempDir()
+			args := []string{"--loopback", "--voters", "3", "--duplicates", "2"}
+			if where == "testbed" {
+				needRootCLI(t)
+				args = []string{"--voters", "3", "--duplicates", "2", "--state-dir", stateDir}
+			}
+			r, lines := launchCluster(t, args...)
+			go func() {
+				for range lines {
+				}
+			}()
+			deadline := time.Now().Add(30 * time.Second)
+			for !strings.Contains(r.stderr.String(), "starting ") && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			time.Sleep(200 * time.Millisecond) // into the start: some servers run
+			r.cmd.Process.Signal(os.Interrupt)
+			time.Sleep(50 * time.Millisecond)
+			r.cmd.Process.Signal(os.Interrupt)
+			code := r.wait(t, 60*time.Second)
+			stderr := r.stderr.String()
+			if code != 0 && code != 1 && code != 130 {
+				t.Errorf("exit status %d, want 1 or 130 (0 if it was ready first); stderr:\n%s", code, stderr)
+			}
+			if code != 0 && !strings.Contains(stderr, "interrupted while starting; removed ") {
+				t.Errorf("no removal reported; stderr:\n%s", stderr)
+			}
+			if left := r.leftovers(t, stateDir); len(left) > 0 {
+				t.Errorf("left behind: %v; stderr:\n%s", left, stderr)
+			}
+			if left := slices.DeleteFunc(entries(t, stateDir), func(e string) bool { return e == "lock" }); len(left) > 0 {
+				t.Errorf("state directory holds %v", left)
+			}
+			t.Logf("exit status %d; stderr ends %q", code, stderr[max(0, len(stderr)-160):])
+		})
 	}
 }
 

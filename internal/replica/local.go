@@ -136,10 +136,16 @@ func StartLocalWith(ctx context.Context, opts LocalOptions) (_ *Local, err error
 		progress = io.Discard
 	}
 	defer func() {
-		if err != nil {
-			fmt.Fprintln(progress, "failed; removing", dir)
-			err = errors.Join(err, l.Close())
+		if err == nil {
+			return
 		}
+		if ctx.Err() != nil {
+			// What failed is only the interruption's doing.
+			err = fmt.Errorf("replica deployment: interrupted while starting; removed %s", dir)
+		} else {
+			fmt.Fprintln(progress, "failed; removing", dir)
+		}
+		err = errors.Join(err, l.Close())
 	}()
 	if err := l.record(os.Getpid()); err != nil {
 		return nil, err
@@ -149,7 +155,7 @@ func StartLocalWith(ctx context.Context, opts LocalOptions) (_ *Local, err error
 		plural(opts.Voters, "voter"), plural(opts.Duplicates, "duplicate"), dir)
 	for i := range opts.Voters + opts.Duplicates {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("replica deployment: interrupted while starting: %w", err)
+			return nil, err
 		}
 		cfg := opts.Base
 		cfg.ID, cfg.RaftAddr, cfg.Listen = fmt.Sprintf("r%d", i+1), "127.0.0.1:0", "127.0.0.1:0"
@@ -298,7 +304,7 @@ func (l *Local) waitLeader(ctx context.Context, limit time.Duration) error {
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return fmt.Errorf("replica deployment: no raft leader within %v", limit)
 			}
-			return fmt.Errorf("replica deployment: interrupted while starting: %w", ctx.Err())
+			return ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
