@@ -417,12 +417,9 @@ func (in *interrupts) end(stderr io.Writer, err error) error {
 	if err != nil {
 		fmt.Fprintln(stderr, "gait:", err)
 	}
-	exit(130)
+	os.Exit(130) // Main would make any error status 1
 	return err
 }
-
-// exit ends the process; a variable so a test could see the status.
-var exit = os.Exit
 
 // printCluster prints one "redis ADDRESS" line per agent, then, with
 // metrics, one "metrics URL" line per agent.
