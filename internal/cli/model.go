@@ -216,10 +216,13 @@ stderr the most it can be off by.`,
 			if err != nil {
 				return err
 			}
-			preds, err := model.Predict(sys, dups, reps, model.AccurateOptions{})
+			progress := newProgressLine(cmd.ErrOrStderr(), "predict")
+			defer progress.close()
+			preds, err := model.Predict(sys, dups, reps, model.AccurateOptions{Progress: progress.report})
 			if err != nil {
 				return err
 			}
+			progress.close()
 			return out.finish(cmd.OutOrStdout(), result{
 				text: func(w io.Writer) error { return modelreport.WritePredictions(w, sys, preds) },
 				json: jsonOf(preds),
@@ -303,7 +306,9 @@ func newModelPlanCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		opt := model.AccurateOptions{}
+		progress := newProgressLine(cmd.ErrOrStderr(), "plan")
+		defer progress.close()
+		opt := model.AccurateOptions{Progress: progress.report}
 		if target == "" {
 			if nodes == 0 {
 				return errors.New("give --nodes (best mix) or --target (fewest nodes / highest rate)")
@@ -319,6 +324,7 @@ func newModelPlanCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			progress.close()
 			ans := modelreport.BestMix{System: sys, Nodes: nodes, Predictor: pred, Best: best, Candidates: cands}
 			return out.finish(cmd.OutOrStdout(), result{text: ans.WriteText, json: jsonOf(ans.JSON()), html: pageOf(ans.Page)})
 		}
@@ -344,6 +350,7 @@ func newModelPlanCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			progress.close()
 			ans := modelreport.MaxRate{Nodes: nodes, Target: t, Predictor: pred, Best: best, Mixes: all}
 			return out.finish(cmd.OutOrStdout(), result{text: ans.WriteText, json: jsonOf(ans.JSON())})
 		}
@@ -358,6 +365,7 @@ func newModelPlanCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		progress.close()
 		ans := modelreport.FewestNodes{Rate: sys.Rate, Target: t, Predictor: pred, Best: best}
 		return out.finish(cmd.OutOrStdout(), result{text: ans.WriteText, json: jsonOf(ans.JSON())})
 	}

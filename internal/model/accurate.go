@@ -26,6 +26,9 @@ type AccurateOptions struct {
 	MaxRequests int
 	// Seed makes the correlation term reproducible (default 1).
 	Seed uint64
+	// Progress, when set, hears how many of the groups (Predict) or mixes
+	// (the planner) are done.
+	Progress Progress
 	// decide, when > 0, lets the correlation term stop as soon as every
 	// wanted SLA is more than 4 standard errors from it: a search for the
 	// rate that meets a target needs only the side, not the digits.
@@ -100,12 +103,20 @@ func groupSLAs(sys System, rates []float64, dups []int, opt AccurateOptions) ([]
 	errs := make([]error, len(rates))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
+	var mu sync.Mutex // Progress hears from one goroutine at a time
+	done := 0
 	for i, r := range rates {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			sla[i], se[i], errs[i] = groupSLA(sys, r, dups, opt)
+			if opt.Progress != nil {
+				mu.Lock()
+				done++
+				opt.Progress(fmt.Sprintf("%d of %d replica counts", done, len(rates)), float64(done)/float64(len(rates)))
+				mu.Unlock()
+			}
 		}()
 	}
 	wg.Wait()

@@ -17,7 +17,13 @@ func Figure7(sys System, util float64, maxNodes int) ([]Prediction, error) {
 	if maxNodes < 1 || maxNodes > MaxFigure7Nodes {
 		return nil, inputError("max-nodes", maxNodes, "want 1 to %d", MaxFigure7Nodes)
 	}
+	if sys.Service == nil {
+		return nil, inputError("service", nil, "no service-time distribution")
+	}
 	sys.Rate = util / sys.Service.Mean()
+	if !(sys.Rate > 0) || math.IsInf(sys.Rate, 0) {
+		return nil, inputError("utilization", util, "with a mean service time of %s that is %v requests/s; want a finite rate > 0", fmtDur(sys.Service.Mean()), sys.Rate)
+	}
 	// Only the two edges of the duplicates x replicas grid are drawn. Each
 	// group's SLA depends on the duplicate counts asked of it only through
 	// the correlation term, which d = 1 does not have, so asking the edges

@@ -129,7 +129,12 @@ func FewestNodes(sys System, target Target, maxNodes int, pred Predictor, opt Ac
 	var best Prediction
 	found := false
 	limit := maxNodes
+	progress := opt.Progress
+	opt.Progress = nil
 	for r := 1; r <= limit; r++ {
+		if progress != nil {
+			progress(fmt.Sprintf("%d replicas of up to %d", r, limit), float64(r-1)/float64(limit))
+		}
 		if sys.Utilization(Config{1, r}) >= 1 {
 			continue
 		}
@@ -210,8 +215,19 @@ func MaxRate(sys System, target Target, nodes int, pred Predictor, opt AccurateO
 		return RateResult{}, nil, err
 	}
 	opt = opt.withDefaults()
+	progress := opt.Progress
+	opt.Progress = nil
 	var all []RateResult
+	// The gap law's bounds are most of the work (a bisection of every
+	// mix); the accurate search skips most mixes.
+	count := 0
 	for r := 1; r <= nodes; r++ {
+		count += nodes / r
+	}
+	for r := 1; r <= nodes; r++ {
+		if progress != nil {
+			progress("the gap law's bound on every mix", 0.8*float64(len(all))/float64(count))
+		}
 		for d := 1; d*r <= nodes; d++ {
 			cfg := Config{d, r}
 			// The queue is stable below r/E[S]; search (0, that).
@@ -232,7 +248,7 @@ func MaxRate(sys System, target Target, nodes int, pred Predictor, opt AccurateO
 		}
 	}
 	if pred == PredictorAccurate {
-		if err := refineAccurate(sys, target, all, opt); err != nil {
+		if err := refineAccurate(sys, target, all, opt, progress.stage("the accurate rate, from the highest bound down", 0.8, 0.2)); err != nil {
 			return RateResult{}, nil, err
 		}
 	}
@@ -250,14 +266,17 @@ func MaxRate(sys System, target Target, nodes int, pred Predictor, opt AccurateO
 
 // refineAccurate replaces the gap-law rates in all by accurate ones, from
 // the highest down, marking the mixes it can skip.
-func refineAccurate(sys System, target Target, all []RateResult, opt AccurateOptions) error {
+func refineAccurate(sys System, target Target, all []RateResult, opt AccurateOptions, progress Progress) error {
 	order := make([]int, len(all))
 	for i := range order {
 		order[i] = i
 	}
 	sort.SliceStable(order, func(a, b int) bool { return all[order[a]].Rate > all[order[b]].Rate })
 	bestRate := 0.0
-	for _, i := range order {
+	for k, i := range order {
+		if progress != nil {
+			progress(fmt.Sprintf("mix %d of %d", k+1, len(order)), float64(k)/float64(len(order)))
+		}
 		bound := all[i]
 		if bound.Rate == 0 || bound.Rate <= bestRate {
 			all[i].UpperBound = bound.Rate > 0

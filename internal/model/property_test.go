@@ -334,3 +334,28 @@ func TestSimulateConfigs(t *testing.T) {
 		t.Errorf("progress ended at %v", seen)
 	}
 }
+
+// Predict and the planner tell their progress, forward, to the end.
+func TestPlannerProgress(t *testing.T) {
+	sys := System{Service: LogNormal{0.5e-3, 1.8}, Rate: 100, Bound: 10e-3}
+	var seen []float64
+	opt := AccurateOptions{Progress: func(what string, done float64) {
+		if what == "" || done < 0 || done > 1 || (len(seen) > 0 && done < seen[len(seen)-1]) {
+			t.Errorf("progress %q %v after %v", what, done, seen)
+		}
+		seen = append(seen, done)
+	}}
+	if _, err := Predict(sys, []int{1, 2}, []int{1, 2, 3}, opt); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 3 || seen[2] != 1 {
+		t.Errorf("Predict: %v", seen)
+	}
+	seen = nil
+	if _, _, err := MaxRate(sys, Target{0.999, 10e-3}, 3, PredictorAccurate, opt); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) < 3 || seen[len(seen)-1] < 0.8 {
+		t.Errorf("MaxRate: %v", seen)
+	}
+}
