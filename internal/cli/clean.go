@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 
+	"github.com/gait-dev/gait/internal/replica"
 	"github.com/gait-dev/gait/internal/testbed"
 	"github.com/spf13/cobra"
 )
@@ -17,24 +18,34 @@ func newCleanCmd() *cobra.Command {
 themselves (killed with SIGKILL, machine trouble): their processes, FUSE
 mounts, cgroups, links, bridges, network namespaces and scratch directories.
 Every run records what it creates in a state file under /run/gait; clean
-reads those files. A run whose gait process still runs is left alone unless
+reads those files. It also removes what a killed 'gait replica cluster
+--loopback' left in $TMPDIR (its redis-servers and directory), which needs
+no root. A run whose gait process still runs is left alone unless
 --all is given.`,
 		Example: `  sudo gait clean
   sudo gait clean --all   # also runs still in progress`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := testbed.NeedRoot(); err != nil {
+			out := cmd.OutOrStdout()
+			// Loopback replica deployments need no root; testbed runs do.
+			local, err := replica.CleanLocal("", all)
+			for _, dir := range local {
+				fmt.Fprintf(out, "removed %s\n", dir)
+			}
+			if err != nil {
 				return err
 			}
+			if err := testbed.NeedRoot(); err != nil {
+				return fmt.Errorf("testbed runs: %w", err)
+			}
 			cleaned, err := testbed.Clean(stateDir, all)
-			out := cmd.OutOrStdout()
 			for _, id := range cleaned {
 				fmt.Fprintf(out, "removed run %s\n", id)
 			}
 			if err != nil {
 				return err
 			}
-			if len(cleaned) == 0 {
+			if len(cleaned)+len(local) == 0 {
 				fmt.Fprintln(out, "nothing to clean")
 			}
 			return nil

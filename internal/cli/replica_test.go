@@ -672,7 +672,7 @@ func TestReplicaClusterInterruptedStarting(t *testing.T) {
 // TestReplicaClusterKilled kills the built gait replica cluster with
 // SIGKILL, on loopback and (as root) on testbed hosts, and checks that
 // its processes die with it and the cleanup removes the rest: gait clean
-// for a testbed, replica.CleanLocal for loopback.
+// for a testbed and for loopback alike.
 func TestReplicaClusterKilled(t *testing.T) {
 	for _, where := range []string{"loopback", "testbed"} {
 		t.Run(where, func(t *testing.T) {
@@ -690,17 +690,14 @@ func TestReplicaClusterKilled(t *testing.T) {
 			if len(r.leftovers(t, stateDir)) == 0 {
 				t.Fatal("nothing left after SIGKILL: the test shows nothing")
 			}
-			if where == "testbed" {
-				clean := exec.Command(gaitProgram(t), "clean", "--state-dir", stateDir)
-				clean.Env = r.cmd.Env
-				if b, err := clean.CombinedOutput(); err != nil || !strings.Contains(string(b), "removed run") {
-					t.Errorf("gait clean: %v\n%s", err, b)
-				}
-			} else {
-				removed, err := replica.CleanLocal(r.tmp, false)
-				if err != nil || len(removed) != 1 {
-					t.Errorf("CleanLocal: removed %v, %v; want the deployment's directory", removed, err)
-				}
+			want := "removed run" // the testbed's run
+			if where != "testbed" {
+				want = "removed " + filepath.Join(r.tmp, "gait-replica-cluster-")
+			}
+			clean := exec.Command(gaitProgram(t), "clean", "--state-dir", stateDir)
+			clean.Env = r.cmd.Env // TMPDIR, where a loopback deployment lives
+			if b, err := clean.CombinedOutput(); err != nil || !strings.Contains(string(b), want) {
+				t.Errorf("gait clean: %v\n%s\nwant %q", err, b, want)
 			}
 			deadline := time.Now().Add(5 * time.Second) // Pdeathsig takes a moment
 			left := r.leftovers(t, stateDir)
