@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gait-dev/gait/internal/procstat"
 	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/loopback"
 	"github.com/gait-dev/gait/internal/systems/redis"
@@ -260,7 +261,7 @@ func (l *Local) recordLocked(pid int) error {
 	if err != nil {
 		return fmt.Errorf("replica deployment: %w", err)
 	}
-	_, err = fmt.Fprintf(f, "%d %d\n", pid, procStart(pid))
+	_, err = fmt.Fprintf(f, "%d %d\n", pid, procstat.Identify(pid).Start)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -422,10 +423,7 @@ func readOwner(dir string) ([]procEntry, error) {
 // alive tells whether the recorded process still runs (and is not a
 // zombie, nor another process that got its pid).
 func (p procEntry) alive() bool {
-	if p.start == 0 || procStart(p.pid) != p.start {
-		return false
-	}
-	return procState(p.pid) != 'Z'
+	return procstat.Identity{PID: p.pid, Start: p.start}.Alive()
 }
 
 func (p procEntry) waitGone(limit time.Duration) {
@@ -433,40 +431,6 @@ func (p procEntry) waitGone(limit time.Duration) {
 	for p.alive() && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// procStart is pid's start time in clock ticks after boot (field 22 of
-// /proc/PID/stat), 0 when it does not run.
-func procStart(pid int) uint64 {
-	f := procStat(pid)
-	if len(f) < 20 {
-		return 0
-	}
-	v, _ := strconv.ParseUint(f[19], 10, 64)
-	return v
-}
-
-func procState(pid int) byte {
-	f := procStat(pid)
-	if len(f) < 1 || f[0] == "" {
-		return 0
-	}
-	return f[0][0]
-}
-
-// procStat is /proc/PID/stat's fields after the command name (which may
-// hold spaces and parentheses): the process state first.
-func procStat(pid int) []string {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return nil
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(s[i+1:])
 }
 
 // freePort asks the kernel for a loopback port nobody listens on. Another

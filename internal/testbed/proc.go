@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gait-dev/gait/internal/procstat"
 )
 
 // ProcSpec says how to start a process on a host.
@@ -102,7 +104,7 @@ func (p *Proc) start() error {
 	p.mu.Unlock()
 	pid := cmd.Process.Pid
 	if rerr := h.tb.record(func(s *state) {
-		s.Procs = append(s.Procs, procEntry{Pid: pid, Start: procStart(pid)})
+		s.Procs = append(s.Procs, procEntry{Pid: pid, Start: procstat.Identify(pid).Start})
 	}); rerr != nil {
 		// A process Clean could not find must not outlive gait.
 		syscall.Kill(-pid, syscall.SIGKILL)

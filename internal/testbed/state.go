@@ -9,10 +9,9 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 
+	"github.com/gait-dev/gait/internal/procstat"
 	"github.com/vishvananda/netlink"
 )
 
@@ -165,31 +164,9 @@ func freeSubnet(states []*state) (netip.Prefix, error) {
 	return netip.Prefix{}, errors.New("no free /24 left in 198.18.0.0/15: run `gait clean`")
 }
 
-// procStart returns the start time of pid in clock ticks since boot, or
-// 0 when the process does not exist.
-func procStart(pid int) uint64 {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	// The command name may hold spaces and parentheses; fields resume
-	// after the last ')'. starttime is field 22, the 20th after it.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0
-	}
-	v, _ := strconv.ParseUint(f[19], 10, 64)
-	return v
-}
-
 // alive reports whether the recorded process still runs.
 func (p procEntry) alive() bool {
-	return p.Pid > 0 && p.Start != 0 && procStart(p.Pid) == p.Start && procExists(p.Pid)
+	return procstat.Identity{PID: p.Pid, Start: p.Start}.Alive()
 }
 
 // live reports whether the run's owner still runs.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/limpfs"
+	"github.com/gait-dev/gait/internal/procstat"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
@@ -158,7 +159,7 @@ func register(opts Options) (*Testbed, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &state{ID: id, Owner: os.Getpid(), OwnerStart: procStart(os.Getpid()), Subnet: subnet.String()}
+	st := &state{ID: id, Owner: os.Getpid(), OwnerStart: procstat.Identify(os.Getpid()).Start, Subnet: subnet.String()}
 	if err := st.save(opts.StateDir); err != nil {
 		return nil, err
 	}
