@@ -6,8 +6,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"strings"
-	"time"
 
 	"github.com/gait-dev/gait/internal/latency"
 	"github.com/gait-dev/gait/internal/model"
@@ -113,7 +111,7 @@ func (in *modelInputs) distribution(flag, spec string) (model.Distribution, erro
 	if _, statErr := os.Stat(spec); statErr != nil {
 		return nil, fmt.Errorf("%s %q: neither a distribution (exp:, lognormal:, pareto:, const:, a duration) nor an existing file or run directory", flag, spec)
 	}
-	lat, err := loadLatencies(spec, in.config, in.load)
+	lat, err := latency.LoadOne(spec, in.config, in.load)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
@@ -160,28 +158,6 @@ func namedFlag(err error, rename map[string]string) error {
 		return fmt.Errorf("--%s: %s", input, reason)
 	}
 	return fmt.Errorf("--%s %s: %s", input, value, reason)
-}
-
-// loadLatencies reads one configuration's latencies (seconds) from path.
-func loadLatencies(path, config string, opt latency.Options) ([]float64, error) {
-	cs, err := latency.Load(path, opt)
-	if err != nil {
-		return nil, err
-	}
-	if config == "" && len(cs) == 1 {
-		return cs[0].Latencies, nil
-	}
-	var names []string
-	for _, c := range cs {
-		if c.Name == config {
-			return c.Latencies, nil
-		}
-		names = append(names, c.Name)
-	}
-	if config == "" {
-		return nil, fmt.Errorf("%s holds %d configurations; pick one with --config (%s)", path, len(cs), strings.Join(names, "; "))
-	}
-	return nil, fmt.Errorf("%s: no configuration %q (have %s)", path, config, strings.Join(names, "; "))
 }
 
 func newModelPredictCmd() *cobra.Command {
@@ -465,7 +441,7 @@ A run longer than a few seconds shows its progress on standard error.`,
 			}
 			svcs := []model.Distribution{model.Exponential{M: 1e-3}, model.LogNormal{Median: 1e-3, Sigma: 1}, model.Pareto{Xm: 1e-3, Alpha: 2.5}}
 			if measured != "" {
-				lat, err := loadLatencies(measured, measuredConfig, load)
+				lat, err := latency.LoadOne(measured, measuredConfig, load)
 				if err != nil {
 					return fmt.Errorf("--measured: %w", err)
 				}
@@ -519,11 +495,11 @@ miss probabilities overstates the SLA.`,
 			if err := out.check(); err != nil {
 				return err
 			}
-			a, err := loadLatencies(args[0], "", load)
+			a, err := latency.LoadOne(args[0], "", load)
 			if err != nil {
 				return err
 			}
-			b, err := loadLatencies(args[1], "", load)
+			b, err := latency.LoadOne(args[1], "", load)
 			if err != nil {
 				return err
 			}
@@ -595,60 +571,4 @@ docs/model.md lists the assumptions. --html draws Figure 3's four panels.`,
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "random seed")
 	out.flags(cmd.Flags(), "text or json", "write Figure 3's four panels as an HTML report")
 	return cmd
-}
-
-// progressLine shows a long computation's progress on standard error: what
-// runs, the share done, the time spent and an estimate of the time left.
-// It keeps quiet for the first few seconds, so a quick command prints
-// nothing; then a terminal sees one line rewritten every second, a log a
-// line every ten seconds.
-type progressLine struct {
-	verb                string
-	status              *statusLine
-	quiet, every        time.Duration
-	start, shown, phase time.Time
-	last                float64
-	closed              bool
-}
-
-func newProgressLine(w io.Writer, verb string) *progressLine {
-	p := &progressLine{verb: verb, status: newStatusLine(w), quiet: 3 * time.Second, every: 10 * time.Second}
-	if p.status.terminal {
-		p.every = time.Second
-	}
-	p.start = time.Now()
-	p.phase = p.start
-	return p
-}
-
-// report is a model.Progress.
-func (p *progressLine) report(what string, done float64) {
-	now := time.Now()
-	if done < p.last {
-		p.phase = now // a new stage starts over: estimate from its own pace
-	}
-	p.last = done
-	if p.closed || now.Sub(p.start) < p.quiet || now.Sub(p.shown) < p.every {
-		return
-	}
-	p.shown = now
-	line := fmt.Sprintf("%s: %s, %.0f%% done, %s elapsed", p.verb, what, 100*done, now.Sub(p.start).Round(time.Second))
-	if spent := now.Sub(p.phase); done > 0.001 && spent > time.Second {
-		left := time.Duration(float64(spent) * (1 - done) / done)
-		line += fmt.Sprintf(", about %s left", left.Round(time.Second))
-	}
-	p.status.show(line)
-}
-
-// stage is report for a named part of the work.
-func (p *progressLine) stage(name string) func(string, float64) {
-	return func(what string, done float64) { p.report(name+": "+what, done) }
-}
-
-// close clears the line before the result is printed.
-func (p *progressLine) close() {
-	if !p.closed {
-		p.closed = true
-		p.status.clear()
-	}
 }

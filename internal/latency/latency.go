@@ -188,3 +188,26 @@ func sniff(r *bufio.Reader) (kind, error) {
 }
 
 var utf8BOM = []byte("\xef\xbb\xbf")
+
+// LoadOne reads one configuration's latencies (seconds) from path: the one
+// named config, or the only one when config is empty.
+func LoadOne(path, config string, opt Options) ([]float64, error) {
+	cs, err := Load(path, opt)
+	if err != nil {
+		return nil, err
+	}
+	if config == "" && len(cs) == 1 {
+		return cs[0].Latencies, nil
+	}
+	var names []string
+	for _, c := range cs {
+		if c.Name == config {
+			return c.Latencies, nil
+		}
+		names = append(names, c.Name)
+	}
+	if config == "" {
+		return nil, fmt.Errorf("%s holds %d configurations; pick one with --config (%s)", path, len(cs), strings.Join(names, "; "))
+	}
+	return nil, fmt.Errorf("%s: no configuration %q (have %s)", path, config, strings.Join(names, "; "))
+}
