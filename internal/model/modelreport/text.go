@@ -7,6 +7,7 @@ import (
 
 	"github.com/gait-dev/gait/internal/model"
 	"github.com/gait-dev/gait/internal/model/limplock"
+	"github.com/gait-dev/gait/internal/units"
 )
 
 // Pct writes a share as a percentage with four decimals.
@@ -31,7 +32,7 @@ func Describe(sys model.System) string {
 	if sys.Net != nil {
 		net = sys.Net.String()
 	}
-	s := fmt.Sprintf("service %s (mean %.4gms), network %s, bound %.4gms", sys.Service, 1e3*sys.Service.Mean(), net, 1e3*sys.Bound)
+	s := fmt.Sprintf("service %s (mean %s), network %s, bound %s", sys.Service, units.Seconds(sys.Service.Mean()), net, units.Seconds(sys.Bound))
 	if sys.Rate > 0 {
 		s += fmt.Sprintf(", rate %.6g requests/s", sys.Rate)
 	}
