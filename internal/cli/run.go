@@ -144,12 +144,20 @@ func printPlan(w io.Writer, s *bench.Scenario) error {
 	for _, r := range s.Runs() {
 		var faults []string
 		for _, f := range r.Step.Faults {
-			faults = append(faults, fmt.Sprintf("%s %gx on %s at %v", f.Kind, max(f.Factor, 1), f.Target, f.At))
+			what := f.Kind // a crash or partition has no factor
+			if f.Factor > 0 {
+				what += fmt.Sprintf(" %gx", f.Factor)
+			}
+			line := fmt.Sprintf("%s on %s at %v", what, f.Target, f.At)
+			if f.For > 0 {
+				line += fmt.Sprintf(" for %v", f.For)
+			}
+			faults = append(faults, line)
 		}
 		if len(faults) == 0 {
 			faults = []string{"no fault"}
 		}
-		_, err := fmt.Fprintf(w, "  %-10s %s\n", r.Dir(), strings.Join(faults, "; "))
+		_, err := fmt.Fprintf(w, "  %-16s %s\n", r.Dir(), strings.Join(faults, "; "))
 		if err != nil {
 			return err
 		}
