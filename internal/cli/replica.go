@@ -1,20 +1,15 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
 
+	"github.com/gait-dev/gait/internal/interrupt"
 	"github.com/gait-dev/gait/internal/replica"
 	"github.com/gait-dev/gait/internal/systems/gaitredis"
 	"github.com/gait-dev/gait/internal/testbed"
@@ -51,8 +46,10 @@ member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 			if err := checkAgent(&cfg, read); err != nil {
 				return err
 			}
-			sig := notifyStop()
-			defer signal.Stop(sig)
+			// Caught from before anything starts, so a signal during
+			// start-up still leads to a clean stop.
+			sig := interrupt.Catch(cmd.Context(), cmd.ErrOrStderr(), interrupt.Messages{})
+			defer sig.Stop()
 			a, err := replica.Start(cfg)
 			if err != nil {
 				return err
@@ -61,7 +58,7 @@ member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 			if m := a.MetricsAddr(); m != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "metrics http://%s/metrics\n", m)
 			}
-			<-sig
+			<-sig.Context().Done()
 			return a.Close()
 		},
 	}
@@ -292,25 +289,25 @@ func replicaTestbed(cmd *cobra.Command, f clusterFlags) error {
 		return fmt.Errorf("%w; run it as root, or pass --loopback to run every replica on 127.0.0.1 without root", err)
 	}
 	stderr := cmd.ErrOrStderr()
-	in := catchInterrupts(cmd.Context(), stderr)
-	defer in.stop()
+	in := clusterSignals(cmd)
+	defer in.Stop()
 	d := gaitredis.New()
 	d.Read, d.Fanout, d.WriteAll = string(f.cfg.Read), f.cfg.Fanout, f.cfg.WriteAll
-	dep, err := d.StartOnTestbed(in.ctx, gaitredis.TestbedOptions{
+	dep, err := d.StartOnTestbed(in.Context(), gaitredis.TestbedOptions{
 		Voters: f.voters, Duplicates: f.duplicates, Bandwidth: f.bps, StateDir: f.stateDir,
-		Progress: stderr, Kill: in.kill,
+		Progress: stderr, Kill: in.Hurry(),
 	})
 	if err != nil {
-		return in.end(stderr, err)
+		return in.End(stderr, err)
 	}
 	defer dep.Close()
 	printCluster(cmd, dep.Addresses(), dep.MetricsURLs(), f.metrics)
-	<-in.ctx.Done()
+	<-in.Context().Done()
 	if err := dep.Close(); err != nil {
-		return in.end(stderr, err)
+		return in.End(stderr, err)
 	}
-	fmt.Fprintf(stderr, "%s; removed run %s\n", in.how(), dep.Testbed.ID)
-	return in.end(stderr, nil)
+	fmt.Fprintf(stderr, "%s; removed run %s\n", how(in), dep.Testbed.ID)
+	return in.End(stderr, nil)
 }
 
 // replicaLoopback runs the deployment on loopback, in this process.
@@ -321,13 +318,13 @@ func replicaLoopback(cmd *cobra.Command, f clusterFlags) error {
 	if f.metrics {
 		cfg.Metrics = "127.0.0.1:0"
 	}
-	in := catchInterrupts(cmd.Context(), stderr)
-	defer in.stop()
-	l, err := replica.StartLocalWith(in.ctx, replica.LocalOptions{
-		Voters: f.voters, Duplicates: f.duplicates, Base: cfg, Kill: in.kill, Progress: stderr,
+	in := clusterSignals(cmd)
+	defer in.Stop()
+	l, err := replica.StartLocalWith(in.Context(), replica.LocalOptions{
+		Voters: f.voters, Duplicates: f.duplicates, Base: cfg, Kill: in.Hurry(), Progress: stderr,
 	})
 	if err != nil {
-		return in.end(stderr, err)
+		return in.End(stderr, err)
 	}
 	defer l.Close()
 	var addrs, urls []string
@@ -338,87 +335,32 @@ func replicaLoopback(cmd *cobra.Command, f clusterFlags) error {
 		}
 	}
 	printCluster(cmd, addrs, urls, f.metrics)
-	<-in.ctx.Done()
+	<-in.Context().Done()
 	if err := l.Close(); err != nil {
-		return in.end(stderr, err)
+		return in.End(stderr, err)
 	}
-	fmt.Fprintf(stderr, "%s; removed %s\n", in.how(), l.Dir)
-	return in.end(stderr, nil)
+	fmt.Fprintf(stderr, "%s; removed %s\n", how(in), l.Dir)
+	return in.End(stderr, nil)
 }
 
-// interrupts are gait replica cluster's signals: the first SIGINT or
-// SIGTERM cancels ctx (stop cleanly), the second closes kill (kill the
-// processes rather than wait for them, but still remove everything); a
-// later one is only answered. Unlike testbed.SignalContext, no signal ends
-// the process before what it created is removed: this command's loopback
-// deployment has no testbed for a signal handler to remove.
-type interrupts struct {
-	ctx    context.Context
-	kill   chan struct{}
-	killed atomic.Bool
-	stop   func()
-}
-
-func catchInterrupts(parent context.Context, stderr io.Writer) *interrupts {
-	ctx, cancel := context.WithCancel(parent)
-	in := &interrupts{ctx: ctx, kill: make(chan struct{})}
-	ch := make(chan os.Signal, 4)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-	quit := make(chan struct{})
-	go func() {
-		for n := 1; ; n++ {
-			var sig os.Signal
-			select {
-			case sig = <-ch:
-			case <-quit:
-				return
-			}
-			switch n {
-			case 1:
-				fmt.Fprintf(stderr, "gait: %s: stopping; a second SIGINT or SIGTERM kills every agent and redis-server at once\n", sig)
-				cancel()
-			case 2:
-				fmt.Fprintf(stderr, "gait: %s again: killing every agent and redis-server at once, then removing the rest\n", sig)
-				in.killed.Store(true)
-				close(in.kill)
-			default:
-				fmt.Fprintf(stderr, "gait: %s: still removing the deployment; kill -9 would leave it to gait clean\n", sig)
-			}
-		}
-	}()
-	var once sync.Once
-	in.stop = func() {
-		once.Do(func() {
-			signal.Stop(ch)
-			close(quit)
-			cancel()
-		})
-	}
-	return in
+// clusterSignals: a second signal kills the agents and redis-servers at
+// once rather than wait for them, and still removes everything, before
+// gait exits (unlike testbed.SignalContext, which exits once the hosts are
+// gone: a loopback deployment has no testbed to remove).
+func clusterSignals(cmd *cobra.Command) *interrupt.Signals {
+	return interrupt.Catch(cmd.Context(), cmd.ErrOrStderr(), interrupt.Messages{
+		First:  "stopping; a second SIGINT or SIGTERM kills every agent and redis-server at once",
+		Second: "second signal: killing every agent and redis-server at once, then removing the rest",
+		Later:  "still removing the deployment; kill -9 would leave it to gait clean",
+	})
 }
 
 // how says how the deployment ended: stopped, or killed after a second signal.
-func (in *interrupts) how() string {
-	if in.killed.Load() {
+func how(s *interrupt.Signals) string {
+	if s.Hurried() {
 		return "killed"
 	}
 	return "stopped"
-}
-
-// end finishes the command once everything is removed: after a second
-// signal gait exits with status 130 (128 + SIGINT), as a program killed by
-// a signal does, with err or a last line saying the cut was short;
-// otherwise it returns err.
-func (in *interrupts) end(stderr io.Writer, err error) error {
-	if !in.killed.Load() {
-		return err
-	}
-	in.stop()
-	if err != nil {
-		fmt.Fprintln(stderr, "gait:", err)
-	}
-	os.Exit(130) // Main would make any error status 1
-	return err
 }
 
 // printCluster prints one "redis ADDRESS" line per agent, then, with
@@ -433,12 +375,4 @@ func printCluster(cmd *cobra.Command, addrs, metricsURLs []string, metrics bool)
 			fmt.Fprintf(out, "metrics %s\n", u)
 		}
 	}
-}
-
-// notifyStop catches SIGINT and SIGTERM from before anything starts, so a
-// signal during start-up still leads to a clean stop.
-func notifyStop() chan os.Signal {
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	return sig
 }

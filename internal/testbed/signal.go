@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"sync"
-	"syscall"
+
+	"github.com/gait-dev/gait/internal/interrupt"
 )
 
 // open holds the testbeds not yet closed, for a second interrupt.
@@ -30,34 +30,24 @@ func untrack(tb *Testbed) {
 // SignalContext returns a context cancelled by the first SIGINT or
 // SIGTERM, so the caller unwinds and its deferred Close calls remove the
 // hosts. If a second signal comes before that is done, every testbed
-// still open is closed at once and the process exits with status 130.
-// stop releases the signals.
+// still open is closed at once and the process exits with
+// interrupt.ExitStatus. stop releases the signals.
 func SignalContext(parent context.Context) (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancel(parent)
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	s := interrupt.Catch(parent, os.Stderr, interrupt.Messages{Second: "second signal: removing the testbed now"})
 	quit := make(chan struct{})
 	go func() {
 		select {
-		case <-ch:
-			cancel()
-		case <-quit:
-			return
-		}
-		select {
-		case sig := <-ch:
-			fmt.Fprintf(os.Stderr, "gait: %s again: removing the testbed now\n", sig)
+		case <-s.Hurry():
 			closeAll()
-			os.Exit(130)
+			os.Exit(interrupt.ExitStatus)
 		case <-quit:
 		}
 	}()
 	var once sync.Once
-	return ctx, func() {
+	return s.Context(), func() {
 		once.Do(func() {
-			signal.Stop(ch)
+			s.Stop()
 			close(quit)
-			cancel()
 		})
 	}
 }
