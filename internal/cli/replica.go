@@ -3,11 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/gait-dev/gait/internal/interrupt"
 	"github.com/gait-dev/gait/internal/replica"
@@ -43,7 +39,12 @@ Start a deployment with --bootstrap on one agent; every other agent names any
 member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkAgent(&cfg, read); err != nil {
+			mode, err := parseReadFlag(read)
+			if err != nil {
+				return err
+			}
+			cfg.Read = mode
+			if err := cfg.Check(); err != nil {
 				return err
 			}
 			// Caught from before anything starts, so a signal during
@@ -72,106 +73,12 @@ member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 	f.StringVar(&cfg.Join, "join", "", "raft address of any member to join through")
 	f.BoolVar(&cfg.NonVoter, "nonvoter", false, "join as a non-voting duplicate")
 	f.StringVar(&cfg.Metrics, "metrics", "", "HOST:PORT to serve Prometheus metrics on /metrics")
-	f.IntVar(&cfg.MaxRequest, "max-request", 32<<20, fmt.Sprintf("largest client request in bytes, %d to %d", minRequest, maxRequest))
+	f.IntVar(&cfg.MaxRequest, "max-request", 32<<20, fmt.Sprintf("largest client request in bytes, %d to %d", replica.MinRequest, replica.MaxRequest))
 	deploymentFlags(f, &cfg, &read)
 	for _, name := range []string{"id", "raft", "redis", "listen"} {
 		cmd.MarkFlagRequired(name)
 	}
 	return cmd
-}
-
-// The range of --max-request: below 1 KiB ordinary requests fail; 1 GiB
-// is the most a redis-server reads of one client (client-query-buffer-limit).
-const (
-	minRequest = 1 << 10
-	maxRequest = 1 << 30
-)
-
-// checkAgent validates gait replica agent's flags before anything starts,
-// and sets cfg.Read. Its error names the flag, its value and what the
-// flag takes.
-func checkAgent(cfg *replica.Config, read string) error {
-	if strings.TrimSpace(cfg.ID) == "" {
-		return fmt.Errorf("--id %q: want a name, unique in the deployment", cfg.ID)
-	}
-	type addrFlag struct {
-		flag, addr string
-		port0      bool // port 0 allowed: the kernel picks one, and gait prints it
-		reachable  bool // the agent tells its peers this address
-		given      bool
-	}
-	for _, a := range []addrFlag{
-		{"--raft", cfg.RaftAddr, false, true, true},
-		{"--redis", cfg.RedisAddr, false, false, true},
-		{"--listen", cfg.Listen, true, false, true},
-		{"--join", cfg.Join, false, false, cfg.Join != ""},
-		{"--metrics", cfg.Metrics, true, false, cfg.Metrics != ""},
-	} {
-		if !a.given {
-			continue
-		}
-		if err := checkAddr(a.flag, a.addr, a.port0, a.reachable); err != nil {
-			return err
-		}
-	}
-	if cfg.DataDir != "" {
-		if err := checkDir("--data", cfg.DataDir); err != nil {
-			return err
-		}
-	}
-	switch {
-	case cfg.Bootstrap && cfg.Join != "":
-		return errors.New("--bootstrap and --join exclude each other: --bootstrap starts a deployment, --join joins one")
-	case cfg.Bootstrap && cfg.NonVoter:
-		return errors.New("--nonvoter and --bootstrap exclude each other: the agent that bootstraps is the deployment's first voter")
-	case !cfg.Bootstrap && cfg.Join == "" && !hasRaftLog(cfg.DataDir):
-		if cfg.NonVoter {
-			return errors.New("--nonvoter needs --join ADDR: a duplicate joins a deployment")
-		}
-		return errors.New("want --bootstrap (start a deployment) or --join ADDR (join one); only an agent whose --data holds its raft log restarts without either")
-	}
-	mode, err := parseReadFlag(read)
-	if err != nil {
-		return err
-	}
-	cfg.Read = mode
-	if cfg.Fanout < 1 {
-		return fmt.Errorf("--fanout %d: want 1 or more (more than the deployment's replicas means every replica)", cfg.Fanout)
-	}
-	if cfg.MaxRequest < minRequest || cfg.MaxRequest > maxRequest {
-		return fmt.Errorf("--max-request %d: want %d to %d bytes", cfg.MaxRequest, minRequest, maxRequest)
-	}
-	return nil
-}
-
-// checkAddr checks a HOST:PORT flag. With port0 the port may be 0 (the
-// kernel picks one); with reachable the host must be an address other
-// agents reach: not empty, 0.0.0.0 or ::.
-func checkAddr(flag, addr string, port0, reachable bool) error {
-	h, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("%s %q: want HOST:PORT", flag, addr)
-	}
-	lo := 1
-	if port0 {
-		lo = 0
-	}
-	if n, err := strconv.Atoi(p); err != nil || n < lo || n > 65535 {
-		return fmt.Errorf("%s %q: want a port from %d to 65535", flag, addr, lo)
-	}
-	if ip := net.ParseIP(h); reachable && (h == "" || ip != nil && ip.IsUnspecified()) {
-		return fmt.Errorf("%s %q: want the host other agents reach this one at, not an unspecified address", flag, addr)
-	}
-	return nil
-}
-
-// hasRaftLog tells whether dir holds an agent's raft log from an earlier run.
-func hasRaftLog(dir string) bool {
-	if dir == "" {
-		return false
-	}
-	_, err := os.Stat(filepath.Join(dir, "raft.db"))
-	return err == nil
 }
 
 // parseReadFlag reads --read.
@@ -268,19 +175,7 @@ func (f *clusterFlags) check(cmd *cobra.Command) error {
 	if f.bps, err = testbed.ParseBandwidth(f.bandwidth); err != nil {
 		return fmt.Errorf("--bandwidth: %w", err)
 	}
-	return checkDir("--state-dir", f.stateDir)
-}
-
-// checkDir checks a flag naming a directory gait may create: not empty,
-// and not an existing file of another kind.
-func checkDir(flag, dir string) error {
-	if dir == "" {
-		return fmt.Errorf("%s \"\": want a directory", flag)
-	}
-	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
-		return fmt.Errorf("%s %q: not a directory", flag, dir)
-	}
-	return nil
+	return replica.CheckDir("--state-dir", f.stateDir)
 }
 
 // replicaTestbed runs the deployment on testbed hosts, one per replica.
