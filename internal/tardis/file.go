@@ -1,0 +1,265 @@
+package tardis
+
+import (
+	"sort"
+)
+
+// ExtentOverhead is what File.Stats counts as the physical cost of one
+// extent's description (file offset, seed, stream offset, length), on top of
+// a literal's bytes. It is the size of a fixed-width record; MarshalExtents'
+// varint records are no larger.
+const ExtentOverhead = 32
+
+// maxLiteralMerge bounds the literal extents File joins into one, so that
+// many small literal writes next to each other do not each copy a growing
+// literal.
+const maxLiteralMerge = 64 << 10
+
+// FileExtent is an extent placed at offset Off of a File.
+type FileExtent struct {
+	Off int64
+	Extent
+}
+
+// End is the file offset just past the extent.
+func (e FileExtent) End() int64 { return e.Off + int64(e.Len) }
+
+// File is the contents of one file held as extents: what an emulating file
+// system keeps per file. Writes at any offset encode their bytes, replace
+// what they overwrite, and join the extents around them when they continue
+// each other; reads of any range generate or copy only that range; ranges no
+// write covered (holes) read as zeros. A File is not safe for concurrent
+// use. Its zero value is an empty file.
+//
+// Extents are a sorted slice, so a write costs O(extents) to insert:
+// sequential writes of one stream stay one extent, so this is O(1) for the
+// files storage systems write; a file fragmented into very many extents
+// would want a tree.
+type File struct {
+	exts []FileExtent // sorted by Off, non-overlapping, none empty
+	size int64
+}
+
+// Size is the file's length: the end of the furthest write, or what Truncate
+// set.
+func (f *File) Size() int64 { return f.size }
+
+// Extents returns the file's extents in file order; holes are the gaps
+// between them. The caller must not modify literal bytes.
+func (f *File) Extents() []FileExtent { return f.exts }
+
+// SetExtents replaces the file's contents with exts (sorted, not
+// overlapping, as Extents returns them, for instance after
+// UnmarshalExtents) and size.
+func (f *File) SetExtents(exts []FileExtent, size int64) {
+	f.exts = append(f.exts[:0], exts...)
+	f.size = size
+}
+
+// Stats returns the file's logical size and the physical bytes its
+// description costs: literal bytes plus ExtentOverhead per extent.
+func (f *File) Stats() (logical, physical int64) {
+	for _, e := range f.exts {
+		physical += ExtentOverhead
+		if !e.Synthetic() {
+			physical += int64(e.Len)
+		}
+	}
+	return f.size, physical
+}
+
+// find returns the index of the first extent that ends after off.
+func (f *File) find(off int64) int {
+	return sort.Search(len(f.exts), func(i int) bool { return f.exts[i].End() > off })
+}
+
+// ReadAt fills p with the file's bytes from off and returns how many it
+// filled: fewer than len(p) only at the end of the file.
+func (f *File) ReadAt(p []byte, off int64) int {
+	if off >= f.size || off < 0 {
+		return 0
+	}
+	p = p[:min(int64(len(p)), f.size-off)]
+	i := f.find(off)
+	cur := off
+	end := off + int64(len(p))
+	for ; cur < end; i++ {
+		if i >= len(f.exts) || f.exts[i].Off >= end {
+			clear(p[cur-off:])
+			break
+		}
+		e := f.exts[i]
+		if e.Off > cur {
+			clear(p[cur-off : e.Off-off])
+			cur = e.Off
+		}
+		cur += int64(e.ReadAt(p[cur-off:], int(cur-e.Off)))
+	}
+	return len(p)
+}
+
+// WriteAt writes p at file offset off (off >= 0), extending the file if
+// needed.
+func (f *File) WriteAt(p []byte, off int64) {
+	if len(p) == 0 {
+		return
+	}
+	enc := AppendEncode(nil, p)
+	news := make([]FileExtent, 0, len(enc))
+	at := off
+	for _, e := range enc {
+		news = append(news, FileExtent{Off: at, Extent: e})
+		at += int64(e.Len)
+	}
+	f.replace(off, at, news)
+	f.size = max(f.size, at)
+}
+
+// Truncate sets the file's size; bytes past it are dropped, and a file grown
+// by Truncate reads zeros there.
+func (f *File) Truncate(size int64) {
+	if size < f.size {
+		f.replace(size, f.size, nil)
+	}
+	f.size = size
+}
+
+// Punch makes [off, off+n) a hole (reads as zeros) without changing the
+// size.
+func (f *File) Punch(off, n int64) {
+	if n > 0 {
+		f.replace(off, off+n, nil)
+	}
+}
+
+// replace puts news (sorted, covering exactly [lo, hi) or nothing) in place
+// of whatever covers [lo, hi), then joins neighbours.
+func (f *File) replace(lo, hi int64, news []FileExtent) {
+	i := f.find(lo)
+	j := i
+	var head, tail []FileExtent
+	for ; j < len(f.exts) && f.exts[j].Off < hi; j++ {
+		e := f.exts[j]
+		if e.Off < lo {
+			head = append(head, FileExtent{Off: e.Off, Extent: e.Slice(0, int(lo-e.Off))})
+		}
+		if e.End() > hi {
+			tail = append(tail, FileExtent{Off: hi, Extent: e.Slice(int(hi-e.Off), e.Len)})
+		}
+	}
+	mid := make([]FileExtent, 0, len(head)+len(news)+len(tail)+2)
+	mid = append(mid, head...)
+	mid = append(mid, news...)
+	mid = append(mid, tail...)
+	// Join with the untouched neighbours too.
+	lo2, hi2 := i, j
+	if i > 0 {
+		lo2 = i - 1
+		mid = append([]FileExtent{f.exts[i-1]}, mid...)
+	}
+	if j < len(f.exts) {
+		hi2 = j + 1
+		mid = append(mid, f.exts[j])
+	}
+	mid = join(mid)
+	f.exts = append(f.exts[:lo2], append(mid, f.exts[hi2:]...)...)
+}
+
+// join merges adjacent extents that continue each other, and recognises the
+// edges of literal extents that continue a synthetic neighbour (runs too
+// short to carry a header of their own, as a small write produces).
+func join(es []FileExtent) []FileExtent {
+	// Split literals whose head continues the synthetic extent before them,
+	// or whose tail leads into the synthetic extent after them.
+	var out []FileExtent
+	for k := 0; k < len(es); k++ {
+		e := es[k]
+		if e.Synthetic() {
+			out = append(out, e)
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].Synthetic() && out[n-1].End() == e.Off {
+			p := out[n-1]
+			m := continues(e.Lit, p.Seed, p.Offset+uint64(p.Len))
+			if m > 0 {
+				out[n-1].Len += m
+				e = FileExtent{Off: e.Off + int64(m), Extent: e.Slice(m, e.Len)}
+			}
+		}
+		if k+1 < len(es) && es[k+1].Synthetic() && e.End() == es[k+1].Off && e.Len > 0 {
+			q := es[k+1]
+			m := precedes(e.Lit, q.Seed, q.Offset)
+			if m > 0 {
+				es[k+1] = FileExtent{Off: q.Off - int64(m), Extent: Extent{Seed: q.Seed, Offset: q.Offset - uint64(m), Len: q.Len + m}}
+				e = FileExtent{Off: e.Off, Extent: e.Slice(0, e.Len-m)}
+			}
+		}
+		if e.Len > 0 {
+			out = append(out, e)
+		}
+	}
+	// Merge neighbours.
+	es = out[:0:0]
+	for _, e := range out {
+		if n := len(es); n > 0 && es[n-1].End() == e.Off {
+			p := &es[n-1]
+			switch {
+			case p.Synthetic() && e.Synthetic() && p.Seed == e.Seed && p.Offset+uint64(p.Len) == e.Offset:
+				p.Len += e.Len
+				continue
+			case !p.Synthetic() && !e.Synthetic() && p.Len+e.Len <= maxLiteralMerge:
+				lit := make([]byte, 0, p.Len+e.Len)
+				lit = append(append(lit, p.Lit...), e.Lit...)
+				p.Lit, p.Len = lit, len(lit)
+				continue
+			}
+		}
+		es = append(es, e)
+	}
+	return es
+}
+
+// continues returns how many leading bytes of p equal the stream seed from
+// stream offset s.
+func continues(p []byte, seed, s uint64) int {
+	var tmp [256]byte
+	n := 0
+	for n < len(p) {
+		c := min(len(p)-n, len(tmp))
+		if s+uint64(c) < s { // would wrap past the stream's end
+			return n
+		}
+		Generate(seed, s, tmp[:c])
+		m := commonPrefix(p[n:n+c], tmp[:c])
+		n += m
+		s += uint64(m)
+		if m < c {
+			break
+		}
+	}
+	return n
+}
+
+// precedes returns how many trailing bytes of p equal the stream seed just
+// before stream offset s.
+func precedes(p []byte, seed, s uint64) int {
+	var tmp [256]byte
+	n := 0
+	for n < len(p) {
+		c := min(len(p)-n, len(tmp))
+		if uint64(c) > s {
+			c = int(s)
+		}
+		if c == 0 {
+			break
+		}
+		Generate(seed, s-uint64(c), tmp[:c])
+		m := commonSuffix(p[:len(p)-n], tmp[:c])
+		n += m
+		s -= uint64(m)
+		if m < c {
+			break
+		}
+	}
+	return n
+}
