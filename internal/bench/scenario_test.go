@@ -194,7 +194,7 @@ func TestMalformed(t *testing.T) {
 		{"repeat zero", with(7, "repeat: 0"),
 			`f.yaml:7: repeat: "0" is not a whole number of at least 1`},
 		{"unknown system", with(2, "system: cassandra"),
-			`f.yaml:2: system: unknown system "cassandra" (known: etcd, gait-redis, redis)`},
+			`f.yaml:2: system: unknown system "cassandra" (known: etcd, gait-redis, redis, zookeeper)`},
 		{"no system", with(2, "description: x"),
 			"f.yaml:1: system: missing (required)"},
 		{"bad name", with(1, "name: a/b"),

@@ -6,4 +6,5 @@ import (
 	_ "github.com/gait-dev/gait/internal/systems/etcd"
 	_ "github.com/gait-dev/gait/internal/systems/gaitredis"
 	_ "github.com/gait-dev/gait/internal/systems/redis"
+	_ "github.com/gait-dev/gait/internal/systems/zookeeper"
 )

@@ -1,0 +1,195 @@
+package zookeeper
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gait-dev/gait/internal/load"
+	"github.com/gait-dev/gait/internal/systems"
+	"github.com/gait-dev/gait/internal/systems/loopback"
+)
+
+func startEnsemble(t testing.TB, n int) (*Cluster, []systems.Host) {
+	t.Helper()
+	d := New()
+	if err := d.Check(); err != nil {
+		t.Skip(err)
+	}
+	lb, err := loopback.Hosts(t.TempDir(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := make([]systems.Host, n)
+	for i, h := range lb {
+		h.Grace = 2 * time.Second
+		hosts[i] = h
+	}
+	t0 := time.Now()
+	c, err := d.Start(context.Background(), hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d-server ensemble ready in %v", n, time.Since(t0).Round(time.Millisecond))
+	t.Cleanup(func() { c.Stop() })
+	return c.(*Cluster), hosts
+}
+
+// roles returns the leader and the followers, failing unless there is
+// exactly one leader and every other server follows.
+func roles(t testing.TB, c *Cluster) (leader string, followers []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rs, err := c.Roles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for h, r := range rs {
+		switch r {
+		case "leader":
+			if leader != "" {
+				t.Fatalf("two leaders: %v", rs)
+			}
+			leader = h
+		case "follower":
+			followers = append(followers, h)
+		default:
+			t.Fatalf("host %s has role %q: %v", h, r, rs)
+		}
+	}
+	if leader == "" {
+		t.Fatalf("no leader: %v", rs)
+	}
+	slices.Sort(followers)
+	return leader, followers
+}
+
+func do(t *testing.T, cl load.Client, op load.Op) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := cl.Do(ctx, op); err != nil {
+		t.Fatalf("%s %s: %v", Ops[op.Kind], op.Key, err)
+	}
+}
+
+func get(t *testing.T, cl load.Client, key string) (string, bool) {
+	t.Helper()
+	c := cl.(*client)
+	b, _, err := c.conn.Get(path(key))
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+func TestEnsemble(t *testing.T) {
+	c, _ := startEnsemble(t, 3)
+	leader, followers := roles(t, c)
+	if len(followers) != 2 {
+		t.Fatalf("followers %v", followers)
+	}
+	t.Logf("leader %s, followers %v", leader, followers)
+
+	t.Run("ops", func(t *testing.T) {
+		cl, err := c.Client(followers[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		v := []byte(strings.Repeat("x", 1024))
+		do(t, cl, load.Op{Kind: opSet, Key: "fresh", Value: v}) // set creates
+		if got, ok := get(t, cl, "fresh"); !ok || got != string(v) {
+			t.Fatalf("after set of a new znode: %q %v", got, ok)
+		}
+		do(t, cl, load.Op{Kind: opCreate, Key: "k", Value: []byte("one")})
+		do(t, cl, load.Op{Kind: opSet, Key: "k", Value: []byte("two")})
+		if got, _ := get(t, cl, "k"); got != "two" {
+			t.Fatalf("after set: %q", got)
+		}
+		do(t, cl, load.Op{Kind: opGet, Key: "k"})
+		do(t, cl, load.Op{Kind: opDelete, Key: "k"})
+		if _, ok := get(t, cl, "k"); ok {
+			t.Fatal("znode still there after delete")
+		}
+		// another server sees what this one wrote (after a sync)
+		other, err := c.Client(leader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		if _, err := other.(*client).conn.Sync(path("fresh")); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := get(t, other, "fresh"); !ok || got != string(v) {
+			t.Fatalf("leader reads %d bytes, %v", len(got), ok)
+		}
+		if err := cl.Do(context.Background(), load.Op{Kind: 9}); err == nil {
+			t.Fatal("unknown op kind accepted")
+		}
+	})
+
+	t.Run("metrics", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		m, err := c.Metrics(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{
+			"zk_outstanding_requests{host=" + followers[0] + "}",
+			"zk_znode_count{host=" + leader + "}",
+			"zk_learners{host=" + leader + "}",
+			"zk_synced_followers{host=" + leader + "}",
+			"zk_pending_syncs{host=" + leader + "}",
+			"zk_cnt_election_time{host=" + leader + "}",
+			"zk_updatelatency{host=" + followers[0] + "}",
+		} {
+			if _, ok := m[k]; !ok {
+				t.Errorf("no %s in %d metrics", k, len(m))
+			}
+		}
+		if v := m["zk_synced_followers{host="+leader+"}"]; v != 2 {
+			t.Errorf("leader has %v synced followers, want 2", v)
+		}
+		var keys []string
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		t.Logf("%d metrics: %v", len(m), keys)
+	})
+
+	t.Run("restart", func(t *testing.T) {
+		f := c.byName[followers[1]]
+		if err := f.current().Stop(); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		rs, _ := c.Roles(ctx)
+		cancel()
+		if rs[followers[1]] != "down" {
+			t.Fatalf("stopped follower is %q: %v", rs[followers[1]], rs)
+		}
+		t0 := time.Now()
+		if err := c.Restart(context.Background(), followers[1]); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("follower back in %v", time.Since(t0).Round(time.Millisecond))
+		l, fs := roles(t, c)
+		if l != leader || len(fs) != 2 {
+			t.Fatalf("after restart: leader %s followers %v", l, fs)
+		}
+		cl, err := c.Client(followers[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		if got, ok := get(t, cl, "fresh"); !ok || len(got) != 1024 {
+			t.Fatalf("restarted follower reads %d bytes, %v", len(got), ok)
+		}
+	})
+}
