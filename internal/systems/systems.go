@@ -6,9 +6,12 @@ package systems
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/gait-dev/gait/internal/load"
 )
@@ -68,4 +71,45 @@ func LogTail(p Process) string {
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	lines = lines[max(0, len(lines)-15):]
 	return "; last lines of " + lp.LogPath() + ":\n  " + strings.Join(lines, "\n  ")
+}
+
+// ScrapeAll runs scrape for members 0..n-1 at once, each into a map of its
+// own, and merges what they gave: a member that fails adds what it had
+// and its error, joined with the others'.
+func ScrapeAll(n int, scrape func(i int, vals map[string]float64) error) (map[string]float64, error) {
+	out := map[string]float64{}
+	errs := make([]error, n)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			vals := map[string]float64{}
+			errs[i] = scrape(i, vals)
+			mu.Lock()
+			defer mu.Unlock()
+			maps.Copy(out, vals)
+		})
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// NotReady says which member of a starting cluster is not ready and why.
+type NotReady struct {
+	Host string
+	Proc Process // its server, whose log may explain why
+	Err  error
+}
+
+func (e *NotReady) Error() string { return "member on " + e.Host + ": " + e.Err.Error() }
+func (e *NotReady) Unwrap() error { return e.Err }
+
+// BlameTail is the tail of the log of the member err says is not ready,
+// else of fallback's: what a start that timed out quotes.
+func BlameTail(err error, fallback Process) string {
+	var nr *NotReady
+	if errors.As(err, &nr) && nr.Proc != nil {
+		return LogTail(nr.Proc)
+	}
+	return LogTail(fallback)
 }

@@ -251,29 +251,17 @@ func (c *Cluster) waitReady(ctx context.Context, ms []*member) error {
 		}
 		select {
 		case <-ctx.Done():
-			proc, _ := c.blame(last).current()
-			return fmt.Errorf("etcd cluster not ready after %v: %w%s", c.d.StartTimeout, last, systems.LogTail(proc))
+			proc, _ := c.members[0].current()
+			return fmt.Errorf("etcd cluster not ready after %v: %w%s", c.d.StartTimeout, last, systems.BlameTail(last, proc))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
 
-// notReady says which member is not ready and why.
-type notReady struct {
-	m   *member
-	err error
-}
-
-func (e *notReady) Error() string { return fmt.Sprintf("member %s: %v", e.m.host.Name(), e.err) }
-func (e *notReady) Unwrap() error { return e.err }
-
-// blame picks the member whose log explains err.
-func (c *Cluster) blame(err error) *member {
-	var nr *notReady
-	if errors.As(err, &nr) {
-		return nr.m
-	}
-	return c.members[0]
+// notReady says m is not ready, and why.
+func (m *member) notReady(err error) error {
+	proc, _ := m.current()
+	return &systems.NotReady{Host: m.host.Name(), Proc: proc, Err: err}
 }
 
 func (c *Cluster) ready(ctx context.Context, ms []*member) error {
@@ -283,22 +271,22 @@ func (c *Cluster) ready(ctx context.Context, ms []*member) error {
 		st, err := m.statusOf(sctx)
 		cancel()
 		if err != nil {
-			return &notReady{m, err}
+			return m.notReady(err)
 		}
 		if st.Leader == 0 {
-			return &notReady{m, errors.New("no leader")}
+			return m.notReady(errors.New("no leader"))
 		}
 		if leader != 0 && st.Leader != leader {
-			return &notReady{m, fmt.Errorf("leader %x, others say %x", st.Leader, leader)}
+			return m.notReady(fmt.Errorf("leader %x, others say %x", st.Leader, leader))
 		}
 		leader = st.Leader
 	}
 	rctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	if _, cli := ms[0].current(); cli == nil {
-		return &notReady{ms[0], errors.New("not started")}
+		return ms[0].notReady(errors.New("not started"))
 	} else if _, err := cli.Get(rctx, "gait-ready"); err != nil {
-		return &notReady{ms[0], fmt.Errorf("read: %w", err)}
+		return ms[0].notReady(fmt.Errorf("read: %w", err))
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/loopback"
+	"github.com/gait-dev/gait/internal/systems/systemstest"
 )
 
 func startCluster(t testing.TB, n int) (*Cluster, []systems.Host) {
@@ -23,21 +24,7 @@ func startCluster(t testing.TB, n int) (*Cluster, []systems.Host) {
 	if _, err := os.Stat(d.Binary); err != nil {
 		t.Skipf("no etcd server: %v", err)
 	}
-	lb, err := loopback.Hosts(t.TempDir(), n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hosts := make([]systems.Host, n)
-	for i, h := range lb {
-		hosts[i] = h
-	}
-	t0 := time.Now()
-	c, err := d.Start(context.Background(), hosts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d-member cluster ready in %v", n, time.Since(t0).Round(time.Millisecond))
-	t.Cleanup(func() { c.Stop() })
+	c, hosts := systemstest.Start(t, d, n, 0)
 	return c.(*Cluster), hosts
 }
 
@@ -45,30 +32,7 @@ func startCluster(t testing.TB, n int) (*Cluster, []systems.Host) {
 // exactly one leader and every other member follows.
 func roles(t testing.TB, c *Cluster) (leader string, followers []string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	rs, err := c.Roles(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for h, r := range rs {
-		switch r {
-		case "leader":
-			if leader != "" {
-				t.Fatalf("two leaders: %v", rs)
-			}
-			leader = h
-		case "follower":
-			followers = append(followers, h)
-		default:
-			t.Fatalf("host %s has role %q: %v", h, r, rs)
-		}
-	}
-	if leader == "" {
-		t.Fatalf("no leader: %v", rs)
-	}
-	slices.Sort(followers)
-	return leader, followers
+	return systemstest.LeaderAndFollowers(t, c)
 }
 
 func do(t *testing.T, c *Cluster, host string, op load.Op) {

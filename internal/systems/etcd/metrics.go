@@ -2,12 +2,12 @@ package etcd
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
-	"sync"
 
+	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/prom"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -45,27 +45,16 @@ var Histograms = []string{
 // each within ctx. A member that cannot be scraped adds nothing to the map and
 // its failure to the error; the map holds what the others gave.
 func (c *Cluster) Metrics(ctx context.Context) (map[string]float64, error) {
-	out := map[string]float64{}
-	errs := make([]error, len(c.members))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for i, m := range c.members {
-		wg.Go(func() {
-			fams, err := c.scrape(ctx, m)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			vals := c.values(m.host.Name(), fams)
-			mu.Lock()
-			defer mu.Unlock()
-			for k, v := range vals {
-				out[k] = v
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	out, err := systems.ScrapeAll(len(c.members), func(i int, vals map[string]float64) error {
+		m := c.members[i]
+		fams, err := c.scrape(ctx, m)
+		if err != nil {
+			return err
+		}
+		maps.Copy(vals, c.values(m.host.Name(), fams))
+		return nil
+	})
+	if err != nil {
 		return out, fmt.Errorf("etcd metrics: %w", err)
 	}
 	return out, nil

@@ -3,7 +3,6 @@ package zookeeper
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/gait-dev/gait/internal/systems"
 )
 
 // Gauges are mntr values reported as the server's current value.
@@ -59,27 +60,16 @@ var Summaries = []string{
 // log, keyed "name{host=h}". A server that does not answer adds nothing but
 // its GC log's figures to the map and its failure to the error.
 func (c *Cluster) Metrics(ctx context.Context) (map[string]float64, error) {
-	out := map[string]float64{}
-	errs := make([]error, len(c.members))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for i, m := range c.members {
-		wg.Go(func() {
-			vals := map[string]float64{}
-			err := c.scrape(ctx, m, vals)
-			if err != nil {
-				errs[i] = fmt.Errorf("%s: %w", m.host.Name(), err)
-			}
-			m.gc.read(gcPath(m.host), m.host.Name(), vals)
-			mu.Lock()
-			defer mu.Unlock()
-			for k, v := range vals {
-				out[k] = v
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	out, err := systems.ScrapeAll(len(c.members), func(i int, vals map[string]float64) error {
+		m := c.members[i]
+		err := c.scrape(ctx, m, vals)
+		if err != nil {
+			err = fmt.Errorf("%s: %w", m.host.Name(), err)
+		}
+		m.gc.read(gcPath(m.host), m.host.Name(), vals)
+		return err
+	})
+	if err != nil {
 		return out, fmt.Errorf("zookeeper metrics: %w", err)
 	}
 	return out, nil

@@ -243,28 +243,16 @@ func (c *Cluster) waitReady(ctx context.Context, ms []*member) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("zookeeper ensemble not ready after %v: %w%s", c.d.StartTimeout, last, systems.LogTail(c.blame(last).current()))
+			return fmt.Errorf("zookeeper ensemble not ready after %v: %w%s", c.d.StartTimeout, last, systems.BlameTail(last, c.members[0].current()))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
 
-// notReady says which member is not ready and why.
-type notReady struct {
-	m   *member
-	err error
-}
-
-func (e *notReady) Error() string { return fmt.Sprintf("server on %s: %v", e.m.host.Name(), e.err) }
-func (e *notReady) Unwrap() error { return e.err }
-
-// blame picks the member whose log explains err.
-func (c *Cluster) blame(err error) *member {
-	var nr *notReady
-	if errors.As(err, &nr) {
-		return nr.m
-	}
-	return c.members[0]
+// notReady says m is not ready, and why.
+func (m *member) notReady(err error) error {
+	proc := m.current()
+	return &systems.NotReady{Host: m.host.Name(), Proc: proc, Err: err}
 }
 
 func (c *Cluster) ready(ctx context.Context, ms []*member) error {
@@ -273,7 +261,7 @@ func (c *Cluster) ready(ctx context.Context, ms []*member) error {
 		st, err := c.state(ctx, m)
 		if err != nil {
 			if containsMember(ms, m) {
-				return &notReady{m, err}
+				return m.notReady(err)
 			}
 			continue
 		}
@@ -282,7 +270,7 @@ func (c *Cluster) ready(ctx context.Context, ms []*member) error {
 		}
 	}
 	if leaders != 1 {
-		return &notReady{ms[0], fmt.Errorf("%d servers lead", leaders)}
+		return ms[0].notReady(fmt.Errorf("%d servers lead", leaders))
 	}
 	return c.probe(ctx, ms[0])
 }
@@ -302,11 +290,11 @@ func (c *Cluster) probe(ctx context.Context, m *member) error {
 	defer cancel()
 	cl, err := c.d.dial(m.host)
 	if err != nil {
-		return &notReady{m, err}
+		return m.notReady(err)
 	}
 	defer cl.Close()
 	if err := cl.do(ctx, func() error { _, _, err := cl.conn.Exists("/"); return err }); err != nil {
-		return &notReady{m, fmt.Errorf("read: %w", err)}
+		return m.notReady(fmt.Errorf("read: %w", err))
 	}
 	return nil
 }

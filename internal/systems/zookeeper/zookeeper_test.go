@@ -9,7 +9,7 @@ import (
 
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/systems"
-	"github.com/gait-dev/gait/internal/systems/loopback"
+	"github.com/gait-dev/gait/internal/systems/systemstest"
 )
 
 func startEnsemble(t testing.TB, n int) (*Cluster, []systems.Host) {
@@ -18,53 +18,15 @@ func startEnsemble(t testing.TB, n int) (*Cluster, []systems.Host) {
 	if err := d.Check(); err != nil {
 		t.Skip(err)
 	}
-	lb, err := loopback.Hosts(t.TempDir(), n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hosts := make([]systems.Host, n)
-	for i, h := range lb {
-		h.Grace = 2 * time.Second
-		hosts[i] = h
-	}
-	t0 := time.Now()
-	c, err := d.Start(context.Background(), hosts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d-server ensemble ready in %v", n, time.Since(t0).Round(time.Millisecond))
-	t.Cleanup(func() { c.Stop() })
+	c, hosts := systemstest.Start(t, d, n, 2*time.Second)
 	return c.(*Cluster), hosts
 }
 
 // roles returns the leader and the followers, failing unless there is
-// exactly one leader and every other server follows.
+// exactly one leader and every other member follows.
 func roles(t testing.TB, c *Cluster) (leader string, followers []string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	rs, err := c.Roles(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for h, r := range rs {
-		switch r {
-		case "leader":
-			if leader != "" {
-				t.Fatalf("two leaders: %v", rs)
-			}
-			leader = h
-		case "follower":
-			followers = append(followers, h)
-		default:
-			t.Fatalf("host %s has role %q: %v", h, r, rs)
-		}
-	}
-	if leader == "" {
-		t.Fatalf("no leader: %v", rs)
-	}
-	slices.Sort(followers)
-	return leader, followers
+	return systemstest.LeaderAndFollowers(t, c)
 }
 
 func do(t *testing.T, cl load.Client, op load.Op) {
