@@ -53,11 +53,17 @@ func (f *File) Extents() []FileExtent { return f.exts }
 // UnmarshalExtents) and size.
 func (f *File) SetExtents(exts []FileExtent, size int64) {
 	f.exts = append(f.exts[:0], exts...)
+	for i := range f.exts {
+		if e := &f.exts[i]; !e.Synthetic() {
+			e.Lit = e.Lit[:len(e.Lit):len(e.Lit)]
+		}
+	}
 	f.size = size
 }
 
-// Stats returns the file's logical size and the physical bytes its
-// description costs: literal bytes plus ExtentOverhead per extent.
+// Stats returns the file's logical size (its Size, holes included) and the
+// physical bytes its description costs: literal bytes plus ExtentOverhead
+// per extent.
 func (f *File) Stats() (logical, physical int64) {
 	for _, e := range f.exts {
 		physical += ExtentOverhead
@@ -101,6 +107,9 @@ func (f *File) ReadAt(p []byte, off int64) int {
 // WriteAt writes p at file offset off (off >= 0), extending the file if
 // needed.
 func (f *File) WriteAt(p []byte, off int64) {
+	if off < 0 {
+		panic("tardis: File.WriteAt at a negative offset")
+	}
 	if len(p) == 0 {
 		return
 	}
@@ -208,8 +217,17 @@ func join(es []FileExtent) []FileExtent {
 				p.Len += e.Len
 				continue
 			case !p.Synthetic() && !e.Synthetic() && p.Len+e.Len <= maxLiteralMerge:
-				lit := make([]byte, 0, p.Len+e.Len)
-				lit = append(append(lit, p.Lit...), e.Lit...)
+				// A literal made here owns its spare capacity (every other
+				// literal's capacity ends at its length: Slice, Encode and
+				// SetExtents clip it), so appending in place is safe and
+				// sequential small literal writes (a checksum file) cost
+				// amortised O(1) per byte.
+				lit := p.Lit
+				if cap(lit)-len(lit) < e.Len {
+					lit = make([]byte, 0, min(maxLiteralMerge, 2*(p.Len+e.Len)))
+					lit = append(lit, p.Lit...)
+				}
+				lit = append(lit, e.Lit...)
 				p.Lit, p.Len = lit, len(lit)
 				continue
 			}

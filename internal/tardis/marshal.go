@@ -1,6 +1,7 @@
 package tardis
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -101,7 +102,7 @@ func UnmarshalExtents(p []byte) (exts []FileExtent, size int64, rest []byte, err
 			if uint64(len(p)) < n {
 				return nil, 0, p, bad("truncated literal")
 			}
-			e.Lit = append([]byte(nil), p[:n]...)
+			e.Lit = bytes.Clone(p[:n])
 			p = p[n:]
 		}
 		exts = append(exts, e)

@@ -332,6 +332,36 @@ func TestCompressionShuffled(t *testing.T) {
 	}
 }
 
+// A checksum file: small random writes appended one after another, and
+// rewritten in part, join into literals of up to 64 KiB that read back
+// right.
+func TestFileSequentialLiterals(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	var f File
+	var m model
+	for m2 := 0; len(m) < 1<<20; m2++ {
+		p := make([]byte, 1+r.IntN(600))
+		for i := range p {
+			p[i] = byte(r.Uint32())
+		}
+		off := int64(len(m))
+		if m2%7 == 6 { // rewrite something already written
+			off = r.Int64N(off)
+		}
+		f.WriteAt(p, off)
+		m.writeAt(p, off)
+	}
+	checkInvariants(t, &f)
+	all := make([]byte, f.Size())
+	f.ReadAt(all, 0)
+	if !bytes.Equal(all, m) {
+		t.Fatal("appended literals read back wrong")
+	}
+	if n, want := len(f.Extents()), len(m)/maxLiteralMerge*2+2; n > want {
+		t.Errorf("%d extents for %d literal bytes, want at most %d", n, len(m), want)
+	}
+}
+
 func TestUnmarshalCorrupt(t *testing.T) {
 	for _, in := range []string{"", "nope", "tardis1\n", "tardis1\n\x10\x05", "tardis1\n\x10\x01\x01\x00\x20abc", "tardis1\n\x10\x01\x07\x00\x01"} {
 		if _, _, _, err := UnmarshalExtents([]byte(in)); err == nil {
