@@ -484,3 +484,22 @@ func BenchmarkMemcpy64MiB(b *testing.B) {
 		copy(dst, data)
 	}
 }
+
+// Reads of 64 KiB at random offsets of a 128 MiB synthetic file (one
+// extent): what serving a DataNode's block reads costs.
+func BenchmarkFileReadAt(b *testing.B) {
+	var f File
+	const size = 128 << 20
+	for off := int64(0); off < size; off += 1 << 20 {
+		f.WriteAt(AppendGenerate(nil, 0xfeed, uint64(off), 1<<20), off)
+	}
+	if len(f.Extents()) != 1 {
+		b.Fatal(len(f.Extents()))
+	}
+	buf := make([]byte, 64<<10)
+	r := rand.New(rand.NewPCG(1, 2))
+	b.SetBytes(int64(len(buf)))
+	for b.Loop() {
+		f.ReadAt(buf, r.Int64N(size-int64(len(buf))))
+	}
+}
