@@ -366,25 +366,37 @@ func (d *deployment) faults(t *testing.T, sc schedule) []limp.Fault {
 
 func (d *deployment) target(t *testing.T, role string) limp.Target {
 	return func() (*testbed.Host, error) {
-		// Short: an agent behind a limping NIC answers late, and the
-		// healthy ones name the leader; limp applies faults one at a time,
-		// so a slow answer would delay every fault after this one.
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		roles, err := d.c.Roles(ctx)
-		var cands []string
-		for _, h := range d.c.Hosts() {
-			r := roles[h]
-			voter := r == "leader" || r == "follower"
-			if r == role || (role == "follower" && r == "duplicate") || (role == "voter" && voter) {
-				cands = append(cands, h)
+		var roles map[string]string
+		var err error
+		// Each try is short: an agent behind a limping NIC answers late,
+		// and the healthy ones name the leader; limp applies faults one at
+		// a time, so a slow answer would delay every fault after this one.
+		// A second and third try cover a moment when every scrape is late
+		// (a busy machine), which failed the test with nothing wrong.
+		for try := 0; try < 3; try++ {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			roles, err = d.c.Roles(ctx)
+			cancel()
+			if cands := candidates(d.c.Hosts(), roles, role); len(cands) > 0 {
+				return d.tb.Host(cands[rand.IntN(len(cands))]), nil
 			}
 		}
-		if len(cands) == 0 {
-			return nil, fmt.Errorf("no %s among %v: %v", role, roles, err)
-		}
-		return d.tb.Host(cands[rand.IntN(len(cands))]), nil
+		return nil, fmt.Errorf("no %s among %v: %v", role, roles, err)
 	}
+}
+
+// candidates are the hosts that have role: a duplicate counts as a
+// follower, a leader or follower as a voter.
+func candidates(hosts []string, roles map[string]string, role string) []string {
+	var cands []string
+	for _, h := range hosts {
+		r := roles[h]
+		voter := r == "leader" || r == "follower"
+		if r == role || (role == "follower" && r == "duplicate") || (role == "voter" && voter) {
+			cands = append(cands, h)
+		}
+	}
+	return cands
 }
 
 // counts of acknowledged and unknown increments, per counter key.
