@@ -33,16 +33,19 @@ vet:
 
 # One package at a time (-p 1): the limpware accuracy tests (a CPU share, a
 # disk rate) measure this 2-core machine and must not compete with each other.
+# -count=1: every test runs, none is taken from Go's cache, since most drive
+# real servers whose behaviour no source file records.
 # Then each fuzz target of a parser of untrusted input runs briefly (its seed
 # corpus in testdata/fuzz/ already ran as a plain test); a fuzz run takes one
 # package and one target, and writes a failing input to that testdata/fuzz/.
 test: deps build vet
-	$(GO) test -p 1 -timeout 18m ./...
+	$(GO) test -p 1 -count=1 -timeout 18m ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzCSV$$' -fuzztime 5s ./internal/latency/
 	$(GO) test -run '^$$' -fuzz '^FuzzHistogramLog$$' -fuzztime 5s ./internal/latency/
 	$(GO) test -run '^$$' -fuzz '^FuzzScenario$$' -fuzztime 5s ./internal/bench/
 	$(GO) test -run '^$$' -fuzz '^FuzzRESPRequest$$' -fuzztime 5s ./internal/replica/
 	$(GO) test -run '^$$' -fuzz '^FuzzRESPReply$$' -fuzztime 5s ./internal/replica/
+	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime 5s ./internal/tardis/
 
 # Benchmarks are not part of test: they are run on purpose, on a quiet machine.
 bench: build
