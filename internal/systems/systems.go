@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gait-dev/gait/internal/load"
 )
@@ -112,4 +113,37 @@ func BlameTail(err error, fallback Process) string {
 		return LogTail(nr.Proc)
 	}
 	return LogTail(fallback)
+}
+
+// Starting is a member a driver waits for: its host's name and its server.
+type Starting struct {
+	Host string
+	Proc Process
+}
+
+// WaitReady polls ready every 100 ms until it returns nil, for at most
+// timeout. A member whose server exits meanwhile ends the wait at once
+// with the tail of its log; a timeout quotes the log of the member the
+// last error blames (NotReady), else the first's. members is read at each
+// poll, as a restart replaces a server.
+func WaitReady(ctx context.Context, system string, timeout time.Duration, members func() []Starting, ready func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		ms := members()
+		for _, m := range ms {
+			if m.Proc.Exited() {
+				return fmt.Errorf("%s on %s exited while starting%s", system, m.Host, LogTail(m.Proc))
+			}
+		}
+		last := ready(ctx)
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready after %v: %w%s", system, timeout, last, BlameTail(last, ms[0].Proc))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

@@ -237,25 +237,15 @@ func (m *member) statusOf(ctx context.Context) (*pb.StatusResponse, error) {
 // waitReady polls the members in ms until each reports the same leader and a
 // linearizable read through the first succeeds.
 func (c *Cluster) waitReady(ctx context.Context, ms []*member) error {
-	ctx, cancel := context.WithTimeout(ctx, c.d.StartTimeout)
-	defer cancel()
-	var last error
-	for {
-		for _, m := range ms {
-			if proc, _ := m.current(); proc.Exited() {
-				return fmt.Errorf("etcd on %s exited while starting%s", m.host.Name(), systems.LogTail(proc))
-			}
+	members := func() []systems.Starting {
+		out := make([]systems.Starting, len(ms))
+		for i, m := range ms {
+			p, _ := m.current()
+			out[i] = systems.Starting{Host: m.host.Name(), Proc: p}
 		}
-		if last = c.ready(ctx, ms); last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			proc, _ := c.members[0].current()
-			return fmt.Errorf("etcd cluster not ready after %v: %w%s", c.d.StartTimeout, last, systems.BlameTail(last, proc))
-		case <-time.After(100 * time.Millisecond):
-		}
+		return out
 	}
+	return systems.WaitReady(ctx, "etcd", c.d.StartTimeout, members, func(ctx context.Context) error { return c.ready(ctx, ms) })
 }
 
 // notReady says m is not ready, and why.

@@ -229,24 +229,15 @@ func (m *member) launch(d *Driver) error {
 // waitReady polls the members ms until each serves, one of the ensemble
 // leads, and a read through the first of ms succeeds.
 func (c *Cluster) waitReady(ctx context.Context, ms []*member) error {
-	ctx, cancel := context.WithTimeout(ctx, c.d.StartTimeout)
-	defer cancel()
-	var last error
-	for {
-		for _, m := range ms {
-			if p := m.current(); p.Exited() {
-				return fmt.Errorf("zookeeper on %s exited while starting%s", m.host.Name(), systems.LogTail(p))
-			}
+	members := func() []systems.Starting {
+		out := make([]systems.Starting, len(ms))
+		for i, m := range ms {
+			p := m.current()
+			out[i] = systems.Starting{Host: m.host.Name(), Proc: p}
 		}
-		if last = c.ready(ctx, ms); last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("zookeeper ensemble not ready after %v: %w%s", c.d.StartTimeout, last, systems.BlameTail(last, c.members[0].current()))
-		case <-time.After(100 * time.Millisecond):
-		}
+		return out
 	}
+	return systems.WaitReady(ctx, "zookeeper", c.d.StartTimeout, members, func(ctx context.Context) error { return c.ready(ctx, ms) })
 }
 
 // notReady says m is not ready, and why.
