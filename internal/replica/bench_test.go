@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gait-dev/gait/internal/systems/redis"
@@ -69,4 +70,22 @@ func meanOf(h prometheus.Histogram) float64 {
 		return 0
 	}
 	return m.GetHistogram().GetSampleSum() / float64(m.GetHistogram().GetSampleCount())
+}
+
+// BenchmarkReadBulks reads a pipelined 3-argument request of 1 KiB values,
+// the request path's hot loop, through readCommand.
+func BenchmarkReadBulks(b *testing.B) {
+	value := strings.Repeat("v", 1024)
+	req := "*3\r\n$3\r\nSET\r\n$8\r\nkey:1234\r\n$1024\r\n" + value + "\r\n"
+	stream := strings.Repeat(req, 1000)
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		rd := newRequestReader(strings.NewReader(stream), 32<<20, 1<<20)
+		for range 1000 {
+			if _, err := rd.readCommand(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 }

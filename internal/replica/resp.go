@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/gait-dev/gait/internal/clip"
@@ -268,7 +269,7 @@ func appendRead(r io.Reader, buf *[]byte, n int) error {
 	for n > 0 {
 		chunk := min(n, 1<<20)
 		start := len(*buf)
-		*buf = append(*buf, make([]byte, chunk)...)
+		*buf = slices.Grow(*buf, chunk)[:start+chunk] // one allocation, no zeroed copy
 		if _, err := io.ReadFull(r, (*buf)[start:]); err != nil {
 			return err
 		}
