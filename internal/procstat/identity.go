@@ -36,6 +36,13 @@ func (id Identity) Alive() bool {
 	return start == id.Start
 }
 
+// Running reports whether pid is a process that is neither gone nor a
+// zombie (a zombie no longer holds its namespace or open files).
+func Running(pid int) bool {
+	f := statFields(pid)
+	return len(f) > 0 && f[0] != "Z"
+}
+
 // statFields are /proc/PID/stat's fields after the command name (which may
 // hold spaces and parentheses), the process state first; nil when pid does
 // not run.

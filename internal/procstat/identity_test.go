@@ -15,6 +15,9 @@ func TestIdentity(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
 	}
+	if !Running(os.Getpid()) || Running(cmd.Process.Pid) {
+		t.Errorf("Running: this process %v, an exited child %v", Running(os.Getpid()), Running(cmd.Process.Pid))
+	}
 	if gone := Identify(cmd.Process.Pid); gone.Start != 0 || gone.Alive() {
 		t.Errorf("an exited child: %+v, alive %v", gone, gone.Alive())
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/limpfs"
+	"github.com/gait-dev/gait/internal/procstat"
 	"github.com/vishvananda/netlink"
 )
 
@@ -106,25 +107,10 @@ func killAll(s *state) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for _, pid := range pids {
-		for time.Now().Before(deadline) && procExists(pid) {
+		for time.Now().Before(deadline) && procstat.Running(pid) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-}
-
-// procExists is true while pid is neither gone nor a zombie; a zombie
-// child of ours no longer holds its namespace or open files.
-func procExists(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	for i := len(data) - 1; i > 0; i-- {
-		if data[i] == ')' && i+2 < len(data) {
-			return data[i+2] != 'Z'
-		}
-	}
-	return true
 }
 
 func deleteLink(name string) error {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gait-dev/gait/internal/procstat"
 	"github.com/vishvananda/netlink"
 )
 
@@ -362,7 +363,7 @@ func TestKillAllKillsChildren(t *testing.T) {
 	for _, f := range strings.Fields(string(out)) {
 		var pid int
 		fmt.Sscan(f, &pid)
-		if !eventually(func() bool { return !procExists(pid) }) {
+		if !eventually(func() bool { return !procstat.Running(pid) }) {
 			t.Errorf("child %d survived", pid)
 		}
 	}
