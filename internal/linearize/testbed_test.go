@@ -42,16 +42,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	gaitBin = bin
-	// go-redis logs every failed dial; the test counts failures itself.
-	goredis.SetLogger(quiet{})
 	code := m.Run()
 	cleanup()
 	os.Exit(code)
 }
-
-type quiet struct{}
-
-func (quiet) Printf(context.Context, string, ...any) {}
 
 // Settings of one schedule.
 const (

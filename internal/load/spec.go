@@ -77,9 +77,7 @@ func (s Spec) Resolve() (Spec, error) {
 	if err := s.check(); err != nil {
 		return s, err
 	}
-	if s.Keys == 0 {
-		s.Keys = DefaultKeys
-	}
+	s.Keys = orDefault(s.Keys, DefaultKeys)
 	if s.OpenLoop() {
 		s.MaxInFlight = orDefault(s.MaxInFlight, DefaultMaxInFlight)
 		if s.Rate.Share > 0 {

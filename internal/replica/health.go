@@ -460,14 +460,6 @@ func (h *health) selfQuarantined() bool {
 	return h.selfQuar
 }
 
-// selfUsable tells whether this replica may answer reads.
-func (h *health) selfUsable() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	s := h.replicas[h.a.cfg.ID]
-	return !h.selfQuar && (s == nil || !s.limping)
-}
-
 // target is one replica a read may go to.
 type target struct {
 	id, addr string

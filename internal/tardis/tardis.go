@@ -82,23 +82,6 @@ func mix1(z uint64) uint64 {
 
 func key(seed uint64) uint64 { return mix(seed ^ 0x6a09e667f3bcc909) }
 
-// word returns stream word w (covering stream bytes 8w..8w+7) for a seed
-// whose key is k.
-func word(seed, k, w uint64) uint64 {
-	switch w & 7 {
-	case 0:
-		return Magic
-	case 1:
-		return seed
-	case 2:
-		return w >> 3
-	}
-	if w&7 == 3 {
-		return mix(k + w*golden)
-	}
-	return mix1(k + w*golden)
-}
-
 // putBlock writes block b of the stream into dst[:64].
 func putBlock(dst []byte, seed, k, b uint64) {
 	_ = dst[63]
