@@ -2,7 +2,7 @@
 # Installs the Debian packages gait needs, only those missing; safe to run
 # again. apt-get update runs only when something must be installed.
 set -eu
-packages="redis-server redis-tools etcd-server etcd-client zookeeper fuse3 iproute2 util-linux python3-numpy python3-scipy"
+packages="redis-server redis-sentinel redis-tools etcd-server etcd-client zookeeper fuse3 iproute2 util-linux python3-numpy python3-scipy fio"
 missing=""
 for p in $packages; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -17,6 +17,6 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends $missing >/dev/null
 # The packaged servers must not run as system services: gait starts its own.
-for s in redis-server etcd zookeeper; do
+for s in redis-server redis-sentinel etcd zookeeper; do
 	systemctl disable --now "$s" >/dev/null 2>&1 || service "$s" stop >/dev/null 2>&1 || true
 done
