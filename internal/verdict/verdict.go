@@ -46,7 +46,7 @@ type Options struct {
 
 // Defaults are the thresholds unless a caller says otherwise.
 func Defaults() Options {
-	return Options{Slow: 3, Collapse: 0.33, MinRequests: 20, Alpha: 0.01, Growth: 2, MinPoints: 5}
+	return Options{Slow: 5, Collapse: 0.2, MinRequests: 20, Alpha: 0.01, Growth: 2, MinPoints: 5}
 }
 
 // Check says which option is out of its range.
