@@ -95,9 +95,9 @@ func Match(want, got []string) string {
 // Table1Header and Table1Rows are the suite's Table 1: one row per
 // experiment, its baseline, gait's verdicts over all its steps, the
 // paper's marks and a regression scenario's prediction.
-var Table1Header = []string{"row", "experiment", "system", "fault", "target", "base latency", "base throughput", "gait", "paper", "match", "expected", "as expected"}
+var Table1Header = []string{"row", "experiment", "limpware", "base latency", "base tput", "gait", "paper", "same", "expected", "as expected"}
 
-// Table1Rows: sorted(expect) in the order of bench.Marks, like Got.
+// Table1Rows are Table 1's rows, in the order of results.
 func Table1Rows(results []Result) [][]string {
 	var rows [][]string
 	for _, r := range results {
@@ -110,7 +110,7 @@ func Table1Rows(results []Result) [][]string {
 		if r.Expect != nil {
 			expected = MarkText(r.Expect)
 		}
-		rows = append(rows, []string{row, r.Experiment, r.System, r.Fault, r.Target, units.Seconds(r.BaseMean),
+		rows = append(rows, []string{row, r.Experiment, r.Fault + " on " + r.Target, units.Seconds(r.BaseMean),
 			fmt.Sprintf("%.0f/s", r.BaseThroughput), MarkText(got), paper, paperMatch, expected, Match(ordered(r.Expect), got)})
 	}
 	return rows

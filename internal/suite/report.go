@@ -34,7 +34,7 @@ func Report(results []Result, o verdict.Options) (*report.Page, error) {
 	p.Heading("Table 1: verdicts beside the paper's marks")
 	p.Table(Table1Header, Table1Rows(results))
 	p.Paragraph("gait: every verdict any step of the experiment gave. paper: the Limplock paper's marks for the row; " +
-		"match: whether gait's are the same. expected: what a regression scenario of a reported bug predicts.")
+		"same: whether gait's are the same. base tput: the baseline's throughput in requests per second. expected: what a regression scenario of a reported bug predicts.")
 	for _, r := range results {
 		if err := section(p, r); err != nil {
 			return nil, err
@@ -73,13 +73,13 @@ func figure1(p *report.Page, results []Result) {
 				}
 			}
 		}
-		y := report.Axis{Label: "slowdown (mean latency over the baseline's)", Unit: "x", Log: true}
+		y := report.Axis{Label: "slowdown", Log: true}
 		if lo < hi {
 			y.Min, y.Max = math.Min(lo, 0.5), math.Max(hi, 10)
 		}
 		p.Figure("Mean latency over the baseline's at each slowdown factor, one line per experiment (the Limplock paper's "+
 			"Figure 1). Both axes are logarithmic; a line along the bottom is a system that tolerates the limpware.",
-			report.LineChart{X: report.Axis{Label: "limpware factor", Unit: "x", Log: true}, Y: y, Series: series, Markers: true})
+			report.LineChart{X: report.Axis{Label: "limpware factor", Log: true}, Y: y, Series: series, Markers: true})
 	}
 	if len(crashes) > 0 {
 		p.Paragraph(fmt.Sprintf("Fail-stop steps, for comparison: %v.", crashes))

@@ -116,7 +116,11 @@ func Run(ctx context.Context, scenarios []*bench.Scenario, o Options) ([]Result,
 	var results []Result
 	for i, s := range scenarios {
 		dir := filepath.Join(o.Out, s.Name)
-		if r, ok := finished(dir, s); ok {
+		r, ok, err := finished(dir, s, o.Verdict)
+		if err != nil {
+			return results, fmt.Errorf("experiment %s: %w", s.Name, err)
+		}
+		if ok {
 			fmt.Fprintf(o.Log, "experiment %d/%d %s: finished earlier, results in %s\n", i+1, len(scenarios), s.Name, dir)
 			results = append(results, r)
 			continue
@@ -140,7 +144,7 @@ func Run(ctx context.Context, scenarios []*bench.Scenario, o Options) ([]Result,
 			o.Status(Progress{Experiment: i + 1, Experiments: len(scenarios), Name: s.Name, Run: st,
 				Elapsed: time.Since(started), ETA: eta + rest})
 		}
-		r, err := runOne(ctx, s, dir, o, status)
+		r, err = runOne(ctx, s, dir, o, status)
 		if err != nil {
 			return results, fmt.Errorf("experiment %s: %w", s.Name, err)
 		}
@@ -153,19 +157,29 @@ func estimate(s *bench.Scenario) time.Duration {
 	return time.Duration(len(s.Runs())) * (s.Workload.Duration + perRunOverhead)
 }
 
-// finished reads an experiment's result.json if it is there and was made
-// from the same scenario text.
-func finished(dir string, s *bench.Scenario) (Result, bool) {
+// finished reads back an experiment that has a result.json made from the
+// same scenario text, judging it again from its run directories so the
+// verdicts follow the thresholds of this suite.
+func finished(dir string, s *bench.Scenario, o verdict.Options) (Result, bool, error) {
 	b, err := os.ReadFile(filepath.Join(dir, resultFile))
 	if err != nil {
-		return Result{}, false
+		return Result{}, false, nil
 	}
-	var r Result
-	if json.Unmarshal(b, &r) != nil || r.Source != string(s.Source) {
-		return Result{}, false
+	var old Result
+	if json.Unmarshal(b, &old) != nil || old.Source != string(s.Source) {
+		return Result{}, false, nil
 	}
-	r.Dir = dir // the suite's directory may have moved
-	return r, true
+	rs, runs, err := bench.Reload(dir)
+	if err != nil {
+		return Result{}, false, err
+	}
+	sum, err := bench.Summarize(rs, dir, runs)
+	if err != nil {
+		return Result{}, false, err
+	}
+	r, err := judge(s, sum, runs, o)
+	r.Dir, r.WallSeconds = dir, old.WallSeconds // the suite's directory may have moved
+	return r, err == nil, err
 }
 
 // clearUnfinished removes what an interrupted experiment left: a directory

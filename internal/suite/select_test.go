@@ -147,10 +147,10 @@ func TestTable1(t *testing.T) {
 				{Label: "100x", Factor: &hundred, Verdict: verdict.Verdict{Operation: on, Cluster: on}}}},
 	}
 	rows := Table1Rows(rs)
-	if got := rows[0]; got[0] != "Z1" || got[7] != "-" || got[8] != "-" || got[9] != "yes" || got[10] != "" || got[11] != "" {
+	if got := rows[0]; got[0] != "Z1" || got[5] != "-" || got[6] != "-" || got[7] != "yes" || got[8] != "" || got[9] != "" {
 		t.Errorf("Z1 row %q", got)
 	}
-	if got := rows[1]; got[7] != "OL CL" || got[8] != "CL OL" || got[9] != "yes" || got[10] != "OL" || got[11] != "no" {
+	if got := rows[1]; got[5] != "OL CL" || got[6] != "CL OL" || got[7] != "yes" || got[8] != "OL" || got[9] != "no" {
 		t.Errorf("Z3 row %q", got)
 	}
 	js := Rows(rs)
