@@ -412,3 +412,43 @@ func TestClientHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestLimpbench checks the experiment library: every scenario is valid and
+// named after its file, the paper's ZooKeeper rows Z1-Z5 are each there
+// once, a bug-regression scenario names its issue and predicts a verdict,
+// and some scenarios are in the quick subset.
+func TestLimpbench(t *testing.T) {
+	paths, err := filepath.Glob("../../scenarios/limpbench/*.yaml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("limpbench scenarios: %v %v", paths, err)
+	}
+	rows := map[string]int{}
+	quick := 0
+	for _, p := range paths {
+		s, err := Load(p)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if want := strings.TrimSuffix(filepath.Base(p), ".yaml"); s.Name != want || s.Description == "" {
+			t.Errorf("%s: name %q (want %q), description %q", p, s.Name, want, s.Description)
+		}
+		if s.Paper != nil {
+			rows[s.Paper.Row]++
+		}
+		if s.Quick {
+			quick++
+		}
+		if strings.HasPrefix(s.Name, "bug-") && (s.Expect == nil || !strings.Contains(s.Description, "#")) {
+			t.Errorf("%s: a regression scenario names its issue in the description and gives expect:", p)
+		}
+	}
+	for _, r := range []string{"Z1", "Z2", "Z3", "Z4", "Z5"} {
+		if rows[r] != 1 {
+			t.Errorf("paper row %s: %d scenarios, want 1", r, rows[r])
+		}
+	}
+	if quick == 0 {
+		t.Error("no scenario is in the quick subset")
+	}
+}
