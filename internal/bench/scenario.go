@@ -457,7 +457,7 @@ func (s *Scenario) parseDisk(top object) error {
 		return err
 	}
 	d := &Disk{}
-	if d.Bandwidth, err = parsed(o, "bandwidth", float64(limpfs.DefaultBandwidth), parseByteRate); err != nil {
+	if d.Bandwidth, err = parsed(o, "bandwidth", float64(limpfs.DefaultBandwidth), limpfs.ParseBandwidth); err != nil {
 		return err
 	}
 	if d.Latency, err = parsed(o, "latency", 0, nonNegativeDuration); err != nil {
@@ -481,15 +481,4 @@ func nonNegativeDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not a duration like 0s, 500ms or 20s", s)
 	}
 	return d, nil
-}
-
-// parseByteRate reads a disk bandwidth such as 80MB/s or 100MiB/s.
-func parseByteRate(s string) (float64, error) {
-	num, ok := strings.CutSuffix(strings.TrimSpace(s), "/s")
-	if ok {
-		if n, err := load.ParseSize(num); err == nil && n > 0 {
-			return float64(n), nil
-		}
-	}
-	return 0, fmt.Errorf("%q is not a positive disk bandwidth like 80MB/s", s)
 }

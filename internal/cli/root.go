@@ -25,6 +25,7 @@ every command that analyses reads one.`,
 	root.AddCommand(
 		newAnalyzeCmd(),
 		newCleanCmd(),
+		newEmulateCmd(),
 		newExportCmd(),
 		newLoadCmd(),
 		newModelCmd(),
