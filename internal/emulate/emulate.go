@@ -23,8 +23,9 @@ import (
 	"github.com/gait-dev/gait/internal/tardis"
 )
 
-// DefaultStateDir holds one record per serving `gait emulate mount`.
-const DefaultStateDir = "/run/gait/emulate"
+// recordDir is the subdirectory of gait's state directory (/run/gait,
+// testbed.DefaultStateDir) with one record per serving mount.
+const recordDir = "emulate"
 
 // Mount is what `gait emulate mount` serves.
 type Mount struct {
@@ -33,7 +34,7 @@ type Mount struct {
 	// Bandwidth 0 means no limit.
 	Bandwidth float64
 	Latency   time.Duration
-	StateDir  string // "" means DefaultStateDir
+	StateDir  string // gait's state directory: the mount is recorded in its emulate/
 	// Report hears errors a process on the mount met only as an errno.
 	Report func(error)
 }
@@ -52,10 +53,7 @@ func Serve(ctx context.Context, m Mount, ready func(*limpfs.FS)) error {
 	if err != nil {
 		return fmt.Errorf("mount point %s: %w", m.Dir, err)
 	}
-	stateDir := m.StateDir
-	if stateDir == "" {
-		stateDir = DefaultStateDir
-	}
+	stateDir := filepath.Join(m.StateDir, recordDir)
 	// The record first: a kill between the mount and the record would
 	// leave a mount nobody knows of.
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
@@ -90,9 +88,7 @@ func Serve(ctx context.Context, m Mount, ready func(*limpfs.FS)) error {
 // and returns their mount points. A mount whose command still runs is
 // left alone.
 func Clean(stateDir string) ([]string, error) {
-	if stateDir == "" {
-		stateDir = DefaultStateDir
-	}
+	stateDir = filepath.Join(stateDir, recordDir)
 	entries, err := os.ReadDir(stateDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

@@ -145,6 +145,9 @@ func serve(root fs.InodeEmbedder, backing, name, mountpoint string, dev *device)
 // file system mounted on it already.
 func checkMountpoint(path string) error {
 	st, err := os.Stat(path)
+	if errors.Is(err, syscall.ENOTCONN) {
+		return fmt.Errorf("mount point %s is in use by a FUSE file system whose server died; `gait clean` unmounts a killed gait's", path)
+	}
 	if err != nil {
 		return fmt.Errorf("mount point %s: %w", path, err)
 	}
