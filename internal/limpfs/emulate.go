@@ -384,7 +384,7 @@ func (h *emuFile) Read(ctx context.Context, buf []byte, off int64) (fuse.ReadRes
 	k, err := h.n.read(buf, off)
 	h.n.mu.RUnlock()
 	if err != nil {
-		return nil, h.n.fail(fmt.Errorf("read %s: %w", h.n.path(), err))
+		return nil, h.n.fail(err) // names the tree file
 	}
 	dev := h.n.em.dev
 	until := dev.reserve(k, began)
@@ -400,8 +400,9 @@ func (h *emuFile) Write(ctx context.Context, data []byte, off int64) (uint32, sy
 	err := h.n.write(data, off)
 	h.n.mu.Unlock()
 	if err != nil {
-		// ENOSPC and EIO reach the writer as they are.
-		return 0, h.n.fail(fmt.Errorf("write %s: %w", h.n.path(), err))
+		// ENOSPC and EIO reach the writer as they are; the error names
+		// the tree file.
+		return 0, h.n.fail(err)
 	}
 	dev.count(func(s *Stats) { s.Writes++; s.WriteBytes += int64(len(data)) })
 	dev.complete(until)
