@@ -27,7 +27,7 @@ import (
 //
 //	create  a new file of Value's length in one directory, /gait/new (so
 //	        the directory grows as the Exalt case study has it)
-//	write   /gait/keys/KEY replaced by Value's length of data
+//	write   /gait/keys/KEY (its colons made underscores) replaced by Value's length of data
 //	read    /gait/keys/KEY read whole, and checked
 //	append  Value's length of data added to /gait/keys/KEY
 //	mkdir   a new directory in /gait/dirs
@@ -294,11 +294,11 @@ func (c *channel) Do(ctx context.Context, op load.Op) error {
 		_, err := c.jc.call(ctx, c.id, "create", p, c.content(p, len(op.Value)))
 		return err
 	case opWrite, opAppend:
-		p := KeysDir + "/" + op.Key
+		p := keyPath(op.Key)
 		_, err := c.jc.call(ctx, c.id, Ops[op.Kind], p, c.content(p, len(op.Value)))
 		return err
 	case opRead:
-		p := KeysDir + "/" + op.Key
+		p := keyPath(op.Key)
 		got, err := c.jc.call(ctx, c.id, "read", p, nil)
 		if err != nil {
 			return err
@@ -312,6 +312,10 @@ func (c *channel) Do(ctx context.Context, op load.Op) error {
 		return fmt.Errorf("hdfs: operation kind %d: not one of %v", op.Kind, Ops)
 	}
 }
+
+// keyPath is the file of key: HDFS forbids ':' in a name, which gait's
+// keys ("key:12") have.
+func keyPath(key string) string { return KeysDir + "/" + strings.ReplaceAll(key, ":", "_") }
 
 // check says whether got, read from path, is what writes and appends of
 // one length put there: that many bytes of path's stream from offset 0,

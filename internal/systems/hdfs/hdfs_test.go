@@ -15,7 +15,7 @@ import (
 	"github.com/gait-dev/gait/internal/testbed"
 )
 
-func driver(t *testing.T) *Driver {
+func driver(t testing.TB) *Driver {
 	t.Helper()
 	d := New()
 	if err := d.Check(); err != nil {
@@ -28,7 +28,7 @@ func do(t *testing.T, cl load.Client, kind int, key string, size int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := cl.Do(ctx, load.Op{Kind: uint8(kind), Key: key, Value: make([]byte, size)}); err != nil {
+	if err := cl.Do(ctx, loadOp(kind, key, size)); err != nil {
 		t.Fatalf("%s %s: %v", Ops[kind], key, err)
 	}
 }
@@ -36,7 +36,7 @@ func do(t *testing.T, cl load.Client, kind int, key string, size int) {
 // start starts d on n testbed hosts, which it removes when t ends. Not on
 // loopback: the NameNode knows a DataNode by the address its RPCs come
 // from, which on loopback is 127.0.0.1 for every DataNode.
-func start(t *testing.T, d *Driver, n int) (*Cluster, []systems.Host) {
+func start(t testing.TB, d *Driver, n int) (*Cluster, []systems.Host) {
 	t.Helper()
 	if err := testbed.NeedRoot(); err != nil {
 		t.Skipf("hdfs runs on testbed hosts: %v", err)
@@ -59,6 +59,11 @@ func start(t *testing.T, d *Driver, n int) (*Cluster, []systems.Host) {
 	t.Logf("NameNode and %d DataNodes ready in %v", n-1, time.Since(t0).Round(time.Millisecond))
 	t.Cleanup(func() { c.Stop() })
 	return c.(*Cluster), hosts
+}
+
+// loadOp is operation kind on key with size bytes of data.
+func loadOp(kind int, key string, size int) load.Op {
+	return load.Op{Kind: uint8(kind), Key: key, Value: make([]byte, size)}
 }
 
 // TestCluster starts a NameNode and three DataNodes, writes, appends,
