@@ -377,10 +377,6 @@ func (a *Agent) watchLeadership() {
 	}
 }
 
-// stamp is t on this agent's own clock, in nanoseconds since it started
-// (never zero): status messages carry it, and peers echo it back.
-func (a *Agent) stamp(t time.Time) int64 { return int64(t.Sub(a.born)) + 1 }
-
 // join asks the deployment, through cfg.Join or the leader it names, to add
 // this agent; it retries until the leader answers or 30 s pass.
 func (a *Agent) join() error {

@@ -100,17 +100,15 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	a.health.mu.Lock()
-	for id, r := range a.health.replicas {
-		gauge(descLag, r.lag.Seconds(), id)
-		gauge(descApplied, float64(r.applied), id)
-		gauge(descLimping, bool01(r.limping), id)
-		gauge(descQuarantined, bool01(a.health.quarantinedLocked(id, r.incarnation)), id)
-		gauge(descInflight, float64(r.inflight), id)
-		gauge(descReplyDelay, r.replySecs, id)
-		gauge(descNetwork, r.netSecs, id)
+	for _, r := range a.Replicas() {
+		gauge(descLag, r.Lag.Seconds(), r.ID)
+		gauge(descApplied, float64(r.Applied), r.ID)
+		gauge(descLimping, bool01(r.Limping), r.ID)
+		gauge(descQuarantined, bool01(r.Quarantined), r.ID)
+		gauge(descInflight, float64(r.Inflight), r.ID)
+		gauge(descReplyDelay, r.ReplySecs, r.ID)
+		gauge(descNetwork, r.NetSecs, r.ID)
 	}
-	a.health.mu.Unlock()
 	a.mu.Lock()
 	for addr, p := range a.peers {
 		gauge(descPeerQueue, float64(len(p.out)), addr)
