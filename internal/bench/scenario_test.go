@@ -91,6 +91,24 @@ repeat: 2
 	}
 }
 
+func TestVerdictKeys(t *testing.T) {
+	s, err := Parse("z.yaml", []byte(good+"paper: {row: Z3, marks: [OL, CL]}\nquick: true\nexpect: []\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Paper == nil || s.Paper.Row != "Z3" || !slices.Equal(s.Paper.Marks, []string{"OL", "CL"}) || !s.Quick ||
+		s.Expect == nil || len(s.Expect) != 0 {
+		t.Errorf("paper %+v, quick %v, expect %#v", s.Paper, s.Quick, s.Expect)
+	}
+	s, err = Parse("n.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Paper != nil || s.Quick || s.Expect != nil {
+		t.Errorf("defaults: paper %+v, quick %v, expect %#v", s.Paper, s.Quick, s.Expect)
+	}
+}
+
 func TestPartitionBesideSlowdown(t *testing.T) {
 	src := "name: p\nsystem: etcd\nnodes: 3\nworkload: {op: put}\ninject:\n" +
 		"  - {fault: nic, target: leader, factors: [10, 100]}\n" +
@@ -243,6 +261,24 @@ func TestMalformed(t *testing.T) {
 		{"connect to a role the system does not have", strings.NewReplacer("system: etcd", "system: redis", "op: put", "op: set, connect: follower",
 			"target: leader", "target: any").Replace(good),
 			`f.yaml:4: workload.connect: "follower" is neither a role of redis (primary), all, nor a host name (h0 to h2)`},
+		{"unknown paper mark", with(7, "paper: {row: Z1, marks: [OL, slow]}"),
+			`f.yaml:7: paper.marks[1]: unknown mark "slow" (known: OL, NL, CL, backlog)`},
+		{"paper mark twice", with(7, "paper: {row: Z1, marks: [OL, OL]}"),
+			"f.yaml:7: paper.marks[1]: OL is listed twice"},
+		{"paper without marks", with(7, "paper: {row: Z1}"),
+			"f.yaml:7: paper.marks: missing"},
+		{"paper without row", with(7, "paper: {marks: []}"),
+			"f.yaml:7: paper.row: missing (required)"},
+		{"bad paper row", with(7, "paper: {row: table one, marks: []}"),
+			`f.yaml:7: paper.row: "table one": want a row id`},
+		{"unknown paper field", with(7, "paper: {row: Z1, marks: [], figure: 4}"),
+			"f.yaml:7: paper.figure: unknown field (known here: row, marks)"},
+		{"expect not a list", with(7, "expect: OL"),
+			`f.yaml:7: expect: want a list of marks (any of OL, NL, CL, backlog, [] for none), got "OL"`},
+		{"unknown expected mark", with(7, "expect: [limplock]"),
+			`f.yaml:7: expect[0]: unknown mark "limplock"`},
+		{"bad quick", with(7, "quick: sometimes"),
+			`f.yaml:7: quick: "sometimes" is not true or false`},
 		{"not a mapping", "- a\n- b\n",
 			"f.yaml:1: want a mapping of name, description"},
 		{"empty", "",

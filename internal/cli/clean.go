@@ -3,7 +3,7 @@ package cli
 import (
 	"fmt"
 
-	"github.com/gait-dev/gait/internal/replica"
+	"github.com/gait-dev/gait/internal/systems/gaitredis"
 	"github.com/gait-dev/gait/internal/testbed"
 	"github.com/spf13/cobra"
 )
@@ -28,7 +28,7 @@ no root. A run whose gait process still runs is left alone unless
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			// Loopback replica deployments need no root; testbed runs do.
-			local, err := replica.CleanLocal("", all)
+			local, err := gaitredis.CleanLocal("", all)
 			for _, dir := range local {
 				fmt.Fprintf(out, "removed %s\n", dir)
 			}

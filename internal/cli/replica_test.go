@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/gaitbin"
-	"github.com/gait-dev/gait/internal/replica"
+	"github.com/gait-dev/gait/internal/systems/gaitredis"
 	"github.com/gait-dev/gait/internal/systems/redis"
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -713,10 +713,10 @@ func TestReplicaClusterKilled(t *testing.T) {
 }
 
 // TestCleanLocalSparesLiveRuns runs a loopback deployment and checks that
-// replica.CleanLocal leaves it alone while its gait runs, unless all.
+// gaitredis.CleanLocal leaves it alone while its gait runs, unless all.
 func TestCleanLocalSparesLiveRuns(t *testing.T) {
 	r := startCluster(t, 1, "", "--loopback", "--voters", "1")
-	if removed, err := replica.CleanLocal(r.tmp, false); err != nil || len(removed) > 0 {
+	if removed, err := gaitredis.CleanLocal(r.tmp, false); err != nil || len(removed) > 0 {
 		t.Errorf("CleanLocal of a live run: removed %v, %v; want nothing", removed, err)
 	}
 	if len(entries(t, r.tmp)) != 1 {

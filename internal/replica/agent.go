@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gait-dev/gait/internal/resp"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
@@ -422,7 +423,7 @@ func (a *Agent) request(addr string, build func(id string) [][]byte, timeout tim
 	ch := make(chan result, 1)
 	id := a.register(addr, ch)
 	defer a.forget(id)
-	a.peer(addr).send(peerMsg{data: appendCommand(nil, build(strconv.FormatUint(id, 10))...), id: id})
+	a.peer(addr).send(peerMsg{data: resp.AppendCommand(nil, build(strconv.FormatUint(id, 10))...), id: id})
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
@@ -541,7 +542,7 @@ func (a *Agent) report(ap applied) {
 		a.onReply(ap.entry.seq, incarnation, ap.index, ap.digest, a.cfg.ID, a.incarnation, ap.raw)
 		return
 	}
-	msg := appendCommand(nil, []byte("REPLY"), strconv.AppendUint(nil, ap.entry.seq, 10), []byte(incarnation),
+	msg := resp.AppendCommand(nil, []byte("REPLY"), strconv.AppendUint(nil, ap.entry.seq, 10), []byte(incarnation),
 		strconv.AppendUint(nil, ap.index, 10), strconv.AppendUint(nil, ap.digest, 16), []byte(a.cfg.ID),
 		[]byte(a.incarnation), ap.raw)
 	a.peer(addr).send(peerMsg{data: msg})

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gait-dev/gait/internal/resp"
 	"github.com/hashicorp/raft"
 )
 
@@ -148,7 +149,7 @@ func (h *health) sendStatus(now time.Time) {
 			strconv.AppendUint(nil, self, 10), strconv.AppendFloat(nil, appendSecs, 'g', 6, 64),
 			strconv.AppendInt(nil, stamp, 10), strconv.AppendInt(nil, o.echo, 10), strconv.AppendInt(nil, o.hold, 10),
 			strconv.AppendFloat(nil, netSecs, 'g', 6, 64)}
-		a.peer(o.addr).send(peerMsg{data: appendCommand(nil, append(status, quarantined...)...)})
+		a.peer(o.addr).send(peerMsg{data: resp.AppendCommand(nil, append(status, quarantined...)...)})
 	}
 }
 
@@ -395,7 +396,7 @@ func (h *health) quarantine(id, inc, why string) {
 	h.a.logger.Printf("quarantined replica %s: %s", id, why)
 	h.a.m.quarantines.Inc()
 	h.setQuarantine(id, inc)
-	msg := appendCommand(nil, []byte("QUARANTINE"), []byte(id), []byte(inc), []byte(why))
+	msg := resp.AppendCommand(nil, []byte("QUARANTINE"), []byte(id), []byte(inc), []byte(why))
 	for _, addr := range h.peerAddrs() {
 		h.a.peer(addr).send(peerMsg{data: msg})
 	}

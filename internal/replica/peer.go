@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gait-dev/gait/internal/resp"
 	"github.com/hashicorp/raft"
 )
 
@@ -188,9 +189,9 @@ func (p *peer) dial() (net.Conn, error) {
 
 // readAnswers delivers FAIL, INDEX, OK and READOK messages to the waiting requests.
 func (p *peer) readAnswers(c net.Conn) {
-	rd := newRequestReader(c, peerMaxMessage, 8)
+	rd := resp.NewReader(c, peerMaxMessage, 8)
 	for {
-		msg, err := rd.readCommand()
+		msg, err := rd.ReadCommand()
 		if err != nil {
 			c.Close()
 			p.a.failVia(p.addr, fmt.Errorf("connection to %s: %w", p.addr, err))
@@ -240,15 +241,15 @@ func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
 	answer := func(args ...[]byte) {
 		mu.Lock()
 		defer mu.Unlock()
-		w.Write(appendCommand(nil, args...))
+		w.Write(resp.AppendCommand(nil, args...))
 		w.Flush()
 	}
 	fail := func(id []byte, err error) {
 		answer([]byte("FAIL"), id, []byte(err.Error()), []byte(a.leaderAddr()))
 	}
-	rd := newRequestReader(br, peerMaxMessage, 1<<16)
+	rd := resp.NewReader(br, peerMaxMessage, 1<<16)
 	for {
-		msg, err := rd.readCommand()
+		msg, err := rd.ReadCommand()
 		if err != nil {
 			return
 		}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/gait-dev/gait/internal/resp"
 )
 
 // indexBatcher shares one read-index round among all the reads that arrive
@@ -220,7 +222,7 @@ func (f *fanout) launch(t target) {
 		default: // the read is long over
 		}
 	})
-	msg := appendCommand(nil, []byte("READ"), strconv.AppendUint(nil, id, 10),
+	msg := resp.AppendCommand(nil, []byte("READ"), strconv.AppendUint(nil, id, 10),
 		strconv.AppendUint(nil, f.index, 10), f.payload)
 	a.peer(t.addr).send(peerMsg{data: msg, id: id})
 }

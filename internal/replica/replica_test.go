@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gait-dev/gait/internal/resp"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -329,7 +330,7 @@ func TestSnapshotCatchUp(t *testing.T) {
 	// from the snapshot included, must apply it once.
 	leader := cl.waitLeader().agent
 	resent := entry{proposer: leader.RaftAddr() + "#earlier-run", seq: 5, floor: 5, replies: 1,
-		payload: appendCommand(nil, []byte("INCR"), []byte("resent"))}.encode()
+		payload: resp.AppendCommand(nil, []byte("INCR"), []byte("resent"))}.encode()
 	if err := leader.raft.Apply(resent, 5*time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,7 @@
-package replica
+// Package resp reads and writes RESP2, the Redis protocol: client requests
+// (arrays of bulk strings, or inline commands) and the replies of a
+// redis-server, kept raw so they can be forwarded unchanged.
+package resp
 
 import (
 	"bufio"
@@ -12,9 +15,9 @@ import (
 	"github.com/gait-dev/gait/internal/clip"
 )
 
-// maxLine bounds one protocol line (an inline command, a count, a length),
+// MaxLine bounds one protocol line (an inline command, a count, a length),
 // as Redis's own 64 KiB inline limit does.
-const maxLine = 64 << 10
+const MaxLine = 64 << 10
 
 // maxBulk bounds a bulk string in a reply from redis: Redis's own
 // proto-max-bulk-len.
@@ -23,28 +26,28 @@ const maxBulk = 512 << 20
 // maxReplyDepth bounds nesting in a reply read from redis.
 const maxReplyDepth = 32
 
-// protocolError is a client request that is not valid RESP or breaks a limit;
+// ProtocolError is a client request that is not valid RESP or breaks a limit;
 // the agent answers it with a Redis-style error and closes the connection,
 // as redis-server does.
-type protocolError struct{ msg string }
+type ProtocolError struct{ Msg string }
 
-func (e *protocolError) Error() string { return "Protocol error: " + e.msg }
+func (e *ProtocolError) Error() string { return "Protocol error: " + e.Msg }
 
-// requestReader parses client requests: RESP arrays of bulk strings, or
+// Reader parses client requests: RESP arrays of bulk strings, or
 // inline commands (words separated by spaces, as typed into telnet).
-type requestReader struct {
+type Reader struct {
 	r        *bufio.Reader
 	maxBytes int // all argument bytes of one request together
 	maxArgs  int
 }
 
-func newRequestReader(r io.Reader, maxBytes, maxArgs int) *requestReader {
-	return &requestReader{r: bufio.NewReaderSize(r, maxLine), maxBytes: maxBytes, maxArgs: maxArgs}
+func NewReader(r io.Reader, maxBytes, maxArgs int) *Reader {
+	return &Reader{r: bufio.NewReaderSize(r, MaxLine), maxBytes: maxBytes, maxArgs: maxArgs}
 }
 
-// readCommand returns the next non-empty command. Errors are io errors from
-// the connection or *protocolError.
-func (rd *requestReader) readCommand() ([][]byte, error) {
+// ReadCommand returns the next non-empty command. Errors are io errors from
+// the connection or *ProtocolError.
+func (rd *Reader) ReadCommand() ([][]byte, error) {
 	for {
 		line, err := rd.readLine()
 		if err != nil {
@@ -56,7 +59,7 @@ func (rd *requestReader) readCommand() ([][]byte, error) {
 		if line[0] != '*' {
 			if args := bytes.Fields(line); len(args) > 0 {
 				if len(args) > rd.maxArgs {
-					return nil, &protocolError{"too many arguments"}
+					return nil, &ProtocolError{Msg: "too many arguments"}
 				}
 				return cloneArgs(args), nil
 			}
@@ -64,7 +67,7 @@ func (rd *requestReader) readCommand() ([][]byte, error) {
 		}
 		n, ok := parseInt(line[1:])
 		if !ok || n > int64(rd.maxArgs) {
-			return nil, &protocolError{"invalid multibulk length"}
+			return nil, &ProtocolError{Msg: "invalid multibulk length"}
 		}
 		if n <= 0 {
 			continue // redis ignores *0 and *-1
@@ -73,7 +76,7 @@ func (rd *requestReader) readCommand() ([][]byte, error) {
 	}
 }
 
-func (rd *requestReader) readBulks(n int) ([][]byte, error) {
+func (rd *Reader) readBulks(n int) ([][]byte, error) {
 	args := make([][]byte, 0, min(n, 1024))
 	total := 0
 	for range n {
@@ -89,14 +92,14 @@ func (rd *requestReader) readBulks(n int) ([][]byte, error) {
 			if len(line) > 0 {
 				got = fmt.Sprintf("'%c'", line[0])
 			}
-			return nil, &protocolError{"expected '$', got " + got}
+			return nil, &ProtocolError{Msg: "expected '$', got " + got}
 		}
 		size, ok := parseInt(line[1:])
 		if !ok || size < 0 {
-			return nil, &protocolError{"invalid bulk length"}
+			return nil, &ProtocolError{Msg: "invalid bulk length"}
 		}
 		if size > int64(rd.maxBytes-total) {
-			return nil, &protocolError{fmt.Sprintf("request larger than the agent's limit of %d bytes", rd.maxBytes)}
+			return nil, &ProtocolError{Msg: fmt.Sprintf("request larger than the agent's limit of %d bytes", rd.maxBytes)}
 		}
 		total += int(size)
 		var buf []byte
@@ -104,7 +107,7 @@ func (rd *requestReader) readBulks(n int) ([][]byte, error) {
 			return nil, err
 		}
 		if buf[size] != '\r' || buf[size+1] != '\n' {
-			return nil, &protocolError{"bulk string not terminated by CRLF"}
+			return nil, &ProtocolError{Msg: "bulk string not terminated by CRLF"}
 		}
 		args = append(args, buf[:size:size])
 	}
@@ -112,10 +115,10 @@ func (rd *requestReader) readBulks(n int) ([][]byte, error) {
 }
 
 // readLine reads one line without its line ending.
-func (rd *requestReader) readLine() ([]byte, error) {
+func (rd *Reader) readLine() ([]byte, error) {
 	line, err := rd.r.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
-		return nil, &protocolError{"too big inline request"}
+		return nil, &ProtocolError{Msg: "too big inline request"}
 	}
 	if err != nil {
 		if errors.Is(err, io.EOF) && len(line) > 0 {
@@ -150,18 +153,18 @@ func parseInt(b []byte) (int64, bool) {
 	return n, true
 }
 
-// appendCommand encodes args as a RESP array of bulk strings.
-func appendCommand(buf []byte, args ...[]byte) []byte {
+// AppendCommand encodes args as a RESP array of bulk strings.
+func AppendCommand(buf []byte, args ...[]byte) []byte {
 	buf = append(buf, '*')
 	buf = strconv.AppendInt(buf, int64(len(args)), 10)
 	buf = append(buf, '\r', '\n')
 	for _, a := range args {
-		buf = appendBulk(buf, a)
+		buf = AppendBulk(buf, a)
 	}
 	return buf
 }
 
-func appendBulk(buf, b []byte) []byte {
+func AppendBulk(buf, b []byte) []byte {
 	buf = append(buf, '$')
 	buf = strconv.AppendInt(buf, int64(len(b)), 10)
 	buf = append(buf, '\r', '\n')
@@ -169,9 +172,9 @@ func appendBulk(buf, b []byte) []byte {
 	return append(buf, '\r', '\n')
 }
 
-// errorReply is a RESP error; line breaks in msg would end the reply early,
+// Error is a RESP error; line breaks in msg would end the reply early,
 // so they become spaces.
-func errorReply(msg string) []byte {
+func Error(msg string) []byte {
 	b := []byte("-" + msg)
 	for i := 1; i < len(b); i++ {
 		if b[i] == '\r' || b[i] == '\n' {
@@ -181,83 +184,83 @@ func errorReply(msg string) []byte {
 	return append(b, '\r', '\n')
 }
 
-func simpleReply(s string) []byte { return []byte("+" + s + "\r\n") }
+func Simple(s string) []byte { return []byte("+" + s + "\r\n") }
 
-func intReply(n int) []byte { return append(strconv.AppendInt([]byte(":"), int64(n), 10), '\r', '\n') }
+func Int(n int) []byte { return append(strconv.AppendInt([]byte(":"), int64(n), 10), '\r', '\n') }
 
-// value is one decoded RESP2 reply from redis.
-type value struct {
-	kind byte // '+', '-', ':', '$', '*'
-	str  []byte
-	num  int64
-	arr  []value
-	null bool
+// Value is one decoded RESP2 reply from redis: Kind is its type byte (+ - : $ *).
+type Value struct {
+	Kind byte // '+', '-', ':', '$', '*'
+	Str  []byte
+	Num  int64
+	Arr  []Value
+	Null bool
 }
 
-// readReply reads one complete reply from redis and returns its raw bytes,
-// to be forwarded unchanged, and its decoded value.
-func readReply(r *bufio.Reader) ([]byte, value, error) {
+// ReadReply reads one complete reply from redis and returns its raw bytes,
+// to be forwarded unchanged, and its decoded Value.
+func ReadReply(r *bufio.Reader) ([]byte, Value, error) {
 	var raw []byte
 	v, err := readValue(r, 0, &raw)
 	return raw, v, err
 }
 
-func readValue(r *bufio.Reader, depth int, raw *[]byte) (value, error) {
+func readValue(r *bufio.Reader, depth int, raw *[]byte) (Value, error) {
 	if depth > maxReplyDepth {
-		return value{}, errors.New("reply nested too deeply")
+		return Value{}, errors.New("reply nested too deeply")
 	}
 	line, err := r.ReadSlice('\n')
 	if err != nil {
-		return value{}, fmt.Errorf("read reply: %w", err)
+		return Value{}, fmt.Errorf("read reply: %w", err)
 	}
 	*raw = append(*raw, line...)
 	if len(line) < 3 || line[len(line)-2] != '\r' {
-		return value{}, fmt.Errorf("malformed reply line %s", clip.Quote(line))
+		return Value{}, fmt.Errorf("malformed reply line %s", clip.Quote(line))
 	}
-	v := value{kind: line[0]}
+	v := Value{Kind: line[0]}
 	body := line[1 : len(line)-2]
-	switch v.kind {
+	switch v.Kind {
 	case '+', '-':
-		v.str = bytes.Clone(body)
+		v.Str = bytes.Clone(body)
 	case ':':
 		n, ok := parseInt(body)
 		if !ok {
-			return value{}, fmt.Errorf("malformed integer reply %s", clip.Quote(body))
+			return Value{}, fmt.Errorf("malformed integer reply %s", clip.Quote(body))
 		}
-		v.num = n
+		v.Num = n
 	case '$':
 		n, ok := parseInt(body)
 		if !ok || n < -1 || n > maxBulk {
-			return value{}, fmt.Errorf("malformed bulk length %s (at most %d)", clip.Quote(body), maxBulk)
+			return Value{}, fmt.Errorf("malformed bulk length %s (at most %d)", clip.Quote(body), maxBulk)
 		}
 		if n == -1 {
-			v.null = true
+			v.Null = true
 			break
 		}
 		start := len(*raw)
 		if err := appendRead(r, raw, int(n)+2); err != nil {
-			return value{}, fmt.Errorf("read bulk reply: %w", err)
+			return Value{}, fmt.Errorf("read bulk reply: %w", err)
 		}
-		v.str = (*raw)[start : start+int(n) : start+int(n)]
+		v.Str = (*raw)[start : start+int(n) : start+int(n)]
 	case '*':
 		n, ok := parseInt(body)
 		if !ok || n < -1 {
-			return value{}, fmt.Errorf("malformed array length %s", clip.Quote(body))
+			return Value{}, fmt.Errorf("malformed array length %s", clip.Quote(body))
 		}
 		if n == -1 {
-			v.null = true
+			v.Null = true
 			break
 		}
-		v.arr = make([]value, 0, min(n, 1024))
+		v.Arr = make([]Value, 0, min(n, 1024))
 		for range n {
 			e, err := readValue(r, depth+1, raw)
 			if err != nil {
-				return value{}, err
+				return Value{}, err
 			}
-			v.arr = append(v.arr, e)
+			v.Arr = append(v.Arr, e)
 		}
 	default:
-		return value{}, fmt.Errorf("unexpected reply type %q", v.kind)
+		return Value{}, fmt.Errorf("unexpected reply type %q", v.Kind)
 	}
 	return v, nil
 }
