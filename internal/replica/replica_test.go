@@ -185,7 +185,9 @@ func testBadInput(t *testing.T, cl *cluster) {
 func testBoundedRequests(t *testing.T, cl *cluster) {
 	addr := cl.nodes[0].agent.ClientAddr()
 	const size = 900_000
-	header := func(key string) string { return fmt.Sprintf("*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n", len(key), key, size) }
+	header := func(key string) string {
+		return fmt.Sprintf("*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n", len(key), key, size)
+	}
 	value := strings.Repeat("v", size) + "\r\n"
 	var stalled []*rawPeer
 	for _, key := range []string{"stallA", "stallB"} {
