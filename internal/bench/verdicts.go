@@ -20,8 +20,8 @@ type StepVerdict struct {
 // sent to, named by what it was in its run (hostLabels), so repetitions
 // and the baseline, whose clusters elect different hosts, line up. A group
 // involves the limping component when it was sent to the member with the
-// fault, or when it is the system's write and that member has the role
-// every write passes through (a leader).
+// fault, or when that member has the role that orders operations (a
+// leader) and the operation passes through it (systems.System.Ordered).
 func Judge(s *Scenario, sum Summary, results []RunResult, o verdict.Options) ([]StepVerdict, error) {
 	if len(sum.Steps) == 0 || sum.Steps[0].Label != "baseline" {
 		return nil, nil
@@ -116,10 +116,10 @@ func (s *Scenario) measureRun(r RunResult) (map[groupKey]verdict.Latency, []verd
 		return nil, nil, err
 	}
 	labels := hostLabels(r, s.Inject)
-	ordersWrites := false
+	ordered := false
 	for h, l := range labels {
 		if role, ok := s.sys.Role(r.Roles[h]); ok && strings.Contains(l, "fault") && role.Orders {
-			ordersWrites = true
+			ordered = true
 		}
 	}
 	groups := map[groupKey]verdict.Latency{}
@@ -127,7 +127,7 @@ func (s *Scenario) measureRun(r RunResult) (map[groupKey]verdict.Latency, []verd
 		node := labels[run.HostName(x.Host)]
 		op := run.OpName(x.Op)
 		k := groupKey{op: op, node: node,
-			involved: strings.Contains(node, "fault") || (op == s.sys.Write && ordersWrites)}
+			involved: strings.Contains(node, "fault") || (ordered && s.sys.PassesOrderer(op))}
 		l := groups[k]
 		l.N++
 		l.Mean += x.Latency.Seconds()
