@@ -114,6 +114,9 @@ func describeScenario(s *Scenario) string {
 	if s.Data == DataDisk {
 		where = "on this machine's disk"
 	}
+	if s.Storage == StorageEmulated {
+		where += ", emulating (synthetic data stored as descriptions)"
+	}
 	if s.Disk != nil {
 		text += fmt.Sprintf(" Data directories on limpfs, an emulated %.0f MB/s disk, backed %s.", s.Disk.Bandwidth/1e6, where)
 	} else {

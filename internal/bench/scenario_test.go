@@ -155,6 +155,19 @@ func TestDiskFaultMountsLimpfs(t *testing.T) {
 	}
 }
 
+func TestStorageEmulated(t *testing.T) {
+	s, err := Parse("e.yaml", []byte(strings.Replace(good, "repeat: 1", "storage: emulated", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{s: s, opt: Options{Out: t.TempDir()}}
+	o, err := r.testbedOptions(RunID{})
+	os.RemoveAll(o.Dir)
+	if err != nil || s.Storage != StorageEmulated || !o.Emulate || o.Disk {
+		t.Errorf("storage %q, testbed options %+v (%v): want an emulating store and no slow disk", s.Storage, o, err)
+	}
+}
+
 // TestMalformed checks that each mistake is named with its line and field.
 func TestMalformed(t *testing.T) {
 	base := strings.Split(good, "\n")
@@ -223,6 +236,8 @@ func TestMalformed(t *testing.T) {
 			`f.yaml:6: inject[0].target: "follower" needs at least 2 nodes, the scenario has 1`},
 		{"bad data", with(7, "data: ssd"),
 			`f.yaml:7: data: "ssd": want memory or disk`},
+		{"bad storage", with(7, "storage: compressed"),
+			`f.yaml:7: storage: "compressed": want plain or emulated`},
 		{"bad bandwidth", with(7, "bandwidth: fast"),
 			`f.yaml:7: bandwidth: "fast" is not a link rate`},
 		{"unknown op", wl("{op: delete, clients: 8}"),
@@ -410,5 +425,45 @@ func TestClientHosts(t *testing.T) {
 		if got := lr(c.connect).clientHosts(roles, c.faults); !slices.Equal(got, c.want) {
 			t.Errorf("connect %s, faults %+v: clients on %v, want %v", c.connect, c.faults, got, c.want)
 		}
+	}
+}
+
+// TestLimpbench checks the experiment library: every scenario is valid and
+// named after its file, the paper's ZooKeeper rows Z1-Z5 are each there
+// once, a bug-regression scenario names its issue and predicts a verdict,
+// and some scenarios are in the quick subset.
+func TestLimpbench(t *testing.T) {
+	paths, err := filepath.Glob("../../scenarios/limpbench/*.yaml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("limpbench scenarios: %v %v", paths, err)
+	}
+	rows := map[string]int{}
+	quick := 0
+	for _, p := range paths {
+		s, err := Load(p)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if want := strings.TrimSuffix(filepath.Base(p), ".yaml"); s.Name != want || s.Description == "" {
+			t.Errorf("%s: name %q (want %q), description %q", p, s.Name, want, s.Description)
+		}
+		if s.Paper != nil {
+			rows[s.Paper.Row]++
+		}
+		if s.Quick {
+			quick++
+		}
+		if strings.HasPrefix(s.Name, "bug-") && (s.Expect == nil || !strings.Contains(s.Description, "#")) {
+			t.Errorf("%s: a regression scenario names its issue in the description and gives expect:", p)
+		}
+	}
+	for _, r := range []string{"Z1", "Z2", "Z3", "Z4", "Z5"} {
+		if rows[r] != 1 {
+			t.Errorf("paper row %s: %d scenarios, want 1", r, rows[r])
+		}
+	}
+	if quick == 0 {
+		t.Error("no scenario is in the quick subset")
 	}
 }
