@@ -19,9 +19,9 @@ type Role struct {
 	// Client says whether a workload's clients may talk to a member with
 	// this role.
 	Client bool
-	// Orders says every write passes through the member with this role
-	// (a consensus leader orders them), so a limping one is involved in
-	// every write wherever it was sent: the Limplock paper's operation
+	// Orders says the member with this role orders the system's Ordered
+	// operations (a consensus leader), so a limping one is involved in
+	// each of them wherever it was sent: the Limplock paper's operation
 	// limplock.
 	Orders bool
 }
@@ -44,6 +44,10 @@ type System struct {
 	// Write is the operation that writes a key, used to preload the keys
 	// before reads.
 	Write string
+	// Ordered are the operations that pass through the member with a role
+	// that Orders, wherever they are sent: every write, and the reads the
+	// system makes linearizable through its leader. Nil means Write alone.
+	Ordered []string
 	// Roles are the roles its members can have, in the order a workload
 	// prefers to connect to them: the first client role the cluster has is
 	// the default.
@@ -114,6 +118,15 @@ func (s System) Driver(settings map[string]string) (Driver, error) {
 		return nil, fmt.Errorf("%s settings: %w", s.Name, err)
 	}
 	return d, nil
+}
+
+// PassesOrderer says whether op passes through the member whose role
+// Orders (see Ordered).
+func (s System) PassesOrderer(op string) bool {
+	if s.Ordered == nil {
+		return op == s.Write
+	}
+	return slices.Contains(s.Ordered, op)
 }
 
 // WriteKind is the load.Op kind of the operation that writes a key.

@@ -7,7 +7,10 @@ func init() {
 		Name:  "etcd",
 		Ops:   Ops,
 		Write: "put",
-		Roles: systems.ConsensusRoles,
-		New:   func() systems.Driver { return New() },
+		// A get or range is linearizable (etcd's default): the member
+		// asks the leader for its commit index first.
+		Ordered: Ops,
+		Roles:   systems.ConsensusRoles,
+		New:     func() systems.Driver { return New() },
 	})
 }
