@@ -11,6 +11,7 @@ all: build
 
 deps:
 	@scripts/install-deps.sh
+	@scripts/fetch-hadoop.sh
 
 build:
 	$(GO) build -o $(BIN) ./cmd/gait

@@ -46,7 +46,11 @@ type Scenario struct {
 	// so the machine's own disk, shared and noisy, cannot stall a run; a
 	// disk fault then acts on limpfs's emulated disk alone) or "disk"
 	// (under the output directory).
-	Data     string
+	Data string
+	// Storage is "plain" or "emulated": the data directories on an
+	// emulating limpfs, which stores gait's synthetic data as
+	// descriptions (docs/emulate.md).
+	Storage  string
 	Workload Workload
 	Inject   []Fault
 	Repeat   int
@@ -112,6 +116,12 @@ const (
 	DataDisk   = "disk"
 )
 
+// What the hosts' data directories store.
+const (
+	StoragePlain    = "plain"
+	StorageEmulated = "emulated"
+)
+
 // A scenario runs at most (maxFactors+1) x maxRepeat fresh clusters, each
 // with its full workload: already more than anyone waits for.
 const (
@@ -152,7 +162,7 @@ func Parse(file string, src []byte) (*Scenario, error) {
 		return nil, &FieldError{File: file, Line: 1, Msg: "empty scenario"}
 	}
 	top, err := d.mapping(root.Content[0], "",
-		"name", "description", "system", "nodes", "bandwidth", "disk", "data", "workload", "inject", "repeat",
+		"name", "description", "system", "nodes", "bandwidth", "disk", "data", "storage", "workload", "inject", "repeat",
 		"paper", "quick", "expect")
 	if err != nil {
 		return nil, err
@@ -211,6 +221,12 @@ func (s *Scenario) parseTop(top object) error {
 	}
 	if s.Data != DataMemory && s.Data != DataDisk {
 		return top.errorf(n, "data", "%q: want memory or disk", s.Data)
+	}
+	if s.Storage, n, err = top.str("storage", StoragePlain); err != nil {
+		return err
+	}
+	if s.Storage != StoragePlain && s.Storage != StorageEmulated {
+		return top.errorf(n, "storage", "%q: want plain or emulated", s.Storage)
 	}
 	if s.Repeat, err = top.integer("repeat", 1, 1); err != nil {
 		return err
@@ -483,7 +499,7 @@ func (s *Scenario) parseDisk(top object) error {
 		return err
 	}
 	d := &Disk{}
-	if d.Bandwidth, err = parsed(o, "bandwidth", float64(limpfs.DefaultBandwidth), parseByteRate); err != nil {
+	if d.Bandwidth, err = parsed(o, "bandwidth", float64(limpfs.DefaultBandwidth), limpfs.ParseBandwidth); err != nil {
 		return err
 	}
 	if d.Latency, err = parsed(o, "latency", 0, nonNegativeDuration); err != nil {

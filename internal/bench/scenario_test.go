@@ -155,6 +155,19 @@ func TestDiskFaultMountsLimpfs(t *testing.T) {
 	}
 }
 
+func TestStorageEmulated(t *testing.T) {
+	s, err := Parse("e.yaml", []byte(strings.Replace(good, "repeat: 1", "storage: emulated", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{s: s, opt: Options{Out: t.TempDir()}}
+	o, err := r.testbedOptions(RunID{})
+	os.RemoveAll(o.Dir)
+	if err != nil || s.Storage != StorageEmulated || !o.Emulate || o.Disk {
+		t.Errorf("storage %q, testbed options %+v (%v): want an emulating store and no slow disk", s.Storage, o, err)
+	}
+}
+
 // TestMalformed checks that each mistake is named with its line and field.
 func TestMalformed(t *testing.T) {
 	base := strings.Split(good, "\n")
@@ -223,6 +236,8 @@ func TestMalformed(t *testing.T) {
 			`f.yaml:6: inject[0].target: "follower" needs at least 2 nodes, the scenario has 1`},
 		{"bad data", with(7, "data: ssd"),
 			`f.yaml:7: data: "ssd": want memory or disk`},
+		{"bad storage", with(7, "storage: compressed"),
+			`f.yaml:7: storage: "compressed": want plain or emulated`},
 		{"bad bandwidth", with(7, "bandwidth: fast"),
 			`f.yaml:7: bandwidth: "fast" is not a link rate`},
 		{"unknown op", wl("{op: delete, clients: 8}"),

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/gait-dev/gait/internal/interrupt"
 	"github.com/gait-dev/gait/internal/replica"
@@ -74,6 +75,8 @@ member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 	f.BoolVar(&cfg.NonVoter, "nonvoter", false, "join as a non-voting duplicate")
 	f.StringVar(&cfg.Metrics, "metrics", "", "HOST:PORT to serve Prometheus metrics on /metrics")
 	f.IntVar(&cfg.MaxRequest, "max-request", 32<<20, fmt.Sprintf("largest client request in bytes, %d to %d", replica.MinRequest, replica.MaxRequest))
+	f.IntVar(&cfg.RequestMemory, "request-memory", 0, fmt.Sprintf("bytes the requests of all clients together may hold while they arrive; one over it is refused (default %d MiB, or --max-request if larger)", replica.DefaultRequestMemory>>20))
+	f.DurationVar(&cfg.RequestTimeout, "request-timeout", 10*time.Second, "longest pause within a request before the agent answers an error and closes the connection")
 	deploymentFlags(f, &cfg, &read)
 	for _, name := range []string{"id", "raft", "redis", "listen"} {
 		cmd.MarkFlagRequired(name)
