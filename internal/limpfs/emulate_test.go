@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math"
 	"math/rand/v2"
@@ -284,4 +285,42 @@ func TestEmulateFullDisk(t *testing.T) {
 		t.Fatalf("64 MiB of synthetic bytes on a 1 MiB disk: %v", err)
 	}
 	sameFile(t, filepath.Join(f.Mountpoint, "syn"), syn)
+}
+
+// BenchmarkEmulateWrite writes the synthetic stream through an emulating
+// mount in 64 KiB and 1 MiB writes. scripts/emulate-bench.sh measures the
+// same against the raw disk.
+func BenchmarkEmulateWrite(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("skipped: needs root to mount FUSE")
+	}
+	store := filepath.Join(b.TempDir(), "store")
+	mnt := b.TempDir()
+	f, err := MountStore(store, mnt, Options{Bandwidth: math.Inf(1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Unmount()
+	for _, size := range []int{64 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			buf := make([]byte, size)
+			out, err := os.Create(filepath.Join(mnt, "f"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer out.Close()
+			before := f.Stats()
+			b.SetBytes(int64(size))
+			var off uint64
+			for b.Loop() {
+				tardis.Generate(1, off, buf)
+				if _, err := out.Write(buf); err != nil {
+					b.Fatal(err)
+				}
+				off += uint64(size)
+			}
+			st := f.Stats()
+			b.ReportMetric(float64(st.WriteBytes-before.WriteBytes)/float64(st.Writes-before.Writes), "B/request")
+		})
+	}
 }
