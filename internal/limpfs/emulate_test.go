@@ -204,6 +204,53 @@ func TestEmulateRoundTrip(t *testing.T) {
 	}
 }
 
+// TestEmulateHDFSRatio writes what a DataNode writes for two 64 MiB
+// blocks of the synthetic stream, in 64 KiB packets: the block files
+// compress to almost nothing, the checksum files not at all, which caps
+// the ratio over both at 512/4.
+func TestEmulateHDFSRatio(t *testing.T) {
+	needFUSE(t)
+	store := filepath.Join(t.TempDir(), "store")
+	f, unmount := mountStore(t, store)
+	const blockSize, packet = 64 << 20, 64 << 10
+	var metaBytes int64
+	for b := range 2 {
+		data := tardis.AppendGenerate(nil, 77, uint64(b*blockSize), blockSize)
+		block, meta := hdfsLike(data)
+		bf, err := os.Create(filepath.Join(f.Mountpoint, fmt.Sprintf("blk_%d", b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mf, _ := os.Create(filepath.Join(f.Mountpoint, fmt.Sprintf("blk_%d_1001.meta", b)))
+		mf.Write(meta[:7])
+		for p := 0; p < len(block); p += packet {
+			bf.Write(block[p : p+packet])
+			mf.Write(meta[7+p/512*4 : 7+(p+packet)/512*4])
+		}
+		if err := errors.Join(bf.Close(), mf.Close()); err != nil {
+			t.Fatal(err)
+		}
+		metaBytes += int64(len(meta))
+	}
+	unmount()
+	st, err := ReadStoreStats(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := st.LogicalBytes - metaBytes
+	// What the block files take: everything but the checksum files'
+	// literal bytes (each takes whole 4 KiB blocks on ext4).
+	blockPhysical := st.PhysicalBytes - metaBytes
+	t.Logf("HDFS-like, 2 x 64 MiB in 64 KiB packets: %d logical bytes, %d physical, ratio %.1f; block files alone %d bytes in at most %d, ratio at least %.0f",
+		st.LogicalBytes, st.PhysicalBytes, st.Ratio, blocks, blockPhysical, float64(blocks)/float64(max(blockPhysical, 1)))
+	if st.Ratio < 100 || st.Ratio > 128 {
+		t.Errorf("ratio over blocks and checksums %.1f, want about 512/4 = 128", st.Ratio)
+	}
+	if float64(blocks)/float64(max(blockPhysical, 1)) < 500 {
+		t.Errorf("block files: %d bytes in %d, ratio under 500", blocks, blockPhysical)
+	}
+}
+
 // TestEmulateBadInput: a directory that is not a store, a store in use, a
 // mount point in use, corrupt metadata, a full disk.
 func TestEmulateBadInput(t *testing.T) {
