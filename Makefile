@@ -11,6 +11,7 @@ all: build
 
 deps:
 	@scripts/install-deps.sh
+	@scripts/fetch-hadoop.sh
 
 build:
 	$(GO) build -o $(BIN) ./cmd/gait
@@ -46,8 +47,8 @@ test: deps build vet
 	$(GO) test -run '^$$' -fuzz '^FuzzCSV$$' -fuzztime 200000x ./internal/latency/
 	$(GO) test -run '^$$' -fuzz '^FuzzHistogramLog$$' -fuzztime 200000x ./internal/latency/
 	$(GO) test -run '^$$' -fuzz '^FuzzScenario$$' -fuzztime 20000x ./internal/bench/
-	$(GO) test -run '^$$' -fuzz '^FuzzRESPRequest$$' -fuzztime 40000x ./internal/replica/
-	$(GO) test -run '^$$' -fuzz '^FuzzRESPReply$$' -fuzztime 40000x ./internal/replica/
+	$(GO) test -run '^$$' -fuzz '^FuzzRESPRequest$$' -fuzztime 40000x ./internal/resp/
+	$(GO) test -run '^$$' -fuzz '^FuzzRESPReply$$' -fuzztime 40000x ./internal/resp/
 	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime 300000x ./internal/tardis/
 
 # Benchmarks are not part of test: they are run on purpose, on a quiet machine.

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gait-dev/gait/internal/clip"
 	"github.com/gait-dev/gait/internal/limp"
 	_ "github.com/gait-dev/gait/internal/systems/all" // the systems a scenario may name
 
@@ -53,9 +54,30 @@ type Scenario struct {
 	Workload Workload
 	Inject   []Fault
 	Repeat   int
+	// Paper is the Limplock paper's Table 1 row this experiment reproduces,
+	// if any, so a suite report can set gait's verdicts beside the paper's.
+	Paper *PaperRow
+	// Quick puts the scenario in `gait bench --quick`'s representative
+	// subset.
+	Quick bool
+	// Expect is the verdicts gait predicts (a regression scenario of a
+	// reported limplock bug); nil when the scenario predicts nothing, empty
+	// when it predicts that no limplock happens.
+	Expect []string
 
 	sys systems.System
 }
+
+// PaperRow is a row of the Limplock paper's Table 1.
+type PaperRow struct {
+	Row   string   // the table's id, like Z1
+	Marks []string // the paper's marks, of Marks; empty: none
+}
+
+// Marks are the verdicts a scenario's paper: marks and expect: name:
+// operation, node and cluster limplock (the paper's OL, NL, CL) and a
+// hidden backlog.
+var Marks = []string{"OL", "NL", "CL", "backlog"}
 
 // Disk is the emulated disk of every host at factor 1.
 type Disk struct {
@@ -140,7 +162,8 @@ func Parse(file string, src []byte) (*Scenario, error) {
 		return nil, &FieldError{File: file, Line: 1, Msg: "empty scenario"}
 	}
 	top, err := d.mapping(root.Content[0], "",
-		"name", "description", "system", "nodes", "bandwidth", "disk", "data", "storage", "workload", "inject", "repeat")
+		"name", "description", "system", "nodes", "bandwidth", "disk", "data", "storage", "workload", "inject", "repeat",
+		"paper", "quick", "expect")
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +178,9 @@ func Parse(file string, src []byte) (*Scenario, error) {
 		return nil, err
 	}
 	if err := s.parseDisk(top); err != nil {
+		return nil, err
+	}
+	if err := s.parseVerdicts(top); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -497,4 +523,80 @@ func nonNegativeDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not a duration like 0s, 500ms or 20s", s)
 	}
 	return d, nil
+}
+
+// parseByteRate reads a disk bandwidth such as 80MB/s or 100MiB/s.
+func parseByteRate(s string) (float64, error) {
+	num, ok := strings.CutSuffix(strings.TrimSpace(s), "/s")
+	if ok {
+		if n, err := load.ParseSize(num); err == nil && n > 0 {
+			return float64(n), nil
+		}
+	}
+	return 0, fmt.Errorf("%q is not a positive disk bandwidth like 80MB/s", s)
+}
+
+// parseVerdicts reads what the scenario says of limplock: the paper's row
+// and marks, whether it is quick, and the verdicts it expects.
+func (s *Scenario) parseVerdicts(top object) error {
+	var err error
+	if s.Quick, err = top.boolean("quick", false); err != nil {
+		return err
+	}
+	if n, ok := top.values["paper"]; ok {
+		o, err := top.mapping(n, "paper", "row", "marks")
+		if err != nil {
+			return err
+		}
+		p := &PaperRow{}
+		var rn *yaml.Node
+		if p.Row, rn, err = o.required("row"); err != nil {
+			return err
+		}
+		if !rowRE.MatchString(p.Row) {
+			return o.errorf(rn, "paper.row", "%s: want a row id of the paper's Table 1, like Z1 or H3", clip.Quote(p.Row))
+		}
+		if p.Marks, err = marks(o, "marks", true); err != nil {
+			return err
+		}
+		s.Paper = p
+	}
+	if top.has("expect") {
+		if s.Expect, err = marks(top, "expect", false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var rowRE = regexp.MustCompile(`^[A-Za-z]{1,4}[0-9]{1,3}$`)
+
+// marks reads a list of verdict marks, each once; required says whether the
+// key must be given.
+func marks(o object, key string, required bool) ([]string, error) {
+	path := join(o.path, key)
+	n, ok := o.values[key]
+	if !ok {
+		if required {
+			return nil, o.errorf(o.node, path, "missing: the marks, any of %s, or [] for none", strings.Join(Marks, ", "))
+		}
+		return nil, nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return nil, o.errorf(n, path, "want a list of marks (any of %s, [] for none), got %s", strings.Join(Marks, ", "), describe(n))
+	}
+	got := []string{}
+	for i, vn := range n.Content {
+		vp := fmt.Sprintf("%s[%d]", path, i)
+		switch {
+		case vn.Kind != yaml.ScalarNode:
+			return nil, o.errorf(vn, vp, "want a mark, got %s", describe(vn))
+		case !slices.Contains(Marks, vn.Value):
+			return nil, o.errorf(vn, vp, "unknown mark %s (known: %s)", clip.Quote(vn.Value), strings.Join(Marks, ", "))
+		case slices.Contains(got, vn.Value):
+			return nil, o.errorf(vn, vp, "%s is listed twice", vn.Value)
+		}
+		got = append(got, vn.Value)
+	}
+	return got, nil
 }

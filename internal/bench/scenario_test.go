@@ -91,6 +91,24 @@ repeat: 2
 	}
 }
 
+func TestVerdictKeys(t *testing.T) {
+	s, err := Parse("z.yaml", []byte(good+"paper: {row: Z3, marks: [OL, CL]}\nquick: true\nexpect: []\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Paper == nil || s.Paper.Row != "Z3" || !slices.Equal(s.Paper.Marks, []string{"OL", "CL"}) || !s.Quick ||
+		s.Expect == nil || len(s.Expect) != 0 {
+		t.Errorf("paper %+v, quick %v, expect %#v", s.Paper, s.Quick, s.Expect)
+	}
+	s, err = Parse("n.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Paper != nil || s.Quick || s.Expect != nil {
+		t.Errorf("defaults: paper %+v, quick %v, expect %#v", s.Paper, s.Quick, s.Expect)
+	}
+}
+
 func TestPartitionBesideSlowdown(t *testing.T) {
 	src := "name: p\nsystem: etcd\nnodes: 3\nworkload: {op: put}\ninject:\n" +
 		"  - {fault: nic, target: leader, factors: [10, 100]}\n" +
@@ -258,6 +276,24 @@ func TestMalformed(t *testing.T) {
 		{"connect to a role the system does not have", strings.NewReplacer("system: etcd", "system: redis", "op: put", "op: set, connect: follower",
 			"target: leader", "target: any").Replace(good),
 			`f.yaml:4: workload.connect: "follower" is neither a role of redis (primary), all, nor a host name (h0 to h2)`},
+		{"unknown paper mark", with(7, "paper: {row: Z1, marks: [OL, slow]}"),
+			`f.yaml:7: paper.marks[1]: unknown mark "slow" (known: OL, NL, CL, backlog)`},
+		{"paper mark twice", with(7, "paper: {row: Z1, marks: [OL, OL]}"),
+			"f.yaml:7: paper.marks[1]: OL is listed twice"},
+		{"paper without marks", with(7, "paper: {row: Z1}"),
+			"f.yaml:7: paper.marks: missing"},
+		{"paper without row", with(7, "paper: {marks: []}"),
+			"f.yaml:7: paper.row: missing (required)"},
+		{"bad paper row", with(7, "paper: {row: table one, marks: []}"),
+			`f.yaml:7: paper.row: "table one": want a row id`},
+		{"unknown paper field", with(7, "paper: {row: Z1, marks: [], figure: 4}"),
+			"f.yaml:7: paper.figure: unknown field (known here: row, marks)"},
+		{"expect not a list", with(7, "expect: OL"),
+			`f.yaml:7: expect: want a list of marks (any of OL, NL, CL, backlog, [] for none), got "OL"`},
+		{"unknown expected mark", with(7, "expect: [limplock]"),
+			`f.yaml:7: expect[0]: unknown mark "limplock"`},
+		{"bad quick", with(7, "quick: sometimes"),
+			`f.yaml:7: quick: "sometimes" is not true or false`},
 		{"not a mapping", "- a\n- b\n",
 			"f.yaml:1: want a mapping of name, description"},
 		{"empty", "",
@@ -389,5 +425,45 @@ func TestClientHosts(t *testing.T) {
 		if got := lr(c.connect).clientHosts(roles, c.faults); !slices.Equal(got, c.want) {
 			t.Errorf("connect %s, faults %+v: clients on %v, want %v", c.connect, c.faults, got, c.want)
 		}
+	}
+}
+
+// TestLimpbench checks the experiment library: every scenario is valid and
+// named after its file, the paper's ZooKeeper rows Z1-Z5 are each there
+// once, a bug-regression scenario names its issue and predicts a verdict,
+// and some scenarios are in the quick subset.
+func TestLimpbench(t *testing.T) {
+	paths, err := filepath.Glob("../../scenarios/limpbench/*.yaml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("limpbench scenarios: %v %v", paths, err)
+	}
+	rows := map[string]int{}
+	quick := 0
+	for _, p := range paths {
+		s, err := Load(p)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if want := strings.TrimSuffix(filepath.Base(p), ".yaml"); s.Name != want || s.Description == "" {
+			t.Errorf("%s: name %q (want %q), description %q", p, s.Name, want, s.Description)
+		}
+		if s.Paper != nil {
+			rows[s.Paper.Row]++
+		}
+		if s.Quick {
+			quick++
+		}
+		if strings.HasPrefix(s.Name, "bug-") && (s.Expect == nil || !strings.Contains(s.Description, "#")) {
+			t.Errorf("%s: a regression scenario names its issue in the description and gives expect:", p)
+		}
+	}
+	for _, r := range []string{"Z1", "Z2", "Z3", "Z4", "Z5"} {
+		if rows[r] != 1 {
+			t.Errorf("paper row %s: %d scenarios, want 1", r, rows[r])
+		}
+	}
+	if quick == 0 {
+		t.Error("no scenario is in the quick subset")
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gait-dev/gait/internal/emulate"
-	"github.com/gait-dev/gait/internal/replica"
+	"github.com/gait-dev/gait/internal/systems/gaitredis"
 	"github.com/gait-dev/gait/internal/testbed"
 	"github.com/spf13/cobra"
 )
@@ -30,7 +30,7 @@ no root. A run whose gait process still runs is left alone unless
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			// Loopback replica deployments need no root; testbed runs do.
-			local, err := replica.CleanLocal("", all)
+			local, err := gaitredis.CleanLocal("", all)
 			for _, dir := range local {
 				fmt.Fprintf(out, "removed %s\n", dir)
 			}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/gait-dev/gait/internal/interrupt"
 	"github.com/gait-dev/gait/internal/replica"
@@ -74,6 +75,8 @@ member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 	f.BoolVar(&cfg.NonVoter, "nonvoter", false, "join as a non-voting duplicate")
 	f.StringVar(&cfg.Metrics, "metrics", "", "HOST:PORT to serve Prometheus metrics on /metrics")
 	f.IntVar(&cfg.MaxRequest, "max-request", 32<<20, fmt.Sprintf("largest client request in bytes, %d to %d", replica.MinRequest, replica.MaxRequest))
+	f.IntVar(&cfg.RequestMemory, "request-memory", 0, fmt.Sprintf("bytes the requests of all clients together may hold while they arrive; one over it is refused (default %d MiB, or --max-request if larger)", replica.DefaultRequestMemory>>20))
+	f.DurationVar(&cfg.RequestTimeout, "request-timeout", 10*time.Second, "longest pause within a request before the agent answers an error and closes the connection")
 	deploymentFlags(f, &cfg, &read)
 	for _, name := range []string{"id", "raft", "redis", "listen"} {
 		cmd.MarkFlagRequired(name)
@@ -127,8 +130,8 @@ this process, without root; its files go to one directory in $TMPDIR.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.IntVar(&f.voters, "voters", 3, fmt.Sprintf("voting replicas, which order and persist commands (1 to %d)", replica.MaxReplicas))
-	fs.IntVar(&f.duplicates, "duplicates", 0, "non-voting duplicates, which apply the same log (0 or more; voters and duplicates together at most "+strconv.Itoa(replica.MaxReplicas)+")")
+	fs.IntVar(&f.voters, "voters", 3, fmt.Sprintf("voting replicas, which order and persist commands (1 to %d)", gaitredis.MaxReplicas))
+	fs.IntVar(&f.duplicates, "duplicates", 0, "non-voting duplicates, which apply the same log (0 or more; voters and duplicates together at most "+strconv.Itoa(gaitredis.MaxReplicas)+")")
 	fs.BoolVar(&f.metrics, "metrics", false, "print every agent's Prometheus metrics URL (with --loopback: serve them on a loopback port)")
 	deploymentFlags(fs, &f.cfg, &f.read)
 	fs.Lookup("fanout").Usage = "replicas each read goes to, 1 to voters+duplicates; the first fitting answer wins"
@@ -156,8 +159,8 @@ func (f *clusterFlags) check(cmd *cobra.Command) error {
 		return err
 	}
 	f.cfg.Read = mode
-	if err := replica.CheckShape(f.voters, f.duplicates, f.cfg.Fanout); err != nil {
-		var r *replica.RangeError
+	if err := gaitredis.CheckShape(f.voters, f.duplicates, f.cfg.Fanout); err != nil {
+		var r *gaitredis.RangeError
 		if errors.As(err, &r) {
 			return fmt.Errorf("--%s %d: want %s", r.Setting, r.Value, r.Want)
 		}
@@ -215,7 +218,7 @@ func replicaLoopback(cmd *cobra.Command, f clusterFlags) error {
 	}
 	in := clusterSignals(cmd)
 	defer in.Stop()
-	l, err := replica.StartLocalWith(in.Context(), replica.LocalOptions{
+	l, err := gaitredis.StartLocalWith(in.Context(), gaitredis.LocalOptions{
 		Voters: f.voters, Duplicates: f.duplicates, Base: cfg, Kill: in.Hurry(), Progress: stderr,
 	})
 	if err != nil {

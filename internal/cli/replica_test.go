@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/gaitbin"
-	"github.com/gait-dev/gait/internal/replica"
+	"github.com/gait-dev/gait/internal/systems/gaitredis"
 	"github.com/gait-dev/gait/internal/systems/redis"
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -143,6 +143,8 @@ func TestReplicaFlags(t *testing.T) {
 		{agent("--fanout", "-2"), "--fanout -2: want 1 or more"},
 		{agent("--max-request", "0"), "--max-request 0: want 1024 to 1073741824 bytes"},
 		{agent("--max-request", "2147483648"), "--max-request 2147483648: want 1024 to 1073741824 bytes"},
+		{agent("--request-memory", "1000"), "--request-memory 1000: want at least --max-request (33554432)"},
+		{agent("--request-timeout", "0s"), "--request-timeout 0s: want a positive duration"},
 		{agent("--id", " "), `--id " ": want a name`},
 		{agent("--raft", "127.0.0.1:0"), `--raft "127.0.0.1:0": want a port from 1 to 65535`},
 		{agent("--raft", ":7000"), `--raft ":7000": want the host other agents reach this one at`},
@@ -713,10 +715,10 @@ func TestReplicaClusterKilled(t *testing.T) {
 }
 
 // TestCleanLocalSparesLiveRuns runs a loopback deployment and checks that
-// replica.CleanLocal leaves it alone while its gait runs, unless all.
+// gaitredis.CleanLocal leaves it alone while its gait runs, unless all.
 func TestCleanLocalSparesLiveRuns(t *testing.T) {
 	r := startCluster(t, 1, "", "--loopback", "--voters", "1")
-	if removed, err := replica.CleanLocal(r.tmp, false); err != nil || len(removed) > 0 {
+	if removed, err := gaitredis.CleanLocal(r.tmp, false); err != nil || len(removed) > 0 {
 		t.Errorf("CleanLocal of a live run: removed %v, %v; want nothing", removed, err)
 	}
 	if len(entries(t, r.tmp)) != 1 {

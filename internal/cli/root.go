@@ -24,6 +24,7 @@ every command that analyses reads one.`,
 	}
 	root.AddCommand(
 		newAnalyzeCmd(),
+		newBenchCmd(),
 		newCleanCmd(),
 		newEmulateCmd(),
 		newExportCmd(),

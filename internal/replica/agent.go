@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gait-dev/gait/internal/resp"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
@@ -73,6 +74,16 @@ type Config struct {
 	Metrics string
 	// MaxRequest bounds the bytes of one client request (default 32 MiB).
 	MaxRequest int
+	// RequestMemory caps the bytes that the requests of all clients
+	// together hold while they arrive and until they are handled (default
+	// 256 MiB, or MaxRequest if larger): a request that would take more is
+	// refused with an error and its connection closed, and everyone else
+	// is served on.
+	RequestMemory int
+	// RequestTimeout is how long a request may pause once it has begun
+	// (default 10 s): a client that stops half-way is answered with an
+	// error and its connection closed. An idle connection may wait forever.
+	RequestTimeout time.Duration
 	// WriteTimeout bounds the wait for a write's first reply (default 10 s).
 	WriteTimeout time.Duration
 	// SnapshotThreshold is how many log entries trigger a snapshot (default 8192).
@@ -111,7 +122,7 @@ func (c *Config) setDefaults() error {
 	defaults := []struct {
 		d   *time.Duration
 		def time.Duration
-	}{{&c.WriteTimeout, 10 * time.Second}, {&c.HeartbeatTimeout, 500 * time.Millisecond},
+	}{{&c.WriteTimeout, 10 * time.Second}, {&c.RequestTimeout, 10 * time.Second}, {&c.HeartbeatTimeout, 500 * time.Millisecond},
 		{&c.StatusInterval, 50 * time.Millisecond}, {&c.LimpFloor, 250 * time.Millisecond}}
 	for _, d := range defaults {
 		if *d.d <= 0 {
@@ -123,6 +134,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxRequest <= 0 {
 		c.MaxRequest = 32 << 20
+	}
+	if c.RequestMemory <= 0 {
+		c.RequestMemory = max(DefaultRequestMemory, c.MaxRequest)
+	}
+	if c.RequestMemory < c.MaxRequest {
+		return fmt.Errorf("replica agent: request memory %d bytes is less than one request of the largest size, %d", c.RequestMemory, c.MaxRequest)
 	}
 	if c.SnapshotThreshold == 0 {
 		c.SnapshotThreshold = 8192
@@ -172,10 +189,12 @@ type Agent struct {
 	store       *raftboltdb.BoltStore
 	// raftUp is closed once raft runs: peer messages wait for it, because
 	// another agent may talk to a restarting one before its raft exists.
-	raftUp     chan struct{}
-	logs       *timedLogStore
-	transport  *raft.NetworkTransport
-	clients    net.Listener
+	raftUp    chan struct{}
+	logs      *timedLogStore
+	transport *raft.NetworkTransport
+	clients   net.Listener
+	// budget caps the bytes all client requests hold (Config.RequestMemory).
+	budget     *resp.Budget
 	metricsSrv *http.Server
 	metricsLn  net.Listener
 	reads      *redisMux
@@ -209,6 +228,7 @@ func Start(cfg Config) (*Agent, error) {
 		peers: map[string]*peer{}, conns: map[net.Conn]struct{}{}, reads: newRedisMux(cfg.RedisAddr, 4),
 		futures: make(chan appliedFuture, 4096)}
 	a.incarnation, a.born = newIncarnation(), time.Now()
+	a.budget = resp.NewBudget(int64(cfg.RequestMemory))
 	a.m = newMetrics(a)
 	a.health = newHealth(a)
 	a.indexes = &indexBatcher{fetch: a.fetchReadIndex, timeout: cfg.WriteTimeout}
@@ -376,10 +396,6 @@ func (a *Agent) watchLeadership() {
 	}
 }
 
-// stamp is t on this agent's own clock, in nanoseconds since it started
-// (never zero): status messages carry it, and peers echo it back.
-func (a *Agent) stamp(t time.Time) int64 { return int64(t.Sub(a.born)) + 1 }
-
 // join asks the deployment, through cfg.Join or the leader it names, to add
 // this agent; it retries until the leader answers or 30 s pass.
 func (a *Agent) join() error {
@@ -422,7 +438,7 @@ func (a *Agent) request(addr string, build func(id string) [][]byte, timeout tim
 	ch := make(chan result, 1)
 	id := a.register(addr, ch)
 	defer a.forget(id)
-	a.peer(addr).send(peerMsg{data: appendCommand(nil, build(strconv.FormatUint(id, 10))...), id: id})
+	a.peer(addr).send(peerMsg{data: resp.AppendCommand(nil, build(strconv.FormatUint(id, 10))...), id: id})
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
@@ -541,7 +557,7 @@ func (a *Agent) report(ap applied) {
 		a.onReply(ap.entry.seq, incarnation, ap.index, ap.digest, a.cfg.ID, a.incarnation, ap.raw)
 		return
 	}
-	msg := appendCommand(nil, []byte("REPLY"), strconv.AppendUint(nil, ap.entry.seq, 10), []byte(incarnation),
+	msg := resp.AppendCommand(nil, []byte("REPLY"), strconv.AppendUint(nil, ap.entry.seq, 10), []byte(incarnation),
 		strconv.AppendUint(nil, ap.index, 10), strconv.AppendUint(nil, ap.digest, 16), []byte(a.cfg.ID),
 		[]byte(a.incarnation), ap.raw)
 	a.peer(addr).send(peerMsg{data: msg})

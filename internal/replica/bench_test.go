@@ -2,13 +2,11 @@ package replica
 
 import (
 	"context"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/gait-dev/gait/internal/systems/redis"
+	"github.com/gait-dev/gait/internal/resp"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	goredis "github.com/redis/go-redis/v9"
@@ -35,15 +33,7 @@ func BenchmarkLinearizableRead(b *testing.B) {
 }
 
 func benchDeployment(b *testing.B, writes bool, op func(context.Context, *goredis.Client, int) error) {
-	if _, err := os.Stat(redis.ServerBinary); err != nil {
-		b.Skipf("%s not installed", redis.ServerBinary)
-	}
-	l, err := StartLocal(3, 0, Config{Log: io.Discard})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	leader := l.Agents[0]
+	leader := startCluster(b, 3, 0, nil).nodes[0].agent
 	b.SetParallelism(4)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -81,9 +71,9 @@ func BenchmarkReadBulks(b *testing.B) {
 	b.SetBytes(int64(len(stream)))
 	b.ReportAllocs()
 	for b.Loop() {
-		rd := newRequestReader(strings.NewReader(stream), 32<<20, 1<<20)
+		rd := resp.NewReader(strings.NewReader(stream), 32<<20, 1<<20)
 		for range 1000 {
-			if _, err := rd.readCommand(); err != nil {
+			if _, err := rd.ReadCommand(); err != nil {
 				b.Fatal(err)
 			}
 		}

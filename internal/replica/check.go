@@ -17,6 +17,10 @@ const (
 	MaxRequest = 1 << 30
 )
 
+// DefaultRequestMemory is the default of Config.RequestMemory (when
+// MaxRequest is not larger): eight requests of the default largest size.
+const DefaultRequestMemory = 256 << 20
+
 // Check validates an agent's settings as a user gives them, the flags of
 // gait replica agent, before anything starts: stricter than Start, which
 // lets tests and the loopback deployment have the kernel pick the raft
@@ -70,6 +74,12 @@ func (cfg *Config) Check() error {
 	}
 	if cfg.MaxRequest < MinRequest || cfg.MaxRequest > MaxRequest {
 		return fmt.Errorf("--max-request %d: want %d to %d bytes", cfg.MaxRequest, MinRequest, MaxRequest)
+	}
+	if cfg.RequestMemory != 0 && cfg.RequestMemory < cfg.MaxRequest {
+		return fmt.Errorf("--request-memory %d: want at least --max-request (%d): one request of the largest size must fit", cfg.RequestMemory, cfg.MaxRequest)
+	}
+	if cfg.RequestTimeout <= 0 {
+		return fmt.Errorf("--request-timeout %v: want a positive duration", cfg.RequestTimeout)
 	}
 	return nil
 }

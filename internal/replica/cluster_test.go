@@ -23,12 +23,12 @@ type node struct {
 }
 
 type cluster struct {
-	t     *testing.T
+	t     testing.TB
 	nodes []*node
 }
 
 // startCluster starts voters+duplicates replicas on loopback; the first bootstraps.
-func startCluster(t *testing.T, voters, duplicates int, tweak func(*Config)) *cluster {
+func startCluster(t testing.TB, voters, duplicates int, tweak func(*Config)) *cluster {
 	t.Helper()
 	if _, err := os.Stat(redis.ServerBinary); err != nil {
 		t.Skipf("%s not installed (make deps installs it)", redis.ServerBinary)
@@ -70,7 +70,7 @@ func (cl *cluster) add(cfg Config) *node {
 }
 
 // testLog keeps raft's warnings out of passing runs; -v shows them.
-func testLog(t *testing.T) io.Writer {
+func testLog(t testing.TB) io.Writer {
 	if testing.Verbose() {
 		return os.Stderr
 	}
@@ -136,20 +136,20 @@ func (cl *cluster) converge() {
 	}
 }
 
-func client(t *testing.T, addr string) *goredis.Client {
+func client(t testing.TB, addr string) *goredis.Client {
 	c := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, ReadTimeout: 15 * time.Second})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
 
 // direct talks to a replica's redis-server behind its agent's back.
-func direct(t *testing.T, n *node) *goredis.Client {
+func direct(t testing.TB, n *node) *goredis.Client {
 	return client(t, n.redis.Addr)
 }
 
 // digest hashes every key of a redis with its type-independent DUMP and
 // absolute expiry, in key order.
-func digest(t *testing.T, c *goredis.Client) (string, int) {
+func digest(t testing.TB, c *goredis.Client) (string, int) {
 	t.Helper()
 	ctx := context.Background()
 	keys, err := c.Keys(ctx, "*").Result()

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gait-dev/gait/internal/resp"
 	"github.com/hashicorp/raft"
 )
 
@@ -305,41 +306,41 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 		if err != nil {
 			return nil, fmt.Errorf("snapshot: %w", err)
 		}
-		if len(v.arr) != 2 {
+		if len(v.Arr) != 2 {
 			return nil, errors.New("snapshot: malformed SCAN reply")
 		}
-		if buf, err = f.dumpKeys(buf, v.arr[1].arr); err != nil {
+		if buf, err = f.dumpKeys(buf, v.Arr[1].Arr); err != nil {
 			return nil, err
 		}
-		if cursor = string(v.arr[0].str); cursor == "0" {
+		if cursor = string(v.Arr[0].Str); cursor == "0" {
 			return &snapshot{data: buf}, nil
 		}
 	}
 }
 
-func (f *fsm) dumpKeys(buf []byte, keys []value) ([]byte, error) {
+func (f *fsm) dumpKeys(buf []byte, keys []resp.Value) ([]byte, error) {
 	var payload []byte
 	for _, k := range keys {
-		payload = appendCommand(payload, []byte("PEXPIRETIME"), k.str)
-		payload = appendCommand(payload, []byte("DUMP"), k.str)
+		payload = resp.AppendCommand(payload, []byte("PEXPIRETIME"), k.Str)
+		payload = resp.AppendCommand(payload, []byte("DUMP"), k.Str)
 	}
 	if err := f.conn.send(payload); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	for _, k := range keys {
-		_, at, err1 := readReply(f.conn.r)
-		_, dump, err2 := readReply(f.conn.r)
+		_, at, err1 := resp.ReadReply(f.conn.r)
+		_, dump, err2 := resp.ReadReply(f.conn.r)
 		if err := errors.Join(err1, err2); err != nil {
 			return nil, fmt.Errorf("snapshot: %w", err)
 		}
-		if dump.null || dump.kind != '$' { // expired between SCAN and DUMP
+		if dump.Null || dump.Kind != '$' { // expired between SCAN and DUMP
 			continue
 		}
-		buf = binary.AppendUvarint(buf, uint64(len(k.str)))
-		buf = append(buf, k.str...)
-		buf = binary.AppendVarint(buf, at.num)
-		buf = binary.AppendUvarint(buf, uint64(len(dump.str)))
-		buf = append(buf, dump.str...)
+		buf = binary.AppendUvarint(buf, uint64(len(k.Str)))
+		buf = append(buf, k.Str...)
+		buf = binary.AppendVarint(buf, at.Num)
+		buf = binary.AppendUvarint(buf, uint64(len(dump.Str)))
+		buf = append(buf, dump.Str...)
 	}
 	return buf, nil
 }

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gait-dev/gait/internal/replica/limp"
 	"github.com/hashicorp/raft"
 )
 
@@ -20,7 +21,7 @@ func (s *timedLogStore) StoreLogs(logs []*raft.Log) error {
 	start := time.Now()
 	err := s.LogStore.StoreLogs(logs)
 	d := time.Since(start)
-	s.mean.Store(math.Float64bits(ewma(s.meanSeconds(), d.Seconds())))
+	s.mean.Store(math.Float64bits(limp.EWMA(s.meanSeconds(), d.Seconds())))
 	if s.observe != nil {
 		s.observe(d, len(logs))
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gait-dev/gait/internal/replica/limp"
+	"github.com/gait-dev/gait/internal/resp"
 	"github.com/hashicorp/raft"
 )
 
@@ -188,9 +190,9 @@ func (p *peer) dial() (net.Conn, error) {
 
 // readAnswers delivers FAIL, INDEX, OK and READOK messages to the waiting requests.
 func (p *peer) readAnswers(c net.Conn) {
-	rd := newRequestReader(c, peerMaxMessage, 8)
+	rd := resp.NewReader(c, peerMaxMessage, 8)
 	for {
-		msg, err := rd.readCommand()
+		msg, err := rd.ReadCommand()
 		if err != nil {
 			c.Close()
 			p.a.failVia(p.addr, fmt.Errorf("connection to %s: %w", p.addr, err))
@@ -240,15 +242,15 @@ func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
 	answer := func(args ...[]byte) {
 		mu.Lock()
 		defer mu.Unlock()
-		w.Write(appendCommand(nil, args...))
+		w.Write(resp.AppendCommand(nil, args...))
 		w.Flush()
 	}
 	fail := func(id []byte, err error) {
 		answer([]byte("FAIL"), id, []byte(err.Error()), []byte(a.leaderAddr()))
 	}
-	rd := newRequestReader(br, peerMaxMessage, 1<<16)
+	rd := resp.NewReader(br, peerMaxMessage, 1<<16)
 	for {
-		msg, err := rd.readCommand()
+		msg, err := rd.ReadCommand()
 		if err != nil {
 			return
 		}
@@ -310,12 +312,12 @@ const statusFields = 9
 // parseStatus reads STATUS id incarnation applied append-seconds stamp echo
 // hold net-seconds, the fields health.sendStatus writes. A malformed number
 // reads as zero, which no check mistakes for limping.
-func parseStatus(msg [][]byte) status {
+func parseStatus(msg [][]byte) limp.Status {
 	u := func(i int) uint64 { v, _ := strconv.ParseUint(string(arg(msg, i)), 10, 64); return v }
 	n := func(i int) int64 { v, _ := strconv.ParseInt(string(arg(msg, i)), 10, 64); return v }
 	f := func(i int) float64 { v, _ := strconv.ParseFloat(string(arg(msg, i)), 64); return v }
-	return status{id: string(arg(msg, 1)), incarnation: string(arg(msg, 2)), applied: u(3), appendSecs: f(4),
-		stamp: n(5), echo: n(6), hold: n(7), netSecs: f(8)}
+	return limp.Status{ID: string(arg(msg, 1)), Incarnation: string(arg(msg, 2)), Applied: u(3), AppendSecs: f(4),
+		Stamp: n(5), Echo: n(6), Hold: n(7), NetSecs: f(8)}
 }
 
 // peerReply takes REPLY seq incarnation index digest replica replica-incarnation raw.

@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync/atomic"
 	"time"
+
+	"github.com/gait-dev/gait/internal/resp"
 )
 
 // redisTimeout bounds one exchange with the local redis-server, so a hung
@@ -29,16 +31,16 @@ func dialRedis(addr string) (*redisConn, error) {
 }
 
 // do sends payload and reads n replies; it returns the raw bytes of the last.
-func (c *redisConn) do(payload []byte, n int) ([]byte, value, error) {
+func (c *redisConn) do(payload []byte, n int) ([]byte, resp.Value, error) {
 	if err := c.send(payload); err != nil {
-		return nil, value{}, err
+		return nil, resp.Value{}, err
 	}
 	var raw []byte
-	var v value
+	var v resp.Value
 	for range n {
 		var err error
-		if raw, v, err = readReply(c.r); err != nil {
-			return nil, value{}, err
+		if raw, v, err = resp.ReadReply(c.r); err != nil {
+			return nil, resp.Value{}, err
 		}
 	}
 	return raw, v, nil
@@ -61,7 +63,7 @@ func (c *redisConn) replies(n int) ([]byte, error) {
 	var raw []byte
 	for range n {
 		var err error
-		if raw, _, err = readReply(c.r); err != nil {
+		if raw, _, err = resp.ReadReply(c.r); err != nil {
 			return nil, err
 		}
 	}
@@ -70,14 +72,14 @@ func (c *redisConn) replies(n int) ([]byte, error) {
 
 // command sends one command and returns its decoded reply; a redis error
 // reply becomes a Go error.
-func (c *redisConn) command(args ...string) (value, error) {
+func (c *redisConn) command(args ...string) (resp.Value, error) {
 	bs := make([][]byte, len(args))
 	for i, a := range args {
 		bs[i] = []byte(a)
 	}
-	_, v, err := c.do(appendCommand(nil, bs...), 1)
-	if err == nil && v.kind == '-' {
-		err = fmt.Errorf("redis %s: %s", args[0], v.str)
+	_, v, err := c.do(resp.AppendCommand(nil, bs...), 1)
+	if err == nil && v.Kind == '-' {
+		err = fmt.Errorf("redis %s: %s", args[0], v.Str)
 	}
 	return v, err
 }
@@ -214,7 +216,7 @@ func (c *muxConn) read(conn *redisConn, broken chan struct{}) {
 			return
 		}
 		conn.c.SetReadDeadline(time.Now().Add(redisTimeout))
-		raw, _, err := readReply(conn.r)
+		raw, _, err := resp.ReadReply(conn.r)
 		call.raw, call.err = raw, err
 		close(call.done)
 		if err != nil {

@@ -3,11 +3,16 @@ package replica
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/gait-dev/gait/internal/rediscmd"
+	"github.com/gait-dev/gait/internal/resp"
 )
 
 // pipelineDepth bounds the commands one connection may have in flight.
@@ -68,23 +73,79 @@ func (a *Agent) serveConn(c net.Conn) {
 	written := make(chan struct{})
 	go func() { a.writeReplies(c, slots); close(written) }()
 	defer func() { close(slots); <-written }()
-	rd := newRequestReader(c, a.cfg.MaxRequest, maxArgs)
+	sc := &stallConn{Conn: c, timeout: a.cfg.RequestTimeout}
+	rd := resp.NewReader(sc, a.cfg.MaxRequest, maxArgs)
+	rd.Budget, rd.Begin = a.budget, sc.begin
+	defer rd.Release()
 	st := &clientState{}
 	for {
-		args, err := rd.readCommand()
+		args, err := rd.ReadCommand()
+		sc.end()
 		if err != nil {
-			var pe *protocolError
-			if errors.As(err, &pe) {
-				slots <- slot{reply: errorReply("ERR " + pe.Error()), close: true}
+			if msg := a.requestError(err); msg != "" {
+				slots <- slot{reply: resp.Error(msg), close: true}
 			}
 			return
 		}
 		s := a.handle(st, args)
+		if !st.inMulti {
+			// The arguments are encoded into a proposal or a read by now; a
+			// transaction's stay queued, and charged, until EXEC or DISCARD.
+			rd.Release()
+		}
 		slots <- s
 		if s.close {
 			return
 		}
 	}
+}
+
+// requestError is the error line for a request that could not be read,
+// or "" when the connection just ended.
+func (a *Agent) requestError(err error) string {
+	var pe *resp.ProtocolError
+	var be *resp.BudgetError
+	switch {
+	case errors.As(err, &pe):
+		return "ERR " + pe.Error()
+	case errors.As(err, &be):
+		a.m.refusedMemory.Inc()
+		return "ERR " + be.Error()
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		a.m.refusedStalled.Inc()
+		return fmt.Sprintf("ERR request stalled: no byte of it for %v (--request-timeout); closing the connection", a.cfg.RequestTimeout)
+	}
+	return ""
+}
+
+// stallConn bounds how long a request may pause once it has begun: while
+// one is being read, every read must bring bytes within timeout. Between
+// requests the connection may idle without limit. Only the reading
+// goroutine uses it.
+type stallConn struct {
+	net.Conn
+	timeout time.Duration
+	mid     bool // a request has begun
+	armed   bool // a read deadline is set
+}
+
+func (c *stallConn) begin() { c.mid = true }
+
+// end disarms the deadline once a request is read: the connection may idle.
+func (c *stallConn) end() {
+	c.mid = false
+	if c.armed {
+		c.Conn.SetReadDeadline(time.Time{})
+		c.armed = false
+	}
+}
+
+func (c *stallConn) Read(p []byte) (int, error) {
+	if c.mid {
+		c.Conn.SetReadDeadline(time.Now().Add(c.timeout))
+		c.armed = true
+	}
+	return c.Conn.Read(p)
 }
 
 func (a *Agent) writeReplies(c net.Conn, slots chan slot) {
@@ -118,23 +179,23 @@ func (a *Agent) writeReplies(c net.Conn, slots chan slot) {
 
 // handle serves one command and returns the reply slot.
 func (a *Agent) handle(st *clientState, args [][]byte) slot {
-	name, sp, msg := lookup(args)
+	name, sp, msg := rediscmd.Lookup(args)
 	if st.inMulti && name != "EXEC" && name != "DISCARD" && name != "MULTI" && name != "QUIT" {
 		return a.queue(st, name, sp, msg, args)
 	}
 	if msg != "" {
-		return slot{reply: errorReply(msg)}
+		return slot{reply: resp.Error(msg)}
 	}
-	switch sp.kind {
-	case kindWrite:
-		if sp.rewrite != nil {
-			args = sp.rewrite(args, time.Now())
+	switch sp.Kind {
+	case rediscmd.Write:
+		if sp.Rewrite != nil {
+			args = sp.Rewrite(args, time.Now())
 		}
-		return a.write(st, appendCommand(nil, args...), 1)
-	case kindRead:
-		return a.readSlot(st, appendCommand(nil, args...))
-	case kindLocal:
-		return a.localSlot(appendCommand(nil, args...))
+		return a.write(st, resp.AppendCommand(nil, args...), 1)
+	case rediscmd.Read:
+		return a.readSlot(st, resp.AppendCommand(nil, args...))
+	case rediscmd.Local:
+		return a.localSlot(resp.AppendCommand(nil, args...))
 	}
 	return a.agentCommand(st, name, args)
 }
@@ -144,77 +205,77 @@ func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 	case "PING":
 		switch len(args) {
 		case 1:
-			return slot{reply: simpleReply("PONG")}
+			return slot{reply: resp.Simple("PONG")}
 		case 2:
-			return slot{reply: appendBulk(nil, args[1])}
+			return slot{reply: resp.AppendBulk(nil, args[1])}
 		}
-		return slot{reply: errorReply("ERR wrong number of arguments for 'ping' command")}
+		return slot{reply: resp.Error("ERR wrong number of arguments for 'ping' command")}
 	case "ECHO":
-		return slot{reply: appendBulk(nil, args[1])}
+		return slot{reply: resp.AppendBulk(nil, args[1])}
 	case "SELECT":
 		if string(args[1]) != "0" {
-			return slot{reply: errorReply("ERR gait replica serves database 0 only")}
+			return slot{reply: resp.Error("ERR gait replica serves database 0 only")}
 		}
-		return slot{reply: simpleReply("OK")}
+		return slot{reply: resp.Simple("OK")}
 	case "QUIT":
-		return slot{reply: simpleReply("OK"), close: true}
+		return slot{reply: resp.Simple("OK"), close: true}
 	case "MULTI":
 		if st.inMulti {
-			return slot{reply: errorReply("ERR MULTI calls can not be nested")}
+			return slot{reply: resp.Error("ERR MULTI calls can not be nested")}
 		}
 		st.inMulti, st.aborted, st.queued = true, false, nil
-		return slot{reply: simpleReply("OK")}
+		return slot{reply: resp.Simple("OK")}
 	case "DISCARD":
 		if !st.inMulti {
-			return slot{reply: errorReply("ERR DISCARD without MULTI")}
+			return slot{reply: resp.Error("ERR DISCARD without MULTI")}
 		}
 		st.inMulti, st.queued = false, nil
-		return slot{reply: simpleReply("OK")}
+		return slot{reply: resp.Simple("OK")}
 	case "EXEC":
 		return a.exec(st)
 	case "WAITALL":
 		return a.waitAllSlot(st, args)
 	}
-	return slot{reply: errorReply("ERR internal: no handler for " + name)}
+	return slot{reply: resp.Error("ERR internal: no handler for " + name)}
 }
 
 // queue adds a command to the open transaction. As in redis, an invalid
 // command makes EXEC discard the whole transaction.
-func (a *Agent) queue(st *clientState, name string, sp spec, msg string, args [][]byte) slot {
+func (a *Agent) queue(st *clientState, name string, sp rediscmd.Spec, msg string, args [][]byte) slot {
 	switch {
 	case msg != "":
-	case sp.kind == kindLocal:
+	case sp.Kind == rediscmd.Local:
 		msg = "ERR '" + name + "' is not supported inside MULTI by gait replica"
-	case sp.kind == kindAgent && name != "PING" && name != "ECHO":
+	case sp.Kind == rediscmd.Agent && name != "PING" && name != "ECHO":
 		msg = "ERR '" + name + "' is not supported inside MULTI by gait replica"
 	}
 	if msg != "" {
 		st.aborted = true
-		return slot{reply: errorReply(msg)}
+		return slot{reply: resp.Error(msg)}
 	}
-	if sp.rewrite != nil {
-		args = sp.rewrite(args, time.Now())
+	if sp.Rewrite != nil {
+		args = sp.Rewrite(args, time.Now())
 	}
 	st.queued = append(st.queued, args)
-	return slot{reply: simpleReply("QUEUED")}
+	return slot{reply: resp.Simple("QUEUED")}
 }
 
 // exec proposes the whole transaction as one log entry, so every replica
 // runs it between the same two other entries.
 func (a *Agent) exec(st *clientState) slot {
 	if !st.inMulti {
-		return slot{reply: errorReply("ERR EXEC without MULTI")}
+		return slot{reply: resp.Error("ERR EXEC without MULTI")}
 	}
 	queued, aborted := st.queued, st.aborted
 	st.inMulti, st.aborted, st.queued = false, false, nil
 	if aborted {
-		return slot{reply: errorReply("EXECABORT Transaction discarded because of previous errors.")}
+		return slot{reply: resp.Error("EXECABORT Transaction discarded because of previous errors.")}
 	}
-	payload := appendCommand(nil, []byte("MULTI"))
+	payload := resp.AppendCommand(nil, []byte("MULTI"))
 	for _, q := range queued {
-		payload = appendCommand(payload, q...)
+		payload = resp.AppendCommand(payload, q...)
 	}
-	payload = appendCommand(payload, []byte("EXEC"))
+	payload = resp.AppendCommand(payload, []byte("EXEC"))
 	return a.write(st, payload, len(queued)+2)
 }
 
@@ -224,14 +285,14 @@ func (a *Agent) write(st *clientState, payload []byte, n int) slot {
 	}
 	w, err := a.startWrite(payload, n)
 	if err != nil {
-		return slot{reply: errorReply("TRYAGAIN gait replica: " + err.Error())}
+		return slot{reply: resp.Error("TRYAGAIN gait replica: " + err.Error())}
 	}
 	done := make(chan struct{})
 	st.lastWrite, st.lastWriteDone = w, done
 	return slot{done: done, fill: func() []byte {
 		r, err := a.awaitWrite(w)
 		if err != nil {
-			return errorReply("ERR gait replica: " + err.Error())
+			return resp.Error("ERR gait replica: " + err.Error())
 		}
 		if r.index > st.lastIndex.Load() {
 			st.lastIndex.Store(r.index)
@@ -254,7 +315,7 @@ func (a *Agent) readSlot(st *clientState, payload []byte) slot {
 		}
 		var err error
 		if raw, err = a.read(st, payload); err != nil {
-			raw = errorReply("ERR gait replica: " + strings.TrimSpace(err.Error()))
+			raw = resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
 		}
 	}()
 	return slot{fill: func() []byte { <-done; return raw }}
@@ -265,7 +326,7 @@ func (a *Agent) localSlot(payload []byte) slot {
 	return slot{fill: func() []byte {
 		raw, err := a.reads.do(payload)
 		if err != nil {
-			return errorReply("ERR gait replica: " + strings.TrimSpace(err.Error()))
+			return resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
 		}
 		return raw
 	}}
@@ -277,12 +338,12 @@ func (a *Agent) localSlot(payload []byte) slot {
 func (a *Agent) waitAllSlot(st *clientState, args [][]byte) slot {
 	timeout := a.cfg.WriteTimeout
 	if len(args) > 2 {
-		return slot{reply: errorReply("ERR wrong number of arguments for 'waitall' command")}
+		return slot{reply: resp.Error("ERR wrong number of arguments for 'waitall' command")}
 	}
 	if len(args) == 2 {
 		ms, err := strconv.ParseInt(string(args[1]), 10, 64)
 		if err != nil || ms < 0 {
-			return slot{reply: errorReply("ERR timeout is not an integer or out of range")}
+			return slot{reply: resp.Error("ERR timeout is not an integer or out of range")}
 		}
 		if ms > 0 {
 			timeout = time.Duration(ms) * time.Millisecond
@@ -291,9 +352,9 @@ func (a *Agent) waitAllSlot(st *clientState, args [][]byte) slot {
 	w := st.lastWrite
 	if w == nil {
 		n := len(a.health.expectedReplicas())
-		return slot{reply: intReply(n)}
+		return slot{reply: resp.Int(n)}
 	}
 	return slot{fill: func() []byte {
-		return intReply(a.waitAll(w, timeout))
+		return resp.Int(a.waitAll(w, timeout))
 	}}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gait-dev/gait/internal/resp"
 	"github.com/hashicorp/raft"
 )
 
@@ -94,7 +95,7 @@ func (a *Agent) propose(w *write, leader string) {
 		a.watchApply(f, func(err error) { a.orphan(w, err) })
 		return
 	}
-	msg := appendCommand(nil, []byte("PROPOSE"), strconv.AppendUint(nil, w.id, 10), w.entry)
+	msg := resp.AppendCommand(nil, []byte("PROPOSE"), strconv.AppendUint(nil, w.id, 10), w.entry)
 	a.peer(leader).send(peerMsg{data: msg, id: w.id})
 }
 

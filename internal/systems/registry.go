@@ -19,6 +19,11 @@ type Role struct {
 	// Client says whether a workload's clients may talk to a member with
 	// this role.
 	Client bool
+	// Orders says every write passes through the member with this role
+	// (a consensus leader orders them), so a limping one is involved in
+	// every write wherever it was sent: the Limplock paper's operation
+	// limplock.
+	Orders bool
 }
 
 // ConsensusRoles are the roles of a system replicated by consensus: the
@@ -26,7 +31,7 @@ type Role struct {
 // is its own leader.
 var ConsensusRoles = []Role{
 	{Name: "follower", MinNodes: 2, Client: true},
-	{Name: "leader", MinNodes: 1, Client: true},
+	{Name: "leader", MinNodes: 1, Client: true, Orders: true},
 }
 
 // System is what gait knows of a system before it starts one: what a

@@ -181,12 +181,12 @@ func (d *Driver) check(hosts []systems.Host) (voters int, err error) {
 }
 
 // checkShape checks the deployment's settings (read mode, fan-out) and
-// its shape (replica.CheckShape) before anything starts.
+// its shape (CheckShape) before anything starts.
 func (d *Driver) checkShape(voters, duplicates int) error {
 	if _, err := replica.ParseReadMode(d.Read); err != nil {
 		return fmt.Errorf("gait-redis: %w", err)
 	}
-	if err := replica.CheckShape(voters, duplicates, d.Fanout); err != nil {
+	if err := CheckShape(voters, duplicates, d.Fanout); err != nil {
 		return fmt.Errorf("gait-redis: %w", err)
 	}
 	return nil

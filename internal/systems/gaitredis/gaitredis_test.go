@@ -12,7 +12,6 @@ import (
 
 	"github.com/gait-dev/gait/internal/gaitbin"
 	"github.com/gait-dev/gait/internal/load"
-	"github.com/gait-dev/gait/internal/replica"
 	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/loopback"
 	"github.com/gait-dev/gait/internal/systems/redis"
@@ -338,7 +337,7 @@ func TestBadSettings(t *testing.T) {
 // TestMaxReplicasFitATestbed: gait replica cluster's bound on replicas is
 // one testbed host each.
 func TestMaxReplicasFitATestbed(t *testing.T) {
-	if replica.MaxReplicas > testbed.MaxHosts {
-		t.Errorf("replica.MaxReplicas %d exceeds testbed.MaxHosts %d", replica.MaxReplicas, testbed.MaxHosts)
+	if MaxReplicas > testbed.MaxHosts {
+		t.Errorf("MaxReplicas %d exceeds testbed.MaxHosts %d", MaxReplicas, testbed.MaxHosts)
 	}
 }

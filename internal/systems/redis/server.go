@@ -30,7 +30,7 @@ type Server struct {
 
 // StartServer starts redis-server on 127.0.0.1 and returns once it answers.
 func StartServer(ctx context.Context) (*Server, error) {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, fmt.Errorf("redis-server: find a free port: %w", err)
 	}
@@ -92,10 +92,10 @@ func (s *Server) Close() error {
 	return errors.Join(err, os.RemoveAll(s.dir))
 }
 
-// freePort asks the kernel for a loopback port nobody listens on. Another
-// process could take it before redis-server binds it; StartServer then fails
-// with the server's own message.
-func freePort() (int, error) {
+// FreePort asks the kernel for a loopback port nobody listens on. Another
+// process could take it before a server binds it: StartServer then fails
+// with the server's own message; gaitredis.Local tries another port.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

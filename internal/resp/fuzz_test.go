@@ -1,4 +1,4 @@
-package replica
+package resp
 
 import (
 	"bufio"
@@ -40,22 +40,22 @@ func checkRESPError(t *testing.T, err error) {
 // untrusted input. Every command read must have 1 to maxArgs arguments of at
 // most maxBytes together (an inline command: at most one line), and written
 // back as a RESP array it must read back as the same arguments. A request
-// that is refused is refused with a short *protocolError, which the agent
+// that is refused is refused with a short *ProtocolError, which the agent
 // sends the client as one RESP error line, or ends with the input.
 func FuzzRESPRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
-		rd := newRequestReader(bytes.NewReader(in), fuzzMaxBytes, fuzzMaxArgs)
+		rd := NewReader(bytes.NewReader(in), fuzzMaxBytes, fuzzMaxArgs)
 		for {
-			args, err := rd.readCommand()
+			args, err := rd.ReadCommand()
 			if err != nil {
-				var pe *protocolError
+				var pe *ProtocolError
 				if !errors.As(err, &pe) && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 					t.Fatalf("neither a protocol error nor the end of input: %v", err)
 				}
 				checkRESPError(t, err)
 				// The client gets it as one RESP error line (it may
 				// quote a line break, as redis-server's does).
-				if reply := errorReply(err.Error()); bytes.IndexAny(reply[:len(reply)-2], "\r\n") >= 0 {
+				if reply := Error(err.Error()); bytes.ContainsAny(reply[:len(reply)-2], "\r\n") {
 					t.Fatalf("error reply of more than one line: %q", reply)
 				}
 				return
@@ -64,11 +64,11 @@ func FuzzRESPRequest(f *testing.F) {
 			for _, a := range args {
 				total += len(a)
 			}
-			if len(args) == 0 || len(args) > fuzzMaxArgs || total > max(fuzzMaxBytes, maxLine) {
+			if len(args) == 0 || len(args) > fuzzMaxArgs || total > max(fuzzMaxBytes, MaxLine) {
 				t.Fatalf("%d arguments, %d bytes", len(args), total)
 			}
-			enc := appendCommand(nil, args...)
-			again, err := newRequestReader(bytes.NewReader(enc), max(fuzzMaxBytes, total), fuzzMaxArgs).readCommand()
+			enc := AppendCommand(nil, args...)
+			again, err := NewReader(bytes.NewReader(enc), max(fuzzMaxBytes, total), fuzzMaxArgs).ReadCommand()
 			if err != nil || !reflect.DeepEqual(again, args) {
 				t.Fatalf("%q written back as %q reads as %q, %v", args, enc, again, err)
 			}
@@ -77,22 +77,22 @@ func FuzzRESPRequest(f *testing.F) {
 }
 
 // encodeValue writes a decoded reply back in RESP2.
-func encodeValue(buf []byte, v value) []byte {
-	buf = append(buf, v.kind)
+func encodeValue(buf []byte, v Value) []byte {
+	buf = append(buf, v.Kind)
 	switch {
-	case v.null:
+	case v.Null:
 		return append(buf, "-1\r\n"...)
-	case v.kind == '+' || v.kind == '-':
-		buf = append(buf, v.str...)
-	case v.kind == ':':
-		buf = strconv.AppendInt(buf, v.num, 10)
-	case v.kind == '$':
-		buf = strconv.AppendInt(buf, int64(len(v.str)), 10)
-		buf = append(append(buf, '\r', '\n'), v.str...)
-	case v.kind == '*':
-		buf = strconv.AppendInt(buf, int64(len(v.arr)), 10)
+	case v.Kind == '+' || v.Kind == '-':
+		buf = append(buf, v.Str...)
+	case v.Kind == ':':
+		buf = strconv.AppendInt(buf, v.Num, 10)
+	case v.Kind == '$':
+		buf = strconv.AppendInt(buf, int64(len(v.Str)), 10)
+		buf = append(append(buf, '\r', '\n'), v.Str...)
+	case v.Kind == '*':
+		buf = strconv.AppendInt(buf, int64(len(v.Arr)), 10)
 		buf = append(buf, '\r', '\n')
-		for _, e := range v.arr {
+		for _, e := range v.Arr {
 			buf = encodeValue(buf, e)
 		}
 		return buf
@@ -110,7 +110,7 @@ func FuzzRESPReply(f *testing.F) {
 		r := bufio.NewReader(bytes.NewReader(in))
 		consumed := 0
 		for {
-			raw, v, err := readReply(r)
+			raw, v, err := ReadReply(r)
 			if err != nil {
 				checkRESPError(t, err)
 				if strings.ContainsAny(err.Error(), "\r\n") {
@@ -123,12 +123,12 @@ func FuzzRESPReply(f *testing.F) {
 			}
 			consumed += len(raw)
 			alone := bufio.NewReader(bytes.NewReader(raw))
-			raw2, v2, err := readReply(alone)
+			raw2, v2, err := ReadReply(alone)
 			if err != nil || !bytes.Equal(raw2, raw) || !reflect.DeepEqual(v2, v) || alone.Buffered() != 0 {
 				t.Fatalf("raw %q read alone: %q %+v %v, was %+v", raw, raw2, v2, err, v)
 			}
 			enc := encodeValue(nil, v)
-			_, v3, err := readReply(bufio.NewReader(bytes.NewReader(enc)))
+			_, v3, err := ReadReply(bufio.NewReader(bytes.NewReader(enc)))
 			if err != nil || !reflect.DeepEqual(v3, v) {
 				t.Fatalf("%+v written back as %q reads as %+v, %v", v, enc, v3, err)
 			}

@@ -1,4 +1,4 @@
-package replica
+package gaitredis
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/procstat"
+	"github.com/gait-dev/gait/internal/replica"
 	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/loopback"
 	"github.com/gait-dev/gait/internal/systems/redis"
@@ -59,7 +60,7 @@ type LocalOptions struct {
 	Voters, Duplicates int
 	// Base configures every agent (read mode, fan-out, write-all, metrics
 	// address, log); each gets its own ID, addresses, data directory and role.
-	Base Config
+	Base replica.Config
 	// TempDir is where the deployment's directory is made; empty means
 	// os.TempDir().
 	TempDir string
@@ -79,7 +80,7 @@ type LocalOptions struct {
 // owner (the gait process) and its redis-servers, so that CleanLocal can
 // remove what a killed gait left.
 type Local struct {
-	Agents []*Agent
+	Agents []*replica.Agent
 	Dir    string // <TempDir>/gait-replica-cluster-*
 
 	opts      LocalOptions
@@ -104,7 +105,7 @@ const ownerFile = "owner"
 // StartLocal starts voters voting replicas and duplicates non-voting ones,
 // each configured as base (read mode, fan-out, write-all, metrics address,
 // log) with its own ID, addresses and role.
-func StartLocal(voters, duplicates int, base Config) (*Local, error) {
+func StartLocal(voters, duplicates int, base replica.Config) (*Local, error) {
 	return StartLocalWith(context.Background(), LocalOptions{Voters: voters, Duplicates: duplicates, Base: base})
 }
 
@@ -177,16 +178,9 @@ func StartLocalWith(ctx context.Context, opts LocalOptions) (_ *Local, err error
 	return l, nil
 }
 
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
-}
-
 // add starts one replica: its redis-server, then its agent, both keeping
 // their files in <Dir>/<ID>.
-func (l *Local) add(ctx context.Context, cfg Config) error {
+func (l *Local) add(ctx context.Context, cfg replica.Config) error {
 	hostDir := filepath.Join(l.Dir, cfg.ID)
 	if err := os.MkdirAll(hostDir, 0o755); err != nil {
 		return fmt.Errorf("replica %s: %w", cfg.ID, err)
@@ -198,7 +192,7 @@ func (l *Local) add(ctx context.Context, cfg Config) error {
 	}
 	cfg.RedisAddr = srv
 	cfg.DataDir = filepath.Join(hostDir, "replica")
-	a, err := Start(cfg)
+	a, err := replica.Start(cfg)
 	if err != nil {
 		return fmt.Errorf("replica %s: %w", cfg.ID, err)
 	}
@@ -213,7 +207,7 @@ func (l *Local) add(ctx context.Context, cfg Config) error {
 func (l *Local) startServer(ctx context.Context, h *loopback.Host) (string, error) {
 	var last error
 	for range 3 {
-		port, err := freePort()
+		port, err := redis.FreePort()
 		if err != nil {
 			return "", fmt.Errorf("redis-server: find a free port: %w", err)
 		}
@@ -431,16 +425,4 @@ func (p procEntry) waitGone(limit time.Duration) {
 	for p.alive() && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// freePort asks the kernel for a loopback port nobody listens on. Another
-// process could take it before redis-server binds it; startServer then
-// tries another.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }

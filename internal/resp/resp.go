@@ -1,0 +1,359 @@
+// Package resp reads and writes RESP2, the Redis protocol: client requests
+// (arrays of bulk strings, or inline commands) and the replies of a
+// redis-server, kept raw so they can be forwarded unchanged.
+package resp
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/gait-dev/gait/internal/clip"
+)
+
+// MaxLine bounds one protocol line (an inline command, a count, a length),
+// as Redis's own 64 KiB inline limit does.
+const MaxLine = 64 << 10
+
+// maxBulk bounds a bulk string in a reply from redis: Redis's own
+// proto-max-bulk-len.
+const maxBulk = 512 << 20
+
+// maxReplyDepth bounds nesting in a reply read from redis.
+const maxReplyDepth = 32
+
+// ProtocolError is a client request that is not valid RESP or breaks a limit;
+// the agent answers it with a Redis-style error and closes the connection,
+// as redis-server does.
+type ProtocolError struct{ Msg string }
+
+func (e *ProtocolError) Error() string { return "Protocol error: " + e.Msg }
+
+// Reader parses client requests: RESP arrays of bulk strings, or
+// inline commands (words separated by spaces, as typed into telnet).
+type Reader struct {
+	r        *bufio.Reader
+	maxBytes int // all argument bytes of one request together
+	maxArgs  int
+
+	// Budget, when set, is charged with the bytes of every argument before
+	// they are read, until Release; a request that would take it over its
+	// cap fails with *BudgetError.
+	Budget *Budget
+	held   int
+	// Begin, when set, is called once a request has begun and more of it
+	// must follow (its array header has arrived), so the caller can bound
+	// how long the rest may pause.
+	Begin func()
+}
+
+func NewReader(r io.Reader, maxBytes, maxArgs int) *Reader {
+	return &Reader{r: bufio.NewReaderSize(r, MaxLine), maxBytes: maxBytes, maxArgs: maxArgs}
+}
+
+// ReadCommand returns the next non-empty command. Errors are io errors from
+// the connection or *ProtocolError.
+func (rd *Reader) ReadCommand() ([][]byte, error) {
+	for {
+		line, err := rd.readLine()
+		if err != nil {
+			return nil, err
+		}
+		if len(line) == 0 {
+			continue
+		}
+		if line[0] != '*' {
+			if args := bytes.Fields(line); len(args) > 0 {
+				if len(args) > rd.maxArgs {
+					return nil, &ProtocolError{Msg: "too many arguments"}
+				}
+				return cloneArgs(args), nil
+			}
+			continue
+		}
+		n, ok := parseInt(line[1:])
+		if !ok || n > int64(rd.maxArgs) {
+			return nil, &ProtocolError{Msg: "invalid multibulk length"}
+		}
+		if n <= 0 {
+			continue // redis ignores *0 and *-1
+		}
+		if rd.Begin != nil {
+			rd.Begin()
+		}
+		return rd.readBulks(int(n))
+	}
+}
+
+func (rd *Reader) readBulks(n int) ([][]byte, error) {
+	args := make([][]byte, 0, min(n, 1024))
+	total := 0
+	for range n {
+		line, err := rd.readLine()
+		if errors.Is(err, io.EOF) {
+			return nil, io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(line) == 0 || line[0] != '$' {
+			got := "end of line"
+			if len(line) > 0 {
+				got = fmt.Sprintf("'%c'", line[0])
+			}
+			return nil, &ProtocolError{Msg: "expected '$', got " + got}
+		}
+		size, ok := parseInt(line[1:])
+		if !ok || size < 0 {
+			return nil, &ProtocolError{Msg: "invalid bulk length"}
+		}
+		if size > int64(rd.maxBytes-total) {
+			return nil, &ProtocolError{Msg: fmt.Sprintf("request larger than the agent's limit of %d bytes", rd.maxBytes)}
+		}
+		total += int(size)
+		buf, err := rd.readBulk(int(size) + 2)
+		if err != nil {
+			return nil, err
+		}
+		if buf[size] != '\r' || buf[size+1] != '\n' {
+			return nil, &ProtocolError{Msg: "bulk string not terminated by CRLF"}
+		}
+		args = append(args, buf[:size:size])
+	}
+	return args, nil
+}
+
+// readBulk reads the next n bytes. With a budget they are charged to it
+// before they are allocated, in one piece: the budget, not the bytes that
+// came, bounds what a length that promises more than comes may cost.
+// Without one, the buffer grows as the bytes arrive.
+func (rd *Reader) readBulk(n int) ([]byte, error) {
+	if rd.Budget == nil {
+		var buf []byte
+		return buf, appendRead(rd.r, &buf, n)
+	}
+	if !rd.Budget.take(n) {
+		return nil, &BudgetError{Cap: rd.Budget.cap}
+	}
+	rd.held += n
+	buf := make([]byte, n) // pages not yet written take no memory
+	_, err := io.ReadFull(rd.r, buf)
+	return buf, err
+}
+
+// Release gives the budget back what the commands read so far hold: call
+// it once they are handled and their arguments no longer referenced, and
+// when the connection ends.
+func (rd *Reader) Release() {
+	if rd.Budget != nil && rd.held > 0 {
+		rd.Budget.held.Add(-int64(rd.held))
+	}
+	rd.held = 0
+}
+
+// Budget caps the bytes that the requests of every connection sharing it
+// hold while they arrive and until they are handled, so that clients that
+// send large requests slowly, or stall half-way, cannot take the agent's
+// memory. It is safe for concurrent use.
+type Budget struct {
+	cap  int64
+	held atomic.Int64
+}
+
+// NewBudget returns a budget of limit bytes.
+func NewBudget(limit int64) *Budget { return &Budget{cap: limit} }
+
+func (b *Budget) take(n int) bool {
+	for {
+		h := b.held.Load()
+		if h+int64(n) > b.cap {
+			return false
+		}
+		if b.held.CompareAndSwap(h, h+int64(n)) {
+			return true
+		}
+	}
+}
+
+// Held is how many bytes requests hold now.
+func (b *Budget) Held() int64 { return b.held.Load() }
+
+// BudgetError is a request refused because the requests being read by all
+// clients together already hold the budget's cap.
+type BudgetError struct{ Cap int64 }
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("requests being read hold the agent's cap of %d bytes (--request-memory); send it again later", e.Cap)
+}
+
+// readLine reads one line without its line ending.
+func (rd *Reader) readLine() ([]byte, error) {
+	line, err := rd.r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		return nil, &ProtocolError{Msg: "too big inline request"}
+	}
+	if err != nil {
+		if errors.Is(err, io.EOF) && len(line) > 0 {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, nil
+}
+
+func cloneArgs(args [][]byte) [][]byte {
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		out[i] = bytes.Clone(a)
+	}
+	return out
+}
+
+// parseInt parses a protocol integer: optional '-', decimal digits only.
+func parseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil || (b[0] == '+') {
+		return 0, false
+	}
+	return n, true
+}
+
+// AppendCommand encodes args as a RESP array of bulk strings.
+func AppendCommand(buf []byte, args ...[]byte) []byte {
+	buf = append(buf, '*')
+	buf = strconv.AppendInt(buf, int64(len(args)), 10)
+	buf = append(buf, '\r', '\n')
+	for _, a := range args {
+		buf = AppendBulk(buf, a)
+	}
+	return buf
+}
+
+func AppendBulk(buf, b []byte) []byte {
+	buf = append(buf, '$')
+	buf = strconv.AppendInt(buf, int64(len(b)), 10)
+	buf = append(buf, '\r', '\n')
+	buf = append(buf, b...)
+	return append(buf, '\r', '\n')
+}
+
+// Error is a RESP error; line breaks in msg would end the reply early,
+// so they become spaces.
+func Error(msg string) []byte {
+	b := []byte("-" + msg)
+	for i := 1; i < len(b); i++ {
+		if b[i] == '\r' || b[i] == '\n' {
+			b[i] = ' '
+		}
+	}
+	return append(b, '\r', '\n')
+}
+
+func Simple(s string) []byte { return []byte("+" + s + "\r\n") }
+
+func Int(n int) []byte { return append(strconv.AppendInt([]byte(":"), int64(n), 10), '\r', '\n') }
+
+// Value is one decoded RESP2 reply from redis: Kind is its type byte (+ - : $ *).
+type Value struct {
+	Kind byte // '+', '-', ':', '$', '*'
+	Str  []byte
+	Num  int64
+	Arr  []Value
+	Null bool
+}
+
+// ReadReply reads one complete reply from redis and returns its raw bytes,
+// to be forwarded unchanged, and its decoded Value.
+func ReadReply(r *bufio.Reader) ([]byte, Value, error) {
+	var raw []byte
+	v, err := readValue(r, 0, &raw)
+	return raw, v, err
+}
+
+func readValue(r *bufio.Reader, depth int, raw *[]byte) (Value, error) {
+	if depth > maxReplyDepth {
+		return Value{}, errors.New("reply nested too deeply")
+	}
+	line, err := r.ReadSlice('\n')
+	if err != nil {
+		return Value{}, fmt.Errorf("read reply: %w", err)
+	}
+	*raw = append(*raw, line...)
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return Value{}, fmt.Errorf("malformed reply line %s", clip.Quote(line))
+	}
+	v := Value{Kind: line[0]}
+	body := line[1 : len(line)-2]
+	switch v.Kind {
+	case '+', '-':
+		v.Str = bytes.Clone(body)
+	case ':':
+		n, ok := parseInt(body)
+		if !ok {
+			return Value{}, fmt.Errorf("malformed integer reply %s", clip.Quote(body))
+		}
+		v.Num = n
+	case '$':
+		n, ok := parseInt(body)
+		if !ok || n < -1 || n > maxBulk {
+			return Value{}, fmt.Errorf("malformed bulk length %s (at most %d)", clip.Quote(body), maxBulk)
+		}
+		if n == -1 {
+			v.Null = true
+			break
+		}
+		start := len(*raw)
+		if err := appendRead(r, raw, int(n)+2); err != nil {
+			return Value{}, fmt.Errorf("read bulk reply: %w", err)
+		}
+		v.Str = (*raw)[start : start+int(n) : start+int(n)]
+	case '*':
+		n, ok := parseInt(body)
+		if !ok || n < -1 {
+			return Value{}, fmt.Errorf("malformed array length %s", clip.Quote(body))
+		}
+		if n == -1 {
+			v.Null = true
+			break
+		}
+		v.Arr = make([]Value, 0, min(n, 1024))
+		for range n {
+			e, err := readValue(r, depth+1, raw)
+			if err != nil {
+				return Value{}, err
+			}
+			v.Arr = append(v.Arr, e)
+		}
+	default:
+		return Value{}, fmt.Errorf("unexpected reply type %q", v.Kind)
+	}
+	return v, nil
+}
+
+// appendRead appends the next n bytes of r to buf, growing it as the bytes
+// arrive, so a length that promises more than comes costs no more memory
+// than what came.
+func appendRead(r io.Reader, buf *[]byte, n int) error {
+	for n > 0 {
+		chunk := min(n, 1<<20)
+		start := len(*buf)
+		*buf = slices.Grow(*buf, chunk)[:start+chunk] // one allocation, no zeroed copy
+		if _, err := io.ReadFull(r, (*buf)[start:]); err != nil {
+			return err
+		}
+		n -= chunk
+	}
+	return nil
+}

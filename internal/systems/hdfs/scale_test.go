@@ -1,0 +1,79 @@
+package hdfs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gait-dev/gait/internal/procstat"
+)
+
+// TestManyDataNodes starts GAIT_HDFS_DATANODES DataNodes (skipped when
+// unset: it is a measurement, not part of make test), has 8 clients write
+// a 1 MiB file per DataNode with replication 3, and reports each DataNode's
+// resident memory and threads, the NameNode's, and how long it all took.
+func TestManyDataNodes(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("GAIT_HDFS_DATANODES"))
+	if n < 1 {
+		t.Skip("GAIT_HDFS_DATANODES unset: how many DataNodes to start")
+	}
+	d := driver(t)
+	d.StartTimeout = 15 * time.Minute
+	c, hosts := start(t, d, n+1)
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	t0 := time.Now()
+	for w := range errs {
+		cl, err := c.Client(hosts[0].Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		wg.Go(func() {
+			for i := w; i < n && errs[w] == nil; i += len(errs) {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				errs[w] = cl.Do(ctx, loadOp(opWrite, fmt.Sprintf("f%d", i), 1<<20))
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d files of 1 MiB written in %v", n, time.Since(t0).Round(time.Millisecond))
+	m, err := c.Metrics(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rss, maxRSS, threads int64
+	busy := 0
+	for _, mb := range c.members[1:] {
+		r, err := procstat.Read(mb.current().Pid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rss += r.RSS
+		maxRSS = max(maxRSS, r.RSS)
+		threads += r.Threads
+		if m["BlocksWritten{host="+mb.host.Name()+"}"] > 0 {
+			busy++
+		}
+	}
+	nn, err := procstat.Read(c.nn.current().Pid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d DataNodes (%d wrote blocks): RSS mean %.0f MiB, max %.0f MiB, total %.2f GiB; threads mean %.0f; NameNode RSS %.0f MiB, heap used %.0f MiB, live %v",
+		n, busy, float64(rss)/float64(n)/(1<<20), float64(maxRSS)/(1<<20), float64(rss)/(1<<30), float64(threads)/float64(n),
+		float64(nn.RSS)/(1<<20), m["MemHeapUsedM{host="+c.nn.host.Name()+"}"], m["NumLiveDataNodes{host="+c.nn.host.Name()+"}"])
+	if got := m["NumLiveDataNodes{host="+c.nn.host.Name()+"}"]; int(got) != n {
+		t.Errorf("NameNode counts %v live DataNodes, want %d", got, n)
+	}
+}
