@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gait-dev/gait/internal/tardis"
 )
@@ -248,6 +249,35 @@ func TestEmulateHDFSRatio(t *testing.T) {
 	}
 	if float64(blocks)/float64(max(blockPhysical, 1)) < 500 {
 		t.Errorf("block files: %d bytes in %d, ratio under 500", blocks, blockPhysical)
+	}
+}
+
+// TestEmulateSlowDisk: an emulating mount is a slow disk too. Writing and
+// closing 8 MB at 40 MB/s slowed by 2 must take at least the 0.4 s the
+// disk needs (the writes go through the page cache; close waits for them).
+func TestEmulateSlowDisk(t *testing.T) {
+	needFUSE(t)
+	mnt := t.TempDir()
+	f, err := MountStore(filepath.Join(t.TempDir(), "store"), mnt, Options{Bandwidth: 40e6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Unmount()
+	if err := f.SetFactor(2); err != nil {
+		t.Fatal(err)
+	}
+	syn := tardis.AppendGenerate(nil, 8, 0, 8e6)
+	start := time.Now()
+	if err := os.WriteFile(filepath.Join(mnt, "f"), syn, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	t.Logf("8 MB at 40 MB/s / 2: %v", took)
+	if took < 320*time.Millisecond { // 0.4 s less 20%
+		t.Errorf("8 MB written in %v on a 20 MB/s disk", took)
+	}
+	if st := f.Stats(); st.WriteBytes != 8e6 {
+		t.Errorf("the disk saw %d bytes written, want 8e6", st.WriteBytes)
 	}
 }
 
