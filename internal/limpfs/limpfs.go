@@ -2,6 +2,10 @@
 // disk of a given bandwidth: reads, writes and fsyncs take at least as
 // long as the bytes they move need at that bandwidth, divided by a
 // slowdown factor that can change while the file system is mounted.
+//
+// In its emulating mode (MountStore, emulate.go, store.go) it also stores
+// gait's synthetic data as descriptions (tardis extents) rather than
+// bytes, in a store directory that survives unmounts and crashes.
 package limpfs
 
 import (
