@@ -54,6 +54,38 @@ func ParseReadMode(s string) (ReadMode, error) {
 	return "", fmt.Errorf("read mode %q: want %s, %s or %s", s, Linearizable, Session, Any)
 }
 
+// Durability says when a write is acknowledged.
+type Durability string
+
+const (
+	// DurableDisk acknowledges a write once a majority of voters appended
+	// it to their raft log and fsynced it: it survives any crash of any
+	// number of replicas.
+	DurableDisk Durability = "disk"
+	// DurableReplicated acknowledges a write once a majority of voters
+	// appended it to their raft log in memory (the kernel's page cache);
+	// the log is fsynced in the background every syncInterval, as TRIPOD
+	// and APUS do. It survives the crash of any number of agents (the
+	// kernel still holds what they wrote) and of a minority of hosts; a
+	// simultaneous power loss or kernel crash of a majority of hosts loses
+	// the writes of the last syncInterval plus one fsync, and may leave
+	// those hosts' raft-log.db unreadable (such a replica is rebuilt: its
+	// data directory removed, and it joins again).
+	DurableReplicated Durability = "replicated"
+)
+
+// syncInterval is how often a replicated-durability log is fsynced.
+const syncInterval = 10 * time.Millisecond
+
+// ParseDurability checks a durability named on the command line.
+func ParseDurability(s string) (Durability, error) {
+	switch d := Durability(s); d {
+	case DurableDisk, DurableReplicated:
+		return d, nil
+	}
+	return "", fmt.Errorf("durability %q: want %s or %s", s, DurableDisk, DurableReplicated)
+}
+
 // Config is one agent's configuration.
 type Config struct {
 	ID        string // raft server ID, unique in the deployment
@@ -70,6 +102,8 @@ type Config struct {
 	Fanout int
 	// WriteAll makes every write answer only once every replica applied it.
 	WriteAll bool
+	// Durability is when a write is acknowledged (default DurableDisk).
+	Durability Durability
 	// Metrics is host:port for Prometheus metrics on /metrics; empty: none.
 	Metrics string
 	// MaxRequest bounds the bytes of one client request (default 32 MiB).
@@ -111,6 +145,12 @@ func (c *Config) setDefaults() error {
 		c.Read = Linearizable
 	}
 	if _, err := ParseReadMode(string(c.Read)); err != nil {
+		return err
+	}
+	if c.Durability == "" {
+		c.Durability = DurableDisk
+	}
+	if _, err := ParseDurability(string(c.Durability)); err != nil {
 		return err
 	}
 	if c.Bootstrap && c.Join != "" {
@@ -186,7 +226,8 @@ type Agent struct {
 	raftAddr    string
 	raft        *raft.Raft
 	fsm         *fsm
-	store       *raftboltdb.BoltStore
+	store       *raftboltdb.BoltStore // raft's stable store, and its log with DurableDisk
+	logStore    *raftboltdb.BoltStore // raft's log: store, or an unsynced one with DurableReplicated
 	// raftUp is closed once raft runs: peer messages wait for it, because
 	// another agent may talk to a restarting one before its raft exists.
 	raftUp    chan struct{}
@@ -298,6 +339,9 @@ func (a *Agent) startRaft() error {
 	if a.store, err = raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db")); err != nil {
 		return fmt.Errorf("open raft log in %s: %w", dir, err)
 	}
+	if a.logStore, err = a.openLog(dir); err != nil {
+		return err
+	}
 	snaps, err := raft.NewFileSnapshotStore(dir, 2, a.cfg.Log)
 	if err != nil {
 		return fmt.Errorf("open snapshots in %s: %w", dir, err)
@@ -311,18 +355,22 @@ func (a *Agent) startRaft() error {
 		hclog.New(&hclog.LoggerOptions{Name: "raft-net", Level: hclog.Warn, Output: a.cfg.Log}))
 	rc := a.raftConfig()
 	if a.cfg.Bootstrap {
-		has, err := raft.HasExistingState(a.store, a.store, snaps)
+		has, err := raft.HasExistingState(a.logStore, a.store, snaps)
 		if err != nil {
 			return fmt.Errorf("read raft state: %w", err)
 		}
 		if !has {
 			boot := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: raft.ServerAddress(a.raftAddr)}}}
-			if err := raft.BootstrapCluster(rc, a.store, a.store, snaps, a.transport, boot); err != nil {
+			if err := raft.BootstrapCluster(rc, a.logStore, a.store, snaps, a.transport, boot); err != nil {
 				return fmt.Errorf("bootstrap raft: %w", err)
 			}
 		}
 	}
-	a.logs = &timedLogStore{LogStore: a.store, observe: a.m.observeAppend}
+	a.logs = &timedLogStore{LogStore: a.logStore, observe: a.m.observeAppend}
+	if a.logStore != a.store {
+		a.wg.Add(1)
+		go func() { defer a.wg.Done(); a.syncLog() }()
+	}
 	// Replication reads back what was just appended: keep recent entries in
 	// memory rather than read them from the segment file.
 	cached, err := raft.NewLogCache(logCacheEntries, a.logs)
@@ -652,6 +700,9 @@ func (a *Agent) Close() error {
 			a.applyConn.close()
 		}
 		a.wg.Wait()
+		if a.logStore != nil && a.logStore != a.store {
+			errs = append(errs, a.logStore.Sync(), a.logStore.Close())
+		}
 		if a.store != nil {
 			errs = append(errs, a.store.Close())
 		}
