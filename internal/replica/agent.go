@@ -204,8 +204,9 @@ type result struct {
 	raw    []byte
 	index  uint64
 	err    error
-	leader string // raft address of the leader, when a request went to another agent
-	from   string // raft address of the agent that answered
+	leader string    // raft address of the leader, when a request went to another agent
+	from   string    // raft address of the agent that answered
+	at     time.Time // when the answer came
 }
 
 // waiter is a request waiting for another agent's answer: it gets it on ch,
@@ -602,7 +603,7 @@ func (a *Agent) report(ap applied) {
 		return // a divergent replica's replies must not win
 	}
 	if addr == a.raftAddr {
-		a.onReply(ap.entry.seq, incarnation, ap.index, ap.digest, a.cfg.ID, a.incarnation, ap.raw)
+		a.onReply(ap.entry.seq, incarnation, ap.index, ap.digest, a.cfg.ID, a.incarnation, ap.raw, &ap)
 		return
 	}
 	msg := resp.AppendCommand(nil, []byte("REPLY"), strconv.AppendUint(nil, ap.entry.seq, 10), []byte(incarnation),

@@ -31,14 +31,18 @@ type applied struct {
 	index  uint64
 	raw    []byte // the last reply (EXEC's for a transaction)
 	digest uint64 // chained digest of every reply up to this entry
+	// When raft handed the entry over as committed, and when the batch it
+	// was applied in went to redis: the write's stages, on this clock.
+	committed, sent time.Time
 }
 
 // queued is one committed entry (or a bare index to mark applied: raft
 // configuration changes, undecodable entries) waiting for the applier.
 type queued struct {
-	index uint64
-	entry entry
-	ok    bool // entry decoded and has replies to run
+	index     uint64
+	entry     entry
+	ok        bool      // entry decoded and has replies to run
+	committed time.Time // when raft handed it over
 }
 
 // fsm is raft's state machine: it queues committed entries and one applier
@@ -91,10 +95,11 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 			break
 		}
 	}
+	now := time.Now()
 	f.qmu.Lock()
 	defer f.qmu.Unlock()
 	for _, l := range logs {
-		q := queued{index: l.Index}
+		q := queued{index: l.Index, committed: now}
 		if l.Type == raft.LogCommand {
 			e, err := decodeEntry(l.Data)
 			if err != nil {
@@ -183,7 +188,7 @@ func (f *fsm) applyBatch(batch []queued) {
 		}
 		d := f.setApplied(q.index, raw)
 		if q.entry.proposer != "" {
-			f.report(applied{entry: q.entry, index: q.index, raw: raw, digest: d})
+			f.report(applied{entry: q.entry, index: q.index, raw: raw, digest: d, committed: q.committed, sent: start})
 		}
 	}
 	if f.observe != nil && n > 0 {
