@@ -229,6 +229,7 @@ type Agent struct {
 	fsm         *fsm
 	store       *raftboltdb.BoltStore // raft's stable store, and its log with DurableDisk
 	logStore    *raftboltdb.BoltStore // raft's log: store, or an unsynced one with DurableReplicated
+	snaps       raft.SnapshotStore
 	// raftUp is closed once raft runs: peer messages wait for it, because
 	// another agent may talk to a restarting one before its raft exists.
 	raftUp    chan struct{}
@@ -240,7 +241,6 @@ type Agent struct {
 	metricsSrv *http.Server
 	metricsLn  net.Listener
 	reads      *redisMux
-	applyConn  *redisConn
 	tmpDir     string
 	done       chan struct{}
 	closeOnce  sync.Once
@@ -288,14 +288,14 @@ func newIncarnation() string {
 }
 
 func (a *Agent) start() error {
-	var err error
-	if a.applyConn, err = dialRedis(a.cfg.RedisAddr); err != nil {
+	conn, err := dialRedis(a.cfg.RedisAddr)
+	if err != nil {
 		return err
 	}
-	if _, err := a.applyConn.command("FLUSHALL"); err != nil {
+	a.fsm = newFSM(conn, a.report, a.logger) // Close closes conn from now on
+	if _, err := conn.command("FLUSHALL"); err != nil {
 		return fmt.Errorf("empty local redis: %w", err)
 	}
-	a.fsm = newFSM(a.applyConn, a.report, a.logger)
 	a.fsm.observe = a.m.observeApply
 	a.fsm.onConfig = func() { a.health.membersChanged.Store(true) }
 	a.wg.Add(1)
@@ -309,7 +309,8 @@ func (a *Agent) start() error {
 	if err := a.serveMetrics(); err != nil {
 		return err
 	}
-	a.wg.Add(4)
+	a.wg.Add(5)
+	go func() { defer a.wg.Done(); a.watchRedis() }()
 	go func() { defer a.wg.Done(); a.serveClients() }()
 	go func() { defer a.wg.Done(); a.watchFutures() }()
 	go func() { defer a.wg.Done(); a.watchLeadership() }()
@@ -347,6 +348,7 @@ func (a *Agent) startRaft() error {
 	if err != nil {
 		return fmt.Errorf("open snapshots in %s: %w", dir, err)
 	}
+	a.snaps = snaps
 	ln, err := net.Listen("tcp", a.cfg.RaftAddr)
 	if err != nil {
 		return fmt.Errorf("listen for raft: %w", err)
@@ -697,10 +699,13 @@ func (a *Agent) Close() error {
 		if a.transport != nil {
 			errs = append(errs, a.transport.Close())
 		}
-		if a.applyConn != nil {
-			a.applyConn.close()
+		if a.fsm != nil {
+			a.fsm.closeConn()
 		}
 		a.wg.Wait()
+		if a.fsm != nil {
+			a.fsm.closeConn() // again: a reattach may have swapped it meanwhile
+		}
 		if a.logStore != nil && a.logStore != a.store {
 			errs = append(errs, a.logStore.Sync(), a.logStore.Close())
 		}
