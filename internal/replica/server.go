@@ -73,7 +73,7 @@ func (a *Agent) serveConn(c net.Conn) {
 	written := make(chan struct{})
 	go func() { a.writeReplies(c, slots); close(written) }()
 	defer func() { close(slots); <-written }()
-	sc := &stallConn{Conn: c, timeout: a.cfg.RequestTimeout}
+	sc := &stallConn{Conn: c, timeout: a.cfg.RequestTimeout, observe: func(d time.Duration) { a.m.stage("request_read", d) }}
 	rd := resp.NewReader(sc, a.cfg.MaxRequest, maxArgs)
 	rd.Budget, rd.Begin = a.budget, sc.begin
 	defer rd.Release()
@@ -125,14 +125,19 @@ func (a *Agent) requestError(err error) string {
 type stallConn struct {
 	net.Conn
 	timeout time.Duration
-	mid     bool // a request has begun
-	armed   bool // a read deadline is set
+	mid     bool                // a request has begun
+	began   time.Time           // when
+	armed   bool                // a read deadline is set
+	observe func(time.Duration) // told how long each request took to arrive
 }
 
-func (c *stallConn) begin() { c.mid = true }
+func (c *stallConn) begin() { c.mid, c.began = true, time.Now() }
 
 // end disarms the deadline once a request is read: the connection may idle.
 func (c *stallConn) end() {
+	if c.mid {
+		c.observe(time.Since(c.began))
+	}
 	c.mid = false
 	if c.armed {
 		c.Conn.SetReadDeadline(time.Time{})
@@ -297,6 +302,7 @@ func (a *Agent) write(st *clientState, payload []byte, n int) slot {
 		if r.index > st.lastIndex.Load() {
 			st.lastIndex.Store(r.index)
 		}
+		a.m.stage("reply", time.Since(r.at))
 		return r.raw
 	}}
 }

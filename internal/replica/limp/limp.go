@@ -69,6 +69,11 @@ type Status struct {
 	Stamp           int64   // the sender's stamp when it sent the report
 	Echo, Hold      int64   // this agent's stamp it last got, and how long the sender held it
 	NetSecs         float64 // the sender's round trip to its nearest peer
+	// Stopped says the replica cannot apply at all (its redis-server is
+	// gone): it limps whatever its peers' lag, which matters when several
+	// stopped at once and the median lag is stuck too. Only this agent's
+	// own status carries it.
+	Stopped bool
 }
 
 // Mark is a change in whether a replica limps, with what it was judged on.
@@ -80,6 +85,7 @@ type Mark struct {
 	Lag, MedianLag       time.Duration
 	Append, MedianAppend time.Duration
 	Net, MedianNet       time.Duration
+	Stopped              bool // it cannot apply at all
 }
 
 // Transfer names the voter a limping leader should hand leadership to.
@@ -125,6 +131,7 @@ type replica struct {
 	incarnation string
 	applied     uint64
 	appendSecs  float64   // the replica's mean raft log append time, as it reports
+	stopped     bool      // it cannot apply (Status.Stopped)
 	seen        time.Time // its last status
 	lag         time.Duration
 	limping     bool
@@ -197,7 +204,7 @@ func (t *Tracker) Observe(st Status, now time.Time) {
 		return
 	}
 	r.incarnation, r.applied, r.appendSecs, r.seen = st.Incarnation, st.Applied, st.AppendSecs, now
-	r.netSecs, r.echo, r.echoAt = st.NetSecs, st.Stamp, now
+	r.netSecs, r.echo, r.echoAt, r.stopped = st.NetSecs, st.Stamp, now, st.Stopped
 	if st.Echo > 0 {
 		if rtt := t.Stamp(now) - st.Echo - st.Hold; rtt > 0 {
 			r.rttSecs = EWMA(r.rttSecs, time.Duration(rtt).Seconds())
@@ -316,11 +323,11 @@ func (t *Tracker) markLimping(medianLag time.Duration) []Mark {
 		slowApply := slow(r.lag, cfg.Floor, medianLag)
 		slowDisk := slow(appendTime, appendLimpFloor, medianAppend)
 		slowNet := slow(net, netLimpFloor, medianNet)
-		healed := r.lag < cfg.Floor/2 && fine(appendTime, appendLimpFloor, medianAppend) && fine(net, netLimpFloor, medianNet)
-		if (!r.limping && (slowApply || slowDisk || slowNet)) || (r.limping && healed) {
+		healed := !r.stopped && r.lag < cfg.Floor/2 && fine(appendTime, appendLimpFloor, medianAppend) && fine(net, netLimpFloor, medianNet)
+		if (!r.limping && (r.stopped || slowApply || slowDisk || slowNet)) || (r.limping && healed) {
 			r.limping = !r.limping
 			marks = append(marks, Mark{ID: r.id, Limping: r.limping, Lag: r.lag, MedianLag: medianLag,
-				Append: appendTime, MedianAppend: medianAppend, Net: net, MedianNet: medianNet})
+				Append: appendTime, MedianAppend: medianAppend, Net: net, MedianNet: medianNet, Stopped: r.stopped})
 		}
 	}
 	sort.Slice(marks, func(i, j int) bool { return marks[i].ID < marks[j].ID })

@@ -236,3 +236,21 @@ func TestReadTargets(t *testing.T) {
 		t.Errorf("b has 8 reads outstanding: targets %s, want ac", got)
 	}
 }
+
+// TestStoppedLimps: a leader that cannot apply limps and hands over at
+// once, even when the others are stuck too (the median lag is no help),
+// and recovers only once it applies again.
+func TestStoppedLimps(t *testing.T) {
+	tr := newTracker(100*time.Millisecond, 10*time.Millisecond)
+	report(tr, t0, map[string]uint64{"a": 7, "b": 7, "c": 7})
+	tr.Observe(Status{ID: "a", Incarnation: "inc-a", Applied: 7, Stopped: true}, t0)
+	d := tr.Tick(t0, true, nil)
+	if len(d.Marks) != 1 || !d.Marks[0].Stopped || d.Transfer == nil {
+		t.Fatalf("stopped leader: %+v, want it marked and a transfer", d)
+	}
+	now := t0.Add(50 * time.Millisecond)
+	report(tr, now, map[string]uint64{"a": 7, "b": 7, "c": 7})
+	if d := tr.Tick(now, false, nil); len(d.Marks) != 1 || d.Marks[0].Limping {
+		t.Errorf("applying again: %+v, want a recovery mark", d.Marks)
+	}
+}
