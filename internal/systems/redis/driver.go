@@ -276,7 +276,7 @@ func (c *Cluster) inSync(ctx context.Context, addr string) error {
 
 // Roles asks every server for its replication role: "primary" (Redis's
 // master), "replica", or "down" if its process has exited; a running
-// server that does not answer in time is "unknown".
+// server that does not answer in time is "unreachable" (as etcd's).
 func (c *Cluster) Roles(ctx context.Context) (map[string]string, error) {
 	roles := map[string]string{}
 	var mu sync.Mutex
@@ -289,7 +289,7 @@ func (c *Cluster) Roles(ctx context.Context) (map[string]string, error) {
 			if rep, err = replication(ctx, c.addr(m)); err == nil {
 				role = rep.Role
 			} else {
-				role = "unknown"
+				role = "unreachable"
 				err = fmt.Errorf("%s: %w", m.host.Name(), err)
 			}
 		}
