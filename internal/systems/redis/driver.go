@@ -189,7 +189,10 @@ func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Clust
 		// the 5 s Redis waits for more replicas to share one transfer.
 		m := &member{host: h, argv: append(d.persistence(), "--repl-diskless-sync-delay", "0")}
 		if i > 0 {
-			m.argv = append(m.argv, "--replicaof", hosts[0].Address(), strconv.Itoa(d.Port))
+			// The primary names a replica by the address it connects
+			// from: on loopback the kernel would pick 127.0.0.1 for all.
+			m.argv = append(m.argv, "--replicaof", hosts[0].Address(), strconv.Itoa(d.Port),
+				"--replica-announce-ip", h.Address(), "--bind-source-addr", h.Address())
 		}
 		c.members = append(c.members, m)
 		c.byName[h.Name()] = m
