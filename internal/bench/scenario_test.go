@@ -412,6 +412,11 @@ func TestBundled(t *testing.T) {
 	if err != nil || len(more) != 2 {
 		t.Fatalf("bundled gait-redis scenarios: %v %v", more, err)
 	}
+	redis, err := filepath.Glob("../../scenarios/redis/*.yaml")
+	if err != nil || len(redis) != 2 {
+		t.Fatalf("bundled redis scenarios: %v %v", redis, err)
+	}
+	more = append(more, redis...)
 	for _, p := range append(paths, more...) {
 		s, err := Load(p)
 		if err != nil {
