@@ -132,6 +132,9 @@ type Config struct {
 	// 250 ms) and LimpFactor (default 10) times the median lag of all replicas.
 	LimpFloor  time.Duration
 	LimpFactor float64
+	// LimpHold is how long a replica must look slow before it is marked
+	// limping (default 1 s): noise on a shared machine is not limping.
+	LimpHold time.Duration
 	// PeerInflight bounds the reads outstanding at one peer (default 256).
 	PeerInflight int
 	Log          io.Writer // default os.Stderr
@@ -163,7 +166,7 @@ func (c *Config) setDefaults() error {
 		d   *time.Duration
 		def time.Duration
 	}{{&c.WriteTimeout, 10 * time.Second}, {&c.RequestTimeout, 10 * time.Second}, {&c.HeartbeatTimeout, 500 * time.Millisecond},
-		{&c.StatusInterval, 50 * time.Millisecond}, {&c.LimpFloor, 250 * time.Millisecond}}
+		{&c.StatusInterval, 50 * time.Millisecond}, {&c.LimpFloor, 250 * time.Millisecond}, {&c.LimpHold, time.Second}}
 	for _, d := range defaults {
 		if *d.d <= 0 {
 			*d.d = d.def
