@@ -413,7 +413,7 @@ func TestBundled(t *testing.T) {
 		t.Fatalf("bundled gait-redis scenarios: %v %v", more, err)
 	}
 	redis, err := filepath.Glob("../../scenarios/redis/*.yaml")
-	if err != nil || len(redis) != 2 {
+	if err != nil || len(redis) != 3 {
 		t.Fatalf("bundled redis scenarios: %v %v", redis, err)
 	}
 	more = append(more, redis...)

@@ -311,7 +311,11 @@ func (c *Cluster) running(m *member) bool {
 }
 
 // Client connects to the server on host, primary or replica: a replica
-// serves reads and refuses writes (READONLY), as Redis does.
+// serves reads and refuses writes (READONLY), as Redis does. With
+// Sentinel, a client of the primary follows the primary: it asks the
+// Sentinels where the primary is whenever it connects, as an application
+// behind Sentinel does, so after a failover it writes to the promoted
+// replica.
 func (c *Cluster) Client(host string) (load.Client, error) {
 	m, ok := c.byName[host]
 	if !ok {
@@ -319,6 +323,11 @@ func (c *Cluster) Client(host string) (load.Client, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if c.d.Sentinel {
+		if rep, err := replication(ctx, c.addr(m)); err == nil && rep.Role == "primary" {
+			return c.dialPrimary(ctx)
+		}
+	}
 	return Dial(ctx, c.addr(m))
 }
 
