@@ -124,7 +124,7 @@ var Settings = []systems.Setting{
 			// A crashed primary takes its host's Sentinel with it; the
 			// others must still be a majority to elect the one that fails
 			// it over.
-			return fmt.Errorf("Sentinel needs at least 3 nodes (a majority of Sentinels outlives the primary's host), the scenario has %d", nodes)
+			return fmt.Errorf("true needs at least 3 nodes (a majority of Sentinels must outlive the primary's host), the scenario has %d", nodes)
 		}
 		return nil
 	}},
