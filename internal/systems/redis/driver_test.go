@@ -297,3 +297,35 @@ func TestSentinelFailover(t *testing.T) {
 		return roles(t, c)["h0"] == "replica"
 	})
 }
+
+// appendfsync turns the append-only file on with that policy.
+func TestAppendOnly(t *testing.T) {
+	if _, err := os.Stat(ServerBinary); err != nil {
+		t.Skipf("%s not installed", ServerBinary)
+	}
+	lb, err := loopback.Hosts(t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDriver()
+	if err := d.Configure(map[string]string{"appendfsync": "always"}); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := d.Start(context.Background(), []systems.Host{lb[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Stop()
+	c := direct(t, cl.(*Cluster), lb[0].Name())
+	ctx := context.Background()
+	if err := c.Do(ctx, load.Op{Kind: OpSet, Key: "k", Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.rdb.ConfigGet(ctx, "append*").Result()
+	if err != nil || got["appendonly"] != "yes" || got["appendfsync"] != "always" {
+		t.Errorf("config %v, %v", got, err)
+	}
+	if st, err := os.Stat(ServerDir(lb[0]) + "/appendonlydir"); err != nil || !st.IsDir() {
+		t.Errorf("no append-only directory: %v", err)
+	}
+}
