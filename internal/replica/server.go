@@ -34,15 +34,17 @@ func (a *Agent) serveClients() {
 		if err != nil {
 			return
 		}
+		st := a.newClientState(c)
 		a.mu.Lock()
-		a.conns[c] = struct{}{}
+		a.conns[c] = st
 		a.mu.Unlock()
-		go a.serveConn(c)
+		go a.serveConn(c, st)
 	}
 }
 
 // clientState is the per-connection state.
 type clientState struct {
+	clientConn
 	inMulti bool
 	aborted bool
 	queued  [][][]byte
@@ -61,7 +63,7 @@ type clientState struct {
 // serveConn reads requests and proposes writes in arrival order; a second
 // goroutine writes replies in the same order. Writes of one connection are
 // pipelined through raft, reads wait for everything before them.
-func (a *Agent) serveConn(c net.Conn) {
+func (a *Agent) serveConn(c net.Conn, st *clientState) {
 	defer func() {
 		a.mu.Lock()
 		delete(a.conns, c)
@@ -72,7 +74,6 @@ func (a *Agent) serveConn(c net.Conn) {
 	go func() { a.writeReplies(c, slots); close(written) }()
 	defer func() { close(slots); <-written }()
 	rd := resp.NewReader(c, a.cfg.MaxRequest, maxArgs)
-	st := &clientState{}
 	for {
 		args, err := rd.ReadCommand()
 		if err != nil {
@@ -82,6 +83,7 @@ func (a *Agent) serveConn(c net.Conn) {
 			}
 			return
 		}
+		st.touch(args[0])
 		s := a.handle(st, args)
 		slots <- s
 		if s.close {
@@ -127,6 +129,13 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 	}
 	if msg != "" {
 		return slot{reply: resp.Error(msg)}
+	}
+	if sp.Blocks {
+		if d, forever, ok := blockTimeout(name, args); ok {
+			// The connection waits, as a blocked redis client does: nothing
+			// after it is read until it is answered.
+			return slot{reply: a.block(st, name, args, d, forever)}
+		}
 	}
 	switch sp.Kind {
 	case rediscmd.Write:
@@ -177,6 +186,14 @@ func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 		return a.exec(st)
 	case "WAITALL":
 		return a.waitAllSlot(st, args)
+	case "WAIT":
+		return a.waitSlot(st, args)
+	case "CLIENT":
+		return slot{reply: a.clientCommand(st, args)}
+	case "HELLO":
+		return slot{reply: a.hello(st, args)}
+	case "RESET":
+		return slot{reply: a.reset(st)}
 	}
 	return slot{reply: resp.Error("ERR internal: no handler for " + name)}
 }
