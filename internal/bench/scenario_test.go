@@ -225,7 +225,7 @@ func TestMalformed(t *testing.T) {
 		{"repeat zero", with(7, "repeat: 0"),
 			`f.yaml:7: repeat: "0" is not a whole number of at least 1`},
 		{"unknown system", with(2, "system: cassandra"),
-			`f.yaml:2: system: unknown system "cassandra" (known: etcd, gait-redis, redis, zookeeper)`},
+			`f.yaml:2: system: unknown system "cassandra" (known: etcd, gait-redis, hdfs, redis, zookeeper)`},
 		{"no system", with(2, "description: x"),
 			"f.yaml:1: system: missing (required)"},
 		{"bad name", with(1, "name: a/b"),
@@ -241,7 +241,7 @@ func TestMalformed(t *testing.T) {
 		{"bad bandwidth", with(7, "bandwidth: fast"),
 			`f.yaml:7: bandwidth: "fast" is not a link rate`},
 		{"unknown op", wl("{op: delete, clients: 8}"),
-			`f.yaml:4: workload.op: mix "delete": unknown operation "delete" (this system offers put, get, range)`},
+			`f.yaml:4: workload.op: mix "delete": unknown operation "delete" (this system offers put, get, range, lease)`},
 		{"no op", wl("{clients: 8}"),
 			"f.yaml:4: workload.op: missing (required)"},
 		{"clients and rate", wl("{op: put, clients: 8, rate: 500/s}"),
@@ -412,6 +412,11 @@ func TestBundled(t *testing.T) {
 	if err != nil || len(more) != 2 {
 		t.Fatalf("bundled gait-redis scenarios: %v %v", more, err)
 	}
+	redis, err := filepath.Glob("../../scenarios/redis/*.yaml")
+	if err != nil || len(redis) != 2 {
+		t.Fatalf("bundled redis scenarios: %v %v", redis, err)
+	}
+	more = append(more, redis...)
 	for _, p := range append(paths, more...) {
 		s, err := Load(p)
 		if err != nil {

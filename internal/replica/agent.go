@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gait-dev/gait/internal/resp"
@@ -132,6 +133,9 @@ type Config struct {
 	// 250 ms) and LimpFactor (default 10) times the median lag of all replicas.
 	LimpFloor  time.Duration
 	LimpFactor float64
+	// LimpHold is how long a replica must look slow before it is marked
+	// limping (default 1 s): noise on a shared machine is not limping.
+	LimpHold time.Duration
 	// PeerInflight bounds the reads outstanding at one peer (default 256).
 	PeerInflight int
 	Log          io.Writer // default os.Stderr
@@ -163,7 +167,7 @@ func (c *Config) setDefaults() error {
 		d   *time.Duration
 		def time.Duration
 	}{{&c.WriteTimeout, 10 * time.Second}, {&c.RequestTimeout, 10 * time.Second}, {&c.HeartbeatTimeout, 500 * time.Millisecond},
-		{&c.StatusInterval, 50 * time.Millisecond}, {&c.LimpFloor, 250 * time.Millisecond}}
+		{&c.StatusInterval, 50 * time.Millisecond}, {&c.LimpFloor, 250 * time.Millisecond}, {&c.LimpHold, time.Second}}
 	for _, d := range defaults {
 		if *d.d <= 0 {
 			*d.d = d.def
@@ -256,7 +260,9 @@ type Agent struct {
 	pending map[uint64]waiter
 	writes  map[uint64]*write
 	peers   map[string]*peer
-	conns   map[net.Conn]struct{}
+	conns   map[net.Conn]*clientState
+	// clientIDs numbers client connections, for CLIENT ID and CLIENT LIST.
+	clientIDs atomic.Uint64
 }
 
 // Start starts an agent: it empties the local redis (the log rebuilds it),
@@ -267,7 +273,7 @@ func Start(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, logger: log.New(cfg.Log, "replica "+cfg.ID+": ", log.LstdFlags|log.Lmicroseconds),
 		done: make(chan struct{}), raftUp: make(chan struct{}), pending: map[uint64]waiter{}, writes: map[uint64]*write{},
-		peers: map[string]*peer{}, conns: map[net.Conn]struct{}{}, reads: newRedisMux(cfg.RedisAddr, 4),
+		peers: map[string]*peer{}, conns: map[net.Conn]*clientState{}, reads: newRedisMux(cfg.RedisAddr, 4),
 		futures: make(chan appliedFuture, 4096)}
 	a.incarnation, a.born = newIncarnation(), time.Now()
 	a.budget = resp.NewBudget(int64(cfg.RequestMemory))

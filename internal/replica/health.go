@@ -27,7 +27,7 @@ type health struct {
 
 func newHealth(a *Agent) *health {
 	cfg := limp.Config{Self: a.cfg.ID, StatusInterval: a.cfg.StatusInterval, Floor: a.cfg.LimpFloor,
-		Factor: a.cfg.LimpFactor, PeerInflight: a.cfg.PeerInflight, Born: a.born}
+		Factor: a.cfg.LimpFactor, Hold: a.cfg.LimpHold, PeerInflight: a.cfg.PeerInflight, Born: a.born}
 	return &health{a: a, t: limp.New(cfg, a.incarnation)}
 }
 

@@ -26,6 +26,11 @@ type Config struct {
 	// round trip to its nearest peer must be to count.
 	Floor  time.Duration
 	Factor float64
+	// Hold is how long a replica must look slow, tick after tick, before
+	// it is marked: a machine busy with other work makes every replica
+	// look slow now and then, and a handover on noise costs more than the
+	// noise. A replica that cannot apply at all is marked at once.
+	Hold time.Duration
 	// PeerInflight is how many reads may be outstanding at one peer before
 	// it is given no more.
 	PeerInflight int
@@ -132,6 +137,7 @@ type replica struct {
 	applied     uint64
 	appendSecs  float64   // the replica's mean raft log append time, as it reports
 	stopped     bool      // it cannot apply (Status.Stopped)
+	slowSince   time.Time // since when it has looked slow on every tick; zero while it does not
 	seen        time.Time // its last status
 	lag         time.Duration
 	limping     bool
@@ -253,7 +259,7 @@ func (t *Tracker) NearestPeer(now time.Time) float64 {
 // has been overdue; it counts as lag.
 func (t *Tracker) Tick(now time.Time, leader bool, missing map[string]time.Duration) Decision {
 	medianLag := t.computeLags(now, missing)
-	d := Decision{Marks: t.markLimping(medianLag)}
+	d := Decision{Marks: t.markLimping(now, medianLag)}
 	d.Transfer = t.transferTarget(now, leader)
 	return d
 }
@@ -302,8 +308,9 @@ func median(ds []time.Duration) time.Duration {
 // markLimping compares each replica with its peers: far behind in applying,
 // far slower in appending to its raft log, or far slower to reach even its
 // nearest peer (its own link limps). A mark is lifted only once the replica
-// is back under half the thresholds.
-func (t *Tracker) markLimping(medianLag time.Duration) []Mark {
+// is back under half the thresholds. A mark needs the replica to have
+// looked slow for Hold.
+func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 	cfg := t.cfg
 	var appends, nets []time.Duration
 	for _, r := range t.replicas {
@@ -324,7 +331,15 @@ func (t *Tracker) markLimping(medianLag time.Duration) []Mark {
 		slowDisk := slow(appendTime, appendLimpFloor, medianAppend)
 		slowNet := slow(net, netLimpFloor, medianNet)
 		healed := !r.stopped && r.lag < cfg.Floor/2 && fine(appendTime, appendLimpFloor, medianAppend) && fine(net, netLimpFloor, medianNet)
-		if (!r.limping && (r.stopped || slowApply || slowDisk || slowNet)) || (r.limping && healed) {
+		slowNow := slowApply || slowDisk || slowNet
+		switch {
+		case !slowNow:
+			r.slowSince = time.Time{}
+		case r.slowSince.IsZero():
+			r.slowSince = now
+		}
+		held := slowNow && now.Sub(r.slowSince) >= cfg.Hold
+		if (!r.limping && (r.stopped || held)) || (r.limping && healed) {
 			r.limping = !r.limping
 			marks = append(marks, Mark{ID: r.id, Limping: r.limping, Lag: r.lag, MedianLag: medianLag,
 				Append: appendTime, MedianAppend: medianAppend, Net: net, MedianNet: medianNet, Stopped: r.stopped})

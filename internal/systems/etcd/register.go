@@ -8,7 +8,8 @@ func init() {
 		Ops:   Ops,
 		Write: "put",
 		// A get or range is linearizable (etcd's default): the member
-		// asks the leader for its commit index first.
+		// asks the leader for its commit index first. A lease is a
+		// proposal, like a put.
 		Ordered: Ops,
 		Roles:   systems.ConsensusRoles,
 		New:     func() systems.Driver { return New() },

@@ -69,17 +69,25 @@ var dataNodeMetrics = []metric{
 
 var jvmAttrs = regexp.MustCompile(`^(MemHeapUsedM|MemHeapCommittedM|GcTimeMillis|ThreadsRunnable|ThreadsBlocked|ThreadsWaiting)$`)
 
-// Metrics asks every daemon's /jmx at once and returns the attributes
-// nameNodeMetrics and dataNodeMetrics name, keyed "Attr{host=h}". A daemon
-// that does not answer adds nothing but its failure to the error.
+// scrapes bounds the daemons asked at once: a hundred JVMs serialising
+// their beans together on two cores each took more than jmxTimeout.
+const scrapes = 8
+
+// Metrics asks every daemon's /jmx, scrapes at a time, each within
+// jmxTimeout, and returns the attributes nameNodeMetrics and
+// dataNodeMetrics name, keyed "Attr{host=h}". A daemon that does not
+// answer adds nothing but its failure to the error.
 func (c *Cluster) Metrics(ctx context.Context) (map[string]float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, jmxTimeout)
-	defer cancel()
+	slots := make(chan struct{}, scrapes)
 	out, err := systems.ScrapeAll(len(c.members), func(i int, vals map[string]float64) error {
 		m := c.members[i]
 		if m.exited() {
 			return nil
 		}
+		slots <- struct{}{}
+		defer func() { <-slots }()
+		ctx, cancel := context.WithTimeout(ctx, jmxTimeout)
+		defer cancel()
 		want := dataNodeMetrics
 		if m.role == RoleNameNode {
 			want = nameNodeMetrics

@@ -189,7 +189,10 @@ func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Clust
 		// the 5 s Redis waits for more replicas to share one transfer.
 		m := &member{host: h, argv: append(d.persistence(), "--repl-diskless-sync-delay", "0")}
 		if i > 0 {
-			m.argv = append(m.argv, "--replicaof", hosts[0].Address(), strconv.Itoa(d.Port))
+			// The primary names a replica by the address it connects
+			// from: on loopback the kernel would pick 127.0.0.1 for all.
+			m.argv = append(m.argv, "--replicaof", hosts[0].Address(), strconv.Itoa(d.Port),
+				"--replica-announce-ip", h.Address(), "--bind-source-addr", h.Address())
 		}
 		c.members = append(c.members, m)
 		c.byName[h.Name()] = m
@@ -276,7 +279,7 @@ func (c *Cluster) inSync(ctx context.Context, addr string) error {
 
 // Roles asks every server for its replication role: "primary" (Redis's
 // master), "replica", or "down" if its process has exited; a running
-// server that does not answer in time is "unknown".
+// server that does not answer in time is "unreachable" (as etcd's).
 func (c *Cluster) Roles(ctx context.Context) (map[string]string, error) {
 	roles := map[string]string{}
 	var mu sync.Mutex
@@ -289,7 +292,7 @@ func (c *Cluster) Roles(ctx context.Context) (map[string]string, error) {
 			if rep, err = replication(ctx, c.addr(m)); err == nil {
 				role = rep.Role
 			} else {
-				role = "unknown"
+				role = "unreachable"
 				err = fmt.Errorf("%s: %w", m.host.Name(), err)
 			}
 		}
