@@ -68,7 +68,10 @@ func (c *Cluster) Roles(ctx context.Context) (map[string]string, error) {
 	case 1:
 		return roles, nil
 	case 0:
-		return roles, fmt.Errorf("gait-redis: no agent leads: %w", errors.Join(errs...))
+		if err := errors.Join(errs...); err != nil {
+			return roles, fmt.Errorf("gait-redis: no agent leads: %w", err)
+		}
+		return roles, errors.New("gait-redis: no agent leads (every agent answered; an election is under way)")
 	}
 	sort.Strings(leaders)
 	return roles, fmt.Errorf("gait-redis: agents %v each lead", leaders)
