@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gait-dev/gait/internal/resp"
@@ -259,7 +260,9 @@ type Agent struct {
 	pending map[uint64]waiter
 	writes  map[uint64]*write
 	peers   map[string]*peer
-	conns   map[net.Conn]struct{}
+	conns   map[net.Conn]*clientState
+	// clientIDs numbers client connections, for CLIENT ID and CLIENT LIST.
+	clientIDs atomic.Uint64
 }
 
 // Start starts an agent: it empties the local redis (the log rebuilds it),
@@ -270,7 +273,7 @@ func Start(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, logger: log.New(cfg.Log, "replica "+cfg.ID+": ", log.LstdFlags|log.Lmicroseconds),
 		done: make(chan struct{}), raftUp: make(chan struct{}), pending: map[uint64]waiter{}, writes: map[uint64]*write{},
-		peers: map[string]*peer{}, conns: map[net.Conn]struct{}{}, reads: newRedisMux(cfg.RedisAddr, 4),
+		peers: map[string]*peer{}, conns: map[net.Conn]*clientState{}, reads: newRedisMux(cfg.RedisAddr, 4),
 		futures: make(chan appliedFuture, 4096)}
 	a.incarnation, a.born = newIncarnation(), time.Now()
 	a.budget = resp.NewBudget(int64(cfg.RequestMemory))
