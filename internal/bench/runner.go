@@ -173,8 +173,12 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 		err = errors.Join(err, tb.Close(), r.removeScratch(opts.Dir, logs))
 		res.Wall = time.Since(begin)
 	}()
+	drv, err := r.s.sys.Driver(r.s.Config)
+	if err != nil {
+		return res, err
+	}
 	t0 := time.Now()
-	if lr.cluster, err = r.s.sys.New().Start(ctx, tbhost.Hosts(tb, logs)); err != nil {
+	if lr.cluster, err = drv.Start(ctx, tbhost.Hosts(tb, logs)); err != nil {
 		return res, err
 	}
 	res.Ready = time.Since(t0)
@@ -404,6 +408,9 @@ func (lr *liveRun) rundirConfig(roles map[string]string) rundir.Config {
 // workloadRecord is what run.json keeps of the scenario beside the workload.
 func (lr *liveRun) workloadRecord() map[string]any {
 	w := map[string]any{"connect": lr.s.Workload.Connect, "bandwidth_bps": lr.s.Bandwidth, "data": lr.s.Data}
+	if len(lr.s.Config) > 0 {
+		w["config"] = lr.s.Config
+	}
 	if d := lr.s.Disk; d != nil {
 		w["disk_bandwidth"], w["disk_latency"] = d.Bandwidth, d.Latency.Seconds()
 	}

@@ -20,8 +20,8 @@ type StepVerdict struct {
 // sent to, named by what it was in its run (hostLabels), so repetitions
 // and the baseline, whose clusters elect different hosts, line up. A group
 // involves the limping component when it was sent to the member with the
-// fault, or when it is the system's write and that member has the role
-// every write passes through (a leader).
+// fault, or when that member has the role that orders operations (a
+// leader) and the operation passes through it (systems.System.Ordered).
 func Judge(s *Scenario, sum Summary, results []RunResult, o verdict.Options) ([]StepVerdict, error) {
 	if len(sum.Steps) == 0 || sum.Steps[0].Label != "baseline" {
 		return nil, nil
@@ -116,10 +116,10 @@ func (s *Scenario) measureRun(r RunResult) (map[groupKey]verdict.Latency, []verd
 		return nil, nil, err
 	}
 	labels := hostLabels(r, s.Inject)
-	ordersWrites := false
+	ordered := false
 	for h, l := range labels {
 		if role, ok := s.sys.Role(r.Roles[h]); ok && strings.Contains(l, "fault") && role.Orders {
-			ordersWrites = true
+			ordered = true
 		}
 	}
 	groups := map[groupKey]verdict.Latency{}
@@ -127,7 +127,7 @@ func (s *Scenario) measureRun(r RunResult) (map[groupKey]verdict.Latency, []verd
 		node := labels[run.HostName(x.Host)]
 		op := run.OpName(x.Op)
 		k := groupKey{op: op, node: node,
-			involved: strings.Contains(node, "fault") || (op == s.sys.Write && ordersWrites)}
+			involved: strings.Contains(node, "fault") || (ordered && s.sys.PassesOrderer(op))}
 		l := groups[k]
 		l.N++
 		l.Mean += x.Latency.Seconds()
@@ -140,10 +140,11 @@ func (s *Scenario) measureRun(r RunResult) (map[groupKey]verdict.Latency, []verd
 	return groups, queueSeries(rows, labels), nil
 }
 
-// queueWords mark a white-box metric that counts what waits: a queue, a
-// lag, pending or outstanding requests, a backlog. Running totals are not
+// queueWords mark a white-box metric that counts what waits: a queue
+// (ZooKeeper's learner handlers call theirs qp, queued packets), a lag,
+// pending or outstanding requests, a backlog. Running totals are not
 // queues even when their names say so.
-var queueWords = []string{"queue", "lag", "pending", "outstanding", "backlog"}
+var queueWords = []string{"queue", "qp_size", "lag", "pending", "outstanding", "backlog"}
 
 func isQueue(name string) bool {
 	if strings.HasSuffix(name, "_total") {
@@ -152,16 +153,38 @@ func isQueue(name string) bool {
 	return slices.ContainsFunc(queueWords, func(w string) bool { return strings.Contains(name, w) })
 }
 
-// queueSeries collects a run's queue and lag metrics per member.
+// queueSeries collects a run's queue and lag metrics per member. A metric
+// is the member's by its host label; its other labels stay in its name,
+// a host in them named as the member is (the leader's queue to the
+// follower with the fault: "qp_size{follower=follower, fault}").
 func queueSeries(rows []rundir.Second, labels map[string]string) []verdict.Series {
 	byKey := map[string]*verdict.Series{}
 	var keys []string
 	for _, row := range rows {
 		for k, v := range row.Metrics {
-			name, host := splitMetric(k)
-			node, ok := labels[host]
-			if !ok || !isQueue(name) {
+			name, rest, _ := strings.Cut(k, "{")
+			if !isQueue(name) {
 				continue
+			}
+			var node string
+			var others []string
+			for kv := range strings.SplitSeq(strings.TrimSuffix(rest, "}"), ",") {
+				key, val, _ := strings.Cut(kv, "=")
+				l, known := labels[val]
+				switch {
+				case key == "host" && known:
+					node = l
+				case key != "host" && key != "" && known:
+					others = append(others, key+"="+l)
+				case key != "host" && key != "":
+					others = append(others, kv)
+				}
+			}
+			if node == "" {
+				continue
+			}
+			if len(others) > 0 {
+				name += "{" + strings.Join(others, ",") + "}"
 			}
 			x := byKey[k]
 			if x == nil {

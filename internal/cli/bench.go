@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -97,16 +98,19 @@ func runBench(cmd *cobra.Command, args []string, f benchFlags) error {
 	results, err := suite.Run(ctx, scenarios, suite.Options{Out: f.out, StateDir: f.stateDir, Verdict: f.verdict, Log: status,
 		Status: func(p suite.Progress) { status.show(p.String()) }})
 	status.clear()
-	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted; the hosts are removed, %d experiments finished in %s (run the same command again to resume)", len(results), f.out)
-		}
-		return err
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted; the hosts are removed, %d experiments finished in %s (run the same command again to resume)", len(results), f.out)
+	}
+	failed := err
+	if len(results) == 0 {
+		return failed
 	}
 	if f.end.html != "-" {
 		fmt.Fprintf(stderr, "report: %s\n", f.end.html)
 	}
-	return f.end.finish(stdout, result{
+	// The experiments that finished are shown even when others failed;
+	// the failures then end the command with their errors.
+	err = f.end.finish(stdout, result{
 		text: func(w io.Writer) error { return suite.WriteText(w, results) },
 		json: func(w io.Writer) error { return suite.WriteJSON(w, results) },
 		html: func(w io.Writer) error {
@@ -118,4 +122,5 @@ func runBench(cmd *cobra.Command, args []string, f benchFlags) error {
 			return err
 		},
 	})
+	return errors.Join(err, failed)
 }

@@ -98,6 +98,8 @@ func deploymentFlags(f *pflag.FlagSet, cfg *replica.Config, read *string) {
 	f.StringVar(read, "read", string(replica.Linearizable), "read mode: linearizable, session or any")
 	f.IntVar(&cfg.Fanout, "fanout", 1, "replicas each read goes to, 1 or more; the first fitting answer wins")
 	f.BoolVar(&cfg.WriteAll, "write-all", false, "answer a write only once every replica applied it")
+	f.StringVar((*string)(&cfg.Durability), "durability", string(replica.DurableDisk),
+		"when a write is acknowledged: disk (a majority fsynced it) or replicated (a majority holds it in memory; fsynced every 10ms)")
 }
 
 func newReplicaClusterCmd() *cobra.Command {
@@ -159,6 +161,9 @@ func (f *clusterFlags) check(cmd *cobra.Command) error {
 		return err
 	}
 	f.cfg.Read = mode
+	if _, err := replica.ParseDurability(string(f.cfg.Durability)); err != nil {
+		return fmt.Errorf("--durability %q: want %s or %s", f.cfg.Durability, replica.DurableDisk, replica.DurableReplicated)
+	}
 	if err := gaitredis.CheckShape(f.voters, f.duplicates, f.cfg.Fanout); err != nil {
 		var r *gaitredis.RangeError
 		if errors.As(err, &r) {
@@ -190,7 +195,7 @@ func replicaTestbed(cmd *cobra.Command, f clusterFlags) error {
 	in := clusterSignals(cmd)
 	defer in.Stop()
 	d := gaitredis.New()
-	d.Read, d.Fanout, d.WriteAll = string(f.cfg.Read), f.cfg.Fanout, f.cfg.WriteAll
+	d.Read, d.Fanout, d.WriteAll, d.Durability = string(f.cfg.Read), f.cfg.Fanout, f.cfg.WriteAll, string(f.cfg.Durability)
 	dep, err := d.StartOnTestbed(in.Context(), gaitredis.TestbedOptions{
 		Voters: f.voters, Duplicates: f.duplicates, Bandwidth: f.bps, StateDir: f.stateDir,
 		Progress: stderr, Kill: in.Hurry(),

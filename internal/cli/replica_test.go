@@ -144,6 +144,8 @@ func TestReplicaFlags(t *testing.T) {
 		{agent("--max-request", "0"), "--max-request 0: want 1024 to 1073741824 bytes"},
 		{agent("--max-request", "2147483648"), "--max-request 2147483648: want 1024 to 1073741824 bytes"},
 		{agent("--request-memory", "1000"), "--request-memory 1000: want at least --max-request (33554432)"},
+		{agent("--durability", "fast"), `--durability "fast": want disk or replicated`},
+		{[]string{"cluster", "--loopback", "--durability", "memory"}, `--durability "memory": want disk or replicated`},
 		{agent("--request-timeout", "0s"), "--request-timeout 0s: want a positive duration"},
 		{agent("--id", " "), `--id " ": want a name`},
 		{agent("--raft", "127.0.0.1:0"), `--raft "127.0.0.1:0": want a port from 1 to 65535`},

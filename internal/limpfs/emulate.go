@@ -159,6 +159,26 @@ func (n *emuNode) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *f
 	return nil, nil, 0, syscall.EOPNOTSUPP
 }
 
+// Getxattr says extended attributes are not supported (ENOSYS), which the
+// kernel remembers: otherwise it asks for security.capability before every
+// write, a second round trip to the server per write.
+func (n *emuNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	return 0, syscall.ENOSYS
+}
+
+// Setxattr, Listxattr and Removexattr: as Getxattr.
+func (n *emuNode) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	return syscall.ENOSYS
+}
+
+func (n *emuNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	return 0, syscall.ENOSYS
+}
+
+func (n *emuNode) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	return syscall.ENOSYS
+}
+
 // acquire loads the file's contents, from the tree file at path, on its
 // first open. n.mu is held.
 func (n *emuNode) acquire(path string) syscall.Errno {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math"
 	"math/rand/v2"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gait-dev/gait/internal/tardis"
 )
@@ -203,6 +205,82 @@ func TestEmulateRoundTrip(t *testing.T) {
 	}
 }
 
+// TestEmulateHDFSRatio writes what a DataNode writes for two 64 MiB
+// blocks of the synthetic stream, in 64 KiB packets: the block files
+// compress to almost nothing, the checksum files not at all, which caps
+// the ratio over both at 512/4.
+func TestEmulateHDFSRatio(t *testing.T) {
+	needFUSE(t)
+	store := filepath.Join(t.TempDir(), "store")
+	f, unmount := mountStore(t, store)
+	const blockSize, packet = 64 << 20, 64 << 10
+	var metaBytes int64
+	for b := range 2 {
+		data := tardis.AppendGenerate(nil, 77, uint64(b*blockSize), blockSize)
+		block, meta := hdfsLike(data)
+		bf, err := os.Create(filepath.Join(f.Mountpoint, fmt.Sprintf("blk_%d", b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mf, _ := os.Create(filepath.Join(f.Mountpoint, fmt.Sprintf("blk_%d_1001.meta", b)))
+		mf.Write(meta[:7])
+		for p := 0; p < len(block); p += packet {
+			bf.Write(block[p : p+packet])
+			mf.Write(meta[7+p/512*4 : 7+(p+packet)/512*4])
+		}
+		if err := errors.Join(bf.Close(), mf.Close()); err != nil {
+			t.Fatal(err)
+		}
+		metaBytes += int64(len(meta))
+	}
+	unmount()
+	st, err := ReadStoreStats(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := st.LogicalBytes - metaBytes
+	// What the block files take: everything but the checksum files'
+	// literal bytes (each takes whole 4 KiB blocks on ext4).
+	blockPhysical := st.PhysicalBytes - metaBytes
+	t.Logf("HDFS-like, 2 x 64 MiB in 64 KiB packets: %d logical bytes, %d physical, ratio %.1f; block files alone %d bytes in at most %d, ratio at least %.0f",
+		st.LogicalBytes, st.PhysicalBytes, st.Ratio, blocks, blockPhysical, float64(blocks)/float64(max(blockPhysical, 1)))
+	if st.Ratio < 100 || st.Ratio > 128 {
+		t.Errorf("ratio over blocks and checksums %.1f, want about 512/4 = 128", st.Ratio)
+	}
+	if float64(blocks)/float64(max(blockPhysical, 1)) < 500 {
+		t.Errorf("block files: %d bytes in %d, ratio under 500", blocks, blockPhysical)
+	}
+}
+
+// TestEmulateSlowDisk: an emulating mount is a slow disk too. Writing and
+// closing 8 MB at 40 MB/s slowed by 2 must take at least the 0.4 s the
+// disk needs (the writes go through the page cache; close waits for them).
+func TestEmulateSlowDisk(t *testing.T) {
+	needFUSE(t)
+	mnt := t.TempDir()
+	f, err := MountStore(filepath.Join(t.TempDir(), "store"), mnt, Options{Bandwidth: 40e6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Unmount()
+	if err := f.SetFactor(2); err != nil {
+		t.Fatal(err)
+	}
+	syn := tardis.AppendGenerate(nil, 8, 0, 8e6)
+	start := time.Now()
+	if err := os.WriteFile(filepath.Join(mnt, "f"), syn, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	t.Logf("8 MB at 40 MB/s / 2: %v", took)
+	if took < 320*time.Millisecond { // 0.4 s less 20%
+		t.Errorf("8 MB written in %v on a 20 MB/s disk", took)
+	}
+	if st := f.Stats(); st.WriteBytes != 8e6 {
+		t.Errorf("the disk saw %d bytes written, want 8e6", st.WriteBytes)
+	}
+}
+
 // TestEmulateBadInput: a directory that is not a store, a store in use, a
 // mount point in use, corrupt metadata, a full disk.
 func TestEmulateBadInput(t *testing.T) {
@@ -284,4 +362,63 @@ func TestEmulateFullDisk(t *testing.T) {
 		t.Fatalf("64 MiB of synthetic bytes on a 1 MiB disk: %v", err)
 	}
 	sameFile(t, filepath.Join(f.Mountpoint, "syn"), syn)
+}
+
+// BenchmarkEmulateWrite writes the synthetic stream in 64 KiB and 1 MiB
+// writes through an emulating mount, and, as its peer, through a plain
+// limpfs mount over a tmpfs directory (the FUSE layer alone, with no
+// recognition and no disk). scripts/emulate-bench.sh measures the
+// emulating mount against the raw disk.
+func BenchmarkEmulateWrite(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("skipped: needs root to mount FUSE")
+	}
+	emu, err := MountStore(filepath.Join(b.TempDir(), "store"), b.TempDir(), Options{Bandwidth: math.Inf(1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer emu.Unmount()
+	backing, err := os.MkdirTemp("/dev/shm", "limpfs-bench-")
+	if err != nil {
+		b.Skip("skipped: no /dev/shm for the plain peer")
+	}
+	defer os.RemoveAll(backing)
+	plain, err := Mount(backing, b.TempDir(), Options{Bandwidth: math.Inf(1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer plain.Unmount()
+	for _, fs := range []struct {
+		name string
+		f    *FS
+	}{{"emulating", emu}, {"plain-tmpfs", plain}} {
+		for _, size := range []int{64 << 10, 1 << 20} {
+			b.Run(fmt.Sprintf("%s/%dKiB", fs.name, size>>10), func(b *testing.B) {
+				buf := make([]byte, size)
+				path := filepath.Join(fs.f.Mountpoint, "f")
+				out, err := os.Create(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer os.Remove(path)
+				defer out.Close()
+				before := fs.f.Stats()
+				b.SetBytes(int64(size))
+				var off uint64
+				for b.Loop() {
+					tardis.Generate(1, off, buf)
+					if _, err := out.Write(buf); err != nil {
+						b.Fatal(err)
+					}
+					off += uint64(size)
+					if off >= 1<<30 { // the plain peer keeps its bytes in memory
+						off = 0
+						out.Seek(0, 0)
+					}
+				}
+				st := fs.f.Stats()
+				b.ReportMetric(float64(st.WriteBytes-before.WriteBytes)/float64(max(st.Writes-before.Writes, 1)), "B/request")
+			})
+		}
+	}
 }

@@ -2,6 +2,10 @@
 // disk of a given bandwidth: reads, writes and fsyncs take at least as
 // long as the bytes they move need at that bandwidth, divided by a
 // slowdown factor that can change while the file system is mounted.
+//
+// In its emulating mode (MountStore, emulate.go, store.go) it also stores
+// gait's synthetic data as descriptions (tardis extents) rather than
+// bytes, in a store directory that survives unmounts and crashes.
 package limpfs
 
 import (
@@ -71,7 +75,7 @@ func Mount(backing, mountpoint string, opts Options) (*FS, error) {
 		return nil, fmt.Errorf("mount limpfs on %s: %w", mountpoint, err)
 	}
 	root := &node{LoopbackNode: lroot.(*fs.LoopbackNode), dev: dev}
-	return serve(root, backing, "limpfs", mountpoint, dev)
+	return serve(root, backing, "limpfs", mountpoint, dev, 0)
 }
 
 // MountStore makes mountpoint an emulating limpfs (see emulate.go) whose
@@ -96,7 +100,7 @@ func MountStore(store, mountpoint string, opts Options) (*FS, error) {
 		return nil, fmt.Errorf("mount emulating limpfs on %s: %w", mountpoint, err)
 	}
 	root := &emuNode{LoopbackNode: lroot.(*fs.LoopbackNode), em: &emulator{dev: dev, store: store, report: opts.Report}}
-	f, err := serve(root, store, "limpfs-emulate", mountpoint, dev)
+	f, err := serve(root, store, "limpfs-emulate", mountpoint, dev, fuse.CAP_WRITEBACK_CACHE)
 	if err != nil {
 		lock.Close()
 		return nil, err
@@ -115,7 +119,7 @@ func newDevice(mountpoint string, opts Options) (*device, error) {
 	return &device{bandwidth: opts.Bandwidth, factor: 1, latency: opts.Latency}, nil
 }
 
-func serve(root fs.InodeEmbedder, backing, name, mountpoint string, dev *device) (*FS, error) {
+func serve(root fs.InodeEmbedder, backing, name, mountpoint string, dev *device, extra uint64) (*FS, error) {
 	if err := checkMountpoint(mountpoint); err != nil {
 		return nil, err
 	}
@@ -130,9 +134,10 @@ func serve(root fs.InodeEmbedder, backing, name, mountpoint string, dev *device)
 			// exec, every process started later inherits it, and a
 			// crashed gait's mounts stay alive with nobody serving them.
 			// Through fusermount3 the descriptor is close-on-exec.
-			FsName:   backing,
-			Name:     name,
-			MaxWrite: 1 << 20,
+			FsName:            backing,
+			Name:              name,
+			MaxWrite:          1 << 20,
+			ExtraCapabilities: extra,
 		},
 	})
 	if err != nil {

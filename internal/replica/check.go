@@ -69,6 +69,9 @@ func (cfg *Config) Check() error {
 	if _, err := ParseReadMode(string(cfg.Read)); err != nil {
 		return fmt.Errorf("--read %q: want %s, %s or %s", cfg.Read, Linearizable, Session, Any)
 	}
+	if _, err := ParseDurability(string(cfg.Durability)); err != nil {
+		return fmt.Errorf("--durability %q: want %s or %s", cfg.Durability, DurableDisk, DurableReplicated)
+	}
 	if cfg.Fanout < 1 {
 		return fmt.Errorf("--fanout %d: want 1 or more (more than the deployment's replicas means every replica)", cfg.Fanout)
 	}

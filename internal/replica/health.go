@@ -27,7 +27,7 @@ type health struct {
 
 func newHealth(a *Agent) *health {
 	cfg := limp.Config{Self: a.cfg.ID, StatusInterval: a.cfg.StatusInterval, Floor: a.cfg.LimpFloor,
-		Factor: a.cfg.LimpFactor, PeerInflight: a.cfg.PeerInflight, Born: a.born}
+		Factor: a.cfg.LimpFactor, Hold: a.cfg.LimpHold, PeerInflight: a.cfg.PeerInflight, Born: a.born}
 	return &health{a: a, t: limp.New(cfg, a.incarnation)}
 }
 
@@ -66,9 +66,9 @@ func (h *health) tick(now time.Time) {
 	for _, m := range d.Marks {
 		if m.Limping {
 			a.m.limpMarks.Inc()
-			a.logger.Printf("replica %s limps: apply lag %v (median %v), log append %v (median %v), nearest peer %v (median %v)",
+			a.logger.Printf("replica %s limps: apply lag %v (median %v), log append %v (median %v), nearest peer %v (median %v), stopped applying %v",
 				m.ID, m.Lag.Round(time.Millisecond), m.MedianLag.Round(time.Millisecond), m.Append, m.MedianAppend,
-				m.Net.Round(100*time.Microsecond), m.MedianNet.Round(100*time.Microsecond))
+				m.Net.Round(100*time.Microsecond), m.MedianNet.Round(100*time.Microsecond), m.Stopped)
 		} else {
 			a.logger.Printf("replica %s recovered: apply lag %v, nearest peer %v", m.ID, m.Lag.Round(time.Millisecond),
 				m.Net.Round(100*time.Microsecond))
@@ -90,7 +90,7 @@ func (h *health) tick(now time.Time) {
 func (h *health) sendStatus(now time.Time) {
 	a := h.a
 	self := limp.Status{ID: a.cfg.ID, Incarnation: a.incarnation, Applied: a.fsm.appliedIndex(),
-		AppendSecs: a.logs.meanSeconds()}
+		AppendSecs: a.logs.meanSeconds(), Stopped: a.fsm.failure() != nil}
 	var echoes []limp.Echo
 	var quarantined [][]byte
 	h.with(func(t *limp.Tracker) {

@@ -27,6 +27,7 @@ type metrics struct {
 	reproposals   prometheus.Counter
 	// Requests refused for the memory cap or for stalling half-way.
 	refusedMemory, refusedStalled prometheus.Counter
+	stages                        *prometheus.HistogramVec
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -39,29 +40,38 @@ func newMetrics(a *Agent) *metrics {
 		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "gait_replica", Name: name, Help: help})
 	}
 	m := &metrics{
-		reg:            prometheus.NewRegistry(),
-		commit:         hist("commit_seconds", "From proposing a write to its first replica's reply (commit plus apply).", secs),
-		read:           hist("read_seconds", "From a read's arrival to its first fitting answer.", secs),
-		appendSecs:     hist("log_append_seconds", "One append to the raft log, fsync included.", secs),
-		appendBatch:    hist("log_append_entries", "Entries per raft log append: the group commit.", sizes),
-		applySecs:      hist("apply_seconds", "One batch of committed entries run on the local redis-server.", secs),
-		applyBatch:     hist("apply_entries", "Entries per batch run on the local redis-server.", sizes),
-		leaderChanges:  count("leader_changes_total", "Times this agent gained or lost raft leadership."),
-		quarantines:    count("quarantines_total", "Replicas this agent quarantined for a divergent reply."),
-		limpMarks:      count("limping_marks_total", "Times this agent marked a replica as limping."),
-		transfers:      count("leadership_transfers_total", "Times this agent, leading and limping, handed leadership on."),
-		reproposals:    count("reproposals_total", "Writes proposed again after their leader failed them or lost leadership."),
-		refusedMemory:  count("requests_refused_memory_total", "Client requests refused because all requests being read held --request-memory."),
+		reg:           prometheus.NewRegistry(),
+		commit:        hist("commit_seconds", "From proposing a write to its first replica's reply (commit plus apply).", secs),
+		read:          hist("read_seconds", "From a read's arrival to its first fitting answer.", secs),
+		appendSecs:    hist("log_append_seconds", "One append to the raft log, fsync included.", secs),
+		appendBatch:   hist("log_append_entries", "Entries per raft log append: the group commit.", sizes),
+		applySecs:     hist("apply_seconds", "One batch of committed entries run on the local redis-server.", secs),
+		applyBatch:    hist("apply_entries", "Entries per batch run on the local redis-server.", sizes),
+		leaderChanges: count("leader_changes_total", "Times this agent gained or lost raft leadership."),
+		quarantines:   count("quarantines_total", "Replicas this agent quarantined for a divergent reply."),
+		limpMarks:     count("limping_marks_total", "Times this agent marked a replica as limping."),
+		transfers:     count("leadership_transfers_total", "Times this agent, leading and limping, handed leadership on."),
+		reproposals:   count("reproposals_total", "Writes proposed again after their leader failed them or lost leadership."),
+		refusedMemory: count("requests_refused_memory_total", "Client requests refused because all requests being read held --request-memory."),
+		stages: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "gait_replica", Name: "write_stage_seconds",
+			Help: "Where a write's time goes, stage by stage (docs/replica.md): request_read, commit (proposal to committed here: " +
+				"leader append, replication round trip and follower append, commit), apply_queue, redis, reply; remote_reply " +
+				"when another replica answered first.", Buckets: secs}, []string{"stage"}),
 		refusedStalled: count("requests_refused_stalled_total", "Client requests abandoned after pausing longer than --request-timeout."),
 	}
 	m.reg.MustRegister(m.commit, m.read, m.appendSecs, m.appendBatch, m.applySecs, m.applyBatch,
-		m.leaderChanges, m.quarantines, m.limpMarks, m.transfers, m.reproposals, m.refusedMemory, m.refusedStalled, &stateCollector{a: a})
+		m.leaderChanges, m.quarantines, m.limpMarks, m.transfers, m.reproposals, m.refusedMemory, m.refusedStalled, m.stages, &stateCollector{a: a})
 	return m
 }
 
 func (m *metrics) observeAppend(d time.Duration, entries int) {
 	m.appendSecs.Observe(d.Seconds())
 	m.appendBatch.Observe(float64(entries))
+}
+
+// stage records one write stage's time.
+func (m *metrics) stage(name string, d time.Duration) {
+	m.stages.WithLabelValues(name).Observe(d.Seconds())
 }
 
 func (m *metrics) observeApply(d time.Duration, entries int) {

@@ -331,7 +331,7 @@ func (a *Agent) peerReply(msg [][]byte) {
 	if errors.Join(err1, err2, err3) != nil {
 		return
 	}
-	a.onReply(seq, string(msg[2]), index, digest, string(msg[5]), string(msg[6]), msg[7])
+	a.onReply(seq, string(msg[2]), index, digest, string(msg[5]), string(msg[6]), msg[7], nil)
 }
 
 // proposeForPeer appends a follower's entry to the log in arrival order; only

@@ -36,15 +36,17 @@ func (a *Agent) serveClients() {
 		if err != nil {
 			return
 		}
+		st := a.newClientState(c)
 		a.mu.Lock()
-		a.conns[c] = struct{}{}
+		a.conns[c] = st
 		a.mu.Unlock()
-		go a.serveConn(c)
+		go a.serveConn(c, st)
 	}
 }
 
 // clientState is the per-connection state.
 type clientState struct {
+	clientConn
 	inMulti bool
 	aborted bool
 	queued  [][][]byte
@@ -63,7 +65,7 @@ type clientState struct {
 // serveConn reads requests and proposes writes in arrival order; a second
 // goroutine writes replies in the same order. Writes of one connection are
 // pipelined through raft, reads wait for everything before them.
-func (a *Agent) serveConn(c net.Conn) {
+func (a *Agent) serveConn(c net.Conn, st *clientState) {
 	defer func() {
 		a.mu.Lock()
 		delete(a.conns, c)
@@ -73,11 +75,10 @@ func (a *Agent) serveConn(c net.Conn) {
 	written := make(chan struct{})
 	go func() { a.writeReplies(c, slots); close(written) }()
 	defer func() { close(slots); <-written }()
-	sc := &stallConn{Conn: c, timeout: a.cfg.RequestTimeout}
+	sc := &stallConn{Conn: c, timeout: a.cfg.RequestTimeout, observe: func(d time.Duration) { a.m.stage("request_read", d) }}
 	rd := resp.NewReader(sc, a.cfg.MaxRequest, maxArgs)
 	rd.Budget, rd.Begin = a.budget, sc.begin
 	defer rd.Release()
-	st := &clientState{}
 	for {
 		args, err := rd.ReadCommand()
 		sc.end()
@@ -87,6 +88,7 @@ func (a *Agent) serveConn(c net.Conn) {
 			}
 			return
 		}
+		st.touch(args[0])
 		s := a.handle(st, args)
 		if !st.inMulti {
 			// The arguments are encoded into a proposal or a read by now; a
@@ -125,14 +127,19 @@ func (a *Agent) requestError(err error) string {
 type stallConn struct {
 	net.Conn
 	timeout time.Duration
-	mid     bool // a request has begun
-	armed   bool // a read deadline is set
+	mid     bool                // a request has begun
+	began   time.Time           // when
+	armed   bool                // a read deadline is set
+	observe func(time.Duration) // told how long each request took to arrive
 }
 
-func (c *stallConn) begin() { c.mid = true }
+func (c *stallConn) begin() { c.mid, c.began = true, time.Now() }
 
 // end disarms the deadline once a request is read: the connection may idle.
 func (c *stallConn) end() {
+	if c.mid {
+		c.observe(time.Since(c.began))
+	}
 	c.mid = false
 	if c.armed {
 		c.Conn.SetReadDeadline(time.Time{})
@@ -186,6 +193,13 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 	if msg != "" {
 		return slot{reply: resp.Error(msg)}
 	}
+	if sp.Blocks {
+		if d, forever, ok := blockTimeout(name, args); ok {
+			// The connection waits, as a blocked redis client does: nothing
+			// after it is read until it is answered.
+			return slot{reply: a.block(st, name, args, d, forever)}
+		}
+	}
 	switch sp.Kind {
 	case rediscmd.Write:
 		if sp.Rewrite != nil {
@@ -235,6 +249,14 @@ func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 		return a.exec(st)
 	case "WAITALL":
 		return a.waitAllSlot(st, args)
+	case "WAIT":
+		return a.waitSlot(st, args)
+	case "CLIENT":
+		return slot{reply: a.clientCommand(st, args)}
+	case "HELLO":
+		return slot{reply: a.hello(st, args)}
+	case "RESET":
+		return slot{reply: a.reset(st)}
 	}
 	return slot{reply: resp.Error("ERR internal: no handler for " + name)}
 }
@@ -297,6 +319,7 @@ func (a *Agent) write(st *clientState, payload []byte, n int) slot {
 		if r.index > st.lastIndex.Load() {
 			st.lastIndex.Store(r.index)
 		}
+		a.m.stage("reply", time.Since(r.at))
 		return r.raw
 	}}
 }

@@ -3,6 +3,7 @@ package suite
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/gait-dev/gait/internal/bench"
 	"github.com/gait-dev/gait/internal/report"
@@ -82,7 +83,7 @@ func figure1(p *report.Page, results []Result) {
 			report.LineChart{X: report.Axis{Label: "limpware factor", Log: true}, Y: y, Series: series, Markers: true})
 	}
 	if len(crashes) > 0 {
-		p.Paragraph(fmt.Sprintf("Fail-stop steps, for comparison: %v.", crashes))
+		p.Paragraph("Steps without a slowdown factor (crash, partition), for comparison: " + strings.Join(crashes, "; ") + ".")
 	}
 }
 

@@ -100,8 +100,10 @@ const perRunOverhead = 8 * time.Second
 // Run runs the experiments one after the other. An experiment whose
 // result.json is there from an earlier, interrupted suite, for the same
 // scenario text, is read back instead of run; an unfinished one is removed
-// and run again. When ctx ends it stops at once (bench's runner removes
-// the hosts) and returns what finished with ctx's error.
+// and run again. An experiment that fails (a system that does not start)
+// is reported in the error, after the others have run. When ctx ends it
+// stops at once (bench's runner removes the hosts) and returns what
+// finished with ctx's error.
 func Run(ctx context.Context, scenarios []*bench.Scenario, o Options) ([]Result, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -114,6 +116,7 @@ func Run(ctx context.Context, scenarios []*bench.Scenario, o Options) ([]Result,
 	}
 	started := time.Now()
 	var results []Result
+	var failed []error
 	for i, s := range scenarios {
 		dir := filepath.Join(o.Out, s.Name)
 		r, ok, err := finished(dir, s, o.Verdict)
@@ -145,12 +148,20 @@ func Run(ctx context.Context, scenarios []*bench.Scenario, o Options) ([]Result,
 				Elapsed: time.Since(started), ETA: eta + rest})
 		}
 		r, err = runOne(ctx, s, dir, o, status)
-		if err != nil {
-			return results, fmt.Errorf("experiment %s: %w", s.Name, err)
+		switch {
+		case ctx.Err() != nil:
+			return results, errors.Join(append([]error{ctx.Err()}, failed...)...)
+		case err != nil:
+			// One system that would not start must not cost the rest of
+			// an hour's suite: the others run, the error is kept.
+			err = fmt.Errorf("experiment %s: %w", s.Name, err)
+			fmt.Fprintf(o.Log, "%v\n", err)
+			failed = append(failed, err)
+		default:
+			results = append(results, r)
 		}
-		results = append(results, r)
 	}
-	return results, nil
+	return results, errors.Join(failed...)
 }
 
 func estimate(s *bench.Scenario) time.Duration {

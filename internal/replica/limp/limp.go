@@ -26,6 +26,11 @@ type Config struct {
 	// round trip to its nearest peer must be to count.
 	Floor  time.Duration
 	Factor float64
+	// Hold is how long a replica must look slow, tick after tick, before
+	// it is marked: a machine busy with other work makes every replica
+	// look slow now and then, and a handover on noise costs more than the
+	// noise. A replica that cannot apply at all is marked at once.
+	Hold time.Duration
 	// PeerInflight is how many reads may be outstanding at one peer before
 	// it is given no more.
 	PeerInflight int
@@ -69,6 +74,11 @@ type Status struct {
 	Stamp           int64   // the sender's stamp when it sent the report
 	Echo, Hold      int64   // this agent's stamp it last got, and how long the sender held it
 	NetSecs         float64 // the sender's round trip to its nearest peer
+	// Stopped says the replica cannot apply at all (its redis-server is
+	// gone): it limps whatever its peers' lag, which matters when several
+	// stopped at once and the median lag is stuck too. Only this agent's
+	// own status carries it.
+	Stopped bool
 }
 
 // Mark is a change in whether a replica limps, with what it was judged on.
@@ -80,6 +90,7 @@ type Mark struct {
 	Lag, MedianLag       time.Duration
 	Append, MedianAppend time.Duration
 	Net, MedianNet       time.Duration
+	Stopped              bool // it cannot apply at all
 }
 
 // Transfer names the voter a limping leader should hand leadership to.
@@ -125,6 +136,8 @@ type replica struct {
 	incarnation string
 	applied     uint64
 	appendSecs  float64   // the replica's mean raft log append time, as it reports
+	stopped     bool      // it cannot apply (Status.Stopped)
+	slowSince   time.Time // since when it has looked slow on every tick; zero while it does not
 	seen        time.Time // its last status
 	lag         time.Duration
 	limping     bool
@@ -197,7 +210,7 @@ func (t *Tracker) Observe(st Status, now time.Time) {
 		return
 	}
 	r.incarnation, r.applied, r.appendSecs, r.seen = st.Incarnation, st.Applied, st.AppendSecs, now
-	r.netSecs, r.echo, r.echoAt = st.NetSecs, st.Stamp, now
+	r.netSecs, r.echo, r.echoAt, r.stopped = st.NetSecs, st.Stamp, now, st.Stopped
 	if st.Echo > 0 {
 		if rtt := t.Stamp(now) - st.Echo - st.Hold; rtt > 0 {
 			r.rttSecs = EWMA(r.rttSecs, time.Duration(rtt).Seconds())
@@ -246,7 +259,7 @@ func (t *Tracker) NearestPeer(now time.Time) float64 {
 // has been overdue; it counts as lag.
 func (t *Tracker) Tick(now time.Time, leader bool, missing map[string]time.Duration) Decision {
 	medianLag := t.computeLags(now, missing)
-	d := Decision{Marks: t.markLimping(medianLag)}
+	d := Decision{Marks: t.markLimping(now, medianLag)}
 	d.Transfer = t.transferTarget(now, leader)
 	return d
 }
@@ -295,8 +308,9 @@ func median(ds []time.Duration) time.Duration {
 // markLimping compares each replica with its peers: far behind in applying,
 // far slower in appending to its raft log, or far slower to reach even its
 // nearest peer (its own link limps). A mark is lifted only once the replica
-// is back under half the thresholds.
-func (t *Tracker) markLimping(medianLag time.Duration) []Mark {
+// is back under half the thresholds. A mark needs the replica to have
+// looked slow for Hold.
+func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 	cfg := t.cfg
 	var appends, nets []time.Duration
 	for _, r := range t.replicas {
@@ -316,11 +330,19 @@ func (t *Tracker) markLimping(medianLag time.Duration) []Mark {
 		slowApply := slow(r.lag, cfg.Floor, medianLag)
 		slowDisk := slow(appendTime, appendLimpFloor, medianAppend)
 		slowNet := slow(net, netLimpFloor, medianNet)
-		healed := r.lag < cfg.Floor/2 && fine(appendTime, appendLimpFloor, medianAppend) && fine(net, netLimpFloor, medianNet)
-		if (!r.limping && (slowApply || slowDisk || slowNet)) || (r.limping && healed) {
+		healed := !r.stopped && r.lag < cfg.Floor/2 && fine(appendTime, appendLimpFloor, medianAppend) && fine(net, netLimpFloor, medianNet)
+		slowNow := slowApply || slowDisk || slowNet
+		switch {
+		case !slowNow:
+			r.slowSince = time.Time{}
+		case r.slowSince.IsZero():
+			r.slowSince = now
+		}
+		held := slowNow && now.Sub(r.slowSince) >= cfg.Hold
+		if (!r.limping && (r.stopped || held)) || (r.limping && healed) {
 			r.limping = !r.limping
 			marks = append(marks, Mark{ID: r.id, Limping: r.limping, Lag: r.lag, MedianLag: medianLag,
-				Append: appendTime, MedianAppend: medianAppend, Net: net, MedianNet: medianNet})
+				Append: appendTime, MedianAppend: medianAppend, Net: net, MedianNet: medianNet, Stopped: r.stopped})
 		}
 	}
 	sort.Slice(marks, func(i, j int) bool { return marks[i].ID < marks[j].ID })

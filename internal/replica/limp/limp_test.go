@@ -236,3 +236,60 @@ func TestReadTargets(t *testing.T) {
 		t.Errorf("b has 8 reads outstanding: targets %s, want ac", got)
 	}
 }
+
+// TestStoppedLimps: a leader that cannot apply limps and hands over at
+// once, even when the others are stuck too (the median lag is no help),
+// and recovers only once it applies again.
+func TestStoppedLimps(t *testing.T) {
+	tr := newTracker(100*time.Millisecond, 10*time.Millisecond)
+	report(tr, t0, map[string]uint64{"a": 7, "b": 7, "c": 7})
+	tr.Observe(Status{ID: "a", Incarnation: "inc-a", Applied: 7, Stopped: true}, t0)
+	d := tr.Tick(t0, true, nil)
+	if len(d.Marks) != 1 || !d.Marks[0].Stopped || d.Transfer == nil {
+		t.Fatalf("stopped leader: %+v, want it marked and a transfer", d)
+	}
+	now := t0.Add(50 * time.Millisecond)
+	report(tr, now, map[string]uint64{"a": 7, "b": 7, "c": 7})
+	if d := tr.Tick(now, false, nil); len(d.Marks) != 1 || d.Marks[0].Limping {
+		t.Errorf("applying again: %+v, want a recovery mark", d.Marks)
+	}
+}
+
+// TestHoldIgnoresNoise: with Hold, a replica whose disk looks slow for
+// bursts shorter than Hold (a machine busy with other work) is never
+// marked, and a leader never hands over; one slow for longer is.
+func TestHoldIgnoresNoise(t *testing.T) {
+	tr := New(Config{Self: "a", StatusInterval: 50 * time.Millisecond, Floor: 250 * time.Millisecond, Factor: 10,
+		Hold: time.Second, PeerInflight: 8, Born: t0}, "inc-a")
+	tr.SetMembers([]Member{{"a", "a:1", true}, {"b", "b:1", true}, {"c", "c:1", true}}, t0)
+	at := func(tick int) time.Time { return t0.Add(time.Duration(tick) * 50 * time.Millisecond) }
+	tick := func(i int, aSecs float64) Decision {
+		for id, s := range map[string]float64{"a": aSecs, "b": 0.001, "c": 0.001} {
+			tr.Observe(Status{ID: id, Incarnation: "inc-" + id, Applied: uint64(i), AppendSecs: s}, at(i))
+		}
+		return tr.Tick(at(i), true, nil)
+	}
+	// 15 bursts of 0.5 s slow appends, 0.5 s apart: 15 s of noise.
+	for i := range 300 {
+		slow := 0.001
+		if i%20 < 10 {
+			slow = 0.2
+		}
+		if d := tick(i, slow); len(d.Marks) > 0 || d.Transfer != nil {
+			t.Fatalf("tick %d, bursts of noise: %+v", i, d)
+		}
+	}
+	// Then slow for good: marked once Hold has passed, and handed over.
+	var marked int
+	for i := 300; i < 330; i++ {
+		if d := tick(i, 0.2); len(d.Marks) > 0 {
+			if d.Transfer == nil || marked != 0 {
+				t.Fatalf("tick %d: %+v, want one mark with a transfer", i, d)
+			}
+			marked = i
+		}
+	}
+	if marked != 320 {
+		t.Errorf("marked at tick %d, want 320 (1 s after the disk turned slow)", marked)
+	}
+}

@@ -29,7 +29,8 @@ import (
 //	        the directory grows as the Exalt case study has it)
 //	write   /gait/keys/KEY (its colons made underscores) replaced by Value's length of data
 //	read    /gait/keys/KEY read whole, and checked
-//	append  Value's length of data added to /gait/keys/KEY
+//	append  Value's length of data added to /gait/keys/KEY in a block of
+//	        its own (the Exalt case study's file whose block list grows)
 //	mkdir   a new directory in /gait/dirs
 //
 // The data is tardis's synthetic stream named by the file's path, from

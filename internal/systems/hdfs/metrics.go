@@ -37,9 +37,11 @@ func jmx(ctx context.Context, addr, query string) ([]json.RawMessage, error) {
 
 // A metric is a numeric attribute of a JMX bean, reported under its own
 // name: the bean's name says which daemon (and, for RPC, which port) it
-// describes, and the host label which member.
+// describes, and the host label which member. Each daemon is asked for the
+// beans it needs only: all of a DataNode's take it seconds to serialise
+// when a hundred share two cores.
 type metric struct {
-	bean  *regexp.Regexp // matches the bean's "name"
+	query string         // a JMX object name pattern
 	attrs *regexp.Regexp // matches the attribute names reported
 }
 
@@ -49,44 +51,54 @@ type metric struct {
 // on, the time it is held), the namespace's size, and the JVM's heap and
 // GC.
 var nameNodeMetrics = []metric{
-	{regexp.MustCompile(`^Hadoop:service=NameNode,name=RpcActivityForPort8020$`),
+	{"Hadoop:service=NameNode,name=RpcActivityForPort8020",
 		regexp.MustCompile(`^(RpcQueueTimeAvgTime|RpcProcessingTimeAvgTime|RpcLockWaitTimeAvgTime|CallQueueLength|NumInProcessHandler|NumOpenConnections|RpcQueueTimeNumOps)$`)},
-	{regexp.MustCompile(`^Hadoop:service=NameNode,name=FSNamesystem(State)?$`),
+	{"Hadoop:service=NameNode,name=FSNamesystem*",
 		regexp.MustCompile(`^(FsLockQueueLength|FilesTotal|BlocksTotal|CapacityUsed|LowRedundancyBlocks|PendingReconstructionBlocks|MissingBlocks|NumLiveDataNodes|NumDeadDataNodes|FSN(Read|Write)LockOverall\w*)$`)},
-	{regexp.MustCompile(`^Hadoop:service=NameNode,name=JvmMetrics$`), jvmAttrs},
+	{"Hadoop:service=NameNode,name=JvmMetrics", jvmAttrs},
 }
 
 // dataNodeMetrics are a DataNode's: bytes and blocks moved, the time its
 // write pipeline spends per stage, its active transfer threads, and the
 // JVM's heap.
 var dataNodeMetrics = []metric{
-	{regexp.MustCompile(`^Hadoop:service=DataNode,name=DataNodeActivity-`),
+	{"Hadoop:service=DataNode,name=DataNodeActivity-*",
 		regexp.MustCompile(`^(BytesWritten|BytesRead|BlocksWritten|BlocksReplicated|WriteBlockOpAvgTime|ReadBlockOpAvgTime|FlushNanosAvgTime|FsyncNanosAvgTime|PacketAckRoundTripTimeNanosAvgTime|SendDataPacketBlockedOnNetworkNanosAvgTime|DataNodeActiveXceiversCount)$`)},
-	{regexp.MustCompile(`^Hadoop:service=DataNode,name=JvmMetrics$`), jvmAttrs},
+	{"Hadoop:service=DataNode,name=JvmMetrics", jvmAttrs},
 }
 
 var jvmAttrs = regexp.MustCompile(`^(MemHeapUsedM|MemHeapCommittedM|GcTimeMillis|ThreadsRunnable|ThreadsBlocked|ThreadsWaiting)$`)
 
-// Metrics asks every daemon's /jmx at once and returns the attributes
-// nameNodeMetrics and dataNodeMetrics name, keyed "Attr{host=h}". A daemon
-// that does not answer adds nothing but its failure to the error.
+// scrapes bounds the daemons asked at once: a hundred JVMs serialising
+// their beans together on two cores each took more than jmxTimeout.
+const scrapes = 8
+
+// Metrics asks every daemon's /jmx, scrapes at a time, each within
+// jmxTimeout, and returns the attributes nameNodeMetrics and
+// dataNodeMetrics name, keyed "Attr{host=h}". A daemon that does not
+// answer adds nothing but its failure to the error.
 func (c *Cluster) Metrics(ctx context.Context) (map[string]float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, jmxTimeout)
-	defer cancel()
+	slots := make(chan struct{}, scrapes)
 	out, err := systems.ScrapeAll(len(c.members), func(i int, vals map[string]float64) error {
 		m := c.members[i]
 		if m.exited() {
 			return nil
 		}
-		service, want := "DataNode", dataNodeMetrics
+		slots <- struct{}{}
+		defer func() { <-slots }()
+		ctx, cancel := context.WithTimeout(ctx, jmxTimeout)
+		defer cancel()
+		want := dataNodeMetrics
 		if m.role == RoleNameNode {
-			service, want = "NameNode", nameNodeMetrics
+			want = nameNodeMetrics
 		}
-		beans, err := jmx(ctx, httpAddr(m), "Hadoop:service="+service+",name=*")
-		if err != nil {
-			return fmt.Errorf("%s: %w", m.host.Name(), err)
+		for _, w := range want {
+			beans, err := jmx(ctx, httpAddr(m), w.query)
+			if err != nil {
+				return fmt.Errorf("%s: %w", m.host.Name(), err)
+			}
+			pick(beans, w.attrs, m.host.Name(), vals)
 		}
-		pick(beans, want, m.host.Name(), vals)
 		return nil
 	})
 	if err != nil {
@@ -95,22 +107,16 @@ func (c *Cluster) Metrics(ctx context.Context) (map[string]float64, error) {
 	return out, nil
 }
 
-// pick adds to vals the numeric attributes of beans that want names.
-func pick(beans []json.RawMessage, want []metric, host string, vals map[string]float64) {
+// pick adds to vals the numeric attributes of beans that attrs matches.
+func pick(beans []json.RawMessage, attrs *regexp.Regexp, host string, vals map[string]float64) {
 	for _, raw := range beans {
 		var b map[string]any
 		if json.Unmarshal(raw, &b) != nil {
 			continue
 		}
-		name, _ := b["name"].(string)
-		for _, w := range want {
-			if !w.bean.MatchString(name) {
-				continue
-			}
-			for k, v := range b {
-				if f, ok := v.(float64); ok && w.attrs.MatchString(k) {
-					vals[k+"{host="+host+"}"] = f
-				}
+		for k, v := range b {
+			if f, ok := v.(float64); ok && attrs.MatchString(k) {
+				vals[k+"{host="+host+"}"] = f
 			}
 		}
 	}

@@ -117,8 +117,8 @@ public final class Client {
           o.write(data);
         }
         return NONE;
-      case "append":
-        try (FSDataOutputStream o = fs.append(path)) {
+      case "append": // in a new block, so the file's block list grows by one
+        try (FSDataOutputStream o = fs.append(path, 4096, null, true)) {
           o.write(data);
         }
         return NONE;
