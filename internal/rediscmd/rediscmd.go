@@ -40,15 +40,21 @@ type Spec struct {
 	// parse; redis then refuses them the same way on every replica.
 	Rewrite func(args [][]byte, now time.Time) [][]byte
 	Reason  string // why a refused command is refused
+	// Subs overrides Kind for some sub-commands (the second word).
+	Subs map[string]Kind
+	// Blocks marks a command that may wait for data (BLPOP, XREAD BLOCK):
+	// the agent serves it by proposing the non-blocking form until it finds
+	// data or the timeout passes, never by blocking a redis-server.
+	Blocks bool
 }
 
 const (
-	whyRandom   = "its result is random, so replicas would diverge"
-	whyBlocking = "blocking commands cannot be replicated through the log"
-	whyScript   = "scripts may read the clock or random numbers"
-	whyServer   = "it changes or inspects one server or connection, not the replicated data"
-	whyPubSub   = "publish/subscribe is not replicated"
-	whyWatch    = "optimistic locking with WATCH is not supported; use MULTI/EXEC"
+	whyServer  = "it changes or inspects one server or connection, not the replicated data"
+	whyCluster = "gait replica is not a Redis Cluster"
+	whyPubSub  = "publish/subscribe is not replicated"
+	whyWatch   = "optimistic locking with WATCH is not supported; use MULTI/EXEC"
+	whyKill    = "a script runs on every replica; killing it on one would make them diverge"
+	whyRewrite = "it writes the local server's configuration file"
 )
 
 var table = map[string]Spec{
@@ -62,78 +68,122 @@ var table = map[string]Spec{
 	"INCR": {Kind: Write, Arity: 2}, "DECR": {Kind: Write, Arity: 2},
 	"INCRBY": {Kind: Write, Arity: 3}, "DECRBY": {Kind: Write, Arity: 3},
 	"INCRBYFLOAT": {Kind: Write, Arity: 3},
-	"DEL":         {Kind: Write, Arity: -2}, "UNLINK": {Kind: Write, Arity: -2},
+	"SETBIT":      {Kind: Write, Arity: 4}, "BITFIELD": {Kind: Write, Arity: -2}, "BITOP": {Kind: Write, Arity: -4},
+	"PFADD": {Kind: Write, Arity: -2}, "PFMERGE": {Kind: Write, Arity: -2}, "PFDEBUG": {Kind: Write, Arity: 3},
+	// PFCOUNT stores the cardinality it computed in the key: ordered, so
+	// every replica's copy stays byte for byte the same.
+	"PFCOUNT": {Kind: Write, Arity: -2},
+	"DEL":     {Kind: Write, Arity: -2}, "UNLINK": {Kind: Write, Arity: -2}, "COPY": {Kind: Write, Arity: -3},
 	"EXPIRE": {Kind: Write, Arity: -3, Rewrite: rewriteExpire(1000)}, "PEXPIRE": {Kind: Write, Arity: -3, Rewrite: rewriteExpire(1)},
 	"EXPIREAT": {Kind: Write, Arity: -3}, "PEXPIREAT": {Kind: Write, Arity: -3},
 	"PERSIST": {Kind: Write, Arity: 2}, "RENAME": {Kind: Write, Arity: 3}, "RENAMENX": {Kind: Write, Arity: 3},
-	"HSET": {Kind: Write, Arity: -4}, "HSETNX": {Kind: Write, Arity: 4}, "HMSET": {Kind: Write, Arity: -4},
+	"RESTORE": {Kind: Write, Arity: -4, Rewrite: rewriteRestore},
+	"HSET":    {Kind: Write, Arity: -4}, "HSETNX": {Kind: Write, Arity: 4}, "HMSET": {Kind: Write, Arity: -4},
 	"HDEL": {Kind: Write, Arity: -3}, "HINCRBY": {Kind: Write, Arity: 4}, "HINCRBYFLOAT": {Kind: Write, Arity: 4},
 	"LPUSH": {Kind: Write, Arity: -3}, "RPUSH": {Kind: Write, Arity: -3},
 	"LPUSHX": {Kind: Write, Arity: -3}, "RPUSHX": {Kind: Write, Arity: -3},
-	"LPOP": {Kind: Write, Arity: -2}, "RPOP": {Kind: Write, Arity: -2},
+	"LPOP": {Kind: Write, Arity: -2}, "RPOP": {Kind: Write, Arity: -2}, "LMPOP": {Kind: Write, Arity: -4},
 	"LSET": {Kind: Write, Arity: 4}, "LTRIM": {Kind: Write, Arity: 4}, "LREM": {Kind: Write, Arity: 4},
 	"LINSERT": {Kind: Write, Arity: 5}, "LMOVE": {Kind: Write, Arity: 5}, "RPOPLPUSH": {Kind: Write, Arity: 3},
 	"SADD": {Kind: Write, Arity: -3}, "SREM": {Kind: Write, Arity: -3}, "SMOVE": {Kind: Write, Arity: 4},
+	"SPOP":        {Kind: Write, Arity: -2, Rewrite: rewriteSpop},
+	"SINTERSTORE": {Kind: Write, Arity: -3}, "SUNIONSTORE": {Kind: Write, Arity: -3}, "SDIFFSTORE": {Kind: Write, Arity: -3},
 	"ZADD": {Kind: Write, Arity: -4}, "ZREM": {Kind: Write, Arity: -3}, "ZINCRBY": {Kind: Write, Arity: 4},
-	"ZPOPMIN": {Kind: Write, Arity: -2}, "ZPOPMAX": {Kind: Write, Arity: -2},
-	"FLUSHALL": {Kind: Write, Arity: -1}, "FLUSHDB": {Kind: Write, Arity: -1},
+	"ZPOPMIN": {Kind: Write, Arity: -2}, "ZPOPMAX": {Kind: Write, Arity: -2}, "ZMPOP": {Kind: Write, Arity: -4},
+	"ZREMRANGEBYLEX": {Kind: Write, Arity: 4}, "ZREMRANGEBYRANK": {Kind: Write, Arity: 4}, "ZREMRANGEBYSCORE": {Kind: Write, Arity: 4},
+	"ZUNIONSTORE": {Kind: Write, Arity: -4}, "ZINTERSTORE": {Kind: Write, Arity: -4}, "ZDIFFSTORE": {Kind: Write, Arity: -4},
+	"ZRANGESTORE": {Kind: Write, Arity: -5},
+	"GEOADD":      {Kind: Write, Arity: -5}, "GEOSEARCHSTORE": {Kind: Write, Arity: -8},
+	// GEORADIUS and GEORADIUSBYMEMBER write with STORE; ordered either way.
+	"GEORADIUS": {Kind: Write, Arity: -6}, "GEORADIUSBYMEMBER": {Kind: Write, Arity: -5},
+	// SORT writes with STORE; ordered either way.
+	"SORT": {Kind: Write, Arity: -2},
+	"XADD": {Kind: Write, Arity: -5, Rewrite: rewriteXadd}, "XDEL": {Kind: Write, Arity: -3}, "XTRIM": {Kind: Write, Arity: -4},
+	"XSETID": {Kind: Write, Arity: -3}, "XACK": {Kind: Write, Arity: -4}, "XGROUP": {Kind: Write, Arity: -2},
+	"XCLAIM": {Kind: Write, Arity: -6}, "XAUTOCLAIM": {Kind: Write, Arity: -6},
+	"XREADGROUP": {Kind: Write, Arity: -7, Blocks: true},
+	"FLUSHALL":   {Kind: Write, Arity: -1}, "FLUSHDB": {Kind: Write, Arity: -1},
+	// Every replica runs a script or function, in log order, with the same
+	// data and the same sequence of math.random numbers.
+	"EVAL": {Kind: Write, Arity: -3}, "EVALSHA": {Kind: Write, Arity: -3}, "FCALL": {Kind: Write, Arity: -3},
+	"FUNCTION": {Kind: Write, Arity: -2, Subs: map[string]Kind{"LIST": Read, "DUMP": Read, "STATS": Local, "HELP": Local, "KILL": Refused}},
+	"SCRIPT":   {Kind: Write, Arity: -2, Subs: map[string]Kind{"EXISTS": Read, "HELP": Local, "KILL": Refused}},
+
+	// Blocking: the agent proposes the non-blocking form until it finds data
+	// or the timeout passes.
+	"BLPOP": {Kind: Write, Arity: -3, Blocks: true}, "BRPOP": {Kind: Write, Arity: -3, Blocks: true},
+	"BLMOVE": {Kind: Write, Arity: 6, Blocks: true}, "BRPOPLPUSH": {Kind: Write, Arity: 4, Blocks: true},
+	"BLMPOP": {Kind: Write, Arity: -5, Blocks: true}, "BZPOPMIN": {Kind: Write, Arity: -3, Blocks: true},
+	"BZPOPMAX": {Kind: Write, Arity: -3, Blocks: true}, "BZMPOP": {Kind: Write, Arity: -5, Blocks: true},
 
 	// Reads.
 	"GET": {Kind: Read, Arity: 2}, "MGET": {Kind: Read, Arity: -2}, "EXISTS": {Kind: Read, Arity: -2},
-	"STRLEN": {Kind: Read, Arity: 2}, "GETRANGE": {Kind: Read, Arity: 4},
+	"STRLEN": {Kind: Read, Arity: 2}, "GETRANGE": {Kind: Read, Arity: 4}, "SUBSTR": {Kind: Read, Arity: 4},
+	"LCS": {Kind: Read, Arity: -3}, "GETBIT": {Kind: Read, Arity: 3}, "BITCOUNT": {Kind: Read, Arity: -2},
+	"BITPOS": {Kind: Read, Arity: -3}, "BITFIELD_RO": {Kind: Read, Arity: -2},
 	"TTL": {Kind: Read, Arity: 2}, "PTTL": {Kind: Read, Arity: 2},
 	"EXPIRETIME": {Kind: Read, Arity: 2}, "PEXPIRETIME": {Kind: Read, Arity: 2},
-	"TYPE": {Kind: Read, Arity: 2}, "DBSIZE": {Kind: Read, Arity: 1},
-	"KEYS": {Kind: Read, Arity: 2}, "SCAN": {Kind: Read, Arity: -2},
+	"TYPE": {Kind: Read, Arity: 2}, "DBSIZE": {Kind: Read, Arity: 1}, "TOUCH": {Kind: Read, Arity: -2},
+	"DUMP": {Kind: Read, Arity: 2}, "OBJECT": {Kind: Read, Arity: -2}, "MEMORY": {Kind: Read, Arity: -2},
+	"KEYS": {Kind: Read, Arity: 2}, "SCAN": {Kind: Read, Arity: -2}, "SORT_RO": {Kind: Read, Arity: -2},
+	// A random answer changes nothing, so one replica may give it.
+	"RANDOMKEY": {Kind: Read, Arity: 1}, "SRANDMEMBER": {Kind: Read, Arity: -2},
+	"HRANDFIELD": {Kind: Read, Arity: -2}, "ZRANDMEMBER": {Kind: Read, Arity: -2},
 	"HGET": {Kind: Read, Arity: 3}, "HMGET": {Kind: Read, Arity: -3}, "HGETALL": {Kind: Read, Arity: 2},
 	"HLEN": {Kind: Read, Arity: 2}, "HEXISTS": {Kind: Read, Arity: 3}, "HKEYS": {Kind: Read, Arity: 2},
-	"HVALS": {Kind: Read, Arity: 2}, "HSTRLEN": {Kind: Read, Arity: 3},
+	"HVALS": {Kind: Read, Arity: 2}, "HSTRLEN": {Kind: Read, Arity: 3}, "HSCAN": {Kind: Read, Arity: -3},
 	"LRANGE": {Kind: Read, Arity: 4}, "LLEN": {Kind: Read, Arity: 2}, "LINDEX": {Kind: Read, Arity: 3},
 	"LPOS":     {Kind: Read, Arity: -3},
 	"SMEMBERS": {Kind: Read, Arity: 2}, "SISMEMBER": {Kind: Read, Arity: 3}, "SMISMEMBER": {Kind: Read, Arity: -3},
 	"SCARD": {Kind: Read, Arity: 2}, "SINTER": {Kind: Read, Arity: -2}, "SUNION": {Kind: Read, Arity: -2},
-	"SDIFF":  {Kind: Read, Arity: -2},
+	"SDIFF": {Kind: Read, Arity: -2}, "SINTERCARD": {Kind: Read, Arity: -3}, "SSCAN": {Kind: Read, Arity: -3},
 	"ZRANGE": {Kind: Read, Arity: -4}, "ZREVRANGE": {Kind: Read, Arity: -4}, "ZRANGEBYSCORE": {Kind: Read, Arity: -4},
-	"ZSCORE": {Kind: Read, Arity: 3}, "ZCARD": {Kind: Read, Arity: 2}, "ZRANK": {Kind: Read, Arity: -3},
-	"ZCOUNT": {Kind: Read, Arity: 4},
+	"ZREVRANGEBYSCORE": {Kind: Read, Arity: -4}, "ZRANGEBYLEX": {Kind: Read, Arity: -4}, "ZREVRANGEBYLEX": {Kind: Read, Arity: -4},
+	"ZSCORE": {Kind: Read, Arity: 3}, "ZMSCORE": {Kind: Read, Arity: -3}, "ZCARD": {Kind: Read, Arity: 2},
+	"ZRANK": {Kind: Read, Arity: -3}, "ZREVRANK": {Kind: Read, Arity: -3},
+	"ZCOUNT": {Kind: Read, Arity: 4}, "ZLEXCOUNT": {Kind: Read, Arity: 4}, "ZSCAN": {Kind: Read, Arity: -3},
+	"ZUNION": {Kind: Read, Arity: -3}, "ZINTER": {Kind: Read, Arity: -3}, "ZDIFF": {Kind: Read, Arity: -3},
+	"ZINTERCARD": {Kind: Read, Arity: -3},
+	"GEODIST":    {Kind: Read, Arity: -4}, "GEOHASH": {Kind: Read, Arity: -2}, "GEOPOS": {Kind: Read, Arity: -2},
+	"GEOSEARCH": {Kind: Read, Arity: -7}, "GEORADIUS_RO": {Kind: Read, Arity: -6}, "GEORADIUSBYMEMBER_RO": {Kind: Read, Arity: -5},
+	"XLEN": {Kind: Read, Arity: 2}, "XRANGE": {Kind: Read, Arity: -4}, "XREVRANGE": {Kind: Read, Arity: -4},
+	"XPENDING": {Kind: Read, Arity: -3}, "XINFO": {Kind: Read, Arity: -2}, "XREAD": {Kind: Read, Arity: -4, Blocks: true},
+	"EVAL_RO": {Kind: Read, Arity: -3}, "EVALSHA_RO": {Kind: Read, Arity: -3}, "FCALL_RO": {Kind: Read, Arity: -3},
 
 	// About the local server.
 	"INFO": {Kind: Local, Arity: -1}, "COMMAND": {Kind: Local, Arity: -1},
-	"TIME": {Kind: Local, Arity: 1}, "LASTSAVE": {Kind: Local, Arity: 1},
-	"CONFIG": {Kind: Local, Arity: -2}, "HELLO": {Kind: Local, Arity: -1},
+	"TIME": {Kind: Local, Arity: 1}, "LASTSAVE": {Kind: Local, Arity: 1}, "ROLE": {Kind: Local, Arity: 1},
+	"LATENCY": {Kind: Local, Arity: -2}, "SLOWLOG": {Kind: Local, Arity: -2}, "LOLWUT": {Kind: Local, Arity: -1},
+	"PFSELFTEST": {Kind: Local, Arity: 1},
+	// CONFIG SET is ordered, so every replica's server is configured alike.
+	"CONFIG": {Kind: Local, Arity: -2, Subs: map[string]Kind{"SET": Write, "REWRITE": Refused}},
 
 	// The agent's own.
 	"PING": {Kind: Agent, Arity: -1}, "ECHO": {Kind: Agent, Arity: 2}, "SELECT": {Kind: Agent, Arity: 2},
 	"MULTI": {Kind: Agent, Arity: 1}, "EXEC": {Kind: Agent, Arity: 1}, "DISCARD": {Kind: Agent, Arity: 1},
-	"QUIT": {Kind: Agent, Arity: -1}, "WAITALL": {Kind: Agent, Arity: -1},
+	"QUIT": {Kind: Agent, Arity: -1}, "WAITALL": {Kind: Agent, Arity: -1}, "WAIT": {Kind: Agent, Arity: 3},
+	"CLIENT": {Kind: Agent, Arity: -2}, "HELLO": {Kind: Agent, Arity: -1}, "RESET": {Kind: Agent, Arity: 1},
 
 	// Refused.
-	"RANDOMKEY": {Kind: Refused, Reason: whyRandom}, "SPOP": {Kind: Refused, Reason: whyRandom},
-	"SRANDMEMBER": {Kind: Refused, Reason: whyRandom}, "HRANDFIELD": {Kind: Refused, Reason: whyRandom},
-	"ZRANDMEMBER": {Kind: Refused, Reason: whyRandom},
-	"BLPOP":       {Kind: Refused, Reason: whyBlocking}, "BRPOP": {Kind: Refused, Reason: whyBlocking},
-	"BLMOVE": {Kind: Refused, Reason: whyBlocking}, "BRPOPLPUSH": {Kind: Refused, Reason: whyBlocking},
-	"BLMPOP": {Kind: Refused, Reason: whyBlocking}, "BZPOPMIN": {Kind: Refused, Reason: whyBlocking},
-	"BZPOPMAX": {Kind: Refused, Reason: whyBlocking}, "BZMPOP": {Kind: Refused, Reason: whyBlocking},
-	"WAIT": {Kind: Refused, Reason: whyBlocking}, "WAITAOF": {Kind: Refused, Reason: whyBlocking},
-	"EVAL": {Kind: Refused, Reason: whyScript}, "EVALSHA": {Kind: Refused, Reason: whyScript},
-	"EVAL_RO": {Kind: Refused, Reason: whyScript}, "EVALSHA_RO": {Kind: Refused, Reason: whyScript},
-	"SCRIPT": {Kind: Refused, Reason: whyScript}, "FUNCTION": {Kind: Refused, Reason: whyScript},
-	"FCALL": {Kind: Refused, Reason: whyScript}, "FCALL_RO": {Kind: Refused, Reason: whyScript},
-	"CLIENT": {Kind: Refused, Reason: whyServer}, "DEBUG": {Kind: Refused, Reason: whyServer},
+	"DEBUG": {Kind: Refused, Reason: whyServer}, "WAITAOF": {Kind: Refused, Reason: whyServer},
 	"SHUTDOWN": {Kind: Refused, Reason: whyServer}, "SAVE": {Kind: Refused, Reason: whyServer},
 	"BGSAVE": {Kind: Refused, Reason: whyServer}, "BGREWRITEAOF": {Kind: Refused, Reason: whyServer},
 	"REPLICAOF": {Kind: Refused, Reason: whyServer}, "SLAVEOF": {Kind: Refused, Reason: whyServer},
 	"SYNC": {Kind: Refused, Reason: whyServer}, "PSYNC": {Kind: Refused, Reason: whyServer},
-	"MONITOR": {Kind: Refused, Reason: whyServer}, "MIGRATE": {Kind: Refused, Reason: whyServer},
+	"REPLCONF": {Kind: Refused, Reason: whyServer},
+	"MONITOR":  {Kind: Refused, Reason: whyServer}, "MIGRATE": {Kind: Refused, Reason: whyServer},
 	"MOVE": {Kind: Refused, Reason: whyServer}, "SWAPDB": {Kind: Refused, Reason: whyServer},
 	"ACL": {Kind: Refused, Reason: whyServer}, "AUTH": {Kind: Refused, Reason: whyServer},
 	"MODULE": {Kind: Refused, Reason: whyServer}, "FAILOVER": {Kind: Refused, Reason: whyServer},
-	"RESTORE":   {Kind: Refused, Reason: whyServer},
-	"SUBSCRIBE": {Kind: Refused, Reason: whyPubSub}, "PSUBSCRIBE": {Kind: Refused, Reason: whyPubSub},
+	"CLUSTER": {Kind: Refused, Reason: whyCluster}, "ASKING": {Kind: Refused, Reason: whyCluster},
+	"READONLY": {Kind: Refused, Reason: whyCluster}, "READWRITE": {Kind: Refused, Reason: whyCluster},
+	"RESTORE-ASKING": {Kind: Refused, Reason: whyCluster},
+	"SUBSCRIBE":      {Kind: Refused, Reason: whyPubSub}, "PSUBSCRIBE": {Kind: Refused, Reason: whyPubSub},
 	"SSUBSCRIBE": {Kind: Refused, Reason: whyPubSub}, "PUBLISH": {Kind: Refused, Reason: whyPubSub},
-	"SPUBLISH": {Kind: Refused, Reason: whyPubSub},
-	"WATCH":    {Kind: Refused, Reason: whyWatch}, "UNWATCH": {Kind: Refused, Reason: whyWatch},
+	"SPUBLISH": {Kind: Refused, Reason: whyPubSub}, "UNSUBSCRIBE": {Kind: Refused, Reason: whyPubSub},
+	"PUNSUBSCRIBE": {Kind: Refused, Reason: whyPubSub}, "SUNSUBSCRIBE": {Kind: Refused, Reason: whyPubSub},
+	"PUBSUB": {Kind: Refused, Reason: whyPubSub},
+	"WATCH":  {Kind: Refused, Reason: whyWatch}, "UNWATCH": {Kind: Refused, Reason: whyWatch},
 }
 
 // Lookup finds the command's row and checks its arity and sub-command. The
@@ -144,20 +194,26 @@ func Lookup(args [][]byte) (string, Spec, string) {
 	if !ok {
 		return name, s, unknownCommand(args)
 	}
+	if s.Kind != Refused && ((s.Arity > 0 && len(args) != s.Arity) || (s.Arity < 0 && len(args) < -s.Arity)) {
+		return name, s, fmt.Sprintf("ERR wrong number of arguments for '%s' command", strings.ToLower(name))
+	}
+	if len(args) > 1 {
+		sub := strings.ToUpper(string(args[1]))
+		if k, ok := s.Subs[sub]; ok {
+			s.Kind = k
+			if k == Refused {
+				return name, s, fmt.Sprintf("ERR '%s %s' is not supported by gait replica: %s", name, sub, subReasons[name+" "+sub])
+			}
+		}
+	}
 	if s.Kind == Refused {
 		return name, s, fmt.Sprintf("ERR '%s' is not supported by gait replica: %s", name, s.Reason)
 	}
-	if (s.Arity > 0 && len(args) != s.Arity) || (s.Arity < 0 && len(args) < -s.Arity) {
-		return name, s, fmt.Sprintf("ERR wrong number of arguments for '%s' command", strings.ToLower(name))
-	}
-	if name == "CONFIG" && !strings.EqualFold(string(args[1]), "GET") {
-		return name, s, fmt.Sprintf("ERR 'CONFIG %s' is not supported by gait replica: %s", strings.ToUpper(string(args[1])), whyServer)
-	}
-	if name == "HELLO" && len(args) > 1 && string(args[1]) != "2" {
-		return name, s, "NOPROTO sorry, this protocol version is not supported"
-	}
 	return name, s, ""
 }
+
+// subReasons says why a refused sub-command is refused.
+var subReasons = map[string]string{"CONFIG REWRITE": whyRewrite, "FUNCTION KILL": whyKill, "SCRIPT KILL": whyKill}
 
 // unknownCommand words the error as redis-server does, so tools recognise it.
 func unknownCommand(args [][]byte) string {
@@ -238,6 +294,95 @@ func rewriteExpire(unit int64) func([][]byte, time.Time) [][]byte {
 		out := append([][]byte{[]byte("PEXPIREAT"), args[1], at}, args[3:]...)
 		return out
 	}
+}
+
+// rewriteRestore makes RESTORE's relative TTL absolute (ABSTTL).
+func rewriteRestore(args [][]byte, now time.Time) [][]byte {
+	for _, a := range args[4:] {
+		if strings.EqualFold(string(a), "ABSTTL") {
+			return args
+		}
+	}
+	at, ok := absolute(args[2], 1, now)
+	if !ok || string(args[2]) == "0" || bytes.HasPrefix(args[2], []byte("-")) {
+		return args
+	}
+	out := slicesClone(args)
+	out[2] = at
+	return append(out, []byte("ABSTTL"))
+}
+
+// rewriteXadd gives XADD's automatic ID ("*") the proposer's clock
+// ("<ms>-*"), so every replica makes the same ID; redis still picks the
+// sequence number.
+func rewriteXadd(args [][]byte, now time.Time) [][]byte {
+	i := 2
+	for i < len(args) {
+		switch strings.ToUpper(string(args[i])) {
+		case "NOMKSTREAM":
+			i++
+			continue
+		case "MAXLEN", "MINID":
+			i++
+			if i < len(args) && (string(args[i]) == "=" || string(args[i]) == "~") {
+				i++
+			}
+			i++
+			if i < len(args) && strings.EqualFold(string(args[i]), "LIMIT") {
+				i += 2
+			}
+			continue
+		}
+		break
+	}
+	if i >= len(args) || string(args[i]) != "*" {
+		return args
+	}
+	out := slicesClone(args)
+	out[i] = strconv.AppendInt(nil, now.UnixMilli(), 10)
+	out[i] = append(out[i], "-*"...)
+	return out
+}
+
+// spopScript is SPOP executed the same way on every replica: the members
+// sorted, then a partial shuffle driven by a seed the proposer chose.
+const spopScript = `local m = redis.pcall('SMEMBERS', KEYS[1])
+if m.err then return m end
+table.sort(m)
+local x = tonumber(ARGV[1])
+local n = #m
+local want = 1
+if ARGV[2] then want = tonumber(ARGV[2]) end
+local out = {}
+for i = 1, math.min(want, n) do
+  x = (x * 16807) % 2147483647
+  local j = i + (x % (n - i + 1))
+  m[i], m[j] = m[j], m[i]
+  out[i] = m[i]
+end
+for i = 1, #out, 1000 do
+  redis.call('SREM', KEYS[1], unpack(out, i, math.min(i + 999, #out)))
+end
+if ARGV[2] then return out end
+return out[1] or false
+`
+
+// rewriteSpop turns SPOP key [count] into spopScript with a seed from the
+// proposer's clock: the members are chosen once, when the write is proposed.
+// A malformed count stays SPOP, which redis refuses alike everywhere.
+func rewriteSpop(args [][]byte, now time.Time) [][]byte {
+	if len(args) > 3 {
+		return args
+	}
+	seed := strconv.AppendInt(nil, now.UnixNano()%(math.MaxInt32-1)+1, 10)
+	out := [][]byte{[]byte("EVAL"), []byte(spopScript), []byte("1"), args[1], seed}
+	if len(args) == 3 {
+		if n, err := strconv.ParseInt(string(args[2]), 10, 64); err != nil || n < 0 {
+			return args
+		}
+		out = append(out, args[2])
+	}
+	return out
 }
 
 func slicesClone(args [][]byte) [][]byte { return append([][]byte(nil), args...) }

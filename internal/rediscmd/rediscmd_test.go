@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,15 @@ func TestRewrite(t *testing.T) {
 		"PEXPIRE k -5":                 "PEXPIREAT k 999995",
 		"GETEX k EX 1":                 "GETEX k PXAT 1001000",
 		"GETEX k PERSIST":              "GETEX k PERSIST",
+		"RESTORE k 5 x":                "RESTORE k 1000005 x ABSTTL",
+		"RESTORE k 0 x REPLACE":        "RESTORE k 0 x REPLACE",
+		"RESTORE k 5 x ABSTTL":         "RESTORE k 5 x ABSTTL",
+		"XADD s * f v":                 "XADD s 1000000-* f v",
+		"XADD s MAXLEN ~ 10 * f v":     "XADD s MAXLEN ~ 10 1000000-* f v",
+		"XADD s NOMKSTREAM MINID 5 LIMIT 3 * f v": "XADD s NOMKSTREAM MINID 5 LIMIT 3 1000000-* f v",
+		"XADD s 5-1 f v": "XADD s 5-1 f v",
+		"SPOP s -1":      "SPOP s -1",
+		"SPOP s 1 2":     "SPOP s 1 2",
 	} {
 		args := words(in)
 		_, sp, msg := Lookup(args)
@@ -50,18 +60,36 @@ func TestRewrite(t *testing.T) {
 	}
 }
 
+// TestSpopRewrite: SPOP becomes a script with a seed in 1..2^31-2 and the
+// count, so that every replica pops the same members.
+func TestSpopRewrite(t *testing.T) {
+	for _, in := range []string{"SPOP s", "spop s 3"} {
+		args := words(in)
+		_, sp, _ := Lookup(args)
+		out := sp.Rewrite(args, time.Unix(0, 1<<40))
+		if string(out[0]) != "EVAL" || string(out[2]) != "1" || string(out[3]) != "s" || len(out) != 3+len(args) {
+			t.Fatalf("%s: rewritten to %q", in, out[:1])
+		}
+		if seed, err := strconv.ParseInt(string(out[4]), 10, 64); err != nil || seed < 1 || seed >= 1<<31-1 {
+			t.Errorf("%s: seed %q", in, out[4])
+		}
+	}
+}
+
 func TestLookup(t *testing.T) {
 	for in, want := range map[string]string{
 		"get k":             "",
 		"GET":               "ERR wrong number of arguments for 'get' command",
 		"SETNX a":           "ERR wrong number of arguments for 'setnx' command",
-		"SPOP s":            "ERR 'SPOP' is not supported by gait replica: its result is random",
-		"BLPOP l 0":         "ERR 'BLPOP' is not supported by gait replica: blocking",
+		"SPOP s":            "",
+		"BLPOP l 0":         "",
 		"FOO a b":           "ERR unknown command 'FOO', with args beginning with: 'a' 'b' ",
-		"CONFIG SET save x": "ERR 'CONFIG SET' is not supported by gait replica",
+		"CONFIG SET save x": "",
+		"config rewrite":    "ERR 'CONFIG REWRITE' is not supported by gait replica: it writes",
+		"SCRIPT KILL":       "ERR 'SCRIPT KILL' is not supported by gait replica: a script runs on every replica",
 		"config get save":   "",
-		"HELLO 3":           "NOPROTO",
-		"HELLO 2":           "",
+		"DEBUG sleep 0":     "ERR 'DEBUG' is not supported by gait replica",
+		"SUBSCRIBE c":       "ERR 'SUBSCRIBE' is not supported by gait replica: publish/subscribe",
 	} {
 		_, _, msg := Lookup(words(in))
 		if (want == "") != (msg == "") || !strings.HasPrefix(msg, want) {

@@ -3,7 +3,9 @@ package replica
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -34,15 +36,17 @@ func (a *Agent) serveClients() {
 		if err != nil {
 			return
 		}
+		st := a.newClientState(c)
 		a.mu.Lock()
-		a.conns[c] = struct{}{}
+		a.conns[c] = st
 		a.mu.Unlock()
-		go a.serveConn(c)
+		go a.serveConn(c, st)
 	}
 }
 
 // clientState is the per-connection state.
 type clientState struct {
+	clientConn
 	inMulti bool
 	aborted bool
 	queued  [][][]byte
@@ -61,7 +65,7 @@ type clientState struct {
 // serveConn reads requests and proposes writes in arrival order; a second
 // goroutine writes replies in the same order. Writes of one connection are
 // pipelined through raft, reads wait for everything before them.
-func (a *Agent) serveConn(c net.Conn) {
+func (a *Agent) serveConn(c net.Conn, st *clientState) {
 	defer func() {
 		a.mu.Lock()
 		delete(a.conns, c)
@@ -71,23 +75,84 @@ func (a *Agent) serveConn(c net.Conn) {
 	written := make(chan struct{})
 	go func() { a.writeReplies(c, slots); close(written) }()
 	defer func() { close(slots); <-written }()
-	rd := resp.NewReader(c, a.cfg.MaxRequest, maxArgs)
-	st := &clientState{}
+	sc := &stallConn{Conn: c, timeout: a.cfg.RequestTimeout, observe: func(d time.Duration) { a.m.stage("request_read", d) }}
+	rd := resp.NewReader(sc, a.cfg.MaxRequest, maxArgs)
+	rd.Budget, rd.Begin = a.budget, sc.begin
+	defer rd.Release()
 	for {
 		args, err := rd.ReadCommand()
+		sc.end()
 		if err != nil {
-			var pe *resp.ProtocolError
-			if errors.As(err, &pe) {
-				slots <- slot{reply: resp.Error("ERR " + pe.Error()), close: true}
+			if msg := a.requestError(err); msg != "" {
+				slots <- slot{reply: resp.Error(msg), close: true}
 			}
 			return
 		}
+		st.touch(args[0])
 		s := a.handle(st, args)
+		if !st.inMulti {
+			// The arguments are encoded into a proposal or a read by now; a
+			// transaction's stay queued, and charged, until EXEC or DISCARD.
+			rd.Release()
+		}
 		slots <- s
 		if s.close {
 			return
 		}
 	}
+}
+
+// requestError is the error line for a request that could not be read,
+// or "" when the connection just ended.
+func (a *Agent) requestError(err error) string {
+	var pe *resp.ProtocolError
+	var be *resp.BudgetError
+	switch {
+	case errors.As(err, &pe):
+		return "ERR " + pe.Error()
+	case errors.As(err, &be):
+		a.m.refusedMemory.Inc()
+		return "ERR " + be.Error()
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		a.m.refusedStalled.Inc()
+		return fmt.Sprintf("ERR request stalled: no byte of it for %v (--request-timeout); closing the connection", a.cfg.RequestTimeout)
+	}
+	return ""
+}
+
+// stallConn bounds how long a request may pause once it has begun: while
+// one is being read, every read must bring bytes within timeout. Between
+// requests the connection may idle without limit. Only the reading
+// goroutine uses it.
+type stallConn struct {
+	net.Conn
+	timeout time.Duration
+	mid     bool                // a request has begun
+	began   time.Time           // when
+	armed   bool                // a read deadline is set
+	observe func(time.Duration) // told how long each request took to arrive
+}
+
+func (c *stallConn) begin() { c.mid, c.began = true, time.Now() }
+
+// end disarms the deadline once a request is read: the connection may idle.
+func (c *stallConn) end() {
+	if c.mid {
+		c.observe(time.Since(c.began))
+	}
+	c.mid = false
+	if c.armed {
+		c.Conn.SetReadDeadline(time.Time{})
+		c.armed = false
+	}
+}
+
+func (c *stallConn) Read(p []byte) (int, error) {
+	if c.mid {
+		c.Conn.SetReadDeadline(time.Now().Add(c.timeout))
+		c.armed = true
+	}
+	return c.Conn.Read(p)
 }
 
 func (a *Agent) writeReplies(c net.Conn, slots chan slot) {
@@ -127,6 +192,13 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 	}
 	if msg != "" {
 		return slot{reply: resp.Error(msg)}
+	}
+	if sp.Blocks {
+		if d, forever, ok := blockTimeout(name, args); ok {
+			// The connection waits, as a blocked redis client does: nothing
+			// after it is read until it is answered.
+			return slot{reply: a.block(st, name, args, d, forever)}
+		}
 	}
 	switch sp.Kind {
 	case rediscmd.Write:
@@ -177,6 +249,14 @@ func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 		return a.exec(st)
 	case "WAITALL":
 		return a.waitAllSlot(st, args)
+	case "WAIT":
+		return a.waitSlot(st, args)
+	case "CLIENT":
+		return slot{reply: a.clientCommand(st, args)}
+	case "HELLO":
+		return slot{reply: a.hello(st, args)}
+	case "RESET":
+		return slot{reply: a.reset(st)}
 	}
 	return slot{reply: resp.Error("ERR internal: no handler for " + name)}
 }
@@ -239,6 +319,7 @@ func (a *Agent) write(st *clientState, payload []byte, n int) slot {
 		if r.index > st.lastIndex.Load() {
 			st.lastIndex.Store(r.index)
 		}
+		a.m.stage("reply", time.Since(r.at))
 		return r.raw
 	}}
 }

@@ -1,0 +1,198 @@
+package replica
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"math"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gait-dev/gait/internal/resp"
+)
+
+// A blocking command (BLPOP, BZPOPMIN, XREAD BLOCK...) never blocks a
+// redis-server: a redis that waits on the apply connection would stall every
+// later entry. The agent proposes the command inside MULTI … EXEC, where
+// redis runs it without blocking (an empty source answers nil at once), as
+// an ordered write; while the answer is nil and the timeout has not passed it
+// waits for the next entry this replica applies (or retryIdle), then
+// proposes again. Every replica applies the same attempts, so they agree on
+// which attempt found data.
+const (
+	// retryGap spaces the attempts of one client, so blocked clients that
+	// wake one another with their own attempts cost at most 1/retryGap
+	// ordered writes per second each.
+	retryGap = 20 * time.Millisecond
+	// retryIdle bounds the wait without any applied entry.
+	retryIdle = time.Second
+)
+
+// blockTimeout reads the timeout of a blocking command: ok false when the
+// command does not block (XREAD, XREADGROUP without BLOCK), forever for 0,
+// and a zero timeout for one that does not parse (redis then answers the
+// error on the first attempt).
+func blockTimeout(name string, args [][]byte) (d time.Duration, forever, ok bool) {
+	var v []byte
+	scale := float64(time.Second)
+	switch name {
+	case "BLMPOP", "BZMPOP":
+		v = args[1]
+	case "XREAD", "XREADGROUP":
+		for i := 1; i < len(args)-1; i++ {
+			switch strings.ToUpper(string(args[i])) {
+			case "STREAMS":
+				return 0, false, false
+			case "BLOCK":
+				v, scale = args[i+1], float64(time.Millisecond)
+			}
+			if v != nil {
+				break
+			}
+		}
+		if v == nil {
+			return 0, false, false
+		}
+	default:
+		v = args[len(args)-1]
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, false, true
+	}
+	if f == 0 {
+		return 0, true, true
+	}
+	return time.Duration(min(f*scale, float64(math.MaxInt64/2))), false, true
+}
+
+// block serves a blocking command until it finds data, the timeout passes,
+// or the client goes away; the reply is what redis answered to the
+// successful (or last) attempt.
+func (a *Agent) block(st *clientState, name string, args [][]byte, d time.Duration, forever bool) []byte {
+	if st.lastRead != nil {
+		<-st.lastRead
+	}
+	if st.lastWriteDone != nil {
+		<-st.lastWriteDone
+	}
+	if name == "XREAD" {
+		var errReply []byte
+		if args, errReply = a.resolveLastIDs(st, args); errReply != nil {
+			return errReply
+		}
+	}
+	deadline := time.Now().Add(d)
+	payload := resp.AppendCommand(nil, []byte("MULTI"))
+	payload = resp.AppendCommand(payload, args...)
+	payload = resp.AppendCommand(payload, []byte("EXEC"))
+	for {
+		start := time.Now()
+		w, err := a.startWrite(payload, 3)
+		if err != nil {
+			return resp.Error("TRYAGAIN gait replica: " + err.Error())
+		}
+		r, err := a.awaitWrite(w)
+		if err != nil {
+			return resp.Error("ERR gait replica: " + err.Error())
+		}
+		if r.index > st.lastIndex.Load() {
+			st.lastIndex.Store(r.index)
+		}
+		reply, empty := execElement(r.raw)
+		if !empty || (!forever && !time.Now().Before(deadline)) {
+			return reply
+		}
+		wait := retryIdle
+		if !forever {
+			wait = min(wait, time.Until(deadline))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		a.fsm.waitApplied(ctx, r.index+1)
+		cancel()
+		if gap := retryGap - time.Since(start); gap > 0 {
+			time.Sleep(min(gap, max(time.Until(deadline), 0)))
+		}
+		if gone(st) {
+			return reply
+		}
+		select {
+		case <-a.done:
+			return reply
+		default:
+		}
+	}
+}
+
+// execElement unwraps the one reply inside EXEC's answer; empty says it is
+// nil (no data yet). Anything else (EXECABORT, an error) is returned whole.
+func execElement(raw []byte) (reply []byte, empty bool) {
+	_, v, err := resp.ReadReply(bufio.NewReader(bytes.NewReader(raw)))
+	if err != nil || v.Kind != '*' || v.Null || len(v.Arr) != 1 {
+		return raw, false
+	}
+	reply = raw[bytes.IndexByte(raw, '\n')+1:]
+	return reply, v.Arr[0].Null
+}
+
+// resolveLastIDs replaces XREAD's "$" (entries after the newest) by the
+// stream's newest ID now, read once, so later attempts still mean "after
+// the call began".
+func (a *Agent) resolveLastIDs(st *clientState, args [][]byte) ([][]byte, []byte) {
+	streams := -1
+	for i, x := range args {
+		if strings.EqualFold(string(x), "STREAMS") {
+			streams = i
+			break
+		}
+	}
+	n := len(args) - streams - 1
+	if streams < 0 || n <= 0 || n%2 != 0 {
+		return args, nil // redis answers the syntax error
+	}
+	out := append([][]byte(nil), args...)
+	for i := 0; i < n/2; i++ {
+		id := &out[streams+1+n/2+i]
+		if string(*id) != "$" {
+			continue
+		}
+		key := out[streams+1+i]
+		raw, err := a.read(st, resp.AppendCommand(nil, []byte("XREVRANGE"), key, []byte("+"), []byte("-"), []byte("COUNT"), []byte("1")))
+		if err != nil {
+			return nil, resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
+		}
+		_, v, err := resp.ReadReply(bufio.NewReader(bytes.NewReader(raw)))
+		switch {
+		case err != nil || v.Kind == '-':
+			return nil, raw
+		case len(v.Arr) == 1 && len(v.Arr[0].Arr) > 0:
+			*id = v.Arr[0].Arr[0].Str
+		default:
+			*id = []byte("0-0")
+		}
+	}
+	return out, nil
+}
+
+// gone says whether a blocked client closed its connection: a peek that
+// finds the end of the stream. Bytes it finds stay for the reader.
+func gone(st *clientState) bool {
+	sc, ok := st.conn.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return true
+	}
+	closed := false
+	err = rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		closed = n == 0 && err == nil
+		return true
+	})
+	return closed || err != nil
+}

@@ -1,0 +1,364 @@
+package replica
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gait-dev/gait/internal/resp"
+)
+
+// clientConn is what CLIENT LIST tells of one connection: the agent's own
+// connection with its client, not the redis-server's connections.
+type clientConn struct {
+	id      uint64
+	conn    net.Conn
+	created time.Time
+	mu      sync.Mutex
+	name    string
+	// last is the time and name of the latest command, for idle= and cmd=.
+	last    atomic.Int64
+	lastCmd atomic.Value
+}
+
+func (a *Agent) newClientState(c net.Conn) *clientState {
+	st := &clientState{clientConn: clientConn{id: a.clientIDs.Add(1), conn: c, created: time.Now()}}
+	st.last.Store(st.created.UnixNano())
+	return st
+}
+
+// touch records a command's arrival for CLIENT LIST's idle= and cmd=.
+func (cl *clientConn) touch(name []byte) {
+	cl.last.Store(time.Now().UnixNano())
+	cl.lastCmd.Store(strings.ToLower(string(name)))
+}
+
+func (cl *clientConn) getName() string {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return cl.name
+}
+
+// info is one line of CLIENT LIST and CLIENT INFO, in redis's field order,
+// with the fields the agent knows.
+func (cl *clientConn) info(now time.Time, inMulti bool, queued int) string {
+	multi := -1
+	if inMulti {
+		multi = queued
+	}
+	cmd, _ := cl.lastCmd.Load().(string)
+	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d idle=%d flags=N db=0 sub=0 psub=0 ssub=0 multi=%d cmd=%s user=default redir=-1 resp=2\n",
+		cl.id, cl.conn.RemoteAddr(), cl.conn.LocalAddr(), cl.getName(), int(now.Sub(cl.created).Seconds()),
+		int(now.Sub(time.Unix(0, cl.last.Load())).Seconds()), multi, cmd)
+}
+
+// validName is redis's rule for connection names: no spaces, newlines or
+// other characters outside '!' to '~'.
+func validName(b []byte) bool {
+	for _, c := range b {
+		if c < '!' || c > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// clientCommand answers CLIENT for the agent's own connections.
+func (a *Agent) clientCommand(st *clientState, args [][]byte) []byte {
+	sub := strings.ToUpper(string(args[1]))
+	arity := map[string]int{"ID": 2, "GETNAME": 2, "SETNAME": 3, "INFO": 2, "GETREDIR": 2}
+	if n, ok := arity[sub]; ok && len(args) != n {
+		return resp.Error(fmt.Sprintf("ERR wrong number of arguments for 'client|%s' command", strings.ToLower(sub)))
+	}
+	switch sub {
+	case "ID":
+		return resp.Int(int(st.id))
+	case "GETNAME":
+		if n := st.getName(); n != "" {
+			return resp.AppendBulk(nil, []byte(n))
+		}
+		return []byte("$-1\r\n")
+	case "SETNAME":
+		if !validName(args[2]) {
+			return resp.Error("ERR Client names cannot contain spaces, newlines or special characters.")
+		}
+		st.mu.Lock()
+		st.name = string(args[2])
+		st.mu.Unlock()
+		return resp.Simple("OK")
+	case "INFO":
+		return resp.AppendBulk(nil, []byte(st.info(time.Now(), st.inMulti, len(st.queued))))
+	case "GETREDIR":
+		return resp.Int(-1)
+	case "LIST":
+		return a.clientList(st, args[2:])
+	case "KILL":
+		return a.clientKill(st, args[2:])
+	}
+	return resp.Error(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%s'. Try CLIENT HELP.", argWord(args[1])))
+}
+
+// argWord is an argument as redis quotes it in an error: at most 128 bytes.
+func argWord(b []byte) string { return string(b[:min(len(b), 128)]) }
+
+// clients is a snapshot of the connections, in id order.
+func (a *Agent) connections() []*clientState {
+	a.mu.Lock()
+	out := make([]*clientState, 0, len(a.conns))
+	for _, st := range a.conns {
+		out = append(out, st)
+	}
+	a.mu.Unlock()
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].id < out[j-1].id; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// clientList answers CLIENT LIST [TYPE normal] [ID id...].
+func (a *Agent) clientList(self *clientState, opts [][]byte) []byte {
+	var ids map[uint64]bool
+	switch {
+	case len(opts) == 0:
+	case len(opts) == 2 && strings.EqualFold(string(opts[0]), "TYPE"):
+		t := strings.ToLower(string(opts[1]))
+		if t != "normal" && t != "master" && t != "replica" && t != "slave" && t != "pubsub" {
+			return resp.Error("ERR Unknown client type '" + argWord(opts[1]) + "'")
+		}
+		if t != "normal" {
+			return resp.AppendBulk(nil, nil)
+		}
+	case len(opts) >= 2 && strings.EqualFold(string(opts[0]), "ID"):
+		ids = map[uint64]bool{}
+		for _, o := range opts[1:] {
+			id, err := strconv.ParseUint(string(o), 10, 64)
+			if err != nil || id == 0 {
+				return resp.Error("ERR Invalid client ID")
+			}
+			ids[id] = true
+		}
+	default:
+		return resp.Error("ERR syntax error")
+	}
+	var b bytes.Buffer
+	now := time.Now()
+	for _, st := range a.connections() {
+		if ids != nil && !ids[st.id] {
+			continue
+		}
+		if st == self {
+			b.WriteString(st.info(now, st.inMulti, len(st.queued)))
+		} else {
+			b.WriteString(st.info(now, false, 0)) // another goroutine owns its transaction state
+		}
+	}
+	return resp.AppendBulk(nil, b.Bytes())
+}
+
+// clientKill answers CLIENT KILL addr (the old form: OK or an error) and
+// CLIENT KILL [ID id] [ADDR addr] [LADDR addr] [TYPE normal] [USER default]
+// [SKIPME yes|no] (the number killed), closing the agent's connections.
+func (a *Agent) clientKill(self *clientState, opts [][]byte) []byte {
+	if len(opts) == 1 {
+		for _, st := range a.connections() {
+			if st.conn.RemoteAddr().String() == string(opts[0]) {
+				st.conn.Close()
+				return resp.Simple("OK")
+			}
+		}
+		return resp.Error("ERR No such client")
+	}
+	if len(opts) == 0 || len(opts)%2 != 0 {
+		return resp.Error("ERR syntax error")
+	}
+	var id uint64
+	var addr, laddr, typ, user string
+	skipMe := true
+	for i := 0; i < len(opts); i += 2 {
+		v := string(opts[i+1])
+		switch strings.ToUpper(string(opts[i])) {
+		case "ID":
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil || n == 0 {
+				return resp.Error("ERR client-id should be greater than 0")
+			}
+			id = n
+		case "ADDR":
+			addr = v
+		case "LADDR":
+			laddr = v
+		case "TYPE":
+			typ = strings.ToLower(v)
+			if typ != "normal" && typ != "master" && typ != "replica" && typ != "slave" && typ != "pubsub" {
+				return resp.Error("ERR Unknown client type '" + argWord(opts[i+1]) + "'")
+			}
+		case "USER":
+			user = v
+		case "SKIPME":
+			switch strings.ToLower(v) {
+			case "yes":
+				skipMe = true
+			case "no":
+				skipMe = false
+			default:
+				return resp.Error("ERR syntax error")
+			}
+		default:
+			return resp.Error("ERR syntax error")
+		}
+	}
+	killed := 0
+	for _, st := range a.connections() {
+		if (id != 0 && st.id != id) || (addr != "" && st.conn.RemoteAddr().String() != addr) ||
+			(laddr != "" && st.conn.LocalAddr().String() != laddr) || (typ != "" && typ != "normal") ||
+			(user != "" && user != "default") || (skipMe && st == self) {
+			continue
+		}
+		killed++
+		if st == self {
+			// Redis answers the killing connection before closing it.
+			defer func() { time.AfterFunc(10*time.Millisecond, func() { st.conn.Close() }) }()
+			continue
+		}
+		st.conn.Close()
+	}
+	return resp.Int(killed)
+}
+
+// hello answers HELLO [2 [AUTH user pass] [SETNAME name]]. RESP3 is not
+// served: replies from redis are forwarded as they come, in RESP2.
+func (a *Agent) hello(st *clientState, args [][]byte) []byte {
+	if len(args) > 1 {
+		v, err := strconv.Atoi(string(args[1]))
+		if err != nil {
+			return resp.Error("ERR Protocol version is not an integer or out of range")
+		}
+		if v != 2 {
+			return resp.Error("NOPROTO sorry, this protocol version is not supported")
+		}
+	}
+	var name []byte
+	for i := 2; i < len(args); i++ {
+		switch strings.ToUpper(string(args[i])) {
+		case "SETNAME":
+			if i+1 >= len(args) {
+				return resp.Error("ERR Syntax error in HELLO option 'setname'")
+			}
+			if name = args[i+1]; !validName(name) {
+				return resp.Error("ERR Client names cannot contain spaces, newlines or special characters.")
+			}
+			i++
+		case "AUTH":
+			return resp.Error("ERR 'AUTH' is not supported by gait replica: it changes or inspects one server or connection, not the replicated data")
+		default:
+			return resp.Error("ERR Syntax error in HELLO option '" + argWord(args[i]) + "'")
+		}
+	}
+	raw, err := a.reads.do(resp.AppendCommand(nil, []byte("HELLO"), []byte("2")))
+	if err != nil {
+		return resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
+	}
+	_, v, err := resp.ReadReply(bufio.NewReader(bytes.NewReader(raw)))
+	if err != nil || v.Kind != '*' || len(v.Arr)%2 != 0 {
+		return raw // an error from redis, forwarded
+	}
+	if name != nil {
+		st.mu.Lock()
+		st.name = string(name)
+		st.mu.Unlock()
+	}
+	// The server's own answer (version, role), with this connection's id.
+	out := fmt.Appendf(nil, "*%d\r\n", len(v.Arr))
+	for i := 0; i < len(v.Arr); i += 2 {
+		out = resp.AppendBulk(out, v.Arr[i].Str)
+		switch string(v.Arr[i].Str) {
+		case "id":
+			out = append(out, resp.Int(int(st.id))...)
+		case "modules":
+			out = append(out, "*0\r\n"...)
+		default:
+			out = appendValue(out, v.Arr[i+1])
+		}
+	}
+	return out
+}
+
+// appendValue writes a decoded RESP2 value back.
+func appendValue(out []byte, v resp.Value) []byte {
+	switch v.Kind {
+	case '+', '-':
+		return append(append(append(out, v.Kind), v.Str...), '\r', '\n')
+	case ':':
+		return append(out, resp.Int(int(v.Num))...)
+	case '$':
+		if v.Null {
+			return append(out, "$-1\r\n"...)
+		}
+		return resp.AppendBulk(out, v.Str)
+	}
+	if v.Null {
+		return append(out, "*-1\r\n"...)
+	}
+	out = fmt.Appendf(out, "*%d\r\n", len(v.Arr))
+	for _, e := range v.Arr {
+		out = appendValue(out, e)
+	}
+	return out
+}
+
+// reset answers RESET: the connection as if new (no transaction, no name).
+func (a *Agent) reset(st *clientState) []byte {
+	st.inMulti, st.aborted, st.queued = false, false, nil
+	st.mu.Lock()
+	st.name = ""
+	st.mu.Unlock()
+	return resp.Simple("RESET")
+}
+
+// waitSlot answers WAIT numreplicas timeout-ms as redis does for its
+// replicas: how many replicas other than this one have applied the
+// connection's last write, once numreplicas have or the timeout (0: none)
+// passed.
+func (a *Agent) waitSlot(st *clientState, args [][]byte) slot {
+	n, err := strconv.ParseInt(string(args[1]), 10, 64)
+	if err != nil {
+		return slot{reply: resp.Error("ERR value is not an integer or out of range")}
+	}
+	ms, err := strconv.ParseInt(string(args[2]), 10, 64)
+	if err != nil {
+		return slot{reply: resp.Error("ERR timeout is not an integer or out of range")}
+	}
+	if ms < 0 {
+		return slot{reply: resp.Error("ERR timeout is negative")}
+	}
+	w := st.lastWrite
+	if w == nil {
+		return slot{reply: resp.Int(len(a.health.expectedReplicas()) - 1)}
+	}
+	return slot{fill: func() []byte {
+		var deadline time.Time
+		if ms > 0 {
+			deadline = time.Now().Add(time.Duration(ms) * time.Millisecond)
+		}
+		for {
+			got, _ := a.replied(w)
+			others := max(got-1, 0)
+			if int64(others) >= n || (!deadline.IsZero() && time.Now().After(deadline)) {
+				return resp.Int(others)
+			}
+			select {
+			case <-a.done:
+				return resp.Int(others)
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}}
+}

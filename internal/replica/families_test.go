@@ -1,0 +1,251 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gait-dev/gait/internal/systems/redis"
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// familyCases are, per command family, commands whose replies through gait
+// must equal a plain redis-server's, in order. Words are split on spaces;
+// ¦ in a word is a space and ¶ a newline.
+var familyCases = map[string][]string{
+	"strings": {"SET fs:a hello", "APPEND fs:a _world", "GETRANGE fs:a 0 4", "SUBSTR fs:a 1 3", "STRLEN fs:a",
+		"SET fs:b hallo", "LCS fs:a fs:b", "LCS fs:a fs:b LEN", "MSETNX fs:c 1 fs:d 2", "INCRBYFLOAT fs:c 1.5",
+		"GETDEL fs:d", "MGET fs:a fs:c fs:d"},
+	"bitmaps": {"SETBIT fb:a 7 1", "SETBIT fb:a 100 1", "GETBIT fb:a 7", "BITCOUNT fb:a", "BITPOS fb:a 1",
+		"SET fb:b abc", "BITOP AND fb:c fb:a fb:b", "GET fb:c", "BITFIELD fb:d SET u8 0 200 INCRBY u8 0 100",
+		"BITFIELD_RO fb:d GET u8 0"},
+	"hyperloglog": {"PFADD fh:a x y z", "PFADD fh:b z w", "PFCOUNT fh:a fh:b", "PFMERGE fh:c fh:a fh:b", "PFCOUNT fh:c"},
+	"keys": {"SET fk:a 1", "COPY fk:a fk:b", "TOUCH fk:a fk:b fk:none", "OBJECT ENCODING fk:a", "TYPE fk:b",
+		"EXPIRE fk:b 100", "TTL fk:b", "PERSIST fk:b", "TTL fk:b", "RENAME fk:b fk:c", "EXISTS fk:a fk:b fk:c"},
+	"lists": {"RPUSH fl:a 1 2 3 4", "LMPOP 2 fl:none fl:a LEFT COUNT 2", "LMOVE fl:a fl:b RIGHT LEFT", "LRANGE fl:b 0 -1",
+		"LPOS fl:a 3", "LINSERT fl:a BEFORE 3 x", "LRANGE fl:a 0 -1"},
+	"sets": {"SADD fe:a 1 2 3 4", "SADD fe:b 3 4 5", "SINTERSTORE fe:c fe:a fe:b", "SUNIONSTORE fe:d fe:a fe:b",
+		"SDIFFSTORE fe:e fe:a fe:b", "SMEMBERS fe:e", "SINTERCARD 2 fe:a fe:b", "SCARD fe:d", "SMISMEMBER fe:a 1 9"},
+	"sorted sets": {"ZADD fz:a 1 a 2 b 3 c", "ZADD fz:b 1 b 5 d", "ZUNIONSTORE fz:u 2 fz:a fz:b", "ZRANGE fz:u 0 -1 WITHSCORES",
+		"ZINTERSTORE fz:i 2 fz:a fz:b WEIGHTS 2 3", "ZRANGE fz:i 0 -1 WITHSCORES", "ZDIFF 2 fz:a fz:b", "ZINTERCARD 2 fz:a fz:b",
+		"ZADD fz:l 0 a 0 b 0 c 0 d", "ZRANGEBYLEX fz:l [b (d", "ZREVRANGEBYLEX fz:l + -", "ZLEXCOUNT fz:l - +",
+		"ZREMRANGEBYLEX fz:l [a [b", "ZMPOP 1 fz:a MIN COUNT 2", "ZRANGESTORE fz:r fz:u 0 1", "ZMSCORE fz:u a d",
+		"ZREVRANK fz:u d", "ZREMRANGEBYRANK fz:u 0 0", "ZREMRANGEBYSCORE fz:u 0 2", "ZRANGE fz:u 0 -1"},
+	"hashes": {"HSET fa:a f1 v1 f2 v2", "HSCAN fa:a 0", "HSTRLEN fa:a f1"},
+	"geo": {"GEOADD fg:a 13.361389 38.115556 Palermo 15.087269 37.502669 Catania", "GEODIST fg:a Palermo Catania km",
+		"GEOHASH fg:a Palermo", "GEOSEARCH fg:a FROMLONLAT 15 37 BYRADIUS 200 km ASC",
+		"GEOSEARCHSTORE fg:b fg:a FROMLONLAT 15 37 BYRADIUS 200 km", "ZCARD fg:b",
+		"GEORADIUS fg:a 15 37 200 km ASC", "GEORADIUSBYMEMBER_RO fg:a Palermo 300 km ASC"},
+	"streams": {"XADD fx:a 1-1 f v", "XADD fx:a 2-1 g w", "XLEN fx:a", "XRANGE fx:a - +", "XREVRANGE fx:a + - COUNT 1",
+		"XGROUP CREATE fx:a grp 0", "XREADGROUP GROUP grp c1 COUNT 1 STREAMS fx:a >", "XACK fx:a grp 1-1",
+		"XPENDING fx:a grp", "XREAD COUNT 5 STREAMS fx:a 0", "XDEL fx:a 2-1", "XTRIM fx:a MAXLEN 0", "XSETID fx:a 5-0",
+		"XINFO STREAM fx:a", "DEL fx:a"}, // a consumer's seen-time is each replica's clock
+	"sort": {"RPUSH fo:a 3 1 2", "SORT fo:a", "SORT fo:a DESC LIMIT 0 2", "SORT fo:a STORE fo:b", "LRANGE fo:b 0 -1",
+		"SORT_RO fo:a ALPHA"},
+	"scripts": {"EVAL return¦redis.call('INCRBY',KEYS[1],ARGV[1]) 1 fc:a 5", "SCRIPT LOAD return¦1",
+		"EVALSHA e0e1f9fabfc9d4800c877a703b823ac0578ff8db 0", "SCRIPT EXISTS e0e1f9fabfc9d4800c877a703b823ac0578ff8db",
+		"EVAL_RO return¦redis.call('GET',KEYS[1]) 1 fc:a", "FUNCTION FLUSH",
+		"FUNCTION LOAD #!lua_name=flib¶redis.register_function('fget',function(k)¦return¦redis.call('GET',k[1])¦end)",
+		"FCALL fget 1 fc:a", "FCALL_RO fget 1 fc:a", "FUNCTION DELETE flib"},
+	"transactions": {"MULTI", "SET ft:a 1", "INCR ft:a", "LPUSH ft:a x", "EXEC"},
+}
+
+// TestFamilies runs each command family through a small cluster and through
+// a plain redis-server, and wants the same replies and the same data on every
+// replica; then the commands gait serves its own way.
+func TestFamilies(t *testing.T) {
+	cl := startCluster(t, 3, 0, nil)
+	ref, err := redis.StartServer(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ref.Close() })
+	// RESP2, as gait speaks.
+	plain := goredis.NewClient(&goredis.Options{Addr: ref.Addr, Protocol: 2})
+	t.Cleanup(func() { plain.Close() })
+	ctx := context.Background()
+	for family, cmds := range familyCases {
+		t.Run(strings.ReplaceAll(family, " ", "_"), func(t *testing.T) {
+			// Each family through another agent: followers forward writes.
+			gait := client(t, cl.nodes[len(family)%len(cl.nodes)].agent.ClientAddr())
+			gc, pc := gait.Conn(), plain.Conn()
+			defer gc.Close()
+			defer pc.Close()
+			for _, cmd := range cmds {
+				var args []any
+				for _, w := range strings.Fields(cmd) {
+					args = append(args, strings.NewReplacer("¦", " ", "¶", "\n").Replace(w))
+				}
+				got, gerr := gc.Do(ctx, args...).Result()
+				want, werr := pc.Do(ctx, args...).Result()
+				if fmt.Sprint(got, gerr) != fmt.Sprint(want, werr) {
+					t.Errorf("%s: gait %v, %v; redis %v, %v", cmd, got, gerr, want, werr)
+				}
+			}
+		})
+	}
+	t.Run("Random", func(t *testing.T) { testRandom(t, cl) })
+	t.Run("Blocking", func(t *testing.T) { testBlocking(t, cl) })
+	t.Run("Connection", func(t *testing.T) { testConnection(t, cl) })
+	cl.sameData()
+}
+
+// testRandom: SPOP removes the same members on every replica; random reads
+// answer members.
+func testRandom(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	c := client(t, cl.nodes[1].agent.ClientAddr())
+	members := []any{} // integers: an intset, whose DUMP is the same on every replica
+	for i := range 50 {
+		members = append(members, fmt.Sprint(1000+i))
+	}
+	c.SAdd(ctx, "fr:s", members...)
+	one, err := c.SPop(ctx, "fr:s").Result()
+	if err != nil || !strings.HasPrefix(one, "10") {
+		t.Fatalf("SPOP: %q, %v", one, err)
+	}
+	some, err := c.SPopN(ctx, "fr:s", 10).Result()
+	if err != nil || len(some) != 10 {
+		t.Fatalf("SPOP 10: %q, %v", some, err)
+	}
+	if n := c.SCard(ctx, "fr:s").Val(); n != 39 {
+		t.Errorf("after SPOP 1 and SPOP 10 of 50: %d left", n)
+	}
+	if ok := c.SIsMember(ctx, "fr:s", one).Val(); ok {
+		t.Errorf("SPOP's %s still a member", one)
+	}
+	if err := c.Do(ctx, "SPOP", "fr:none", "-1").Err(); err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Errorf("SPOP count -1: %v", err)
+	}
+	c.Set(ctx, "fr:str", "x", 0)
+	if err := c.SPop(ctx, "fr:str").Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		t.Errorf("SPOP of a string: %v", err)
+	}
+	if m, err := c.SRandMember(ctx, "fr:s").Result(); err != nil || !c.SIsMember(ctx, "fr:s", m).Val() {
+		t.Errorf("SRANDMEMBER: %q, %v", m, err)
+	}
+	if k, err := c.RandomKey(ctx).Result(); err != nil || k == "" {
+		t.Errorf("RANDOMKEY: %q, %v", k, err)
+	}
+	// A script using math.random writes the same everywhere.
+	if err := c.Eval(ctx, "return redis.call('SET', KEYS[1], math.random(1000000))", []string{"fr:rnd"}).Err(); err != nil {
+		t.Errorf("EVAL math.random: %v", err)
+	}
+}
+
+// testBlocking: blocking pops time out with nil, and wake when another
+// agent's client pushes.
+func testBlocking(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	a, b := client(t, cl.nodes[0].agent.ClientAddr()), client(t, cl.nodes[2].agent.ClientAddr())
+	start := time.Now()
+	if err := a.BLPop(ctx, 300*time.Millisecond, "fq:empty").Err(); err != goredis.Nil {
+		t.Errorf("BLPOP on an empty list: %v, want nil", err)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond || d > 3*time.Second {
+		t.Errorf("BLPOP 0.3 s timed out after %v", d)
+	}
+	type popped struct {
+		v   []string
+		err error
+	}
+	for _, tc := range []struct {
+		name string
+		pop  func() ([]string, error)
+		push func() error
+	}{
+		{"BLPOP", func() ([]string, error) { return a.BLPop(ctx, 0, "fq:none", "fq:l").Result() },
+			func() error { return b.RPush(ctx, "fq:l", "x").Err() }},
+		{"BZPOPMIN", func() ([]string, error) {
+			z, err := a.BZPopMin(ctx, 5*time.Second, "fq:z").Result()
+			if err != nil {
+				return nil, err
+			}
+			return []string{z.Key, fmt.Sprint(z.Member)}, nil
+		}, func() error { return b.ZAdd(ctx, "fq:z", goredis.Z{Score: 1, Member: "x"}).Err() }},
+		{"BLMOVE", func() ([]string, error) {
+			v, err := a.BLMove(ctx, "fq:src", "fq:dst", "LEFT", "RIGHT", 5*time.Second).Result()
+			return []string{"fq:dst", v}, err
+		}, func() error { return b.RPush(ctx, "fq:src", "x").Err() }},
+		{"XREAD BLOCK $", func() ([]string, error) {
+			s, err := a.XRead(ctx, &goredis.XReadArgs{Streams: []string{"fq:x", "$"}, Block: 5 * time.Second}).Result()
+			if err != nil || len(s) != 1 || len(s[0].Messages) != 1 {
+				return nil, fmt.Errorf("%v, %v", s, err)
+			}
+			return []string{s[0].Stream, fmt.Sprint(s[0].Messages[0].Values["f"])}, nil
+		}, func() error { return b.XAdd(ctx, &goredis.XAddArgs{Stream: "fq:x", Values: []string{"f", "x"}}).Err() }},
+	} {
+		if tc.name == "XREAD BLOCK $" {
+			b.XAdd(ctx, &goredis.XAddArgs{Stream: "fq:x", ID: "1-1", Values: []string{"f", "old"}})
+		}
+		ch := make(chan popped, 1)
+		go func() { v, err := tc.pop(); ch <- popped{v, err} }()
+		time.Sleep(200 * time.Millisecond)
+		select {
+		case p := <-ch:
+			t.Fatalf("%s answered before any push: %v, %v", tc.name, p.v, p.err)
+		default:
+		}
+		if err := tc.push(); err != nil {
+			t.Fatalf("%s: push: %v", tc.name, err)
+		}
+		select {
+		case p := <-ch:
+			if p.err != nil || len(p.v) != 2 || p.v[1] != "x" {
+				t.Errorf("%s: %v, %v; want [key x]", tc.name, p.v, p.err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s: no answer 5 s after the push", tc.name)
+		}
+	}
+}
+
+// testConnection: CLIENT, HELLO and WAIT about the agent's own connections.
+func testConnection(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	c := goredis.NewClient(&goredis.Options{Addr: cl.nodes[0].agent.ClientAddr(), PoolSize: 1})
+	t.Cleanup(func() { c.Close() })
+	id, err := c.ClientID(ctx).Result()
+	if err != nil || id < 1 {
+		t.Fatalf("CLIENT ID: %d, %v", id, err)
+	}
+	if err := c.Do(ctx, "CLIENT", "SETNAME", "worker-1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.ClientGetName(ctx).Result(); err != nil || n != "worker-1" {
+		t.Errorf("CLIENT GETNAME: %q, %v", n, err)
+	}
+	if err := c.Do(ctx, "CLIENT", "SETNAME", "a b").Err(); err == nil {
+		t.Error("CLIENT SETNAME with a space accepted")
+	}
+	list, err := c.ClientList(ctx).Result()
+	if err != nil || !strings.Contains(list, fmt.Sprintf("id=%d ", id)) || !strings.Contains(list, "name=worker-1 ") {
+		t.Errorf("CLIENT LIST: %q, %v", list, err)
+	}
+	if info, err := c.ClientInfo(ctx).Result(); err != nil || info.ID != id || info.Name != "worker-1" {
+		t.Errorf("CLIENT INFO: %+v, %v", info, err)
+	}
+	hello, err := c.Do(ctx, "HELLO", "2").Slice()
+	if err != nil || len(hello) < 8 || fmt.Sprint(hello[0]) != "server" || fmt.Sprint(hello[7]) != fmt.Sprint(id) {
+		t.Errorf("HELLO 2: %v, %v; want id %d", hello, err, id)
+	}
+	if err := c.Do(ctx, "HELLO", "3").Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPROTO") {
+		t.Errorf("HELLO 3: %v", err)
+	}
+	c.Set(ctx, "fw:a", 1, 0)
+	if n, err := c.Wait(ctx, 2, time.Second).Result(); err != nil || n != 2 {
+		t.Errorf("WAIT 2 1000 after a write on 3 replicas: %d, %v", n, err)
+	}
+	raw := rawConn(t, cl.nodes[0].agent.ClientAddr())
+	raw.send("CLIENT ID")
+	line, _ := raw.r.ReadString('\n')
+	vid := strings.TrimSpace(strings.TrimPrefix(line, ":"))
+	if n, err := c.ClientKillByFilter(ctx, "ID", vid).Result(); err != nil || n != 1 {
+		t.Errorf("CLIENT KILL ID %s: %d, %v", vid, n, err)
+	}
+	if _, err := raw.r.ReadByte(); err == nil {
+		t.Error("a killed connection is still open")
+	}
+}
