@@ -123,11 +123,26 @@ func TestCluster(t *testing.T) {
 	}
 
 	// A JVM's first /jmx answer loads and compiles its code: on a crowded
-	// machine it can miss the 3 s a scrape allows, the next ones not.
-	m, err := c.Metrics(ctx)
-	for try := 1; err != nil && try < 3; try++ {
-		t.Logf("scrape %d: %v", try, err)
-		m, err = c.Metrics(ctx)
+	// machine it can miss the 3 s a scrape allows, the next ones not. A
+	// DataNode counts a replica's bytes once it has acknowledged them, which
+	// can be just after the client's close returned: scrape until all are
+	// counted, for up to 10 s.
+	want := 3.0 * (2*size + 10 + 2*1000) // 3 replicas of 600 KiB, one of 10 bytes, two of 1000
+	var m map[string]float64
+	var written float64
+	for try := 0; try < 10; try++ {
+		if m, err = c.Metrics(ctx); err != nil {
+			t.Logf("scrape %d: %v", try, err)
+			continue
+		}
+		written = 0
+		for _, h := range hosts[1:] {
+			written += m["BytesWritten{host="+h.Name()+"}"]
+		}
+		if written >= want {
+			break
+		}
+		time.Sleep(time.Second)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -138,12 +153,7 @@ func TestCluster(t *testing.T) {
 			t.Errorf("metric %s missing; have %v", k, slices.Sorted(maps.Keys(m)))
 		}
 	}
-	// 3 replicas of 600 KB, one of 10 bytes, two of 1000
-	var written float64
-	for _, h := range hosts[1:] {
-		written += m["BytesWritten{host="+h.Name()+"}"]
-	}
-	if want := 3.0 * (2*size + 10 + 2*1000); written < want {
+	if written < want {
 		t.Errorf("DataNodes wrote %v bytes, want at least %v", written, want)
 	}
 	if f := m["FilesTotal{host="+nn+"}"]; f < 4 {
