@@ -38,10 +38,17 @@ func do(t *testing.T, cl load.Client, kind int, key string, size int) {
 // from, which on loopback is 127.0.0.1 for every DataNode.
 func start(t testing.TB, d *Driver, n int) (*Cluster, []systems.Host) {
 	t.Helper()
+	c, _, hosts := startOn(t, d, testbed.Options{Hosts: n})
+	return c, hosts
+}
+
+// startOn is start on a testbed made with opts, which it also returns.
+func startOn(t testing.TB, d *Driver, opts testbed.Options) (*Cluster, *testbed.Testbed, []systems.Host) {
+	t.Helper()
 	if err := testbed.NeedRoot(); err != nil {
 		t.Skipf("hdfs runs on testbed hosts: %v", err)
 	}
-	tb, err := testbed.Up(testbed.Options{Hosts: n})
+	tb, err := testbed.Up(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,9 +63,9 @@ func start(t testing.TB, d *Driver, n int) (*Cluster, []systems.Host) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("NameNode and %d DataNodes ready in %v", n-1, time.Since(t0).Round(time.Millisecond))
+	t.Logf("NameNode and %d DataNodes ready in %v", opts.Hosts-1, time.Since(t0).Round(time.Millisecond))
 	t.Cleanup(func() { c.Stop() })
-	return c.(*Cluster), hosts
+	return c.(*Cluster), tb, hosts
 }
 
 // loadOp is operation kind on key with size bytes of data.
@@ -66,12 +73,14 @@ func loadOp(kind int, key string, size int) load.Op {
 	return load.Op{Kind: uint8(kind), Key: key, Value: make([]byte, size)}
 }
 
-// TestCluster starts a NameNode and three DataNodes, writes, appends,
-// creates and reads back through HDFS's Java client, and reads the
-// daemons' JMX metrics.
+// TestCluster starts a NameNode and three DataNodes with their data
+// directories on emulating stores (a scenario's storage: emulated),
+// writes, appends, creates and reads back through HDFS's Java client,
+// reads the daemons' JMX metrics, and checks what the stores hold
+// (checkStores).
 func TestCluster(t *testing.T) {
 	d := driver(t)
-	c, hosts := start(t, d, 4)
+	c, tb, hosts := startOn(t, d, testbed.Options{Hosts: 4, Emulate: true})
 	nn, dn := hosts[0].Name(), hosts[1].Name()
 	ctx := context.Background()
 
@@ -159,6 +168,7 @@ func TestCluster(t *testing.T) {
 	if f := m["FilesTotal{host="+nn+"}"]; f < 4 {
 		t.Errorf("FilesTotal %v, want at least 4", f)
 	}
+	checkStores(t, c, tb, a)
 }
 
 // TestStartFailure: a NameNode that cannot start makes Start fail with the
