@@ -416,14 +416,19 @@ func TestBundled(t *testing.T) {
 	if err != nil || len(redis) != 3 {
 		t.Fatalf("bundled redis scenarios: %v %v", redis, err)
 	}
-	more = append(more, redis...)
+	hdfs, err := filepath.Glob("../../scenarios/hdfs/*.yaml")
+	if err != nil || len(hdfs) != 9 {
+		t.Fatalf("bundled hdfs scenarios: %v %v", hdfs, err)
+	}
+	more = append(append(more, redis...), hdfs...)
 	for _, p := range append(paths, more...) {
 		s, err := Load(p)
 		if err != nil {
 			t.Error(err)
 			continue
 		}
-		if !strings.HasPrefix(s.Name, filepath.Base(filepath.Dir(p))+"-") || len(s.Runs()) < 2 {
+		// A scenario with faults runs a baseline and at least one factor.
+		if !strings.HasPrefix(s.Name, filepath.Base(filepath.Dir(p))+"-") || len(s.Runs()) < 1+min(len(s.Inject), 1) {
 			t.Errorf("%s: name %q, %d runs", p, s.Name, len(s.Runs()))
 		}
 	}

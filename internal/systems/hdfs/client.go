@@ -82,13 +82,22 @@ type answer struct {
 
 // startClient runs the client JVM in gait's own namespace (it reaches the
 // testbed's hosts as gait's Go clients do), with its configuration and
-// output in the NameNode host's directory.
-func startClient(d *Driver, nn systems.Host) (*javaClient, error) {
+// output in the NameNode host's directory, for a cluster of dataNodes
+// DataNodes.
+func startClient(d *Driver, nn systems.Host, dataNodes int) (*javaClient, error) {
 	conf := filepath.Join(dir(nn), "client-conf")
 	if err := os.MkdirAll(conf, 0o755); err != nil {
 		return nil, fmt.Errorf("hdfs client: %w", err)
 	}
 	props := map[string]string{"fs.defaultFS": fsURI(nn), "dfs.client.use.datanode.hostname": "false"}
+	// Replication and block size are the client's to choose when it
+	// creates a file: it takes the cluster's.
+	site := d.conf(nn, nn, dataNodes)
+	for _, k := range []string{"dfs.replication", "dfs.blocksize"} {
+		if v, ok := site[k]; ok {
+			props[k] = v
+		}
+	}
 	for name, text := range map[string]string{"core-site.xml": siteXML(props), "log4j.properties": strings.Replace(log4j, "INFO", "WARN", 1)} {
 		if err := os.WriteFile(filepath.Join(conf, name), []byte(text), 0o644); err != nil {
 			return nil, fmt.Errorf("hdfs client: %w", err)

@@ -100,7 +100,7 @@ func (c *Cluster) Client(host string) (load.Client, error) {
 	c.clientMu.Lock()
 	defer c.clientMu.Unlock()
 	if c.client == nil || c.client.failed() != nil {
-		jc, err := startClient(c.d, c.nn.host)
+		jc, err := startClient(c.d, c.nn.host, len(c.members)-1)
 		if err != nil {
 			return nil, err
 		}

@@ -41,6 +41,8 @@ type Driver struct {
 	FineGrainedLock bool
 	// Replication is dfs.replication, capped at the number of DataNodes.
 	Replication int
+	// BlockSize is dfs.blocksize in bytes; 0 leaves Hadoop's (128 MiB).
+	BlockSize int64
 	// Conf is added to hdfs-site.xml last, overriding the driver's values.
 	Conf         map[string]string
 	StartTimeout time.Duration // until every DataNode has registered
@@ -203,6 +205,9 @@ func (d *Driver) conf(h, nn systems.Host, dns int) map[string]string {
 		"dfs.datanode.directoryscan.interval": "-1",
 		"dfs.datanode.scan.period.hours":      "-1",
 		"ipc.server.read.threadpool.size":     "1",
+	}
+	if d.BlockSize > 0 {
+		c["dfs.blocksize"] = strconv.FormatInt(d.BlockSize, 10)
 	}
 	if d.FineGrainedLock {
 		c["dfs.namenode.lock.model.provider.class"] = "org.apache.hadoop.hdfs.server.namenode.fgl.FineGrainedFSNamesystemLock"

@@ -11,6 +11,7 @@ func init() {
 			{Name: RoleNameNode, MinNodes: 2, Client: true},
 			{Name: RoleDataNode, MinNodes: 2},
 		},
-		New: func() systems.Driver { return New() },
+		New:      func() systems.Driver { return New() },
+		Settings: Settings,
 	})
 }

@@ -1,0 +1,50 @@
+package hdfs
+
+import (
+	"testing"
+
+	"github.com/gait-dev/gait/internal/systems"
+	"github.com/gait-dev/gait/internal/systems/loopback"
+)
+
+func TestSettings(t *testing.T) {
+	check := func(name, v string, nodes int) error {
+		st, ok := systems.System{Settings: Settings}.Setting(name)
+		if !ok {
+			t.Fatalf("no setting %s", name)
+		}
+		return st.Check(v, nodes)
+	}
+	for _, ok := range [][2]string{{"namenode_handlers", "10"}, {"namenode_handlers", "256"}, {"fine_grained_locking", "true"},
+		{"fine_grained_locking", "false"}, {"block_size", "1MiB"}, {"block_size", "128MiB"}, {"replication", "1"}, {"replication", "3"}} {
+		if err := check(ok[0], ok[1], 4); err != nil {
+			t.Errorf("%s: %s: %v", ok[0], ok[1], err)
+		}
+	}
+	for _, bad := range [][2]string{{"namenode_handlers", "0"}, {"namenode_handlers", "ten"}, {"namenode_handlers", "5000"},
+		{"fine_grained_locking", "yes"}, {"block_size", "512KiB"}, {"block_size", "1048577B"}, {"block_size", "big"},
+		{"replication", "0"}, {"replication", "4"}, {"replication", "two"}} {
+		if err := check(bad[0], bad[1], 4); err == nil {
+			t.Errorf("%s: %s: no error", bad[0], bad[1])
+		}
+	}
+
+	d := New()
+	if err := d.Configure(map[string]string{"namenode_handlers": "256", "fine_grained_locking": "true", "block_size": "4MiB", "replication": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	lb, err := loopback.Hosts(t.TempDir(), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := d.conf(lb[1], lb[0], 3)
+	for k, want := range map[string]string{"dfs.namenode.handler.count": "256", "dfs.blocksize": "4194304", "dfs.replication": "2",
+		"dfs.namenode.lock.model.provider.class": "org.apache.hadoop.hdfs.server.namenode.fgl.FineGrainedFSNamesystemLock"} {
+		if c[k] != want {
+			t.Errorf("%s = %q, want %q", k, c[k], want)
+		}
+	}
+	if _, ok := New().conf(lb[1], lb[0], 3)["dfs.blocksize"]; ok {
+		t.Error("the default configuration sets dfs.blocksize")
+	}
+}
