@@ -78,6 +78,23 @@ func (f *File) Stats() (logical, physical int64) {
 	return f.size, physical
 }
 
+// Holes returns the ranges [a, b) of [lo, hi), clipped to the file's
+// size, that no extent covers, in order.
+func (f *File) Holes(lo, hi int64) (holes [][2]int64) {
+	hi = min(hi, f.size)
+	for i := f.find(lo); lo < hi; i++ {
+		if i >= len(f.exts) || f.exts[i].Off >= hi {
+			holes = append(holes, [2]int64{lo, hi})
+			break
+		}
+		if e := f.exts[i]; e.Off > lo {
+			holes = append(holes, [2]int64{lo, e.Off})
+		}
+		lo = max(lo, f.exts[i].End())
+	}
+	return holes
+}
+
 // find returns the index of the first extent that ends after off.
 func (f *File) find(off int64) int {
 	return sort.Search(len(f.exts), func(i int) bool { return f.exts[i].End() > off })

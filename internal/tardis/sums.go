@@ -90,6 +90,11 @@ const (
 	sumSample    = 16      // one chunk in sumSample is indexed
 	sumFilterLog = 20      // the filter has 2^sumFilterLog counters
 	sumMaxChunks = 1 << 16 // default bound on indexed chunks
+	// sumMinRun is the shortest checksum run anchored on its own: one
+	// word is found in 4 random bytes once in 2^32/len(index) tries (an
+	// exact but useless match, an extent to save 4 bytes); two in a row,
+	// practically never.
+	sumMinRun = 8
 )
 
 // SumIndex is a bounded memory of the checksums of stream data written
@@ -265,6 +270,9 @@ func (x *SumIndex) find(lit []byte) []Extent {
 			continue
 		}
 		back := precedes(lit[pos:i], c.seed, sum, v)
+		if back+fwd < sumMinRun {
+			continue
+		}
 		start, end := i-back, i+fwd
 		if start > pos {
 			out = append(out, Extent{Lit: lit[pos:start:start], Len: start - pos})

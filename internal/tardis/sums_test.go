@@ -177,9 +177,9 @@ func TestChecksumIndexBound(t *testing.T) {
 
 func TestUnmarshalChecksumCorrupt(t *testing.T) {
 	for _, in := range []string{
-		"tardis1\n\x10\x01\x02\x00\x10" + "12345678\x00\x01\x09\x00", // kind 2 in version 1
-		"tardis2\n\x10\x01\x02\x00\x10" + "12345678\x00\x03\x09\x00", // no such algorithm
-		"tardis2\n\x10\x01\x02\x00\x10" + "12345678\x00\x01\x08\x00", // chunk 256
+		"tardis1\n\x10\x01\x02\x00\x10" + "12345678\x00\x01\x09\x00",     // kind 2 in version 1
+		"tardis2\n\x10\x01\x02\x00\x10" + "12345678\x00\x03\x09\x00",     // no such algorithm
+		"tardis2\n\x10\x01\x02\x00\x10" + "12345678\x00\x01\x08\x00",     // chunk 256
 		"tardis2\n\x10\x01\x02\x00\x10" + "12345678\x00\x01\x09\x80\x04", // phase 512
 		"tardis2\n\x10\x01\x02\x00\x10" + "12345678\x00\x01",             // truncated
 	} {
