@@ -319,7 +319,7 @@ func continues(p []byte, seed uint64, sum Checksum, s uint64) int {
 	var tmp [256]byte
 	n := 0
 	for n < len(p) {
-		c := min(len(p)-n, len(tmp))
+		c := min(len(p)-n, step(sum, s, true))
 		if s+uint64(c) < s { // would wrap past the stream's end
 			return n
 		}
@@ -334,13 +334,30 @@ func continues(p []byte, seed uint64, sum Checksum, s uint64) int {
 	return n
 }
 
+// step is how many bytes continues (forward) or precedes compares at a
+// time from offset s: 256 of the stream; up to the next word boundary of
+// checksums, each of which costs generating a chunk, so that a mismatch
+// costs one.
+func step(sum Checksum, s uint64, forward bool) int {
+	switch {
+	case sum.Alg == 0:
+		return 256
+	case forward:
+		return int(4 - s%4)
+	case s%4 == 0:
+		return 4
+	default:
+		return int(s % 4)
+	}
+}
+
 // precedes returns how many trailing bytes of p equal the source (seed,
 // sum) just before offset s.
 func precedes(p []byte, seed uint64, sum Checksum, s uint64) int {
 	var tmp [256]byte
 	n := 0
 	for n < len(p) {
-		c := min(len(p)-n, len(tmp))
+		c := min(len(p)-n, step(sum, s, false))
 		if uint64(c) > s {
 			c = int(s)
 		}

@@ -88,7 +88,7 @@ func streamSum(seed, off uint64, n int, alg Alg) uint32 {
 // Sampling and bounds of a SumIndex: see NewSumIndex.
 const (
 	sumSample    = 16      // one chunk in sumSample is indexed
-	sumFilterLog = 20      // the filter has 2^sumFilterLog counters
+	sumFilterLog = 21      // the filter has 2^sumFilterLog bits (256 KiB)
 	sumMaxChunks = 1 << 16 // default bound on indexed chunks
 	// sumMinRun is the shortest checksum run anchored on its own: one
 	// word is found in 4 random bytes once in 2^32/len(index) tries (an
@@ -108,7 +108,11 @@ type SumIndex struct {
 	m      map[uint32]sumEntry
 	ring   []uint32 // keys in insertion order, for eviction
 	head   int
-	filter []uint8 // counts of keys by hash: most foreign words miss here
+	// filter is a Bloom filter (two bits per key) of the keys, in which
+	// almost every foreign word misses; evicted keys stay in it until
+	// evicted reaches max and it is rebuilt.
+	filter  []uint64
+	evicted int
 }
 
 type sumEntry struct {
@@ -140,7 +144,7 @@ func NewSumIndex(maxChunks int, chunkSizes ...int) *SumIndex {
 	if maxChunks <= 0 {
 		maxChunks = sumMaxChunks
 	}
-	x := &SumIndex{max: maxChunks, m: make(map[uint32]sumEntry), filter: make([]uint8, 1<<sumFilterLog)}
+	x := &SumIndex{max: maxChunks, m: make(map[uint32]sumEntry), filter: make([]uint64, 1<<sumFilterLog/64)}
 	if len(chunkSizes) == 0 {
 		chunkSizes = []int{MinChunk}
 	}
@@ -153,7 +157,20 @@ func NewSumIndex(maxChunks int, chunkSizes ...int) *SumIndex {
 	return x
 }
 
-func sumHash(w uint32) uint32 { return w * 0x9e3779b1 >> (32 - sumFilterLog) }
+func sumHashes(w uint32) (uint32, uint32) {
+	return w * 0x9e3779b1 >> (32 - sumFilterLog), w * 0x85ebca6b >> (32 - sumFilterLog)
+}
+
+func (x *SumIndex) setFilter(w uint32) {
+	a, b := sumHashes(w)
+	x.filter[a/64] |= 1 << (a % 64)
+	x.filter[b/64] |= 1 << (b % 64)
+}
+
+func (x *SumIndex) inFilter(w uint32) bool {
+	a, b := sumHashes(w)
+	return x.filter[a/64]&(1<<(a%64)) != 0 && x.filter[b/64]&(1<<(b%64)) != 0
+}
 
 // Len is the number of checksums the index holds.
 func (x *SumIndex) Len() int {
@@ -167,17 +184,18 @@ func (x *SumIndex) put(k uint32, e sumEntry) {
 		if len(x.ring) < x.max {
 			x.ring = append(x.ring, k)
 		} else {
-			old := x.ring[x.head]
-			delete(x.m, old)
-			if f := &x.filter[sumHash(old)]; *f > 0 && *f < 255 {
-				*f--
-			}
+			delete(x.m, x.ring[x.head])
 			x.ring[x.head] = k
 			x.head = (x.head + 1) % x.max
+			if x.evicted++; x.evicted == x.max {
+				clear(x.filter)
+				for k := range x.m {
+					x.setFilter(k)
+				}
+				x.evicted = 0
+			}
 		}
-		if f := &x.filter[sumHash(k)]; *f < 255 {
-			*f++
-		}
+		x.setFilter(k)
 	}
 	x.m[k] = e
 }
@@ -256,7 +274,7 @@ func (x *SumIndex) find(lit []byte) []Extent {
 	}
 	for i := 0; i+4 <= len(lit); i++ {
 		w := binary.BigEndian.Uint32(lit[i:])
-		if x.filter[sumHash(w)] == 0 {
+		if !x.inFilter(w) {
 			continue
 		}
 		c, hit := x.m[w]
