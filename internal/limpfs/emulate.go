@@ -308,6 +308,9 @@ func (c *contents) noteLiteral(lo, hi int64) {
 // the data it sums. It returns the ranges that became synthetic, whose
 // literal bytes the caller punches out of the tree file.
 func (c *contents) recognise() (became [][2]int64, err error) {
+	if c.data.Sums == nil || c.data.Sums.Len() == 0 {
+		return nil, nil // nothing learnt: the bytes would stay literal
+	}
 	for _, r := range c.recheck {
 		for _, h := range c.data.Holes(r[0], r[1]) {
 			buf := make([]byte, h[1]-h[0])

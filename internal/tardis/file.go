@@ -165,7 +165,7 @@ func (f *File) WriteAt(p []byte, off int64) {
 	if f.Sums != nil {
 		for i := f.find(off); i < len(f.exts) && f.exts[i].Off < at; i++ {
 			if e := f.exts[i]; e.Synthetic() && e.Sum.Alg == 0 {
-				f.Sums.add(e, off, at)
+				f.Sums.add(e, p, off)
 			}
 		}
 	}

@@ -200,15 +200,17 @@ func (x *SumIndex) put(k uint32, e sumEntry) {
 	x.m[k] = e
 }
 
-// add indexes the sampled chunks of file range [lo, hi) that lie whole in
-// the plain synthetic extent e.
-func (x *SumIndex) add(e FileExtent, lo, hi int64) {
+// add indexes the sampled chunks of the file range p was written to (at
+// off) that lie whole in the plain synthetic extent e. A chunk within p is
+// checksummed there (Encode compared those bytes with the stream); one
+// reaching past it is generated.
+func (x *SumIndex) add(e FileExtent, p []byte, off int64) {
 	type item struct {
 		k uint32
 		e sumEntry
 	}
 	var items []item
-	lo, hi = max(lo, e.Off), min(hi, e.End())
+	lo, hi := max(off, e.Off), min(off+int64(len(p)), e.End())
 	for _, size := range x.chunks {
 		step := int64(size) * sumSample
 		// The first sampled chunk starting at or after e.Off that
@@ -216,10 +218,15 @@ func (x *SumIndex) add(e FileExtent, lo, hi int64) {
 		first := max(e.Off, lo-int64(size)+1)
 		k := (first + step - 1) / step * step
 		for ; k < hi && k+int64(size) <= e.End(); k += step {
-			off := e.Offset + uint64(k-e.Off)
+			so := e.Offset + uint64(k-e.Off)
 			for _, alg := range []Alg{CRC32C, CRC32} {
-				s := streamSum(e.Seed, off, int(size), alg)
-				items = append(items, item{s, sumEntry{seed: e.Seed, off: off, size: size, alg: alg}})
+				var s uint32
+				if k >= off && k+int64(size) <= off+int64(len(p)) {
+					s = crc32.Checksum(p[k-off:k-off+int64(size)], sumTables[alg])
+				} else {
+					s = streamSum(e.Seed, so, int(size), alg)
+				}
+				items = append(items, item{s, sumEntry{seed: e.Seed, off: so, size: size, alg: alg}})
 			}
 		}
 	}
