@@ -55,7 +55,8 @@ type emulator struct {
 	// sums remembers checksums of the stream written recently through the
 	// mount, so that a file of checksums of it (an HDFS .meta file beside
 	// its block file) is recognised as well; see tardis.SumIndex for its
-	// bound (about 4 MiB of memory per mount).
+	// bound (at most about 12 MB of memory per mount, once 512 MiB of
+	// the stream went through it).
 	sums *tardis.SumIndex
 }
 

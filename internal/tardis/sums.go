@@ -88,8 +88,8 @@ func streamSum(seed, off uint64, n int, alg Alg) uint32 {
 // Sampling and bounds of a SumIndex: see NewSumIndex.
 const (
 	sumSample    = 16      // one chunk in sumSample is indexed
-	sumFilterLog = 21      // the filter has 2^sumFilterLog bits (256 KiB)
-	sumMaxChunks = 1 << 16 // default bound on indexed chunks
+	sumFilterLog = 22      // the filter has 2^sumFilterLog bits (512 KiB)
+	sumMaxChunks = 1 << 17 // default bound on indexed chunks
 	// sumMinRun is the shortest checksum run anchored on its own: one
 	// word is found in 4 random bytes once in 2^32/len(index) tries (an
 	// exact but useless match, an extent to save 4 bytes); two in a row,
@@ -135,9 +135,10 @@ type sumEntry struct {
 // Indexing costs a CRC of 1/16 of the synthetic bytes written, per
 // algorithm and chunk size.
 //
-// The index holds at most maxChunks entries (0 means 65,536: about
-// 4 MiB, covering the last 256 MiB of 512-byte-chunked data written)
-// and forgets the oldest past that; the checksums of data written longer
+// The index holds at most maxChunks entries (0 means 131,072: 11.5 MB
+// of heap measured, covering the last 512 MiB of 512-byte-chunked data
+// written, a 128 MiB HDFS block for each of 4 writers at once) and
+// forgets the oldest past that; the checksums of data written longer
 // ago than that are not recognised and stay literal bytes, stored as they
 // are: nothing is lost, only not compressed.
 func NewSumIndex(maxChunks int, chunkSizes ...int) *SumIndex {
