@@ -71,9 +71,15 @@ func chunkSum(seed uint64, sum Checksum, i uint64) uint32 {
 	return streamSum(seed, uint64(sum.Phase)+i*uint64(sum.Chunk), int(sum.Chunk), sum.Alg)
 }
 
+// scratch holds the stream bytes streamSum checksums: a buffer on the
+// stack would escape (crc32 hands it to assembly), one allocation per
+// checksum word.
+var scratch = sync.Pool{New: func() any { return new([1024]byte) }}
+
 // streamSum is the checksum of n stream bytes from off.
 func streamSum(seed, off uint64, n int, alg Alg) uint32 {
-	var tmp [1024]byte
+	tmp := scratch.Get().(*[1024]byte)
+	defer scratch.Put(tmp)
 	var c uint32
 	for n > 0 {
 		k := min(n, len(tmp))
