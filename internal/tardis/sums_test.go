@@ -193,16 +193,22 @@ func TestUnmarshalChecksumCorrupt(t *testing.T) {
 	}
 }
 
+// indexedMeta returns an index that has seen a 64 MiB block of the
+// stream, and the block's .meta file.
+func indexedMeta() (*SumIndex, []byte) {
+	x := NewSumIndex(0)
+	block := File{Sums: x}
+	data := AppendGenerate(nil, 0xfeed, 0, 64<<20)
+	block.WriteAt(data, 0)
+	return x, metaFor(data, 512, CRC32C)
+}
+
 // BenchmarkChecksumMeta recognises what a DataNode writes to a .meta
 // file for a 64 KiB packet (128 CRC32C words, 512 bytes), continuing
 // the file's checksum run; BenchmarkMemcpyMeta copies the same bytes.
 func BenchmarkChecksumMeta(b *testing.B) {
-	x := NewSumIndex(0)
-	var block, meta File
-	block.Sums, meta.Sums = x, x
-	data := AppendGenerate(nil, 0xfeed, 0, 64<<20)
-	block.WriteAt(data, 0)
-	want := metaFor(data, 512, CRC32C)
+	x, want := indexedMeta()
+	meta := File{Sums: x}
 	const w = 512
 	b.SetBytes(w)
 	p := 7
@@ -222,12 +228,7 @@ func BenchmarkChecksumMeta(b *testing.B) {
 // BenchmarkChecksumMetaAnchor recognises each 512-byte write on its own
 // (a new File each time: the index lookup, not continuation).
 func BenchmarkChecksumMetaAnchor(b *testing.B) {
-	x := NewSumIndex(0)
-	var block File
-	block.Sums = x
-	data := AppendGenerate(nil, 0xfeed, 0, 64<<20)
-	block.WriteAt(data, 0)
-	want := metaFor(data, 512, CRC32C)
+	x, want := indexedMeta()
 	const w = 512
 	b.SetBytes(w)
 	p := 7
@@ -248,11 +249,7 @@ func BenchmarkChecksumForeign(b *testing.B) {
 	var block File
 	block.Sums = x
 	block.WriteAt(AppendGenerate(nil, 0xfeed, 0, 256<<20), 0)
-	r := rand.New(rand.NewPCG(1, 1))
-	data := make([]byte, 64<<10)
-	for i := range data {
-		data[i] = byte(r.Uint32())
-	}
+	data := randomBytes(64 << 10)
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
 		f := File{Sums: x}

@@ -437,12 +437,18 @@ func BenchmarkEncodeHDFSFramed(b *testing.B) {
 	}
 }
 
-func BenchmarkEncodeRandom(b *testing.B) {
+// randomBytes is n bytes of a fixed random sequence: foreign data.
+func randomBytes(n int) []byte {
 	r := rand.New(rand.NewPCG(1, 1))
-	data := make([]byte, 64<<10)
+	data := make([]byte, n)
 	for i := range data {
 		data[i] = byte(r.Uint32())
 	}
+	return data
+}
+
+func BenchmarkEncodeRandom(b *testing.B) {
+	data := randomBytes(64 << 10)
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
 		Encode(data)
