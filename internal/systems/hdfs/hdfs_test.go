@@ -135,7 +135,7 @@ func TestCluster(t *testing.T) {
 	// machine it can miss the 3 s a scrape allows, the next ones not. And
 	// Hadoop's /jmx serves each metrics source's values cached for up to
 	// 10 s (metrics2's JMX cache), so scrape until every replica's bytes
-	// are counted, for up to 30 s.
+	// and every file are counted, for up to 30 s.
 	want := 3.0 * (2*size + 10 + 2*1000) // 3 replicas of 600 KiB, one of 10 bytes, two of 1000
 	var m map[string]float64
 	var written float64
@@ -148,7 +148,7 @@ func TestCluster(t *testing.T) {
 		for _, h := range hosts[1:] {
 			written += m["BytesWritten{host="+h.Name()+"}"]
 		}
-		if written >= want {
+		if written >= want && m["FilesTotal{host="+nn+"}"] >= 4 {
 			break
 		}
 		time.Sleep(time.Second)
