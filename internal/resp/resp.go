@@ -57,11 +57,15 @@ func (rd *Reader) ReadCommand() ([][]byte, error) {
 			continue
 		}
 		if line[0] != '*' {
-			if args := bytes.Fields(line); len(args) > 0 {
+			args, err := splitArgs(line)
+			if err != nil {
+				return nil, err
+			}
+			if len(args) > 0 {
 				if len(args) > rd.maxArgs {
 					return nil, &ProtocolError{Msg: "too many arguments"}
 				}
-				return cloneArgs(args), nil
+				return args, nil
 			}
 			continue
 		}
@@ -95,7 +99,7 @@ func (rd *Reader) readBulks(n int) ([][]byte, error) {
 			return nil, &ProtocolError{Msg: "expected '$', got " + got}
 		}
 		size, ok := parseInt(line[1:])
-		if !ok || size < 0 {
+		if !ok || size < 0 || size > maxBulk {
 			return nil, &ProtocolError{Msg: "invalid bulk length"}
 		}
 		if size > int64(rd.maxBytes-total) {
@@ -112,6 +116,98 @@ func (rd *Reader) readBulks(n int) ([][]byte, error) {
 		args = append(args, buf[:size:size])
 	}
 	return args, nil
+}
+
+// splitArgs splits an inline command as redis does (sdssplitargs): words
+// separated by spaces; "double quotes" with \n \r \t \b \a \\ \" and \xHH
+// escapes; 'single quotes' with \' only. A closing quote must end the word.
+func splitArgs(line []byte) ([][]byte, error) {
+	unbalanced := &ProtocolError{Msg: "unbalanced quotes in request"}
+	var args [][]byte
+	i := 0
+	for {
+		for i < len(line) && isSpace(line[i]) {
+			i++
+		}
+		if i == len(line) {
+			return args, nil
+		}
+		arg := []byte{}
+		switch line[i] {
+		case '"':
+			for i++; ; i++ {
+				if i >= len(line) {
+					return nil, unbalanced
+				}
+				c := line[i]
+				switch {
+				case c == '\\' && i+3 < len(line) && line[i+1] == 'x' && isHex(line[i+2]) && isHex(line[i+3]):
+					arg = append(arg, unhex(line[i+2])<<4|unhex(line[i+3]))
+					i += 3
+				case c == '\\' && i+1 < len(line):
+					i++
+					c = map[byte]byte{'n': '\n', 'r': '\r', 't': '\t', 'b': '\b', 'a': '\a'}[line[i]]
+					if c == 0 {
+						c = line[i]
+					}
+					arg = append(arg, c)
+				case c == '"':
+					if i+1 < len(line) && !isSpace(line[i+1]) {
+						return nil, unbalanced
+					}
+					i++
+					goto done
+				default:
+					arg = append(arg, c)
+				}
+			}
+		case '\'':
+			for i++; ; i++ {
+				if i >= len(line) {
+					return nil, unbalanced
+				}
+				switch c := line[i]; {
+				case c == '\\' && i+1 < len(line) && line[i+1] == '\'':
+					arg = append(arg, '\'')
+					i++
+				case c == '\'':
+					if i+1 < len(line) && !isSpace(line[i+1]) {
+						return nil, unbalanced
+					}
+					i++
+					goto done
+				default:
+					arg = append(arg, c)
+				}
+			}
+		default:
+			for i < len(line) && !isSpace(line[i]) && line[i] != 0 {
+				arg = append(arg, line[i])
+				i++
+			}
+			if i < len(line) && line[i] == 0 {
+				i++
+			}
+		}
+	done:
+		args = append(args, arg)
+	}
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
 }
 
 // readLine reads one line without its line ending.
@@ -131,14 +227,6 @@ func (rd *Reader) readLine() ([]byte, error) {
 		line = line[:n-1]
 	}
 	return line, nil
-}
-
-func cloneArgs(args [][]byte) [][]byte {
-	out := make([][]byte, len(args))
-	for i, a := range args {
-		out[i] = bytes.Clone(a)
-	}
-	return out
 }
 
 // parseInt parses a protocol integer: optional '-', decimal digits only.

@@ -40,6 +40,14 @@ func TestReadCommand(t *testing.T) {
 		{in: "*2\r\n$5\r\nhello\r\n$6\r\nworld!\r\n", err: "larger than the agent's limit of 10"},
 		{in: "*1\r\n$2\r\nhixx", err: "not terminated by CRLF"},
 		{in: strings.Repeat("x", MaxLine+1), err: "too big inline request"},
+		{in: "*1\r\n$2000000000\r\n", err: "invalid bulk length"}, // over redis's 512 MB, before the agent's limit
+		// Inline commands quote as redis-cli and redis-server do.
+		{in: "SET \"a b\" 'c d'\r\n", want: "SET a b c d"},
+		{in: "ECHO \"a\\x41\\n\" 'it\\'s'\r\n", want: "ECHO aA\n it's"},
+		{in: "ECHO \"\"\r\n", want: "ECHO "},
+		{in: "SET \"k v\r\n", err: "unbalanced quotes"},
+		{in: "SET \"k\"v x\r\n", err: "unbalanced quotes"},
+		{in: "SET 'k\r\n", err: "unbalanced quotes"},
 	} {
 		cmds, err := parseAll(tc.in, 10)
 		var words []string
