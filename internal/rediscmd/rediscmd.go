@@ -165,7 +165,17 @@ var table = map[string]Spec{
 	"CLIENT": {Kind: Agent, Arity: -2}, "HELLO": {Kind: Agent, Arity: -1}, "RESET": {Kind: Agent, Arity: 1},
 
 	// Refused.
-	"DEBUG": {Kind: Refused, Reason: whyServer}, "WAITAOF": {Kind: Refused, Reason: whyServer},
+	// DEBUG: what describes the data is a read, what changes it or every
+	// server's behaviour is ordered, what concerns one server is local; the
+	// rest (crashes, restarts) is refused. The redis-server must allow
+	// DEBUG (enable-debug-command).
+	"DEBUG": {Kind: Refused, Arity: -2, Reason: whyServer, Subs: map[string]Kind{
+		"DIGEST": Read, "DIGEST-VALUE": Read, "OBJECT": Read, "LISTPACK": Read, "QUICKLIST": Read,
+		"STRINGMATCH-LEN": Read, "PROTOCOL": Local, "SLEEP": Local, "JMAP": Local, "ERROR": Local, "LOG": Local,
+		"RELOAD": Write, "POPULATE": Write, "SET-ACTIVE-EXPIRE": Write, "QUICKLIST-PACKED-THRESHOLD": Write,
+		"SET-SKIP-CHECKSUM-VALIDATION": Write, "SET-DISABLE-DENY-SCRIPTS": Write, "CHANGE-REPL-ID": Local,
+		"REPLYBUFFER": Local, "PAUSE-CRON": Local}},
+	"WAITAOF":  {Kind: Refused, Reason: whyServer},
 	"SHUTDOWN": {Kind: Refused, Reason: whyServer}, "SAVE": {Kind: Refused, Reason: whyServer},
 	"BGSAVE": {Kind: Refused, Reason: whyServer}, "BGREWRITEAOF": {Kind: Refused, Reason: whyServer},
 	"REPLICAOF": {Kind: Refused, Reason: whyServer}, "SLAVEOF": {Kind: Refused, Reason: whyServer},
@@ -194,7 +204,7 @@ func Lookup(args [][]byte) (string, Spec, string) {
 	if !ok {
 		return name, s, unknownCommand(args)
 	}
-	if s.Kind != Refused && ((s.Arity > 0 && len(args) != s.Arity) || (s.Arity < 0 && len(args) < -s.Arity)) {
+	if (s.Kind != Refused || s.Subs != nil) && ((s.Arity > 0 && len(args) != s.Arity) || (s.Arity < 0 && len(args) < -s.Arity)) {
 		return name, s, fmt.Sprintf("ERR wrong number of arguments for '%s' command", strings.ToLower(name))
 	}
 	if len(args) > 1 {
