@@ -191,3 +191,7 @@ func faultNames(fs []Fault) (kinds, targets string) {
 	}
 	return strings.Join(k, "+"), strings.Join(t, "+")
 }
+
+// FaultNames joins the kinds and targets of the scenario's faults, as
+// run.json's fault and target do.
+func (s *Scenario) FaultNames() (kinds, targets string) { return faultNames(s.Inject) }

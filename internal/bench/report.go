@@ -26,21 +26,9 @@ type runSeries struct {
 // the fault events, and every white-box metric over time. Everything in it
 // is read back from the run directories.
 func WriteReport(path string, s *Scenario, sum Summary, results []RunResult) error {
-	var runs []runSeries
-	for _, r := range results {
-		run, err := rundir.Open(r.Dir)
-		if err != nil {
-			return err
-		}
-		rows, err := run.TimeSeries()
-		if err != nil {
-			return err
-		}
-		name := r.ID.Step.Label()
-		if s.Repeat > 1 {
-			name += fmt.Sprintf(" r%d", r.ID.Rep)
-		}
-		runs = append(runs, runSeries{res: r, name: name, rows: rows})
+	runs, err := loadSeries(s, results)
+	if err != nil {
+		return err
 	}
 	p := report.NewPage("gait run: " + s.Name)
 	p.Paragraph(describeScenario(s))
@@ -58,13 +46,46 @@ func WriteReport(path string, s *Scenario, sum Summary, results []RunResult) err
 	p.Paragraph("Slowdown is the mean latency over the baseline's; gap is the longest time in which no request " +
 		"completed. Latency counts from each request's start (its intended start in an open loop), whatever its " +
 		"outcome. Runs are in " + sum.Out + ".")
-	overTime(p, s, runs)
+	overTime(p, s, runs, "Over time")
 	faultEvents(p, runs)
-	whiteBox(p, s, runs)
+	whiteBox(p, s, runs, func(string) bool { return true }, "White-box metrics")
 	runTable(p, runs)
 	p.Heading("Scenario")
 	p.Pre(string(s.Source))
 	return p.WriteFile(path)
+}
+
+func loadSeries(s *Scenario, results []RunResult) ([]runSeries, error) {
+	var runs []runSeries
+	for _, r := range results {
+		run, err := rundir.Open(r.Dir)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := run.TimeSeries()
+		if err != nil {
+			return nil, err
+		}
+		name := r.ID.Step.Label()
+		if s.Repeat > 1 {
+			name += fmt.Sprintf(" r%d", r.ID.Rep)
+		}
+		runs = append(runs, runSeries{res: r, name: name, rows: rows})
+	}
+	return runs, nil
+}
+
+// Section adds an experiment to a suite's page (the Limplock paper's
+// Figure 4): throughput and p99 latency over time, and its queue and lag
+// metrics per member, under headings that start with the experiment's name.
+func Section(p *report.Page, s *Scenario, results []RunResult) error {
+	runs, err := loadSeries(s, results)
+	if err != nil {
+		return err
+	}
+	overTime(p, s, runs, s.Name+": over time")
+	whiteBox(p, s, runs, isQueue, s.Name+": queues and lags")
+	return nil
 }
 
 func dropColumn(header []string, rows [][]string, name string) ([]string, [][]string) {
@@ -92,6 +113,9 @@ func describeScenario(s *Scenario) string {
 	where := "in memory (tmpfs)"
 	if s.Data == DataDisk {
 		where = "on this machine's disk"
+	}
+	if s.Storage == StorageEmulated {
+		where += ", emulating (synthetic data stored as descriptions)"
 	}
 	if s.Disk != nil {
 		text += fmt.Sprintf(" Data directories on limpfs, an emulated %.0f MB/s disk, backed %s.", s.Disk.Bandwidth/1e6, where)
@@ -154,7 +178,7 @@ func headline(sum Summary) string {
 }
 
 // overTime draws throughput and p99 per second, one line per run.
-func overTime(p *report.Page, s *Scenario, runs []runSeries) {
+func overTime(p *report.Page, s *Scenario, runs []runSeries, heading string) {
 	var tput, p99 []report.Series
 	for i, r := range runs {
 		a, b := report.Series{Name: r.name, Dashed: i == 0}, report.Series{Name: r.name, Dashed: i == 0}
@@ -166,7 +190,7 @@ func overTime(p *report.Page, s *Scenario, runs []runSeries) {
 		}
 		tput, p99 = append(tput, a), append(p99, b)
 	}
-	p.Heading("Over time")
+	p.Heading(heading)
 	window := windowText(s)
 	// Throughputs apart by orders of magnitude need a log axis, which
 	// cannot show a second without completions; say so.
@@ -277,7 +301,7 @@ func faultEvents(p *report.Page, runs []runSeries) {
 // host names differ; each group gets one figure per metric with one line per
 // run, so a colour means the same run throughout. Metrics that never changed
 // are listed instead.
-func whiteBox(p *report.Page, s *Scenario, runs []runSeries) {
+func whiteBox(p *report.Page, s *Scenario, runs []runSeries, keep func(metric string) bool, heading string) {
 	type key struct{ group, metric string }
 	series := map[key]map[string]*report.Series{} // -> run name -> series
 	var groups []string
@@ -287,7 +311,7 @@ func whiteBox(p *report.Page, s *Scenario, runs []runSeries) {
 			for k, v := range row.Metrics {
 				name, host := splitMetric(k)
 				g, ok := labels[host]
-				if name == "gait_fault" || !ok {
+				if name == "gait_fault" || !ok || !keep(name) {
 					continue
 				}
 				if !slices.Contains(groups, g) {
@@ -310,7 +334,7 @@ func whiteBox(p *report.Page, s *Scenario, runs []runSeries) {
 		return
 	}
 	slices.SortFunc(groups, compareGroups)
-	p.Heading("White-box metrics")
+	p.Heading(heading)
 	p.Paragraph("Sampled once a second from every member (" + s.System + "'s own metrics, etcd_*) and from /proc " +
 		"(proc_*: the server process on each host). A gap means the member did not answer within the second " +
 		"(behind a limping link, often). Hosts are named by their role when the workload started and by what was " +
@@ -324,7 +348,7 @@ func whiteBox(p *report.Page, s *Scenario, runs []runSeries) {
 	slices.Sort(metrics)
 	for _, g := range groups {
 		var constant []string
-		p.Heading("White-box metrics: " + g)
+		p.Heading(heading + ": " + g)
 		for _, m := range metrics {
 			byRun := series[key{g, m}]
 			var ss []report.Series

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/atomicfile"
+	"github.com/gait-dev/gait/internal/limpfs"
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/procstat"
 	"github.com/gait-dev/gait/internal/rundir"
@@ -128,6 +129,21 @@ type liveRun struct {
 	clients []string // host names the clients talk to
 }
 
+// logStores says what each host's emulating store holds, once the cluster
+// has stopped and closed its files.
+func (lr *liveRun) logStores() {
+	for _, h := range lr.tb.Hosts {
+		d := h.Disk()
+		st, err := limpfs.ReadStoreStats(d.Backing)
+		if err != nil {
+			lr.logf("  %s: emulated store: %v", h.Name, err)
+			continue
+		}
+		lr.logf("  %s: emulated store: %d files, %d bytes logical, %d physical (ratio %s); %d bytes written through it",
+			h.Name, st.Files, st.LogicalBytes, st.PhysicalBytes, units.Sig(st.Ratio), d.Stats().WriteBytes)
+	}
+}
+
 func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 	begin := time.Now()
 	res.ID, res.Dir = id, filepath.Join(r.opt.Out, id.Dir())
@@ -151,11 +167,18 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 		if lr.cluster != nil {
 			lr.cluster.Stop() // its members are gone or going; only its clients are left to close
 		}
+		if r.s.Storage == StorageEmulated && ctx.Err() == nil {
+			lr.logStores()
+		}
 		err = errors.Join(err, tb.Close(), r.removeScratch(opts.Dir, logs))
 		res.Wall = time.Since(begin)
 	}()
+	drv, err := r.s.sys.Driver(r.s.Config)
+	if err != nil {
+		return res, err
+	}
 	t0 := time.Now()
-	if lr.cluster, err = r.s.sys.New().Start(ctx, tbhost.Hosts(tb, logs)); err != nil {
+	if lr.cluster, err = drv.Start(ctx, tbhost.Hosts(tb, logs)); err != nil {
 		return res, err
 	}
 	res.Ready = time.Since(t0)
@@ -181,6 +204,7 @@ func (r *runner) testbedOptions(id RunID) (testbed.Options, error) {
 	if d := r.s.Disk; d != nil {
 		o.Disk, o.DiskBandwidth, o.DiskLatency = true, d.Bandwidth, d.Latency
 	}
+	o.Emulate = r.s.Storage == StorageEmulated
 	if r.s.Data == DataMemory {
 		parent := os.TempDir()
 		if st, err := os.Stat(memoryDir); err == nil && st.IsDir() {
@@ -384,6 +408,9 @@ func (lr *liveRun) rundirConfig(roles map[string]string) rundir.Config {
 // workloadRecord is what run.json keeps of the scenario beside the workload.
 func (lr *liveRun) workloadRecord() map[string]any {
 	w := map[string]any{"connect": lr.s.Workload.Connect, "bandwidth_bps": lr.s.Bandwidth, "data": lr.s.Data}
+	if len(lr.s.Config) > 0 {
+		w["config"] = lr.s.Config
+	}
 	if d := lr.s.Disk; d != nil {
 		w["disk_bandwidth"], w["disk_latency"] = d.Bandwidth, d.Latency.Seconds()
 	}

@@ -46,7 +46,11 @@ type Scenario struct {
 	// so the machine's own disk, shared and noisy, cannot stall a run; a
 	// disk fault then acts on limpfs's emulated disk alone) or "disk"
 	// (under the output directory).
-	Data     string
+	Data string
+	// Storage is "plain" or "emulated": the data directories on an
+	// emulating limpfs, which stores gait's synthetic data as
+	// descriptions (docs/emulate.md).
+	Storage  string
 	Workload Workload
 	Inject   []Fault
 	Repeat   int
@@ -60,6 +64,9 @@ type Scenario struct {
 	// reported limplock bug); nil when the scenario predicts nothing, empty
 	// when it predicts that no limplock happens.
 	Expect []string
+	// Config holds the system's settings from the scenario's config:
+	// block, each checked by the system's registration.
+	Config map[string]string
 
 	sys systems.System
 }
@@ -112,6 +119,12 @@ const (
 	DataDisk   = "disk"
 )
 
+// What the hosts' data directories store.
+const (
+	StoragePlain    = "plain"
+	StorageEmulated = "emulated"
+)
+
 // A scenario runs at most (maxFactors+1) x maxRepeat fresh clusters, each
 // with its full workload: already more than anyone waits for.
 const (
@@ -152,13 +165,16 @@ func Parse(file string, src []byte) (*Scenario, error) {
 		return nil, &FieldError{File: file, Line: 1, Msg: "empty scenario"}
 	}
 	top, err := d.mapping(root.Content[0], "",
-		"name", "description", "system", "nodes", "bandwidth", "disk", "data", "workload", "inject", "repeat",
+		"name", "description", "system", "nodes", "bandwidth", "disk", "data", "storage", "config", "workload", "inject", "repeat",
 		"paper", "quick", "expect")
 	if err != nil {
 		return nil, err
 	}
 	s := &Scenario{File: file, Source: src}
 	if err := s.parseTop(top); err != nil {
+		return nil, err
+	}
+	if err := s.parseConfig(top); err != nil {
 		return nil, err
 	}
 	if err := s.parseWorkload(top); err != nil {
@@ -212,6 +228,12 @@ func (s *Scenario) parseTop(top object) error {
 	if s.Data != DataMemory && s.Data != DataDisk {
 		return top.errorf(n, "data", "%q: want memory or disk", s.Data)
 	}
+	if s.Storage, n, err = top.str("storage", StoragePlain); err != nil {
+		return err
+	}
+	if s.Storage != StoragePlain && s.Storage != StorageEmulated {
+		return top.errorf(n, "storage", "%q: want plain or emulated", s.Storage)
+	}
 	if s.Repeat, err = top.integer("repeat", 1, 1); err != nil {
 		return err
 	}
@@ -233,7 +255,7 @@ func (s *Scenario) workload(top object) (Workload, error) {
 		return Workload{}, top.errorf(top.node, "workload", "missing (required)")
 	}
 	o, err := top.mapping(wn, "workload", "op", "keys", "key_dist", "value_size", "clients", "rate", "poisson",
-		"max_in_flight", "duration", "requests", "timeout", "connect", "preload", "calibrate", "calibrate_clients", "seed")
+		"max_in_flight", "duration", "requests", "timeout", "connect", "preload", "calibrate", "calibrate_clients", "seed", "wait")
 	if err != nil {
 		return Workload{}, err
 	}
@@ -244,12 +266,11 @@ func (s *Scenario) workload(top object) (Workload, error) {
 	if w.Spec, err = w.Spec.Resolve(); err != nil {
 		var se *load.SpecError
 		if errors.As(err, &se) {
-			n, ok := o.values[se.Field]
-			if !ok {
-				n = o.node
-			}
-			return w, o.errorf(n, "workload."+se.Field, "%s", se.Msg)
+			return w, o.errorf(fieldNode(o, se.Field), "workload."+se.Field, "%s", se.Msg)
 		}
+		return w, err
+	}
+	if err := s.checkWait(o, w.Spec.Wait); err != nil {
 		return w, err
 	}
 	var n *yaml.Node
@@ -308,7 +329,110 @@ func (s *Scenario) readSpec(o object, w *load.Spec) error {
 	}
 	seed, err := o.integer("seed", load.DefaultSeed, 0)
 	w.Seed = uint64(seed)
+	if err != nil {
+		return err
+	}
+	return readWait(o, &w.Wait)
+}
+
+// readWait reads wait: {replicas: N, timeout: D}.
+func readWait(o object, w *load.Wait) error {
+	n, ok := o.values["wait"]
+	if !ok {
+		return nil
+	}
+	wo, err := o.mapping(n, "workload.wait", "replicas", "timeout")
+	if err != nil {
+		return err
+	}
+	if !wo.has("replicas") {
+		return wo.errorf(n, "workload.wait.replicas", "missing: how many replicas each write waits for")
+	}
+	if w.Replicas, err = wo.integer("replicas", 0, 1); err != nil {
+		return err
+	}
+	w.Timeout, err = parsed(wo, "timeout", 0, nonNegativeDuration)
 	return err
+}
+
+// checkWait refuses a wait the system cannot do, or one its cluster
+// could never satisfy.
+func (s *Scenario) checkWait(o object, w load.Wait) error {
+	if w.Replicas == 0 {
+		return nil
+	}
+	n := o.values["wait"]
+	switch {
+	case !s.sys.Waits:
+		return o.errorf(n, "workload.wait", "%s's writes cannot wait for replicas", s.System)
+	case w.Replicas > s.Nodes-1:
+		return o.errorf(n, "workload.wait.replicas", "%d: a cluster of %d nodes has at most %d replicas", w.Replicas, s.Nodes, s.Nodes-1)
+	}
+	return nil
+}
+
+// fieldNode finds the node of a workload field load names, like
+// wait.replicas, or the nearest enclosing one given.
+func fieldNode(o object, field string) *yaml.Node {
+	n := o.node
+	for part := range strings.SplitSeq(field, ".") {
+		next, ok := mappingValue(n, part)
+		if !ok {
+			break
+		}
+		n = next
+	}
+	return n
+}
+
+func mappingValue(n *yaml.Node, key string) (*yaml.Node, bool) {
+	if n.Kind != yaml.MappingNode {
+		return nil, false
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1], true
+		}
+	}
+	return nil, false
+}
+
+// parseConfig reads the config: block, a mapping of the system's settings
+// to values, each checked by the setting the system registered.
+func (s *Scenario) parseConfig(top object) error {
+	n, ok := top.values["config"]
+	if !ok {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return top.errorf(n, "config", "want a mapping of %s's settings (%s), got %s", s.System, s.sys.SettingNames(), describe(n))
+	}
+	var names []string
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		names = append(names, n.Content[i].Value)
+	}
+	o, err := top.mapping(n, "config", names...)
+	if err != nil {
+		return err
+	}
+	s.Config = map[string]string{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		path := "config." + fieldName(k.Value)
+		st, ok := s.sys.Setting(k.Value)
+		if !ok {
+			return o.errorf(k, path, "%s has no such setting (known: %s)", s.System, s.sys.SettingNames())
+		}
+		v, vn, _, err := o.scalar(k.Value)
+		if err != nil {
+			return err
+		}
+		if err := st.Check(v, s.Nodes); err != nil {
+			return o.errorf(vn, path, "%v", err)
+		}
+		s.Config[k.Value] = v
+	}
+	return nil
 }
 
 func (s *Scenario) parseInject(top object) error {
@@ -483,7 +607,7 @@ func (s *Scenario) parseDisk(top object) error {
 		return err
 	}
 	d := &Disk{}
-	if d.Bandwidth, err = parsed(o, "bandwidth", float64(limpfs.DefaultBandwidth), parseByteRate); err != nil {
+	if d.Bandwidth, err = parsed(o, "bandwidth", float64(limpfs.DefaultBandwidth), limpfs.ParseBandwidth); err != nil {
 		return err
 	}
 	if d.Latency, err = parsed(o, "latency", 0, nonNegativeDuration); err != nil {

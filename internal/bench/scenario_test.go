@@ -155,6 +155,19 @@ func TestDiskFaultMountsLimpfs(t *testing.T) {
 	}
 }
 
+func TestStorageEmulated(t *testing.T) {
+	s, err := Parse("e.yaml", []byte(strings.Replace(good, "repeat: 1", "storage: emulated", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{s: s, opt: Options{Out: t.TempDir()}}
+	o, err := r.testbedOptions(RunID{})
+	os.RemoveAll(o.Dir)
+	if err != nil || s.Storage != StorageEmulated || !o.Emulate || o.Disk {
+		t.Errorf("storage %q, testbed options %+v (%v): want an emulating store and no slow disk", s.Storage, o, err)
+	}
+}
+
 // TestMalformed checks that each mistake is named with its line and field.
 func TestMalformed(t *testing.T) {
 	base := strings.Split(good, "\n")
@@ -212,7 +225,7 @@ func TestMalformed(t *testing.T) {
 		{"repeat zero", with(7, "repeat: 0"),
 			`f.yaml:7: repeat: "0" is not a whole number of at least 1`},
 		{"unknown system", with(2, "system: cassandra"),
-			`f.yaml:2: system: unknown system "cassandra" (known: etcd, gait-redis, redis, zookeeper)`},
+			`f.yaml:2: system: unknown system "cassandra" (known: etcd, gait-redis, hdfs, redis, zookeeper)`},
 		{"no system", with(2, "description: x"),
 			"f.yaml:1: system: missing (required)"},
 		{"bad name", with(1, "name: a/b"),
@@ -223,10 +236,12 @@ func TestMalformed(t *testing.T) {
 			`f.yaml:6: inject[0].target: "follower" needs at least 2 nodes, the scenario has 1`},
 		{"bad data", with(7, "data: ssd"),
 			`f.yaml:7: data: "ssd": want memory or disk`},
+		{"bad storage", with(7, "storage: compressed"),
+			`f.yaml:7: storage: "compressed": want plain or emulated`},
 		{"bad bandwidth", with(7, "bandwidth: fast"),
 			`f.yaml:7: bandwidth: "fast" is not a link rate`},
 		{"unknown op", wl("{op: delete, clients: 8}"),
-			`f.yaml:4: workload.op: mix "delete": unknown operation "delete" (this system offers put, get, range)`},
+			`f.yaml:4: workload.op: mix "delete": unknown operation "delete" (this system offers put, get, range, lease)`},
 		{"no op", wl("{clients: 8}"),
 			"f.yaml:4: workload.op: missing (required)"},
 		{"clients and rate", wl("{op: put, clients: 8, rate: 500/s}"),
@@ -255,12 +270,12 @@ func TestMalformed(t *testing.T) {
 			"f.yaml:4: workload.max_in_flight: only applies to an open loop (rate)"},
 		{"calibrate with an absolute rate", wl("{op: put, rate: 500/s, calibrate: 2s}"),
 			"f.yaml:4: workload.calibrate: only applies to a rate given as a share"},
-		// redis has no followers: its servers are independent primaries.
+		// redis has a primary and replicas, no leader or followers.
 		{"role the system does not have", strings.NewReplacer("system: etcd", "system: redis", "op: put", "op: set").Replace(good),
-			`f.yaml:6: inject[0].target: "leader" is neither a role of redis (primary), any, nor a host name (h0 to h2)`},
+			`f.yaml:6: inject[0].target: "leader" is neither a role of redis (primary, replica), any, nor a host name (h0 to h2)`},
 		{"connect to a role the system does not have", strings.NewReplacer("system: etcd", "system: redis", "op: put", "op: set, connect: follower",
 			"target: leader", "target: any").Replace(good),
-			`f.yaml:4: workload.connect: "follower" is neither a role of redis (primary), all, nor a host name (h0 to h2)`},
+			`f.yaml:4: workload.connect: "follower" is neither a role of redis (primary, replica), all, nor a host name (h0 to h2)`},
 		{"unknown paper mark", with(7, "paper: {row: Z1, marks: [OL, slow]}"),
 			`f.yaml:7: paper.marks[1]: unknown mark "slow" (known: OL, NL, CL, backlog)`},
 		{"paper mark twice", with(7, "paper: {row: Z1, marks: [OL, OL]}"),
@@ -279,6 +294,29 @@ func TestMalformed(t *testing.T) {
 			`f.yaml:7: expect[0]: unknown mark "limplock"`},
 		{"bad quick", with(7, "quick: sometimes"),
 			`f.yaml:7: quick: "sometimes" is not true or false`},
+		{"replica of one node", strings.NewReplacer("system: etcd", "system: redis", "op: put", "op: set", "nodes: 3", "nodes: 1",
+			"target: leader", "target: replica").Replace(good),
+			`f.yaml:6: inject[0].target: "replica" needs at least 2 nodes, the scenario has 1`},
+		{"config of a system without settings", strings.Replace(good, "nodes: 3", "nodes: 3\nconfig: {snapshot: 1000}", 1),
+			`f.yaml:4: config.snapshot: etcd has no such setting (known: none)`},
+		{"unknown redis setting", redisWith("config: {appendfsync: always, maxmemory: 1gb}"),
+			`f.yaml:4: config.maxmemory: redis has no such setting (known: appendfsync, sentinel, down_after)`},
+		{"bad appendfsync", redisWith("config:\n  appendfsync: sometimes"),
+			`f.yaml:5: config.appendfsync: "sometimes": want always, everysec or no`},
+		{"sentinel on two nodes", strings.Replace(redisWith("config: {sentinel: true}"), "nodes: 3", "nodes: 2", 1),
+			`f.yaml:4: config.sentinel: Sentinel needs at least 3 nodes`},
+		{"sentinel not a boolean", redisWith("config: {sentinel: yes}"),
+			`f.yaml:4: config.sentinel: "yes": want true or false`},
+		{"config not a mapping", redisWith("config: [appendfsync]"),
+			`f.yaml:4: config: want a mapping of redis's settings (appendfsync, sentinel, down_after), got a list`},
+		{"wait for more replicas than there are", strings.Replace(redisWith(""), "op: set", "op: set, wait: {replicas: 3, timeout: 100ms}", 1),
+			`f.yaml:5: workload.wait.replicas: 3: a cluster of 3 nodes has at most 2 replicas`},
+		{"wait timeout without replicas", strings.Replace(redisWith(""), "op: set", "op: set, wait: {timeout: 100ms}", 1),
+			`f.yaml:5: workload.wait.replicas: missing`},
+		{"wait with a negative timeout", strings.Replace(redisWith(""), "op: set", "op: set, wait: {replicas: 1, timeout: -1s}", 1),
+			`f.yaml:5: workload.wait.timeout: "-1s" is not a duration`},
+		{"wait on a system that cannot", wl("{op: put, wait: {replicas: 1}}"),
+			`f.yaml:4: workload.wait: etcd's writes cannot wait for replicas`},
 		{"not a mapping", "- a\n- b\n",
 			"f.yaml:1: want a mapping of name, description"},
 		{"empty", "",
@@ -296,6 +334,35 @@ func TestMalformed(t *testing.T) {
 				t.Errorf("error\n  %v\nwant it to start with\n  %s", err, c.want)
 			}
 		})
+	}
+}
+
+// redisWith is the good scenario on redis, its fault on a replica, with
+// line added after nodes: (line 4 on).
+func redisWith(line string) string {
+	return strings.NewReplacer("system: etcd", "system: redis", "op: put", "op: set", "target: leader", "target: replica",
+		"nodes: 3", "nodes: 3\n"+line).Replace(good)
+}
+
+func TestRedisConfigAndWait(t *testing.T) {
+	src := strings.Replace(redisWith("config: {appendfsync: always, sentinel: true}"), "op: set",
+		"op: set, wait: {replicas: 2, timeout: 100ms}", 1)
+	s, err := Parse("f.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Config["appendfsync"] != "always" || s.Config["sentinel"] != "true" || len(s.Config) != 2 {
+		t.Errorf("config %v", s.Config)
+	}
+	if w := s.Workload.Wait; w.Replicas != 2 || w.Timeout != 100*time.Millisecond {
+		t.Errorf("wait %+v", w)
+	}
+	if s.Workload.Connect != "primary" {
+		t.Errorf("connect %q, want primary", s.Workload.Connect)
+	}
+	d, err := s.sys.Driver(s.Config)
+	if err != nil || d.Name() != "redis" {
+		t.Errorf("driver %v, %v", d, err)
 	}
 }
 
@@ -345,6 +412,11 @@ func TestBundled(t *testing.T) {
 	if err != nil || len(more) != 2 {
 		t.Fatalf("bundled gait-redis scenarios: %v %v", more, err)
 	}
+	redis, err := filepath.Glob("../../scenarios/redis/*.yaml")
+	if err != nil || len(redis) != 2 {
+		t.Fatalf("bundled redis scenarios: %v %v", redis, err)
+	}
+	more = append(more, redis...)
 	for _, p := range append(paths, more...) {
 		s, err := Load(p)
 		if err != nil {
@@ -410,5 +482,45 @@ func TestClientHosts(t *testing.T) {
 		if got := lr(c.connect).clientHosts(roles, c.faults); !slices.Equal(got, c.want) {
 			t.Errorf("connect %s, faults %+v: clients on %v, want %v", c.connect, c.faults, got, c.want)
 		}
+	}
+}
+
+// TestLimpbench checks the experiment library: every scenario is valid and
+// named after its file, the paper's ZooKeeper rows Z1-Z5 are each there
+// once, a bug-regression scenario names its issue and predicts a verdict,
+// and some scenarios are in the quick subset.
+func TestLimpbench(t *testing.T) {
+	paths, err := filepath.Glob("../../scenarios/limpbench/*.yaml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("limpbench scenarios: %v %v", paths, err)
+	}
+	rows := map[string]int{}
+	quick := 0
+	for _, p := range paths {
+		s, err := Load(p)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if want := strings.TrimSuffix(filepath.Base(p), ".yaml"); s.Name != want || s.Description == "" {
+			t.Errorf("%s: name %q (want %q), description %q", p, s.Name, want, s.Description)
+		}
+		if s.Paper != nil {
+			rows[s.Paper.Row]++
+		}
+		if s.Quick {
+			quick++
+		}
+		if strings.HasPrefix(s.Name, "bug-") && (s.Expect == nil || !strings.Contains(s.Description, "#")) {
+			t.Errorf("%s: a regression scenario names its issue in the description and gives expect:", p)
+		}
+	}
+	for _, r := range []string{"Z1", "Z2", "Z3", "Z4", "Z5"} {
+		if rows[r] != 1 {
+			t.Errorf("paper row %s: %d scenarios, want 1", r, rows[r])
+		}
+	}
+	if quick == 0 {
+		t.Error("no scenario is in the quick subset")
 	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 
+	"github.com/gait-dev/gait/internal/emulate"
 	"github.com/gait-dev/gait/internal/systems/gaitredis"
 	"github.com/gait-dev/gait/internal/testbed"
 	"github.com/spf13/cobra"
@@ -16,7 +17,8 @@ func newCleanCmd() *cobra.Command {
 		Short: "Remove the hosts that crashed gait runs left behind",
 		Long: `Remove what gait runs left behind when they could not clean up after
 themselves (killed with SIGKILL, machine trouble): their processes, FUSE
-mounts, cgroups, links, bridges, network namespaces and scratch directories.
+mounts, cgroups, links, bridges, network namespaces and scratch directories,
+and the file systems of killed 'gait emulate mount' commands.
 Every run records what it creates in a state file under /run/gait; clean
 reads those files. It also removes what a killed 'gait replica cluster
 --loopback' left in $TMPDIR (its redis-servers and directory), which needs
@@ -45,7 +47,14 @@ no root. A run whose gait process still runs is left alone unless
 			if err != nil {
 				return err
 			}
-			if len(cleaned)+len(local) == 0 {
+			mounts, err := emulate.Clean(stateDir)
+			for _, dir := range mounts {
+				fmt.Fprintf(out, "unmounted %s\n", dir)
+			}
+			if err != nil {
+				return err
+			}
+			if len(cleaned)+len(local)+len(mounts) == 0 {
 				fmt.Fprintln(out, "nothing to clean")
 			}
 			return nil

@@ -26,7 +26,9 @@ type loadFlags struct {
 	rate, mix, keyDist, valueSize string
 	poisson, noPreload            bool
 	maxInFlight, calibrateClients int
+	waitReplicas                  int
 	duration, timeout, calibrate  time.Duration
+	waitTimeout                   time.Duration
 	seed                          uint64
 	factors, pids                 []string
 }
@@ -77,6 +79,8 @@ from /proc once a second into the run's time series. See docs/load.md.`,
 	fl.DurationVar(&f.timeout, "timeout", 0, fmt.Sprintf("per-request timeout (default %v)", load.DefaultTimeout))
 	fl.DurationVar(&f.calibrate, "calibrate", 0, fmt.Sprintf("length of the calibration run for a rate given in %% (default %v)", load.DefaultCalibrate))
 	fl.IntVar(&f.calibrateClients, "calibrate-clients", 0, fmt.Sprintf("clients of the calibration run (default %d)", load.DefaultCalibrateClients))
+	fl.IntVar(&f.waitReplicas, "wait-replicas", 0, "after every write, wait until this many replicas have it (Redis's WAIT); fewer in time is an error")
+	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "longest a write waits for --wait-replicas (default: the request's own timeout)")
 	fl.BoolVar(&f.noPreload, "no-preload", false, "do not write every key before the run")
 	fl.Uint64Var(&f.seed, "seed", load.DefaultSeed, "random seed of the ops, keys, values and arrivals")
 	fl.StringArrayVar(&f.factors, "factor", nil, "configuration factor NAME=VALUE stored with the run (repeatable)")
@@ -157,13 +161,14 @@ func loadSpec(cmd *cobra.Command, f loadFlags, ops []string) (load.Spec, error) 
 	s.ValueSize, s.Keys, s.Clients, s.Poisson, s.MaxInFlight = int(size), f.keys, f.clients, f.poisson, f.maxInFlight
 	s.Calibrate, s.CalibrateClients, s.Preload, s.Seed = f.calibrate, f.calibrateClients, !f.noPreload, f.seed
 	s.Duration, s.Requests, s.Timeout = f.duration, f.requests, f.timeout
+	s.Wait = load.Wait{Replicas: f.waitReplicas, Timeout: f.waitTimeout}
 	// A flag left at 0 takes its default, so 0 given on purpose is refused.
 	for _, v := range []struct {
 		flag  string
 		value int64
 	}{{"keys", int64(f.keys)}, {"clients", int64(f.clients)}, {"max-in-flight", int64(f.maxInFlight)},
 		{"calibrate-clients", int64(f.calibrateClients)}, {"requests", int64(f.requests)}, {"duration", int64(f.duration)},
-		{"timeout", int64(f.timeout)}, {"calibrate", int64(f.calibrate)}} {
+		{"timeout", int64(f.timeout)}, {"calibrate", int64(f.calibrate)}, {"wait-replicas", int64(f.waitReplicas)}} {
 		if v.value < 0 || (v.value == 0 && cmd.Flags().Changed(v.flag)) {
 			return s, fmt.Errorf("--%s %s: want a positive value", v.flag, cmd.Flags().Lookup(v.flag).Value)
 		}
@@ -171,7 +176,7 @@ func loadSpec(cmd *cobra.Command, f loadFlags, ops []string) (load.Spec, error) 
 	if s, err = s.Resolve(); err != nil {
 		var se *load.SpecError
 		if errors.As(err, &se) {
-			return s, fmt.Errorf("--%s: %s", strings.ReplaceAll(se.Field, "_", "-"), se.Msg)
+			return s, fmt.Errorf("--%s: %s", strings.NewReplacer("_", "-", ".", "-").Replace(se.Field), se.Msg)
 		}
 	}
 	return s, err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/gait-dev/gait/internal/interrupt"
 	"github.com/gait-dev/gait/internal/replica"
@@ -74,6 +75,8 @@ member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 	f.BoolVar(&cfg.NonVoter, "nonvoter", false, "join as a non-voting duplicate")
 	f.StringVar(&cfg.Metrics, "metrics", "", "HOST:PORT to serve Prometheus metrics on /metrics")
 	f.IntVar(&cfg.MaxRequest, "max-request", 32<<20, fmt.Sprintf("largest client request in bytes, %d to %d", replica.MinRequest, replica.MaxRequest))
+	f.IntVar(&cfg.RequestMemory, "request-memory", 0, fmt.Sprintf("bytes the requests of all clients together may hold while they arrive; one over it is refused (default %d MiB, or --max-request if larger)", replica.DefaultRequestMemory>>20))
+	f.DurationVar(&cfg.RequestTimeout, "request-timeout", 10*time.Second, "longest pause within a request before the agent answers an error and closes the connection")
 	deploymentFlags(f, &cfg, &read)
 	for _, name := range []string{"id", "raft", "redis", "listen"} {
 		cmd.MarkFlagRequired(name)
@@ -95,6 +98,8 @@ func deploymentFlags(f *pflag.FlagSet, cfg *replica.Config, read *string) {
 	f.StringVar(read, "read", string(replica.Linearizable), "read mode: linearizable, session or any")
 	f.IntVar(&cfg.Fanout, "fanout", 1, "replicas each read goes to, 1 or more; the first fitting answer wins")
 	f.BoolVar(&cfg.WriteAll, "write-all", false, "answer a write only once every replica applied it")
+	f.StringVar((*string)(&cfg.Durability), "durability", string(replica.DurableDisk),
+		"when a write is acknowledged: disk (a majority fsynced it) or replicated (a majority holds it in memory; fsynced every 10ms)")
 }
 
 func newReplicaClusterCmd() *cobra.Command {
@@ -156,6 +161,9 @@ func (f *clusterFlags) check(cmd *cobra.Command) error {
 		return err
 	}
 	f.cfg.Read = mode
+	if _, err := replica.ParseDurability(string(f.cfg.Durability)); err != nil {
+		return fmt.Errorf("--durability %q: want %s or %s", f.cfg.Durability, replica.DurableDisk, replica.DurableReplicated)
+	}
 	if err := gaitredis.CheckShape(f.voters, f.duplicates, f.cfg.Fanout); err != nil {
 		var r *gaitredis.RangeError
 		if errors.As(err, &r) {
@@ -187,7 +195,7 @@ func replicaTestbed(cmd *cobra.Command, f clusterFlags) error {
 	in := clusterSignals(cmd)
 	defer in.Stop()
 	d := gaitredis.New()
-	d.Read, d.Fanout, d.WriteAll = string(f.cfg.Read), f.cfg.Fanout, f.cfg.WriteAll
+	d.Read, d.Fanout, d.WriteAll, d.Durability = string(f.cfg.Read), f.cfg.Fanout, f.cfg.WriteAll, string(f.cfg.Durability)
 	dep, err := d.StartOnTestbed(in.Context(), gaitredis.TestbedOptions{
 		Voters: f.voters, Duplicates: f.duplicates, Bandwidth: f.bps, StateDir: f.stateDir,
 		Progress: stderr, Kill: in.Hurry(),

@@ -24,7 +24,9 @@ every command that analyses reads one.`,
 	}
 	root.AddCommand(
 		newAnalyzeCmd(),
+		newBenchCmd(),
 		newCleanCmd(),
+		newEmulateCmd(),
 		newExportCmd(),
 		newLoadCmd(),
 		newModelCmd(),

@@ -35,12 +35,31 @@ func abort(path string) error {
 	return nil
 }
 
-// fuseConnection finds the FUSE mount on path in /proc/self/mountinfo
-// and returns its connection number, the minor of its device.
+// fuseConnection finds the FUSE mount on path and returns its connection
+// number, the minor of its device.
 func fuseConnection(path string) (conn string, ok bool, err error) {
+	m, ok, err := mountAt(path)
+	if err != nil || !ok || (m.fstype != "fuse" && !strings.HasPrefix(m.fstype, "fuse.")) {
+		return "", false, err
+	}
+	_, minor, _ := strings.Cut(m.dev, ":")
+	if _, err := strconv.Atoi(minor); err != nil {
+		return "", false, fmt.Errorf("mount %s: bad device %q", path, m.dev)
+	}
+	return minor, true, nil
+}
+
+// mountEntry is a line of /proc/self/mountinfo.
+type mountEntry struct {
+	dev, fstype, source string
+}
+
+// mountAt returns the last (topmost) mount on path in
+// /proc/self/mountinfo.
+func mountAt(path string) (m mountEntry, ok bool, err error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return "", false, fmt.Errorf("read mounts: %w", err)
+		return m, false, fmt.Errorf("read mounts: %w", err)
 	}
 	defer f.Close()
 	path = filepath.Clean(path)
@@ -49,19 +68,12 @@ func fuseConnection(path string) (conn string, ok bool, err error) {
 	for sc.Scan() {
 		pre, post, found := strings.Cut(sc.Text(), " - ")
 		a, b := strings.Fields(pre), strings.Fields(post)
-		if !found || len(a) < 5 || len(b) < 1 || unescape(a[4]) != path {
+		if !found || len(a) < 5 || len(b) < 2 || unescape(a[4]) != path {
 			continue
 		}
-		if b[0] != "fuse" && !strings.HasPrefix(b[0], "fuse.") {
-			continue
-		}
-		_, minor, _ := strings.Cut(a[2], ":")
-		if _, err := strconv.Atoi(minor); err != nil {
-			return "", false, fmt.Errorf("mount %s: bad device %q", path, a[2])
-		}
-		conn, ok = minor, true
+		m, ok = mountEntry{dev: a[2], fstype: b[0], source: unescape(b[1])}, true
 	}
-	return conn, ok, sc.Err()
+	return m, ok, sc.Err()
 }
 
 // unescape undoes mountinfo's octal escapes (\040 for a space).

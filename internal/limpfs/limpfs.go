@@ -2,6 +2,10 @@
 // disk of a given bandwidth: reads, writes and fsyncs take at least as
 // long as the bytes they move need at that bandwidth, divided by a
 // slowdown factor that can change while the file system is mounted.
+//
+// In its emulating mode (MountStore, emulate.go, store.go) it also stores
+// gait's synthetic data as descriptions (tardis extents) rather than
+// bytes, in a store directory that survives unmounts and crashes.
 package limpfs
 
 import (
@@ -10,9 +14,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/gait-dev/gait/internal/load"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -24,10 +30,24 @@ const DefaultBandwidth = 80e6
 // journal commit writes.
 const syncBytes = 4096
 
+// ParseBandwidth reads a disk bandwidth such as 80MB/s or 100MiB/s.
+func ParseBandwidth(s string) (float64, error) {
+	num, ok := strings.CutSuffix(strings.TrimSpace(s), "/s")
+	if ok {
+		if n, err := load.ParseSize(num); err == nil && n > 0 {
+			return float64(n), nil
+		}
+	}
+	return 0, fmt.Errorf("%q is not a positive disk bandwidth like 80MB/s", s)
+}
+
 // Options describe the emulated disk.
 type Options struct {
-	Bandwidth float64       // bytes per second at factor 1; 0 means DefaultBandwidth
+	Bandwidth float64       // bytes per second at factor 1; 0 means DefaultBandwidth, +Inf no limit
 	Latency   time.Duration // added to every read, write and fsync, whatever the factor
+	// Report, if set, hears the errors an emulating mount can tell the
+	// process that met them only as an errno (corrupt metadata: EIO).
+	Report func(error)
 }
 
 // FS is a mounted limpfs.
@@ -36,27 +56,73 @@ type FS struct {
 	Backing    string
 	server     *fuse.Server
 	dev        *device
+	lock       *os.File // an emulating mount's store lock
 }
 
 // Mount makes mountpoint show backing's files through the emulated
 // disk, at factor 1. Both directories must exist.
 func Mount(backing, mountpoint string, opts Options) (*FS, error) {
-	if opts.Bandwidth == 0 {
-		opts.Bandwidth = DefaultBandwidth
+	dev, err := newDevice(mountpoint, opts)
+	if err != nil {
+		return nil, err
 	}
-	if opts.Bandwidth < 0 || math.IsNaN(opts.Bandwidth) || math.IsInf(opts.Bandwidth, 0) || opts.Latency < 0 {
-		return nil, fmt.Errorf("mount limpfs on %s: bandwidth %g B/s and latency %s must not be negative", mountpoint, opts.Bandwidth, opts.Latency)
-	}
-	backing, err := filepath.Abs(backing)
+	backing, err = filepath.Abs(backing)
 	if err != nil {
 		return nil, fmt.Errorf("mount limpfs on %s: %w", mountpoint, err)
 	}
-	dev := &device{bandwidth: opts.Bandwidth, factor: 1, latency: opts.Latency}
 	lroot, err := fs.NewLoopbackRoot(backing)
 	if err != nil {
 		return nil, fmt.Errorf("mount limpfs on %s: %w", mountpoint, err)
 	}
 	root := &node{LoopbackNode: lroot.(*fs.LoopbackNode), dev: dev}
+	return serve(root, backing, "limpfs", mountpoint, dev, 0)
+}
+
+// MountStore makes mountpoint an emulating limpfs (see emulate.go) whose
+// files live in the store directory, which must be a store or empty (it
+// is then made one). One process at a time may serve a store.
+func MountStore(store, mountpoint string, opts Options) (*FS, error) {
+	dev, err := newDevice(mountpoint, opts)
+	if err != nil {
+		return nil, err
+	}
+	if store, err = openStore(store, true); err != nil {
+		return nil, err
+	}
+	lock, err := lockStore(store)
+	if err != nil {
+		return nil, err
+	}
+	tree := filepath.Join(store, storeTree)
+	lroot, err := fs.NewLoopbackRoot(tree)
+	if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("mount emulating limpfs on %s: %w", mountpoint, err)
+	}
+	root := &emuNode{LoopbackNode: lroot.(*fs.LoopbackNode), em: &emulator{dev: dev, store: store, report: opts.Report}}
+	f, err := serve(root, store, "limpfs-emulate", mountpoint, dev, fuse.CAP_WRITEBACK_CACHE)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	f.lock = lock
+	return f, nil
+}
+
+func newDevice(mountpoint string, opts Options) (*device, error) {
+	if opts.Bandwidth == 0 {
+		opts.Bandwidth = DefaultBandwidth
+	}
+	if opts.Bandwidth < 0 || math.IsNaN(opts.Bandwidth) || math.IsInf(opts.Bandwidth, -1) || opts.Latency < 0 {
+		return nil, fmt.Errorf("mount limpfs on %s: bandwidth %g B/s and latency %s must not be negative", mountpoint, opts.Bandwidth, opts.Latency)
+	}
+	return &device{bandwidth: opts.Bandwidth, factor: 1, latency: opts.Latency}, nil
+}
+
+func serve(root fs.InodeEmbedder, backing, name, mountpoint string, dev *device, extra uint64) (*FS, error) {
+	if err := checkMountpoint(mountpoint); err != nil {
+		return nil, err
+	}
 	ttl := time.Second
 	server, err := fs.Mount(mountpoint, root, &fs.Options{
 		EntryTimeout: &ttl,
@@ -68,15 +134,43 @@ func Mount(backing, mountpoint string, opts Options) (*FS, error) {
 			// exec, every process started later inherits it, and a
 			// crashed gait's mounts stay alive with nobody serving them.
 			// Through fusermount3 the descriptor is close-on-exec.
-			FsName:   backing,
-			Name:     "limpfs",
-			MaxWrite: 1 << 20,
+			FsName:            backing,
+			Name:              name,
+			MaxWrite:          1 << 20,
+			ExtraCapabilities: extra,
 		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mount limpfs on %s: %w", mountpoint, err)
 	}
 	return &FS{Mountpoint: mountpoint, Backing: backing, server: server, dev: dev}, nil
+}
+
+// checkMountpoint refuses a mount point that is not a directory or has a
+// file system mounted on it already.
+func checkMountpoint(path string) error {
+	st, err := os.Stat(path)
+	if errors.Is(err, syscall.ENOTCONN) {
+		return fmt.Errorf("mount point %s is in use by a FUSE file system whose server died; `gait clean` unmounts a killed gait's", path)
+	}
+	if err != nil {
+		return fmt.Errorf("mount point %s: %w", path, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("mount point %s is not a directory", path)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("mount point %s: %w", path, err)
+	}
+	m, ok, err := mountAt(abs)
+	if err != nil {
+		return err
+	}
+	if ok {
+		return fmt.Errorf("mount point %s is in use: %s (from %s) is mounted there; unmount it first (`gait clean` unmounts a crashed gait's)", path, m.fstype, m.source)
+	}
+	return nil
 }
 
 // SetFactor slows the disk to bandwidth/factor from the next operation
@@ -105,6 +199,9 @@ func (f *FS) Unmount() error {
 		}
 	}
 	f.server.Wait()
+	if f.lock != nil {
+		f.lock.Close()
+	}
 	return nil
 }
 

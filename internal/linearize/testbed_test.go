@@ -156,7 +156,7 @@ func deploy(t *testing.T, read string) *deployment {
 
 // fault is one planned injection, its target a role resolved when it strikes.
 type fault struct {
-	kind   string // crash, nic or partition
+	kind   string // crash, nic, partition or redis (the redis-server killed behind its running agent)
 	target string // leader, follower (a voter that does not lead, or the duplicate) or voter (leader or follower, not the duplicate)
 	at     time.Duration
 	length time.Duration // down for (crash), limping for (nic) or cut off for (partition)
@@ -194,7 +194,10 @@ func (s schedule) has(kind string) bool {
 // follower also crashes, never while the leader is down, so a quorum can
 // always form again; half the time a random voter (the leader or not) is
 // cut off from every other host for 1 to 3 s, never within a second of a
-// crash, so at most one voter is out of reach at a time.
+// crash, so at most one voter is out of reach at a time; and half the time a
+// voter's redis-server is killed behind its running agent for 1 to 3 s,
+// never within a second of another crash, and then started again for the
+// agent to re-attach.
 func plan(rng *rand.Rand, n int) schedule {
 	dur := func(lo, hi float64) time.Duration {
 		return time.Duration((lo + rng.Float64()*(hi-lo)) * float64(time.Second))
@@ -214,19 +217,30 @@ func plan(rng *rand.Rand, n int) schedule {
 		}
 	}
 	if rng.IntN(2) == 0 {
-		at, length := dur(1, end-4), dur(1, 3)
-		crashes := slices.DeleteFunc(slices.Clone(s.faults), func(f fault) bool { return f.kind != "crash" })
-		slices.SortFunc(crashes, func(a, b fault) int { return cmp.Compare(a.at, b.at) })
-		for _, c := range crashes {
-			if c.overlaps(at, length) {
-				at = c.at + c.length + time.Second
-			}
+		if f, ok := apart(s, "redis", "voter", dur(1, end-4), dur(1, 3)); ok {
+			s.faults = append(s.faults, f)
 		}
-		if at+length < scheduleLength {
-			s.faults = append(s.faults, fault{kind: "partition", target: "voter", at: at, length: length})
+	}
+	if rng.IntN(2) == 0 {
+		if f, ok := apart(s, "partition", "voter", dur(1, end-4), dur(1, 3)); ok {
+			s.faults = append(s.faults, f)
 		}
 	}
 	return s
+}
+
+// apart places a fault of kind on target at at for length, moved past every
+// crash (of a host or of a redis-server) it would come within a second of;
+// false when it would then end after the schedule.
+func apart(s schedule, kind, target string, at, length time.Duration) (fault, bool) {
+	crashes := slices.DeleteFunc(slices.Clone(s.faults), func(f fault) bool { return f.kind != "crash" && f.kind != "redis" })
+	slices.SortFunc(crashes, func(a, b fault) int { return cmp.Compare(a.at, b.at) })
+	for _, c := range crashes {
+		if c.overlaps(at, length) {
+			at = c.at + c.length + time.Second
+		}
+	}
+	return fault{kind: kind, target: target, at: at, length: length}, at+length < scheduleLength
 }
 
 // result is what one schedule found.
@@ -352,10 +366,26 @@ func (d *deployment) faults(t *testing.T, sc schedule) []limp.Fault {
 			inj, factor = &limp.Crash{}, 1
 		case "partition":
 			inj, factor = limp.Partition{}, 1
+		case "redis":
+			inj, factor = redisCrash{d.c}, 1
 		}
 		out = append(out, limp.Fault{Injector: inj, Target: d.target(t, f.target), Factor: factor, At: f.at, For: f.length})
 	}
 	return out
+}
+
+// redisCrash kills a host's redis-server behind its running agent and, once
+// cleared, starts a new one, empty, which the agent re-attaches and refills.
+type redisCrash struct{ c *gaitredis.Cluster }
+
+func (redisCrash) Kind() string { return "redis-crash" }
+
+func (r redisCrash) Apply(h *testbed.Host, _ float64) error { return r.c.KillRedis(h.Name) }
+
+func (r redisCrash) Clear(h *testbed.Host) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return r.c.Restart(ctx, h.Name)
 }
 
 func (d *deployment) target(t *testing.T, role string) limp.Target {

@@ -63,11 +63,18 @@ func Measure(ctx context.Context, m Measurement) (Measured, error) {
 			return out, err
 		}
 	}
+	dial := m.Dial
+	if s.Wait.Replicas > 0 {
+		if write < 0 {
+			return out, fmt.Errorf("wait: the system has no write operation %q", m.Write)
+		}
+		dial = waitingDialer(dial, uint8(write), s.Wait)
+	}
 	rate := s.Rate.PerSecond
 	if s.Rate.Share > 0 {
 		if out.MaxThroughput == 0 {
 			logf("calibrating: %v closed loop with %d clients", s.Calibrate, s.CalibrateClients)
-			max, err := Calibrate(ctx, s.Workload(), m.Dial, s.CalibrateClients, s.Calibrate, s.Seed)
+			max, err := Calibrate(ctx, s.Workload(), dial, s.CalibrateClients, s.Calibrate, s.Seed)
 			if err != nil {
 				return out, err
 			}
@@ -93,7 +100,7 @@ func Measure(ctx context.Context, m Measurement) (Measured, error) {
 			return out, err
 		}
 	}
-	out.Result, err = Run(ctx, cfg, m.Dial, w)
+	out.Result, err = Run(ctx, cfg, dial, w)
 	extra := after()
 	if err == nil {
 		err = failed(out.Result, m.AllFailedIsError)
@@ -135,6 +142,9 @@ func record(s Spec, c Config, maxThroughput float64, more map[string]any) map[st
 		w["loop"], w["rate"], w["poisson"], w["max_in_flight"] = "open", c.Rate, c.Poisson, c.MaxInFlight
 	} else {
 		w["loop"], w["clients"] = "closed", c.Clients
+	}
+	if s.Wait.Replicas > 0 {
+		w["wait_replicas"], w["wait_timeout"] = s.Wait.Replicas, s.Wait.Timeout.Seconds()
 	}
 	if s.Rate.Share > 0 {
 		w["rate_share"], w["max_throughput"] = s.Rate.Share, maxThroughput

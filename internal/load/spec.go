@@ -29,6 +29,9 @@ type Spec struct {
 	Duration time.Duration
 	Requests int
 	Timeout  time.Duration // per request
+
+	// Wait, when Replicas is set, makes every write wait for replicas.
+	Wait Wait
 }
 
 // Defaults of a workload.
@@ -122,6 +125,12 @@ func (s Spec) check() error {
 		return specErrorf("requests", "%d: must not be negative", s.Requests)
 	case s.Timeout < 0:
 		return specErrorf("timeout", "%v: must not be negative", s.Timeout)
+	case s.Wait.Replicas < 0:
+		return specErrorf("wait.replicas", "%d: want a positive number of replicas", s.Wait.Replicas)
+	case s.Wait.Timeout < 0:
+		return specErrorf("wait.timeout", "%v: must not be negative", s.Wait.Timeout)
+	case s.Wait.Timeout > 0 && s.Wait.Replicas == 0:
+		return specErrorf("wait.replicas", "missing: how many replicas each write waits for")
 	}
 	for _, c := range []struct {
 		field string

@@ -55,6 +55,38 @@ func ParseReadMode(s string) (ReadMode, error) {
 	return "", fmt.Errorf("read mode %q: want %s, %s or %s", s, Linearizable, Session, Any)
 }
 
+// Durability says when a write is acknowledged.
+type Durability string
+
+const (
+	// DurableDisk acknowledges a write once a majority of voters appended
+	// it to their raft log and fsynced it: it survives any crash of any
+	// number of replicas.
+	DurableDisk Durability = "disk"
+	// DurableReplicated acknowledges a write once a majority of voters
+	// appended it to their raft log in memory (the kernel's page cache);
+	// the log is fsynced in the background every syncInterval, as TRIPOD
+	// and APUS do. It survives the crash of any number of agents (the
+	// kernel still holds what they wrote) and of a minority of hosts; a
+	// simultaneous power loss or kernel crash of a majority of hosts loses
+	// the writes of the last syncInterval plus one fsync, and may leave
+	// those hosts' raft-log.db unreadable (such a replica is rebuilt: its
+	// data directory removed, and it joins again).
+	DurableReplicated Durability = "replicated"
+)
+
+// syncInterval is how often a replicated-durability log is fsynced.
+const syncInterval = 10 * time.Millisecond
+
+// ParseDurability checks a durability named on the command line.
+func ParseDurability(s string) (Durability, error) {
+	switch d := Durability(s); d {
+	case DurableDisk, DurableReplicated:
+		return d, nil
+	}
+	return "", fmt.Errorf("durability %q: want %s or %s", s, DurableDisk, DurableReplicated)
+}
+
 // Config is one agent's configuration.
 type Config struct {
 	ID        string // raft server ID, unique in the deployment
@@ -71,10 +103,22 @@ type Config struct {
 	Fanout int
 	// WriteAll makes every write answer only once every replica applied it.
 	WriteAll bool
+	// Durability is when a write is acknowledged (default DurableDisk).
+	Durability Durability
 	// Metrics is host:port for Prometheus metrics on /metrics; empty: none.
 	Metrics string
 	// MaxRequest bounds the bytes of one client request (default 32 MiB).
 	MaxRequest int
+	// RequestMemory caps the bytes that the requests of all clients
+	// together hold while they arrive and until they are handled (default
+	// 256 MiB, or MaxRequest if larger): a request that would take more is
+	// refused with an error and its connection closed, and everyone else
+	// is served on.
+	RequestMemory int
+	// RequestTimeout is how long a request may pause once it has begun
+	// (default 10 s): a client that stops half-way is answered with an
+	// error and its connection closed. An idle connection may wait forever.
+	RequestTimeout time.Duration
 	// WriteTimeout bounds the wait for a write's first reply (default 10 s).
 	WriteTimeout time.Duration
 	// SnapshotThreshold is how many log entries trigger a snapshot (default 8192).
@@ -89,6 +133,9 @@ type Config struct {
 	// 250 ms) and LimpFactor (default 10) times the median lag of all replicas.
 	LimpFloor  time.Duration
 	LimpFactor float64
+	// LimpHold is how long a replica must look slow before it is marked
+	// limping (default 1 s): noise on a shared machine is not limping.
+	LimpHold time.Duration
 	// PeerInflight bounds the reads outstanding at one peer (default 256).
 	PeerInflight int
 	Log          io.Writer // default os.Stderr
@@ -104,6 +151,12 @@ func (c *Config) setDefaults() error {
 	if _, err := ParseReadMode(string(c.Read)); err != nil {
 		return err
 	}
+	if c.Durability == "" {
+		c.Durability = DurableDisk
+	}
+	if _, err := ParseDurability(string(c.Durability)); err != nil {
+		return err
+	}
 	if c.Bootstrap && c.Join != "" {
 		return errors.New("replica agent: bootstrap and join exclude each other")
 	}
@@ -113,8 +166,8 @@ func (c *Config) setDefaults() error {
 	defaults := []struct {
 		d   *time.Duration
 		def time.Duration
-	}{{&c.WriteTimeout, 10 * time.Second}, {&c.HeartbeatTimeout, 500 * time.Millisecond},
-		{&c.StatusInterval, 50 * time.Millisecond}, {&c.LimpFloor, 250 * time.Millisecond}}
+	}{{&c.WriteTimeout, 10 * time.Second}, {&c.RequestTimeout, 10 * time.Second}, {&c.HeartbeatTimeout, 500 * time.Millisecond},
+		{&c.StatusInterval, 50 * time.Millisecond}, {&c.LimpFloor, 250 * time.Millisecond}, {&c.LimpHold, time.Second}}
 	for _, d := range defaults {
 		if *d.d <= 0 {
 			*d.d = d.def
@@ -125,6 +178,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxRequest <= 0 {
 		c.MaxRequest = 32 << 20
+	}
+	if c.RequestMemory <= 0 {
+		c.RequestMemory = max(DefaultRequestMemory, c.MaxRequest)
+	}
+	if c.RequestMemory < c.MaxRequest {
+		return fmt.Errorf("replica agent: request memory %d bytes is less than one request of the largest size, %d", c.RequestMemory, c.MaxRequest)
 	}
 	if c.SnapshotThreshold == 0 {
 		c.SnapshotThreshold = 8192
@@ -149,8 +208,9 @@ type result struct {
 	raw    []byte
 	index  uint64
 	err    error
-	leader string // raft address of the leader, when a request went to another agent
-	from   string // raft address of the agent that answered
+	leader string    // raft address of the leader, when a request went to another agent
+	from   string    // raft address of the agent that answered
+	at     time.Time // when the answer came
 }
 
 // waiter is a request waiting for another agent's answer: it gets it on ch,
@@ -171,17 +231,20 @@ type Agent struct {
 	raftAddr    string
 	raft        *raft.Raft
 	fsm         *fsm
-	store       *raftboltdb.BoltStore
+	store       *raftboltdb.BoltStore // raft's stable store, and its log with DurableDisk
+	logStore    *raftboltdb.BoltStore // raft's log: store, or an unsynced one with DurableReplicated
+	snaps       raft.SnapshotStore
 	// raftUp is closed once raft runs: peer messages wait for it, because
 	// another agent may talk to a restarting one before its raft exists.
-	raftUp     chan struct{}
-	logs       *timedLogStore
-	transport  *raft.NetworkTransport
-	clients    net.Listener
+	raftUp    chan struct{}
+	logs      *timedLogStore
+	transport *raft.NetworkTransport
+	clients   net.Listener
+	// budget caps the bytes all client requests hold (Config.RequestMemory).
+	budget     *resp.Budget
 	metricsSrv *http.Server
 	metricsLn  net.Listener
 	reads      *redisMux
-	applyConn  *redisConn
 	tmpDir     string
 	done       chan struct{}
 	closeOnce  sync.Once
@@ -213,6 +276,7 @@ func Start(cfg Config) (*Agent, error) {
 		peers: map[string]*peer{}, conns: map[net.Conn]*clientState{}, reads: newRedisMux(cfg.RedisAddr, 4),
 		futures: make(chan appliedFuture, 4096)}
 	a.incarnation, a.born = newIncarnation(), time.Now()
+	a.budget = resp.NewBudget(int64(cfg.RequestMemory))
 	a.m = newMetrics(a)
 	a.health = newHealth(a)
 	a.indexes = &indexBatcher{fetch: a.fetchReadIndex, timeout: cfg.WriteTimeout}
@@ -230,14 +294,14 @@ func newIncarnation() string {
 }
 
 func (a *Agent) start() error {
-	var err error
-	if a.applyConn, err = dialRedis(a.cfg.RedisAddr); err != nil {
+	conn, err := dialRedis(a.cfg.RedisAddr)
+	if err != nil {
 		return err
 	}
-	if _, err := a.applyConn.command("FLUSHALL"); err != nil {
+	a.fsm = newFSM(conn, a.report, a.logger) // Close closes conn from now on
+	if _, err := conn.command("FLUSHALL"); err != nil {
 		return fmt.Errorf("empty local redis: %w", err)
 	}
-	a.fsm = newFSM(a.applyConn, a.report, a.logger)
 	a.fsm.observe = a.m.observeApply
 	a.fsm.onConfig = func() { a.health.membersChanged.Store(true) }
 	a.wg.Add(1)
@@ -251,7 +315,8 @@ func (a *Agent) start() error {
 	if err := a.serveMetrics(); err != nil {
 		return err
 	}
-	a.wg.Add(4)
+	a.wg.Add(5)
+	go func() { defer a.wg.Done(); a.watchRedis() }()
 	go func() { defer a.wg.Done(); a.serveClients() }()
 	go func() { defer a.wg.Done(); a.watchFutures() }()
 	go func() { defer a.wg.Done(); a.watchLeadership() }()
@@ -282,10 +347,14 @@ func (a *Agent) startRaft() error {
 	if a.store, err = raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db")); err != nil {
 		return fmt.Errorf("open raft log in %s: %w", dir, err)
 	}
+	if a.logStore, err = a.openLog(dir); err != nil {
+		return err
+	}
 	snaps, err := raft.NewFileSnapshotStore(dir, 2, a.cfg.Log)
 	if err != nil {
 		return fmt.Errorf("open snapshots in %s: %w", dir, err)
 	}
+	a.snaps = snaps
 	ln, err := net.Listen("tcp", a.cfg.RaftAddr)
 	if err != nil {
 		return fmt.Errorf("listen for raft: %w", err)
@@ -295,18 +364,22 @@ func (a *Agent) startRaft() error {
 		hclog.New(&hclog.LoggerOptions{Name: "raft-net", Level: hclog.Warn, Output: a.cfg.Log}))
 	rc := a.raftConfig()
 	if a.cfg.Bootstrap {
-		has, err := raft.HasExistingState(a.store, a.store, snaps)
+		has, err := raft.HasExistingState(a.logStore, a.store, snaps)
 		if err != nil {
 			return fmt.Errorf("read raft state: %w", err)
 		}
 		if !has {
 			boot := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: raft.ServerAddress(a.raftAddr)}}}
-			if err := raft.BootstrapCluster(rc, a.store, a.store, snaps, a.transport, boot); err != nil {
+			if err := raft.BootstrapCluster(rc, a.logStore, a.store, snaps, a.transport, boot); err != nil {
 				return fmt.Errorf("bootstrap raft: %w", err)
 			}
 		}
 	}
-	a.logs = &timedLogStore{LogStore: a.store, observe: a.m.observeAppend}
+	a.logs = &timedLogStore{LogStore: a.logStore, observe: a.m.observeAppend}
+	if a.logStore != a.store {
+		a.wg.Add(1)
+		go func() { defer a.wg.Done(); a.syncLog() }()
+	}
 	// Replication reads back what was just appended: keep recent entries in
 	// memory rather than read them from the segment file.
 	cached, err := raft.NewLogCache(logCacheEntries, a.logs)
@@ -379,10 +452,6 @@ func (a *Agent) watchLeadership() {
 		}
 	}
 }
-
-// stamp is t on this agent's own clock, in nanoseconds since it started
-// (never zero): status messages carry it, and peers echo it back.
-func (a *Agent) stamp(t time.Time) int64 { return int64(t.Sub(a.born)) + 1 }
 
 // join asks the deployment, through cfg.Join or the leader it names, to add
 // this agent; it retries until the leader answers or 30 s pass.
@@ -542,7 +611,7 @@ func (a *Agent) report(ap applied) {
 		return // a divergent replica's replies must not win
 	}
 	if addr == a.raftAddr {
-		a.onReply(ap.entry.seq, incarnation, ap.index, ap.digest, a.cfg.ID, a.incarnation, ap.raw)
+		a.onReply(ap.entry.seq, incarnation, ap.index, ap.digest, a.cfg.ID, a.incarnation, ap.raw, &ap)
 		return
 	}
 	msg := resp.AppendCommand(nil, []byte("REPLY"), strconv.AppendUint(nil, ap.entry.seq, 10), []byte(incarnation),
@@ -636,10 +705,16 @@ func (a *Agent) Close() error {
 		if a.transport != nil {
 			errs = append(errs, a.transport.Close())
 		}
-		if a.applyConn != nil {
-			a.applyConn.close()
+		if a.fsm != nil {
+			a.fsm.closeConn()
 		}
 		a.wg.Wait()
+		if a.fsm != nil {
+			a.fsm.closeConn() // again: a reattach may have swapped it meanwhile
+		}
+		if a.logStore != nil && a.logStore != a.store {
+			errs = append(errs, a.logStore.Sync(), a.logStore.Close())
+		}
 		if a.store != nil {
 			errs = append(errs, a.store.Close())
 		}

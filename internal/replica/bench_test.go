@@ -16,14 +16,14 @@ import (
 // clients (-cpu sets how many per core) and reports the group commit: log
 // entries per append and per redis batch on the leader.
 func BenchmarkWrite(b *testing.B) {
-	benchDeployment(b, true, func(ctx context.Context, c *goredis.Client, i int) error {
+	benchDeployment(b, DurableDisk, func(ctx context.Context, c *goredis.Client, i int) error {
 		return c.Set(ctx, "k"+strconv.Itoa(i%1000), i, 0).Err()
 	})
 }
 
 // BenchmarkLinearizableRead gets keys through the leader with linearizable reads.
 func BenchmarkLinearizableRead(b *testing.B) {
-	benchDeployment(b, false, func(ctx context.Context, c *goredis.Client, i int) error {
+	benchDeployment(b, "", func(ctx context.Context, c *goredis.Client, i int) error {
 		err := c.Get(ctx, "k"+strconv.Itoa(i%1000)).Err()
 		if err == goredis.Nil {
 			return nil
@@ -32,8 +32,17 @@ func BenchmarkLinearizableRead(b *testing.B) {
 	})
 }
 
-func benchDeployment(b *testing.B, writes bool, op func(context.Context, *goredis.Client, int) error) {
-	leader := startCluster(b, 3, 0, nil).nodes[0].agent
+// BenchmarkWriteReplicated is BenchmarkWrite with --durability replicated.
+func BenchmarkWriteReplicated(b *testing.B) {
+	benchDeployment(b, DurableReplicated, func(ctx context.Context, c *goredis.Client, i int) error {
+		return c.Set(ctx, "k"+strconv.Itoa(i%1000), i, 0).Err()
+	})
+}
+
+// benchDeployment runs op from parallel clients through the leader of 3
+// voters; durability is "" for reads.
+func benchDeployment(b *testing.B, durability Durability, op func(context.Context, *goredis.Client, int) error) {
+	leader := startCluster(b, 3, 0, func(c *Config) { c.Durability = durability }).nodes[0].agent
 	b.SetParallelism(4)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -47,7 +56,7 @@ func benchDeployment(b *testing.B, writes bool, op func(context.Context, *goredi
 		}
 	})
 	b.StopTimer()
-	if !writes {
+	if durability == "" {
 		return
 	}
 	b.ReportMetric(meanOf(leader.m.appendBatch), "entries/append")

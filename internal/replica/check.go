@@ -17,6 +17,10 @@ const (
 	MaxRequest = 1 << 30
 )
 
+// DefaultRequestMemory is the default of Config.RequestMemory (when
+// MaxRequest is not larger): eight requests of the default largest size.
+const DefaultRequestMemory = 256 << 20
+
 // Check validates an agent's settings as a user gives them, the flags of
 // gait replica agent, before anything starts: stricter than Start, which
 // lets tests and the loopback deployment have the kernel pick the raft
@@ -65,11 +69,20 @@ func (cfg *Config) Check() error {
 	if _, err := ParseReadMode(string(cfg.Read)); err != nil {
 		return fmt.Errorf("--read %q: want %s, %s or %s", cfg.Read, Linearizable, Session, Any)
 	}
+	if _, err := ParseDurability(string(cfg.Durability)); err != nil {
+		return fmt.Errorf("--durability %q: want %s or %s", cfg.Durability, DurableDisk, DurableReplicated)
+	}
 	if cfg.Fanout < 1 {
 		return fmt.Errorf("--fanout %d: want 1 or more (more than the deployment's replicas means every replica)", cfg.Fanout)
 	}
 	if cfg.MaxRequest < MinRequest || cfg.MaxRequest > MaxRequest {
 		return fmt.Errorf("--max-request %d: want %d to %d bytes", cfg.MaxRequest, MinRequest, MaxRequest)
+	}
+	if cfg.RequestMemory != 0 && cfg.RequestMemory < cfg.MaxRequest {
+		return fmt.Errorf("--request-memory %d: want at least --max-request (%d): one request of the largest size must fit", cfg.RequestMemory, cfg.MaxRequest)
+	}
+	if cfg.RequestTimeout <= 0 {
+		return fmt.Errorf("--request-timeout %v: want a positive duration", cfg.RequestTimeout)
 	}
 	return nil
 }

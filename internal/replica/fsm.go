@@ -31,21 +31,28 @@ type applied struct {
 	index  uint64
 	raw    []byte // the last reply (EXEC's for a transaction)
 	digest uint64 // chained digest of every reply up to this entry
+	// When raft handed the entry over as committed, and when the batch it
+	// was applied in went to redis: the write's stages, on this clock.
+	committed, sent time.Time
 }
 
 // queued is one committed entry (or a bare index to mark applied: raft
 // configuration changes, undecodable entries) waiting for the applier.
 type queued struct {
-	index uint64
-	entry entry
-	ok    bool // entry decoded and has replies to run
+	index     uint64
+	entry     entry
+	ok        bool      // entry decoded and has replies to run
+	committed time.Time // when raft handed it over
 }
 
 // fsm is raft's state machine: it queues committed entries and one applier
 // goroutine runs them on the local redis-server in log order, in batches,
 // over one connection only it uses.
 type fsm struct {
+	// conn is the applier's connection to redis, replaced when it
+	// re-attaches (under run and connMu; the applier reads it under run).
 	conn   *redisConn
+	connMu sync.Mutex
 	report func(applied) // hands each reply to the waiting proposer
 	logger *log.Logger
 	// observe, when set, learns how long each batch took on redis.
@@ -69,7 +76,7 @@ type fsm struct {
 	applied uint64        // last log index whose effect redis holds
 	digest  uint64        // chained digest of every reply up to applied
 	changed chan struct{} // closed and replaced whenever applied moves
-	failed  error         // set once redis failed mid-apply; applying stops
+	failed  error         // set once redis failed mid-apply; applying stops until reattach
 }
 
 func newFSM(conn *redisConn, report func(applied), logger *log.Logger) *fsm {
@@ -91,18 +98,11 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 			break
 		}
 	}
+	now := time.Now()
 	f.qmu.Lock()
 	defer f.qmu.Unlock()
 	for _, l := range logs {
-		q := queued{index: l.Index}
-		if l.Type == raft.LogCommand {
-			e, err := decodeEntry(l.Data)
-			if err != nil {
-				// Every replica decodes the same bytes the same way, so skipping keeps them equal.
-				f.logger.Printf("log index %d: %v; skipped", l.Index, err)
-			}
-			q.entry, q.ok = e, err == nil && e.replies > 0
-		}
+		q := f.toQueued(l, now)
 		for f.qbytes > applyQueueBytes && !f.closed {
 			f.qcond.Wait()
 		}
@@ -112,6 +112,20 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 	}
 	f.qcond.Broadcast()
 	return make([]interface{}, len(logs))
+}
+
+// toQueued decodes a committed log entry for the applier.
+func (f *fsm) toQueued(l *raft.Log, committed time.Time) queued {
+	q := queued{index: l.Index, committed: committed}
+	if l.Type == raft.LogCommand {
+		e, err := decodeEntry(l.Data)
+		if err != nil {
+			// Every replica decodes the same bytes the same way, so skipping keeps them equal.
+			f.logger.Printf("log index %d: %v; skipped", l.Index, err)
+		}
+		q.entry, q.ok = e, err == nil && e.replies > 0
+	}
+	return q
 }
 
 // StoreConfiguration is raft's path for configuration entries when it does
@@ -183,7 +197,7 @@ func (f *fsm) applyBatch(batch []queued) {
 		}
 		d := f.setApplied(q.index, raw)
 		if q.entry.proposer != "" {
-			f.report(applied{entry: q.entry, index: q.index, raw: raw, digest: d})
+			f.report(applied{entry: q.entry, index: q.index, raw: raw, digest: d, committed: q.committed, sent: start})
 		}
 	}
 	if f.observe != nil && n > 0 {
@@ -348,9 +362,14 @@ func (f *fsm) dumpKeys(buf []byte, keys []resp.Value) ([]byte, error) {
 // Restore replaces redis's contents with a snapshot; queued entries the
 // snapshot already covers are skipped by the applier.
 func (f *fsm) Restore(rc io.ReadCloser) error {
-	defer rc.Close()
 	f.run.Lock()
 	defer f.run.Unlock()
+	return f.restore(rc)
+}
+
+// restore is Restore with run held.
+func (f *fsm) restore(rc io.ReadCloser) error {
+	defer rc.Close()
 	r := bufio.NewReader(rc)
 	magic := make([]byte, len(snapshotMagic))
 	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != snapshotMagic {
@@ -441,3 +460,74 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 }
 
 func (s *snapshot) Release() {}
+
+// reattach brings a replica whose redis-server failed back: on conn, a
+// connection to the redis-server now at its address (restarted, empty or
+// not), it rebuilds the state at raft's last handed-over index from the
+// newest local snapshot (none: from empty) and the log after it, then
+// applies again. raft keeps every entry after its newest snapshot, so the
+// log holds what the snapshot lacks. The applier waits meanwhile; entries
+// it dropped while failed are replayed here.
+func (f *fsm) reattach(conn *redisConn, snaps raft.SnapshotStore, logs raft.LogStore) error {
+	f.run.Lock()
+	defer f.run.Unlock()
+	f.connMu.Lock()
+	old := f.conn
+	f.conn = conn
+	f.connMu.Unlock()
+	old.close()
+	metas, err := snaps.List()
+	if err != nil {
+		return fmt.Errorf("reattach: list snapshots: %w", err)
+	}
+	if len(metas) > 0 {
+		_, rc, err := snaps.Open(metas[0].ID)
+		if err != nil {
+			return fmt.Errorf("reattach: open snapshot %s: %w", metas[0].ID, err)
+		}
+		if err := f.restore(rc); err != nil {
+			return fmt.Errorf("reattach: %w", err)
+		}
+	} else {
+		if _, err := f.conn.command("FLUSHALL"); err != nil {
+			return fmt.Errorf("reattach: %w", err)
+		}
+		f.mu.Lock()
+		f.applied, f.digest, f.sessions = 0, 0, newSessions()
+		f.mu.Unlock()
+	}
+	f.qmu.Lock()
+	target := f.enqueued
+	f.qmu.Unlock()
+	f.mu.Lock()
+	from, failed := f.applied, f.failed
+	f.failed = nil
+	f.mu.Unlock()
+	const batch = 256
+	var qs []queued
+	now := time.Now()
+	for i := from + 1; i <= target; i++ {
+		var l raft.Log
+		if err := logs.GetLog(i, &l); err != nil {
+			f.fail(fmt.Errorf("reattach: log index %d: %w", i, err))
+			return f.failure()
+		}
+		qs = append(qs, f.toQueued(&l, now))
+		if len(qs) == batch || i == target {
+			f.applyBatch(qs)
+			qs = nil
+			if err := f.failure(); err != nil {
+				return err
+			}
+		}
+	}
+	f.logger.Printf("replica applying again: redis rebuilt to log index %d (snapshot at %d) after: %v", target, from, failed)
+	return nil
+}
+
+// closeConn closes the applier's connection, unblocking it.
+func (f *fsm) closeConn() {
+	f.connMu.Lock()
+	defer f.connMu.Unlock()
+	f.conn.close()
+}

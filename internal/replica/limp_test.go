@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gait-dev/gait/internal/systems/redis"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -254,5 +256,65 @@ func TestLimping(t *testing.T) {
 	var m dto.Metric
 	if err := leader.agent.m.transfers.Write(&m); err != nil || m.GetCounter().GetValue() < 1 {
 		t.Error("the leader did not count its leadership transfer")
+	}
+}
+
+// TestRedisReattach kills the leader's redis-server (SIGKILL): the leader
+// cannot apply, marks itself limping and hands leadership over while the
+// others serve; a new redis-server on the same port is re-attached and
+// rebuilt from the snapshot and the log, and every replica holds the same
+// data again.
+func TestRedisReattach(t *testing.T) {
+	cl := startCluster(t, 3, 0, nil)
+	ctx := context.Background()
+	leader := cl.waitLeader()
+	for i := range 30 {
+		if err := client(t, leader.agent.ClientAddr()).Incr(ctx, "n").Err(); err != nil {
+			t.Fatalf("INCR %d: %v", i, err)
+		}
+	}
+	if err := leader.agent.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	port := leader.redis.Addr[strings.LastIndex(leader.redis.Addr, ":")+1:]
+	if err := syscall.Kill(leader.redis.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	other := cl.nodes[1]
+	if other == leader {
+		other = cl.nodes[0]
+	}
+	c := client(t, other.agent.ClientAddr())
+	for i := range 30 { // the first one finds the leader's redis gone
+		if err := c.Incr(ctx, "n").Err(); err != nil {
+			t.Fatalf("INCR %d after the leader's redis died: %v", i, err)
+		}
+	}
+	eventually(t, "leadership handed away from the replica that cannot apply", func() bool {
+		return !leader.agent.IsLeader() && cl.waitLeader() != leader
+	})
+	srv := exec.Command(redis.ServerBinary, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", t.TempDir())
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	killed := leader.redis
+	t.Cleanup(func() { killed.Close() }) // removes its directory
+	leader.redis = nil                   // srv stands in
+	eventually(t, "the old leader applying again", func() bool { return leader.agent.fsm.failure() == nil })
+	if err := c.Incr(ctx, "n").Err(); err != nil {
+		t.Fatal(err)
+	}
+	cl.converge()
+	for _, n := range cl.nodes {
+		addr := "127.0.0.1:" + port
+		if n.redis != nil {
+			addr = n.redis.Addr
+		}
+		v, err := client(t, addr).Get(ctx, "n").Result()
+		if v != "61" {
+			t.Errorf("%s: n = %q (%v), want 61", n.cfg.ID, v, err)
+		}
 	}
 }

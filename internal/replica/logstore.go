@@ -1,11 +1,16 @@
 package replica
 
 import (
+	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
+	"github.com/gait-dev/gait/internal/replica/limp"
 	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
 
 // timedLogStore measures how long appends to the raft log take (each ends
@@ -20,11 +25,66 @@ func (s *timedLogStore) StoreLogs(logs []*raft.Log) error {
 	start := time.Now()
 	err := s.LogStore.StoreLogs(logs)
 	d := time.Since(start)
-	s.mean.Store(math.Float64bits(ewma(s.meanSeconds(), d.Seconds())))
+	s.smooth(d)
 	if s.observe != nil {
 		s.observe(d, len(logs))
 	}
 	return err
+}
+
+// smooth adds one append's time to the mean: with DurableReplicated, that
+// of each background fsync, so that a slow disk still shows.
+func (s *timedLogStore) smooth(d time.Duration) {
+	s.mean.Store(math.Float64bits(limp.EWMA(s.meanSeconds(), d.Seconds())))
+}
+
+// logFile is the raft log of an agent with DurableReplicated, apart from
+// raft.db (its stable store: terms and votes, always fsynced, since a
+// voter that forgot its vote could elect two leaders in one term).
+const logFile = "raft-log.db"
+
+// openLog opens raft's log store for the configured durability. A data
+// directory keeps the durability it was made with: the log is in another
+// file for each.
+func (a *Agent) openLog(dir string) (*raftboltdb.BoltStore, error) {
+	path := filepath.Join(dir, logFile)
+	_, err := os.Stat(path)
+	separate := err == nil
+	if a.cfg.Durability == DurableDisk {
+		if separate {
+			return nil, fmt.Errorf("data directory %s was made with durability %s (it holds %s); start the agent with that, or with a fresh directory", dir, DurableReplicated, logFile)
+		}
+		return a.store, nil
+	}
+	if !separate {
+		if last, err := a.store.LastIndex(); err != nil || last > 0 {
+			return nil, fmt.Errorf("data directory %s was made with durability %s (its raft.db holds the log); start the agent with that, or with a fresh directory", dir, DurableDisk)
+		}
+	}
+	s, err := raftboltdb.New(raftboltdb.Options{Path: path, NoSync: true})
+	if err != nil {
+		return nil, fmt.Errorf("open raft log %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// syncLog fsyncs the unsynced log every syncInterval until the agent closes.
+func (a *Agent) syncLog() {
+	t := time.NewTicker(syncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.done:
+			return
+		case <-t.C:
+			start := time.Now()
+			if err := a.logStore.Sync(); err != nil {
+				a.logger.Printf("fsync raft log: %v", err)
+				continue
+			}
+			a.logs.smooth(time.Since(start))
+		}
+	}
 }
 
 func (s *timedLogStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }

@@ -25,6 +25,9 @@ type metrics struct {
 	limpMarks     prometheus.Counter
 	transfers     prometheus.Counter
 	reproposals   prometheus.Counter
+	// Requests refused for the memory cap or for stalling half-way.
+	refusedMemory, refusedStalled prometheus.Counter
+	stages                        *prometheus.HistogramVec
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -49,15 +52,26 @@ func newMetrics(a *Agent) *metrics {
 		limpMarks:     count("limping_marks_total", "Times this agent marked a replica as limping."),
 		transfers:     count("leadership_transfers_total", "Times this agent, leading and limping, handed leadership on."),
 		reproposals:   count("reproposals_total", "Writes proposed again after their leader failed them or lost leadership."),
+		refusedMemory: count("requests_refused_memory_total", "Client requests refused because all requests being read held --request-memory."),
+		stages: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "gait_replica", Name: "write_stage_seconds",
+			Help: "Where a write's time goes, stage by stage (docs/replica.md): request_read, commit (proposal to committed here: " +
+				"leader append, replication round trip and follower append, commit), apply_queue, redis, reply; remote_reply " +
+				"when another replica answered first.", Buckets: secs}, []string{"stage"}),
+		refusedStalled: count("requests_refused_stalled_total", "Client requests abandoned after pausing longer than --request-timeout."),
 	}
 	m.reg.MustRegister(m.commit, m.read, m.appendSecs, m.appendBatch, m.applySecs, m.applyBatch,
-		m.leaderChanges, m.quarantines, m.limpMarks, m.transfers, m.reproposals, &stateCollector{a: a})
+		m.leaderChanges, m.quarantines, m.limpMarks, m.transfers, m.reproposals, m.refusedMemory, m.refusedStalled, m.stages, &stateCollector{a: a})
 	return m
 }
 
 func (m *metrics) observeAppend(d time.Duration, entries int) {
 	m.appendSecs.Observe(d.Seconds())
 	m.appendBatch.Observe(float64(entries))
+}
+
+// stage records one write stage's time.
+func (m *metrics) stage(name string, d time.Duration) {
+	m.stages.WithLabelValues(name).Observe(d.Seconds())
 }
 
 func (m *metrics) observeApply(d time.Duration, entries int) {
@@ -80,6 +94,7 @@ var (
 	descApplyQueue  = desc("apply_queue_length", "Committed entries waiting for the local redis-server.")
 	descWrites      = desc("pending_writes", "Writes proposed here and not yet replied to by every replica.")
 	descRequests    = desc("pending_requests", "Requests to other agents awaiting an answer.")
+	descHeld        = desc("request_bytes_held", "Bytes that client requests being read or handled hold, capped by --request-memory.")
 	descLeader      = desc("leader", "1 while this agent is the raft leader.")
 	descFollows     = desc("follows", "1, labelled with the raft ID of the leader this agent knows; absent while it knows none.", "leader")
 )
@@ -90,7 +105,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLag, descApplied, descLimping, descQuarantined, descInflight,
-		descReplyDelay, descNetwork, descPeerQueue, descApplyQueue, descWrites, descRequests, descLeader, descFollows} {
+		descReplyDelay, descNetwork, descPeerQueue, descApplyQueue, descWrites, descRequests, descHeld, descLeader, descFollows} {
 		ch <- d
 	}
 }
@@ -100,17 +115,15 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	a.health.mu.Lock()
-	for id, r := range a.health.replicas {
-		gauge(descLag, r.lag.Seconds(), id)
-		gauge(descApplied, float64(r.applied), id)
-		gauge(descLimping, bool01(r.limping), id)
-		gauge(descQuarantined, bool01(a.health.quarantinedLocked(id, r.incarnation)), id)
-		gauge(descInflight, float64(r.inflight), id)
-		gauge(descReplyDelay, r.replySecs, id)
-		gauge(descNetwork, r.netSecs, id)
+	for _, r := range a.Replicas() {
+		gauge(descLag, r.Lag.Seconds(), r.ID)
+		gauge(descApplied, float64(r.Applied), r.ID)
+		gauge(descLimping, bool01(r.Limping), r.ID)
+		gauge(descQuarantined, bool01(r.Quarantined), r.ID)
+		gauge(descInflight, float64(r.Inflight), r.ID)
+		gauge(descReplyDelay, r.ReplySecs, r.ID)
+		gauge(descNetwork, r.NetSecs, r.ID)
 	}
-	a.health.mu.Unlock()
 	a.mu.Lock()
 	for addr, p := range a.peers {
 		gauge(descPeerQueue, float64(len(p.out)), addr)
@@ -118,6 +131,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	writes, requests := len(a.writes), len(a.pending)
 	a.mu.Unlock()
 	gauge(descWrites, float64(writes))
+	gauge(descHeld, float64(a.budget.Held()))
 	gauge(descRequests, float64(requests))
 	if a.fsm != nil {
 		gauge(descApplyQueue, float64(a.fsm.queueLen()))

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gait-dev/gait/internal/replica/limp"
 	"github.com/gait-dev/gait/internal/resp"
 	"github.com/hashicorp/raft"
 )
@@ -311,12 +312,12 @@ const statusFields = 9
 // parseStatus reads STATUS id incarnation applied append-seconds stamp echo
 // hold net-seconds, the fields health.sendStatus writes. A malformed number
 // reads as zero, which no check mistakes for limping.
-func parseStatus(msg [][]byte) status {
+func parseStatus(msg [][]byte) limp.Status {
 	u := func(i int) uint64 { v, _ := strconv.ParseUint(string(arg(msg, i)), 10, 64); return v }
 	n := func(i int) int64 { v, _ := strconv.ParseInt(string(arg(msg, i)), 10, 64); return v }
 	f := func(i int) float64 { v, _ := strconv.ParseFloat(string(arg(msg, i)), 64); return v }
-	return status{id: string(arg(msg, 1)), incarnation: string(arg(msg, 2)), applied: u(3), appendSecs: f(4),
-		stamp: n(5), echo: n(6), hold: n(7), netSecs: f(8)}
+	return limp.Status{ID: string(arg(msg, 1)), Incarnation: string(arg(msg, 2)), Applied: u(3), AppendSecs: f(4),
+		Stamp: n(5), Echo: n(6), Hold: n(7), NetSecs: f(8)}
 }
 
 // peerReply takes REPLY seq incarnation index digest replica replica-incarnation raw.
@@ -330,7 +331,7 @@ func (a *Agent) peerReply(msg [][]byte) {
 	if errors.Join(err1, err2, err3) != nil {
 		return
 	}
-	a.onReply(seq, string(msg[2]), index, digest, string(msg[5]), string(msg[6]), msg[7])
+	a.onReply(seq, string(msg[2]), index, digest, string(msg[5]), string(msg[6]), msg[7], nil)
 }
 
 // proposeForPeer appends a follower's entry to the log in arrival order; only

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gait-dev/gait/internal/replica/limp"
 	"github.com/gait-dev/gait/internal/resp"
 )
 
@@ -198,25 +199,25 @@ func (f *fanout) more() bool {
 	return true
 }
 
-func (f *fanout) launch(t target) {
+func (f *fanout) launch(t limp.Target) {
 	a := f.a
-	f.tried[t.id] = true
-	f.sentAt[t.id] = time.Now()
-	if t.local {
+	f.tried[t.ID] = true
+	f.sentAt[t.ID] = time.Now()
+	if t.Local {
 		go func() {
 			raw, err := a.localRead(f.ctx, f.payload, f.index)
 			select {
-			case f.answers <- result{raw: raw, err: err, from: t.id}:
+			case f.answers <- result{raw: raw, err: err, from: t.ID}:
 			default: // a member that joined mid-read filled the room; the read has other answers
 			}
 		}()
 		return
 	}
-	a.health.readSent(t.id)
+	a.health.readSent(t.ID)
 	sent := time.Now()
-	id := a.registerFunc(t.addr, time.Now().Add(a.cfg.WriteTimeout), func(r result) {
-		a.health.readDone(t.id, time.Since(sent), r.err == nil)
-		r.from = t.id
+	id := a.registerFunc(t.Addr, time.Now().Add(a.cfg.WriteTimeout), func(r result) {
+		a.health.readDone(t.ID, time.Since(sent), r.err == nil)
+		r.from = t.ID
 		select {
 		case f.answers <- r:
 		default: // the read is long over
@@ -224,7 +225,7 @@ func (f *fanout) launch(t target) {
 	})
 	msg := resp.AppendCommand(nil, []byte("READ"), strconv.AppendUint(nil, id, 10),
 		strconv.AppendUint(nil, f.index, 10), f.payload)
-	a.peer(t.addr).send(peerMsg{data: msg, id: id})
+	a.peer(t.Addr).send(peerMsg{data: msg, id: id})
 }
 
 // localRead answers from the local redis once it has applied index.

@@ -239,3 +239,39 @@ func (c *muxConn) drain(err error) {
 		}
 	}
 }
+
+// reattachPause is how often an agent whose redis-server failed tries it again.
+const reattachPause = 500 * time.Millisecond
+
+// watchRedis re-attaches the applier once the redis-server at RedisAddr
+// answers again after a failure (it was restarted, or came back), and
+// rebuilds its data; meanwhile the replica limps and the others serve.
+func (a *Agent) watchRedis() {
+	t := time.NewTicker(reattachPause)
+	defer t.Stop()
+	var last string
+	for {
+		select {
+		case <-a.done:
+			return
+		case <-t.C:
+		}
+		if a.fsm.failure() == nil {
+			last = ""
+			continue
+		}
+		conn, err := dialRedis(a.cfg.RedisAddr)
+		if err == nil {
+			if _, err = conn.command("PING"); err != nil {
+				conn.close()
+			}
+		}
+		if err == nil {
+			err = a.fsm.reattach(conn, a.snaps, a.logs)
+		}
+		if err != nil && err.Error() != last {
+			last = err.Error()
+			a.logger.Printf("redis-server not back yet: %v", err)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,12 +20,15 @@ import (
 // TestReplica runs one deployment of 3 voters and 2 non-voting duplicates
 // through the client-visible behaviour, then kills its leader.
 func TestReplica(t *testing.T) {
-	cl := startCluster(t, 3, 2, func(c *Config) { c.MaxRequest = 1 << 20 })
+	cl := startCluster(t, 3, 2, func(c *Config) {
+		c.MaxRequest, c.RequestMemory, c.RequestTimeout = 1<<20, 2<<20, 500*time.Millisecond
+	})
 	t.Run("ReadYourWriteAcrossAgents", func(t *testing.T) { testReadYourWrite(t, cl) })
 	t.Run("MultiExec", func(t *testing.T) { testMultiExec(t, cl) })
 	t.Run("ExpiryRewritten", func(t *testing.T) { testExpiry(t, cl) })
 	t.Run("Refused", func(t *testing.T) { testRefused(t, cl) })
 	t.Run("BadInput", func(t *testing.T) { testBadInput(t, cl) })
+	t.Run("BoundedRequests", func(t *testing.T) { testBoundedRequests(t, cl) })
 	t.Run("Pipeline", func(t *testing.T) { testPipeline(t, cl) })
 	t.Run("RedisCLI", func(t *testing.T) { testRedisCLI(t, cl) })
 	t.Run("LeaderFailover", func(t *testing.T) { testFailover(t, cl) })
@@ -172,6 +176,45 @@ func testBadInput(t *testing.T, cl *cluster) {
 	c := rawConn(t, addr)
 	c.write("PING\r\nECHO hi\r\n")
 	c.expect("+PONG", "$2", "hi")
+}
+
+// testBoundedRequests: requests that stall half-way hold the agent's
+// request memory (2 MiB here) only until --request-timeout (500 ms); one
+// over the cap meanwhile is refused with an error, and other clients are
+// served throughout.
+func testBoundedRequests(t *testing.T, cl *cluster) {
+	addr := cl.nodes[0].agent.ClientAddr()
+	const size = 900_000
+	header := func(key string) string {
+		return fmt.Sprintf("*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n", len(key), key, size)
+	}
+	value := strings.Repeat("v", size) + "\r\n"
+	var stalled []*rawPeer
+	for _, key := range []string{"stallA", "stallB"} {
+		c := rawConn(t, addr)
+		c.write(header(key) + value[:1000])
+		stalled = append(stalled, c)
+	}
+	time.Sleep(100 * time.Millisecond) // both headers read: 1.8 MB of 2 MiB held
+	over := rawConn(t, addr)
+	over.write(header("over"))
+	over.expect("-ERR requests being read hold the agent's cap of 2097152 bytes")
+	start := time.Now()
+	if err := client(t, addr).Set(context.Background(), "small", "x", 0).Err(); err != nil {
+		t.Fatalf("a small SET beside the stalled requests: %v", err)
+	}
+	for _, c := range stalled {
+		c.expect("-ERR request stalled: no byte of it for 500ms")
+		if _, err := c.r.ReadByte(); err == nil {
+			t.Error("a stalled request's connection still open after its error")
+		}
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Errorf("stalled requests cut after %v, want about 500ms", waited)
+	}
+	again := rawConn(t, addr)
+	again.write(header("over") + value)
+	again.expect("+OK")
 }
 
 func testPipeline(t *testing.T, cl *cluster) {
@@ -397,5 +440,54 @@ func (p *rawPeer) expect(prefixes ...string) {
 		if !strings.HasPrefix(line, want) {
 			p.t.Fatalf("reply %q, want prefix %q", strings.TrimSpace(line), want)
 		}
+	}
+}
+
+// TestDurabilityReplicated: with --durability replicated the log lives in
+// raft-log.db beside raft.db, writes replicate as with disk, an agent
+// restarted on its data directory with the same durability resumes, and one
+// restarted with the other durability refuses to start.
+func TestDurabilityReplicated(t *testing.T) {
+	dir := t.TempDir()
+	cl := startCluster(t, 3, 0, func(c *Config) {
+		c.Durability = DurableReplicated
+		c.DataDir = filepath.Join(dir, c.ID)
+	})
+	ctx := context.Background()
+	c := client(t, cl.nodes[0].agent.ClientAddr())
+	for i := range 50 {
+		if err := c.Incr(ctx, "n").Err(); err != nil {
+			t.Fatalf("INCR %d: %v", i, err)
+		}
+	}
+	cl.sameData()
+	follower := cl.nodes[2]
+	if fi, err := os.Stat(filepath.Join(follower.cfg.DataDir, logFile)); err != nil || fi.Size() == 0 {
+		t.Fatalf("%s: no raft log in %s: %v", follower.cfg.ID, logFile, err)
+	}
+	cfg := follower.cfg
+	cfg.RaftAddr = follower.agent.RaftAddr() // its peers know it there
+	follower.agent.Close()
+	follower.agent = nil
+	disk := cfg
+	disk.Durability, disk.RaftAddr = DurableDisk, "127.0.0.1:0"
+	if a, err := Start(disk); err == nil || !strings.Contains(err.Error(), "was made with durability replicated") {
+		if a != nil {
+			a.Close()
+		}
+		t.Fatalf("restart with durability disk: %v, want a refusal naming the durability", err)
+	}
+	cfg.Bootstrap, cfg.Join = false, ""
+	a, err := Start(cfg)
+	if err != nil {
+		t.Fatalf("restart with durability replicated: %v", err)
+	}
+	follower.agent = a
+	if err := c.Incr(ctx, "n").Err(); err != nil {
+		t.Fatal(err)
+	}
+	cl.sameData()
+	if v, err := direct(t, follower).Get(ctx, "n").Result(); v != "51" {
+		t.Errorf("restarted follower has n = %q (%v), want 51", v, err)
 	}
 }

@@ -3,7 +3,9 @@ package replica
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -73,23 +75,84 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 	written := make(chan struct{})
 	go func() { a.writeReplies(c, slots); close(written) }()
 	defer func() { close(slots); <-written }()
-	rd := resp.NewReader(c, a.cfg.MaxRequest, maxArgs)
+	sc := &stallConn{Conn: c, timeout: a.cfg.RequestTimeout, observe: func(d time.Duration) { a.m.stage("request_read", d) }}
+	rd := resp.NewReader(sc, a.cfg.MaxRequest, maxArgs)
+	rd.Budget, rd.Begin = a.budget, sc.begin
+	defer rd.Release()
 	for {
 		args, err := rd.ReadCommand()
+		sc.end()
 		if err != nil {
-			var pe *resp.ProtocolError
-			if errors.As(err, &pe) {
-				slots <- slot{reply: resp.Error("ERR " + pe.Error()), close: true}
+			if msg := a.requestError(err); msg != "" {
+				slots <- slot{reply: resp.Error(msg), close: true}
 			}
 			return
 		}
 		st.touch(args[0])
 		s := a.handle(st, args)
+		if !st.inMulti {
+			// The arguments are encoded into a proposal or a read by now; a
+			// transaction's stay queued, and charged, until EXEC or DISCARD.
+			rd.Release()
+		}
 		slots <- s
 		if s.close {
 			return
 		}
 	}
+}
+
+// requestError is the error line for a request that could not be read,
+// or "" when the connection just ended.
+func (a *Agent) requestError(err error) string {
+	var pe *resp.ProtocolError
+	var be *resp.BudgetError
+	switch {
+	case errors.As(err, &pe):
+		return "ERR " + pe.Error()
+	case errors.As(err, &be):
+		a.m.refusedMemory.Inc()
+		return "ERR " + be.Error()
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		a.m.refusedStalled.Inc()
+		return fmt.Sprintf("ERR request stalled: no byte of it for %v (--request-timeout); closing the connection", a.cfg.RequestTimeout)
+	}
+	return ""
+}
+
+// stallConn bounds how long a request may pause once it has begun: while
+// one is being read, every read must bring bytes within timeout. Between
+// requests the connection may idle without limit. Only the reading
+// goroutine uses it.
+type stallConn struct {
+	net.Conn
+	timeout time.Duration
+	mid     bool                // a request has begun
+	began   time.Time           // when
+	armed   bool                // a read deadline is set
+	observe func(time.Duration) // told how long each request took to arrive
+}
+
+func (c *stallConn) begin() { c.mid, c.began = true, time.Now() }
+
+// end disarms the deadline once a request is read: the connection may idle.
+func (c *stallConn) end() {
+	if c.mid {
+		c.observe(time.Since(c.began))
+	}
+	c.mid = false
+	if c.armed {
+		c.Conn.SetReadDeadline(time.Time{})
+		c.armed = false
+	}
+}
+
+func (c *stallConn) Read(p []byte) (int, error) {
+	if c.mid {
+		c.Conn.SetReadDeadline(time.Now().Add(c.timeout))
+		c.armed = true
+	}
+	return c.Conn.Read(p)
 }
 
 func (a *Agent) writeReplies(c net.Conn, slots chan slot) {
@@ -256,6 +319,7 @@ func (a *Agent) write(st *clientState, payload []byte, n int) slot {
 		if r.index > st.lastIndex.Load() {
 			st.lastIndex.Store(r.index)
 		}
+		a.m.stage("reply", time.Since(r.at))
 		return r.raw
 	}}
 }

@@ -3,8 +3,6 @@ package replica
 import (
 	"bytes"
 	"context"
-	"io"
-	"log"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -145,88 +143,3 @@ func TestIndexBatcher(t *testing.T) {
 }
 
 // TestLagAndLimping drives the health tracker with made-up progress reports.
-func TestLagAndLimping(t *testing.T) {
-	a := &Agent{cfg: Config{ID: "a", LimpFloor: 100 * time.Millisecond, LimpFactor: 10, StatusInterval: 10 * time.Millisecond,
-		PeerInflight: 8},
-		logger: log.New(io.Discard, "", 0)}
-	a.m = newMetrics(a)
-	h := newHealth(a)
-	t0 := time.Unix(1000, 0)
-	for _, id := range []string{"a", "b", "c"} {
-		h.replicas[id] = &replicaState{id: id, addr: id + ":1", voter: true, seen: t0}
-	}
-	step := func(at time.Duration, a, b, c uint64) {
-		now := t0.Add(at)
-		for id, n := range map[string]uint64{"a": a, "b": b, "c": c} {
-			h.replicas[id].applied, h.replicas[id].seen = n, now
-		}
-		h.computeLags(now, nil)
-	}
-	step(0, 10, 10, 10)
-	step(50*time.Millisecond, 20, 20, 10)
-	// The lag counts from the first report that showed a replica past c.
-	if r := h.replicas["c"]; r.lag != 0 || r.limping {
-		t.Fatalf("c: lag %v limping %v; want 0, not limping", r.lag, r.limping)
-	}
-	step(300*time.Millisecond, 30, 29, 10)
-	if r := h.replicas["c"]; r.lag != 250*time.Millisecond || !r.limping {
-		t.Fatalf("c: lag %v limping %v; want 250ms, limping", r.lag, r.limping)
-	}
-	if h.replicas["b"].limping || h.replicas["a"].limping {
-		t.Error("a healthy replica marked as limping")
-	}
-	step(310*time.Millisecond, 30, 30, 30)
-	if r := h.replicas["c"]; r.lag != 0 || r.limping {
-		t.Errorf("c caught up: lag %v limping %v", r.lag, r.limping)
-	}
-	// Silence counts as lag.
-	h.replicas["c"].seen = t0.Add(time.Second)
-	h.computeLags(t0.Add(time.Second), nil)
-	if r := h.replicas["b"]; !r.limping {
-		t.Errorf("b silent for 1s: lag %v, not limping", r.lag)
-	}
-	if ts := h.readTargets(3, nil); len(ts) != 2 || !ts[0].local || ts[1].id != "c" {
-		t.Errorf("read targets %+v, want a (local) then c, not the limping b", ts)
-	}
-}
-
-// TestNetworkLimping drives status reports through the health tracker: the
-// round trip comes from the echoed stamp, and a replica slow to reach even
-// its nearest peer (its own link limps) is marked, while the peers that are
-// slow only towards it are not.
-func TestNetworkLimping(t *testing.T) {
-	a := &Agent{cfg: Config{ID: "a", LimpFloor: 250 * time.Millisecond, LimpFactor: 10, StatusInterval: 50 * time.Millisecond},
-		logger: log.New(io.Discard, "", 0), born: time.Now().Add(-time.Minute)}
-	a.m = newMetrics(a)
-	h := newHealth(a)
-	now := time.Now()
-	for _, id := range []string{"a", "b", "c"} {
-		h.replicas[id] = &replicaState{id: id, addr: id + ":1", voter: true, seen: now}
-	}
-	// b held a's stamp for 20 ms; it was sent 120 ms ago: 100 ms in flight.
-	h.onStatus(status{id: "b", stamp: 7, echo: a.stamp(now.Add(-120 * time.Millisecond)), hold: int64(20 * time.Millisecond), netSecs: 0.0004})
-	if rtt := h.replicas["b"].rttSecs; rtt < 0.099 || rtt > 0.15 {
-		t.Fatalf("round trip to b %.4fs, want about 0.1s", rtt)
-	}
-	if h.replicas["b"].echo != 7 {
-		t.Errorf("b's stamp %d kept for the echo, want 7", h.replicas["b"].echo)
-	}
-	// a reaches b in 0.5 ms and c in 300 ms; c reports 300 ms to its nearest peer.
-	h.replicas["b"].rttSecs, h.replicas["c"].rttSecs = 0.0005, 0.3
-	h.replicas["c"].netSecs = 0.3
-	h.replicas["a"].netSecs = h.nearestPeerLocked(now)
-	if got := h.replicas["a"].netSecs; got != 0.0005 {
-		t.Fatalf("a's nearest peer %.4fs, want 0.0005s (b)", got)
-	}
-	h.computeLags(now, nil)
-	for id, want := range map[string]bool{"a": false, "b": false, "c": true} {
-		if got := h.replicas[id].limping; got != want {
-			t.Errorf("%s limping %v, want %v", id, got, want)
-		}
-	}
-	h.replicas["c"].netSecs = 0.004 // under half the floor: healed
-	h.computeLags(now, nil)
-	if h.replicas["c"].limping {
-		t.Error("c still limping after its link recovered")
-	}
-}

@@ -185,8 +185,10 @@ func (a *Agent) replied(w *write) (got, want int) {
 
 // onReply takes one replica's reply to a write this agent proposed: the
 // first answers the client; every reply's digest is compared, and replicas
-// outvoted by a majority are quarantined.
-func (a *Agent) onReply(seq uint64, incarnation string, index, digest uint64, from, fromInc string, raw []byte) {
+// outvoted by a majority are quarantined. local is this replica's own
+// application of the write (nil for another's reply): when it answers
+// first, its times split the write into stages.
+func (a *Agent) onReply(seq uint64, incarnation string, index, digest uint64, from, fromInc string, raw []byte, local *applied) {
 	if incarnation != a.incarnation || a.health.isQuarantined(from, fromInc) {
 		return // a reply to an earlier run of this agent, or from a divergent replica
 	}
@@ -206,8 +208,15 @@ func (a *Agent) onReply(seq uint64, incarnation string, index, digest uint64, fr
 	a.health.observeReply(from, now.Sub(w.start))
 	if !w.answered {
 		w.answered, w.index = true, index
-		w.first <- result{raw: raw, index: index}
+		w.first <- result{raw: raw, index: index, at: now}
 		a.m.commit.Observe(now.Sub(w.start).Seconds())
+		if local != nil {
+			a.m.stage("commit", local.committed.Sub(w.start))
+			a.m.stage("apply_queue", local.sent.Sub(local.committed))
+			a.m.stage("redis", now.Sub(local.sent))
+		} else {
+			a.m.stage("remote_reply", now.Sub(w.start))
+		}
 	}
 	var outvoted [][2]string
 	for _, id := range w.vote() {

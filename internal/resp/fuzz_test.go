@@ -55,7 +55,7 @@ func FuzzRESPRequest(f *testing.F) {
 				checkRESPError(t, err)
 				// The client gets it as one RESP error line (it may
 				// quote a line break, as redis-server's does).
-				if reply := Error(err.Error()); bytes.IndexAny(reply[:len(reply)-2], "\r\n") >= 0 {
+				if reply := Error(err.Error()); bytes.ContainsAny(reply[:len(reply)-2], "\r\n") {
 					t.Fatalf("error reply of more than one line: %q", reply)
 				}
 				return

@@ -11,6 +11,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/gait-dev/gait/internal/clip"
 )
@@ -39,6 +40,16 @@ type Reader struct {
 	r        *bufio.Reader
 	maxBytes int // all argument bytes of one request together
 	maxArgs  int
+
+	// Budget, when set, is charged with the bytes of every argument before
+	// they are read, until Release; a request that would take it over its
+	// cap fails with *BudgetError.
+	Budget *Budget
+	held   int
+	// Begin, when set, is called once a request has begun and more of it
+	// must follow (its array header has arrived), so the caller can bound
+	// how long the rest may pause.
+	Begin func()
 }
 
 func NewReader(r io.Reader, maxBytes, maxArgs int) *Reader {
@@ -76,6 +87,9 @@ func (rd *Reader) ReadCommand() ([][]byte, error) {
 		if n <= 0 {
 			continue // redis ignores *0 and *-1
 		}
+		if rd.Begin != nil {
+			rd.Begin()
+		}
 		return rd.readBulks(int(n))
 	}
 }
@@ -106,8 +120,8 @@ func (rd *Reader) readBulks(n int) ([][]byte, error) {
 			return nil, &ProtocolError{Msg: fmt.Sprintf("request larger than the agent's limit of %d bytes", rd.maxBytes)}
 		}
 		total += int(size)
-		var buf []byte
-		if err := appendRead(rd.r, &buf, int(size)+2); err != nil {
+		buf, err := rd.readBulk(int(size) + 2)
+		if err != nil {
 			return nil, err
 		}
 		if buf[size] != '\r' || buf[size+1] != '\n' {
@@ -208,6 +222,69 @@ func unhex(c byte) byte {
 		return c - 'a' + 10
 	}
 	return c - 'A' + 10
+}
+
+// readBulk reads the next n bytes. With a budget they are charged to it
+// before they are allocated, in one piece: the budget, not the bytes that
+// came, bounds what a length that promises more than comes may cost.
+// Without one, the buffer grows as the bytes arrive.
+func (rd *Reader) readBulk(n int) ([]byte, error) {
+	if rd.Budget == nil {
+		var buf []byte
+		return buf, appendRead(rd.r, &buf, n)
+	}
+	if !rd.Budget.take(n) {
+		return nil, &BudgetError{Cap: rd.Budget.cap}
+	}
+	rd.held += n
+	buf := make([]byte, n) // pages not yet written take no memory
+	_, err := io.ReadFull(rd.r, buf)
+	return buf, err
+}
+
+// Release gives the budget back what the commands read so far hold: call
+// it once they are handled and their arguments no longer referenced, and
+// when the connection ends.
+func (rd *Reader) Release() {
+	if rd.Budget != nil && rd.held > 0 {
+		rd.Budget.held.Add(-int64(rd.held))
+	}
+	rd.held = 0
+}
+
+// Budget caps the bytes that the requests of every connection sharing it
+// hold while they arrive and until they are handled, so that clients that
+// send large requests slowly, or stall half-way, cannot take the agent's
+// memory. It is safe for concurrent use.
+type Budget struct {
+	cap  int64
+	held atomic.Int64
+}
+
+// NewBudget returns a budget of limit bytes.
+func NewBudget(limit int64) *Budget { return &Budget{cap: limit} }
+
+func (b *Budget) take(n int) bool {
+	for {
+		h := b.held.Load()
+		if h+int64(n) > b.cap {
+			return false
+		}
+		if b.held.CompareAndSwap(h, h+int64(n)) {
+			return true
+		}
+	}
+}
+
+// Held is how many bytes requests hold now.
+func (b *Budget) Held() int64 { return b.held.Load() }
+
+// BudgetError is a request refused because the requests being read by all
+// clients together already hold the budget's cap.
+type BudgetError struct{ Cap int64 }
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("requests being read hold the agent's cap of %d bytes (--request-memory); send it again later", e.Cap)
 }
 
 // readLine reads one line without its line ending.

@@ -82,3 +82,29 @@ func TestReadReply(t *testing.T) {
 		}
 	}
 }
+
+// TestBudget: arguments are charged before they are read, a request that
+// would go over the cap is refused, and Release gives the bytes back.
+func TestBudget(t *testing.T) {
+	b := NewBudget(100)
+	req := "*2\r\n$3\r\nGET\r\n$40\r\n" + strings.Repeat("k", 40) + "\r\n"
+	one := NewReader(strings.NewReader(req), 1000, 10)
+	one.Budget = b
+	if _, err := one.ReadCommand(); err != nil || b.Held() != 47 {
+		t.Fatalf("first request: %v, %d held; want 47 (3+2 and 40+2)", err, b.Held())
+	}
+	two := NewReader(strings.NewReader(req+req), 1000, 10)
+	two.Budget = b
+	if _, err := two.ReadCommand(); err != nil || b.Held() != 94 {
+		t.Fatalf("second reader: %v, %d held", err, b.Held())
+	}
+	var be *BudgetError
+	if _, err := two.ReadCommand(); !errors.As(err, &be) || be.Cap != 100 {
+		t.Fatalf("over the cap: %v, want a *BudgetError of 100", err)
+	}
+	one.Release()
+	two.Release()
+	if b.Held() != 0 {
+		t.Errorf("%d bytes held after release", b.Held())
+	}
+}

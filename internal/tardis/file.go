@@ -82,8 +82,20 @@ func (f *File) find(off int64) int {
 // ReadAt fills p with the file's bytes from off and returns how many it
 // filled: fewer than len(p) only at the end of the file.
 func (f *File) ReadAt(p []byte, off int64) int {
+	n, _ := f.ReadAtFill(p, off, func(q []byte, _ int64) error {
+		clear(q)
+		return nil
+	})
+	return n
+}
+
+// ReadAtFill is ReadAt with the holes filled by fill(q, at) (q is the part
+// of p for file offset at) rather than zeroed: an emulating file system
+// that keeps literal bytes outside the File (see WriteAtSplit) reads them
+// there. It stops at fill's first error.
+func (f *File) ReadAtFill(p []byte, off int64, fill func(q []byte, at int64) error) (int, error) {
 	if off >= f.size || off < 0 {
-		return 0
+		return 0, nil
 	}
 	p = p[:min(int64(len(p)), f.size-off)]
 	i := f.find(off)
@@ -91,17 +103,21 @@ func (f *File) ReadAt(p []byte, off int64) int {
 	end := off + int64(len(p))
 	for ; cur < end; i++ {
 		if i >= len(f.exts) || f.exts[i].Off >= end {
-			clear(p[cur-off:])
+			if err := fill(p[cur-off:], cur); err != nil {
+				return 0, err
+			}
 			break
 		}
 		e := f.exts[i]
 		if e.Off > cur {
-			clear(p[cur-off : e.Off-off])
+			if err := fill(p[cur-off:e.Off-off], cur); err != nil {
+				return 0, err
+			}
 			cur = e.Off
 		}
 		cur += int64(e.ReadAt(p[cur-off:], int(cur-e.Off)))
 	}
-	return len(p)
+	return len(p), nil
 }
 
 // WriteAt writes p at file offset off (off >= 0), extending the file if
@@ -122,6 +138,35 @@ func (f *File) WriteAt(p []byte, off int64) {
 	}
 	f.replace(off, at, news)
 	f.size = max(f.size, at)
+}
+
+// WriteAtSplit writes p at off like WriteAt but keeps only the synthetic
+// extents: the literal extents the write leaves (after absorbing what
+// continues a synthetic neighbour) are removed, leaving holes, and
+// returned, in file order, for the caller to store elsewhere. A File
+// written only this way holds no literal bytes, so its memory and its
+// MarshalExtents form stay small however much foreign data goes through
+// it; its holes then stand for "stored elsewhere or never written".
+func (f *File) WriteAtSplit(p []byte, off int64) (lits []FileExtent) {
+	f.WriteAt(p, off)
+	// Only the written range can hold literals: everything else was
+	// split off by earlier calls, and joins never create literals.
+	end := off + int64(len(p))
+	i := f.find(off)
+	j := i
+	for k := i; k < len(f.exts) && f.exts[k].Off < end; k++ {
+		if e := f.exts[k]; e.Synthetic() {
+			f.exts[j] = e
+			j++
+		} else {
+			lits = append(lits, e)
+		}
+		if k == len(f.exts)-1 || f.exts[k+1].Off >= end {
+			f.exts = append(f.exts[:j], f.exts[k+1:]...)
+			break
+		}
+	}
+	return lits
 }
 
 // Truncate sets the file's size; bytes past it are dropped, and a file grown

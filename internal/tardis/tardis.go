@@ -29,8 +29,9 @@
 // cost scan time, never correctness. Bytes not recognised are kept as
 // literal extents.
 //
-// The package does no I/O; the emulating file system (issue 11, item 2) is
-// to build on [File] and [MarshalExtents].
+// The package does no I/O; the emulating file system (limpfs's emulating
+// mode) builds on [File.WriteAtSplit], [File.ReadAtFill] and
+// [MarshalExtents].
 package tardis
 
 import (

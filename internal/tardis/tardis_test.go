@@ -503,3 +503,67 @@ func BenchmarkFileReadAt(b *testing.B) {
 		f.ReadAt(buf, r.Int64N(size-int64(len(buf))))
 	}
 }
+
+// TestWriteAtSplit keeps literal bytes outside the File, as the emulating
+// file system does, and checks every read against a plain byte slice.
+func TestWriteAtSplit(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for range iters(40) {
+		var f File
+		var want, outside []byte // outside: where the literals went
+		grow := func(b []byte, n int) []byte {
+			if len(b) < n {
+				b = append(b, make([]byte, n-len(b))...)
+			}
+			return b
+		}
+		for range 50 {
+			off := r.IntN(20000)
+			var p []byte
+			switch r.IntN(3) {
+			case 0: // the stream at the matching offset
+				n := r.IntN(5000)
+				p = AppendGenerate(nil, 5, uint64(off), n)
+			case 1: // the stream anywhere, a few bytes flipped
+				p = AppendGenerate(nil, 6, r.Uint64N(1<<40), r.IntN(5000))
+				for range r.IntN(3) {
+					if len(p) > 0 {
+						p[r.IntN(len(p))] ^= 0xff
+					}
+				}
+			default:
+				p = make([]byte, r.IntN(300))
+				for i := range p {
+					p[i] = byte(r.Uint32())
+				}
+			}
+			lits := f.WriteAtSplit(p, int64(off))
+			want = grow(want, off+len(p))
+			copy(want[off:], p)
+			for _, e := range lits {
+				if e.Off < int64(off) || e.End() > int64(off+len(p)) {
+					t.Fatalf("literal at [%d, %d) outside the write [%d, %d)", e.Off, e.End(), off, off+len(p))
+				}
+				outside = grow(outside, int(e.End()))
+				copy(outside[e.Off:], e.Lit)
+			}
+			for _, e := range f.Extents() {
+				if !e.Synthetic() {
+					t.Fatalf("literal extent left in the File at %d", e.Off)
+				}
+			}
+			if f.Size() != int64(len(want)) {
+				t.Fatalf("size %d, want %d", f.Size(), len(want))
+			}
+			got := make([]byte, len(want))
+			n, err := f.ReadAtFill(got, 0, func(q []byte, at int64) error {
+				outside = grow(outside, int(at)+len(q))
+				copy(q, outside[at:])
+				return nil
+			})
+			if err != nil || n != len(want) || !bytes.Equal(got, want) {
+				t.Fatalf("read back %d bytes (%v), differs from what was written", n, err)
+			}
+		}
+	}
+}

@@ -55,7 +55,11 @@ type Options struct {
 	Disk          bool
 	DiskBandwidth float64
 	DiskLatency   time.Duration
-	StateDir      string // where the state file goes; empty means DefaultStateDir
+	// Emulate makes every data directory an emulating limpfs (a store in
+	// the host's directory): the disk of Disk when that is set, else one
+	// with no bandwidth limit.
+	Emulate  bool
+	StateDir string // where the state file goes; empty means DefaultStateDir
 }
 
 // Testbed is one run's set of hosts.
@@ -261,7 +265,7 @@ func (h *Host) makeDirs(opts Options) error {
 			return err
 		}
 	}
-	if !opts.Disk {
+	if !opts.Disk && !opts.Emulate {
 		return nil
 	}
 	if err := os.MkdirAll(backing, 0o755); err != nil {
@@ -270,7 +274,15 @@ func (h *Host) makeDirs(opts Options) error {
 	if err := h.tb.record(func(s *state) { s.Mounts = append(s.Mounts, h.DataDir) }); err != nil {
 		return err
 	}
-	disk, err := limpfs.Mount(backing, h.DataDir, limpfs.Options{Bandwidth: opts.DiskBandwidth, Latency: opts.DiskLatency})
+	dopts := limpfs.Options{Bandwidth: opts.DiskBandwidth, Latency: opts.DiskLatency}
+	mount := limpfs.Mount
+	if opts.Emulate {
+		mount = limpfs.MountStore
+		if !opts.Disk {
+			dopts.Bandwidth = math.Inf(1)
+		}
+	}
+	disk, err := mount(backing, h.DataDir, dopts)
 	if err != nil {
 		return fmt.Errorf("disk of %s: %w", h.Name, err)
 	}

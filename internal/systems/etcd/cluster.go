@@ -104,7 +104,7 @@ func (c *Cluster) Client(host string) (load.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &client{cli: cli, rangeLimit: c.d.RangeLimit}, nil
+	return &client{cli: cli, rangeLimit: c.d.RangeLimit, leaseTTL: c.d.LeaseTTL}, nil
 }
 
 func (c *Cluster) member(host string) (*member, error) {

@@ -41,6 +41,11 @@ type Driver struct {
 	StartTimeout        time.Duration // until every member agrees on a leader
 	// RangeLimit is how many keys a "range" operation reads.
 	RangeLimit int64
+	// LeaseTTL is the time to live, in seconds, of the lease a "lease"
+	// operation keeps alive: short, so a leader stalled for a few seconds
+	// outlives it (etcd-io/etcd#15247), and above etcd's minimum of 1.5
+	// election timeouts (1.5 s at the default 1 s).
+	LeaseTTL int64
 }
 
 // New returns a driver with etcd's usual ports and settings for a small testbed.
@@ -54,18 +59,20 @@ func New() *Driver {
 		CompactionRetention: 100000,
 		StartTimeout:        30 * time.Second,
 		RangeLimit:          100,
+		LeaseTTL:            3,
 	}
 }
 
 func (d *Driver) Name() string { return "etcd" }
 
 // Ops are the operations of this driver's clients, in load.Op kind order.
-var Ops = []string{"put", "get", "range"}
+var Ops = []string{"put", "get", "range", "lease"}
 
 const (
 	opPut = iota
 	opGet
 	opRange
+	opLease
 )
 
 // member is one etcd server of a cluster.

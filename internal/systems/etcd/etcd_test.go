@@ -91,6 +91,7 @@ func TestCluster(t *testing.T) {
 	if _, err := c.Client("nosuchhost"); err == nil {
 		t.Error("client for an unknown host gave no error")
 	}
+	checkLease(t, c, followers[0])
 
 	checkMetrics(t, c, hosts)
 	crashAndRestart(t, c, followers[1])
@@ -276,4 +277,32 @@ func etcdProcessesUnder(t *testing.T, dir string) []string {
 		}
 	}
 	return pids
+}
+
+// checkLease keeps a lease alive through a follower, revokes it behind the
+// client's back, and expects the next renewal to fail as a revoked lease and
+// the one after to grant a new lease.
+func checkLease(t *testing.T, c *Cluster, host string) {
+	t.Helper()
+	cl, err := c.Client(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	lease := load.Op{Kind: opLease}
+	for range 2 { // grant, then renew
+		if err := cl.Do(context.Background(), lease); err != nil {
+			t.Fatalf("lease on %s: %v", host, err)
+		}
+	}
+	ec := cl.(*client)
+	if _, err := ec.cli.Revoke(context.Background(), ec.lease); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Do(context.Background(), lease); err == nil || !strings.Contains(err.Error(), "revoked") {
+		t.Errorf("renewing a revoked lease: %v, want an error saying it was revoked", err)
+	}
+	if err := cl.Do(context.Background(), lease); err != nil || ec.lease == clientv3.NoLease {
+		t.Errorf("lease after a revoked one: %v, lease %x", err, ec.lease)
+	}
 }

@@ -24,6 +24,9 @@ var Counters = []string{
 	"etcd_server_leader_changes_seen_total",
 	"etcd_server_slow_apply_total",
 	"etcd_server_proposals_failed_total",
+	// Leases the leader revoked, expired or not renewed in time: the
+	// server-side count of etcd-io/etcd#15247.
+	"etcd_debugging_lease_revoked_total",
 }
 
 // Histograms are latency histograms in seconds, reported as the mean of the

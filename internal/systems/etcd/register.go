@@ -7,7 +7,11 @@ func init() {
 		Name:  "etcd",
 		Ops:   Ops,
 		Write: "put",
-		Roles: systems.ConsensusRoles,
-		New:   func() systems.Driver { return New() },
+		// A get or range is linearizable (etcd's default): the member
+		// asks the leader for its commit index first. A lease is a
+		// proposal, like a put.
+		Ordered: Ops,
+		Roles:   systems.ConsensusRoles,
+		New:     func() systems.Driver { return New() },
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gait-dev/gait/internal/load"
@@ -146,6 +147,26 @@ func (c *Cluster) RedisAddr(host string) string {
 	return c.d.addr(m.host, c.d.RedisPort)
 }
 
+// KillRedis kills the redis-server on host (SIGKILL), leaving its agent
+// running: the agent stops applying until Restart brings a redis-server
+// back, which it then re-attaches.
+func (c *Cluster) KillRedis(host string) error {
+	m, err := c.member(host)
+	if err != nil {
+		return err
+	}
+	r, _ := m.procs()
+	if err := syscall.Kill(r.Pid(), syscall.SIGKILL); err != nil {
+		return fmt.Errorf("gait-redis on %s: kill redis-server pid %d: %w", host, r.Pid(), err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !r.Exited(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("gait-redis on %s: redis-server pid %d still runs 5s after SIGKILL", host, r.Pid())
+		}
+	}
+	return nil
+}
+
 func (c *Cluster) member(host string) (*member, error) {
 	m, ok := c.byName[host]
 	if !ok {
@@ -156,8 +177,9 @@ func (c *Cluster) member(host string) (*member, error) {
 
 // Restart starts what of the member on host has exited: the redis-server
 // (which comes back empty), then the agent, which refills it from its raft
-// snapshot and log, joining through a member that runs. It returns once the
-// agent serves a write and a read.
+// snapshot and log, joining through a member that runs. An agent that still
+// runs re-attaches the new redis-server and refills it itself. It returns
+// once the agent serves a write and a read.
 func (c *Cluster) Restart(ctx context.Context, host string) error {
 	m, err := c.member(host)
 	if err != nil {
@@ -170,13 +192,6 @@ func (c *Cluster) Restart(ctx context.Context, host string) error {
 	ctx, cancel := context.WithTimeout(ctx, c.d.StartTimeout)
 	defer cancel()
 	if r.Exited() {
-		if !a.Exited() {
-			// The agent owns its redis-server's contents: a server that
-			// comes back empty under a running agent would serve nothing.
-			if err := a.Stop(); err != nil {
-				return fmt.Errorf("gait-redis on %s: stop agent: %w", host, err)
-			}
-		}
 		p, err := redis.StartOn(ctx, c.d.RedisServer, m.host, c.d.RedisPort)
 		if err != nil {
 			return fmt.Errorf("gait-redis restart: %w", err)
@@ -185,8 +200,10 @@ func (c *Cluster) Restart(ctx context.Context, host string) error {
 		m.redis = p
 		m.mu.Unlock()
 	}
-	if err := c.launchAgent(m, c.joinFor(m)); err != nil {
-		return fmt.Errorf("gait-redis restart: %w", err)
+	if a.Exited() {
+		if err := c.launchAgent(m, c.joinFor(m)); err != nil {
+			return fmt.Errorf("gait-redis restart: %w", err)
+		}
 	}
 	return c.waitServes(ctx, m)
 }

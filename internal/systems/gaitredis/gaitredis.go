@@ -32,12 +32,13 @@ type Driver struct {
 	// Voters is how many of the hosts, from the first, vote in raft; the
 	// others are duplicates. 0 means min(3, number of hosts).
 	Voters int
-	// Read, Fanout and WriteAll are the deployment's read mode, read
-	// fan-out and write-all setting (gait replica agent's --read, --fanout,
-	// --write-all).
-	Read     string
-	Fanout   int
-	WriteAll bool
+	// Read, Fanout, WriteAll and Durability are the deployment's read
+	// mode, read fan-out, write-all setting and durability (gait replica
+	// agent's --read, --fanout, --write-all, --durability).
+	Read       string
+	Fanout     int
+	WriteAll   bool
+	Durability string
 	// Ports on each host's address: the redis-server, the agent's clients,
 	// raft and agent-to-agent messages, and /metrics.
 	RedisPort, ClientPort, RaftPort, MetricsPort int
@@ -56,6 +57,7 @@ func New() *Driver {
 		RedisServer:  redis.ServerBinary,
 		Read:         "linearizable",
 		Fanout:       1,
+		Durability:   "disk",
 		RedisPort:    6379,
 		ClientPort:   6380,
 		RaftPort:     7000,
@@ -108,6 +110,7 @@ func (d *Driver) agentArgv(m *member, join string) []string {
 		"--data", filepath.Join(h.DataDir(), "replica"),
 		"--read", d.Read,
 		"--fanout", strconv.Itoa(d.Fanout),
+		"--durability", d.Durability,
 	}
 	if d.WriteAll {
 		argv = append(argv, "--write-all")

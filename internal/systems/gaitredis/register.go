@@ -11,6 +11,9 @@ func init() {
 		Name:  "gait-redis",
 		Ops:   Ops,
 		Write: "set",
+		// The driver's reads are linearizable: ordered by the leader
+		// like the writes.
+		Ordered: Ops,
 		// Past three hosts the driver's default makes the rest non-voting
 		// duplicates.
 		Roles: append(slices.Clone(systems.ConsensusRoles), systems.Role{Name: "duplicate", MinNodes: 4, Client: true}),

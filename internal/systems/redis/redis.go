@@ -92,3 +92,11 @@ func Dialer(addr string) load.Dialer {
 		return c, 0, nil
 	}
 }
+
+// WaitReplicas sends WAIT replicas timeout: it returns once replicas
+// replicas have acknowledged every write of this connection, or timeout
+// passes (0: Redis waits without limit, the context's deadline bounds it).
+func (c *Client) WaitReplicas(ctx context.Context, replicas int, timeout time.Duration) (int, error) {
+	n, err := c.rdb.Wait(ctx, replicas, timeout).Result()
+	return int(n), err
+}

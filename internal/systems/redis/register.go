@@ -15,10 +15,15 @@ func init() {
 		Name:  "redis",
 		Ops:   Ops,
 		Write: "set",
-		// Independent servers, each the only copy of its data: what
-		// Redis's own INFO calls a master.
-		Roles: []systems.Role{{Name: "primary", MinNodes: 1, Client: true}},
-		New:   func() systems.Driver { return NewDriver() },
-		Dial:  Dialer,
+		// Clients talk to the primary unless a scenario says otherwise: a
+		// replica refuses writes (READONLY).
+		Roles: []systems.Role{
+			{Name: "primary", MinNodes: 1, Client: true},
+			{Name: "replica", MinNodes: 2, Client: true},
+		},
+		New:      func() systems.Driver { return NewDriver() },
+		Dial:     Dialer,
+		Settings: Settings,
+		Waits:    true,
 	})
 }

@@ -7,7 +7,9 @@ func init() {
 		Name:  "zookeeper",
 		Ops:   Ops,
 		Write: "set",
-		Roles: systems.ConsensusRoles,
-		New:   func() systems.Driver { return New() },
+		// A get is answered by the server the client talks to.
+		Ordered: []string{"create", "set", "delete"},
+		Roles:   systems.ConsensusRoles,
+		New:     func() systems.Driver { return New() },
 	})
 }

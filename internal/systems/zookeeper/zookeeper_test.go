@@ -3,11 +3,13 @@ package zookeeper
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gait-dev/gait/internal/load"
+	"github.com/gait-dev/gait/internal/procstat"
 	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/systemstest"
 )
@@ -154,4 +156,55 @@ func TestEnsemble(t *testing.T) {
 			t.Fatalf("restarted follower reads %d bytes, %v", len(got), ok)
 		}
 	})
+}
+
+// TestFiveServers starts the largest ensemble the suite uses and checks
+// that it fits this machine: one leader and four followers, writes through
+// a follower reach the leader's per-follower queue of every follower (the
+// paper's Z4/Z5 backlog), and each server's resident memory stays within
+// maxRSS, the heap's 128 MB plus the JVM's own (code, metaspace, threads).
+func TestFiveServers(t *testing.T) {
+	const maxRSS = 320 << 20
+	c, _ := startEnsemble(t, 5)
+	leader, followers := roles(t, c)
+	if len(followers) != 4 {
+		t.Fatalf("followers %v, want 4", followers)
+	}
+	cl, err := c.Client(followers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	v := []byte(strings.Repeat("x", 1024))
+	for i := range 200 {
+		do(t, cl, load.Op{Kind: opSet, Key: "k" + strconv.Itoa(i%20), Value: v})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	m, err := c.Metrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range followers {
+		k := "zk_learner_handler_qp_size{host=" + leader + ",follower=" + f + "}"
+		if _, ok := m[k]; !ok {
+			t.Errorf("no %s", k)
+		}
+	}
+	if v := m["zk_synced_followers{host="+leader+"}"]; v != 4 {
+		t.Errorf("leader has %v synced followers, want 4", v)
+	}
+	var total int64
+	for _, mb := range c.members {
+		r, err := procstat.Read(mb.current().Pid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += r.RSS
+		t.Logf("%s: RSS %d MiB", mb.host.Name(), r.RSS>>20)
+		if r.RSS > maxRSS {
+			t.Errorf("%s: RSS %d MiB, want at most %d MiB", mb.host.Name(), r.RSS>>20, maxRSS>>20)
+		}
+	}
+	t.Logf("5 servers: RSS %d MiB together", total>>20)
 }

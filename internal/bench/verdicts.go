@@ -1,0 +1,204 @@
+package bench
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/gait-dev/gait/internal/rundir"
+	"github.com/gait-dev/gait/internal/verdict"
+)
+
+// StepVerdict is the limplock verdicts of one step after the baseline.
+type StepVerdict struct {
+	Label  string   `json:"label"`
+	Factor *float64 `json:"factor"`
+	verdict.Verdict
+}
+
+// Judge gives the verdicts of every step after the baseline, against the
+// baseline. Requests are grouped by operation and by the member they were
+// sent to, named by what it was in its run (hostLabels), so repetitions
+// and the baseline, whose clusters elect different hosts, line up. A group
+// involves the limping component when it was sent to the member with the
+// fault, or when that member has the role that orders operations (a
+// leader) and the operation passes through it (systems.System.Ordered).
+func Judge(s *Scenario, sum Summary, results []RunResult, o verdict.Options) ([]StepVerdict, error) {
+	if len(sum.Steps) == 0 || sum.Steps[0].Label != "baseline" {
+		return nil, nil
+	}
+	groups := map[int]map[groupKey]*verdict.Latency{} // step -> group -> sums (Mean holds the total until the end)
+	queues := map[int][]verdict.Series{}
+	basePeak := map[string]float64{} // metric on node -> the baseline's largest value
+	for _, r := range results {
+		g, q, err := s.measureRun(r)
+		if err != nil {
+			return nil, err
+		}
+		st := r.ID.Step.Index
+		if groups[st] == nil {
+			groups[st] = map[groupKey]*verdict.Latency{}
+		}
+		for k, l := range g {
+			acc := groups[st][k]
+			if acc == nil {
+				acc = &verdict.Latency{}
+				groups[st][k] = acc
+			}
+			acc.N += l.N
+			acc.Mean += l.Mean
+		}
+		if st == 0 {
+			for _, x := range q {
+				basePeak[x.Metric+"\x00"+x.Node] = max(basePeak[x.Metric+"\x00"+x.Node], slices.Max(x.V))
+			}
+		}
+		queues[st] = append(queues[st], q...)
+	}
+	base := sum.Steps[0]
+	var out []StepVerdict
+	for i, st := range s.Steps() {
+		if i == 0 || groups[i] == nil {
+			continue
+		}
+		in := verdict.Input{BaseThroughput: base.Throughput}
+		for _, ss := range sum.Steps {
+			if ss.Label == st.Label() {
+				in.Throughput = ss.Throughput
+			}
+		}
+		for k, now := range groups[i] {
+			g := verdict.Group{Op: k.op, Node: k.node, Involved: k.involved, Now: meanOf(*now)}
+			if b := groups[0][k]; b != nil {
+				g.Base = meanOf(*b)
+			}
+			in.Groups = append(in.Groups, g)
+		}
+		slices.SortFunc(in.Groups, func(a, b verdict.Group) int {
+			return strings.Compare(a.Node+"\x00"+a.Op, b.Node+"\x00"+b.Op)
+		})
+		for _, x := range queues[i] {
+			x.BaseMax = basePeak[x.Metric+"\x00"+x.Node]
+			in.Backlogs = append(in.Backlogs, x)
+		}
+		sv := StepVerdict{Label: st.Label(), Verdict: verdict.Judge(in, o)}
+		if st.Factor > 0 {
+			f := st.Factor
+			sv.Factor = &f
+		}
+		out = append(out, sv)
+	}
+	return out, nil
+}
+
+func meanOf(sum verdict.Latency) verdict.Latency {
+	if sum.N > 0 {
+		sum.Mean /= float64(sum.N)
+	}
+	return sum
+}
+
+// groupKey is a group of requests: their operation, the member they were
+// sent to, and whether they involve the limping component.
+type groupKey struct {
+	op, node string
+	involved bool
+}
+
+// measureRun sums a run's latencies per group (Mean holds the total) and
+// picks its queue and lag series.
+func (s *Scenario) measureRun(r RunResult) (map[groupKey]verdict.Latency, []verdict.Series, error) {
+	run, err := rundir.Open(r.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	samples, err := run.Samples()
+	if err != nil {
+		return nil, nil, err
+	}
+	labels := hostLabels(r, s.Inject)
+	ordered := false
+	for h, l := range labels {
+		if role, ok := s.sys.Role(r.Roles[h]); ok && strings.Contains(l, "fault") && role.Orders {
+			ordered = true
+		}
+	}
+	groups := map[groupKey]verdict.Latency{}
+	for _, x := range samples {
+		node := labels[run.HostName(x.Host)]
+		op := run.OpName(x.Op)
+		k := groupKey{op: op, node: node,
+			involved: strings.Contains(node, "fault") || (ordered && s.sys.PassesOrderer(op))}
+		l := groups[k]
+		l.N++
+		l.Mean += x.Latency.Seconds()
+		groups[k] = l
+	}
+	rows, err := run.TimeSeries()
+	if err != nil {
+		return nil, nil, err
+	}
+	return groups, queueSeries(rows, labels), nil
+}
+
+// queueWords mark a white-box metric that counts what waits: a queue
+// (ZooKeeper's learner handlers call theirs qp, queued packets), a lag,
+// pending or outstanding requests, a backlog. Running totals are not
+// queues even when their names say so.
+var queueWords = []string{"queue", "qp_size", "lag", "pending", "outstanding", "backlog"}
+
+func isQueue(name string) bool {
+	if strings.HasSuffix(name, "_total") {
+		return false
+	}
+	return slices.ContainsFunc(queueWords, func(w string) bool { return strings.Contains(name, w) })
+}
+
+// queueSeries collects a run's queue and lag metrics per member. A metric
+// is the member's by its host label; its other labels stay in its name,
+// a host in them named as the member is (the leader's queue to the
+// follower with the fault: "qp_size{follower=follower, fault}").
+func queueSeries(rows []rundir.Second, labels map[string]string) []verdict.Series {
+	byKey := map[string]*verdict.Series{}
+	var keys []string
+	for _, row := range rows {
+		for k, v := range row.Metrics {
+			name, rest, _ := strings.Cut(k, "{")
+			if !isQueue(name) {
+				continue
+			}
+			var node string
+			var others []string
+			for kv := range strings.SplitSeq(strings.TrimSuffix(rest, "}"), ",") {
+				key, val, _ := strings.Cut(kv, "=")
+				l, known := labels[val]
+				switch {
+				case key == "host" && known:
+					node = l
+				case key != "host" && key != "" && known:
+					others = append(others, key+"="+l)
+				case key != "host" && key != "":
+					others = append(others, kv)
+				}
+			}
+			if node == "" {
+				continue
+			}
+			if len(others) > 0 {
+				name += "{" + strings.Join(others, ",") + "}"
+			}
+			x := byKey[k]
+			if x == nil {
+				x = &verdict.Series{Metric: name, Node: node}
+				byKey[k] = x
+				keys = append(keys, k)
+			}
+			x.T, x.V = append(x.T, float64(row.T)), append(x.V, v)
+		}
+	}
+	slices.Sort(keys)
+	out := make([]verdict.Series, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, *byKey[k])
+	}
+	return out
+}

@@ -1,0 +1,150 @@
+package emulate
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gait-dev/gait/internal/gaitbin"
+	"github.com/gait-dev/gait/internal/limpfs"
+	"github.com/gait-dev/gait/internal/tardis"
+)
+
+func TestGen(t *testing.T) {
+	var b bytes.Buffer
+	if err := Gen(&b, 9, 1000, 3<<20+5); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b.Bytes(), tardis.AppendGenerate(nil, 9, 1000, 3<<20+5)) {
+		t.Fatal("gen differs from the stream")
+	}
+}
+
+// mountCmd starts `gait emulate mount` and waits until it says it is
+// mounted.
+func mountCmd(t *testing.T, gait, mnt, store, state string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(gait, "emulate", "mount", mnt, "--store", store, "--state-dir", state)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "mounted ") {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("gait emulate mount: %q, %v", line, err)
+	}
+	return cmd
+}
+
+// TestKillDurability kills the serving `gait emulate mount` with SIGKILL
+// while a file is open, has `gait clean` unmount what it left, remounts
+// the store, and reads back every byte that was fsynced or closed.
+func TestKillDurability(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: needs root to mount FUSE")
+	}
+	gait, cleanup, err := gaitbin.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	dir := t.TempDir()
+	mnt, store, state := filepath.Join(dir, "mnt"), filepath.Join(dir, "store"), filepath.Join(dir, "state")
+	os.Mkdir(mnt, 0o755)
+	cmd := mountCmd(t, gait, mnt, store, state)
+
+	syn := tardis.AppendGenerate(nil, 21, 0, 4<<20)
+	foreign := bytes.Repeat([]byte("foreign bytes, not the stream. "), 4000)
+	// closed: written and closed, never fsynced.
+	closed := append(bytes.Clone(syn[:1<<20]), foreign...)
+	if err := os.WriteFile(filepath.Join(mnt, "closed"), closed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// synced: fsynced, then more written, still open at the kill.
+	f, err := os.Create(filepath.Join(mnt, "synced"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	synced := append(append(bytes.Clone(syn), foreign...), syn[:100_000]...)
+	f.Write(synced)
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt(syn[:1<<20], int64(len(synced))) // not fsynced
+	f.WriteAt(foreign, 5000)                   // not fsynced either
+
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	f.Close() // fails: nobody serves the mount
+	if _, err := os.Stat(filepath.Join(mnt, "closed")); err == nil {
+		t.Fatal("the mount still serves after its server was killed")
+	}
+	recs, _ := filepath.Glob(filepath.Join(state, recordDir, "*.json"))
+	if len(recs) != 1 {
+		t.Fatalf("records of the killed mount: %v", recs)
+	}
+	var rec record
+	b, _ := os.ReadFile(recs[0])
+	if err := json.Unmarshal(b, &rec); err != nil || rec.PID != cmd.Process.Pid {
+		t.Fatalf("record %s: %+v, %v", b, rec, err)
+	}
+	out, err := exec.Command(gait, "clean", "--state-dir", state).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "unmounted "+mnt) {
+		t.Fatalf("gait clean: %v\n%s", err, out)
+	}
+
+	cmd = mountCmd(t, gait, mnt, store, state)
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("gait emulate mount after SIGTERM: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Error("gait emulate mount did not end on SIGTERM")
+		}
+		if recs, _ := filepath.Glob(filepath.Join(state, recordDir, "*.json")); len(recs) != 0 {
+			t.Errorf("records left after a clean unmount: %v", recs)
+		}
+	}()
+	got, err := os.ReadFile(filepath.Join(mnt, "closed"))
+	if err != nil || !bytes.Equal(got, closed) {
+		t.Errorf("closed file: %d bytes (%v), want its %d bytes back", len(got), err, len(closed))
+	}
+	got, err = os.ReadFile(filepath.Join(mnt, "synced"))
+	// The fsynced bytes are there, but for the range overwritten later,
+	// which may read as either.
+	if err != nil || len(got) < len(synced) {
+		t.Fatalf("fsynced file: %d bytes (%v), want at least %d", len(got), err, len(synced))
+	}
+	for _, r := range [][2]int{{0, 5000}, {5000 + len(foreign), len(synced)}} {
+		if !bytes.Equal(got[r[0]:r[1]], synced[r[0]:r[1]]) {
+			t.Errorf("fsynced bytes %d to %d differ after the kill", r[0], r[1])
+		}
+	}
+	mid := got[5000 : 5000+len(foreign)]
+	if !bytes.Equal(mid, synced[5000:5000+len(foreign)]) && !bytes.Equal(mid, foreign) {
+		t.Error("the range overwritten after the fsync reads as neither version")
+	}
+	st, err := limpfs.ReadStoreStats(store)
+	if err != nil || st.Files != 2 {
+		t.Errorf("stats after the kill: %+v, %v", st, err)
+	}
+}

@@ -1,0 +1,505 @@
+package limpfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gait-dev/gait/internal/tardis"
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// The emulating mode: every write is handed to tardis, which recognises
+// the synthetic stream in it; the recognised runs are kept as extents
+// (seed, stream offset, length) in the file's metadata, and only the
+// other bytes are written to the tree file, at their offsets, which stays
+// sparse everywhere else. A read generates the synthetic parts and reads
+// the rest from the tree file. The tree file is kept as long as the
+// emulated file, so the loopback's directory operations and attributes
+// (sizes included) are right without translation.
+//
+// Durability: metadata is committed (written to a temporary file and
+// renamed over the old) on every close, truncate and fsync; fsync first
+// fdatasyncs the tree file and then syncs the metadata and its directory.
+// After the server is killed, a file reads back as of its last commit,
+// with the literal bytes and size of its tree file, so everything fsynced
+// (and closed) is there. Overwriting literal bytes with synthetic ones
+// leaves the old literal bytes in the tree file (space, not correctness:
+// they are not read), because punching them before the metadata is
+// committed could lose committed data in a crash.
+
+// emuNode is a loopback node in an emulating limpfs; for a regular file,
+// it holds the file's contents while the file is open.
+type emuNode struct {
+	*fs.LoopbackNode
+	em *emulator
+
+	mu    sync.RWMutex
+	opens int
+	c     *contents // while opens > 0 (or during a truncate by path)
+}
+
+// emulator is what all nodes of one emulating mount share.
+type emulator struct {
+	dev    *device
+	store  string
+	report func(error)
+}
+
+// contents is an open regular file.
+type contents struct {
+	f        *os.File // the tree file, read-write
+	id       identity
+	data     tardis.File // synthetic extents only; holes are in f
+	size     int64       // f's size
+	dirty    bool        // data differs from the metadata file
+	unsynced bool        // the metadata file was written without fsync
+}
+
+var (
+	_ fs.NodeWrapChilder = (*emuNode)(nil)
+	_ fs.NodeOpener      = (*emuNode)(nil)
+	_ fs.NodeCreater     = (*emuNode)(nil)
+	_ fs.NodeSetattrer   = (*emuNode)(nil)
+	_ fs.NodeUnlinker    = (*emuNode)(nil)
+	_ fs.NodeRenamer     = (*emuNode)(nil)
+	_ fs.NodeTmpfiler    = (*emuNode)(nil)
+	_ fs.NodeMknoder     = (*emuNode)(nil)
+)
+
+func (n *emuNode) WrapChild(ctx context.Context, ops fs.InodeEmbedder) fs.InodeEmbedder {
+	if lb, ok := ops.(*fs.LoopbackNode); ok {
+		return &emuNode{LoopbackNode: lb, em: n.em}
+	}
+	return ops
+}
+
+func (n *emuNode) path() string {
+	return filepath.Join(n.RootData.Path, n.Path(n.Root()))
+}
+
+func (n *emuNode) regular() bool { return n.StableAttr().Mode&syscall.S_IFMT == syscall.S_IFREG }
+
+// fail reports an error that reaches the caller only as an errno.
+func (n *emuNode) fail(err error) syscall.Errno {
+	if n.em.report != nil {
+		n.em.report(err)
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return syscall.EIO
+}
+
+func (n *emuNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if !n.regular() {
+		return n.LoopbackNode.Open(ctx, flags)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if errno := n.acquire(n.path()); errno != 0 {
+		return nil, 0, errno
+	}
+	if flags&syscall.O_TRUNC != 0 {
+		if err := n.truncate(0); err != nil {
+			n.release()
+			return nil, 0, n.fail(err)
+		}
+	}
+	return &emuFile{n: n}, 0, 0
+}
+
+func (n *emuNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	ino, fh, _, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	if r, ok := fh.(fs.FileReleaser); ok {
+		r.Release(ctx)
+	}
+	child, ok := ino.Operations().(*emuNode)
+	if !ok {
+		return nil, nil, 0, n.fail(fmt.Errorf("create %s: not an emulating node", name))
+	}
+	// A new file: metadata under its inode number is an earlier file's.
+	if err := removeMeta(n.em.store, out.Attr.Ino, false); err != nil {
+		return nil, nil, 0, n.fail(err)
+	}
+	child.mu.Lock()
+	defer child.mu.Unlock()
+	// Not n.path(): the child is not linked into the tree yet.
+	if errno := child.acquire(filepath.Join(n.path(), name)); errno != 0 {
+		return nil, nil, 0, errno
+	}
+	return ino, &emuFile{n: child}, 0, 0
+}
+
+func (n *emuNode) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ino, errno := n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
+	if errno == 0 && mode&syscall.S_IFMT == syscall.S_IFREG {
+		if err := removeMeta(n.em.store, out.Attr.Ino, false); err != nil {
+			return ino, n.fail(err)
+		}
+	}
+	return ino, errno
+}
+
+// Tmpfile is refused: an O_TMPFILE file would bypass the emulation.
+// Programs fall back to a named temporary file.
+func (n *emuNode) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	return nil, nil, 0, syscall.EOPNOTSUPP
+}
+
+// Getxattr says extended attributes are not supported (ENOSYS), which the
+// kernel remembers: otherwise it asks for security.capability before every
+// write, a second round trip to the server per write.
+func (n *emuNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	return 0, syscall.ENOSYS
+}
+
+// Setxattr, Listxattr and Removexattr: as Getxattr.
+func (n *emuNode) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	return syscall.ENOSYS
+}
+
+func (n *emuNode) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	return 0, syscall.ENOSYS
+}
+
+func (n *emuNode) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	return syscall.ENOSYS
+}
+
+// acquire loads the file's contents, from the tree file at path, on its
+// first open. n.mu is held.
+func (n *emuNode) acquire(path string) syscall.Errno {
+	if n.opens == 0 && n.c == nil {
+		c, err := n.load(path)
+		if err != nil {
+			return n.fail(err)
+		}
+		n.c = c
+	}
+	n.opens++
+	return 0
+}
+
+func (n *emuNode) load(p string) (*contents, error) {
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	id, st, err := identify(int(f.Fd()))
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stat %s: %w", p, err)
+	}
+	exts, ok, err := readMeta(n.em.store, id)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open %s: %w", p, err)
+	}
+	c := &contents{f: f, id: id, size: st.Size}
+	if ok && len(exts) > 0 {
+		c.data.SetExtents(exts, exts[len(exts)-1].End())
+	}
+	// The tree file's size is the file's: it is what was last made
+	// durable with the literal bytes, and what stat shows.
+	c.data.Truncate(st.Size)
+	return c, nil
+}
+
+// release drops one open; the last commits and unloads. n.mu is held.
+func (n *emuNode) release() error {
+	n.opens--
+	if n.opens > 0 {
+		return nil
+	}
+	err := n.commit(false)
+	if cerr := n.c.f.Close(); err == nil {
+		err = cerr
+	}
+	n.c = nil
+	return err
+}
+
+// commit writes the metadata if it changed; with sync, makes the literal
+// bytes, the size and the metadata durable. n.mu is held.
+func (n *emuNode) commit(sync bool) error {
+	c := n.c
+	if sync {
+		if err := unix.Fdatasync(int(c.f.Fd())); err != nil {
+			return fmt.Errorf("fsync %s: %w", c.f.Name(), err)
+		}
+	}
+	if !c.dirty && !(sync && c.unsynced) {
+		return nil
+	}
+	_, st, err := identify(int(c.f.Fd()))
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", c.f.Name(), err)
+	}
+	if st.Nlink == 0 { // deleted while open: nothing to keep
+		err = removeMeta(n.em.store, c.id.ino, false)
+	} else {
+		err = writeMeta(n.em.store, c.id, c.data.Extents(), c.data.Size(), sync)
+	}
+	if err != nil {
+		return err
+	}
+	c.dirty, c.unsynced = false, !sync
+	return nil
+}
+
+// truncate sets the size of an open file. n.mu is held.
+func (n *emuNode) truncate(size int64) error {
+	c := n.c
+	if err := c.f.Truncate(size); err != nil {
+		return err
+	}
+	c.data.Truncate(size)
+	c.size = size
+	c.dirty = true
+	return nil
+}
+
+// write stores p at off: synthetic runs as extents, the rest in the tree
+// file. n.mu is held.
+func (n *emuNode) write(p []byte, off int64) error {
+	c := n.c
+	old := c.data.Size()
+	for _, e := range c.data.WriteAtSplit(p, off) {
+		if _, err := c.f.WriteAt(e.Lit, e.Off); err != nil {
+			// The write failed: its range reads as before or partly
+			// written, as on any file system, but the size stays.
+			if c.data.Size() > old {
+				c.data.Truncate(old)
+			}
+			c.dirty = true
+			return err
+		}
+		c.size = max(c.size, e.End())
+	}
+	c.dirty = true
+	if end := off + int64(len(p)); end > c.size {
+		if err := c.f.Truncate(end); err != nil {
+			c.data.Truncate(max(old, c.size))
+			return err
+		}
+		c.size = end
+	}
+	return nil
+}
+
+func (n *emuNode) read(p []byte, off int64) (int, error) {
+	c := n.c
+	return c.data.ReadAtFill(p, off, func(q []byte, at int64) error {
+		k, err := c.f.ReadAt(q, at)
+		if err == io.EOF {
+			// Past the tree file's end after a failed write: zeros.
+			clear(q[k:])
+			return nil
+		}
+		return err
+	})
+}
+
+func (n *emuNode) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if size, ok := in.GetSize(); ok && n.regular() {
+		n.mu.Lock()
+		errno := n.acquire(n.path())
+		if errno == 0 {
+			err := n.truncate(int64(size))
+			if rerr := n.release(); err == nil {
+				err = rerr
+			}
+			if err != nil {
+				errno = n.fail(err)
+			}
+		}
+		n.mu.Unlock()
+		if errno != 0 {
+			return errno
+		}
+		rest := *in
+		rest.Valid &^= fuse.FATTR_SIZE
+		in = &rest
+	}
+	return n.LoopbackNode.Setattr(ctx, f, in, out)
+}
+
+func (n *emuNode) Unlink(ctx context.Context, name string) syscall.Errno {
+	after := n.forgetIfLast(name)
+	errno := n.LoopbackNode.Unlink(ctx, name)
+	if errno == 0 {
+		after()
+	}
+	return errno
+}
+
+func (n *emuNode) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	after := func() {}
+	if p, ok := newParent.(*emuNode); ok && flags&unix.RENAME_EXCHANGE == 0 {
+		after = p.forgetIfLast(newName)
+	}
+	errno := n.LoopbackNode.Rename(ctx, name, newParent, newName, flags)
+	if errno == 0 {
+		after()
+	}
+	return errno
+}
+
+// forgetIfLast returns what to do once name, about to be unlinked or
+// replaced, is gone: remove its metadata if it was the file's last link
+// and the file is not open (an open file's last release does it).
+func (n *emuNode) forgetIfLast(name string) func() {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(filepath.Join(n.path(), name), &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG || st.Nlink != 1 {
+		return func() {}
+	}
+	return func() {
+		if ch := n.GetChild(name); ch != nil {
+			// Still listed under name for a moment; the kernel forgets it.
+			if c, ok := ch.Operations().(*emuNode); ok {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				if c.opens > 0 {
+					return
+				}
+			}
+		}
+		if err := removeMeta(n.em.store, st.Ino, false); err != nil {
+			n.fail(err)
+		}
+	}
+}
+
+// emuFile is an open regular file of an emulating limpfs.
+type emuFile struct {
+	n *emuNode
+}
+
+var (
+	_ fs.FileReader    = (*emuFile)(nil)
+	_ fs.FileWriter    = (*emuFile)(nil)
+	_ fs.FileFlusher   = (*emuFile)(nil)
+	_ fs.FileFsyncer   = (*emuFile)(nil)
+	_ fs.FileReleaser  = (*emuFile)(nil)
+	_ fs.FileGetattrer = (*emuFile)(nil)
+	_ fs.FileAllocater = (*emuFile)(nil)
+)
+
+func (h *emuFile) Read(ctx context.Context, buf []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	began := time.Now()
+	h.n.mu.RLock()
+	k, err := h.n.read(buf, off)
+	h.n.mu.RUnlock()
+	if err != nil {
+		return nil, h.n.fail(err) // names the tree file
+	}
+	dev := h.n.em.dev
+	until := dev.reserve(k, began)
+	dev.count(func(s *Stats) { s.Reads++; s.ReadBytes += int64(k) })
+	dev.complete(until)
+	return fuse.ReadResultData(buf[:k]), 0
+}
+
+func (h *emuFile) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	dev := h.n.em.dev
+	until := dev.reserve(len(data), time.Now())
+	h.n.mu.Lock()
+	err := h.n.write(data, off)
+	h.n.mu.Unlock()
+	if err != nil {
+		// ENOSPC and EIO reach the writer as they are; the error names
+		// the tree file.
+		return 0, h.n.fail(err)
+	}
+	dev.count(func(s *Stats) { s.Writes++; s.WriteBytes += int64(len(data)) })
+	dev.complete(until)
+	return uint32(len(data)), 0
+}
+
+// Flush (every close) commits the metadata, so an error such as ENOSPC
+// reaches close.
+func (h *emuFile) Flush(ctx context.Context) syscall.Errno {
+	h.n.mu.Lock()
+	defer h.n.mu.Unlock()
+	if err := h.n.commit(false); err != nil {
+		return h.n.fail(err)
+	}
+	return 0
+}
+
+func (h *emuFile) Fsync(ctx context.Context, flags uint32) syscall.Errno {
+	dev := h.n.em.dev
+	until := dev.reserve(syncBytes, time.Now())
+	h.n.mu.Lock()
+	err := h.n.commit(true)
+	h.n.mu.Unlock()
+	dev.count(func(s *Stats) { s.Fsyncs++ })
+	dev.complete(until)
+	if err != nil {
+		return h.n.fail(err)
+	}
+	return 0
+}
+
+func (h *emuFile) Release(ctx context.Context) syscall.Errno {
+	h.n.mu.Lock()
+	defer h.n.mu.Unlock()
+	if err := h.n.release(); err != nil {
+		return h.n.fail(err)
+	}
+	return 0
+}
+
+// Getattr answers fstat from the tree file, which has the emulated size
+// (also once the file is deleted).
+func (h *emuFile) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
+	h.n.mu.RLock()
+	defer h.n.mu.RUnlock()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(h.n.c.f.Fd()), &st); err != nil {
+		return fs.ToErrno(err)
+	}
+	out.FromStat(&st)
+	return 0
+}
+
+// Allocate grows the file (mode 0), does nothing for
+// FALLOC_FL_KEEP_SIZE alone, and punches holes; it refuses other modes.
+func (h *emuFile) Allocate(ctx context.Context, off uint64, size uint64, mode uint32) syscall.Errno {
+	n := h.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c := n.c
+	var err error
+	switch mode {
+	case 0:
+		if end := int64(off + size); end > c.size {
+			err = n.truncate(end)
+		}
+	case unix.FALLOC_FL_KEEP_SIZE:
+	case unix.FALLOC_FL_PUNCH_HOLE | unix.FALLOC_FL_KEEP_SIZE:
+		if err = unix.Fallocate(int(c.f.Fd()), mode, int64(off), int64(size)); err == nil {
+			c.data.Punch(int64(off), int64(size))
+			c.dirty = true
+		}
+	default:
+		return syscall.EOPNOTSUPP
+	}
+	if err != nil {
+		return n.fail(fmt.Errorf("fallocate %s: %w", n.path(), err))
+	}
+	return 0
+}

@@ -1,0 +1,539 @@
+// Package limp tracks how every replica of a gait replica deployment is
+// doing, as one agent sees it: how far behind in applying (apply lag, from
+// the highest applied index over time, Limplock §6), how slow its raft log
+// appends and its link to its nearest peer are, which replicas diverged
+// (quarantined), and how reads to each peer fare. From that it decides
+// which replicas limp, whether a limping leader should hand over, and where
+// a read should go.
+//
+// It is plain computation: no clock, no I/O, no locking. The caller passes
+// the time of every observation and acts on the Decision a Tick returns;
+// tests drive it step by step with explicit times.
+package limp
+
+import (
+	"slices"
+	"sort"
+	"time"
+)
+
+// Config is how a Tracker judges.
+type Config struct {
+	Self           string        // this agent's replica ID
+	StatusInterval time.Duration // how often every replica reports its progress
+	// Floor is the smallest apply lag that counts as limping; Factor how
+	// many times its peers' median a replica's lag, log append time or
+	// round trip to its nearest peer must be to count.
+	Floor  time.Duration
+	Factor float64
+	// Hold is how long a replica must look slow, tick after tick, before
+	// it is marked: a machine busy with other work makes every replica
+	// look slow now and then, and a handover on noise costs more than the
+	// noise. A replica that cannot apply at all is marked at once.
+	Hold time.Duration
+	// PeerInflight is how many reads may be outstanding at one peer before
+	// it is given no more.
+	PeerInflight int
+	// Born is the origin of this agent's stamps (Stamp), which peers echo
+	// back so that round trips are measured on this agent's clock alone.
+	Born time.Time
+}
+
+// historyKeep bounds the apply-lag history; a lag longer than this is
+// reported as this long, which is far past any limping threshold.
+const historyKeep = 30 * time.Second
+
+// TransferPause spaces leadership transfers, so a deployment where every
+// voter limps does not pass leadership around without end.
+const TransferPause = 2 * time.Second
+
+// appendLimpFloor is the smallest raft log append time that counts as a
+// limping disk; a healthy one takes about a millisecond.
+const appendLimpFloor = 20 * time.Millisecond
+
+// netLimpFloor is the smallest round trip to the nearest peer that counts as
+// a limping link; on a LAN or between namespaces a healthy one is well under
+// a millisecond, and a few milliseconds while the agents are busy.
+const netLimpFloor = 50 * time.Millisecond
+
+// readAvoid is how long a peer gets no reads after one had to be hedged away
+// from it.
+const readAvoid = time.Second
+
+// Member is one server of the raft configuration.
+type Member struct {
+	ID, Addr string
+	Voter    bool
+}
+
+// Status is one replica's progress report (this agent's own included).
+type Status struct {
+	ID, Incarnation string
+	Applied         uint64
+	AppendSecs      float64 // its mean raft log append time
+	Stamp           int64   // the sender's stamp when it sent the report
+	Echo, Hold      int64   // this agent's stamp it last got, and how long the sender held it
+	NetSecs         float64 // the sender's round trip to its nearest peer
+	// Stopped says the replica cannot apply at all (its redis-server is
+	// gone): it limps whatever its peers' lag, which matters when several
+	// stopped at once and the median lag is stuck too. Only this agent's
+	// own status carries it.
+	Stopped bool
+}
+
+// Mark is a change in whether a replica limps, with what it was judged on.
+type Mark struct {
+	ID      string
+	Limping bool // true: it now limps; false: it recovered
+	// The replica's apply lag, log append time and round trip to its
+	// nearest peer, each with its peers' median.
+	Lag, MedianLag       time.Duration
+	Append, MedianAppend time.Duration
+	Net, MedianNet       time.Duration
+	Stopped              bool // it cannot apply at all
+}
+
+// Transfer names the voter a limping leader should hand leadership to.
+type Transfer struct{ ID, Addr string }
+
+// Decision is what a Tick found: the marks that changed, and a leadership
+// transfer when this agent leads and limps.
+type Decision struct {
+	Marks    []Mark
+	Transfer *Transfer
+}
+
+// Echo is what this agent's next status to one peer carries back: the
+// peer's last stamp and how long it was held here (zero before any).
+type Echo struct {
+	Addr       string
+	Echo, Hold int64
+}
+
+// Target is one replica a read may go to.
+type Target struct {
+	ID, Addr string
+	Local    bool // this agent's own replica
+}
+
+// Replica is one replica's state as the tracker sees it.
+type Replica struct {
+	ID          string
+	Voter       bool
+	Applied     uint64
+	Lag         time.Duration
+	Limping     bool
+	Quarantined bool
+	Inflight    int     // reads outstanding at it
+	ReplySecs   float64 // smoothed delay of its replies to this agent's writes
+	NetSecs     float64 // its round trip to its nearest peer
+}
+
+// replica is what the tracker knows of one replica (this agent's included).
+type replica struct {
+	id, addr    string
+	voter       bool
+	incarnation string
+	applied     uint64
+	appendSecs  float64   // the replica's mean raft log append time, as it reports
+	stopped     bool      // it cannot apply (Status.Stopped)
+	slowSince   time.Time // since when it has looked slow on every tick; zero while it does not
+	seen        time.Time // its last status
+	lag         time.Duration
+	limping     bool
+	readSecs    float64   // smoothed latency of reads this agent sent it
+	readLimped  time.Time // when a read to it last had to be hedged
+	inflight    int       // reads outstanding at it
+	replySecs   float64   // smoothed delay of its replies to this agent's writes
+	// rttSecs is the smoothed round trip of status messages between this
+	// agent and the replica; netSecs is the replica's own round trip to its
+	// nearest peer, as it reports.
+	rttSecs, netSecs float64
+	echo             int64     // the stamp of the replica's last status, echoed back to it
+	echoAt           time.Time // when that status arrived
+}
+
+// maxSample is one observation of the highest applied index of any replica.
+type maxSample struct {
+	at    time.Time
+	index uint64
+}
+
+// Tracker is one agent's view of every replica. It is not safe for
+// concurrent use.
+type Tracker struct {
+	cfg         Config
+	replicas    map[string]*replica // by raft server ID
+	history     []maxSample         // highest applied index over the last historyKeep
+	quarantined map[string]string   // replica ID -> incarnation that diverged
+	selfQuar    bool
+	selfInc     string
+	transferred time.Time
+}
+
+// New returns a tracker that knows no replica yet; selfIncarnation is this
+// agent's, so that a quarantine of it is recognised.
+func New(cfg Config, selfIncarnation string) *Tracker {
+	return &Tracker{cfg: cfg, replicas: map[string]*replica{}, quarantined: map[string]string{}, selfInc: selfIncarnation}
+}
+
+// Stamp is this agent's stamp for time now: nanoseconds since Born, plus
+// one so that no stamp is zero (zero means "nothing to echo").
+func (t *Tracker) Stamp(now time.Time) int64 { return int64(now.Sub(t.cfg.Born)) + 1 }
+
+// SetMembers follows the raft configuration. A replica new to it counts as
+// heard from now, so that its silence from then on counts as lag.
+func (t *Tracker) SetMembers(ms []Member, now time.Time) {
+	current := map[string]bool{}
+	for _, m := range ms {
+		current[m.ID] = true
+		r := t.replicas[m.ID]
+		if r == nil {
+			r = &replica{id: m.ID, seen: now}
+			t.replicas[m.ID] = r
+		}
+		r.addr, r.voter = m.Addr, m.Voter
+	}
+	for id := range t.replicas {
+		if !current[id] {
+			delete(t.replicas, id)
+		}
+	}
+}
+
+// Observe records a replica's progress report, received at now, and from
+// the echoed stamp the round trip to it. A report from a replica not (yet)
+// in the configuration is ignored.
+func (t *Tracker) Observe(st Status, now time.Time) {
+	r := t.replicas[st.ID]
+	if r == nil {
+		return
+	}
+	r.incarnation, r.applied, r.appendSecs, r.seen = st.Incarnation, st.Applied, st.AppendSecs, now
+	r.netSecs, r.echo, r.echoAt, r.stopped = st.NetSecs, st.Stamp, now, st.Stopped
+	if st.Echo > 0 {
+		if rtt := t.Stamp(now) - st.Echo - st.Hold; rtt > 0 {
+			r.rttSecs = EWMA(r.rttSecs, time.Duration(rtt).Seconds())
+		}
+	}
+}
+
+// Echoes are the stamps to send back to every peer with an address.
+func (t *Tracker) Echoes(now time.Time) []Echo {
+	var out []Echo
+	for id, r := range t.replicas {
+		if id == t.cfg.Self || r.addr == "" {
+			continue
+		}
+		e := Echo{Addr: r.addr}
+		if r.echo != 0 {
+			e.Echo, e.Hold = r.echo, int64(now.Sub(r.echoAt))
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// NearestPeer is this agent's smoothed round trip, in seconds, to its
+// nearest peer: a limping link of its own slows every one of them, a
+// limping peer only one. A peer silent for longer than its round trip
+// counts as that far away, so a link too slow to bring back any echo
+// still shows.
+func (t *Tracker) NearestPeer(now time.Time) float64 {
+	best, any := 0.0, false
+	for id, r := range t.replicas {
+		if id == t.cfg.Self {
+			continue
+		}
+		d := max(r.rttSecs, (now.Sub(r.seen) - 2*t.cfg.StatusInterval).Seconds())
+		if !any || d < best {
+			best, any = d, true
+		}
+	}
+	return best
+}
+
+// Tick recomputes every replica's apply lag and limping mark at now, and
+// when this agent leads (leader) and limps picks the voter to hand over to.
+// missing is, per replica, how long its reply to one of this agent's writes
+// has been overdue; it counts as lag.
+func (t *Tracker) Tick(now time.Time, leader bool, missing map[string]time.Duration) Decision {
+	medianLag := t.computeLags(now, missing)
+	d := Decision{Marks: t.markLimping(now, medianLag)}
+	d.Transfer = t.transferTarget(now, leader)
+	return d
+}
+
+// computeLags sets each replica's apply lag: how long ago the most advanced
+// replica passed the index this one is at. A replica silent for longer is
+// as late as its silence, and so is one whose replies to this agent's
+// writes are missing. It returns the median lag.
+func (t *Tracker) computeLags(now time.Time, missing map[string]time.Duration) time.Duration {
+	var top uint64
+	for _, r := range t.replicas {
+		top = max(top, r.applied)
+	}
+	t.history = append(t.history, maxSample{now, top})
+	cut := 0
+	for cut < len(t.history)-1 && now.Sub(t.history[cut].at) > historyKeep {
+		cut++
+	}
+	t.history = t.history[cut:]
+	var lags []time.Duration
+	for _, r := range t.replicas {
+		r.lag = 0
+		if r.applied < top {
+			// The earliest sample in which some replica was past r.
+			i := sort.Search(len(t.history), func(i int) bool { return t.history[i].index > r.applied })
+			r.lag = now.Sub(t.history[min(i, len(t.history)-1)].at)
+		}
+		if silent := now.Sub(r.seen) - 2*t.cfg.StatusInterval; r.id != t.cfg.Self && silent > r.lag {
+			r.lag = silent
+		}
+		r.lag = max(r.lag, missing[r.id])
+		lags = append(lags, r.lag)
+	}
+	return median(lags)
+}
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// markLimping compares each replica with its peers: far behind in applying,
+// far slower in appending to its raft log, or far slower to reach even its
+// nearest peer (its own link limps). A mark is lifted only once the replica
+// is back under half the thresholds. A mark needs the replica to have
+// looked slow for Hold.
+func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
+	cfg := t.cfg
+	var appends, nets []time.Duration
+	for _, r := range t.replicas {
+		appends = append(appends, seconds(r.appendSecs))
+		nets = append(nets, seconds(r.netSecs))
+	}
+	medianAppend, medianNet := median(appends), median(nets)
+	slow := func(v, floor, med time.Duration) bool {
+		return v > floor && float64(v) > cfg.Factor*float64(med)
+	}
+	fine := func(v, floor, med time.Duration) bool {
+		return v < floor/2 || float64(v) < cfg.Factor/2*float64(med)
+	}
+	var marks []Mark
+	for _, r := range t.replicas {
+		appendTime, net := seconds(r.appendSecs), seconds(r.netSecs)
+		slowApply := slow(r.lag, cfg.Floor, medianLag)
+		slowDisk := slow(appendTime, appendLimpFloor, medianAppend)
+		slowNet := slow(net, netLimpFloor, medianNet)
+		healed := !r.stopped && r.lag < cfg.Floor/2 && fine(appendTime, appendLimpFloor, medianAppend) && fine(net, netLimpFloor, medianNet)
+		slowNow := slowApply || slowDisk || slowNet
+		switch {
+		case !slowNow:
+			r.slowSince = time.Time{}
+		case r.slowSince.IsZero():
+			r.slowSince = now
+		}
+		held := slowNow && now.Sub(r.slowSince) >= cfg.Hold
+		if (!r.limping && (r.stopped || held)) || (r.limping && healed) {
+			r.limping = !r.limping
+			marks = append(marks, Mark{ID: r.id, Limping: r.limping, Lag: r.lag, MedianLag: medianLag,
+				Append: appendTime, MedianAppend: medianAppend, Net: net, MedianNet: medianNet, Stopped: r.stopped})
+		}
+	}
+	sort.Slice(marks, func(i, j int) bool { return marks[i].ID < marks[j].ID })
+	return marks
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// transferTarget picks the healthiest other voter when this agent leads
+// and limps, at most once per TransferPause.
+func (t *Tracker) transferTarget(now time.Time, leader bool) *Transfer {
+	self := t.replicas[t.cfg.Self]
+	if self == nil || !self.limping || !leader || now.Sub(t.transferred) < TransferPause {
+		return nil
+	}
+	var best *replica
+	for _, r := range t.replicas {
+		// A limping link delays every status message, so a target need only
+		// have been heard from lately, not within a few status intervals.
+		if r == self || !r.voter || r.limping || t.isQuarantined(r.id, r.incarnation) ||
+			now.Sub(r.seen) > TransferPause+time.Second {
+			continue
+		}
+		if best == nil || r.lag < best.lag || (r.lag == best.lag && r.appendSecs < best.appendSecs) ||
+			(r.lag == best.lag && r.appendSecs == best.appendSecs && r.id < best.id) {
+			best = r
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	t.transferred = now
+	return &Transfer{ID: best.id, Addr: best.addr}
+}
+
+// Expected are the replicas that should reply to a write proposed now:
+// every member not quarantined, or this agent alone before the first
+// configuration is known.
+func (t *Tracker) Expected() map[string]bool {
+	out := map[string]bool{}
+	for id, r := range t.replicas {
+		if !t.isQuarantined(id, r.incarnation) {
+			out[id] = true
+		}
+	}
+	if len(out) == 0 {
+		out[t.cfg.Self] = true
+	}
+	return out
+}
+
+// ObserveReply records how long a replica took to reply to one of this
+// agent's writes.
+func (t *Tracker) ObserveReply(id string, d time.Duration) {
+	if r := t.replicas[id]; r != nil {
+		r.replySecs = EWMA(r.replySecs, d.Seconds())
+	}
+}
+
+// EWMA smooths every latency the tracker is told of, and the log append time
+// an agent reports (Status.AppendSecs): the first sample stands alone, then
+// each new one weighs a fifth.
+func EWMA(old, v float64) float64 {
+	if old == 0 {
+		return v
+	}
+	return 0.8*old + 0.2*v
+}
+
+// Quarantine marks a replica's incarnation as divergent: it answers no more
+// reads and its replies no longer count. It tells whether the mark is new.
+func (t *Tracker) Quarantine(id, incarnation string) bool {
+	if t.isQuarantined(id, incarnation) {
+		return false
+	}
+	t.quarantined[id] = incarnation
+	if id == t.cfg.Self && incarnation == t.selfInc {
+		t.selfQuar = true
+	}
+	return true
+}
+
+// QuarantineList is every quarantined replica as ID, incarnation pairs.
+func (t *Tracker) QuarantineList() [][]byte {
+	var out [][]byte
+	for id, inc := range t.quarantined {
+		out = append(out, []byte(id), []byte(inc))
+	}
+	return out
+}
+
+// IsQuarantined tells whether that incarnation of the replica is quarantined.
+func (t *Tracker) IsQuarantined(id, incarnation string) bool { return t.isQuarantined(id, incarnation) }
+
+func (t *Tracker) isQuarantined(id, incarnation string) bool {
+	q, ok := t.quarantined[id]
+	return ok && q == incarnation
+}
+
+// SelfQuarantined tells whether this agent's own replica is quarantined.
+func (t *Tracker) SelfQuarantined() bool { return t.selfQuar }
+
+// Progress is the incarnation and applied index a replica last reported.
+func (t *Tracker) Progress(id string) (string, uint64) {
+	if r := t.replicas[id]; r != nil {
+		return r.incarnation, r.applied
+	}
+	return "", 0
+}
+
+// PeerAddrs are the addresses of every other replica.
+func (t *Tracker) PeerAddrs() []string {
+	var out []string
+	for id, r := range t.replicas {
+		if id != t.cfg.Self && r.addr != "" {
+			out = append(out, r.addr)
+		}
+	}
+	return out
+}
+
+// Size is how many replicas the tracker knows of.
+func (t *Tracker) Size() int { return len(t.replicas) }
+
+// ReadTargets picks up to k replicas for a read at now: this one first when
+// it may answer, then peers that neither limp, nor are quarantined, nor had
+// a read hedged away from them lately, nor have PeerInflight reads
+// outstanding, lowest read latency first. tried are left out.
+func (t *Tracker) ReadTargets(k int, tried map[string]bool, now time.Time) []Target {
+	var out []Target
+	self := t.replicas[t.cfg.Self]
+	if !tried[t.cfg.Self] && !t.selfQuar && (self == nil || !self.limping) {
+		out = append(out, Target{ID: t.cfg.Self, Local: true})
+	}
+	var peers []*replica
+	for id, r := range t.replicas {
+		if id == t.cfg.Self || tried[id] || r.limping || r.addr == "" || t.isQuarantined(id, r.incarnation) ||
+			now.Sub(r.readLimped) < readAvoid || r.inflight >= t.cfg.PeerInflight {
+			continue
+		}
+		peers = append(peers, r)
+	}
+	sort.Slice(peers, func(i, j int) bool {
+		if peers[i].readSecs != peers[j].readSecs {
+			return peers[i].readSecs < peers[j].readSecs
+		}
+		return peers[i].id < peers[j].id
+	})
+	for _, r := range peers {
+		if len(out) >= k {
+			break
+		}
+		out = append(out, Target{ID: r.id, Addr: r.addr})
+	}
+	return out
+}
+
+// ReadSent counts a read sent to a peer; ReadDone counts it back, with its
+// latency when it succeeded.
+func (t *Tracker) ReadSent(id string) {
+	if r := t.replicas[id]; r != nil {
+		r.inflight++
+	}
+}
+
+// ReadDone: see ReadSent.
+func (t *Tracker) ReadDone(id string, d time.Duration, ok bool) {
+	if r := t.replicas[id]; r != nil {
+		r.inflight--
+		if ok {
+			r.readSecs = EWMA(r.readSecs, d.Seconds())
+		}
+	}
+}
+
+// ReadLimp notes at now that a read to id had to be hedged after waiting
+// that long: reads avoid it for a while.
+func (t *Tracker) ReadLimp(id string, waited time.Duration, now time.Time) {
+	if r := t.replicas[id]; r != nil {
+		r.readLimped = now
+		r.readSecs = max(2*r.readSecs, waited.Seconds())
+	}
+}
+
+// Replicas lists every replica's state, by ID.
+func (t *Tracker) Replicas() []Replica {
+	var out []Replica
+	for id, r := range t.replicas {
+		out = append(out, Replica{ID: id, Voter: r.voter, Applied: r.applied, Lag: r.lag, Limping: r.limping,
+			Quarantined: t.isQuarantined(id, r.incarnation), Inflight: r.inflight, ReplySecs: r.replySecs, NetSecs: r.netSecs})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}

@@ -1,0 +1,295 @@
+package limp
+
+import (
+	"testing"
+	"time"
+)
+
+var t0 = time.Unix(1000, 0)
+
+// newTracker is agent a's tracker in a deployment of the voters a, b, c.
+func newTracker(floor time.Duration, interval time.Duration) *Tracker {
+	tr := New(Config{Self: "a", StatusInterval: interval, Floor: floor, Factor: 10, PeerInflight: 8,
+		Born: t0.Add(-time.Minute)}, "inc-a")
+	tr.SetMembers([]Member{{"a", "a:1", true}, {"b", "b:1", true}, {"c", "c:1", true}}, t0)
+	return tr
+}
+
+// report has every replica report an applied index at now.
+func report(tr *Tracker, now time.Time, applied map[string]uint64) {
+	for id, n := range applied {
+		tr.Observe(Status{ID: id, Incarnation: "inc-" + id, Applied: n}, now)
+	}
+}
+
+func limping(tr *Tracker) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range tr.Replicas() {
+		out[r.ID] = r.Limping
+	}
+	return out
+}
+
+func lag(tr *Tracker, id string) time.Duration {
+	for _, r := range tr.Replicas() {
+		if r.ID == id {
+			return r.Lag
+		}
+	}
+	return -1
+}
+
+func TestLagAndLimping(t *testing.T) {
+	tr := newTracker(100*time.Millisecond, 10*time.Millisecond)
+	step := func(at time.Duration, a, b, c uint64) Decision {
+		now := t0.Add(at)
+		report(tr, now, map[string]uint64{"a": a, "b": b, "c": c})
+		return tr.Tick(now, false, nil)
+	}
+	step(0, 10, 10, 10)
+	step(50*time.Millisecond, 20, 20, 10)
+	// The lag counts from the first report that showed a replica past c.
+	if l, m := lag(tr, "c"), limping(tr); l != 0 || m["c"] {
+		t.Fatalf("c: lag %v limping %v; want 0, not limping", l, m["c"])
+	}
+	d := step(300*time.Millisecond, 30, 29, 10)
+	if l := lag(tr, "c"); l != 250*time.Millisecond || len(d.Marks) != 1 || d.Marks[0].ID != "c" || !d.Marks[0].Limping {
+		t.Fatalf("c: lag %v, marks %+v; want 250ms, c marked limping", l, d.Marks)
+	}
+	if d.Transfer != nil {
+		t.Errorf("a follower limps, yet transfer %+v", d.Transfer)
+	}
+	d = step(310*time.Millisecond, 30, 30, 30)
+	if l, m := lag(tr, "c"), limping(tr); l != 0 || m["c"] || len(d.Marks) != 1 || d.Marks[0].Limping {
+		t.Errorf("c caught up: lag %v limping %v, marks %+v", l, m["c"], d.Marks)
+	}
+	// Silence counts as lag: b's last report is from 310 ms.
+	now := t0.Add(time.Second)
+	report(tr, now, map[string]uint64{"a": 30, "c": 30})
+	tr.Tick(now, false, nil)
+	if m := limping(tr); !m["b"] || m["a"] || m["c"] {
+		t.Errorf("b silent for 690ms: lag %v, limping %v", lag(tr, "b"), m)
+	}
+	if ts := tr.ReadTargets(3, nil, now); len(ts) != 2 || !ts[0].Local || ts[1].ID != "c" {
+		t.Errorf("read targets %+v, want a (local) then c, not the limping b", ts)
+	}
+}
+
+// TestMissingRepliesCountAsLag: a replica whose replies to this agent's
+// writes are overdue limps even while its status reports look fine.
+func TestMissingRepliesCountAsLag(t *testing.T) {
+	tr := newTracker(100*time.Millisecond, 10*time.Millisecond)
+	report(tr, t0, map[string]uint64{"a": 5, "b": 5, "c": 5})
+	d := tr.Tick(t0, false, map[string]time.Duration{"b": 400 * time.Millisecond})
+	if len(d.Marks) != 1 || d.Marks[0].ID != "b" || d.Marks[0].Lag != 400*time.Millisecond {
+		t.Errorf("marks %+v, want b limping with lag 400ms", d.Marks)
+	}
+}
+
+// TestNetworkLimping: the round trip comes from the echoed stamp, and a
+// replica slow to reach even its nearest peer (its own link limps) is
+// marked, while the peers that are slow only towards it are not.
+func TestNetworkLimping(t *testing.T) {
+	tr := newTracker(250*time.Millisecond, 50*time.Millisecond)
+	now := t0
+	// b held a's stamp for 20 ms; it was sent 120 ms ago: 100 ms in flight.
+	tr.Observe(Status{ID: "b", Stamp: 7, Echo: tr.Stamp(now.Add(-120 * time.Millisecond)), Hold: int64(20 * time.Millisecond),
+		NetSecs: 0.0004}, now)
+	if rtt := tr.replicas["b"].rttSecs; rtt < 0.099 || rtt > 0.101 {
+		t.Fatalf("round trip to b %.4fs, want 0.1s", rtt)
+	}
+	if es := tr.Echoes(now.Add(5 * time.Millisecond)); !hasEcho(es, Echo{"b:1", 7, int64(5 * time.Millisecond)}) {
+		t.Errorf("echoes %+v, want b's stamp 7 held 5ms", es)
+	}
+	// a reaches b in 0.5 ms and c in 300 ms; c reports 300 ms to its nearest peer.
+	tr.replicas["b"].rttSecs, tr.replicas["c"].rttSecs = 0.0005, 0.3
+	tr.Observe(Status{ID: "c", NetSecs: 0.3}, now)
+	tr.Observe(Status{ID: "a", NetSecs: tr.NearestPeer(now)}, now)
+	if got := tr.replicas["a"].netSecs; got != 0.0005 {
+		t.Fatalf("a's nearest peer %.4fs, want 0.0005s (b)", got)
+	}
+	tr.Tick(now, false, nil)
+	for id, want := range map[string]bool{"a": false, "b": false, "c": true} {
+		if got := limping(tr)[id]; got != want {
+			t.Errorf("%s limping %v, want %v", id, got, want)
+		}
+	}
+	tr.Observe(Status{ID: "c", NetSecs: 0.004}, now) // under half the floor: healed
+	tr.Tick(now, false, nil)
+	if limping(tr)["c"] {
+		t.Error("c still limping after its link recovered")
+	}
+}
+
+func hasEcho(es []Echo, want Echo) bool {
+	for _, e := range es {
+		if e == want {
+			return true
+		}
+	}
+	return false
+}
+
+// TestTransfer: a limping leader hands over to the healthiest voter that
+// is neither limping nor quarantined, at most once per TransferPause; a
+// limping follower, or a leader that does not limp, does not.
+func TestTransfer(t *testing.T) {
+	tr := newTracker(100*time.Millisecond, 10*time.Millisecond)
+	tr.SetMembers([]Member{{"a", "a:1", true}, {"b", "b:1", true}, {"c", "c:1", true}, {"d", "d:1", false}}, t0)
+	ms := time.Millisecond
+	disk := func(now time.Time, a, b float64) {
+		for id, s := range map[string]float64{"a": a, "b": b, "c": 0.001, "d": 0.0005} {
+			tr.Observe(Status{ID: id, Incarnation: "inc-" + id, Applied: 9, AppendSecs: s}, now)
+		}
+	}
+	disk(t0, 0.001, 0.001)
+	if d := tr.Tick(t0, true, nil); d.Transfer != nil || len(d.Marks) != 0 {
+		t.Fatalf("healthy: %+v", d)
+	}
+	// a's disk appends take 500 ms: a limps, and leads.
+	now := t0.Add(100 * ms)
+	disk(now, 0.5, 0.001)
+	d := tr.Tick(now, false, nil)
+	if len(d.Marks) != 1 || d.Marks[0].ID != "a" || d.Marks[0].Append != 500*ms || d.Transfer != nil {
+		t.Fatalf("a's disk limps while following: %+v", d)
+	}
+	now = now.Add(10 * ms)
+	disk(now, 0.5, 0.001)
+	d = tr.Tick(now, true, nil)
+	// b and c tie on lag and append time; the nonvoter d is no target.
+	if d.Transfer == nil || d.Transfer.ID != "b" || d.Transfer.Addr != "b:1" {
+		t.Fatalf("limping leader: transfer %+v, want b", d.Transfer)
+	}
+	now = now.Add(TransferPause / 2)
+	disk(now, 0.5, 0.001)
+	if d := tr.Tick(now, true, nil); d.Transfer != nil {
+		t.Errorf("second transfer within TransferPause: %+v", d.Transfer)
+	}
+	// b diverged: the next transfer goes to c.
+	tr.Quarantine("b", "inc-b")
+	now = now.Add(TransferPause)
+	disk(now, 0.5, 0.001)
+	if d := tr.Tick(now, true, nil); d.Transfer == nil || d.Transfer.ID != "c" {
+		t.Errorf("b quarantined: transfer %+v, want c", d.Transfer)
+	}
+}
+
+// TestQuarantine: a quarantined incarnation gets no reads and no longer
+// counts for writes; a new incarnation of the same replica does.
+func TestQuarantine(t *testing.T) {
+	tr := newTracker(100*time.Millisecond, 10*time.Millisecond)
+	report(tr, t0, map[string]uint64{"a": 1, "b": 1, "c": 1})
+	if !tr.Quarantine("c", "inc-c") || tr.Quarantine("c", "inc-c") {
+		t.Fatal("Quarantine must tell a new mark from a known one")
+	}
+	if e := tr.Expected(); len(e) != 2 || e["c"] {
+		t.Errorf("expected repliers %v, want a and b", e)
+	}
+	if ts := tr.ReadTargets(3, nil, t0); len(ts) != 2 || ts[1].ID != "b" {
+		t.Errorf("read targets %+v, want a and b", ts)
+	}
+	tr.Observe(Status{ID: "c", Incarnation: "inc-c2", Applied: 1}, t0) // restarted with a fresh state
+	if !tr.Expected()["c"] {
+		t.Error("a new incarnation of c still quarantined")
+	}
+	if tr.SelfQuarantined() {
+		t.Fatal("a quarantined without being told")
+	}
+	tr.Quarantine("a", "inc-a")
+	if !tr.SelfQuarantined() || tr.ReadTargets(3, nil, t0)[0].Local {
+		t.Error("a quarantined itself, yet still reads locally")
+	}
+}
+
+// TestReadTargets: peers are ordered by read latency, skipped when tried,
+// full (PeerInflight), or hedged away from within the last second.
+func TestReadTargets(t *testing.T) {
+	tr := newTracker(100*time.Millisecond, 10*time.Millisecond)
+	report(tr, t0, map[string]uint64{"a": 1, "b": 1, "c": 1})
+	tr.ReadSent("b")
+	tr.ReadDone("b", 3*time.Millisecond, true)
+	tr.ReadSent("c")
+	tr.ReadDone("c", time.Millisecond, true)
+	ids := func(ts []Target) (s string) {
+		for _, t := range ts {
+			s += t.ID
+		}
+		return s
+	}
+	if got := ids(tr.ReadTargets(3, nil, t0)); got != "acb" {
+		t.Errorf("targets %s, want acb (c reads faster)", got)
+	}
+	if got := ids(tr.ReadTargets(2, map[string]bool{"a": true}, t0)); got != "cb" {
+		t.Errorf("a tried: targets %s, want cb", got)
+	}
+	tr.ReadLimp("c", 50*time.Millisecond, t0)
+	if got := ids(tr.ReadTargets(3, nil, t0.Add(500*time.Millisecond))); got != "ab" {
+		t.Errorf("c hedged 500ms ago: targets %s, want ab", got)
+	}
+	if got := ids(tr.ReadTargets(3, nil, t0.Add(2*time.Second))); got != "abc" {
+		t.Errorf("c hedged 2s ago: targets %s, want abc (c now slower)", got)
+	}
+	for range 8 {
+		tr.ReadSent("b")
+	}
+	if got := ids(tr.ReadTargets(3, nil, t0.Add(2*time.Second))); got != "ac" {
+		t.Errorf("b has 8 reads outstanding: targets %s, want ac", got)
+	}
+}
+
+// TestStoppedLimps: a leader that cannot apply limps and hands over at
+// once, even when the others are stuck too (the median lag is no help),
+// and recovers only once it applies again.
+func TestStoppedLimps(t *testing.T) {
+	tr := newTracker(100*time.Millisecond, 10*time.Millisecond)
+	report(tr, t0, map[string]uint64{"a": 7, "b": 7, "c": 7})
+	tr.Observe(Status{ID: "a", Incarnation: "inc-a", Applied: 7, Stopped: true}, t0)
+	d := tr.Tick(t0, true, nil)
+	if len(d.Marks) != 1 || !d.Marks[0].Stopped || d.Transfer == nil {
+		t.Fatalf("stopped leader: %+v, want it marked and a transfer", d)
+	}
+	now := t0.Add(50 * time.Millisecond)
+	report(tr, now, map[string]uint64{"a": 7, "b": 7, "c": 7})
+	if d := tr.Tick(now, false, nil); len(d.Marks) != 1 || d.Marks[0].Limping {
+		t.Errorf("applying again: %+v, want a recovery mark", d.Marks)
+	}
+}
+
+// TestHoldIgnoresNoise: with Hold, a replica whose disk looks slow for
+// bursts shorter than Hold (a machine busy with other work) is never
+// marked, and a leader never hands over; one slow for longer is.
+func TestHoldIgnoresNoise(t *testing.T) {
+	tr := New(Config{Self: "a", StatusInterval: 50 * time.Millisecond, Floor: 250 * time.Millisecond, Factor: 10,
+		Hold: time.Second, PeerInflight: 8, Born: t0}, "inc-a")
+	tr.SetMembers([]Member{{"a", "a:1", true}, {"b", "b:1", true}, {"c", "c:1", true}}, t0)
+	at := func(tick int) time.Time { return t0.Add(time.Duration(tick) * 50 * time.Millisecond) }
+	tick := func(i int, aSecs float64) Decision {
+		for id, s := range map[string]float64{"a": aSecs, "b": 0.001, "c": 0.001} {
+			tr.Observe(Status{ID: id, Incarnation: "inc-" + id, Applied: uint64(i), AppendSecs: s}, at(i))
+		}
+		return tr.Tick(at(i), true, nil)
+	}
+	// 15 bursts of 0.5 s slow appends, 0.5 s apart: 15 s of noise.
+	for i := range 300 {
+		slow := 0.001
+		if i%20 < 10 {
+			slow = 0.2
+		}
+		if d := tick(i, slow); len(d.Marks) > 0 || d.Transfer != nil {
+			t.Fatalf("tick %d, bursts of noise: %+v", i, d)
+		}
+	}
+	// Then slow for good: marked once Hold has passed, and handed over.
+	var marked int
+	for i := 300; i < 330; i++ {
+		if d := tick(i, 0.2); len(d.Marks) > 0 {
+			if d.Transfer == nil || marked != 0 {
+				t.Fatalf("tick %d: %+v, want one mark with a transfer", i, d)
+			}
+			marked = i
+		}
+	}
+	if marked != 320 {
+		t.Errorf("marked at tick %d, want 320 (1 s after the disk turned slow)", marked)
+	}
+}

@@ -1,0 +1,122 @@
+package suite
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/gait-dev/gait/internal/bench"
+	"github.com/gait-dev/gait/internal/report"
+	"github.com/gait-dev/gait/internal/units"
+	"github.com/gait-dev/gait/internal/verdict"
+)
+
+// Report builds the suite's HTML report: the Limplock paper's Figure 1
+// (slowdown against factor per experiment), its Table 1 with gait's
+// verdicts beside the paper's marks, and a section per experiment with its
+// verdicts and their reasons, throughput and latency over time and its
+// queues (Figure 4). Everything is read back from the experiments'
+// directories.
+func Report(results []Result, o verdict.Options) (*report.Page, error) {
+	p := report.NewPage("gait bench")
+	var wall float64
+	for _, r := range results {
+		wall += r.WallSeconds
+	}
+	p.Paragraph(fmt.Sprintf("%d experiments, %s of running time (the experiments' own, resumed ones counted as first run). "+
+		"Verdicts after the Limplock paper's §3: operation limplock (OL) when the operations that involve the limping "+
+		"component are over %gx slower than in the baseline; node limplock (NL) when operations a healthy member serves, "+
+		"which do not involve the limpware, are over %gx slower; cluster limplock (CL) when throughput falls under %.0f%% "+
+		"of the baseline's or every healthy member the clients use is in node limplock; a hidden backlog when a queue or "+
+		"lag rises along a fitted line (p < %g) by more than %gx its baseline peak while the clients see neither OL nor NL. "+
+		"Groups need %d baseline requests. The rules and thresholds are in docs/bench.md.",
+		len(results), units.Seconds(wall), o.Slow, o.Slow, 100*o.Collapse, o.Alpha, o.Growth, o.MinRequests))
+	figure1(p, results)
+	p.Heading("Table 1: verdicts beside the paper's marks")
+	p.Table(Table1Header, Table1Rows(results))
+	p.Paragraph("gait: every verdict any step of the experiment gave. paper: the Limplock paper's marks for the row; " +
+		"same: whether gait's are the same. base tput: the baseline's throughput in requests per second. expected: what a regression scenario of a reported bug predicts.")
+	for _, r := range results {
+		if err := section(p, r); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// figure1 draws slowdown against factor, one line per experiment with
+// slowdown factors, both axes logarithmic.
+func figure1(p *report.Page, results []Result) {
+	var series []report.Series
+	var crashes []string
+	for _, r := range results {
+		sr := report.Series{Name: r.Experiment}
+		for _, st := range r.Steps {
+			if st.Factor == nil {
+				crashes = append(crashes, fmt.Sprintf("%s %s: %.2fx", r.Experiment, st.Label, st.Slowdown))
+				continue
+			}
+			sr.X, sr.Y = append(sr.X, *st.Factor), append(sr.Y, st.Slowdown)
+		}
+		if len(sr.X) > 0 {
+			series = append(series, sr)
+		}
+	}
+	p.Heading("Figure 1: slowdown against the limpware's factor")
+	if len(series) == 0 {
+		p.Paragraph("No experiment has slowdown factors.")
+	} else {
+		lo, hi := math.Inf(1), 0.0
+		for _, s := range series {
+			for _, y := range s.Y {
+				if y > 0 {
+					lo, hi = min(lo, y), max(hi, y)
+				}
+			}
+		}
+		y := report.Axis{Label: "slowdown", Log: true}
+		if lo < hi {
+			y.Min, y.Max = math.Min(lo, 0.5), math.Max(hi, 10)
+		}
+		p.Figure("Mean latency over the baseline's at each slowdown factor, one line per experiment (the Limplock paper's "+
+			"Figure 1). Both axes are logarithmic; a line along the bottom is a system that tolerates the limpware.",
+			report.LineChart{X: report.Axis{Label: "limpware factor", Log: true}, Y: y, Series: series, Markers: true})
+	}
+	if len(crashes) > 0 {
+		p.Paragraph("Steps without a slowdown factor (crash, partition), for comparison: " + strings.Join(crashes, "; ") + ".")
+	}
+}
+
+// section adds one experiment: its verdicts with their reasons, then its
+// figures.
+func section(p *report.Page, r Result) error {
+	p.Heading(r.Experiment)
+	head := fmt.Sprintf("%s, %s on the %s (%s). Baseline: mean %s, %.0f requests/s. Results in %s.", r.System, r.Fault,
+		r.Target, r.File, units.Seconds(r.BaseMean), r.BaseThroughput, r.Dir)
+	if r.Paper != nil {
+		head += fmt.Sprintf(" The paper's row %s is marked %s; gait gives %s.", r.Paper.Row, MarkText(r.Paper.Marks), MarkText(r.Got()))
+	}
+	if r.Expect != nil {
+		head += fmt.Sprintf(" Expected %s, got %s.", MarkText(r.Expect), MarkText(r.Got()))
+	}
+	p.Paragraph(head)
+	var rows [][]string
+	for _, st := range r.Steps {
+		for _, m := range []struct {
+			name string
+			mark verdict.Mark
+		}{{"OL", st.Operation}, {"NL", st.Node}, {"CL", st.Cluster}, {"backlog", st.Backlog}} {
+			on := "-"
+			if m.mark.On {
+				on = "yes"
+			}
+			rows = append(rows, []string{st.Label, fmt.Sprintf("%.2fx", st.Slowdown), m.name, on, m.mark.Why})
+		}
+	}
+	p.Table([]string{"step", "slowdown", "verdict", "given", "why"}, rows)
+	s, runs, err := bench.Reload(r.Dir)
+	if err != nil {
+		return err
+	}
+	return bench.Section(p, s, runs)
+}

@@ -1,0 +1,269 @@
+package suite
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/gait-dev/gait/internal/atomicfile"
+	"github.com/gait-dev/gait/internal/bench"
+	"github.com/gait-dev/gait/internal/verdict"
+)
+
+// Options say where a suite's results go and how it talks.
+type Options struct {
+	// Out holds one directory per experiment, named after it (bench's
+	// output directory), with result.json once it has finished.
+	Out      string
+	StateDir string // the testbed's; empty means its default
+	Verdict  verdict.Options
+	Log      io.Writer // a line per phase; nil discards
+	// Status, if set, is called every second while a workload runs.
+	Status func(Progress)
+}
+
+// Progress is where a suite is.
+type Progress struct {
+	Experiment, Experiments int // this one (from 1) of how many
+	Name                    string
+	Run                     bench.Status
+	Elapsed                 time.Duration // since the suite started
+	ETA                     time.Duration // for the whole suite
+}
+
+func (p Progress) String() string {
+	return fmt.Sprintf("experiment %d/%d %s, %s r%d: %v of %v; suite %v elapsed, about %v left",
+		p.Experiment, p.Experiments, p.Name, p.Run.ID.Step.Label(), p.Run.ID.Rep, p.Run.Elapsed.Round(time.Second),
+		p.Run.Planned, p.Elapsed.Round(time.Second), p.ETA.Round(time.Second))
+}
+
+// Result is one finished experiment, as result.json keeps it.
+type Result struct {
+	Experiment string          `json:"experiment"`
+	File       string          `json:"file"`
+	System     string          `json:"system"`
+	Fault      string          `json:"fault"`
+	Target     string          `json:"target"`
+	Paper      *bench.PaperRow `json:"paper,omitempty"`
+	Expect     []string        `json:"expect"` // null when the scenario predicts nothing
+	Quick      bool            `json:"quick"`
+	Dir        string          `json:"dir"` // bench's output directory: run directories, summary, report
+	// BaseMean and BaseThroughput are the baseline's mean latency
+	// (seconds) and throughput (requests per second).
+	BaseMean       float64 `json:"base_mean"`
+	BaseThroughput float64 `json:"base_throughput"`
+	Steps          []Step  `json:"steps"`
+	WallSeconds    float64 `json:"wall_seconds"`
+	// Source is the scenario as it ran; a resumed suite redoes the
+	// experiment if the scenario has changed since.
+	Source string `json:"source"`
+}
+
+// Step is one step after the baseline with its verdicts.
+type Step struct {
+	Label           string   `json:"label"`
+	Factor          *float64 `json:"factor"` // null for a crash or partition
+	Slowdown        float64  `json:"slowdown"`
+	Throughput      float64  `json:"throughput"`
+	ThroughputRatio float64  `json:"throughput_ratio"`
+	P99             float64  `json:"p99"`
+	verdict.Verdict
+}
+
+// Got is every verdict any step gave, in the order of bench.Marks.
+func (r Result) Got() []string {
+	var got []string
+	for _, m := range bench.Marks {
+		for _, st := range r.Steps {
+			if slices.Contains(st.Marks(), m) && !slices.Contains(got, m) {
+				got = append(got, m)
+			}
+		}
+	}
+	return got
+}
+
+const resultFile = "result.json"
+
+// perRunOverhead is a guess at a run's setup and teardown (hosts, cluster
+// start, preload) beside its workload, for the ETA of experiments not yet
+// started; the etcd scenarios measured about 3 s, ZooKeeper's JVMs more.
+const perRunOverhead = 8 * time.Second
+
+// Run runs the experiments one after the other. An experiment whose
+// result.json is there from an earlier, interrupted suite, for the same
+// scenario text, is read back instead of run; an unfinished one is removed
+// and run again. An experiment that fails (a system that does not start)
+// is reported in the error, after the others have run. When ctx ends it
+// stops at once (bench's runner removes the hosts) and returns what
+// finished with ctx's error.
+func Run(ctx context.Context, scenarios []*bench.Scenario, o Options) ([]Result, error) {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if err := o.Verdict.Check(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("suite output directory: %w", err)
+	}
+	started := time.Now()
+	var results []Result
+	var failed []error
+	for i, s := range scenarios {
+		dir := filepath.Join(o.Out, s.Name)
+		r, ok, err := finished(dir, s, o.Verdict)
+		if err != nil {
+			return results, fmt.Errorf("experiment %s: %w", s.Name, err)
+		}
+		if ok {
+			fmt.Fprintf(o.Log, "experiment %d/%d %s: finished earlier, results in %s\n", i+1, len(scenarios), s.Name, dir)
+			results = append(results, r)
+			continue
+		}
+		if err := clearUnfinished(dir); err != nil {
+			return results, err
+		}
+		fmt.Fprintf(o.Log, "experiment %d/%d %s (%s): %d runs, results in %s\n", i+1, len(scenarios), s.Name, s.File, len(s.Runs()), dir)
+		rest := time.Duration(0)
+		for _, later := range scenarios[i+1:] {
+			rest += estimate(later)
+		}
+		status := func(st bench.Status) {
+			if o.Status == nil {
+				return
+			}
+			eta := st.ETA
+			if eta < 0 {
+				eta = estimate(s)
+			}
+			o.Status(Progress{Experiment: i + 1, Experiments: len(scenarios), Name: s.Name, Run: st,
+				Elapsed: time.Since(started), ETA: eta + rest})
+		}
+		r, err = runOne(ctx, s, dir, o, status)
+		switch {
+		case ctx.Err() != nil:
+			return results, errors.Join(append([]error{ctx.Err()}, failed...)...)
+		case err != nil:
+			// One system that would not start must not cost the rest of
+			// an hour's suite: the others run, the error is kept.
+			err = fmt.Errorf("experiment %s: %w", s.Name, err)
+			fmt.Fprintf(o.Log, "%v\n", err)
+			failed = append(failed, err)
+		default:
+			results = append(results, r)
+		}
+	}
+	return results, errors.Join(failed...)
+}
+
+func estimate(s *bench.Scenario) time.Duration {
+	return time.Duration(len(s.Runs())) * (s.Workload.Duration + perRunOverhead)
+}
+
+// finished reads back an experiment that has a result.json made from the
+// same scenario text, judging it again from its run directories so the
+// verdicts follow the thresholds of this suite.
+func finished(dir string, s *bench.Scenario, o verdict.Options) (Result, bool, error) {
+	b, err := os.ReadFile(filepath.Join(dir, resultFile))
+	if err != nil {
+		return Result{}, false, nil
+	}
+	var old Result
+	if json.Unmarshal(b, &old) != nil || old.Source != string(s.Source) {
+		return Result{}, false, nil
+	}
+	rs, runs, err := bench.Reload(dir)
+	if err != nil {
+		return Result{}, false, err
+	}
+	sum, err := bench.Summarize(rs, dir, runs)
+	if err != nil {
+		return Result{}, false, err
+	}
+	r, err := judge(s, sum, runs, o)
+	r.Dir, r.WallSeconds = dir, old.WallSeconds // the suite's directory may have moved
+	return r, err == nil, err
+}
+
+// clearUnfinished removes what an interrupted experiment left: a directory
+// bench made (it holds scenario.yaml). Anything else in the way is not
+// gait's to remove.
+func clearUnfinished(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("experiment directory: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "scenario.yaml")); err != nil {
+		return fmt.Errorf("experiment directory %s: exists and is not an experiment's results; move it away", dir)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove the unfinished experiment %s: %w", dir, err)
+	}
+	return nil
+}
+
+func runOne(ctx context.Context, s *bench.Scenario, dir string, o Options, status func(bench.Status)) (Result, error) {
+	begin := time.Now()
+	runs, err := bench.Run(ctx, s, bench.Options{Out: dir, StateDir: o.StateDir, Log: o.Log, Status: status})
+	if err != nil {
+		return Result{}, err
+	}
+	sum, err := bench.Summarize(s, dir, runs)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := sum.Save(); err != nil {
+		return Result{}, err
+	}
+	if err := bench.WriteReport(filepath.Join(dir, "report.html"), s, sum, runs); err != nil {
+		return Result{}, err
+	}
+	r, err := judge(s, sum, runs, o.Verdict)
+	if err != nil {
+		return Result{}, err
+	}
+	r.Dir, r.WallSeconds = dir, time.Since(begin).Seconds()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return Result{}, fmt.Errorf("encode %s: %w", resultFile, err)
+	}
+	// Written last and whole: its presence says the experiment finished.
+	return r, atomicfile.WriteBytes(filepath.Join(dir, resultFile), b.Bytes())
+}
+
+// judge sums an experiment up with its verdicts.
+func judge(s *bench.Scenario, sum bench.Summary, runs []bench.RunResult, o verdict.Options) (Result, error) {
+	vs, err := bench.Judge(s, sum, runs, o)
+	if err != nil {
+		return Result{}, err
+	}
+	r := Result{Experiment: s.Name, File: s.File, System: s.System, Paper: s.Paper, Expect: s.Expect, Quick: s.Quick,
+		Source: string(s.Source)}
+	r.Fault, r.Target = s.FaultNames()
+	if len(sum.Steps) > 0 {
+		r.BaseMean, r.BaseThroughput = sum.Steps[0].Mean, sum.Steps[0].Throughput
+	}
+	for _, v := range vs {
+		st := Step{Label: v.Label, Factor: v.Factor, Verdict: v.Verdict}
+		for _, ss := range sum.Steps {
+			if ss.Label == v.Label {
+				st.Slowdown, st.Throughput, st.ThroughputRatio, st.P99 = ss.Slowdown, ss.Throughput, ss.ThroughputRatio, ss.P99
+			}
+		}
+		r.Steps = append(r.Steps, st)
+	}
+	return r, nil
+}

@@ -1,0 +1,110 @@
+package suite
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gait-dev/gait/internal/verdict"
+)
+
+// TestSuiteResumes runs the two tiny testdata experiments on real etcd
+// clusters, interrupting the suite in the second; run again, it reads the
+// first back and runs the second. The verdicts must say what etcd does: a
+// leader whose link is 100x slower slows every write (OL) and the
+// throughput collapses (CL); a slow follower is left out of the quorum.
+func TestSuiteResumes(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: needs root for network namespaces and tc")
+	}
+	if _, err := os.Stat("/usr/bin/etcd"); err != nil {
+		t.Skip("skipped: no /usr/bin/etcd (make deps installs etcd-server)")
+	}
+	files, err := Files([]string{"testdata"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scenarios, err := Load(files, Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, state := t.TempDir(), t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var log bytes.Buffer
+	o := Options{Out: out, StateDir: state, Verdict: verdict.Defaults(), Log: &log,
+		Status: func(p Progress) {
+			if p.Experiment == 2 {
+				cancel()
+			}
+		}}
+	first, err := Run(ctx, scenarios, o)
+	t.Logf("interrupted suite:\n%s", log.String())
+	if !errors.Is(err, context.Canceled) || len(first) != 1 {
+		t.Fatalf("interrupted suite: %d results, error %v; want 1 and context.Canceled", len(first), err)
+	}
+	second := filepath.Join(out, scenarios[1].Name)
+	if _, err := os.Stat(filepath.Join(second, resultFile)); err == nil {
+		t.Errorf("the interrupted experiment has a %s", resultFile)
+	}
+	log.Reset()
+	o.Status = nil
+	results, err := Run(context.Background(), scenarios, o)
+	t.Logf("resumed suite:\n%s", log.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "experiment 1/2 "+scenarios[0].Name+": finished earlier") {
+		t.Errorf("the finished experiment was not skipped")
+	}
+	if left, _ := filepath.Glob(filepath.Join(state, "*.json")); len(left) > 0 {
+		t.Errorf("testbed state left behind: %v", left)
+	}
+	var text bytes.Buffer
+	if err := WriteText(&text, results); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("suite:\n%s", text.String())
+	rows := Rows(results)
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want one per experiment and factor: %+v", len(rows), rows)
+	}
+	for _, r := range rows {
+		for _, why := range []string{r.Reasons.Operation, r.Reasons.Node, r.Reasons.Cluster, r.Reasons.Backlog} {
+			if why == "" {
+				t.Errorf("%s: a verdict without its reason: %+v", r.Experiment, r.Reasons)
+			}
+		}
+		collapsed := r.ThroughputRatio < o.Verdict.Collapse
+		if (r.ClusterLL && !collapsed && !r.NodeLL) || (collapsed && !r.ClusterLL) {
+			t.Errorf("%s: cluster limplock %v with throughput at %.2f of the baseline and node limplock %v", r.Experiment,
+				r.ClusterLL, r.ThroughputRatio, r.NodeLL)
+		}
+		// Every request of the leader experiment involves the leader, so
+		// its one group's slowdown is the step's.
+		if r.Experiment == "t-etcd-leader-nic" && r.OperationLL != (r.Slowdown > o.Verdict.Slow) {
+			t.Errorf("%s: operation limplock %v at %.1fx", r.Experiment, r.OperationLL, r.Slowdown)
+		}
+	}
+	byName := map[string]Row{}
+	for _, r := range rows {
+		byName[r.Experiment] = r
+	}
+	if r := byName["t-etcd-leader-nic"]; !r.OperationLL || !r.ClusterLL {
+		t.Errorf("leader NIC 100x: %+v, want operation and cluster limplock", r)
+	}
+	if r := byName["t-etcd-follower-nic"]; r.OperationLL || r.ClusterLL {
+		t.Errorf("follower NIC 100x: %+v, want no operation or cluster limplock", r)
+	}
+	p, err := Report(results, o.Verdict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WriteFile(filepath.Join(out, "report.html")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,160 @@
+package suite
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gait-dev/gait/internal/bench"
+	"github.com/gait-dev/gait/internal/verdict"
+)
+
+func write(t *testing.T, dir, name, src string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const scen = `name: %s
+system: etcd
+nodes: 3
+workload: {op: put, duration: 20s}
+inject:
+  - {fault: nic, target: leader, factors: [10, 1000, 100]}
+repeat: 3
+`
+
+func named(name string) string { return strings.Replace(scen, "%s", name, 1) }
+
+func TestFilesAndLoad(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "b.yaml", named("zk-b"))
+	write(t, dir, "a.yaml", named("etcd-a")+"quick: true\n")
+	write(t, dir, "notes.txt", "not a scenario")
+	files, err := Files([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")}; !slices.Equal(files, want) {
+		t.Fatalf("files %v, want %v", files, want)
+	}
+	names := func(ss []*bench.Scenario) []string {
+		var out []string
+		for _, s := range ss {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		sel  Selection
+		want []string
+	}{
+		{Selection{}, []string{"etcd-a", "zk-b"}},
+		{Selection{Only: "zk-*"}, []string{"zk-b"}},
+		{Selection{Quick: true}, []string{"etcd-a"}},
+	} {
+		ss, err := Load(files, c.sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := names(ss); !slices.Equal(got, c.want) {
+			t.Errorf("%+v: %v, want %v", c.sel, got, c.want)
+		}
+	}
+}
+
+// Quick keeps the smallest and largest factor, at most 5 s of workload and
+// one repetition, and the text kept with the results says so.
+func TestQuick(t *testing.T) {
+	dir := t.TempDir()
+	f := write(t, dir, "a.yaml", "# the comment stays\n"+named("a")+"quick: true\n")
+	ss, err := Load([]string{f}, Selection{Quick: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ss[0]
+	if !slices.Equal(s.Inject[0].Factors, []float64{10, 1000}) || s.Workload.Duration != 5*time.Second || s.Repeat != 1 {
+		t.Errorf("quick: factors %v, duration %v, repeat %d", s.Inject[0].Factors, s.Workload.Duration, s.Repeat)
+	}
+	if !strings.Contains(string(s.Source), "# the comment stays") || !strings.Contains(string(s.Source), "duration: 5s") {
+		t.Errorf("quick source:\n%s", s.Source)
+	}
+	ss, err = Load([]string{f}, Selection{Repeat: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ss[0].Repeat != 2 || len(ss[0].Inject[0].Factors) != 3 {
+		t.Errorf("--repeat 2: repeat %d, factors %v", ss[0].Repeat, ss[0].Inject[0].Factors)
+	}
+}
+
+// Every scenario is checked before anything runs, and every mistake is
+// reported at once.
+func TestLoadReportsEveryMistake(t *testing.T) {
+	dir := t.TempDir()
+	bad1 := write(t, dir, "a.yaml", strings.Replace(named("a"), "target: leader", "target: master", 1))
+	good := write(t, dir, "b.yaml", named("b"))
+	bad2 := write(t, dir, "c.yaml", strings.Replace(named("c"), "system: etcd", "system: cassandra", 1))
+	dup := write(t, dir, "d.yaml", named("b"))
+	_, err := Load([]string{bad1, good, bad2, dup}, Selection{})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		bad1 + `:6: inject[0].target: "master" is neither a role of etcd`,
+		bad2 + `:2: system: unknown system "cassandra"`,
+		dup + ": name b is taken by " + good,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error\n%v\nwant it to contain\n%s", err, want)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		sel  Selection
+		want string
+	}{
+		{[]string{good}, Selection{Only: "[a-"}, `--only "[a-": syntax error in pattern`},
+		{[]string{good}, Selection{Only: "zk-*"}, `no experiment selected from 1 scenarios (--only "zk-*", --quick false)`},
+		{[]string{good}, Selection{Repeat: -1}, "--repeat -1: want a number of repetitions of at least 1"},
+	} {
+		if _, err := Load(c.args, c.sel); err == nil || err.Error() != c.want {
+			t.Errorf("%+v: error %v, want %s", c.sel, err, c.want)
+		}
+	}
+	if _, err := Files([]string{t.TempDir()}); err == nil || !strings.Contains(err.Error(), "no *.yaml file in it") {
+		t.Errorf("empty directory: %v", err)
+	}
+	if _, err := Files([]string{filepath.Join(dir, "nope")}); err == nil || !strings.HasPrefix(err.Error(), "scenario "+filepath.Join(dir, "nope")) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestTable1(t *testing.T) {
+	on := verdict.Mark{On: true, Why: "x"}
+	ten, hundred := 10.0, 100.0
+	rs := []Result{
+		{Experiment: "z1", Paper: &bench.PaperRow{Row: "Z1", Marks: []string{}}, BaseMean: 0.002, BaseThroughput: 2000,
+			Steps: []Step{{Label: "10x", Factor: &ten}}},
+		{Experiment: "z3", Paper: &bench.PaperRow{Row: "Z3", Marks: []string{"CL", "OL"}}, Expect: []string{"OL"},
+			Steps: []Step{{Label: "10x", Factor: &ten, Verdict: verdict.Verdict{Operation: on}},
+				{Label: "100x", Factor: &hundred, Verdict: verdict.Verdict{Operation: on, Cluster: on}}}},
+	}
+	rows := Table1Rows(rs)
+	if got := rows[0]; got[0] != "Z1" || got[5] != "-" || got[6] != "-" || got[7] != "yes" || got[8] != "" || got[9] != "" {
+		t.Errorf("Z1 row %q", got)
+	}
+	if got := rows[1]; got[5] != "OL CL" || got[6] != "CL OL" || got[7] != "yes" || got[8] != "OL" || got[9] != "no" {
+		t.Errorf("Z3 row %q", got)
+	}
+	js := Rows(rs)
+	if len(js) != 3 || !js[2].OperationLL || !js[2].ClusterLL || js[2].NodeLL || js[2].PaperRow != "Z3" || *js[2].Factor != 100 {
+		t.Errorf("rows %+v", js)
+	}
+}

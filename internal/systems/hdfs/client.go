@@ -1,0 +1,360 @@
+package hdfs
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/gait-dev/gait/internal/load"
+	"github.com/gait-dev/gait/internal/systems"
+	"github.com/gait-dev/gait/internal/tardis"
+)
+
+// Ops are the operations of this driver's clients, in load.Op kind order:
+//
+//	create  a new file of Value's length in one directory, /gait/new (so
+//	        the directory grows as the Exalt case study has it)
+//	write   /gait/keys/KEY (its colons made underscores) replaced by Value's length of data
+//	read    /gait/keys/KEY read whole, and checked
+//	append  Value's length of data added to /gait/keys/KEY in a block of
+//	        its own (the Exalt case study's file whose block list grows)
+//	mkdir   a new directory in /gait/dirs
+//
+// The data is tardis's synthetic stream named by the file's path, from
+// offset 0: gait generates it and hands it to the Java client, so what the
+// DataNodes store is what gait's emulating file system recognises.
+var Ops = []string{"create", "write", "read", "append", "mkdir"}
+
+const (
+	opCreate = iota
+	opWrite
+	opRead
+	opAppend
+	opMkdir
+)
+
+// The directories the operations work in.
+const (
+	NewDir  = "/gait/new"
+	KeysDir = "/gait/keys"
+	DirsDir = "/gait/dirs"
+)
+
+// javaClient is one JVM running dev.gait.hdfs.Client (java/hadoop), which
+// serves every load client of a cluster as a channel of its own: gait's
+// load engine is Go, HDFS's client is Java. Requests and answers are
+// framed on the JVM's stdin and stdout (see Client.java); each carries a
+// sequence number, so an answer that comes after its request was given up
+// is told from the next one's.
+type javaClient struct {
+	cmd *exec.Cmd
+	log string
+
+	wmu sync.Mutex // guards w: channels write requests from their goroutines
+	w   *bufio.Writer
+	in  io.Closer
+
+	mu      sync.Mutex
+	pending map[uint64]chan answer
+	err     error         // why the JVM stopped answering, once it has
+	done    chan struct{} // closed once the JVM has exited
+
+	seq, chans atomic.Uint64
+}
+
+type answer struct {
+	data []byte
+	err  error
+}
+
+// startClient runs the client JVM in gait's own namespace (it reaches the
+// testbed's hosts as gait's Go clients do), with its configuration and
+// output in the NameNode host's directory.
+func startClient(d *Driver, nn systems.Host) (*javaClient, error) {
+	conf := filepath.Join(dir(nn), "client-conf")
+	if err := os.MkdirAll(conf, 0o755); err != nil {
+		return nil, fmt.Errorf("hdfs client: %w", err)
+	}
+	props := map[string]string{"fs.defaultFS": fsURI(nn), "dfs.client.use.datanode.hostname": "false"}
+	for name, text := range map[string]string{"core-site.xml": siteXML(props), "log4j.properties": strings.Replace(log4j, "INFO", "WARN", 1)} {
+		if err := os.WriteFile(filepath.Join(conf, name), []byte(text), 0o644); err != nil {
+			return nil, fmt.Errorf("hdfs client: %w", err)
+		}
+	}
+	argv := append(append([]string{}, common...), "-Xmx512m", "-XX:+UseParallelGC",
+		"-cp", conf+":"+filepath.Join(d.Home, "gait-hdfs.jar")+":"+filepath.Join(d.Home, "lib", "*"),
+		"dev.gait.hdfs.Client", fsURI(nn))
+	logPath := filepath.Join(dir(nn), "client.log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("hdfs client: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(d.Java, argv...)
+	cmd.Stderr = logf
+	// The client dies with gait, and is not in the terminal's process
+	// group: Ctrl-C is gait's to handle.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("hdfs client: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("hdfs client: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("hdfs client: %w", err)
+	}
+	jc := &javaClient{cmd: cmd, log: logPath, w: bufio.NewWriterSize(stdin, 1<<16), in: stdin, pending: map[uint64]chan answer{}, done: make(chan struct{})}
+	go jc.read(bufio.NewReaderSize(stdout, 1<<16))
+	return jc, nil
+}
+
+// read hands each answer to the request waiting for it, until the JVM's
+// output ends; then every waiting request fails with the log's tail.
+func (jc *javaClient) read(r *bufio.Reader) {
+	defer close(jc.done)
+	err := jc.readAnswers(r)
+	werr := jc.cmd.Wait()
+	jc.mu.Lock()
+	defer jc.mu.Unlock()
+	jc.err = fmt.Errorf("hdfs client exited (%v, %v)%s", err, werr, systems.LogTail(jc))
+	for seq, ch := range jc.pending {
+		ch <- answer{err: jc.err}
+		delete(jc.pending, seq)
+	}
+}
+
+func (jc *javaClient) readAnswers(r *bufio.Reader) error {
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		f := strings.SplitN(strings.TrimSuffix(line, "\n"), " ", 3)
+		if len(f) != 3 {
+			return fmt.Errorf("bad answer %q", line)
+		}
+		seq, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			return fmt.Errorf("bad answer %q", line)
+		}
+		var a answer
+		switch f[1] {
+		case "ok":
+			n, err := strconv.Atoi(f[2])
+			if err != nil || n < 0 {
+				return fmt.Errorf("bad answer %q", line)
+			}
+			a.data = make([]byte, n)
+			if _, err := io.ReadFull(r, a.data); err != nil {
+				return err
+			}
+		case "err":
+			a.err = errors.New(f[2])
+		default:
+			return fmt.Errorf("bad answer %q", line)
+		}
+		jc.mu.Lock()
+		ch := jc.pending[seq]
+		delete(jc.pending, seq)
+		jc.mu.Unlock()
+		if ch != nil {
+			ch <- a
+		}
+	}
+}
+
+// failed says why the JVM stopped answering, or nil.
+func (jc *javaClient) failed() error {
+	jc.mu.Lock()
+	defer jc.mu.Unlock()
+	return jc.err
+}
+
+// call sends one request on channel ch and waits for its answer or ctx.
+func (jc *javaClient) call(ctx context.Context, ch uint64, op, path string, data []byte) ([]byte, error) {
+	seq := jc.seq.Add(1)
+	wait := make(chan answer, 1)
+	jc.mu.Lock()
+	if jc.err != nil {
+		jc.mu.Unlock()
+		return nil, jc.err
+	}
+	jc.pending[seq] = wait
+	jc.mu.Unlock()
+	jc.wmu.Lock()
+	_, err := fmt.Fprintf(jc.w, "%d %d %s %s %d\n", ch, seq, op, path, len(data))
+	if err == nil {
+		_, err = jc.w.Write(data)
+	}
+	if err == nil {
+		err = jc.w.Flush()
+	}
+	jc.wmu.Unlock()
+	if err != nil {
+		jc.mu.Lock()
+		delete(jc.pending, seq)
+		jc.mu.Unlock()
+		return nil, fmt.Errorf("hdfs client: send %s %s: %w", op, path, err)
+	}
+	select {
+	case a := <-wait:
+		if a.err != nil {
+			return nil, fmt.Errorf("hdfs %s %s: %w", op, path, a.err)
+		}
+		return a.data, nil
+	case <-ctx.Done():
+		jc.mu.Lock()
+		delete(jc.pending, seq)
+		jc.mu.Unlock()
+		return nil, fmt.Errorf("hdfs %s %s: %w", op, path, ctx.Err())
+	}
+}
+
+// clientGrace is how long the client JVM may take to close its channels
+// and exit, and a channel to close.
+const clientGrace = 5 * time.Second
+
+// Stop closes the JVM's input, on which it closes every channel's file
+// system and exits; it is killed if it has not within clientGrace.
+func (jc *javaClient) Stop() error {
+	jc.in.Close()
+	select {
+	case <-jc.done:
+	case <-time.After(clientGrace):
+		jc.cmd.Process.Kill()
+		<-jc.done
+	}
+	return nil
+}
+
+// The client JVM is a systems.Process, so that its failures quote its log
+// as the daemons' do.
+var _ systems.Process = (*javaClient)(nil)
+
+func (jc *javaClient) Pid() int        { return jc.cmd.Process.Pid }
+func (jc *javaClient) LogPath() string { return jc.log }
+func (jc *javaClient) Exited() bool {
+	select {
+	case <-jc.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (jc *javaClient) channel() *channel {
+	return &channel{jc: jc, id: jc.chans.Add(1)}
+}
+
+// channel is a load.Client: one channel of the client JVM, with its own
+// FileSystem there.
+type channel struct {
+	jc   *javaClient
+	id   uint64
+	n    int    // names created so far, for unique names
+	data []byte // the last generated data, reused while its path's seed is the same
+}
+
+var _ load.Client = (*channel)(nil)
+
+// seed names the tardis stream of the file at path.
+func seed(path string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(path))
+	return h.Sum64()
+}
+
+// content is n bytes of path's stream from offset 0.
+func (c *channel) content(path string, n int) []byte {
+	c.data = tardis.AppendGenerate(c.data[:0], seed(path), 0, n)
+	return c.data
+}
+
+// Do issues op: see Ops.
+func (c *channel) Do(ctx context.Context, op load.Op) error {
+	switch op.Kind {
+	case opCreate:
+		c.n++
+		p := fmt.Sprintf("%s/c%d-%d", NewDir, c.id, c.n)
+		_, err := c.jc.call(ctx, c.id, "create", p, c.content(p, len(op.Value)))
+		return err
+	case opWrite, opAppend:
+		p := keyPath(op.Key)
+		_, err := c.jc.call(ctx, c.id, Ops[op.Kind], p, c.content(p, len(op.Value)))
+		return err
+	case opRead:
+		p := keyPath(op.Key)
+		got, err := c.jc.call(ctx, c.id, "read", p, nil)
+		if err != nil {
+			return err
+		}
+		return c.check(p, got)
+	case opMkdir:
+		c.n++
+		_, err := c.jc.call(ctx, c.id, "mkdir", fmt.Sprintf("%s/c%d-%d", DirsDir, c.id, c.n), nil)
+		return err
+	default:
+		return fmt.Errorf("hdfs: operation kind %d: not one of %v", op.Kind, Ops)
+	}
+}
+
+// keyPath is the file of key: HDFS forbids ':' in a name, which gait's
+// keys ("key:12") have.
+func keyPath(key string) string { return KeysDir + "/" + strings.ReplaceAll(key, ":", "_") }
+
+// check says whether got, read from path, is what writes and appends of
+// one length put there: that many bytes of path's stream from offset 0,
+// once or more. The stream matches got up to the first repetition or a
+// few bytes past it (where the restarted stream happens to agree with the
+// continuing one), so the chunk length is the largest one at or below the
+// first mismatch that divides the file and repeats.
+func (c *channel) check(path string, got []byte) error {
+	gen := c.content(path, len(got))
+	i := 0
+	for i < len(got) && got[i] == gen[i] {
+		i++
+	}
+	if i == len(got) && i > 0 {
+		return nil
+	}
+	for n := i; n > 0; n-- {
+		if len(got)%n == 0 && repeats(got, gen[:n]) {
+			return nil
+		}
+	}
+	return fmt.Errorf("hdfs read %s: %d bytes that are not the data written", path, len(got))
+}
+
+// repeats says whether got is chunk, over and over.
+func repeats(got, chunk []byte) bool {
+	for off := 0; off < len(got); off += len(chunk) {
+		if !bytes.Equal(got[off:off+len(chunk)], chunk) {
+			return false
+		}
+	}
+	return true
+}
+
+// Close closes the channel and its FileSystem in the JVM.
+func (c *channel) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), clientGrace)
+	defer cancel()
+	_, err := c.jc.call(ctx, c.id, "close", "/", nil)
+	return err
+}

@@ -1,0 +1,189 @@
+package hdfs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/gait-dev/gait/internal/load"
+	"github.com/gait-dev/gait/internal/systems"
+)
+
+// Cluster is a running HDFS cluster started by Driver.Start.
+type Cluster struct {
+	d       *Driver
+	members []*member
+	byName  map[string]*member
+	nn      *member
+
+	clientMu sync.Mutex // guards client: started by the first Client call
+	client   *javaClient
+}
+
+var _ systems.Cluster = (*Cluster)(nil)
+
+// jmxTimeout bounds one daemon's answer to /jmx, so a daemon that is down
+// or limping cannot hold up Roles or Metrics.
+const jmxTimeout = 3 * time.Second
+
+// nameNodeInfo is what the NameNode says of its DataNodes and safe mode.
+type nameNodeInfo struct {
+	Safemode  string // empty once the NameNode has left safe mode
+	LiveNodes string // JSON: "address:port" of each live DataNode -> its details
+}
+
+func (c *Cluster) nameNodeInfo(ctx context.Context) (live map[string]bool, safemode string, err error) {
+	beans, err := jmx(ctx, httpAddr(c.nn), "Hadoop:service=NameNode,name=NameNodeInfo")
+	if err != nil {
+		return nil, "", err
+	}
+	if len(beans) != 1 {
+		return nil, "", fmt.Errorf("%w: no NameNodeInfo bean", errNoNameNode)
+	}
+	var info nameNodeInfo
+	if err := json.Unmarshal(beans[0], &info); err != nil {
+		return nil, "", fmt.Errorf("NameNodeInfo: %w", err)
+	}
+	var nodes map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(info.LiveNodes), &nodes); err != nil {
+		return nil, "", fmt.Errorf("NameNodeInfo LiveNodes: %w", err)
+	}
+	live = map[string]bool{}
+	for addr := range nodes {
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			live[host] = true
+		}
+	}
+	return live, info.Safemode, nil
+}
+
+// Roles names the NameNode's host "namenode" and each DataNode's
+// "datanode" while the NameNode counts it live; a member whose process
+// has exited is "down", a DataNode the NameNode does not count live
+// "dead".
+func (c *Cluster) Roles(ctx context.Context) (map[string]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, jmxTimeout)
+	defer cancel()
+	live, _, err := c.nameNodeInfo(ctx)
+	roles := map[string]string{}
+	for _, m := range c.members {
+		switch {
+		case m.exited():
+			roles[m.host.Name()] = "down"
+		case m.role == RoleNameNode || live[m.host.Address()]:
+			roles[m.host.Name()] = m.role
+		default:
+			roles[m.host.Name()] = "dead"
+		}
+	}
+	if err != nil {
+		return roles, fmt.Errorf("hdfs roles: %w", err)
+	}
+	return roles, nil
+}
+
+// Client returns a client of the file system; host must be the
+// NameNode's, the member clients talk to first (they then write to and
+// read from DataNodes as the NameNode directs).
+func (c *Cluster) Client(host string) (load.Client, error) {
+	m, err := c.member(host)
+	if err != nil {
+		return nil, err
+	}
+	if m.role != RoleNameNode {
+		return nil, fmt.Errorf("hdfs: host %q runs a DataNode; clients talk to the NameNode (%s)", host, c.nn.host.Name())
+	}
+	c.clientMu.Lock()
+	defer c.clientMu.Unlock()
+	if c.client == nil || c.client.failed() != nil {
+		jc, err := startClient(c.d, c.nn.host)
+		if err != nil {
+			return nil, err
+		}
+		c.client = jc
+	}
+	return c.client.channel(), nil
+}
+
+func (c *Cluster) member(host string) (*member, error) {
+	m, ok := c.byName[host]
+	if !ok {
+		return nil, fmt.Errorf("hdfs: no daemon on host %q", host)
+	}
+	return m, nil
+}
+
+// Restart starts the daemon on host again with its data and
+// configuration, and waits until the NameNode counts it live (a DataNode)
+// or serves again (the NameNode, once every DataNode has re-registered).
+func (c *Cluster) Restart(ctx context.Context, host string) error {
+	m, err := c.member(host)
+	if err != nil {
+		return err
+	}
+	if err := m.launch(c.d); err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	ms := []*member{m}
+	if m.role == RoleNameNode {
+		ms = c.members
+	}
+	return c.waitReady(ctx, ms)
+}
+
+// waitReady polls until the NameNode has left safe mode and counts every
+// DataNode of ms live.
+func (c *Cluster) waitReady(ctx context.Context, ms []*member) error {
+	members := func() []systems.Starting {
+		out := []systems.Starting{{Host: c.nn.host.Name(), Proc: c.nn.current()}}
+		for _, m := range ms {
+			if m != c.nn {
+				out = append(out, systems.Starting{Host: m.host.Name(), Proc: m.current()})
+			}
+		}
+		return out
+	}
+	return systems.WaitReady(ctx, "hdfs", c.d.StartTimeout, members, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, jmxTimeout)
+		defer cancel()
+		live, safemode, err := c.nameNodeInfo(ctx)
+		if err != nil {
+			return &systems.NotReady{Host: c.nn.host.Name(), Proc: c.nn.current(), Err: err}
+		}
+		for _, m := range ms {
+			if m.role == RoleDataNode && !live[m.host.Address()] {
+				return &systems.NotReady{Host: m.host.Name(), Proc: m.current(), Err: errors.New("DataNode not registered with the NameNode")}
+			}
+		}
+		if safemode != "" {
+			return &systems.NotReady{Host: c.nn.host.Name(), Proc: c.nn.current(), Err: fmt.Errorf("NameNode in safe mode: %s", safemode)}
+		}
+		return nil
+	})
+}
+
+// Stop ends the client and every daemon at once.
+func (c *Cluster) Stop() error {
+	c.clientMu.Lock()
+	var errs []error
+	if c.client != nil {
+		errs = append(errs, c.client.Stop())
+		c.client = nil
+	}
+	c.clientMu.Unlock()
+	stops := make([]error, len(c.members))
+	var wg sync.WaitGroup
+	for i, m := range c.members {
+		wg.Go(func() {
+			if p := m.current(); p != nil {
+				stops[i] = p.Stop()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(append(errs, stops...)...)
+}

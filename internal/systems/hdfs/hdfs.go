@@ -1,0 +1,376 @@
+// Package hdfs drives HDFS clusters: the unmodified NameNode and DataNodes
+// of the Hadoop release that java/hadoop/pom.xml names (fetched by
+// scripts/fetch-hadoop.sh), one JVM per daemon, configured by generated
+// core-site.xml and hdfs-site.xml. The first host runs the NameNode, every
+// other host a DataNode. Clients go through HDFS's own Java client (see
+// client.go); white-box metrics come from each daemon's /jmx servlet.
+package hdfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gait-dev/gait/internal/systems"
+)
+
+// Driver starts HDFS clusters. The zero value is not ready; use New.
+type Driver struct {
+	Java string // the java program
+	// Home holds lib/*.jar (Hadoop and its dependencies) and gait-hdfs.jar
+	// (the client), as scripts/fetch-hadoop.sh leaves them.
+	Home string
+	// NameNodeJVM and DataNodeJVM are given to java before the main class:
+	// heap, GC, stacks. The DataNodes' are small so that a hundred fit on
+	// one machine.
+	NameNodeJVM, DataNodeJVM []string
+	// Handlers is dfs.namenode.handler.count: the NameNode's RPC handler
+	// threads (the Exalt case study compares 10, Hadoop's default, and 256).
+	Handlers int
+	// FineGrainedLock selects the NameNode's fine-grained namesystem lock
+	// (HDFS-17366) instead of the global one.
+	FineGrainedLock bool
+	// Replication is dfs.replication, capped at the number of DataNodes.
+	Replication int
+	// Conf is added to hdfs-site.xml last, overriding the driver's values.
+	Conf         map[string]string
+	StartTimeout time.Duration // until every DataNode has registered
+}
+
+// The daemons' ports: Hadoop 3's defaults. Every host has its own address,
+// so they never collide.
+const (
+	nnRPCPort  = 8020
+	nnHTTPPort = 9870
+	dnXferPort = 9866
+	dnHTTPPort = 9864
+	dnIPCPort  = 9867
+)
+
+// DefaultHome is where scripts/fetch-hadoop.sh puts the jars; $GAIT_HADOOP
+// overrides both.
+const DefaultHome = "/var/cache/gait/hadoop"
+
+// common are the JVM flags of every daemon and of the client: IPv4 (the
+// testbed's addresses), no perf data file per JVM, and the module openings
+// Hadoop needs on Java 17 (its own scripts add the same).
+var common = []string{
+	"-XX:-UsePerfData",
+	"-Djava.net.preferIPv4Stack=true",
+	"--add-opens=java.base/java.lang=ALL-UNNAMED",
+	"--add-opens=java.base/java.nio=ALL-UNNAMED",
+	"--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+	"--add-opens=java.base/java.util=ALL-UNNAMED",
+	"--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
+	"--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+	"--add-opens=java.base/java.net=ALL-UNNAMED",
+}
+
+// New returns a driver with Hadoop's defaults but where a small machine
+// needs others (heaps, threads, timeouts; see conf).
+func New() *Driver {
+	home := os.Getenv("GAIT_HADOOP")
+	if home == "" {
+		home = DefaultHome
+	}
+	return &Driver{
+		Java: "/usr/bin/java",
+		Home: home,
+		NameNodeJVM: []string{
+			"-Xms256m", "-Xmx1g", "-XX:+UseParallelGC",
+		},
+		DataNodeJVM: []string{
+			// One DataNode's heap holds its block map and packet buffers;
+			// 96 MB is ample for a test's blocks. Serial GC, a single
+			// compiler tier and small stacks keep each JVM's own
+			// footprint (threads, code cache, GC structures) low.
+			"-Xms24m", "-Xmx96m", "-XX:+UseSerialGC",
+			"-XX:TieredStopAtLevel=1", "-XX:CICompilerCount=1",
+			"-XX:ReservedCodeCacheSize=32m", "-XX:MaxMetaspaceSize=96m",
+			"-Xss512k", "-XX:+UseCompressedOops",
+		},
+		Handlers:     10,
+		Replication:  3,
+		StartTimeout: 90 * time.Second,
+	}
+}
+
+func (d *Driver) Name() string { return "hdfs" }
+
+// Check says what is missing to run HDFS.
+func (d *Driver) Check() error {
+	if _, err := os.Stat(d.Java); err != nil {
+		return fmt.Errorf("hdfs: java: %w (install Debian's default-jre-headless)", err)
+	}
+	for _, f := range []string{"lib/hadoop-hdfs-" + Version + ".jar", "gait-hdfs.jar"} {
+		if _, err := os.Stat(filepath.Join(d.Home, f)); err != nil {
+			return fmt.Errorf("hdfs: %w (run scripts/fetch-hadoop.sh, or make deps)", err)
+		}
+	}
+	return nil
+}
+
+// Version is the Hadoop release java/hadoop/pom.xml names.
+const Version = "3.5.0"
+
+// role of a member: the first host's is the NameNode.
+const (
+	RoleNameNode = "namenode"
+	RoleDataNode = "datanode"
+)
+
+// member is one daemon of a cluster.
+type member struct {
+	host systems.Host
+	role string
+
+	mu   sync.Mutex // guards proc: Restart may run beside Roles and Metrics
+	proc systems.Process
+}
+
+func (m *member) current() systems.Process {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.proc
+}
+
+func (m *member) exited() bool {
+	p := m.current()
+	return p == nil || p.Exited()
+}
+
+// hostPort is addr:port.
+func hostPort(addr string, port int) string { return net.JoinHostPort(addr, strconv.Itoa(port)) }
+
+func dir(h systems.Host) string     { return filepath.Join(h.DataDir(), "hdfs") }
+func confDir(h systems.Host) string { return filepath.Join(dir(h), "conf") }
+
+func httpAddr(m *member) string {
+	port := dnHTTPPort
+	if m.role == RoleNameNode {
+		port = nnHTTPPort
+	}
+	return hostPort(m.host.Address(), port)
+}
+
+// FSURI is the file system's address: hdfs://namenode:port.
+func fsURI(nn systems.Host) string {
+	return "hdfs://" + hostPort(nn.Address(), nnRPCPort)
+}
+
+// conf is the hdfs-site.xml of the daemon on h in a cluster whose NameNode
+// is on nn and which has dns DataNodes.
+func (d *Driver) conf(h, nn systems.Host, dns int) map[string]string {
+	a := h.Address()
+	c := map[string]string{
+		"fs.defaultFS":    fsURI(nn),
+		"hadoop.tmp.dir":  filepath.Join(dir(h), "tmp"),
+		"dfs.replication": strconv.Itoa(min(d.Replication, dns)),
+		// the NameNode
+		"dfs.namenode.name.dir":           filepath.Join(dir(h), "name"),
+		"dfs.namenode.rpc-address":        hostPort(nn.Address(), nnRPCPort),
+		"dfs.namenode.http-address":       hostPort(nn.Address(), nnHTTPPort),
+		"dfs.namenode.handler.count":      strconv.Itoa(d.Handlers),
+		"dfs.namenode.safemode.extension": "0",
+		// Testbed addresses have no reverse DNS.
+		"dfs.namenode.datanode.registration.ip-hostname-check": "false",
+		"dfs.namenode.lock.detailed-metrics.enabled":           "true",
+		// A DataNode is declared dead after 2*recheck + 10*heartbeat = 30 s
+		// rather than 10.5 min, so that regeneration rows finish.
+		"dfs.heartbeat.interval":                   "1",
+		"dfs.namenode.heartbeat.recheck-interval":  "10000",
+		"dfs.permissions.enabled":                  "false",
+		"dfs.namenode.redundancy.interval.seconds": "1",
+		// the DataNodes
+		"dfs.datanode.data.dir":      filepath.Join(dir(h), "data"),
+		"dfs.datanode.hostname":      a,
+		"dfs.datanode.address":       hostPort(a, dnXferPort),
+		"dfs.datanode.http.address":  hostPort(a, dnHTTPPort),
+		"dfs.datanode.ipc.address":   hostPort(a, dnIPCPort),
+		"dfs.datanode.handler.count": "3",
+		"dfs.datanode.du.reserved":   "0",
+		// Background scans would compete with the workload for the
+		// shared disk; block reports stay at their defaults.
+		"dfs.datanode.directoryscan.interval": "-1",
+		"dfs.datanode.scan.period.hours":      "-1",
+		"ipc.server.read.threadpool.size":     "1",
+	}
+	if d.FineGrainedLock {
+		c["dfs.namenode.lock.model.provider.class"] = "org.apache.hadoop.hdfs.server.namenode.fgl.FineGrainedFSNamesystemLock"
+	}
+	for k, v := range d.Conf {
+		c[k] = v
+	}
+	return c
+}
+
+// siteXML writes props as a Hadoop configuration file.
+func siteXML(props map[string]string) string {
+	var b strings.Builder
+	b.WriteString("<?xml version=\"1.0\"?>\n<configuration>\n")
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "  <property><name>%s</name><value>%s</value></property>\n", html.EscapeString(k), html.EscapeString(props[k]))
+	}
+	b.WriteString("</configuration>\n")
+	return b.String()
+}
+
+// log4j sends a daemon's log to its output, which its host keeps.
+const log4j = `log4j.rootLogger=INFO,console
+log4j.appender.console=org.apache.log4j.ConsoleAppender
+log4j.appender.console.target=System.err
+log4j.appender.console.layout=org.apache.log4j.PatternLayout
+log4j.appender.console.layout.ConversionPattern=%d{HH:mm:ss.SSS} %p %c{1}: %m%n
+log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
+`
+
+// writeConf writes the configuration directory of h: it goes first on the
+// class path, where Hadoop's Configuration finds the site files.
+func writeConf(h systems.Host, props map[string]string) error {
+	if err := os.MkdirAll(confDir(h), 0o755); err != nil {
+		return err
+	}
+	// The daemons' HTTP servers (which serve /jmx) look for their web
+	// application directories on the class path; Hadoop's jars on Maven
+	// Central do not carry them (its binary tarball does), and gait needs
+	// none of their pages.
+	for _, app := range []string{"hdfs", "datanode", "static"} {
+		if err := os.MkdirAll(filepath.Join(confDir(h), "webapps", app), 0o755); err != nil {
+			return err
+		}
+	}
+	site := siteXML(props)
+	for name, text := range map[string]string{"core-site.xml": site, "hdfs-site.xml": site, "log4j.properties": log4j} {
+		if err := os.WriteFile(filepath.Join(confDir(h), name), []byte(text), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Driver) classPath(h systems.Host) string {
+	return confDir(h) + ":" + filepath.Join(d.Home, "lib", "*")
+}
+
+// argv runs class on h with args.
+func (d *Driver) argv(h systems.Host, role string, args ...string) []string {
+	argv := []string{d.Java}
+	argv = append(argv, common...)
+	if role == RoleNameNode {
+		argv = append(argv, d.NameNodeJVM...)
+	} else {
+		argv = append(argv, d.DataNodeJVM...)
+	}
+	argv = append(argv, "-Dhadoop.log.dir="+dir(h), "-cp", d.classPath(h))
+	return append(argv, args...)
+}
+
+const (
+	nameNodeClass = "org.apache.hadoop.hdfs.server.namenode.NameNode"
+	dataNodeClass = "org.apache.hadoop.hdfs.server.datanode.DataNode"
+)
+
+// Start formats a new namespace on the first host, starts the NameNode
+// there and a DataNode on every other host, and returns once every
+// DataNode has registered and the NameNode has left safe mode, or fails
+// with the tail of a daemon's log.
+func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Cluster, error) {
+	if len(hosts) < 2 {
+		return nil, fmt.Errorf("hdfs: needs at least 2 hosts (a NameNode and a DataNode), got %d", len(hosts))
+	}
+	if err := d.Check(); err != nil {
+		return nil, err
+	}
+	c := &Cluster{d: d, byName: map[string]*member{}}
+	for i, h := range hosts {
+		if c.byName[h.Name()] != nil {
+			return nil, fmt.Errorf("hdfs: two hosts named %q", h.Name())
+		}
+		role := RoleDataNode
+		if i == 0 {
+			role = RoleNameNode
+		}
+		m := &member{host: h, role: role}
+		c.members = append(c.members, m)
+		c.byName[h.Name()] = m
+		if err := os.RemoveAll(dir(h)); err != nil {
+			return nil, fmt.Errorf("hdfs on %s: %w", h.Name(), err)
+		}
+		if err := writeConf(h, d.conf(h, hosts[0], len(hosts)-1)); err != nil {
+			return nil, fmt.Errorf("hdfs on %s: %w", h.Name(), err)
+		}
+	}
+	c.nn = c.members[0]
+	if err := d.format(ctx, c.nn); err != nil {
+		return nil, err
+	}
+	for _, m := range c.members {
+		if err := m.launch(d); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	if err := c.waitReady(ctx, c.members); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// format runs "NameNode -format" on nn's host and waits for it to end; it
+// succeeded if the namespace's VERSION file is there.
+func (d *Driver) format(ctx context.Context, nn *member) error {
+	p, err := nn.host.Start("namenode-format", d.argv(nn.host, RoleNameNode, nameNodeClass, "-format", "-force", "-nonInteractive"), nil)
+	if err != nil {
+		return fmt.Errorf("hdfs: format the namespace: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.StartTimeout)
+	defer cancel()
+	for !p.Exited() {
+		select {
+		case <-ctx.Done():
+			p.Stop()
+			return fmt.Errorf("hdfs: format the namespace on %s: %w%s", nn.host.Name(), ctx.Err(), systems.LogTail(p))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir(nn.host), "name", "current", "VERSION")); err != nil {
+		return fmt.Errorf("hdfs: format the namespace on %s failed%s", nn.host.Name(), systems.LogTail(p))
+	}
+	return nil
+}
+
+// launch starts m's daemon unless it is running.
+func (m *member) launch(d *Driver) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.proc != nil && !m.proc.Exited() {
+		return fmt.Errorf("hdfs %s on %s: still running (pid %d)", m.role, m.host.Name(), m.proc.Pid())
+	}
+	class := dataNodeClass
+	if m.role == RoleNameNode {
+		class = nameNodeClass
+	}
+	proc, err := m.host.Start(m.role, d.argv(m.host, m.role, class), nil)
+	if err != nil {
+		return fmt.Errorf("hdfs %s on %s: %w", m.role, m.host.Name(), err)
+	}
+	m.proc = proc
+	return nil
+}
+
+var errNoNameNode = errors.New("hdfs: the NameNode does not answer")

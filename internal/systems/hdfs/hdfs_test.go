@@ -1,0 +1,165 @@
+package hdfs
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gait-dev/gait/internal/load"
+	"github.com/gait-dev/gait/internal/systems"
+	"github.com/gait-dev/gait/internal/systems/loopback"
+	"github.com/gait-dev/gait/internal/systems/tbhost"
+	"github.com/gait-dev/gait/internal/testbed"
+)
+
+func driver(t testing.TB) *Driver {
+	t.Helper()
+	d := New()
+	if err := d.Check(); err != nil {
+		t.Skip(err)
+	}
+	return d
+}
+
+func do(t *testing.T, cl load.Client, kind int, key string, size int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.Do(ctx, loadOp(kind, key, size)); err != nil {
+		t.Fatalf("%s %s: %v", Ops[kind], key, err)
+	}
+}
+
+// start starts d on n testbed hosts, which it removes when t ends. Not on
+// loopback: the NameNode knows a DataNode by the address its RPCs come
+// from, which on loopback is 127.0.0.1 for every DataNode.
+func start(t testing.TB, d *Driver, n int) (*Cluster, []systems.Host) {
+	t.Helper()
+	if err := testbed.NeedRoot(); err != nil {
+		t.Skipf("hdfs runs on testbed hosts: %v", err)
+	}
+	tb, err := testbed.Up(testbed.Options{Hosts: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tb.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	hosts := tbhost.Hosts(tb, "")
+	t0 := time.Now()
+	c, err := d.Start(context.Background(), hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("NameNode and %d DataNodes ready in %v", n-1, time.Since(t0).Round(time.Millisecond))
+	t.Cleanup(func() { c.Stop() })
+	return c.(*Cluster), hosts
+}
+
+// loadOp is operation kind on key with size bytes of data.
+func loadOp(kind int, key string, size int) load.Op {
+	return load.Op{Kind: uint8(kind), Key: key, Value: make([]byte, size)}
+}
+
+// TestCluster starts a NameNode and three DataNodes, writes, appends,
+// creates and reads back through HDFS's Java client, and reads the
+// daemons' JMX metrics.
+func TestCluster(t *testing.T) {
+	d := driver(t)
+	c, hosts := start(t, d, 4)
+	nn, dn := hosts[0].Name(), hosts[1].Name()
+	ctx := context.Background()
+
+	roles, err := c.Roles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range hosts {
+		if want := map[bool]string{true: RoleNameNode, false: RoleDataNode}[i == 0]; roles[h.Name()] != want {
+			t.Fatalf("roles %v", roles)
+		}
+	}
+	if _, err := c.Client(dn); err == nil {
+		t.Fatal("a client of a DataNode's host was given")
+	}
+
+	a, err := c.Client(nn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := c.Client(nn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	const size = 300 << 10
+	do(t, a, opWrite, "k1", size)
+	do(t, b, opRead, "k1", 0) // another channel, another DFSClient, reads it
+	do(t, a, opAppend, "k1", size)
+	do(t, b, opRead, "k1", 0)
+	do(t, a, opWrite, "small", 10) // shorter than a tardis block header
+	do(t, b, opRead, "small", 0)
+	do(t, a, opCreate, "", 1000)
+	do(t, a, opCreate, "", 1000)
+	do(t, b, opMkdir, "", 0)
+
+	// a read of data gait did not write fails, as does one of a missing file
+	ch := a.(*channel)
+	corrupt := append([]byte{}, ch.content("/gait/keys/k1", 100)...)
+	if err := ch.check("/gait/keys/k1", append(corrupt, 'x')); err == nil {
+		t.Error("check accepted a corrupt file")
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := a.Do(rctx, load.Op{Kind: opRead, Key: "missing"}); err == nil || !strings.Contains(err.Error(), "FileNotFound") {
+		t.Errorf("read of a missing file: %v", err)
+	}
+
+	m, err := c.Metrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"RpcQueueTimeAvgTime{host=" + nn + "}", "CallQueueLength{host=" + nn + "}", "FsLockQueueLength{host=" + nn + "}",
+		"FilesTotal{host=" + nn + "}", "MemHeapUsedM{host=" + nn + "}", "MemHeapUsedM{host=" + dn + "}", "BytesWritten{host=" + dn + "}"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("metric %s missing; have %v", k, slices.Sorted(maps.Keys(m)))
+		}
+	}
+	// 3 replicas of 600 KB, one of 10 bytes, two of 1000
+	var written float64
+	for _, h := range hosts[1:] {
+		written += m["BytesWritten{host="+h.Name()+"}"]
+	}
+	if want := 3.0 * (2*size + 10 + 2*1000); written < want {
+		t.Errorf("DataNodes wrote %v bytes, want at least %v", written, want)
+	}
+	if f := m["FilesTotal{host="+nn+"}"]; f < 4 {
+		t.Errorf("FilesTotal %v, want at least 4", f)
+	}
+}
+
+// TestStartFailure: a NameNode that cannot start makes Start fail with the
+// tail of its log, and leaves nothing running.
+func TestStartFailure(t *testing.T) {
+	d := driver(t)
+	d.Conf = map[string]string{"dfs.namenode.handler.count": "many"}
+	lb, err := loopback.Hosts(t.TempDir(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Start(context.Background(), []systems.Host{lb[0], lb[1]})
+	if err == nil {
+		t.Fatal("started with a handler count of \"many\"")
+	}
+	if !strings.Contains(err.Error(), "exited while starting") || !strings.Contains(err.Error(), "many") {
+		t.Fatalf("error does not quote the log: %v", err)
+	}
+	t.Log(err)
+}

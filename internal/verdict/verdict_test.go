@@ -1,0 +1,159 @@
+package verdict
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func lat(n int, mean float64) Latency { return Latency{N: n, Mean: mean} }
+
+// ramp is a series rising by step a second, with a wobble of ±w.
+func ramp(n int, step, w float64) ([]float64, []float64) {
+	t, v := make([]float64, n), make([]float64, n)
+	for i := range n {
+		t[i] = float64(i)
+		v[i] = step*float64(i) + w*float64(1-2*(i%2))
+	}
+	return t, v
+}
+
+func TestJudge(t *testing.T) {
+	o := Defaults()
+	readsOnFollowers := func(now1, now2 float64) []Group {
+		return []Group{
+			{Op: "get", Node: "follower 1, clients", Base: lat(5000, 0.002), Now: lat(5000, now1)},
+			{Op: "get", Node: "follower 2, clients", Base: lat(5000, 0.002), Now: lat(5000, now2)},
+		}
+	}
+	rt, rv := ramp(20, 50, 3)
+	ft, fv := ramp(20, 0, 3)
+	cases := []struct {
+		name       string
+		in         Input
+		want       []string
+		whySubstrs []string // each must appear in some reason
+	}{
+		{"nothing slowed", Input{Groups: readsOnFollowers(0.0021, 0.0019), BaseThroughput: 2000, Throughput: 1900},
+			nil, []string{"no node limplock: the slowest, get on the follower 1, clients: mean 2.1ms against 2ms in the baseline, 1.05x, is within 5x",
+				"no operation limplock: no operations that involve the limping component to compare",
+				"no cluster limplock: throughput 1900/s is 95% of the baseline's 2000/s (threshold 20%)"}},
+		{"writes through a slow leader", Input{
+			Groups:         []Group{{Op: "put", Node: "follower 1, clients", Involved: true, Base: lat(4000, 0.004), Now: lat(100, 0.19)}},
+			BaseThroughput: 2000, Throughput: 43},
+			[]string{"OL", "CL"}, []string{"operation limplock: put on the follower 1, clients: mean 190ms against 4ms in the baseline, 47.50x, over the 5x threshold",
+				"cluster limplock: throughput 43/s against 2000/s in the baseline, 2%, under the 20% threshold"}},
+		{"just at the threshold is not slow", Input{
+			Groups:         []Group{{Op: "put", Node: "leader", Involved: true, Base: lat(4000, 0.004), Now: lat(4000, 0.020)}},
+			BaseThroughput: 2000, Throughput: 1000},
+			nil, []string{"within 5x"}},
+		{"one healthy follower slowed: node limplock only", Input{Groups: readsOnFollowers(0.02, 0.002), BaseThroughput: 2000, Throughput: 1500},
+			[]string{"NL"}, []string{"node limplock: get on the follower 1, clients: mean 20ms against 2ms in the baseline, 10.00x"}},
+		{"every healthy member in node limplock", Input{Groups: readsOnFollowers(0.02, 0.03), BaseThroughput: 2000, Throughput: 1500},
+			[]string{"NL", "CL"}, []string{"cluster limplock: all 2 healthy members the clients use are in node limplock"}},
+		{"one member observed cannot be every member", Input{
+			Groups:         []Group{{Op: "get", Node: "follower, clients", Base: lat(5000, 0.002), Now: lat(5000, 0.02)}},
+			BaseThroughput: 2000, Throughput: 1500},
+			[]string{"NL"}, []string{"no cluster limplock"}},
+		{"too few baseline requests to judge", Input{
+			Groups:         []Group{{Op: "put", Node: "leader", Involved: true, Base: lat(5, 0.001), Now: lat(5, 1)}},
+			BaseThroughput: 2000, Throughput: 1900},
+			nil, []string{"no operation limplock: no operations that involve the limping component to compare (each needs 20 baseline requests)"}},
+		{"no request completed under the fault", Input{
+			Groups:         []Group{{Op: "put", Node: "leader", Involved: true, Base: lat(5000, 0.001), Now: lat(0, 0)}},
+			BaseThroughput: 2000, Throughput: 0},
+			[]string{"CL"}, []string{"throughput 0/s"}},
+		{"empty baseline", Input{}, nil, []string{"no cluster limplock: the baseline completed no requests"}},
+		{"hidden backlog", Input{Groups: readsOnFollowers(0.002, 0.002), BaseThroughput: 2000, Throughput: 2000,
+			Backlogs: []Series{{Metric: "zk_outstanding_requests", Node: "leader, fault", T: rt, V: rv, BaseMax: 4}}},
+			[]string{"backlog"}, []string{"hidden backlog: zk_outstanding_requests on the leader, fault rose 949 over the run (50/s"}},
+		{"backlog under a visible limplock is not hidden", Input{Groups: readsOnFollowers(0.02, 0.002), BaseThroughput: 2000, Throughput: 2000,
+			Backlogs: []Series{{Metric: "lag", Node: "follower 3", T: rt, V: rv}}},
+			[]string{"NL"}, []string{"not hidden: lag on the follower 3 rose"}},
+		{"flat queue", Input{Groups: readsOnFollowers(0.002, 0.002), BaseThroughput: 2000, Throughput: 2000,
+			Backlogs: []Series{{Metric: "lag", Node: "follower 3", T: ft, V: fv}}},
+			nil, []string{"no backlog"}},
+		{"a rise within the baseline's peak is no backlog", Input{Groups: readsOnFollowers(0.002, 0.002), BaseThroughput: 2000, Throughput: 2000,
+			Backlogs: []Series{{Metric: "lag", Node: "follower 3", T: rt, V: rv, BaseMax: 600}}},
+			nil, []string{"no backlog"}},
+		{"too short a series", Input{Groups: readsOnFollowers(0.002, 0.002), BaseThroughput: 2000, Throughput: 2000,
+			Backlogs: []Series{{Metric: "lag", Node: "follower 3", T: rt[:4], V: rv[:4]}}},
+			nil, []string{"no backlog"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v := Judge(c.in, o)
+			if got := v.Marks(); !slices.Equal(got, c.want) {
+				t.Errorf("marks %v, want %v\n%+v", got, c.want, v)
+			}
+			all := []string{v.Operation.Why, v.Node.Why, v.Cluster.Why, v.Backlog.Why}
+			for _, w := range all {
+				if w == "" || strings.Contains(w, "\n") {
+					t.Errorf("reason %q: want one sentence", w)
+				}
+			}
+			for _, sub := range c.whySubstrs {
+				if !slices.ContainsFunc(all, func(w string) bool { return strings.Contains(w, sub) }) {
+					t.Errorf("no reason says %q:\n  %s", sub, strings.Join(all, "\n  "))
+				}
+			}
+		})
+	}
+}
+
+func TestFit(t *testing.T) {
+	x, y := ramp(30, 2, 0)
+	tr, ok := Fit(x, y)
+	if !ok || math.Abs(tr.Slope-2) > 1e-9 || math.Abs(tr.Rise-58) > 1e-9 || tr.P != 0 {
+		t.Errorf("exact line: %+v %v", tr, ok)
+	}
+	// A falling line is not significant upward.
+	for i := range y {
+		y[i] = -y[i]
+	}
+	if tr, _ := Fit(x, y); tr.P != 1 {
+		t.Errorf("falling exact line: p %g, want 1", tr.P)
+	}
+	// Noise around a flat line: the slope's p-value is large.
+	x, y = ramp(30, 0, 5)
+	if tr, _ := Fit(x, y); tr.P < 0.2 {
+		t.Errorf("alternating noise: %+v, want an insignificant slope", tr)
+	}
+	// A weak rise buried in noise of ±5 over 10 points: 0.1/s is not significant.
+	x, y = ramp(10, 0.1, 5)
+	if tr, _ := Fit(x, y); tr.P < o().Alpha {
+		t.Errorf("weak rise in noise: %+v, want p over %g", tr, o().Alpha)
+	}
+	for _, bad := range [][2][]float64{{{1, 2}, {1, 2}}, {{1, 1, 1}, {1, 2, 3}}, {{1, 2, 3}, {1, 2}}} {
+		if _, ok := Fit(bad[0], bad[1]); ok {
+			t.Errorf("Fit(%v, %v) fitted", bad[0], bad[1])
+		}
+	}
+}
+
+func o() Options { return Defaults() }
+
+func TestOptionsCheck(t *testing.T) {
+	if err := Defaults().Check(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		set  func(*Options)
+		want string
+	}{
+		{func(o *Options) { o.Slow = 1 }, "slow threshold 1"},
+		{func(o *Options) { o.Slow = math.NaN() }, "slow threshold NaN"},
+		{func(o *Options) { o.Collapse = 1 }, "collapse threshold 1"},
+		{func(o *Options) { o.MinRequests = 0 }, "minimum requests 0"},
+		{func(o *Options) { o.Alpha = 0 }, "significance 0"},
+		{func(o *Options) { o.Growth = -1 }, "backlog growth -1"},
+		{func(o *Options) { o.MinPoints = 2 }, "minimum points 2"},
+	} {
+		o := Defaults()
+		c.set(&o)
+		if err := o.Check(); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("error %v, want %q", err, c.want)
+		}
+	}
+}

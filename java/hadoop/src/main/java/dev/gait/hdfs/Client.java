@@ -1,0 +1,174 @@
+package dev.gait.hdfs;
+
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+
+/**
+ * Drives HDFS through its own client for gait, whose load engine is Go.
+ * gait runs one of these per cluster and multiplexes its load clients over
+ * stdin and stdout; each load client is a channel with a FileSystem of its
+ * own (its own DFSClient, lease and connections) and a thread of its own,
+ * so channels run at once and the ops of one channel run in order.
+ *
+ * A request is a header line "CHANNEL SEQ OP PATH LEN\n" and LEN bytes of
+ * data (the bytes to write, which gait generates: tardis's synthetic
+ * stream); OP is create, write, append, read, mkdir or close (the channel).
+ * An answer is "SEQ ok LEN\n" and LEN bytes (what a read read, else
+ * nothing) or "SEQ err MESSAGE\n", in the order the ops end. gait times
+ * each request from its side.
+ *
+ * Usage: Client hdfs://namenode:port
+ */
+public final class Client {
+  private final URI uri;
+  private final Configuration conf = new Configuration();
+  private final OutputStream out;
+  private final Map<Long, Channel> channels = new HashMap<>();
+
+  private Client(URI uri, OutputStream out) {
+    this.uri = uri;
+    this.out = out;
+  }
+
+  public static void main(String[] args) throws Exception {
+    if (args.length != 1) {
+      System.err.println("usage: Client hdfs://namenode:port");
+      System.exit(2);
+    }
+    OutputStream out = new BufferedOutputStream(System.out, 1 << 16);
+    new Client(URI.create(args[0]), out).serve(new DataInputStream(new BufferedInputStream(System.in, 1 << 16)));
+  }
+
+  private final class Channel {
+    final ExecutorService thread = Executors.newSingleThreadExecutor();
+    FileSystem fs;
+  }
+
+  private void serve(DataInputStream in) throws IOException {
+    String line;
+    while ((line = readLine(in)) != null) {
+      String[] f = line.split(" ", 5);
+      if (f.length != 5) {
+        throw new IOException("bad request header: " + line);
+      }
+      long id = Long.parseLong(f[0]);
+      long seq = Long.parseLong(f[1]);
+      String op = f[2];
+      Path path = new Path(f[3]);
+      byte[] data = new byte[Integer.parseInt(f[4])];
+      in.readFully(data);
+      Channel ch = channels.computeIfAbsent(id, k -> new Channel());
+      if (op.equals("close")) {
+        channels.remove(id);
+      }
+      ch.thread.execute(() -> answer(seq, ch, op, path, data));
+    }
+    for (Channel ch : channels.values()) {
+      ch.thread.execute(() -> closeQuietly(ch));
+      ch.thread.shutdown();
+    }
+  }
+
+  private void answer(long id, Channel ch, String op, Path path, byte[] data) {
+    byte[] result;
+    try {
+      result = run(ch, op, path, data);
+    } catch (Throwable e) {
+      String msg = (e.getClass().getSimpleName() + ": " + e.getMessage()).replace('\n', ' ');
+      reply((id + " err " + msg + "\n").getBytes(StandardCharsets.UTF_8), null);
+      return;
+    }
+    reply((id + " ok " + result.length + "\n").getBytes(StandardCharsets.UTF_8), result);
+  }
+
+  private static final byte[] NONE = new byte[0];
+
+  private byte[] run(Channel ch, String op, Path path, byte[] data) throws IOException {
+    if (op.equals("close")) {
+      closeQuietly(ch);
+      ch.thread.shutdown();
+      return NONE;
+    }
+    if (ch.fs == null) {
+      ch.fs = FileSystem.newInstance(uri, conf);
+    }
+    FileSystem fs = ch.fs;
+    switch (op) {
+      case "create": // a new file: fails if it exists
+      case "write": // the file's content replaced
+        try (FSDataOutputStream o = fs.create(path, op.equals("write"))) {
+          o.write(data);
+        }
+        return NONE;
+      case "append": // in a new block, so the file's block list grows by one
+        try (FSDataOutputStream o = fs.append(path, 4096, null, true)) {
+          o.write(data);
+        }
+        return NONE;
+      case "read":
+        try (FSDataInputStream i = fs.open(path)) {
+          ByteArrayOutputStream b = new ByteArrayOutputStream();
+          i.transferTo(b);
+          return b.toByteArray();
+        }
+      case "mkdir":
+        if (!fs.mkdirs(path)) {
+          throw new IOException("mkdirs " + path + " returned false");
+        }
+        return NONE;
+      default:
+        throw new IOException("unknown op " + op);
+    }
+  }
+
+  private static void closeQuietly(Channel ch) {
+    try {
+      if (ch.fs != null) {
+        ch.fs.close();
+      }
+    } catch (IOException e) {
+      // the channel is gone either way; the cluster may already be down
+    }
+  }
+
+  private synchronized void reply(byte[] header, byte[] body) {
+    try {
+      out.write(header);
+      if (body != null) {
+        out.write(body);
+      }
+      out.flush();
+    } catch (IOException e) {
+      System.exit(1); // gait went away
+    }
+  }
+
+  private static String readLine(InputStream in) throws IOException {
+    StringBuilder b = new StringBuilder();
+    int c;
+    while ((c = in.read()) != '\n') {
+      if (c < 0) {
+        return b.length() == 0 ? null : b.toString();
+      }
+      b.append((char) c);
+    }
+    return b.toString();
+  }
+}

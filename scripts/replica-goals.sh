@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The write-path goals of issue 12 in one run: redis-benchmark (unmodified)
+# against one redis-server with appendonly yes / appendfsync always, one
+# without persistence, and gait replica (3 voters) with --durability disk and
+# --durability replicated. Peers alternate, ROUNDS times. Prints one line per
+# measurement and then the medians and ratios the goals name.
+#
+#   scripts/replica-goals.sh [-n REQUESTS] [-r ROUNDS] [-- extra 'gait replica cluster' flags]
+#
+# Without extra flags the voters run on testbed hosts (root; the client runs
+# in the root namespace and reaches them over their veths); pass --loopback
+# to run them on 127.0.0.1 in one process.
+set -euo pipefail
+
+requests=20000 rounds=3
+while [[ $# -gt 0 ]]; do
+	case "$1" in
+	-n) requests=$2; shift 2 ;;
+	-r) rounds=$2; shift 2 ;;
+	--) shift; break ;;
+	*) echo "replica-goals: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+for tool in redis-server redis-benchmark redis-cli go; do
+	command -v "$tool" >/dev/null || { echo "replica-goals: $tool not found" >&2; exit 1; }
+done
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+go build -o "$work/gait" ./cmd/gait
+
+# redis PORT ARGS... starts a redis-server on 127.0.0.1.
+redis() {
+	local port=$1; shift
+	mkdir -p "$work/r$port"
+	redis-server --port "$port" --bind 127.0.0.1 --save "" --dir "$work/r$port" "$@" >/dev/null &
+	pids+=($!)
+	for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && return; sleep 0.1; done
+	echo "replica-goals: redis-server on $port did not start" >&2; exit 1
+}
+# gait NAME FLAGS... starts a deployment and sets addr_NAME to its leader.
+gait() {
+	local name=$1; shift
+	mkfifo "$work/$name.out"
+	"$work/gait" replica cluster --voters 3 "$@" >"$work/$name.out" 2>"$work/$name.log" &
+	pids+=($!)
+	exec {fd}<"$work/$name.out"
+	local word addr
+	read -r -t 120 word addr <&"$fd" || { echo "replica-goals: $name did not start" >&2; cat "$work/$name.log" >&2; exit 1; }
+	[[ "$word" == redis ]] || { echo "replica-goals: unexpected line '$word $addr'" >&2; exit 1; }
+	printf -v "addr_$name" '%s' "$addr"
+}
+
+base=$(( 20000 + RANDOM % 20000 ))
+redis "$base" --appendonly yes --appendfsync always
+redis "$((base + 1))" --appendonly no
+gait disk --durability disk "$@"
+gait replicated --durability replicated "$@"
+declare -A target=([aof]="127.0.0.1:$base" [plain]="127.0.0.1:$((base + 1))" [disk]="$addr_disk" [replicated]="$addr_replicated")
+
+# bench PEER TEST C -> "PEER TEST C rps p50"
+bench() {
+	local hp=${target[$1]}
+	redis-benchmark -h "${hp%:*}" -p "${hp##*:}" -t "$2" -n "$requests" -c "$3" -r 100000 --csv |
+		awk -F, -v peer="$1" -v c="$3" 'NR > 1 { gsub(/"/, ""); print peer, $1, c, $2, $5 }'
+}
+
+for _ in $(seq "$rounds"); do
+	for peer in aof plain disk replicated; do
+		bench "$peer" set 8
+		bench "$peer" set 1
+		bench "$peer" get 8
+	done
+done | tee "$work/all.txt"
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+m() { awk -v p="$1" -v t="$2" -v c="$3" -v f="$4" '$1 == p && $2 == t && $3 == c { print $f }' "$work/all.txt" | median; }
+echo
+echo "| goal | gait | peer | ratio | target |"
+echo "| --- | ---: | ---: | ---: | --- |"
+row() { awk -v g="$1" -v a="$2" -v b="$3" -v t="$4" 'BEGIN { printf "| %s | %s | %s | %.3f | %s |\n", g, a, b, a / b, t }'; }
+row "disk: SET c=8 req/s vs appendfsync always" "$(m disk SET 8 4)" "$(m aof SET 8 4)" ">= 0.5"
+row "disk: SET c=1 p50 ms vs appendfsync always" "$(m disk SET 1 5)" "$(m aof SET 1 5)" "<= 3"
+row "replicated: SET c=8 req/s vs no persistence" "$(m replicated SET 8 4)" "$(m plain SET 8 4)" ">= 0.25"
+row "replicated: GET c=8 req/s vs no persistence" "$(m replicated GET 8 4)" "$(m plain GET 8 4)" ">= 0.5"
+row "disk: GET c=8 req/s vs no persistence" "$(m disk GET 8 4)" "$(m plain GET 8 4)" "(none)"
