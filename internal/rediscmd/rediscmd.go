@@ -42,6 +42,10 @@ type Spec struct {
 	Reason  string // why a refused command is refused
 	// Subs overrides Kind for some sub-commands (the second word).
 	Subs map[string]Kind
+	// Pinned marks a read that must come from the same server every time
+	// for one client: a SCAN cursor means something to the server that
+	// returned it only.
+	Pinned bool
 	// Blocks marks a command that may wait for data (BLPOP, XREAD BLOCK):
 	// the agent serves it by proposing the non-blocking form until it finds
 	// data or the timeout passes, never by blocking a redis-server.
@@ -125,23 +129,23 @@ var table = map[string]Spec{
 	"EXPIRETIME": {Kind: Read, Arity: 2}, "PEXPIRETIME": {Kind: Read, Arity: 2},
 	"TYPE": {Kind: Read, Arity: 2}, "DBSIZE": {Kind: Read, Arity: 1}, "TOUCH": {Kind: Read, Arity: -2},
 	"DUMP": {Kind: Read, Arity: 2}, "OBJECT": {Kind: Read, Arity: -2}, "MEMORY": {Kind: Read, Arity: -2},
-	"KEYS": {Kind: Read, Arity: 2}, "SCAN": {Kind: Read, Arity: -2}, "SORT_RO": {Kind: Read, Arity: -2},
+	"KEYS": {Kind: Read, Arity: 2}, "SCAN": {Kind: Read, Arity: -2, Pinned: true}, "SORT_RO": {Kind: Read, Arity: -2},
 	// A random answer changes nothing, so one replica may give it.
 	"RANDOMKEY": {Kind: Read, Arity: 1}, "SRANDMEMBER": {Kind: Read, Arity: -2},
 	"HRANDFIELD": {Kind: Read, Arity: -2}, "ZRANDMEMBER": {Kind: Read, Arity: -2},
 	"HGET": {Kind: Read, Arity: 3}, "HMGET": {Kind: Read, Arity: -3}, "HGETALL": {Kind: Read, Arity: 2},
 	"HLEN": {Kind: Read, Arity: 2}, "HEXISTS": {Kind: Read, Arity: 3}, "HKEYS": {Kind: Read, Arity: 2},
-	"HVALS": {Kind: Read, Arity: 2}, "HSTRLEN": {Kind: Read, Arity: 3}, "HSCAN": {Kind: Read, Arity: -3},
+	"HVALS": {Kind: Read, Arity: 2}, "HSTRLEN": {Kind: Read, Arity: 3}, "HSCAN": {Kind: Read, Arity: -3, Pinned: true},
 	"LRANGE": {Kind: Read, Arity: 4}, "LLEN": {Kind: Read, Arity: 2}, "LINDEX": {Kind: Read, Arity: 3},
 	"LPOS":     {Kind: Read, Arity: -3},
 	"SMEMBERS": {Kind: Read, Arity: 2}, "SISMEMBER": {Kind: Read, Arity: 3}, "SMISMEMBER": {Kind: Read, Arity: -3},
 	"SCARD": {Kind: Read, Arity: 2}, "SINTER": {Kind: Read, Arity: -2}, "SUNION": {Kind: Read, Arity: -2},
-	"SDIFF": {Kind: Read, Arity: -2}, "SINTERCARD": {Kind: Read, Arity: -3}, "SSCAN": {Kind: Read, Arity: -3},
+	"SDIFF": {Kind: Read, Arity: -2}, "SINTERCARD": {Kind: Read, Arity: -3}, "SSCAN": {Kind: Read, Arity: -3, Pinned: true},
 	"ZRANGE": {Kind: Read, Arity: -4}, "ZREVRANGE": {Kind: Read, Arity: -4}, "ZRANGEBYSCORE": {Kind: Read, Arity: -4},
 	"ZREVRANGEBYSCORE": {Kind: Read, Arity: -4}, "ZRANGEBYLEX": {Kind: Read, Arity: -4}, "ZREVRANGEBYLEX": {Kind: Read, Arity: -4},
 	"ZSCORE": {Kind: Read, Arity: 3}, "ZMSCORE": {Kind: Read, Arity: -3}, "ZCARD": {Kind: Read, Arity: 2},
 	"ZRANK": {Kind: Read, Arity: -3}, "ZREVRANK": {Kind: Read, Arity: -3},
-	"ZCOUNT": {Kind: Read, Arity: 4}, "ZLEXCOUNT": {Kind: Read, Arity: 4}, "ZSCAN": {Kind: Read, Arity: -3},
+	"ZCOUNT": {Kind: Read, Arity: 4}, "ZLEXCOUNT": {Kind: Read, Arity: 4}, "ZSCAN": {Kind: Read, Arity: -3, Pinned: true},
 	"ZUNION": {Kind: Read, Arity: -3}, "ZINTER": {Kind: Read, Arity: -3}, "ZDIFF": {Kind: Read, Arity: -3},
 	"ZINTERCARD": {Kind: Read, Arity: -3},
 	"GEODIST":    {Kind: Read, Arity: -4}, "GEOHASH": {Kind: Read, Arity: -2}, "GEOPOS": {Kind: Read, Arity: -2},

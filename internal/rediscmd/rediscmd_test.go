@@ -97,6 +97,11 @@ func TestLookup(t *testing.T) {
 			t.Errorf("%s: %q, want %q", in, msg, want)
 		}
 	}
+	for _, name := range []string{"SCAN", "SSCAN", "HSCAN", "ZSCAN"} {
+		if !table[name].Pinned {
+			t.Errorf("%s not pinned to one server: its cursor would be read by another", name)
+		}
+	}
 	for name, s := range table {
 		if s.Kind == 0 || (s.Kind != Refused && s.Arity == 0) || (s.Kind == Refused && s.Reason == "") {
 			t.Errorf("%s: incomplete table row %+v", name, s)

@@ -86,10 +86,38 @@ func TestFamilies(t *testing.T) {
 			}
 		})
 	}
+	t.Run("Scan", func(t *testing.T) { testScan(t, cl) })
 	t.Run("Random", func(t *testing.T) { testRandom(t, cl) })
 	t.Run("Blocking", func(t *testing.T) { testBlocking(t, cl) })
 	t.Run("Connection", func(t *testing.T) { testConnection(t, cl) })
 	cl.sameData()
+}
+
+// testScan: a cursor walk through a hashtable set sees every member.
+func testScan(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	c := client(t, cl.nodes[2].agent.ClientAddr())
+	for i := range 300 {
+		c.SAdd(ctx, "fn:s", fmt.Sprint("member-", i))
+	}
+	seen := map[string]bool{}
+	var cursor uint64
+	for {
+		keys, next, err := c.SScan(ctx, "fn:s", cursor, "", 10).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			seen[k] = true
+		}
+		if cursor = next; cursor == 0 {
+			break
+		}
+	}
+	if len(seen) != 300 {
+		t.Errorf("SSCAN walk saw %d of 300 members", len(seen))
+	}
+	c.Del(ctx, "fn:s") // a hashtable's DUMP differs between servers
 }
 
 // testRandom: SPOP removes the same members on every replica; random reads

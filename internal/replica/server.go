@@ -207,7 +207,7 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 		}
 		return a.write(st, resp.AppendCommand(nil, args...), 1)
 	case rediscmd.Read:
-		return a.readSlot(st, resp.AppendCommand(nil, args...))
+		return a.readSlot(st, resp.AppendCommand(nil, args...), sp.Pinned)
 	case rediscmd.Local:
 		return a.localSlot(resp.AppendCommand(nil, args...))
 	}
@@ -326,7 +326,7 @@ func (a *Agent) write(st *clientState, payload []byte, n int) slot {
 
 // readSlot starts a read at once, after the connection's last write is
 // acknowledged; its reply still goes out in request order.
-func (a *Agent) readSlot(st *clientState, payload []byte) slot {
+func (a *Agent) readSlot(st *clientState, payload []byte, pinned bool) slot {
 	done := make(chan struct{})
 	st.lastRead = done
 	after := st.lastWriteDone
@@ -337,7 +337,11 @@ func (a *Agent) readSlot(st *clientState, payload []byte) slot {
 			<-after
 		}
 		var err error
-		if raw, err = a.read(st, payload); err != nil {
+		read := a.read
+		if pinned {
+			read = a.readHere
+		}
+		if raw, err = read(st, payload); err != nil {
 			raw = resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
 		}
 	}()
