@@ -56,7 +56,6 @@ const (
 	whyServer  = "it changes or inspects one server or connection, not the replicated data"
 	whyCluster = "gait replica is not a Redis Cluster"
 	whyPubSub  = "publish/subscribe is not replicated"
-	whyWatch   = "optimistic locking with WATCH is not supported; use MULTI/EXEC"
 	whyKill    = "a script runs on every replica; killing it on one would make them diverge"
 	whyRewrite = "it writes the local server's configuration file"
 )
@@ -167,6 +166,7 @@ var table = map[string]Spec{
 	"MULTI": {Kind: Agent, Arity: 1}, "EXEC": {Kind: Agent, Arity: 1}, "DISCARD": {Kind: Agent, Arity: 1},
 	"QUIT": {Kind: Agent, Arity: -1}, "WAITALL": {Kind: Agent, Arity: -1}, "WAIT": {Kind: Agent, Arity: 3},
 	"CLIENT": {Kind: Agent, Arity: -2}, "HELLO": {Kind: Agent, Arity: -1}, "RESET": {Kind: Agent, Arity: 1},
+	"WATCH": {Kind: Agent, Arity: -2}, "UNWATCH": {Kind: Agent, Arity: 1},
 
 	// Refused.
 	// DEBUG: what describes the data is a read, what changes it or every
@@ -197,7 +197,6 @@ var table = map[string]Spec{
 	"SPUBLISH": {Kind: Refused, Reason: whyPubSub}, "UNSUBSCRIBE": {Kind: Refused, Reason: whyPubSub},
 	"PUNSUBSCRIBE": {Kind: Refused, Reason: whyPubSub}, "SUNSUBSCRIBE": {Kind: Refused, Reason: whyPubSub},
 	"PUBSUB": {Kind: Refused, Reason: whyPubSub},
-	"WATCH":  {Kind: Refused, Reason: whyWatch}, "UNWATCH": {Kind: Refused, Reason: whyWatch},
 }
 
 // Lookup finds the command's row and checks its arity and sub-command. The

@@ -87,10 +87,47 @@ func TestFamilies(t *testing.T) {
 		})
 	}
 	t.Run("Scan", func(t *testing.T) { testScan(t, cl) })
+	t.Run("Watch", func(t *testing.T) { testWatch(t, cl) })
 	t.Run("Random", func(t *testing.T) { testRandom(t, cl) })
 	t.Run("Blocking", func(t *testing.T) { testBlocking(t, cl) })
 	t.Run("Connection", func(t *testing.T) { testConnection(t, cl) })
 	cl.sameData()
+}
+
+// testWatch: EXEC aborts when another client changed a watched key (through
+// another agent), and runs when nobody did.
+func testWatch(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	a := client(t, cl.nodes[0].agent.ClientAddr())
+	b := client(t, cl.nodes[1].agent.ClientAddr())
+	for _, tc := range []struct {
+		name   string
+		setup  func()
+		change func()
+		abort  bool
+	}{
+		{"unchanged", func() { a.Set(ctx, "fw:k", "1", 0) }, func() {}, false},
+		{"changed", func() { a.Set(ctx, "fw:k", "1", 0) }, func() { b.Set(ctx, "fw:k", "2", 0) }, true},
+		{"created", func() { a.Del(ctx, "fw:k") }, func() { b.Set(ctx, "fw:k", "2", 0) }, true},
+		{"deleted", func() { a.Set(ctx, "fw:k", "1", 0) }, func() { b.Del(ctx, "fw:k") }, true},
+		{"other key", func() { a.Set(ctx, "fw:k", "1", 0) }, func() { b.Set(ctx, "fw:other", "2", 0) }, false},
+	} {
+		tc.setup()
+		err := a.Watch(ctx, func(tx *goredis.Tx) error {
+			tc.change()
+			_, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+				p.Set(ctx, "fw:k", "tx", 0)
+				return nil
+			})
+			return err
+		}, "fw:k")
+		if tc.abort && err != goredis.TxFailedErr {
+			t.Errorf("%s: EXEC %v, want aborted", tc.name, err)
+		}
+		if !tc.abort && (err != nil || a.Get(ctx, "fw:k").Val() != "tx") {
+			t.Errorf("%s: EXEC %v, fw:k %q; want it run", tc.name, err, a.Get(ctx, "fw:k").Val())
+		}
+	}
 }
 
 // testScan: a cursor walk through a hashtable set sees every member.

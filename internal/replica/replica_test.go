@@ -135,7 +135,7 @@ func testRefused(t *testing.T, cl *cluster) {
 	ctx := context.Background()
 	c := client(t, cl.nodes[0].agent.ClientAddr())
 	for _, cmd := range [][]any{{"DEBUG", "SEGFAULT"}, {"ACL", "WHOAMI"}, {"CONFIG", "REWRITE"}, {"SCRIPT", "KILL"},
-		{"WATCH", "k"}, {"SUBSCRIBE", "c"}, {"SYNC"}, {"CLUSTER", "INFO"}} {
+		{"SUBSCRIBE", "c"}, {"SYNC"}, {"CLUSTER", "INFO"}} {
 		err := c.Do(ctx, cmd...).Err()
 		if err == nil || !strings.Contains(err.Error(), "not supported by gait replica") {
 			t.Errorf("%v: %v, want a refusal", cmd, err)

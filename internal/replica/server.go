@@ -60,6 +60,8 @@ type clientState struct {
 	// lastIndex is the highest log index of this connection's acknowledged
 	// writes: a session read needs a replica that has applied it.
 	lastIndex atomic.Uint64
+	// watched are the keys WATCH read, with their values then.
+	watched []watched
 }
 
 // serveConn reads requests and proposes writes in arrival order; a second
@@ -243,7 +245,12 @@ func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 		if !st.inMulti {
 			return slot{reply: resp.Error("ERR DISCARD without MULTI")}
 		}
-		st.inMulti, st.queued = false, nil
+		st.inMulti, st.queued, st.watched = false, nil, nil
+		return slot{reply: resp.Simple("OK")}
+	case "WATCH":
+		return slot{reply: a.watch(st, args)}
+	case "UNWATCH":
+		st.watched = nil
 		return slot{reply: resp.Simple("OK")}
 	case "EXEC":
 		return a.exec(st)
@@ -288,17 +295,18 @@ func (a *Agent) exec(st *clientState) slot {
 	if !st.inMulti {
 		return slot{reply: resp.Error("ERR EXEC without MULTI")}
 	}
-	queued, aborted := st.queued, st.aborted
-	st.inMulti, st.aborted, st.queued = false, false, nil
+	queued, aborted, ws := st.queued, st.aborted, st.watched
+	st.inMulti, st.aborted, st.queued, st.watched = false, false, nil, nil
 	if aborted {
 		return slot{reply: resp.Error("EXECABORT Transaction discarded because of previous errors.")}
 	}
-	payload := resp.AppendCommand(nil, []byte("MULTI"))
+	payload, extra := watchPrefix(ws)
+	payload = resp.AppendCommand(payload, []byte("MULTI"))
 	for _, q := range queued {
 		payload = resp.AppendCommand(payload, q...)
 	}
 	payload = resp.AppendCommand(payload, []byte("EXEC"))
-	return a.write(st, payload, len(queued)+2)
+	return a.write(st, payload, extra+len(queued)+2)
 }
 
 func (a *Agent) write(st *clientState, payload []byte, n int) slot {
