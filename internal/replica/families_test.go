@@ -49,7 +49,7 @@ var familyCases = map[string][]string{
 		"EVAL_RO return¦redis.call('GET',KEYS[1]) 1 fc:a", "FUNCTION FLUSH",
 		"FUNCTION LOAD #!lua_name=flib¶redis.register_function('fget',function(k)¦return¦redis.call('GET',k[1])¦end)",
 		"FCALL fget 1 fc:a", "FCALL_RO fget 1 fc:a", "FUNCTION DELETE flib"},
-	"transactions": {"MULTI", "SET ft:a 1", "INCR ft:a", "LPUSH ft:a x", "EXEC"},
+	"transactions": {"MULTI", "SET ft:a 1", "INCR ft:a", "LPUSH ft:a x", "WATCH ft:a", "EXEC", "WATCH ft:a", "UNWATCH"},
 }
 
 // TestFamilies runs each command family through a small cluster and through

@@ -271,6 +271,10 @@ func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 // queue adds a command to the open transaction. As in redis, an invalid
 // command makes EXEC discard the whole transaction.
 func (a *Agent) queue(st *clientState, name string, sp rediscmd.Spec, msg string, args [][]byte) slot {
+	if name == "WATCH" && msg == "" {
+		// As redis: refused, but the transaction goes on.
+		return slot{reply: resp.Error("ERR WATCH inside MULTI is not allowed")}
+	}
 	switch {
 	case msg != "":
 	case sp.Kind == rediscmd.Local:
