@@ -24,8 +24,11 @@ const MaxLine = 64 << 10
 // proto-max-bulk-len.
 const maxBulk = 512 << 20
 
-// maxReplyDepth bounds nesting in a reply read from redis.
-const maxReplyDepth = 32
+// maxReplyDepth bounds nesting in a reply read from redis. A Lua script
+// returning a table that contains itself makes redis nest about 8000
+// arrays (until "reached lua stack limit"); a reply the applier cannot
+// read stops that replica for good, so the bound is well above it.
+const maxReplyDepth = 1 << 14
 
 // ProtocolError is a client request that is not valid RESP or breaks a limit;
 // the agent answers it with a Redis-style error and closes the connection,

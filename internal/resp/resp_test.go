@@ -76,7 +76,12 @@ func TestReadReply(t *testing.T) {
 	if _, v, err = ReadReply(r); err != nil || v.Kind != '-' || string(v.Str) != "ERR x" {
 		t.Errorf("error reply %+v, %v", v, err)
 	}
-	for _, bad := range []string{"$5\r\nab\r\n", ":x\r\n", "?1\r\n", "+OK\n", strings.Repeat("*1\r\n", 40) + ":1\r\n"} {
+	// What redis answers a script that returns a table holding itself.
+	deep := strings.Repeat("*1\r\n", 7995) + "-ERR reached lua stack limit\r\n"
+	if raw, _, err := ReadReply(bufio.NewReader(strings.NewReader(deep))); err != nil || len(raw) != len(deep) {
+		t.Errorf("a reply nested 7995 deep: %d bytes, %v", len(raw), err)
+	}
+	for _, bad := range []string{"$5\r\nab\r\n", ":x\r\n", "?1\r\n", "+OK\n", strings.Repeat("*1\r\n", 1<<15) + ":1\r\n"} {
 		if _, _, err := ReadReply(bufio.NewReader(strings.NewReader(bad))); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
