@@ -95,11 +95,22 @@ start_servers() { # start_servers UNITDIR
 	exit 1
 }
 
-stop_servers() {
+stop_servers() { # stop_servers UNITDIR
 	kill "$plainpid" 2>/dev/null || true
 	wait "$plainpid" 2>/dev/null || true
-	# SIGTERM: sh starts background commands with SIGINT ignored.
+	# SIGTERM: sh starts background commands with SIGINT ignored. A cluster
+	# that has not stopped 30 s later is killed (SIGKILL takes its
+	# redis-servers with it): its stop can hang in raft's shutdown.
 	kill -TERM "$gaitpid" 2>/dev/null || true
+	for _ in $(seq 1 300); do
+		kill -0 "$gaitpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$gaitpid" 2>/dev/null; then
+		echo "redis-suite: gait replica cluster did not stop 30 s after SIGTERM; killed" >&2
+		kill -KILL "$gaitpid" 2>/dev/null || true
+		rm -rf "$(sed -n 's/.*files in \(.*\)$/\1/p' "$1/gait.err" | head -1)"
+	fi
 	wait "$gaitpid" 2>/dev/null || true
 	plainpid= gaitpid=
 }
@@ -128,7 +139,7 @@ for unit in "$@"; do
 	p=$!
 	run gait "$gaitport" "$unit" $((base + 100))
 	wait "$p"
-	stop_servers
+	stop_servers "$work/$(echo "$unit" | tr / _)"
 	u=$(echo "$unit" | tr / _)
 	set -- $(count "$out/$u.plain.log") $(count "$out/$u.gait.log")
 	printf '%-28s %8s %8s %8s   %8s %8s %8s\n' "$unit" "$1" "$2" "$3" "$4" "$5" "$6" | tee -a "$out/counts.tsv"
