@@ -633,17 +633,6 @@ func nonNegativeDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// parseByteRate reads a disk bandwidth such as 80MB/s or 100MiB/s.
-func parseByteRate(s string) (float64, error) {
-	num, ok := strings.CutSuffix(strings.TrimSpace(s), "/s")
-	if ok {
-		if n, err := load.ParseSize(num); err == nil && n > 0 {
-			return float64(n), nil
-		}
-	}
-	return 0, fmt.Errorf("%q is not a positive disk bandwidth like 80MB/s", s)
-}
-
 // parseVerdicts reads what the scenario says of limplock: the paper's row
 // and marks, whether it is quick, and the verdicts it expects.
 func (s *Scenario) parseVerdicts(top object) error {

@@ -304,7 +304,7 @@ func TestMalformed(t *testing.T) {
 		{"bad appendfsync", redisWith("config:\n  appendfsync: sometimes"),
 			`f.yaml:5: config.appendfsync: "sometimes": want always, everysec or no`},
 		{"sentinel on two nodes", strings.Replace(redisWith("config: {sentinel: true}"), "nodes: 3", "nodes: 2", 1),
-			`f.yaml:4: config.sentinel: Sentinel needs at least 3 nodes`},
+			`f.yaml:4: config.sentinel: true needs at least 3 nodes`},
 		{"sentinel not a boolean", redisWith("config: {sentinel: yes}"),
 			`f.yaml:4: config.sentinel: "yes": want true or false`},
 		{"config not a mapping", redisWith("config: [appendfsync]"),
@@ -413,7 +413,7 @@ func TestBundled(t *testing.T) {
 		t.Fatalf("bundled gait-redis scenarios: %v %v", more, err)
 	}
 	redis, err := filepath.Glob("../../scenarios/redis/*.yaml")
-	if err != nil || len(redis) != 2 {
+	if err != nil || len(redis) != 3 {
 		t.Fatalf("bundled redis scenarios: %v %v", redis, err)
 	}
 	more = append(more, redis...)

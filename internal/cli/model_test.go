@@ -13,11 +13,14 @@ import (
 	"time"
 )
 
+// runModel returns what the command wrote to stdout; its progress line goes
+// to stderr, which a slow run (a loaded machine) fills, and must not be
+// mistaken for the output.
 func runModel(args ...string) (out string, err error) {
 	cmd := newModelCmd()
 	var buf bytes.Buffer
 	cmd.SetOut(&buf)
-	cmd.SetErr(&buf)
+	cmd.SetErr(io.Discard)
 	cmd.SetArgs(args)
 	defer func() {
 		if r := recover(); r != nil {

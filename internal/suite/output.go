@@ -29,7 +29,9 @@ type Row struct {
 	ClusterLL       bool     `json:"cluster_limplock"`
 	HiddenBacklog   bool     `json:"hidden_backlog"`
 	Reasons         Reasons  `json:"reasons"`
-	PaperRow        string   `json:"paper_row,omitempty"`
+	// Warning says the baseline looks broken (see verdict.Verdict).
+	Warning  string `json:"warning,omitempty"`
+	PaperRow string `json:"paper_row,omitempty"`
 }
 
 // Reasons says why each verdict was given or not, one sentence each.
@@ -48,7 +50,7 @@ func Rows(results []Result) []Row {
 			row := Row{Experiment: r.Experiment, System: r.System, Fault: r.Fault, Target: r.Target, Step: st.Label,
 				Factor: st.Factor, Slowdown: st.Slowdown, Throughput: st.Throughput, ThroughputRatio: st.ThroughputRatio,
 				OperationLL: st.Operation.On, NodeLL: st.Node.On, ClusterLL: st.Cluster.On, HiddenBacklog: st.Backlog.On,
-				Reasons: Reasons{st.Operation.Why, st.Node.Why, st.Cluster.Why, st.Backlog.Why}}
+				Reasons: Reasons{st.Operation.Why, st.Node.Why, st.Cluster.Why, st.Backlog.Why}, Warning: st.Warning}
 			if r.Paper != nil {
 				row.PaperRow = r.Paper.Row
 			}
@@ -140,9 +142,16 @@ func WriteText(w io.Writer, results []Result) error {
 		}
 		return "-"
 	}
+	var warnings []string
 	for _, r := range Rows(results) {
 		fmt.Fprintf(tw, "%s\t%s\t%.2fx\t%.0f/s\t%s\t%s\t%s\t%s\t\n", r.Experiment, r.Step, r.Slowdown, r.Throughput,
 			yes(r.OperationLL), yes(r.NodeLL), yes(r.ClusterLL), yes(r.HiddenBacklog))
+		if r.Warning != "" {
+			warnings = append(warnings, fmt.Sprintf("%s %s: %s", r.Experiment, r.Step, r.Warning))
+		}
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(tw, "warning: "+w)
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, strings.Join(Table1Header, "\t")+"\t")

@@ -114,6 +114,11 @@ func section(p *report.Page, r Result) error {
 		}
 	}
 	p.Table([]string{"step", "slowdown", "verdict", "given", "why"}, rows)
+	for _, st := range r.Steps {
+		if st.Warning != "" {
+			p.Note(st.Label + ": " + st.Warning + ".")
+		}
+	}
 	s, runs, err := bench.Reload(r.Dir)
 	if err != nil {
 		return err

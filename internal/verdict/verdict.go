@@ -114,6 +114,10 @@ type Verdict struct {
 	Node      Mark `json:"node_limplock"`
 	Cluster   Mark `json:"cluster_limplock"`
 	Backlog   Mark `json:"hidden_backlog"`
+	// Warning, when set, says the baseline looks broken: the step beat it
+	// by as much as a limplock would lose, so the verdicts compare with a
+	// baseline that was itself slowed (a loaded machine, a slow start).
+	Warning string `json:"warning,omitempty"`
 }
 
 // Marks lists the verdicts given, by the paper's abbreviations: OL, NL, CL,
@@ -139,7 +143,31 @@ func Judge(in Input, o Options) Verdict {
 	v.Node = slowest(free, o, "node limplock", "operations served by healthy members without the limping component")
 	v.Cluster = clusterMark(in, free, v.Node, o)
 	v.Backlog = backlogMark(in.Backlogs, v.Operation.On || v.Node.On, o)
+	v.Warning = baselineWarning(in, append(inv, free...), o)
 	return v
+}
+
+// baselineWarning flags a step faster than its baseline beyond the
+// thresholds: throughput over 1/Collapse times the baseline's, or every
+// group's mean under 1/Slow of its baseline mean.
+func baselineWarning(in Input, gs []Group, o Options) string {
+	if in.BaseThroughput > 0 && in.Throughput > in.BaseThroughput/o.Collapse {
+		return fmt.Sprintf("the baseline looks broken: this step's throughput %.0f/s is %.1fx the baseline's %.0f/s",
+			in.Throughput, in.Throughput/in.BaseThroughput, in.BaseThroughput)
+	}
+	if len(gs) == 0 {
+		return ""
+	}
+	fastest := gs[0]
+	for _, g := range gs {
+		if ratio(g) > 1/o.Slow {
+			return ""
+		}
+		if ratio(g) < ratio(fastest) {
+			fastest = g
+		}
+	}
+	return fmt.Sprintf("the baseline looks broken: every group is over %gx faster than in the baseline (%s)", o.Slow, describe(fastest))
 }
 
 // judged are the groups, involved or not, with enough baseline requests to

@@ -84,6 +84,9 @@ func TestJudge(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			v := Judge(c.in, o)
+			if v.Warning != "" {
+				t.Errorf("warning %q", v.Warning)
+			}
 			if got := v.Marks(); !slices.Equal(got, c.want) {
 				t.Errorf("marks %v, want %v\n%+v", got, c.want, v)
 			}
@@ -99,6 +102,28 @@ func TestJudge(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestBaselineWarning(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		in   Input
+		want string
+	}{
+		{"throughput far over the baseline's", Input{BaseThroughput: 1, Throughput: 134},
+			"the baseline looks broken: this step's throughput 134/s is 134.0x the baseline's 1/s"},
+		{"every group far faster", Input{BaseThroughput: 100, Throughput: 300, Groups: []Group{
+			{Op: "set", Node: "follower", Base: lat(100, 5), Now: lat(100, 0.05)},
+			{Op: "set", Node: "leader", Involved: true, Base: lat(100, 5), Now: lat(100, 0.5)}}},
+			"the baseline looks broken: every group is over 5x faster than in the baseline (set on the follower: mean 50ms against 5s in the baseline, 0.01x)"},
+		{"one group as slow as before", Input{BaseThroughput: 100, Throughput: 300, Groups: []Group{
+			{Op: "set", Node: "follower", Base: lat(100, 5), Now: lat(100, 0.05)},
+			{Op: "set", Node: "leader", Involved: true, Base: lat(100, 5), Now: lat(100, 5)}}}, ""},
+	} {
+		if got := Judge(c.in, Defaults()).Warning; got != c.want {
+			t.Errorf("%s: warning %q, want %q", c.name, got, c.want)
+		}
 	}
 }
 

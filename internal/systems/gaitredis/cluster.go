@@ -68,7 +68,10 @@ func (c *Cluster) Roles(ctx context.Context) (map[string]string, error) {
 	case 1:
 		return roles, nil
 	case 0:
-		return roles, fmt.Errorf("gait-redis: no agent leads: %w", errors.Join(errs...))
+		if err := errors.Join(errs...); err != nil {
+			return roles, fmt.Errorf("gait-redis: no agent leads: %w", err)
+		}
+		return roles, errors.New("gait-redis: no agent leads (every agent answered; an election is under way)")
 	}
 	sort.Strings(leaders)
 	return roles, fmt.Errorf("gait-redis: agents %v each lead", leaders)
@@ -192,13 +195,9 @@ func (c *Cluster) Restart(ctx context.Context, host string) error {
 	ctx, cancel := context.WithTimeout(ctx, c.d.StartTimeout)
 	defer cancel()
 	if r.Exited() {
-		p, err := redis.StartOn(ctx, c.d.RedisServer, m.host, c.d.RedisPort)
-		if err != nil {
+		if err := c.restartRedis(ctx, m, r); err != nil {
 			return fmt.Errorf("gait-redis restart: %w", err)
 		}
-		m.mu.Lock()
-		m.redis = p
-		m.mu.Unlock()
 	}
 	if a.Exited() {
 		if err := c.launchAgent(m, c.joinFor(m)); err != nil {
@@ -206,6 +205,26 @@ func (c *Cluster) Restart(ctx context.Context, host string) error {
 		}
 	}
 	return c.waitServes(ctx, m)
+}
+
+// restartRedis starts m's exited redis-server r again: in place when its
+// host can (a testbed's processes: its crash recovery restarts every process
+// it knows, and must not find two for one server), else as a new process.
+func (c *Cluster) restartRedis(ctx context.Context, m *member, r systems.Process) error {
+	if rs, ok := r.(interface{ Restart() error }); ok {
+		if err := rs.Restart(); err != nil {
+			return err
+		}
+		return redis.WaitAnswer(ctx, c.d.addr(m.host, c.d.RedisPort), r, 10*time.Second)
+	}
+	p, err := redis.StartOn(ctx, c.d.RedisServer, m.host, c.d.RedisPort)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.redis = p
+	m.mu.Unlock()
+	return nil
 }
 
 // joinFor picks the raft address m joins through on a restart: empty for

@@ -206,7 +206,7 @@ func checkMetrics(t *testing.T, c *Cluster, hosts []systems.Host) {
 
 // crashAndRestart kills a follower's redis-server and agent with SIGKILL,
 // writes while they are down, restarts them and checks the follower's
-// redis-server was refilled.
+// redis-server was refilled; then does the same to its redis-server alone.
 func crashAndRestart(t *testing.T, c *Cluster, hosts []systems.Host, rs map[string]string) {
 	t.Helper()
 	var host string
@@ -249,6 +249,22 @@ func crashAndRestart(t *testing.T, c *Cluster, hosts []systems.Host, rs map[stri
 	rs2 := roles(t, c)
 	if rs2[host] != "follower" {
 		t.Errorf("restarted %s has role %q", host, rs2[host])
+	}
+	// Its redis-server alone, behind the running agent: the agent
+	// re-attaches the new one and refills it.
+	_, agent := c.byName[host].procs()
+	if err := c.KillRedis(host); err != nil {
+		t.Fatal(err)
+	}
+	set(t, c, other, "key:4", "while redis was down")
+	if err := c.Restart(context.Background(), host); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"key:1", "key:3", "key:4"} {
+		waitFor(t, 10*time.Second, k+" on "+host+"'s new redis-server", func() bool { return stored(t, c, host, k) != "" })
+	}
+	if _, a := c.byName[host].procs(); a != agent || a.Exited() {
+		t.Errorf("the agent on %s was restarted with its redis-server; want it kept, re-attaching", host)
 	}
 }
 

@@ -315,7 +315,8 @@ func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Clust
 		}
 	}
 	c.nn = c.members[0]
-	if err := d.format(ctx, c.nn); err != nil {
+	nameDir := d.conf(hosts[0], hosts[0], len(hosts)-1)["dfs.namenode.name.dir"]
+	if err := d.format(ctx, c.nn, nameDir); err != nil {
 		return nil, err
 	}
 	for _, m := range c.members {
@@ -332,8 +333,8 @@ func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Clust
 }
 
 // format runs "NameNode -format" on nn's host and waits for it to end; it
-// succeeded if the namespace's VERSION file is there.
-func (d *Driver) format(ctx context.Context, nn *member) error {
+// succeeded if the namespace's VERSION file is in nameDir.
+func (d *Driver) format(ctx context.Context, nn *member, nameDir string) error {
 	p, err := nn.host.Start("namenode-format", d.argv(nn.host, RoleNameNode, nameNodeClass, "-format", "-force", "-nonInteractive"), nil)
 	if err != nil {
 		return fmt.Errorf("hdfs: format the namespace: %w", err)
@@ -348,7 +349,7 @@ func (d *Driver) format(ctx context.Context, nn *member) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir(nn.host), "name", "current", "VERSION")); err != nil {
+	if _, err := os.Stat(filepath.Join(nameDir, "current", "VERSION")); err != nil {
 		return fmt.Errorf("hdfs: format the namespace on %s failed%s", nn.host.Name(), systems.LogTail(p))
 	}
 	return nil

@@ -128,7 +128,7 @@ var Settings = []systems.Setting{
 			// A crashed primary takes its host's Sentinel with it; the
 			// others must still be a majority to elect the one that fails
 			// it over.
-			return fmt.Errorf("Sentinel needs at least 3 nodes (a majority of Sentinels outlives the primary's host), the scenario has %d", nodes)
+			return fmt.Errorf("true needs at least 3 nodes (a majority of Sentinels must outlive the primary's host), the scenario has %d", nodes)
 		}
 		return nil
 	}},
@@ -315,7 +315,11 @@ func (c *Cluster) running(m *member) bool {
 }
 
 // Client connects to the server on host, primary or replica: a replica
-// serves reads and refuses writes (READONLY), as Redis does.
+// serves reads and refuses writes (READONLY), as Redis does. With
+// Sentinel, a client of the primary follows the primary: it asks the
+// Sentinels where the primary is whenever it connects, as an application
+// behind Sentinel does, so after a failover it writes to the promoted
+// replica.
 func (c *Cluster) Client(host string) (load.Client, error) {
 	m, ok := c.byName[host]
 	if !ok {
@@ -323,6 +327,11 @@ func (c *Cluster) Client(host string) (load.Client, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if c.d.Sentinel {
+		if rep, err := replication(ctx, c.addr(m)); err == nil && rep.Role == "primary" {
+			return c.dialPrimary(ctx)
+		}
+	}
 	return Dial(ctx, c.addr(m))
 }
 

@@ -132,6 +132,17 @@ func client(t *testing.T, c *Cluster, host string) *Client {
 	return lc.(*Client)
 }
 
+// direct connects to the server on host itself, whatever the Sentinels say.
+func direct(t *testing.T, c *Cluster, host string) *Client {
+	t.Helper()
+	cl, err := Dial(context.Background(), c.addr(c.byName[host]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
 func roles(t *testing.T, c *Cluster) map[string]string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -249,6 +260,7 @@ func TestSentinelFailover(t *testing.T) {
 	if n, err := client(t, c, "h0").WaitReplicas(ctx, 2, time.Second); err != nil || n != 2 {
 		t.Fatalf("WAIT 2: %d, %v", n, err)
 	}
+	follower := client(t, c, "h0")                  // asks the Sentinels for the primary
 	if err := tb.Host("h0").KillAll(); err != nil { // the primary and its Sentinel
 		t.Fatal(err)
 	}
@@ -264,8 +276,14 @@ func TestSentinelFailover(t *testing.T) {
 		return rs["h0"] == "down" && promoted != ""
 	})
 	t.Logf("%s promoted %v after the primary's crash", promoted, time.Since(t0).Round(time.Millisecond))
-	if v, err := client(t, c, promoted).rdb.Get(ctx, "k").Result(); err != nil || v != "v" {
+	if v, err := direct(t, c, promoted).rdb.Get(ctx, "k").Result(); err != nil || v != "v" {
 		t.Errorf("the new primary has k = %q, %v", v, err)
+	}
+	eventually(t, 5*time.Second, "a client of the primary writes to the new one", func() bool {
+		return follower.Do(ctx, load.Op{Kind: OpSet, Key: "after", Value: []byte("failover")}) == nil
+	})
+	if v, err := direct(t, c, promoted).rdb.Get(ctx, "after").Result(); err != nil || v != "failover" {
+		t.Errorf("the new primary has after = %q, %v", v, err)
 	}
 	eventually(t, 10*time.Second, "the Sentinels count the failover", func() bool {
 		m, _ := c.Metrics(ctx)
@@ -278,4 +296,36 @@ func TestSentinelFailover(t *testing.T) {
 	eventually(t, 30*time.Second, "the old primary rejoins as a replica", func() bool {
 		return roles(t, c)["h0"] == "replica"
 	})
+}
+
+// appendfsync turns the append-only file on with that policy.
+func TestAppendOnly(t *testing.T) {
+	if _, err := os.Stat(ServerBinary); err != nil {
+		t.Skipf("%s not installed", ServerBinary)
+	}
+	lb, err := loopback.Hosts(t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDriver()
+	if err := d.Configure(map[string]string{"appendfsync": "always"}); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := d.Start(context.Background(), []systems.Host{lb[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Stop()
+	c := direct(t, cl.(*Cluster), lb[0].Name())
+	ctx := context.Background()
+	if err := c.Do(ctx, load.Op{Kind: OpSet, Key: "k", Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.rdb.ConfigGet(ctx, "append*").Result()
+	if err != nil || got["appendonly"] != "yes" || got["appendfsync"] != "always" {
+		t.Errorf("config %v, %v", got, err)
+	}
+	if st, err := os.Stat(ServerDir(lb[0]) + "/appendonlydir"); err != nil || !st.IsDir() {
+		t.Errorf("no append-only directory: %v", err)
+	}
 }

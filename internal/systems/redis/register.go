@@ -15,10 +15,12 @@ func init() {
 		Name:  "redis",
 		Ops:   Ops,
 		Write: "set",
+		// Writes are the primary's; a read is answered where it is sent.
+		Ordered: []string{"set", "del"},
 		// Clients talk to the primary unless a scenario says otherwise: a
 		// replica refuses writes (READONLY).
 		Roles: []systems.Role{
-			{Name: "primary", MinNodes: 1, Client: true},
+			{Name: "primary", MinNodes: 1, Client: true, Orders: true},
 			{Name: "replica", MinNodes: 2, Client: true},
 		},
 		New:      func() systems.Driver { return NewDriver() },

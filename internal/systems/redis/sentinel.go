@@ -128,3 +128,24 @@ func (c *Cluster) countFailovers(ctx context.Context, m *member) {
 		}
 	}
 }
+
+// dialPrimary connects to whichever server the Sentinels name the primary,
+// asking them again on every reconnection.
+func (c *Cluster) dialPrimary(ctx context.Context) (*Client, error) {
+	o := Options("")
+	var sentinels []string
+	for _, m := range c.members {
+		sentinels = append(sentinels, c.sentinelAddr(m))
+	}
+	rdb := goredis.NewFailoverClient(&goredis.FailoverOptions{
+		MasterName: MasterName, SentinelAddrs: sentinels,
+		PoolSize: o.PoolSize, MaxRetries: o.MaxRetries, Protocol: o.Protocol, DisableIdentity: o.DisableIdentity,
+		ContextTimeoutEnabled: o.ContextTimeoutEnabled, DialTimeout: o.DialTimeout,
+		ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
+	})
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("redis primary through Sentinel: %w", err)
+	}
+	return &Client{rdb: rdb}, nil
+}

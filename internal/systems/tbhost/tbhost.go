@@ -66,6 +66,11 @@ func (a proc) Pid() int     { return a.p.Pid() }
 func (a proc) Stop() error  { return a.p.Stop(StopGrace) }
 func (a proc) Exited() bool { return !a.p.Running() }
 
+// Restart starts the exited process again in place, as the testbed's own
+// crash recovery does: a second process for the same server would be
+// started beside it on the host's next crash recovery.
+func (a proc) Restart() error { return a.p.Restart() }
+
 // LogPath is where the server writes its log: its standard error (etcd's
 // zap logger writes there), for systems.LogTail.
 func (a proc) LogPath() string { return filepath.Join(a.p.Spec.LogDir, a.p.Spec.Name+".stderr") }
