@@ -139,7 +139,6 @@ func (rd *Reader) readBulks(n int) ([][]byte, error) {
 // separated by spaces; "double quotes" with \n \r \t \b \a \\ \" and \xHH
 // escapes; 'single quotes' with \' only. A closing quote must end the word.
 func splitArgs(line []byte) ([][]byte, error) {
-	unbalanced := &ProtocolError{Msg: "unbalanced quotes in request"}
 	var args [][]byte
 	i := 0
 	for {
@@ -150,54 +149,12 @@ func splitArgs(line []byte) ([][]byte, error) {
 			return args, nil
 		}
 		arg := []byte{}
-		switch line[i] {
-		case '"':
-			for i++; ; i++ {
-				if i >= len(line) {
-					return nil, unbalanced
-				}
-				c := line[i]
-				switch {
-				case c == '\\' && i+3 < len(line) && line[i+1] == 'x' && isHex(line[i+2]) && isHex(line[i+3]):
-					arg = append(arg, unhex(line[i+2])<<4|unhex(line[i+3]))
-					i += 3
-				case c == '\\' && i+1 < len(line):
-					i++
-					c = map[byte]byte{'n': '\n', 'r': '\r', 't': '\t', 'b': '\b', 'a': '\a'}[line[i]]
-					if c == 0 {
-						c = line[i]
-					}
-					arg = append(arg, c)
-				case c == '"':
-					if i+1 < len(line) && !isSpace(line[i+1]) {
-						return nil, unbalanced
-					}
-					i++
-					goto done
-				default:
-					arg = append(arg, c)
-				}
+		if q := line[i]; q == '"' || q == '\'' {
+			var err error
+			if arg, i, err = quoted(line, i, q); err != nil {
+				return nil, err
 			}
-		case '\'':
-			for i++; ; i++ {
-				if i >= len(line) {
-					return nil, unbalanced
-				}
-				switch c := line[i]; {
-				case c == '\\' && i+1 < len(line) && line[i+1] == '\'':
-					arg = append(arg, '\'')
-					i++
-				case c == '\'':
-					if i+1 < len(line) && !isSpace(line[i+1]) {
-						return nil, unbalanced
-					}
-					i++
-					goto done
-				default:
-					arg = append(arg, c)
-				}
-			}
-		default:
+		} else {
 			for i < len(line) && !isSpace(line[i]) && line[i] != 0 {
 				arg = append(arg, line[i])
 				i++
@@ -206,9 +163,40 @@ func splitArgs(line []byte) ([][]byte, error) {
 				i++
 			}
 		}
-	done:
 		args = append(args, arg)
 	}
+}
+
+// quoted reads the word that the quote q at line[i] opens; next is where
+// the line goes on after its closing quote.
+func quoted(line []byte, i int, q byte) (arg []byte, next int, err error) {
+	unbalanced := &ProtocolError{Msg: "unbalanced quotes in request"}
+	arg = []byte{}
+	for i++; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c == q:
+			if i+1 < len(line) && !isSpace(line[i+1]) {
+				return nil, 0, unbalanced
+			}
+			return arg, i + 1, nil
+		case c == '\\' && q == '\'' && i+1 < len(line) && line[i+1] == '\'':
+			arg = append(arg, '\'')
+			i++
+		case c == '\\' && q == '"' && i+3 < len(line) && line[i+1] == 'x' && isHex(line[i+2]) && isHex(line[i+3]):
+			arg = append(arg, unhex(line[i+2])<<4|unhex(line[i+3]))
+			i += 3
+		case c == '\\' && q == '"' && i+1 < len(line):
+			i++
+			if c = map[byte]byte{'n': '\n', 'r': '\r', 't': '\t', 'b': '\b', 'a': '\a'}[line[i]]; c == 0 {
+				c = line[i]
+			}
+			arg = append(arg, c)
+		default:
+			arg = append(arg, c)
+		}
+	}
+	return nil, 0, unbalanced
 }
 
 func isSpace(c byte) bool {
