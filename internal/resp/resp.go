@@ -299,7 +299,7 @@ func (rd *Reader) readLine() ([]byte, error) {
 
 // parseInt parses a protocol integer: optional '-', decimal digits only.
 func parseInt(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 19 {
+	if len(b) == 0 || len(b) > 20 { // 20: a minus and 19 digits, as -9223372036854775808
 		return 0, false
 	}
 	n, err := strconv.ParseInt(string(b), 10, 64)

@@ -76,6 +76,10 @@ func TestReadReply(t *testing.T) {
 	if _, v, err = ReadReply(r); err != nil || v.Kind != '-' || string(v.Str) != "ERR x" {
 		t.Errorf("error reply %+v, %v", v, err)
 	}
+	// HINCRBY near the int64 bound: every replica once stopped applying here.
+	if _, v, err := ReadReply(bufio.NewReader(strings.NewReader(":-9223372036854775485\r\n"))); err != nil || v.Num != -9223372036854775485 {
+		t.Errorf("a large negative integer reply: %+v, %v", v, err)
+	}
 	// What redis answers a script that returns a table holding itself.
 	deep := strings.Repeat("*1\r\n", 7995) + "-ERR reached lua stack limit\r\n"
 	if raw, _, err := ReadReply(bufio.NewReader(strings.NewReader(deep))); err != nil || len(raw) != len(deep) {
