@@ -11,20 +11,9 @@ set -euo pipefail
 requests=20000
 if [[ "${1:-}" == "-n" ]]; then requests=$2; shift 2; fi
 [[ "${1:-}" == "--" ]] && shift
-for tool in redis-server redis-benchmark go; do
-	command -v "$tool" >/dev/null || { echo "replica-bench: $tool not found" >&2; exit 1; }
-done
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-go build -o "$work/gait" ./cmd/gait
+source "$(dirname "$0")/lib/scratch.sh"
+need replica-bench redis-server redis-benchmark go
+scratch
 
 port=$(( 20000 + RANDOM % 20000 ))
 redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" >/dev/null &

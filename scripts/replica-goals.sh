@@ -21,19 +21,9 @@ while [[ $# -gt 0 ]]; do
 	*) echo "replica-goals: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
-for tool in redis-server redis-benchmark redis-cli go; do
-	command -v "$tool" >/dev/null || { echo "replica-goals: $tool not found" >&2; exit 1; }
-done
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-go build -o "$work/gait" ./cmd/gait
+source "$(dirname "$0")/lib/scratch.sh"
+need replica-goals redis-server redis-benchmark redis-cli go
+scratch
 
 # redis PORT ARGS... starts a redis-server on 127.0.0.1.
 redis() {

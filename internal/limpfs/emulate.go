@@ -52,6 +52,12 @@ type emulator struct {
 	dev    *device
 	store  string
 	report func(error)
+	// sums remembers checksums of the stream written recently through the
+	// mount, so that a file of checksums of it (an HDFS .meta file beside
+	// its block file) is recognised as well; see tardis.SumIndex for its
+	// bound (at most about 12 MB of memory per mount, once 512 MiB of
+	// the stream went through it).
+	sums *tardis.SumIndex
 }
 
 // contents is an open regular file.
@@ -62,7 +68,16 @@ type contents struct {
 	size     int64       // f's size
 	dirty    bool        // data differs from the metadata file
 	unsynced bool        // the metadata file was written without fsync
+	// recheck: file ranges written as literal bytes since the last
+	// commit, looked at again at the commit (see recognise), at most
+	// recheckMax bytes.
+	recheck      [][2]int64
+	recheckBytes int64
 }
+
+// recheckMax bounds the literal bytes a commit looks at again: enough
+// for the checksum file of a 128 MiB HDFS block (1 MiB) several times.
+const recheckMax = 8 << 20
 
 var (
 	_ fs.NodeWrapChilder = (*emuNode)(nil)
@@ -209,6 +224,7 @@ func (n *emuNode) load(p string) (*contents, error) {
 		return nil, fmt.Errorf("open %s: %w", p, err)
 	}
 	c := &contents{f: f, id: id, size: st.Size}
+	c.data.Sums = n.em.sums
 	if ok && len(exts) > 0 {
 		c.data.SetExtents(exts, exts[len(exts)-1].End())
 	}
@@ -248,16 +264,73 @@ func (n *emuNode) commit(sync bool) error {
 	if err != nil {
 		return fmt.Errorf("stat %s: %w", c.f.Name(), err)
 	}
+	var punch [][2]int64
 	if st.Nlink == 0 { // deleted while open: nothing to keep
 		err = removeMeta(n.em.store, c.id.ino, false)
 	} else {
+		if punch, err = c.recognise(); err != nil {
+			return err
+		}
 		err = writeMeta(n.em.store, c.id, c.data.Extents(), c.data.Size(), sync)
 	}
 	if err != nil {
 		return err
 	}
 	c.dirty, c.unsynced = false, !sync
+	c.recheck, c.recheckBytes = nil, 0
+	// Only now, with the extents that replace them in the metadata, free
+	// the literal bytes recognised late. None of them was committed, so a
+	// crash in between loses nothing committed.
+	for _, r := range punch {
+		if err := unix.Fallocate(int(c.f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, r[0], r[1]-r[0]); err != nil {
+			return fmt.Errorf("punch %s: %w", c.f.Name(), err)
+		}
+	}
 	return nil
+}
+
+// noteLiteral records that [lo, hi) was written as literal bytes.
+func (c *contents) noteLiteral(lo, hi int64) {
+	if hi-lo < 8 || c.recheckBytes+hi-lo > recheckMax {
+		return
+	}
+	if k := len(c.recheck); k > 0 && c.recheck[k-1][1] == lo {
+		c.recheck[k-1][1] = hi
+	} else {
+		c.recheck = append(c.recheck, [2]int64{lo, hi})
+	}
+	c.recheckBytes += hi - lo
+}
+
+// recognise looks again at the literal bytes written since the last
+// commit, for what the mount's checksum index has learnt since they were
+// written: the kernel writes back a checksum file's pages and its data
+// file's pages in no set order, so a checksum may reach the server before
+// the data it sums. It returns the ranges that became synthetic, whose
+// literal bytes the caller punches out of the tree file.
+func (c *contents) recognise() (became [][2]int64, err error) {
+	if c.data.Sums == nil || c.data.Sums.Len() == 0 {
+		return nil, nil // nothing learnt: the bytes would stay literal
+	}
+	for _, r := range c.recheck {
+		for _, h := range c.data.Holes(r[0], r[1]) {
+			buf := make([]byte, h[1]-h[0])
+			if _, err := c.f.ReadAt(buf, h[0]); err != nil && err != io.EOF {
+				return nil, fmt.Errorf("read %s: %w", c.f.Name(), err)
+			}
+			// The bytes the file holds there, so the write changes
+			// nothing but how they are kept.
+			lits := c.data.WriteAtSplit(buf, h[0])
+			at := h[0]
+			for _, l := range append(lits, tardis.FileExtent{Off: h[1]}) {
+				if l.Off > at {
+					became = append(became, [2]int64{at, l.Off})
+				}
+				at = l.End()
+			}
+		}
+	}
+	return became, nil
 }
 
 // truncate sets the size of an open file. n.mu is held.
@@ -278,6 +351,7 @@ func (n *emuNode) write(p []byte, off int64) error {
 	c := n.c
 	old := c.data.Size()
 	for _, e := range c.data.WriteAtSplit(p, off) {
+		c.noteLiteral(e.Off, e.End())
 		if _, err := c.f.WriteAt(e.Lit, e.Off); err != nil {
 			// The write failed: its range reads as before or partly
 			// written, as on any file system, but the size stays.

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/load"
+	"github.com/gait-dev/gait/internal/tardis"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -99,7 +100,7 @@ func MountStore(store, mountpoint string, opts Options) (*FS, error) {
 		lock.Close()
 		return nil, fmt.Errorf("mount emulating limpfs on %s: %w", mountpoint, err)
 	}
-	root := &emuNode{LoopbackNode: lroot.(*fs.LoopbackNode), em: &emulator{dev: dev, store: store, report: opts.Report}}
+	root := &emuNode{LoopbackNode: lroot.(*fs.LoopbackNode), em: &emulator{dev: dev, store: store, report: opts.Report, sums: tardis.NewSumIndex(0)}}
 	f, err := serve(root, store, "limpfs-emulate", mountpoint, dev, fuse.CAP_WRITEBACK_CACHE)
 	if err != nil {
 		lock.Close()

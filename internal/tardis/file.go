@@ -38,6 +38,10 @@ func (e FileExtent) End() int64 { return e.Off + int64(e.Len) }
 type File struct {
 	exts []FileExtent // sorted by Off, non-overlapping, none empty
 	size int64
+	// Sums, if set, is the checksum index the file feeds with the stream
+	// it is written and looks up checksum runs in (see SumIndex); Files
+	// sharing one recognise each other's checksums.
+	Sums *SumIndex
 }
 
 // Size is the file's length: the end of the furthest write, or what Truncate
@@ -72,6 +76,23 @@ func (f *File) Stats() (logical, physical int64) {
 		}
 	}
 	return f.size, physical
+}
+
+// Holes returns the ranges [a, b) of [lo, hi), clipped to the file's
+// size, that no extent covers, in order.
+func (f *File) Holes(lo, hi int64) (holes [][2]int64) {
+	hi = min(hi, f.size)
+	for i := f.find(lo); lo < hi; i++ {
+		if i >= len(f.exts) || f.exts[i].Off >= hi {
+			holes = append(holes, [2]int64{lo, hi})
+			break
+		}
+		if e := f.exts[i]; e.Off > lo {
+			holes = append(holes, [2]int64{lo, e.Off})
+		}
+		lo = max(lo, f.exts[i].End())
+	}
+	return holes
 }
 
 // find returns the index of the first extent that ends after off.
@@ -130,6 +151,9 @@ func (f *File) WriteAt(p []byte, off int64) {
 		return
 	}
 	enc := AppendEncode(nil, p)
+	if f.Sums != nil {
+		enc = f.Sums.recognise(enc)
+	}
 	news := make([]FileExtent, 0, len(enc))
 	at := off
 	for _, e := range enc {
@@ -138,6 +162,13 @@ func (f *File) WriteAt(p []byte, off int64) {
 	}
 	f.replace(off, at, news)
 	f.size = max(f.size, at)
+	if f.Sums != nil {
+		for i := f.find(off); i < len(f.exts) && f.exts[i].Off < at; i++ {
+			if e := f.exts[i]; e.Synthetic() && e.Sum.Alg == 0 {
+				f.Sums.add(e, p, off)
+			}
+		}
+	}
 }
 
 // WriteAtSplit writes p at off like WriteAt but keeps only the synthetic
@@ -234,7 +265,7 @@ func join(es []FileExtent) []FileExtent {
 		}
 		if n := len(out); n > 0 && out[n-1].Synthetic() && out[n-1].End() == e.Off {
 			p := out[n-1]
-			m := continues(e.Lit, p.Seed, p.Offset+uint64(p.Len))
+			m := continues(e.Lit, p.Seed, p.Sum, p.Offset+uint64(p.Len))
 			if m > 0 {
 				out[n-1].Len += m
 				e = FileExtent{Off: e.Off + int64(m), Extent: e.Slice(m, e.Len)}
@@ -242,9 +273,9 @@ func join(es []FileExtent) []FileExtent {
 		}
 		if k+1 < len(es) && es[k+1].Synthetic() && e.End() == es[k+1].Off && e.Len > 0 {
 			q := es[k+1]
-			m := precedes(e.Lit, q.Seed, q.Offset)
+			m := precedes(e.Lit, q.Seed, q.Sum, q.Offset)
 			if m > 0 {
-				es[k+1] = FileExtent{Off: q.Off - int64(m), Extent: Extent{Seed: q.Seed, Offset: q.Offset - uint64(m), Len: q.Len + m}}
+				es[k+1] = FileExtent{Off: q.Off - int64(m), Extent: Extent{Seed: q.Seed, Sum: q.Sum, Offset: q.Offset - uint64(m), Len: q.Len + m}}
 				e = FileExtent{Off: e.Off, Extent: e.Slice(0, e.Len-m)}
 			}
 		}
@@ -258,7 +289,7 @@ func join(es []FileExtent) []FileExtent {
 		if n := len(es); n > 0 && es[n-1].End() == e.Off {
 			p := &es[n-1]
 			switch {
-			case p.Synthetic() && e.Synthetic() && p.Seed == e.Seed && p.Offset+uint64(p.Len) == e.Offset:
+			case p.Synthetic() && e.Synthetic() && p.Seed == e.Seed && p.Sum == e.Sum && p.Offset+uint64(p.Len) == e.Offset:
 				p.Len += e.Len
 				continue
 			case !p.Synthetic() && !e.Synthetic() && p.Len+e.Len <= maxLiteralMerge:
@@ -282,17 +313,17 @@ func join(es []FileExtent) []FileExtent {
 	return es
 }
 
-// continues returns how many leading bytes of p equal the stream seed from
-// stream offset s.
-func continues(p []byte, seed, s uint64) int {
+// continues returns how many leading bytes of p equal the source (seed,
+// sum) from offset s.
+func continues(p []byte, seed uint64, sum Checksum, s uint64) int {
 	var tmp [256]byte
 	n := 0
 	for n < len(p) {
-		c := min(len(p)-n, len(tmp))
+		c := min(len(p)-n, step(sum, s, true))
 		if s+uint64(c) < s { // would wrap past the stream's end
 			return n
 		}
-		Generate(seed, s, tmp[:c])
+		generateSource(seed, sum, s, tmp[:c])
 		m := commonPrefix(p[n:n+c], tmp[:c])
 		n += m
 		s += uint64(m)
@@ -303,20 +334,37 @@ func continues(p []byte, seed, s uint64) int {
 	return n
 }
 
-// precedes returns how many trailing bytes of p equal the stream seed just
-// before stream offset s.
-func precedes(p []byte, seed, s uint64) int {
+// step is how many bytes continues (forward) or precedes compares at a
+// time from offset s: 256 of the stream; up to the next word boundary of
+// checksums, each of which costs generating a chunk, so that a mismatch
+// costs one.
+func step(sum Checksum, s uint64, forward bool) int {
+	switch {
+	case sum.Alg == 0:
+		return 256
+	case forward:
+		return int(4 - s%4)
+	case s%4 == 0:
+		return 4
+	default:
+		return int(s % 4)
+	}
+}
+
+// precedes returns how many trailing bytes of p equal the source (seed,
+// sum) just before offset s.
+func precedes(p []byte, seed uint64, sum Checksum, s uint64) int {
 	var tmp [256]byte
 	n := 0
 	for n < len(p) {
-		c := min(len(p)-n, len(tmp))
+		c := min(len(p)-n, step(sum, s, false))
 		if uint64(c) > s {
 			c = int(s)
 		}
 		if c == 0 {
 			break
 		}
-		Generate(seed, s-uint64(c), tmp[:c])
+		generateSource(seed, sum, s-uint64(c), tmp[:c])
 		m := commonSuffix(p[:len(p)-n], tmp[:c])
 		n += m
 		s -= uint64(m)

@@ -146,6 +146,9 @@ type Extent struct {
 	Offset uint64
 	Len    int
 	Lit    []byte
+	// Sum, for a synthetic extent, says whether it is the stream (zero)
+	// or checksums of the stream's chunks (see Checksum).
+	Sum Checksum
 }
 
 // Synthetic says whether e is a description of stream bytes rather than
@@ -157,7 +160,10 @@ func (e Extent) Append(dst []byte) []byte {
 	if !e.Synthetic() {
 		return append(dst, e.Lit...)
 	}
-	return AppendGenerate(dst, e.Seed, e.Offset, e.Len)
+	l := len(dst)
+	dst = grow(dst, e.Len)
+	generateSource(e.Seed, e.Sum, e.Offset, dst[l:])
+	return dst
 }
 
 // ReadAt fills p with the bytes of e from offset off within e, and returns
@@ -168,7 +174,7 @@ func (e Extent) ReadAt(p []byte, off int) int {
 	}
 	n := min(len(p), e.Len-off)
 	if e.Synthetic() {
-		Generate(e.Seed, e.Offset+uint64(off), p[:n])
+		generateSource(e.Seed, e.Sum, e.Offset+uint64(off), p[:n])
 	} else {
 		copy(p, e.Lit[off:off+n])
 	}
@@ -179,7 +185,7 @@ func (e Extent) ReadAt(p []byte, off int) int {
 // slice shares e's bytes.
 func (e Extent) Slice(i, j int) Extent {
 	if e.Synthetic() {
-		return Extent{Seed: e.Seed, Offset: e.Offset + uint64(i), Len: j - i}
+		return Extent{Seed: e.Seed, Sum: e.Sum, Offset: e.Offset + uint64(i), Len: j - i}
 	}
 	return Extent{Lit: e.Lit[i:j:j], Len: j - i}
 }
