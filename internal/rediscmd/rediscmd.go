@@ -42,6 +42,10 @@ type Spec struct {
 	Reason  string // why a refused command is refused
 	// Subs overrides Kind for some sub-commands (the second word).
 	Subs map[string]Kind
+	// Pinned marks a read that must come from the same server every time
+	// for one client: a SCAN cursor means something to the server that
+	// returned it only.
+	Pinned bool
 	// Blocks marks a command that may wait for data (BLPOP, XREAD BLOCK):
 	// the agent serves it by proposing the non-blocking form until it finds
 	// data or the timeout passes, never by blocking a redis-server.
@@ -52,7 +56,6 @@ const (
 	whyServer  = "it changes or inspects one server or connection, not the replicated data"
 	whyCluster = "gait replica is not a Redis Cluster"
 	whyPubSub  = "publish/subscribe is not replicated"
-	whyWatch   = "optimistic locking with WATCH is not supported; use MULTI/EXEC"
 	whyKill    = "a script runs on every replica; killing it on one would make them diverge"
 	whyRewrite = "it writes the local server's configuration file"
 )
@@ -125,23 +128,23 @@ var table = map[string]Spec{
 	"EXPIRETIME": {Kind: Read, Arity: 2}, "PEXPIRETIME": {Kind: Read, Arity: 2},
 	"TYPE": {Kind: Read, Arity: 2}, "DBSIZE": {Kind: Read, Arity: 1}, "TOUCH": {Kind: Read, Arity: -2},
 	"DUMP": {Kind: Read, Arity: 2}, "OBJECT": {Kind: Read, Arity: -2}, "MEMORY": {Kind: Read, Arity: -2},
-	"KEYS": {Kind: Read, Arity: 2}, "SCAN": {Kind: Read, Arity: -2}, "SORT_RO": {Kind: Read, Arity: -2},
+	"KEYS": {Kind: Read, Arity: 2}, "SCAN": {Kind: Read, Arity: -2, Pinned: true}, "SORT_RO": {Kind: Read, Arity: -2},
 	// A random answer changes nothing, so one replica may give it.
 	"RANDOMKEY": {Kind: Read, Arity: 1}, "SRANDMEMBER": {Kind: Read, Arity: -2},
 	"HRANDFIELD": {Kind: Read, Arity: -2}, "ZRANDMEMBER": {Kind: Read, Arity: -2},
 	"HGET": {Kind: Read, Arity: 3}, "HMGET": {Kind: Read, Arity: -3}, "HGETALL": {Kind: Read, Arity: 2},
 	"HLEN": {Kind: Read, Arity: 2}, "HEXISTS": {Kind: Read, Arity: 3}, "HKEYS": {Kind: Read, Arity: 2},
-	"HVALS": {Kind: Read, Arity: 2}, "HSTRLEN": {Kind: Read, Arity: 3}, "HSCAN": {Kind: Read, Arity: -3},
+	"HVALS": {Kind: Read, Arity: 2}, "HSTRLEN": {Kind: Read, Arity: 3}, "HSCAN": {Kind: Read, Arity: -3, Pinned: true},
 	"LRANGE": {Kind: Read, Arity: 4}, "LLEN": {Kind: Read, Arity: 2}, "LINDEX": {Kind: Read, Arity: 3},
 	"LPOS":     {Kind: Read, Arity: -3},
 	"SMEMBERS": {Kind: Read, Arity: 2}, "SISMEMBER": {Kind: Read, Arity: 3}, "SMISMEMBER": {Kind: Read, Arity: -3},
 	"SCARD": {Kind: Read, Arity: 2}, "SINTER": {Kind: Read, Arity: -2}, "SUNION": {Kind: Read, Arity: -2},
-	"SDIFF": {Kind: Read, Arity: -2}, "SINTERCARD": {Kind: Read, Arity: -3}, "SSCAN": {Kind: Read, Arity: -3},
+	"SDIFF": {Kind: Read, Arity: -2}, "SINTERCARD": {Kind: Read, Arity: -3}, "SSCAN": {Kind: Read, Arity: -3, Pinned: true},
 	"ZRANGE": {Kind: Read, Arity: -4}, "ZREVRANGE": {Kind: Read, Arity: -4}, "ZRANGEBYSCORE": {Kind: Read, Arity: -4},
 	"ZREVRANGEBYSCORE": {Kind: Read, Arity: -4}, "ZRANGEBYLEX": {Kind: Read, Arity: -4}, "ZREVRANGEBYLEX": {Kind: Read, Arity: -4},
 	"ZSCORE": {Kind: Read, Arity: 3}, "ZMSCORE": {Kind: Read, Arity: -3}, "ZCARD": {Kind: Read, Arity: 2},
 	"ZRANK": {Kind: Read, Arity: -3}, "ZREVRANK": {Kind: Read, Arity: -3},
-	"ZCOUNT": {Kind: Read, Arity: 4}, "ZLEXCOUNT": {Kind: Read, Arity: 4}, "ZSCAN": {Kind: Read, Arity: -3},
+	"ZCOUNT": {Kind: Read, Arity: 4}, "ZLEXCOUNT": {Kind: Read, Arity: 4}, "ZSCAN": {Kind: Read, Arity: -3, Pinned: true},
 	"ZUNION": {Kind: Read, Arity: -3}, "ZINTER": {Kind: Read, Arity: -3}, "ZDIFF": {Kind: Read, Arity: -3},
 	"ZINTERCARD": {Kind: Read, Arity: -3},
 	"GEODIST":    {Kind: Read, Arity: -4}, "GEOHASH": {Kind: Read, Arity: -2}, "GEOPOS": {Kind: Read, Arity: -2},
@@ -163,9 +166,20 @@ var table = map[string]Spec{
 	"MULTI": {Kind: Agent, Arity: 1}, "EXEC": {Kind: Agent, Arity: 1}, "DISCARD": {Kind: Agent, Arity: 1},
 	"QUIT": {Kind: Agent, Arity: -1}, "WAITALL": {Kind: Agent, Arity: -1}, "WAIT": {Kind: Agent, Arity: 3},
 	"CLIENT": {Kind: Agent, Arity: -2}, "HELLO": {Kind: Agent, Arity: -1}, "RESET": {Kind: Agent, Arity: 1},
+	"WATCH": {Kind: Agent, Arity: -2}, "UNWATCH": {Kind: Agent, Arity: 1},
 
 	// Refused.
-	"DEBUG": {Kind: Refused, Reason: whyServer}, "WAITAOF": {Kind: Refused, Reason: whyServer},
+	// DEBUG: what describes the data is a read, what changes it or every
+	// server's behaviour is ordered, what concerns one server is local; the
+	// rest (crashes, restarts) is refused. The redis-server must allow
+	// DEBUG (enable-debug-command).
+	"DEBUG": {Kind: Refused, Arity: -2, Reason: whyServer, Subs: map[string]Kind{
+		"DIGEST": Read, "DIGEST-VALUE": Read, "OBJECT": Read, "LISTPACK": Read, "QUICKLIST": Read,
+		"STRINGMATCH-LEN": Read, "PROTOCOL": Local, "SLEEP": Local, "JMAP": Local, "ERROR": Local, "LOG": Local,
+		"RELOAD": Write, "POPULATE": Write, "SET-ACTIVE-EXPIRE": Write, "QUICKLIST-PACKED-THRESHOLD": Write,
+		"SET-SKIP-CHECKSUM-VALIDATION": Write, "SET-DISABLE-DENY-SCRIPTS": Write, "CHANGE-REPL-ID": Local,
+		"REPLYBUFFER": Local, "PAUSE-CRON": Local}},
+	"WAITAOF":  {Kind: Refused, Reason: whyServer},
 	"SHUTDOWN": {Kind: Refused, Reason: whyServer}, "SAVE": {Kind: Refused, Reason: whyServer},
 	"BGSAVE": {Kind: Refused, Reason: whyServer}, "BGREWRITEAOF": {Kind: Refused, Reason: whyServer},
 	"REPLICAOF": {Kind: Refused, Reason: whyServer}, "SLAVEOF": {Kind: Refused, Reason: whyServer},
@@ -183,7 +197,6 @@ var table = map[string]Spec{
 	"SPUBLISH": {Kind: Refused, Reason: whyPubSub}, "UNSUBSCRIBE": {Kind: Refused, Reason: whyPubSub},
 	"PUNSUBSCRIBE": {Kind: Refused, Reason: whyPubSub}, "SUNSUBSCRIBE": {Kind: Refused, Reason: whyPubSub},
 	"PUBSUB": {Kind: Refused, Reason: whyPubSub},
-	"WATCH":  {Kind: Refused, Reason: whyWatch}, "UNWATCH": {Kind: Refused, Reason: whyWatch},
 }
 
 // Lookup finds the command's row and checks its arity and sub-command. The
@@ -194,7 +207,7 @@ func Lookup(args [][]byte) (string, Spec, string) {
 	if !ok {
 		return name, s, unknownCommand(args)
 	}
-	if s.Kind != Refused && ((s.Arity > 0 && len(args) != s.Arity) || (s.Arity < 0 && len(args) < -s.Arity)) {
+	if (s.Kind != Refused || s.Subs != nil) && ((s.Arity > 0 && len(args) != s.Arity) || (s.Arity < 0 && len(args) < -s.Arity)) {
 		return name, s, fmt.Sprintf("ERR wrong number of arguments for '%s' command", strings.ToLower(name))
 	}
 	if len(args) > 1 {

@@ -88,12 +88,18 @@ func TestLookup(t *testing.T) {
 		"config rewrite":    "ERR 'CONFIG REWRITE' is not supported by gait replica: it writes",
 		"SCRIPT KILL":       "ERR 'SCRIPT KILL' is not supported by gait replica: a script runs on every replica",
 		"config get save":   "",
-		"DEBUG sleep 0":     "ERR 'DEBUG' is not supported by gait replica",
+		"DEBUG segfault":    "ERR 'DEBUG' is not supported by gait replica",
+		"DEBUG digest":      "",
 		"SUBSCRIBE c":       "ERR 'SUBSCRIBE' is not supported by gait replica: publish/subscribe",
 	} {
 		_, _, msg := Lookup(words(in))
 		if (want == "") != (msg == "") || !strings.HasPrefix(msg, want) {
 			t.Errorf("%s: %q, want %q", in, msg, want)
+		}
+	}
+	for _, name := range []string{"SCAN", "SSCAN", "HSCAN", "ZSCAN"} {
+		if !table[name].Pinned {
+			t.Errorf("%s not pinned to one server: its cursor would be read by another", name)
 		}
 	}
 	for name, s := range table {

@@ -316,7 +316,7 @@ func appendValue(out []byte, v resp.Value) []byte {
 
 // reset answers RESET: the connection as if new (no transaction, no name).
 func (a *Agent) reset(st *clientState) []byte {
-	st.inMulti, st.aborted, st.queued = false, false, nil
+	st.inMulti, st.aborted, st.queued, st.watched = false, false, nil, nil
 	st.mu.Lock()
 	st.name = ""
 	st.mu.Unlock()

@@ -33,7 +33,8 @@ var familyCases = map[string][]string{
 		"ZADD fz:l 0 a 0 b 0 c 0 d", "ZRANGEBYLEX fz:l [b (d", "ZREVRANGEBYLEX fz:l + -", "ZLEXCOUNT fz:l - +",
 		"ZREMRANGEBYLEX fz:l [a [b", "ZMPOP 1 fz:a MIN COUNT 2", "ZRANGESTORE fz:r fz:u 0 1", "ZMSCORE fz:u a d",
 		"ZREVRANK fz:u d", "ZREMRANGEBYRANK fz:u 0 0", "ZREMRANGEBYSCORE fz:u 0 2", "ZRANGE fz:u 0 -1"},
-	"hashes": {"HSET fa:a f1 v1 f2 v2", "HSCAN fa:a 0", "HSTRLEN fa:a f1"},
+	"hashes": {"HSET fa:a f1 v1 f2 v2", "HSCAN fa:a 0", "HSTRLEN fa:a f1",
+		"HSET fa:n n -9223372036854775484", "HINCRBY fa:n n -1", "HINCRBY fa:n n -10000", "HINCRBY fa:n n 1"},
 	"geo": {"GEOADD fg:a 13.361389 38.115556 Palermo 15.087269 37.502669 Catania", "GEODIST fg:a Palermo Catania km",
 		"GEOHASH fg:a Palermo", "GEOSEARCH fg:a FROMLONLAT 15 37 BYRADIUS 200 km ASC",
 		"GEOSEARCHSTORE fg:b fg:a FROMLONLAT 15 37 BYRADIUS 200 km", "ZCARD fg:b",
@@ -49,7 +50,7 @@ var familyCases = map[string][]string{
 		"EVAL_RO return¦redis.call('GET',KEYS[1]) 1 fc:a", "FUNCTION FLUSH",
 		"FUNCTION LOAD #!lua_name=flib¶redis.register_function('fget',function(k)¦return¦redis.call('GET',k[1])¦end)",
 		"FCALL fget 1 fc:a", "FCALL_RO fget 1 fc:a", "FUNCTION DELETE flib"},
-	"transactions": {"MULTI", "SET ft:a 1", "INCR ft:a", "LPUSH ft:a x", "EXEC"},
+	"transactions": {"MULTI", "SET ft:a 1", "INCR ft:a", "LPUSH ft:a x", "WATCH ft:a", "EXEC", "WATCH ft:a", "UNWATCH"},
 }
 
 // TestFamilies runs each command family through a small cluster and through
@@ -86,10 +87,75 @@ func TestFamilies(t *testing.T) {
 			}
 		})
 	}
+	t.Run("Scan", func(t *testing.T) { testScan(t, cl) })
+	t.Run("Watch", func(t *testing.T) { testWatch(t, cl) })
 	t.Run("Random", func(t *testing.T) { testRandom(t, cl) })
 	t.Run("Blocking", func(t *testing.T) { testBlocking(t, cl) })
 	t.Run("Connection", func(t *testing.T) { testConnection(t, cl) })
 	cl.sameData()
+}
+
+// testWatch: EXEC aborts when another client changed a watched key (through
+// another agent), and runs when nobody did.
+func testWatch(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	a := client(t, cl.nodes[0].agent.ClientAddr())
+	b := client(t, cl.nodes[1].agent.ClientAddr())
+	for _, tc := range []struct {
+		name   string
+		setup  func()
+		change func()
+		abort  bool
+	}{
+		{"unchanged", func() { a.Set(ctx, "fw:k", "1", 0) }, func() {}, false},
+		{"changed", func() { a.Set(ctx, "fw:k", "1", 0) }, func() { b.Set(ctx, "fw:k", "2", 0) }, true},
+		{"created", func() { a.Del(ctx, "fw:k") }, func() { b.Set(ctx, "fw:k", "2", 0) }, true},
+		{"deleted", func() { a.Set(ctx, "fw:k", "1", 0) }, func() { b.Del(ctx, "fw:k") }, true},
+		{"other key", func() { a.Set(ctx, "fw:k", "1", 0) }, func() { b.Set(ctx, "fw:other", "2", 0) }, false},
+	} {
+		tc.setup()
+		err := a.Watch(ctx, func(tx *goredis.Tx) error {
+			tc.change()
+			_, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+				p.Set(ctx, "fw:k", "tx", 0)
+				return nil
+			})
+			return err
+		}, "fw:k")
+		if tc.abort && err != goredis.TxFailedErr {
+			t.Errorf("%s: EXEC %v, want aborted", tc.name, err)
+		}
+		if !tc.abort && (err != nil || a.Get(ctx, "fw:k").Val() != "tx") {
+			t.Errorf("%s: EXEC %v, fw:k %q; want it run", tc.name, err, a.Get(ctx, "fw:k").Val())
+		}
+	}
+}
+
+// testScan: a cursor walk through a hashtable set sees every member.
+func testScan(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	c := client(t, cl.nodes[2].agent.ClientAddr())
+	for i := range 300 {
+		c.SAdd(ctx, "fn:s", fmt.Sprint("member-", i))
+	}
+	seen := map[string]bool{}
+	var cursor uint64
+	for {
+		keys, next, err := c.SScan(ctx, "fn:s", cursor, "", 10).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			seen[k] = true
+		}
+		if cursor = next; cursor == 0 {
+			break
+		}
+	}
+	if len(seen) != 300 {
+		t.Errorf("SSCAN walk saw %d of 300 members", len(seen))
+	}
+	c.Del(ctx, "fn:s") // a hashtable's DUMP differs between servers
 }
 
 // testRandom: SPOP removes the same members on every replica; random reads

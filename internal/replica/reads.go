@@ -229,6 +229,19 @@ func (f *fanout) launch(t limp.Target) {
 }
 
 // localRead answers from the local redis once it has applied index.
+// readHere answers a read from this replica's own server only, at the index
+// the read mode asks: a SCAN cursor means something only to the server that
+// returned it (each server hashes with a seed of its own).
+func (a *Agent) readHere(st *clientState, payload []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.WriteTimeout)
+	defer cancel()
+	index, err := a.minIndex(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	return a.localRead(ctx, payload, index)
+}
+
 func (a *Agent) localRead(ctx context.Context, payload []byte, index uint64) ([]byte, error) {
 	if a.health.selfQuarantined() {
 		return nil, errors.New("replica quarantined")

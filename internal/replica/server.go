@@ -60,6 +60,8 @@ type clientState struct {
 	// lastIndex is the highest log index of this connection's acknowledged
 	// writes: a session read needs a replica that has applied it.
 	lastIndex atomic.Uint64
+	// watched are the keys WATCH read, with their values then.
+	watched []watched
 }
 
 // serveConn reads requests and proposes writes in arrival order; a second
@@ -207,7 +209,7 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 		}
 		return a.write(st, resp.AppendCommand(nil, args...), 1)
 	case rediscmd.Read:
-		return a.readSlot(st, resp.AppendCommand(nil, args...))
+		return a.readSlot(st, resp.AppendCommand(nil, args...), sp.Pinned)
 	case rediscmd.Local:
 		return a.localSlot(resp.AppendCommand(nil, args...))
 	}
@@ -243,7 +245,12 @@ func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 		if !st.inMulti {
 			return slot{reply: resp.Error("ERR DISCARD without MULTI")}
 		}
-		st.inMulti, st.queued = false, nil
+		st.inMulti, st.queued, st.watched = false, nil, nil
+		return slot{reply: resp.Simple("OK")}
+	case "WATCH":
+		return slot{reply: a.watch(st, args)}
+	case "UNWATCH":
+		st.watched = nil
 		return slot{reply: resp.Simple("OK")}
 	case "EXEC":
 		return a.exec(st)
@@ -264,6 +271,10 @@ func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 // queue adds a command to the open transaction. As in redis, an invalid
 // command makes EXEC discard the whole transaction.
 func (a *Agent) queue(st *clientState, name string, sp rediscmd.Spec, msg string, args [][]byte) slot {
+	if name == "WATCH" && msg == "" {
+		// As redis: refused, but the transaction goes on.
+		return slot{reply: resp.Error("ERR WATCH inside MULTI is not allowed")}
+	}
 	switch {
 	case msg != "":
 	case sp.Kind == rediscmd.Local:
@@ -288,17 +299,18 @@ func (a *Agent) exec(st *clientState) slot {
 	if !st.inMulti {
 		return slot{reply: resp.Error("ERR EXEC without MULTI")}
 	}
-	queued, aborted := st.queued, st.aborted
-	st.inMulti, st.aborted, st.queued = false, false, nil
+	queued, aborted, ws := st.queued, st.aborted, st.watched
+	st.inMulti, st.aborted, st.queued, st.watched = false, false, nil, nil
 	if aborted {
 		return slot{reply: resp.Error("EXECABORT Transaction discarded because of previous errors.")}
 	}
-	payload := resp.AppendCommand(nil, []byte("MULTI"))
+	payload, extra := watchPrefix(ws)
+	payload = resp.AppendCommand(payload, []byte("MULTI"))
 	for _, q := range queued {
 		payload = resp.AppendCommand(payload, q...)
 	}
 	payload = resp.AppendCommand(payload, []byte("EXEC"))
-	return a.write(st, payload, len(queued)+2)
+	return a.write(st, payload, extra+len(queued)+2)
 }
 
 func (a *Agent) write(st *clientState, payload []byte, n int) slot {
@@ -326,7 +338,7 @@ func (a *Agent) write(st *clientState, payload []byte, n int) slot {
 
 // readSlot starts a read at once, after the connection's last write is
 // acknowledged; its reply still goes out in request order.
-func (a *Agent) readSlot(st *clientState, payload []byte) slot {
+func (a *Agent) readSlot(st *clientState, payload []byte, pinned bool) slot {
 	done := make(chan struct{})
 	st.lastRead = done
 	after := st.lastWriteDone
@@ -337,7 +349,11 @@ func (a *Agent) readSlot(st *clientState, payload []byte) slot {
 			<-after
 		}
 		var err error
-		if raw, err = a.read(st, payload); err != nil {
+		read := a.read
+		if pinned {
+			read = a.readHere
+		}
+		if raw, err = read(st, payload); err != nil {
 			raw = resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
 		}
 	}()

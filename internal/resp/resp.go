@@ -24,8 +24,11 @@ const MaxLine = 64 << 10
 // proto-max-bulk-len.
 const maxBulk = 512 << 20
 
-// maxReplyDepth bounds nesting in a reply read from redis.
-const maxReplyDepth = 32
+// maxReplyDepth bounds nesting in a reply read from redis. A Lua script
+// returning a table that contains itself makes redis nest about 8000
+// arrays (until "reached lua stack limit"); a reply the applier cannot
+// read stops that replica for good, so the bound is well above it.
+const maxReplyDepth = 1 << 14
 
 // ProtocolError is a client request that is not valid RESP or breaks a limit;
 // the agent answers it with a Redis-style error and closes the connection,
@@ -68,11 +71,15 @@ func (rd *Reader) ReadCommand() ([][]byte, error) {
 			continue
 		}
 		if line[0] != '*' {
-			if args := bytes.Fields(line); len(args) > 0 {
+			args, err := splitArgs(line)
+			if err != nil {
+				return nil, err
+			}
+			if len(args) > 0 {
 				if len(args) > rd.maxArgs {
 					return nil, &ProtocolError{Msg: "too many arguments"}
 				}
-				return cloneArgs(args), nil
+				return args, nil
 			}
 			continue
 		}
@@ -109,7 +116,7 @@ func (rd *Reader) readBulks(n int) ([][]byte, error) {
 			return nil, &ProtocolError{Msg: "expected '$', got " + got}
 		}
 		size, ok := parseInt(line[1:])
-		if !ok || size < 0 {
+		if !ok || size < 0 || size > maxBulk {
 			return nil, &ProtocolError{Msg: "invalid bulk length"}
 		}
 		if size > int64(rd.maxBytes-total) {
@@ -126,6 +133,86 @@ func (rd *Reader) readBulks(n int) ([][]byte, error) {
 		args = append(args, buf[:size:size])
 	}
 	return args, nil
+}
+
+// splitArgs splits an inline command as redis does (sdssplitargs): words
+// separated by spaces; "double quotes" with \n \r \t \b \a \\ \" and \xHH
+// escapes; 'single quotes' with \' only. A closing quote must end the word.
+func splitArgs(line []byte) ([][]byte, error) {
+	var args [][]byte
+	i := 0
+	for {
+		for i < len(line) && isSpace(line[i]) {
+			i++
+		}
+		if i == len(line) {
+			return args, nil
+		}
+		arg := []byte{}
+		if q := line[i]; q == '"' || q == '\'' {
+			var err error
+			if arg, i, err = quoted(line, i, q); err != nil {
+				return nil, err
+			}
+		} else {
+			for i < len(line) && !isSpace(line[i]) && line[i] != 0 {
+				arg = append(arg, line[i])
+				i++
+			}
+			if i < len(line) && line[i] == 0 {
+				i++
+			}
+		}
+		args = append(args, arg)
+	}
+}
+
+// quoted reads the word that the quote q at line[i] opens; next is where
+// the line goes on after its closing quote.
+func quoted(line []byte, i int, q byte) (arg []byte, next int, err error) {
+	unbalanced := &ProtocolError{Msg: "unbalanced quotes in request"}
+	arg = []byte{}
+	for i++; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c == q:
+			if i+1 < len(line) && !isSpace(line[i+1]) {
+				return nil, 0, unbalanced
+			}
+			return arg, i + 1, nil
+		case c == '\\' && q == '\'' && i+1 < len(line) && line[i+1] == '\'':
+			arg = append(arg, '\'')
+			i++
+		case c == '\\' && q == '"' && i+3 < len(line) && line[i+1] == 'x' && isHex(line[i+2]) && isHex(line[i+3]):
+			arg = append(arg, unhex(line[i+2])<<4|unhex(line[i+3]))
+			i += 3
+		case c == '\\' && q == '"' && i+1 < len(line):
+			i++
+			if c = map[byte]byte{'n': '\n', 'r': '\r', 't': '\t', 'b': '\b', 'a': '\a'}[line[i]]; c == 0 {
+				c = line[i]
+			}
+			arg = append(arg, c)
+		default:
+			arg = append(arg, c)
+		}
+	}
+	return nil, 0, unbalanced
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
 }
 
 // readBulk reads the next n bytes. With a budget they are charged to it
@@ -210,17 +297,9 @@ func (rd *Reader) readLine() ([]byte, error) {
 	return line, nil
 }
 
-func cloneArgs(args [][]byte) [][]byte {
-	out := make([][]byte, len(args))
-	for i, a := range args {
-		out[i] = bytes.Clone(a)
-	}
-	return out
-}
-
 // parseInt parses a protocol integer: optional '-', decimal digits only.
 func parseInt(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 19 {
+	if len(b) == 0 || len(b) > 20 { // 20: a minus and 19 digits, as -9223372036854775808
 		return 0, false
 	}
 	n, err := strconv.ParseInt(string(b), 10, 64)

@@ -40,6 +40,14 @@ func TestReadCommand(t *testing.T) {
 		{in: "*2\r\n$5\r\nhello\r\n$6\r\nworld!\r\n", err: "larger than the agent's limit of 10"},
 		{in: "*1\r\n$2\r\nhixx", err: "not terminated by CRLF"},
 		{in: strings.Repeat("x", MaxLine+1), err: "too big inline request"},
+		{in: "*1\r\n$2000000000\r\n", err: "invalid bulk length"}, // over redis's 512 MB, before the agent's limit
+		// Inline commands quote as redis-cli and redis-server do.
+		{in: "SET \"a b\" 'c d'\r\n", want: "SET a b c d"},
+		{in: "ECHO \"a\\x41\\n\" 'it\\'s'\r\n", want: "ECHO aA\n it's"},
+		{in: "ECHO \"\"\r\n", want: "ECHO "},
+		{in: "SET \"k v\r\n", err: "unbalanced quotes"},
+		{in: "SET \"k\"v x\r\n", err: "unbalanced quotes"},
+		{in: "SET 'k\r\n", err: "unbalanced quotes"},
 	} {
 		cmds, err := parseAll(tc.in, 10)
 		var words []string
@@ -68,7 +76,16 @@ func TestReadReply(t *testing.T) {
 	if _, v, err = ReadReply(r); err != nil || v.Kind != '-' || string(v.Str) != "ERR x" {
 		t.Errorf("error reply %+v, %v", v, err)
 	}
-	for _, bad := range []string{"$5\r\nab\r\n", ":x\r\n", "?1\r\n", "+OK\n", strings.Repeat("*1\r\n", 40) + ":1\r\n"} {
+	// HINCRBY near the int64 bound: every replica once stopped applying here.
+	if _, v, err := ReadReply(bufio.NewReader(strings.NewReader(":-9223372036854775485\r\n"))); err != nil || v.Num != -9223372036854775485 {
+		t.Errorf("a large negative integer reply: %+v, %v", v, err)
+	}
+	// What redis answers a script that returns a table holding itself.
+	deep := strings.Repeat("*1\r\n", 7995) + "-ERR reached lua stack limit\r\n"
+	if raw, _, err := ReadReply(bufio.NewReader(strings.NewReader(deep))); err != nil || len(raw) != len(deep) {
+		t.Errorf("a reply nested 7995 deep: %d bytes, %v", len(raw), err)
+	}
+	for _, bad := range []string{"$5\r\nab\r\n", ":x\r\n", "?1\r\n", "+OK\n", strings.Repeat("*1\r\n", 1<<15) + ":1\r\n"} {
 		if _, _, err := ReadReply(bufio.NewReader(strings.NewReader(bad))); err == nil {
 			t.Errorf("%q: no error", bad)
 		}

@@ -34,6 +34,10 @@ func ServerArgv(binary string, h systems.Host, port int, extra ...string) []stri
 		"--daemonize", "no",
 		// Its log goes where systems.LogTail looks for a server's log.
 		"--logfile", "/dev/stderr",
+		// DEBUG from loopback only: gait replica forwards the DEBUG
+		// sub-commands that describe or change the data (Redis's own test
+		// suite needs them) from a loopback deployment.
+		"--enable-debug-command", "local",
 	}, extra...)
 }
 

@@ -41,7 +41,10 @@ func StartServer(ctx context.Context) (*Server, error) {
 	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir,
 		log: &syncBuffer{}, done: make(chan struct{})}
 	s.cmd = exec.Command(ServerBinary, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no", "--logfile", "")
+		"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no", "--logfile", "",
+		// DEBUG from loopback: gait replica forwards the DEBUG sub-commands that
+		// describe or change the data (Redis's own test suite needs them).
+		"--enable-debug-command", "local")
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	// Should gait die without Close, the server goes with it.
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
