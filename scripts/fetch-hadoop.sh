@@ -12,7 +12,7 @@ stamp=$(cat pom.xml $(find src -type f | sort) | sha256sum | cut -d' ' -f1)
 [ -f "$dest/stamp" ] && [ "$(cat "$dest/stamp")" = "$stamp" ] && exit 0
 command -v mvn >/dev/null || { echo "fetch-hadoop: mvn not found (install Debian's maven)" >&2; exit 1; }
 echo "fetch-hadoop: building java/hadoop into $dest"
-mvn -q -B -Dstyle.color=never -o package 2>/dev/null || mvn -q -B -Dstyle.color=never package
+mvn -q -B -Dstyle.color=never -o package >/dev/null 2>&1 || mvn -q -B -Dstyle.color=never package
 rm -rf "$dest.partial"
 mkdir -p "$dest.partial/lib"
 cp target/lib/*.jar "$dest.partial/lib/"
