@@ -1,7 +1,6 @@
 package emulate
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"os"
@@ -33,18 +32,8 @@ func mountCmd(t *testing.T, gait, mnt, store, state string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(gait, "emulate", "mount", mnt, "--store", store, "--state-dir", state)
 	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "mounted ") {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("gait emulate mount: %q, %v", line, err)
+	if _, err := gaitbin.StartReady(cmd, "mounted "); err != nil {
+		t.Fatalf("gait emulate mount: %v", err)
 	}
 	return cmd
 }

@@ -4,10 +4,12 @@
 package gaitbin
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // Build compiles cmd/gait into a new temporary directory and returns the
@@ -26,4 +28,25 @@ func Build() (path string, cleanup func(), err error) {
 		return "", nil, fmt.Errorf("build gait: %w", err)
 	}
 	return path, cleanup, nil
+}
+
+// StartReady starts cmd and waits for the first line it writes to stdout,
+// which must begin with ready (a long-running command announcing that it
+// serves, such as "mounted DIR" or "up ID"); it returns the rest of that
+// line. A command that exits or says something else first is killed.
+func StartReady(cmd *exec.Cmd, ready string) (string, error) {
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, ready) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return "", fmt.Errorf("%s: want a line starting %q, got %q (%v)", cmd.Path, ready, line, err)
+	}
+	return strings.TrimSpace(strings.TrimPrefix(line, ready)), nil
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gait-dev/gait/internal/gaitbin"
 	"github.com/gait-dev/gait/internal/procstat"
 	"github.com/vishvananda/netlink"
 )
@@ -76,20 +77,11 @@ func startHelper(t *testing.T, mode, stateDir string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "GAIT_TESTBED_HELPER="+mode, "GAIT_STATE_DIR="+stateDir)
-	stdout, err := cmd.StdoutPipe()
+	id, err := gaitbin.StartReady(cmd, "up ")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("helper: %v", err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "up ") {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("helper: %q %v", line, err)
-	}
-	return cmd, strings.TrimSpace(strings.TrimPrefix(line, "up "))
+	return cmd, id
 }
 
 func TestSignals(t *testing.T) {
