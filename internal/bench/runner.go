@@ -337,12 +337,37 @@ func (lr *liveRun) resolve(ctx context.Context, target string) (host, role strin
 }
 
 // dialer spreads the clients over the client hosts, round robin.
-func (lr *liveRun) dialer() load.Dialer {
+func (lr *liveRun) dialer() load.Dialer { return lr.dialerOn(lr.clients) }
+
+// dialerOn returns clients spread over the members on hosts.
+func (lr *liveRun) dialerOn(hosts []string) load.Dialer {
 	return func(worker int) (load.Client, uint8, error) {
-		h := lr.clients[worker%len(lr.clients)]
+		h := hosts[worker%len(hosts)]
 		c, err := lr.cluster.Client(h)
 		return c, uint8(hostOrder(h)), err
 	}
+}
+
+// preloadDialer dials the members whose role orders the writes (a leader,
+// a primary), which take writes wherever the workload's clients connect;
+// nil when the system has no such role, so the clients' members preload.
+func (lr *liveRun) preloadDialer(roles map[string]string) load.Dialer {
+	var hosts []string
+	for _, r := range lr.s.sys.Roles {
+		if !r.Orders {
+			continue
+		}
+		for h, role := range roles {
+			if role == r.Name {
+				hosts = append(hosts, h)
+			}
+		}
+	}
+	if len(hosts) == 0 {
+		return nil
+	}
+	slices.Sort(hosts)
+	return lr.dialerOn(hosts)
 }
 
 // measure preloads the keys, calibrates once for a rate given as a share
@@ -367,7 +392,7 @@ func (lr *liveRun) measure(ctx context.Context, res RunResult) (rundir.Summary, 
 		}, nil
 	}
 	out, err := load.Measure(ctx, load.Measurement{
-		Spec: lr.s.Workload.Spec, Dial: lr.dialer(), Ops: lr.s.sys.Ops, Write: lr.s.sys.Write,
+		Spec: lr.s.Workload.Spec, Dial: lr.dialer(), PreloadDial: lr.preloadDialer(res.Roles), Ops: lr.s.sys.Ops, Write: lr.s.sys.Write,
 		Dir: res.Dir, Run: lr.rundirConfig(res.Roles), Record: lr.workloadRecord(),
 		MaxThroughput: lr.maxSeen, Around: around, Log: func(format string, args ...any) { lr.logf("  "+format, args...) },
 		Probes:   []load.Probe{lr.metricsProbe(), newProcProbe(lr.tb).sample, sched.probe},

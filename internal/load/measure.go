@@ -12,11 +12,15 @@ import (
 // Measurement is one measured run of a workload against a system: what gait
 // run does for every run of a scenario and gait load does once.
 type Measurement struct {
-	Spec  Spec // resolved
-	Dial  Dialer
-	Ops   []string // the system's operations, in Op kind order
-	Write string   // the operation that writes a key, for preloading
-	Dir   string   // the run directory to create
+	Spec Spec // resolved
+	Dial Dialer
+	// PreloadDial, if set, dials the members the keys are preloaded
+	// through: the clients' members may refuse writes (a Redis replica).
+	// Nil preloads through Dial.
+	PreloadDial Dialer
+	Ops         []string // the system's operations, in Op kind order
+	Write       string   // the operation that writes a key, for preloading
+	Dir         string   // the run directory to create
 	// Run describes the run in run.json; Measure adds the workload.
 	Run rundir.Config
 	// Record holds more of the workload for run.json (where the clients
@@ -59,7 +63,11 @@ func Measure(ctx context.Context, m Measurement) (Measured, error) {
 	reads := slices.ContainsFunc(s.Mix, func(e MixEntry) bool { return e.Name != m.Write })
 	if s.Preload && reads && write >= 0 {
 		logf("preloading %d keys", s.Keys)
-		if err := Preload(ctx, s.Workload(), uint8(write), m.Dial, 16); err != nil {
+		preloadDial := m.PreloadDial
+		if preloadDial == nil {
+			preloadDial = m.Dial
+		}
+		if err := Preload(ctx, s.Workload(), uint8(write), preloadDial, 16); err != nil {
 			return out, err
 		}
 	}
