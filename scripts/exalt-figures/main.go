@@ -239,6 +239,8 @@ func heapPage(path string) (*report.Page, error) {
 		Files     float64 `json:"files"`
 		Used      float64 `json:"capacity_used"`
 		Heap      float64 `json:"heap_bytes"`
+		// live bytes of the classes that grow with blocks (class histogram)
+		Classes map[string]float64 `json:"classes"`
 	}
 	rows, err := readRows[row](path)
 	if err != nil {
@@ -255,16 +257,31 @@ func heapPage(path string) (*report.Page, error) {
 	}
 	alpha, beta := stat.LinearRegression(x, y, nil, false)
 	r2 := stat.RSquared(x, y, nil, alpha, beta)
-	// Exalt's unit: raw (replicated) bytes stored per byte of NameNode
-	// heap, at Hadoop's default block size and replication.
-	const block, replication, pb = 128 << 20, 3, 1e15
-	perPB := beta * pb / (block * replication)
 	chart := report.ScatterChart{Title: "NameNode heap after a full GC against blocks stored", X: report.Axis{Label: "blocks (BlocksTotal)"}, Y: report.Axis{Label: "heap used", Unit: "B"}}
 	chart.Series = []report.Series{{Name: "measured", X: x, Y: y}, {Name: fmt.Sprintf("fit: %.0f B/block", beta), X: []float64{0, slices.Max(x)}, Y: []float64{alpha, alpha + beta*slices.Max(x)}}}
 	p := report.NewPage("Exalt: NameNode heap against stored capacity")
 	p.Figure("NameNode heap used after two full GCs (jcmd GC.run) against BlocksTotal, replication 3", chart)
 	p.Table([]string{"step", "blocks", "files", "DataNodes' used (MB)", "heap (MB)"}, table)
-	p.Paragraph(fmt.Sprintf("Least-squares fit: %.0f bytes of heap per block (R² %.3f), %.1f MB at no blocks. At Hadoop's 128 MiB blocks and replication 3 that is %.2f GB of heap per PB of raw capacity, or %.2f PB raw per GB of heap (Exalt: 1.2).", beta, r2, alpha/1e6, perPB/1e9, 1e9/perPB))
+	p.Paragraph(fmt.Sprintf("Least-squares fit of the whole heap: %.0f bytes per block (R² %.3f), %.1f MB at no blocks.", beta, r2, alpha/1e6))
+	// The class histogram: what each block added, class by class, from
+	// the first step to the last.
+	first, last := rows[0], rows[len(rows)-1]
+	if db := last.Blocks - first.Blocks; db > 0 && len(last.Classes) > 0 {
+		var perBlock float64
+		var ct [][]string
+		for _, name := range []string{"BlockInfoContiguous", "Object[]", "BlockInfo[]"} {
+			v := (last.Classes[name] - first.Classes[name]) / db
+			perBlock += v
+			ct = append(ct, []string{name, fmt.Sprintf("%.0f", first.Classes[name]), fmt.Sprintf("%.0f", last.Classes[name]), fmt.Sprintf("%.1f", v)})
+		}
+		ct = append(ct, []string{"per block", "", "", fmt.Sprintf("%.1f", perBlock)})
+		p.Table([]string{"class (live bytes, jcmd GC.class_histogram)", fmt.Sprintf("at %.0f blocks", first.Blocks), fmt.Sprintf("at %.0f blocks", last.Blocks), "bytes per block"}, ct)
+		// Exalt's unit: raw (replicated) bytes stored per byte of
+		// NameNode heap, at Hadoop's default block size and replication.
+		const block, replication, pb = 128 << 20, 3, 1e15
+		perPB := perBlock * pb / (block * replication)
+		p.Paragraph(fmt.Sprintf("By the class histogram a block costs %.0f bytes of heap. At Hadoop's 128 MiB blocks and replication 3 that is %.2f GB of heap per PB of raw capacity, %.1f PB raw per GB of heap (Exalt: 1.2 PB per GB, files and directories included), before the files' own inodes and the BlocksMap's table, which Hadoop sizes at start from the heap's maximum.", perBlock, perPB/1e9, 1e9/perPB))
+	}
 	return p, nil
 }
 

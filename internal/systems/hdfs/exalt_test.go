@@ -271,8 +271,9 @@ func TestExaltHeap(t *testing.T) {
 			t.Logf("step %d: %d files of 1 MiB in %d-byte blocks written in %v", step, files, blockSize, time.Since(t0).Round(time.Millisecond))
 		}
 		heap, m := nameNodeHeap(t, c)
-		t.Logf("step %d: BlocksTotal %.0f, FilesTotal %.0f, CapacityUsed %.0f, heap used after full GC %d bytes", step, m["BlocksTotal"], m["FilesTotal"], m["CapacityUsed"], heap)
-		emit(t, f, map[string]any{"step": step, "block_size": blockSize, "blocks": m["BlocksTotal"], "files": m["FilesTotal"], "capacity_used": m["CapacityUsed"], "heap_bytes": heap})
+		classes := blockClasses(t, c)
+		t.Logf("step %d: BlocksTotal %.0f, FilesTotal %.0f, CapacityUsed %.0f, heap used after full GC %d bytes; %v", step, m["BlocksTotal"], m["FilesTotal"], m["CapacityUsed"], heap, classes)
+		emit(t, f, map[string]any{"step": step, "block_size": blockSize, "blocks": m["BlocksTotal"], "files": m["FilesTotal"], "capacity_used": m["CapacityUsed"], "heap_bytes": heap, "classes": classes})
 	}
 }
 
@@ -324,4 +325,39 @@ func nameNodeMetrics1(c *Cluster) (map[string]float64, error) {
 		out[strings.TrimSuffix(k, "{host=}")] = v
 	}
 	return out, nil
+}
+
+// blockClasses is the live bytes, from a class histogram of the NameNode
+// (jcmd GC.class_histogram, after a full GC), of the classes that grow
+// with blocks: the block itself (BlockInfoContiguous), its replica
+// triplets (Object[]: a storage and two list links per replica), and the
+// files' block arrays (BlockInfo[]). Their growth per block is the heap a
+// block costs, exactly, where the heap used as a whole moves by more than
+// that between samples on a busy machine.
+func blockClasses(t *testing.T, c *Cluster) map[string]int64 {
+	t.Helper()
+	out, err := exec.Command("jcmd", strconv.Itoa(c.nn.current().Pid()), "GC.class_histogram").CombinedOutput()
+	if err != nil {
+		t.Fatalf("jcmd GC.class_histogram: %v: %s", err, out)
+	}
+	want := map[string]string{
+		"org.apache.hadoop.hdfs.server.blockmanagement.BlockInfoContiguous": "BlockInfoContiguous",
+		"[Ljava.lang.Object;": "Object[]",
+		"[Lorg.apache.hadoop.hdfs.server.blockmanagement.BlockInfo;": "BlockInfo[]",
+		"org.apache.hadoop.hdfs.server.namenode.INodeFile":           "INodeFile",
+	}
+	classes := map[string]int64{}
+	for _, line := range strings.Split(string(out), "\n") {
+		// "  36:   743   47552  org.apache...BlockInfoContiguous (module)"
+		f := strings.Fields(line)
+		if len(f) < 4 {
+			continue
+		}
+		if name, ok := want[f[3]]; ok {
+			if b, err := strconv.ParseInt(f[2], 10, 64); err == nil {
+				classes[name] = b
+			}
+		}
+	}
+	return classes
 }
