@@ -61,6 +61,10 @@ func benchDeployment(b *testing.B, durability Durability, op func(context.Contex
 	}
 	b.ReportMetric(meanOf(leader.m.appendBatch), "entries/append")
 	b.ReportMetric(meanOf(leader.m.applyBatch), "entries/apply")
+	// Where a write's time goes on the leader (docs/replica.md's stages).
+	for _, s := range []string{"request_read", "commit", "apply_queue", "redis", "reply"} {
+		b.ReportMetric(1e6*meanOf(leader.m.stages.WithLabelValues(s).(prometheus.Histogram)), s+"-µs")
+	}
 }
 
 func meanOf(h prometheus.Histogram) float64 {
