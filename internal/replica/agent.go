@@ -208,9 +208,12 @@ type result struct {
 	raw    []byte
 	index  uint64
 	err    error
-	leader string    // raft address of the leader, when a request went to another agent
-	from   string    // raft address of the agent that answered
-	at     time.Time // when the answer came
+	leader string // raft address of the leader, when a request went to another agent
+	// remaining is how much longer a voter refuses to elect anyone but
+	// leader: its answer to LEASE.
+	remaining time.Duration
+	from      string    // raft address of the agent that answered
+	at        time.Time // when the answer came
 }
 
 // waiter is a request waiting for another agent's answer: it gets it on ch,
@@ -252,6 +255,7 @@ type Agent struct {
 	m          *metrics
 	health     *health
 	indexes    *indexBatcher
+	lease      *lease
 	futures    chan appliedFuture
 
 	mu      sync.Mutex
@@ -280,6 +284,7 @@ func Start(cfg Config) (*Agent, error) {
 	a.m = newMetrics(a)
 	a.health = newHealth(a)
 	a.indexes = &indexBatcher{fetch: a.fetchReadIndex, timeout: cfg.WriteTimeout}
+	a.lease = newLease()
 	if err := a.start(); err != nil {
 		a.Close()
 		return nil, err
@@ -315,7 +320,8 @@ func (a *Agent) start() error {
 	if err := a.serveMetrics(); err != nil {
 		return err
 	}
-	a.wg.Add(5)
+	a.wg.Add(6)
+	go func() { defer a.wg.Done(); a.runLease() }()
 	go func() { defer a.wg.Done(); a.watchRedis() }()
 	go func() { defer a.wg.Done(); a.serveClients() }()
 	go func() { defer a.wg.Done(); a.watchFutures() }()
@@ -363,11 +369,17 @@ func (a *Agent) startRaft() error {
 	a.transport = raft.NewNetworkTransportWithLogger(newStreamLayer(ln, a.servePeer), 3, 10*time.Second,
 		hclog.New(&hclog.LoggerOptions{Name: "raft-net", Level: hclog.Warn, Output: a.cfg.Log}))
 	rc := a.raftConfig()
+	has, err := raft.HasExistingState(a.logStore, a.store, snaps)
+	if err != nil {
+		return fmt.Errorf("read raft state: %w", err)
+	}
+	if has {
+		// A voter restarting may have promised the leader, just before it
+		// stopped, to elect no one else for HeartbeatTimeout; its new raft
+		// knows no leader and would vote at once (lease.go).
+		time.Sleep(a.cfg.HeartbeatTimeout)
+	}
 	if a.cfg.Bootstrap {
-		has, err := raft.HasExistingState(a.logStore, a.store, snaps)
-		if err != nil {
-			return fmt.Errorf("read raft state: %w", err)
-		}
 		if !has {
 			boot := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: raft.ServerAddress(a.raftAddr)}}}
 			if err := raft.BootstrapCluster(rc, a.logStore, a.store, snaps, a.transport, boot); err != nil {
