@@ -68,10 +68,9 @@ const (
 	// the log is fsynced in the background every syncInterval, as TRIPOD
 	// and APUS do. It survives the crash of any number of agents (the
 	// kernel still holds what they wrote) and of a minority of hosts; a
-	// simultaneous power loss or kernel crash of a majority of hosts loses
-	// the writes of the last syncInterval plus one fsync, and may leave
-	// those hosts' raft-log.db unreadable (such a replica is rebuilt: its
-	// data directory removed, and it joins again).
+	// simultaneous power loss or kernel crash of a majority of hosts may
+	// lose the writes acknowledged in the last syncInterval plus one fsync
+	// (docs/replica.md says what follows).
 	DurableReplicated Durability = "replicated"
 )
 
@@ -234,8 +233,8 @@ type Agent struct {
 	raftAddr    string
 	raft        *raft.Raft
 	fsm         *fsm
-	store       *raftboltdb.BoltStore // raft's stable store, and its log with DurableDisk
-	logStore    *raftboltdb.BoltStore // raft's log: store, or an unsynced one with DurableReplicated
+	store       *raftboltdb.BoltStore // raft's stable store: terms and votes
+	logStore    *walLog               // raft's log
 	snaps       raft.SnapshotStore
 	// raftUp is closed once raft runs: peer messages wait for it, because
 	// another agent may talk to a restarting one before its raft exists.
@@ -346,12 +345,13 @@ func (a *Agent) startRaft() error {
 		return fmt.Errorf("replica data directory: %w", err)
 	}
 	var err error
-	// BoltDB, not raft-wal: raft-wal v0.4.0 cannot reopen a log whose last
+	// Terms and votes in BoltDB; the log in gait's own segment files
+	// (wal.go), not raft-wal: raft-wal v0.4.0 cannot reopen a log whose last
 	// segment a SIGKILL left without an index block ("sealed segment has no
 	// index block", hashicorp/raft-wal#31), and surviving kill -9 is the point.
-	// Group commit (below) spreads BoltDB's fsyncs over a whole batch.
+	// Group commit (below) spreads the log's fsyncs over a whole batch.
 	if a.store, err = raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db")); err != nil {
-		return fmt.Errorf("open raft log in %s: %w", dir, err)
+		return fmt.Errorf("open raft state in %s: %w", dir, err)
 	}
 	if a.logStore, err = a.openLog(dir); err != nil {
 		return err
@@ -388,7 +388,7 @@ func (a *Agent) startRaft() error {
 		}
 	}
 	a.logs = &timedLogStore{LogStore: a.logStore, observe: a.m.observeAppend}
-	if a.logStore != a.store {
+	if a.cfg.Durability == DurableReplicated {
 		a.wg.Add(1)
 		go func() { defer a.wg.Done(); a.syncLog() }()
 	}
@@ -724,7 +724,7 @@ func (a *Agent) Close() error {
 		if a.fsm != nil {
 			a.fsm.closeConn() // again: a reattach may have swapped it meanwhile
 		}
-		if a.logStore != nil && a.logStore != a.store {
+		if a.logStore != nil {
 			errs = append(errs, a.logStore.Sync(), a.logStore.Close())
 		}
 		if a.store != nil {
