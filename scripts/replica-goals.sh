@@ -3,21 +3,22 @@
 # against one redis-server with appendonly yes / appendfsync always, one
 # without persistence, and gait replica (3 voters) with --durability disk and
 # --durability replicated. Peers alternate, ROUNDS times. Then the pipelining
-# goals of issue 13: redis-cli --pipe of 20k SETs, and of 20k interleaved
-# SET+GET pairs (time per pair against one unpipelined SET at c=1). Prints
+# goals of issue 13: redis-cli --pipe of 20k SETs, and of PAIRS (20k)
+# interleaved SET+GET pairs (time per pair against one unpipelined SET at c=1). Prints
 # one line per measurement and then the medians and ratios the goals name.
 #
-#   scripts/replica-goals.sh [-n REQUESTS] [-r ROUNDS] [-- extra 'gait replica cluster' flags]
+#   scripts/replica-goals.sh [-n REQUESTS] [-r ROUNDS] [-p PAIRS] [-- extra 'gait replica cluster' flags]
 #
 # Without extra flags the voters run on testbed hosts (root; the client runs
 # in the root namespace and reaches them over their veths); pass --loopback
 # to run them on 127.0.0.1 in one process.
 set -euo pipefail
 
-requests=20000 rounds=3
+requests=20000 rounds=3 pairs=20000
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	-n) requests=$2; shift 2 ;;
+	-p) pairs=$2; shift 2 ;;
 	-r) rounds=$2; shift 2 ;;
 	--) shift; break ;;
 	*) echo "replica-goals: unknown argument $1" >&2; exit 2 ;;
@@ -65,7 +66,7 @@ bench() {
 
 # Pipelines in the protocol redis-cli --pipe sends as it is.
 awk 'BEGIN { for (i = 0; i < 20000; i++) printf "*3\r\n$3\r\nSET\r\n$%d\r\nk%d\r\n$1\r\nv\r\n", length("k" i), i }' >"$work/sets.resp"
-awk 'BEGIN { for (i = 0; i < 20000; i++) printf "*3\r\n$3\r\nSET\r\n$%d\r\nk%d\r\n$1\r\nv\r\n*2\r\n$3\r\nGET\r\n$%d\r\nk%d\r\n", length("k" i), i, length("k" i), i }' >"$work/pairs.resp"
+awk -v n="$pairs" 'BEGIN { for (i = 0; i < n; i++) printf "*3\r\n$3\r\nSET\r\n$%d\r\nk%d\r\n$1\r\nv\r\n*2\r\n$3\r\nGET\r\n$%d\r\nk%d\r\n", length("k" i), i, length("k" i), i }' >"$work/pairs.resp"
 # pipe PEER NAME FILE REPLIES -> "PEER NAME 1 seconds seconds": the time of
 # one redis-cli --pipe, checked to end with every reply and no error.
 pipe() {
@@ -83,7 +84,7 @@ for _ in $(seq "$rounds"); do
 		bench "$peer" set 1
 		bench "$peer" get 8
 		pipe "$peer" PIPESET "$work/sets.resp" 20000
-		pipe "$peer" PIPEPAIR "$work/pairs.resp" 40000
+		pipe "$peer" PIPEPAIR "$work/pairs.resp" $((2 * pairs))
 	done
 done | tee "$work/all.txt"
 
@@ -101,6 +102,6 @@ row "disk: GET c=8 req/s vs no persistence" "$(m disk GET 8 4)" "$(m plain GET 8
 for d in disk replicated; do
 	row "$d: redis-cli --pipe 20k SETs, s vs no persistence" "$(m $d PIPESET 1 4)" "$(m plain PIPESET 1 4)" "<= 3"
 	# One pair of the interleaved pipeline against one unpipelined SET at c=1 (1/rps), in ms.
-	row "$d: pipelined SET+GET per pair ms vs unpipelined SET c=1" "$(awk -v s="$(m $d PIPEPAIR 1 4)" 'BEGIN { printf "%.4f", 1000 * s / 20000 }')" \
+	row "$d: pipelined SET+GET per pair ms vs unpipelined SET c=1" "$(awk -v s="$(m $d PIPEPAIR 1 4)" -v n="$pairs" 'BEGIN { printf "%.4f", 1000 * s / n }')" \
 		"$(awk -v r="$(m $d SET 1 4)" 'BEGIN { printf "%.4f", 1000 / r }')" "<= 1"
 done
