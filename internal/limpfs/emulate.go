@@ -296,9 +296,16 @@ func (n *emuNode) commit(sync bool) error {
 	if st.Nlink == 0 { // deleted while open: nothing to keep
 		err = removeMeta(n.em.store, c.id.ino, false)
 	} else {
-		var old bool
+		var old, inlined bool
 		if punch, left, old, err = c.recognise(); err != nil {
 			return err
+		}
+		if inlined, err = c.inline(); err != nil {
+			return err
+		}
+		if inlined {
+			// The tree file holds nothing the metadata does not.
+			punch, left, old = [][2]int64{{0, c.data.Size()}}, nil, true
 		}
 		// Bytes an earlier commit kept literal, now extents: the
 		// metadata saying so must be durable before they are punched,
@@ -325,11 +332,50 @@ func (n *emuNode) commit(sync bool) error {
 	// commit were never committed, so a crash in between loses nothing
 	// committed; the metadata for older ones is durable already.
 	for _, r := range punch {
+		if r[1] >= c.size {
+			// Up to the end of the file's last block, or the block
+			// is zeroed but kept.
+			r[1] = (c.size + blockSize - 1) / blockSize * blockSize
+		}
 		if err := unix.Fallocate(int(c.f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, r[0], r[1]-r[0]); err != nil {
 			return fmt.Errorf("punch %s: %w", c.f.Name(), err)
 		}
 	}
 	return nil
+}
+
+// blockSize is the block of the store's file system that punching
+// rounds to (4 KiB on ext4, xfs, btrfs and tmpfs; a larger one only
+// leaves a block allocated).
+const blockSize = 4096
+
+// inlineMax bounds the literal bytes a file with synthetic extents keeps
+// in its metadata rather than in its tree file, where even a few bytes
+// take a whole block: an HDFS .meta file's 7-byte header would cost 4 KiB
+// beside a 1 MiB block described in 64 bytes, capping the ratio at 250.
+const inlineMax = 256
+
+// inline moves the file's literal bytes into its metadata (as literal
+// extents of c.data) if it has synthetic extents and at most inlineMax
+// literal bytes in its tree file, and says whether it did; the caller
+// punches the tree file once the metadata is durable.
+func (c *contents) inline() (bool, error) {
+	holes := c.data.Holes(0, c.data.Size())
+	var total int64
+	for _, h := range holes {
+		total += h[1] - h[0]
+	}
+	if total == 0 || total > inlineMax || len(c.data.Extents()) == 0 {
+		return false, nil
+	}
+	for _, h := range holes {
+		buf := make([]byte, h[1]-h[0])
+		if _, err := c.f.ReadAt(buf, h[0]); err != nil && err != io.EOF {
+			return false, fmt.Errorf("read %s: %w", c.f.Name(), err)
+		}
+		c.data.WriteAt(buf, h[0])
+	}
+	return true, nil
 }
 
 // noteLiteral records that [lo, hi) was written as literal bytes.
