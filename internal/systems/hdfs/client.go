@@ -32,11 +32,13 @@ import (
 //	append  Value's length of data added to /gait/keys/KEY in a block of
 //	        its own (the Exalt case study's file whose block list grows)
 //	mkdir   a new directory in /gait/dirs
+//	stat    /gait/keys/KEY's status (getFileInfo: the NameNode answers from
+//	        memory, no DataNode and no edit log involved)
 //
 // The data is tardis's synthetic stream named by the file's path, from
 // offset 0: gait generates it and hands it to the Java client, so what the
 // DataNodes store is what gait's emulating file system recognises.
-var Ops = []string{"create", "write", "read", "append", "mkdir"}
+var Ops = []string{"create", "write", "read", "append", "mkdir", "stat"}
 
 const (
 	opCreate = iota
@@ -44,6 +46,7 @@ const (
 	opRead
 	opAppend
 	opMkdir
+	opStat
 )
 
 // The directories the operations work in.
@@ -317,6 +320,9 @@ func (c *channel) Do(ctx context.Context, op load.Op) error {
 			return err
 		}
 		return c.check(p, got)
+	case opStat:
+		_, err := c.jc.call(ctx, c.id, "stat", keyPath(op.Key), nil)
+		return err
 	case opMkdir:
 		c.n++
 		_, err := c.jc.call(ctx, c.id, "mkdir", fmt.Sprintf("%s/c%d-%d", DirsDir, c.id, c.n), nil)
