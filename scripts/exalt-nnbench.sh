@@ -8,8 +8,8 @@
 #   dir   creates into one directory up to GAIT_EXALT_DIR_FILES entries
 #   heap  NameNode heap after full GC against blocks written
 #   append one file growing by 4 KiB appends (scenarios/hdfs/exalt-append-many-blocks.yaml)
-# GAIT_EXALT=ops,dir,heap,append picks parts (default all). About 45
-# minutes on 2 cores. It needs the jars of make deps (scripts/fetch-hadoop.sh).
+# GAIT_EXALT=ops,dir,heap,append picks parts (default all). About an
+# hour on 2 shared cores. It needs the jars of make deps (scripts/fetch-hadoop.sh).
 set -eu
 out=${1:-runs/exalt}
 parts=${GAIT_EXALT:-ops,dir,heap,append}

@@ -233,8 +233,8 @@ func TestExaltOneDirectory(t *testing.T) {
 func TestExaltHeap(t *testing.T) {
 	f := exaltWants(t, "heap")
 	blockSize := envInt(t, "GAIT_EXALT_HEAP_BLOCK", 4096)
-	steps := envInt(t, "GAIT_EXALT_HEAP_STEPS", 4)
-	files := envInt(t, "GAIT_EXALT_HEAP_FILES", 40)
+	steps := envInt(t, "GAIT_EXALT_HEAP_STEPS", 3)
+	files := envInt(t, "GAIT_EXALT_HEAP_FILES", 12)
 	d := driver(t)
 	d.BlockSize = int64(blockSize)
 	d.Conf = map[string]string{"dfs.namenode.fs-limits.min-block-size": strconv.Itoa(blockSize)}
