@@ -56,7 +56,6 @@ const (
 	whyServer  = "it changes or inspects one server or connection, not the replicated data"
 	whyCluster = "gait replica is not a Redis Cluster"
 	whyPubSub  = "publish/subscribe is not replicated"
-	whyKill    = "a script runs on every replica; killing it on one would make them diverge"
 	whyRewrite = "it writes the local server's configuration file"
 )
 
@@ -109,8 +108,8 @@ var table = map[string]Spec{
 	// Every replica runs a script or function, in log order, with the same
 	// data and the same sequence of math.random numbers.
 	"EVAL": {Kind: Write, Arity: -3}, "EVALSHA": {Kind: Write, Arity: -3}, "FCALL": {Kind: Write, Arity: -3},
-	"FUNCTION": {Kind: Write, Arity: -2, Subs: map[string]Kind{"LIST": Read, "DUMP": Read, "STATS": Local, "HELP": Local, "KILL": Refused}},
-	"SCRIPT":   {Kind: Write, Arity: -2, Subs: map[string]Kind{"EXISTS": Read, "HELP": Local, "KILL": Refused}},
+	"FUNCTION": {Kind: Write, Arity: -2, Subs: map[string]Kind{"LIST": Read, "DUMP": Read, "STATS": Local, "HELP": Local, "KILL": Agent}},
+	"SCRIPT":   {Kind: Write, Arity: -2, Subs: map[string]Kind{"EXISTS": Read, "HELP": Local, "KILL": Agent}},
 
 	// Blocking: the agent proposes the non-blocking form until it finds data
 	// or the timeout passes.
@@ -226,7 +225,7 @@ func Lookup(args [][]byte) (string, Spec, string) {
 }
 
 // subReasons says why a refused sub-command is refused.
-var subReasons = map[string]string{"CONFIG REWRITE": whyRewrite, "FUNCTION KILL": whyKill, "SCRIPT KILL": whyKill}
+var subReasons = map[string]string{"CONFIG REWRITE": whyRewrite}
 
 // unknownCommand words the error as redis-server does, so tools recognise it.
 func unknownCommand(args [][]byte) string {

@@ -219,13 +219,14 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 	switch name {
 	case "PING":
-		switch len(args) {
-		case 1:
-			return slot{reply: resp.Simple("PONG")}
-		case 2:
-			return slot{reply: resp.AppendBulk(nil, args[1])}
+		if len(args) > 2 {
+			return slot{reply: resp.Error("ERR wrong number of arguments for 'ping' command")}
 		}
-		return slot{reply: resp.Error("ERR wrong number of arguments for 'ping' command")}
+		return a.pingSlot(args)
+	case "SCRIPT", "FUNCTION":
+		if isKill(args) {
+			return a.killScript(args)
+		}
 	case "ECHO":
 		return slot{reply: resp.AppendBulk(nil, args[1])}
 	case "SELECT":
