@@ -283,12 +283,15 @@ func (a *Agent) queue(st *clientState, name string, sp rediscmd.Spec, msg string
 	case sp.Kind == rediscmd.Agent && name != "PING" && name != "ECHO":
 		msg = "ERR '" + name + "' is not supported inside MULTI by gait replica"
 	}
+	if msg == "" && sp.Rewrite != nil {
+		args = sp.Rewrite(args, time.Now())
+	}
+	if msg == "" && sp.Kind != rediscmd.Agent {
+		msg = a.probeQueued(args)
+	}
 	if msg != "" {
 		st.aborted = true
 		return slot{reply: resp.Error(msg)}
-	}
-	if sp.Rewrite != nil {
-		args = sp.Rewrite(args, time.Now())
 	}
 	st.queued = append(st.queued, args)
 	return slot{reply: resp.Simple("QUEUED")}
@@ -302,6 +305,11 @@ func (a *Agent) exec(st *clientState) slot {
 	}
 	queued, aborted, ws := st.queued, st.aborted, st.watched
 	st.inMulti, st.aborted, st.queued, st.watched = false, false, nil, nil
+	// As in redis, a busy server refuses EXEC itself before it looks at
+	// the queue.
+	if msg := a.execBusy(); msg != "" {
+		return slot{reply: resp.Error(msg)}
+	}
 	if aborted {
 		return slot{reply: resp.Error("EXECABORT Transaction discarded because of previous errors.")}
 	}
