@@ -157,6 +157,9 @@ var table = map[string]Spec{
 	"TIME": {Kind: Local, Arity: 1}, "LASTSAVE": {Kind: Local, Arity: 1}, "ROLE": {Kind: Local, Arity: 1},
 	"LATENCY": {Kind: Local, Arity: -2}, "SLOWLOG": {Kind: Local, Arity: -2}, "LOLWUT": {Kind: Local, Arity: -1},
 	"PFSELFTEST": {Kind: Local, Arity: 1},
+	// An RDB file is the local server's own copy of the data: gait's
+	// durability is the raft log, so saving one server's is harmless.
+	"SAVE": {Kind: Local, Arity: 1}, "BGSAVE": {Kind: Local, Arity: -1},
 	// CONFIG SET is ordered, so every replica's server is configured alike.
 	"CONFIG": {Kind: Local, Arity: -2, Subs: map[string]Kind{"SET": Write, "REWRITE": Refused}},
 
@@ -179,8 +182,7 @@ var table = map[string]Spec{
 		"SET-SKIP-CHECKSUM-VALIDATION": Write, "SET-DISABLE-DENY-SCRIPTS": Write, "CHANGE-REPL-ID": Local,
 		"REPLYBUFFER": Local, "PAUSE-CRON": Local}},
 	"WAITAOF":  {Kind: Refused, Reason: whyServer},
-	"SHUTDOWN": {Kind: Refused, Reason: whyServer}, "SAVE": {Kind: Refused, Reason: whyServer},
-	"BGSAVE": {Kind: Refused, Reason: whyServer}, "BGREWRITEAOF": {Kind: Refused, Reason: whyServer},
+	"SHUTDOWN": {Kind: Refused, Reason: whyServer}, "BGREWRITEAOF": {Kind: Refused, Reason: whyServer},
 	"REPLICAOF": {Kind: Refused, Reason: whyServer}, "SLAVEOF": {Kind: Refused, Reason: whyServer},
 	"SYNC": {Kind: Refused, Reason: whyServer}, "PSYNC": {Kind: Refused, Reason: whyServer},
 	"REPLCONF": {Kind: Refused, Reason: whyServer},

@@ -16,12 +16,17 @@ const probeWait = time.Second
 // transaction now (MULTI, the command, DISCARD: nothing runs), so the
 // client gets redis's own queue-time answer: QUEUED, or the error that
 // makes EXEC abort (OOM under maxmemory, BUSY while a script runs, a
-// command redis does not know). The replica first applies what its log
-// holds, so a CONFIG SET acknowledged before is in force. "" means QUEUED
-// or that the server could not be asked; EXEC then decides.
+// command redis does not know). The replica first applies every write
+// acknowledged before (a linearizable read index), so a CONFIG SET
+// maxmemory through any agent is in force. "" means QUEUED or that the
+// server could not be asked; EXEC then decides.
 func (a *Agent) probeQueued(args [][]byte) string {
 	ctx, cancel := context.WithTimeout(context.Background(), probeWait)
-	a.fsm.waitApplied(ctx, a.raft.LastIndex())
+	index, err := a.indexes.get(ctx)
+	if err != nil {
+		index = a.raft.LastIndex()
+	}
+	a.fsm.waitApplied(ctx, index)
 	cancel()
 	payload := resp.AppendCommand(nil, []byte("MULTI"))
 	payload = resp.AppendCommand(payload, args...)

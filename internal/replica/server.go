@@ -276,17 +276,21 @@ func (a *Agent) queue(st *clientState, name string, sp rediscmd.Spec, msg string
 		// As redis: refused, but the transaction goes on.
 		return slot{reply: resp.Error("ERR WATCH inside MULTI is not allowed")}
 	}
-	switch {
-	case msg != "":
-	case sp.Kind == rediscmd.Local:
-		msg = "ERR '" + name + "' is not supported inside MULTI by gait replica"
-	case sp.Kind == rediscmd.Agent && name != "PING" && name != "ECHO":
-		msg = "ERR '" + name + "' is not supported inside MULTI by gait replica"
-	}
 	if msg == "" && sp.Rewrite != nil {
 		args = sp.Rewrite(args, time.Now())
 	}
-	if msg == "" && sp.Kind != rediscmd.Agent {
+	switch {
+	case msg != "":
+	case sp.Kind == rediscmd.Local:
+		// Redis's own refusal (SAVE: not allowed inside a transaction)
+		// where it has one; what describes one server cannot be in a
+		// transaction every replica runs.
+		if msg = a.probeQueued(args); msg == "" {
+			msg = "ERR '" + name + "' is not supported inside MULTI by gait replica"
+		}
+	case sp.Kind == rediscmd.Agent && name != "PING" && name != "ECHO":
+		msg = "ERR '" + name + "' is not supported inside MULTI by gait replica"
+	case sp.Kind != rediscmd.Agent:
 		msg = a.probeQueued(args)
 	}
 	if msg != "" {
