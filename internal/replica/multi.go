@@ -3,14 +3,9 @@ package replica
 import (
 	"context"
 	"strings"
-	"time"
 
 	"github.com/gait-dev/gait/internal/resp"
 )
-
-// probeWait bounds how long a queued command waits for this replica to
-// apply its log before it is checked anyway.
-const probeWait = time.Second
 
 // probeQueued asks the local redis-server whether it would queue args in a
 // transaction now (MULTI, the command, DISCARD: nothing runs), so the
@@ -21,7 +16,7 @@ const probeWait = time.Second
 // maxmemory through any agent is in force. "" means QUEUED or that the
 // server could not be asked; EXEC then decides.
 func (a *Agent) probeQueued(args [][]byte) string {
-	ctx, cancel := context.WithTimeout(context.Background(), probeWait)
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.WriteTimeout)
 	index, err := a.indexes.get(ctx)
 	if err != nil {
 		index = a.raft.LastIndex()

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"time"
@@ -69,13 +70,32 @@ func (a *Agent) onKill(index uint64, payload []byte) {
 
 // pingSlot answers PING as redis would: BUSY while this replica's
 // redis-server runs a long script (its applier has been waiting on one batch
-// for a while), PONG otherwise.
-func (a *Agent) pingSlot(args [][]byte) slot {
-	if a.fsm.busyFor() > busyCheck {
-		return a.localSlot(resp.AppendCommand(nil, args...))
-	}
+// for a while), PONG otherwise. A script of the connection's own that
+// another replica finished first is not BUSY: the local replica gets to
+// apply it first (up to the write timeout).
+func (a *Agent) pingSlot(st *clientState, args [][]byte) slot {
+	pong := resp.Simple("PONG")
 	if len(args) == 2 {
-		return slot{reply: resp.AppendBulk(nil, args[1])}
+		pong = resp.AppendBulk(nil, args[1])
 	}
-	return slot{reply: resp.Simple("PONG")}
+	if a.fsm.busyFor() <= busyCheck {
+		return slot{reply: pong}
+	}
+	after := st.lastWriteDone
+	return slot{fill: func() []byte {
+		if after != nil {
+			<-after
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), a.cfg.WriteTimeout)
+		a.fsm.waitApplied(ctx, st.lastIndex.Load())
+		cancel()
+		if a.fsm.busyFor() <= busyCheck {
+			return pong
+		}
+		raw, err := a.reads.do(resp.AppendCommand(nil, args...))
+		if err != nil {
+			return resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
+		}
+		return raw
+	}}
 }

@@ -222,7 +222,7 @@ func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 		if len(args) > 2 {
 			return slot{reply: resp.Error("ERR wrong number of arguments for 'ping' command")}
 		}
-		return a.pingSlot(args)
+		return a.pingSlot(st, args)
 	case "SCRIPT", "FUNCTION":
 		if isKill(args) {
 			return a.killScript(args)
