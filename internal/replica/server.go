@@ -2,6 +2,7 @@ package replica
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -211,7 +212,7 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 	case rediscmd.Read:
 		return a.readSlot(st, resp.AppendCommand(nil, args...), sp.Pinned)
 	case rediscmd.Local:
-		return a.localSlot(resp.AppendCommand(nil, args...))
+		return a.ownWritesFirst(st, a.localSlot(resp.AppendCommand(nil, args...)))
 	}
 	return a.agentCommand(st, name, args)
 }
@@ -371,6 +372,21 @@ func (a *Agent) readSlot(st *clientState, payload []byte, pinned bool) slot {
 		}
 	}()
 	return slot{fill: func() []byte { <-done; return raw }}
+}
+
+// ownWritesFirst has a command about the local redis-server wait until that
+// server has applied the connection's own writes (up to the write timeout):
+// INFO's counters and errorstats then count them, as one redis-server
+// would, although another replica answered the write first.
+func (a *Agent) ownWritesFirst(st *clientState, s slot) slot {
+	fill := s.fill
+	s.fill = func() []byte {
+		ctx, cancel := context.WithTimeout(context.Background(), a.cfg.WriteTimeout)
+		a.fsm.waitApplied(ctx, st.lastIndex.Load())
+		cancel()
+		return fill()
+	}
+	return s
 }
 
 // localSlot answers a command about the local redis-server itself.
