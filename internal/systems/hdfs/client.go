@@ -101,7 +101,10 @@ func startClient(d *Driver, nn systems.Host, dataNodes int) (*javaClient, error)
 			props[k] = v
 		}
 	}
-	for name, text := range map[string]string{"core-site.xml": siteXML(props), "log4j.properties": strings.Replace(log4j, "INFO", "WARN", 1)} {
+	// In hdfs-site.xml too: HDFS's client loads hdfs-default.xml after
+	// core-site.xml, so a dfs.* key only in core-site.xml is overridden by
+	// its default (128 MiB blocks, replication 3).
+	for name, text := range map[string]string{"core-site.xml": siteXML(props), "hdfs-site.xml": siteXML(props), "log4j.properties": strings.Replace(log4j, "INFO", "WARN", 1)} {
 		if err := os.WriteFile(filepath.Join(conf, name), []byte(text), 0o644); err != nil {
 			return nil, fmt.Errorf("hdfs client: %w", err)
 		}
