@@ -22,14 +22,16 @@ type Config struct {
 	Self           string        // this agent's replica ID
 	StatusInterval time.Duration // how often every replica reports its progress
 	// Floor is the smallest apply lag that counts as limping; Factor how
-	// many times its peers' median a replica's lag, log append time or
-	// round trip to its nearest peer must be to count.
+	// many times its peers' median a replica's lag must be to count (its
+	// log append time and round trip to its nearest peer: sideFactor).
 	Floor  time.Duration
 	Factor float64
-	// Hold is how long a replica must look slow, tick after tick, before
-	// it is marked: a machine busy with other work makes every replica
-	// look slow now and then, and a handover on noise costs more than the
-	// noise. A replica that cannot apply at all is marked at once.
+	// Hold is how long a replica must look slow before it is marked: a
+	// machine busy with other work makes every replica look slow now and
+	// then, and a handover on noise costs more than the noise. Gaps of up
+	// to a quarter of Hold do not break the spell, since a limping link or
+	// disk near the threshold dips under it now and then. A replica that
+	// cannot apply at all is marked at once.
 	Hold time.Duration
 	// PeerInflight is how many reads may be outstanding at one peer before
 	// it is given no more.
@@ -47,14 +49,18 @@ const historyKeep = 30 * time.Second
 // voter limps does not pass leadership around without end.
 const TransferPause = 2 * time.Second
 
-// appendLimpFloor is the smallest raft log append time that counts as a
-// limping disk; a healthy one takes about a millisecond.
-const appendLimpFloor = 20 * time.Millisecond
-
-// netLimpFloor is the smallest round trip to the nearest peer that counts as
-// a limping link; on a LAN or between namespaces a healthy one is well under
-// a millisecond, and a few milliseconds while the agents are busy.
-const netLimpFloor = 50 * time.Millisecond
+// A limping disk or link is judged against its peers by a smaller factor
+// than the apply lag: a leader's log append and its link are on every
+// write's path, so twice its peers' time already costs every client, while
+// at 10x a slow disk or link shows only as 2 to 4 times its peers' (the
+// healthy part of each write, CPU and page cache, does not slow). The floors
+// keep a healthy deployment, where both take about a millisecond, from being
+// judged on fractions of one.
+const (
+	sideFactor      = 2.0
+	appendLimpFloor = 5 * time.Millisecond
+	netLimpFloor    = 2 * time.Millisecond
+)
 
 // readAvoid is how long a peer gets no reads after one had to be hedged away
 // from it.
@@ -137,7 +143,8 @@ type replica struct {
 	applied     uint64
 	appendSecs  float64   // the replica's mean raft log append time, as it reports
 	stopped     bool      // it cannot apply (Status.Stopped)
-	slowSince   time.Time // since when it has looked slow on every tick; zero while it does not
+	slowSince   time.Time // since when it has looked slow (gaps under Hold/4 bridged); zero while it does not
+	slowLast    time.Time // the last tick it looked slow
 	seen        time.Time // its last status
 	lag         time.Duration
 	limping     bool
@@ -306,9 +313,9 @@ func median(ds []time.Duration) time.Duration {
 }
 
 // markLimping compares each replica with its peers: far behind in applying,
-// far slower in appending to its raft log, or far slower to reach even its
-// nearest peer (its own link limps). A mark is lifted only once the replica
-// is back under half the thresholds. A mark needs the replica to have
+// slower in appending to its raft log, or slower to reach even its nearest
+// peer (its own link limps). A mark is lifted only once the replica is back
+// under the thresholds' lower halves. A mark needs the replica to have
 // looked slow for Hold.
 func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 	cfg := t.cfg
@@ -318,25 +325,32 @@ func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 		nets = append(nets, seconds(r.netSecs))
 	}
 	medianAppend, medianNet := median(appends), median(nets)
-	slow := func(v, floor, med time.Duration) bool {
-		return v > floor && float64(v) > cfg.Factor*float64(med)
+	slow := func(v, floor, med time.Duration, factor float64) bool {
+		return v > floor && float64(v) > factor*float64(med)
 	}
-	fine := func(v, floor, med time.Duration) bool {
-		return v < floor/2 || float64(v) < cfg.Factor/2*float64(med)
+	// Healed is under half the floor, or under the factor's lower half
+	// (for sideFactor 2: 1.5 times the median, as 2/2 would be the median
+	// itself, which a replica is never under).
+	fine := func(v, floor, med time.Duration, factor float64) bool {
+		return v < floor/2 || float64(v) < (1+factor)/2*float64(med)
 	}
 	var marks []Mark
 	for _, r := range t.replicas {
 		appendTime, net := seconds(r.appendSecs), seconds(r.netSecs)
-		slowApply := slow(r.lag, cfg.Floor, medianLag)
-		slowDisk := slow(appendTime, appendLimpFloor, medianAppend)
-		slowNet := slow(net, netLimpFloor, medianNet)
-		healed := !r.stopped && r.lag < cfg.Floor/2 && fine(appendTime, appendLimpFloor, medianAppend) && fine(net, netLimpFloor, medianNet)
+		slowApply := slow(r.lag, cfg.Floor, medianLag, cfg.Factor)
+		slowDisk := slow(appendTime, appendLimpFloor, medianAppend, sideFactor)
+		slowNet := slow(net, netLimpFloor, medianNet, sideFactor)
+		healed := !r.stopped && r.lag < cfg.Floor/2 && fine(appendTime, appendLimpFloor, medianAppend, sideFactor) &&
+			fine(net, netLimpFloor, medianNet, sideFactor)
 		slowNow := slowApply || slowDisk || slowNet
 		switch {
-		case !slowNow:
+		case slowNow:
+			if r.slowSince.IsZero() {
+				r.slowSince = now
+			}
+			r.slowLast = now
+		case now.Sub(r.slowLast) > cfg.Hold/4:
 			r.slowSince = time.Time{}
-		case r.slowSince.IsZero():
-			r.slowSince = now
 		}
 		held := slowNow && now.Sub(r.slowSince) >= cfg.Hold
 		if (!r.limping && (r.stopped || held)) || (r.limping && healed) {
