@@ -59,7 +59,32 @@ const TransferPause = 2 * time.Second
 const (
 	sideFactor      = 2.0
 	appendLimpFloor = 5 * time.Millisecond
-	netLimpFloor    = 2 * time.Millisecond
+	probeLimpFloor  = 10 * time.Millisecond
+)
+
+// netLimpFloor is the smallest round trip to the nearest peer that counts as
+// a limping link, at Factor times the median; on a LAN or between
+// namespaces a healthy one is well under a millisecond, and a few
+// milliseconds while the agents are busy. A link limping at 10x adds too
+// little to a small message's round trip to tell it from a busy machine's
+// scheduling delays (2.5 to 5 ms against 1.5 to 5 ms at load average 17);
+// the probe below finds it.
+const netLimpFloor = 50 * time.Millisecond
+
+// A probe is a message of ProbeBytes to one peer, echoed back in that
+// peer's next status: its round trip is dominated by the time the bytes
+// take on the slower of the two links (2.6 ms at 100 Mbit/s, 26 ms at
+// 10 Mbit/s), which a busy machine's scheduling delays of a few
+// milliseconds do not hide. One goes to each peer every probeEvery, or
+// every probeShare times the last one's round trip if that is longer, so
+// probes take at most a tenth of a slow link; probeKeep round trips are
+// kept, and the smallest counts, since delays only ever add to one.
+const (
+	ProbeBytes = 32 << 10
+	probeEvery = 250 * time.Millisecond
+	probeShare = 10
+	probeKeep  = 3
+	probeLost  = 10 * time.Second // a probe unanswered for this long is sent again
 )
 
 // readAvoid is how long a peer gets no reads after one had to be hedged away
@@ -80,6 +105,11 @@ type Status struct {
 	Stamp           int64   // the sender's stamp when it sent the report
 	Echo, Hold      int64   // this agent's stamp it last got, and how long the sender held it
 	NetSecs         float64 // the sender's round trip to its nearest peer
+	// ProbeEcho and ProbeHold echo this agent's last probe to the sender
+	// (Probe), as Echo and Hold echo its status; ProbeSecs is the sender's
+	// probe round trip to its nearest peer.
+	ProbeEcho, ProbeHold int64
+	ProbeSecs            float64
 	// Stopped says the replica cannot apply at all (its redis-server is
 	// gone): it limps whatever its peers' lag, which matters when several
 	// stopped at once and the median lag is stuck too. Only this agent's
@@ -96,6 +126,7 @@ type Mark struct {
 	Lag, MedianLag       time.Duration
 	Append, MedianAppend time.Duration
 	Net, MedianNet       time.Duration
+	Probe, MedianProbe   time.Duration
 	Stopped              bool // it cannot apply at all
 }
 
@@ -112,8 +143,15 @@ type Decision struct {
 // Echo is what this agent's next status to one peer carries back: the
 // peer's last stamp and how long it was held here (zero before any).
 type Echo struct {
-	Addr       string
-	Echo, Hold int64
+	Addr                 string
+	Echo, Hold           int64
+	ProbeEcho, ProbeHold int64 // the same for the peer's last probe
+}
+
+// Probe is one probe to send: ProbeBytes to Addr, with the stamp Stamp.
+type Probe struct {
+	Addr  string
+	Stamp int64
 }
 
 // Target is one replica a read may go to.
@@ -133,6 +171,7 @@ type Replica struct {
 	Inflight    int     // reads outstanding at it
 	ReplySecs   float64 // smoothed delay of its replies to this agent's writes
 	NetSecs     float64 // its round trip to its nearest peer
+	ProbeSecs   float64 // its probe round trip to its nearest peer
 }
 
 // replica is what the tracker knows of one replica (this agent's included).
@@ -158,6 +197,17 @@ type replica struct {
 	rttSecs, netSecs float64
 	echo             int64     // the stamp of the replica's last status, echoed back to it
 	echoAt           time.Time // when that status arrived
+	// probes are this agent's last probe round trips to the replica, the
+	// newest last; probeSent is the outstanding probe's stamp (zero when
+	// none) and probeAt when the last one was sent. probeSecs is the
+	// replica's own probe round trip to its nearest peer, as it reports;
+	// probeEcho and probeEchoAt are its last probe to this agent.
+	probes      []float64
+	probeSent   int64
+	probeAt     time.Time
+	probeSecs   float64
+	probeEcho   int64
+	probeEchoAt time.Time
 }
 
 // maxSample is one observation of the highest applied index of any replica.
@@ -218,11 +268,75 @@ func (t *Tracker) Observe(st Status, now time.Time) {
 	}
 	r.incarnation, r.applied, r.appendSecs, r.seen = st.Incarnation, st.Applied, st.AppendSecs, now
 	r.netSecs, r.echo, r.echoAt, r.stopped = st.NetSecs, st.Stamp, now, st.Stopped
+	r.probeSecs = st.ProbeSecs
 	if st.Echo > 0 {
 		if rtt := t.Stamp(now) - st.Echo - st.Hold; rtt > 0 {
 			r.rttSecs = EWMA(r.rttSecs, time.Duration(rtt).Seconds())
 		}
 	}
+	if st.ProbeEcho > 0 && st.ProbeEcho == r.probeSent {
+		if rtt := t.Stamp(now) - st.ProbeEcho - st.ProbeHold; rtt > 0 {
+			r.probes = append(r.probes, time.Duration(rtt).Seconds())
+			if len(r.probes) > probeKeep {
+				r.probes = r.probes[1:]
+			}
+		}
+		r.probeSent = 0
+	}
+}
+
+// Probes are the probes to send to peers at now: to each one with none
+// outstanding (or one lost) whose last was sent long enough ago.
+func (t *Tracker) Probes(now time.Time) []Probe {
+	var out []Probe
+	for id, r := range t.replicas {
+		if id == t.cfg.Self || r.addr == "" {
+			continue
+		}
+		since := now.Sub(r.probeAt)
+		every := probeEvery
+		if n := len(r.probes); n > 0 {
+			every = max(every, probeShare*seconds(r.probes[n-1]))
+		}
+		if (r.probeSent != 0 && since < probeLost) || since < every {
+			continue
+		}
+		r.probeSent, r.probeAt = t.Stamp(now), now
+		out = append(out, Probe{Addr: r.addr, Stamp: r.probeSent})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Addr < out[j].Addr })
+	return out
+}
+
+// ObserveProbe records a probe from a replica, received at now, to echo
+// back in the next status to it.
+func (t *Tracker) ObserveProbe(id string, stamp int64, now time.Time) {
+	if r := t.replicas[id]; r != nil {
+		r.probeEcho, r.probeEchoAt = stamp, now
+	}
+}
+
+// NearestProbe is this agent's probe round trip, in seconds, to its nearest
+// peer: for each peer the smallest of its last probes, or the age of the
+// one outstanding if that is longer, so a link too slow to bring any probe
+// back still shows; zero before any probe came back. The echo waits for
+// the peer's next status, so an outstanding probe counts only past two
+// status intervals.
+func (t *Tracker) NearestProbe(now time.Time) float64 {
+	best, any := 0.0, false
+	for id, r := range t.replicas {
+		if id == t.cfg.Self || len(r.probes) == 0 {
+			continue
+		}
+		d := slices.Min(r.probes)
+		if r.probeSent != 0 {
+			d = max(d, (now.Sub(r.probeAt) - 2*t.cfg.StatusInterval).Seconds())
+		}
+		if !any || d < best {
+			best, any = d, true
+		}
+	}
+	return best
 }
 
 // Echoes are the stamps to send back to every peer with an address.
@@ -235,6 +349,9 @@ func (t *Tracker) Echoes(now time.Time) []Echo {
 		e := Echo{Addr: r.addr}
 		if r.echo != 0 {
 			e.Echo, e.Hold = r.echo, int64(now.Sub(r.echoAt))
+		}
+		if r.probeEcho != 0 {
+			e.ProbeEcho, e.ProbeHold = r.probeEcho, int64(now.Sub(r.probeEchoAt))
 		}
 		out = append(out, e)
 	}
@@ -319,12 +436,13 @@ func median(ds []time.Duration) time.Duration {
 // looked slow for Hold.
 func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 	cfg := t.cfg
-	var appends, nets []time.Duration
+	var appends, nets, probes []time.Duration
 	for _, r := range t.replicas {
 		appends = append(appends, seconds(r.appendSecs))
 		nets = append(nets, seconds(r.netSecs))
+		probes = append(probes, seconds(r.probeSecs))
 	}
-	medianAppend, medianNet := median(appends), median(nets)
+	medianAppend, medianNet, medianProbe := median(appends), median(nets), median(probes)
 	slow := func(v, floor, med time.Duration, factor float64) bool {
 		return v > floor && float64(v) > factor*float64(med)
 	}
@@ -336,12 +454,12 @@ func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 	}
 	var marks []Mark
 	for _, r := range t.replicas {
-		appendTime, net := seconds(r.appendSecs), seconds(r.netSecs)
+		appendTime, net, probe := seconds(r.appendSecs), seconds(r.netSecs), seconds(r.probeSecs)
 		slowApply := slow(r.lag, cfg.Floor, medianLag, cfg.Factor)
 		slowDisk := slow(appendTime, appendLimpFloor, medianAppend, sideFactor)
-		slowNet := slow(net, netLimpFloor, medianNet, sideFactor)
+		slowNet := slow(net, netLimpFloor, medianNet, cfg.Factor) || slow(probe, probeLimpFloor, medianProbe, sideFactor)
 		healed := !r.stopped && r.lag < cfg.Floor/2 && fine(appendTime, appendLimpFloor, medianAppend, sideFactor) &&
-			fine(net, netLimpFloor, medianNet, sideFactor)
+			fine(net, netLimpFloor, medianNet, cfg.Factor) && fine(probe, probeLimpFloor, medianProbe, sideFactor)
 		slowNow := slowApply || slowDisk || slowNet
 		switch {
 		case slowNow:
@@ -356,7 +474,8 @@ func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 		if (!r.limping && (r.stopped || held)) || (r.limping && healed) {
 			r.limping = !r.limping
 			marks = append(marks, Mark{ID: r.id, Limping: r.limping, Lag: r.lag, MedianLag: medianLag,
-				Append: appendTime, MedianAppend: medianAppend, Net: net, MedianNet: medianNet, Stopped: r.stopped})
+				Append: appendTime, MedianAppend: medianAppend, Net: net, MedianNet: medianNet,
+				Probe: probe, MedianProbe: medianProbe, Stopped: r.stopped})
 		}
 	}
 	sort.Slice(marks, func(i, j int) bool { return marks[i].ID < marks[j].ID })
@@ -546,7 +665,8 @@ func (t *Tracker) Replicas() []Replica {
 	var out []Replica
 	for id, r := range t.replicas {
 		out = append(out, Replica{ID: id, Voter: r.voter, Applied: r.applied, Lag: r.lag, Limping: r.limping,
-			Quarantined: t.isQuarantined(id, r.incarnation), Inflight: r.inflight, ReplySecs: r.replySecs, NetSecs: r.netSecs})
+			Quarantined: t.isQuarantined(id, r.incarnation), Inflight: r.inflight, ReplySecs: r.replySecs, NetSecs: r.netSecs,
+			ProbeSecs: r.probeSecs})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
