@@ -317,22 +317,19 @@ func (t *Tracker) ObserveProbe(id string, stamp int64, now time.Time) {
 }
 
 // NearestProbe is this agent's probe round trip, in seconds, to its nearest
-// peer: for each peer the smallest of its last probes, or the age of the
-// one outstanding if that is longer, so a link too slow to bring any probe
-// back still shows; zero before any probe came back. The echo waits for
-// the peer's next status, so an outstanding probe counts only past two
-// status intervals.
-func (t *Tracker) NearestProbe(now time.Time) float64 {
+// peer: for each peer the smallest of its last probes; zero before any
+// probe came back. A link too slow to bring a probe back at all is found by
+// its silence (NearestPeer); an outstanding probe does not count, since on
+// a busy machine a healthy peer's echo is sometimes late by 100 ms or more
+// and would raise this agent's figure, and with it the median its peers
+// are judged against.
+func (t *Tracker) NearestProbe() float64 {
 	best, any := 0.0, false
 	for id, r := range t.replicas {
 		if id == t.cfg.Self || len(r.probes) == 0 {
 			continue
 		}
-		d := slices.Min(r.probes)
-		if r.probeSent != 0 {
-			d = max(d, (now.Sub(r.probeAt) - 2*t.cfg.StatusInterval).Seconds())
-		}
-		if !any || d < best {
+		if d := slices.Min(r.probes); !any || d < best {
 			best, any = d, true
 		}
 	}

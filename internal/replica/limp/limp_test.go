@@ -355,7 +355,7 @@ func TestModestLeaderLimp(t *testing.T) {
 // TestProbes: a probe goes to each peer every probeEvery, or every
 // probeShare round trips on a slow link, never two at once; its round trip
 // comes from the echo in the peer's status; the nearest peer's is the least
-// of its last probeKeep, or the age of an outstanding one if longer.
+// of its last probeKeep.
 func TestProbes(t *testing.T) {
 	tr := newTracker(250*time.Millisecond, 50*time.Millisecond)
 	ms := func(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
@@ -374,21 +374,21 @@ func TestProbes(t *testing.T) {
 	}
 	echo("b", ps[0], ms(4))  // b: 3 ms on the wire
 	echo("c", ps[1], ms(31)) // c: 30 ms, a slow link
-	if got := tr.NearestProbe(at(ms(300))); got != 0.003 {
+	if got := tr.NearestProbe(); got != 0.003 {
 		t.Errorf("nearest probe %vs, want 0.003 (b)", got)
 	}
 	// b is due again at 250 ms; c only after 10 round trips, 300 ms.
-	if ps := tr.Probes(at(ms(260))); len(ps) != 1 || ps[0].Addr != "b:1" {
-		t.Errorf("probes at 260 ms %+v, want b's alone", ps)
+	pb := tr.Probes(at(ms(260)))
+	if len(pb) != 1 || pb[0].Addr != "b:1" {
+		t.Fatalf("probes at 260 ms %+v, want b's alone", pb)
 	}
 	if ps := tr.Probes(at(ms(301))); len(ps) != 1 || ps[0].Addr != "c:1" {
 		t.Errorf("probes at 301 ms %+v, want c's", ps)
 	}
-	// An outstanding probe counts as far as its age past two status
-	// intervals (its echo waits for the next status): at 380 ms b's, sent
-	// at 260 ms, counts as 20 ms, c's, sent at 301 ms, not yet.
-	if got := tr.NearestProbe(at(ms(380))); got != 0.02 {
-		t.Errorf("nearest probe with b's outstanding 120 ms: %vs, want 0.02 (b)", got)
+	// The least of the last probeKeep counts.
+	echo("b", pb[0], ms(9))
+	if got := tr.NearestProbe(); got != 0.003 {
+		t.Errorf("nearest probe after b's 8 ms: %vs, want 0.003 (b's earlier)", got)
 	}
 	// A peer's probe to this agent is echoed with how long it was held.
 	tr.ObserveProbe("b", 42, at(ms(400)))
