@@ -90,7 +90,7 @@ var (
 	descInflight    = desc("peer_reads_inflight", "Reads outstanding at the replica.", "replica")
 	descReplyDelay  = desc("reply_delay_seconds", "Smoothed time from proposing a write here to the replica's reply.", "replica")
 	descNetwork     = desc("network_seconds", "The replica's round trip to its nearest peer, smoothed: slow on every link means its own link limps.", "replica")
-	descProbe       = desc("probe_seconds", "The replica's probe round trip to its nearest peer (the least of the last three): a slow link shows in the time its bytes take.", "replica")
+	descProbe       = desc("probe_seconds", "The replica's probe round trip to its nearest peer (the least of the last five): a slow link shows in the time its bytes take.", "replica")
 	descPeerQueue   = desc("peer_queue_length", "Messages queued for the agent at this raft address.", "peer")
 	descApplyQueue  = desc("apply_queue_length", "Committed entries waiting for the local redis-server.")
 	descWrites      = desc("pending_writes", "Writes proposed here and not yet replied to by every replica.")

@@ -59,7 +59,7 @@ const TransferPause = 2 * time.Second
 const (
 	sideFactor      = 2.0
 	appendLimpFloor = 5 * time.Millisecond
-	probeLimpFloor  = 10 * time.Millisecond
+	probeLimpFloor  = 15 * time.Millisecond
 )
 
 // netLimpFloor is the smallest round trip to the nearest peer that counts as
@@ -83,7 +83,7 @@ const (
 	ProbeBytes = 32 << 10
 	probeEvery = 250 * time.Millisecond
 	probeShare = 10
-	probeKeep  = 3
+	probeKeep  = 5
 	probeLost  = 10 * time.Second // a probe unanswered for this long is sent again
 )
 

@@ -308,7 +308,7 @@ func TestModestLeaderLimp(t *testing.T) {
 		slow, dips float64 // a's time when slow and during a dip
 		wantMark   int     // the tick a is marked at; 0: never
 	}{
-		{"link 10x", true, 0.028, 0.006, 20},
+		{"link 10x", true, 0.028, 0.012, 20},
 		{"disk 10x", false, 0.008, 0.005, 20},
 		{"busy machine, link", true, 0.006, 0.006, 0},
 		{"busy machine, disk", false, 0.0055, 0.0055, 0},
