@@ -91,7 +91,7 @@ func (h *health) tick(now time.Time) {
 func (h *health) sendStatus(now time.Time) {
 	a := h.a
 	self := limp.Status{ID: a.cfg.ID, Incarnation: a.incarnation, Applied: a.fsm.appliedIndex(),
-		AppendSecs: a.logs.meanSeconds(), Stopped: a.fsm.failure() != nil}
+		AppendSecs: a.logs.leastSeconds(), Stopped: a.fsm.failure() != nil}
 	var echoes []limp.Echo
 	var probes []limp.Probe
 	var quarantined [][]byte

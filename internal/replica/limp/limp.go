@@ -101,7 +101,7 @@ type Member struct {
 type Status struct {
 	ID, Incarnation string
 	Applied         uint64
-	AppendSecs      float64 // its mean raft log append time
+	AppendSecs      float64 // its least raft log append time of the last 1 to 2 s (Least)
 	Stamp           int64   // the sender's stamp when it sent the report
 	Echo, Hold      int64   // this agent's stamp it last got, and how long the sender held it
 	NetSecs         float64 // the sender's round trip to its nearest peer
@@ -180,7 +180,7 @@ type replica struct {
 	voter       bool
 	incarnation string
 	applied     uint64
-	appendSecs  float64   // the replica's mean raft log append time, as it reports
+	appendSecs  float64   // the replica's least recent raft log append time, as it reports
 	stopped     bool      // it cannot apply (Status.Stopped)
 	slowSince   time.Time // since when it has looked slow (gaps under Hold/4 bridged); zero while it does not
 	slowLast    time.Time // the last tick it looked slow
@@ -532,9 +532,8 @@ func (t *Tracker) ObserveReply(id string, d time.Duration) {
 	}
 }
 
-// EWMA smooths every latency the tracker is told of, and the log append time
-// an agent reports (Status.AppendSecs): the first sample stands alone, then
-// each new one weighs a fifth.
+// EWMA smooths every latency the tracker is told of: the first sample
+// stands alone, then each new one weighs a fifth.
 func EWMA(old, v float64) float64 {
 	if old == 0 {
 		return v

@@ -398,3 +398,29 @@ func TestProbes(t *testing.T) {
 		}
 	}
 }
+
+// TestLeast: the least append of the last one to two windows; a burst of
+// slow appends beside one fast one does not raise it, a window of only
+// slow ones does, and an idle disk reads as zero.
+func TestLeast(t *testing.T) {
+	l := NewLeast(time.Second)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	for i, v := range []float64{0.001, 0.06, 0.05, 0.08} { // noise around one fast append
+		l.Observe(v, at(100*i))
+	}
+	if got := l.Value(at(900)); got != 0.001 {
+		t.Errorf("least in the first window %v, want 0.001", got)
+	}
+	for ms := 1000; ms < 3000; ms += 100 { // the disk turns slow at 1 s
+		l.Observe(0.02, at(ms))
+		if got := l.Value(at(ms)); ms == 1500 && got != 0.001 {
+			t.Errorf("at 1.5 s %v, want 0.001 (the previous window still counts)", got)
+		}
+	}
+	if got := l.Value(at(2999)); got != 0.02 {
+		t.Errorf("at 3 s %v, want 0.02 (two windows of slow appends)", got)
+	}
+	if got := l.Value(at(5000)); got != 0 {
+		t.Errorf("after 2 s without appends %v, want 0", got)
+	}
+}
