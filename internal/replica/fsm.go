@@ -190,12 +190,12 @@ func (f *fsm) applyBatch(batch []queued) {
 			f.setApplied(q.index, nil)
 			continue
 		}
-		raw, err := f.conn.replies(q.entry.replies)
+		raw, digested, err := f.entryReplies(q.entry)
 		if err != nil {
 			f.fail(fmt.Errorf("apply log index %d: %w", q.index, err))
 			return
 		}
-		d := f.setApplied(q.index, raw)
+		d := f.setApplied(q.index, digested)
 		if q.entry.proposer != "" {
 			f.report(applied{entry: q.entry, index: q.index, raw: raw, digest: d, committed: q.committed, sent: start})
 		}
@@ -203,6 +203,16 @@ func (f *fsm) applyBatch(batch []queued) {
 	if f.observe != nil && n > 0 {
 		f.observe(time.Since(start), n)
 	}
+}
+
+// entryReplies reads an entry's replies: what its client gets, and what
+// goes into the digest.
+func (f *fsm) entryReplies(e entry) (raw, digested []byte, err error) {
+	if e.batch {
+		return f.conn.batchReplies(e.replies, e.reads) // reads only: the digest stays as it was
+	}
+	raw, err = f.conn.replies(e.replies)
+	return raw, raw, err
 }
 
 // chain folds one reply into the running digest: replicas that applied the

@@ -70,6 +70,25 @@ func (c *redisConn) replies(n int) ([]byte, error) {
 	return raw, nil
 }
 
+// batchReplies reads a batch entry's n replies: all of them, concatenated,
+// for the client, and those of its writes (not at the positions in reads,
+// which are ascending), concatenated, for the digest.
+func (c *redisConn) batchReplies(n int, reads []int) (all, writes []byte, err error) {
+	for i := range n {
+		raw, _, err := resp.ReadReply(c.r)
+		if err != nil {
+			return nil, nil, err
+		}
+		all = append(all, raw...)
+		if len(reads) > 0 && reads[0] == i {
+			reads = reads[1:]
+			continue
+		}
+		writes = append(writes, raw...)
+	}
+	return all, writes, nil
+}
+
 // command sends one command and returns its decoded reply; a redis error
 // reply becomes a Go error.
 func (c *redisConn) command(args ...string) (resp.Value, error) {

@@ -42,6 +42,11 @@ const retryPause = 200 * time.Millisecond
 // startWrite proposes commands (their RESP encoding, making n replies) and
 // returns the write, whose first channel gets the first replica's reply.
 func (a *Agent) startWrite(payload []byte, n int) (*write, error) {
+	return a.startEntry(entry{replies: n, payload: payload})
+}
+
+// startEntry proposes e, its proposer, sequence number and floor filled in.
+func (a *Agent) startEntry(e entry) (*write, error) {
 	leader := a.leaderAddr()
 	if leader == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*a.cfg.HeartbeatTimeout+time.Second)
@@ -57,7 +62,7 @@ func (a *Agent) startWrite(payload []byte, n int) (*write, error) {
 	a.seq++
 	w.id = a.seq
 	a.writes[w.id] = w
-	e := entry{proposer: a.raftAddr + "#" + a.incarnation, seq: w.id, floor: a.lowestUnanswered(), replies: n, payload: payload}
+	e.proposer, e.seq, e.floor = a.raftAddr+"#"+a.incarnation, w.id, a.lowestUnanswered()
 	w.entry = e.encode()
 	a.mu.Unlock()
 	a.propose(w, leader)
