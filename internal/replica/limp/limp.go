@@ -84,7 +84,11 @@ const (
 	probeEvery = 250 * time.Millisecond
 	probeShare = 10
 	probeKeep  = 5
-	probeLost  = 10 * time.Second // a probe unanswered for this long is sent again
+	// A probe unanswered for probeLost, or for probeShare round trips if
+	// that is longer, is sent again: a probe is dropped when the queue to
+	// its peer is full (a leader's queue of replies behind a limping link),
+	// and waiting long for it would leave the link unmeasured.
+	probeLost = time.Second
 )
 
 // readAvoid is how long a peer gets no reads after one had to be hedged away
@@ -294,11 +298,12 @@ func (t *Tracker) Probes(now time.Time) []Probe {
 			continue
 		}
 		since := now.Sub(r.probeAt)
-		every := probeEvery
+		every, lost := probeEvery, probeLost
 		if n := len(r.probes); n > 0 {
 			every = max(every, probeShare*seconds(r.probes[n-1]))
+			lost = max(lost, every)
 		}
-		if (r.probeSent != 0 && since < probeLost) || since < every {
+		if (r.probeSent != 0 && since < lost) || since < every {
 			continue
 		}
 		r.probeSent, r.probeAt = t.Stamp(now), now

@@ -353,7 +353,8 @@ func TestModestLeaderLimp(t *testing.T) {
 }
 
 // TestProbes: a probe goes to each peer every probeEvery, or every
-// probeShare round trips on a slow link, never two at once; its round trip
+// probeShare round trips on a slow link, never two at once unless one is
+// lost; its round trip
 // comes from the echo in the peer's status; the nearest peer's is the least
 // of its last probeKeep.
 func TestProbes(t *testing.T) {
@@ -389,6 +390,23 @@ func TestProbes(t *testing.T) {
 	echo("b", pb[0], ms(9))
 	if got := tr.NearestProbe(); got != 0.003 {
 		t.Errorf("nearest probe after b's 8 ms: %vs, want 0.003 (b's earlier)", got)
+	}
+	// A probe unanswered for 1 s (10 round trips are less, for b and c) is
+	// lost and sent again: c's of 301 ms at 1301, b's of 600 ms at 1600.
+	if ps := tr.Probes(at(ms(600))); len(ps) != 1 || ps[0].Addr != "b:1" {
+		t.Errorf("probes at 600 ms %+v, want b's", ps)
+	}
+	for _, c := range []struct {
+		ms   float64
+		want string
+	}{{1000, ""}, {1301, "c:1"}, {1400, ""}, {1600, "b:1"}} {
+		var got string
+		for _, p := range tr.Probes(at(ms(c.ms))) {
+			got += p.Addr
+		}
+		if got != c.want {
+			t.Errorf("probes at %v ms to %q, want %q", c.ms, got, c.want)
+		}
 	}
 	// A peer's probe to this agent is echoed with how long it was held.
 	tr.ObserveProbe("b", 42, at(ms(400)))
