@@ -322,8 +322,11 @@ func (t *Tracker) ObserveProbe(id string, stamp int64, now time.Time) {
 }
 
 // NearestProbe is this agent's probe round trip, in seconds, to its nearest
-// peer: for each peer the smallest of its last probes; zero before any
-// probe came back. A link too slow to bring a probe back at all is found by
+// peer: for each peer the smallest of its last probes; zero (not known)
+// until a probe came back from every peer, since a fresh agent whose only
+// probe back so far is from a limping leader would look limping itself
+// (it did, and handed leadership to that leader). While a peer is down the
+// probe rule is off and a limping link is left to the round-trip rule. A link too slow to bring a probe back at all is found by
 // its silence (NearestPeer); an outstanding probe does not count, since on
 // a busy machine a healthy peer's echo is sometimes late by 100 ms or more
 // and would raise this agent's figure, and with it the median its peers
@@ -331,8 +334,11 @@ func (t *Tracker) ObserveProbe(id string, stamp int64, now time.Time) {
 func (t *Tracker) NearestProbe() float64 {
 	best, any := 0.0, false
 	for id, r := range t.replicas {
-		if id == t.cfg.Self || len(r.probes) == 0 {
+		if id == t.cfg.Self || r.addr == "" {
 			continue
+		}
+		if len(r.probes) == 0 {
+			return 0
 		}
 		if d := slices.Min(r.probes); !any || d < best {
 			best, any = d, true

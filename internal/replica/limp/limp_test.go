@@ -373,8 +373,11 @@ func TestProbes(t *testing.T) {
 	if again := tr.Probes(at(ms(300))); len(again) != 0 {
 		t.Errorf("probes %+v while both are outstanding", again)
 	}
-	echo("b", ps[0], ms(4))  // b: 3 ms on the wire
 	echo("c", ps[1], ms(31)) // c: 30 ms, a slow link
+	if got := tr.NearestProbe(); got != 0 {
+		t.Errorf("nearest probe before b's came back %vs, want 0 (not known)", got)
+	}
+	echo("b", ps[0], ms(4)) // b: 3 ms on the wire
 	if got := tr.NearestProbe(); got != 0.003 {
 		t.Errorf("nearest probe %vs, want 0.003 (b)", got)
 	}
