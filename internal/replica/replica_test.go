@@ -165,7 +165,7 @@ func testExpiry(t *testing.T, cl *cluster) {
 func testRefused(t *testing.T, cl *cluster) {
 	ctx := context.Background()
 	c := client(t, cl.nodes[0].agent.ClientAddr())
-	for _, cmd := range [][]any{{"DEBUG", "SEGFAULT"}, {"ACL", "WHOAMI"}, {"CONFIG", "REWRITE"}, {"SCRIPT", "KILL"},
+	for _, cmd := range [][]any{{"DEBUG", "SEGFAULT"}, {"ACL", "WHOAMI"}, {"CONFIG", "REWRITE"}, {"SHUTDOWN"},
 		{"SUBSCRIBE", "c"}, {"SYNC"}, {"CLUSTER", "INFO"}} {
 		err := c.Do(ctx, cmd...).Err()
 		if err == nil || !strings.Contains(err.Error(), "not supported by gait replica") {
