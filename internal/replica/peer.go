@@ -230,7 +230,7 @@ func arg(msg [][]byte, i int) []byte {
 
 // servePeer handles one connection from another agent: requests (PROPOSE,
 // READINDEX, READ, JOIN, LEASE), answered on the same connection, and one-way
-// messages (REPLY, STATUS, QUARANTINE). STATUS carries the sender's
+// messages (REPLY, STATUS, QUARANTINE, KILL). STATUS carries the sender's
 // quarantine list too, so an agent that missed a QUARANTINE (it joined
 // later, or the message was dropped) still learns it.
 func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
@@ -274,6 +274,9 @@ func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
 		case "PROBE":
 			stamp, _ := strconv.ParseInt(string(arg(msg, 2)), 10, 64)
 			a.health.onProbe(string(id), stamp)
+		case "KILL":
+			index, _ := strconv.ParseUint(string(arg(msg, 2)), 10, 64)
+			go a.onKill(index, arg(msg, 3))
 		case "QUARANTINE":
 			a.health.onQuarantine(string(id), string(arg(msg, 2)), string(arg(msg, 3)))
 		case "LEASE":

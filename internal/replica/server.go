@@ -2,6 +2,7 @@ package replica
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -301,7 +302,7 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 	case rediscmd.Read:
 		return a.readSlot(st, resp.AppendCommand(nil, args...), sp.Pinned)
 	case rediscmd.Local:
-		return a.localSlot(resp.AppendCommand(nil, args...))
+		return a.ownWritesFirst(st, a.localSlot(resp.AppendCommand(nil, args...)))
 	}
 	return a.agentCommand(st, name, args)
 }
@@ -309,13 +310,14 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 	switch name {
 	case "PING":
-		switch len(args) {
-		case 1:
-			return slot{reply: resp.Simple("PONG")}
-		case 2:
-			return slot{reply: resp.AppendBulk(nil, args[1])}
+		if len(args) > 2 {
+			return slot{reply: resp.Error("ERR wrong number of arguments for 'ping' command")}
 		}
-		return slot{reply: resp.Error("ERR wrong number of arguments for 'ping' command")}
+		return a.pingSlot(st, args)
+	case "SCRIPT", "FUNCTION":
+		if isKill(args) {
+			return a.killScript(args)
+		}
 	case "ECHO":
 		return slot{reply: resp.AppendBulk(nil, args[1])}
 	case "SELECT":
@@ -365,19 +367,26 @@ func (a *Agent) queue(st *clientState, name string, sp rediscmd.Spec, msg string
 		// As redis: refused, but the transaction goes on.
 		return slot{reply: resp.Error("ERR WATCH inside MULTI is not allowed")}
 	}
+	if msg == "" && sp.Rewrite != nil {
+		args = sp.Rewrite(args, time.Now())
+	}
 	switch {
 	case msg != "":
 	case sp.Kind == rediscmd.Local:
-		msg = "ERR '" + name + "' is not supported inside MULTI by gait replica"
+		// Redis's own refusal (SAVE: not allowed inside a transaction)
+		// where it has one; what describes one server cannot be in a
+		// transaction every replica runs.
+		if msg = a.probeQueued(args); msg == "" {
+			msg = "ERR '" + name + "' is not supported inside MULTI by gait replica"
+		}
 	case sp.Kind == rediscmd.Agent && name != "PING" && name != "ECHO":
 		msg = "ERR '" + name + "' is not supported inside MULTI by gait replica"
+	case sp.Kind != rediscmd.Agent:
+		msg = a.probeQueued(args)
 	}
 	if msg != "" {
 		st.aborted = true
 		return slot{reply: resp.Error(msg)}
-	}
-	if sp.Rewrite != nil {
-		args = sp.Rewrite(args, time.Now())
 	}
 	st.queued = append(st.queued, args)
 	return slot{reply: resp.Simple("QUEUED")}
@@ -391,6 +400,11 @@ func (a *Agent) exec(st *clientState) slot {
 	}
 	queued, aborted, ws := st.queued, st.aborted, st.watched
 	st.inMulti, st.aborted, st.queued, st.watched = false, false, nil, nil
+	// As in redis, a busy server refuses EXEC itself before it looks at
+	// the queue.
+	if msg := a.execBusy(); msg != "" {
+		return slot{reply: resp.Error(msg)}
+	}
 	if aborted {
 		return slot{reply: resp.Error("EXECABORT Transaction discarded because of previous errors.")}
 	}
@@ -450,6 +464,21 @@ func (a *Agent) readSlot(st *clientState, payload []byte, pinned bool) slot {
 		}
 	}()
 	return slot{fill: func() []byte { <-done; return raw }}
+}
+
+// ownWritesFirst has a command about the local redis-server wait until that
+// server has applied the connection's own writes (up to the write timeout):
+// INFO's counters and errorstats then count them, as one redis-server
+// would, although another replica answered the write first.
+func (a *Agent) ownWritesFirst(st *clientState, s slot) slot {
+	fill := s.fill
+	s.fill = func() []byte {
+		ctx, cancel := context.WithTimeout(context.Background(), a.cfg.WriteTimeout)
+		a.fsm.waitApplied(ctx, st.lastIndex.Load())
+		cancel()
+		return fill()
+	}
+	return s
 }
 
 // localSlot answers a command about the local redis-server itself.
