@@ -16,8 +16,12 @@ import (
 type timedLogStore struct {
 	raft.LogStore
 	observe func(d time.Duration, entries int)
-	mu      sync.Mutex
-	least   *limp.Least // the least append of the last 1 to 2 s (appendWindow)
+	// syncedLater is set with DurableReplicated: an append is then a write
+	// to the page cache, and only the background fsyncs tell the disk's
+	// speed. Counting appends too would let the least time hide a slow disk.
+	syncedLater bool
+	mu          sync.Mutex
+	least       *limp.Least // the least append of the last 1 to 2 s (appendWindow)
 }
 
 // appendWindow is how long the least append time is kept: longer than the
@@ -28,7 +32,9 @@ func (s *timedLogStore) StoreLogs(logs []*raft.Log) error {
 	start := time.Now()
 	err := s.LogStore.StoreLogs(logs)
 	d := time.Since(start)
-	s.smooth(d)
+	if !s.syncedLater {
+		s.smooth(d)
+	}
 	if s.observe != nil {
 		s.observe(d, len(logs))
 	}
