@@ -414,7 +414,12 @@ func (a *Agent) raftConfig() *raft.Config {
 	rc.LocalID = raft.ServerID(a.cfg.ID)
 	rc.HeartbeatTimeout = a.cfg.HeartbeatTimeout
 	rc.ElectionTimeout = a.cfg.HeartbeatTimeout
-	rc.LeaderLeaseTimeout = a.cfg.HeartbeatTimeout / 2
+	// A leader that has not heard from a majority for this long steps down.
+	// At half the heartbeat timeout, a loaded machine (a scheduler stall of a
+	// few hundred ms) deposed healthy leaders many times an hour; the read
+	// lease (lease.go) does not rely on it, and the limp tracker, not this
+	// timeout, is what hands over from a leader that limps.
+	rc.LeaderLeaseTimeout = a.cfg.HeartbeatTimeout
 	// Group commit: proposals queue in a buffered channel while the leader
 	// appends the previous batch, and up to MaxAppendEntries of them share
 	// the next append (one fsync) and the next AppendEntries message.
