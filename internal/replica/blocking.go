@@ -88,9 +88,10 @@ func (a *Agent) block(st *clientState, name string, args [][]byte, d time.Durati
 	payload := resp.AppendCommand(nil, []byte("MULTI"))
 	payload = resp.AppendCommand(payload, args...)
 	payload = resp.AppendCommand(payload, []byte("EXEC"))
+	payload, n, after := st.mode().frame(payload, 3)
 	for {
 		start := time.Now()
-		w, err := a.startWrite(payload, 3)
+		w, err := a.startWrite(payload, n, after)
 		if err != nil {
 			return resp.Error("TRYAGAIN gait replica: " + err.Error())
 		}
@@ -159,7 +160,7 @@ func (a *Agent) resolveLastIDs(st *clientState, args [][]byte) ([][]byte, []byte
 			continue
 		}
 		key := out[streams+1+i]
-		raw, err := a.read(st, resp.AppendCommand(nil, []byte("XREVRANGE"), key, []byte("+"), []byte("-"), []byte("COUNT"), []byte("1")))
+		raw, err := a.read(st, st.mode(), resp.AppendCommand(nil, []byte("XREVRANGE"), key, []byte("+"), []byte("-"), []byte("COUNT"), []byte("1")))
 		if err != nil {
 			return nil, resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
 		}

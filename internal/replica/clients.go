@@ -25,11 +25,17 @@ type clientConn struct {
 	// last is the time and name of the latest command, for idle= and cmd=.
 	last    atomic.Int64
 	lastCmd atomic.Value
+	// proto and db are the connection's mode (HELLO, SELECT); only its
+	// own goroutine changes them, CLIENT LIST of others reads them.
+	proto, db atomic.Int64
 }
+
+func (cl *clientConn) mode() mode { return mode{proto: int(cl.proto.Load()), db: int(cl.db.Load())} }
 
 func (a *Agent) newClientState(c net.Conn) *clientState {
 	st := &clientState{clientConn: clientConn{id: a.clientIDs.Add(1), conn: c, created: time.Now()}}
 	st.last.Store(st.created.UnixNano())
+	st.proto.Store(2)
 	return st
 }
 
@@ -53,9 +59,9 @@ func (cl *clientConn) info(now time.Time, inMulti bool, queued int) string {
 		multi = queued
 	}
 	cmd, _ := cl.lastCmd.Load().(string)
-	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d idle=%d flags=N db=0 sub=0 psub=0 ssub=0 multi=%d cmd=%s user=default redir=-1 resp=2\n",
+	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d idle=%d flags=N db=%d sub=0 psub=0 ssub=0 multi=%d cmd=%s user=default redir=-1 resp=%d\n",
 		cl.id, cl.conn.RemoteAddr(), cl.conn.LocalAddr(), cl.getName(), int(now.Sub(cl.created).Seconds()),
-		int(now.Sub(time.Unix(0, cl.last.Load())).Seconds()), multi, cmd)
+		int(now.Sub(time.Unix(0, cl.last.Load())).Seconds()), cl.db.Load(), multi, cmd, cl.proto.Load())
 }
 
 // validName is redis's rule for connection names: no spaces, newlines or
@@ -83,7 +89,7 @@ func (a *Agent) clientCommand(st *clientState, args [][]byte) []byte {
 		if n := st.getName(); n != "" {
 			return resp.AppendBulk(nil, []byte(n))
 		}
-		return []byte("$-1\r\n")
+		return nullReply(int(st.proto.Load()))
 	case "SETNAME":
 		if !validName(args[2]) {
 			return resp.Error("ERR Client names cannot contain spaces, newlines or special characters.")
@@ -233,17 +239,19 @@ func (a *Agent) clientKill(self *clientState, opts [][]byte) []byte {
 	return resp.Int(killed)
 }
 
-// hello answers HELLO [2 [AUTH user pass] [SETNAME name]]. RESP3 is not
-// served: replies from redis are forwarded as they come, in RESP2.
+// hello answers HELLO [protover [AUTH user pass] [SETNAME name]]: 2 or 3
+// switches the connection's protocol, as redis does.
 func (a *Agent) hello(st *clientState, args [][]byte) []byte {
+	proto := int(st.proto.Load())
 	if len(args) > 1 {
-		v, err := strconv.Atoi(string(args[1]))
+		v, err := strconv.ParseInt(string(args[1]), 10, 64)
 		if err != nil {
 			return resp.Error("ERR Protocol version is not an integer or out of range")
 		}
-		if v != 2 {
+		if v != 2 && v != 3 {
 			return resp.Error("NOPROTO sorry, this protocol version is not supported")
 		}
+		proto = int(v)
 	}
 	var name []byte
 	for i := 2; i < len(args); i++ {
@@ -262,12 +270,12 @@ func (a *Agent) hello(st *clientState, args [][]byte) []byte {
 			return resp.Error("ERR Syntax error in HELLO option '" + argWord(args[i]) + "'")
 		}
 	}
-	raw, err := a.reads.do(resp.AppendCommand(nil, []byte("HELLO"), []byte("2")))
+	raw, err := a.reads.do(mode{proto: proto}, resp.AppendCommand(nil, []byte("HELLO"), []byte(strconv.Itoa(proto))))
 	if err != nil {
 		return resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
 	}
 	_, v, err := resp.ReadReply(bufio.NewReader(bytes.NewReader(raw)))
-	if err != nil || v.Kind != '*' || len(v.Arr)%2 != 0 {
+	if err != nil || (v.Kind != '*' && v.Kind != '%') || len(v.Arr)%2 != 0 {
 		return raw // an error from redis, forwarded
 	}
 	if name != nil {
@@ -275,48 +283,57 @@ func (a *Agent) hello(st *clientState, args [][]byte) []byte {
 		st.name = string(name)
 		st.mu.Unlock()
 	}
+	st.proto.Store(int64(proto))
 	// The server's own answer (version, role), with this connection's id.
-	out := fmt.Appendf(nil, "*%d\r\n", len(v.Arr))
 	for i := 0; i < len(v.Arr); i += 2 {
-		out = resp.AppendBulk(out, v.Arr[i].Str)
 		switch string(v.Arr[i].Str) {
 		case "id":
-			out = append(out, resp.Int(int(st.id))...)
+			v.Arr[i+1] = resp.Value{Kind: ':', Num: int64(st.id)}
 		case "modules":
-			out = append(out, "*0\r\n"...)
-		default:
-			out = appendValue(out, v.Arr[i+1])
+			v.Arr[i+1] = resp.Value{Kind: '*'}
 		}
 	}
-	return out
+	return appendValue(nil, v)
 }
 
-// appendValue writes a decoded RESP2 value back.
+// appendValue encodes a decoded value back, in the protocol it came in.
 func appendValue(out []byte, v resp.Value) []byte {
 	switch v.Kind {
-	case '+', '-':
+	case '+', '-', ',', '(':
 		return append(append(append(out, v.Kind), v.Str...), '\r', '\n')
 	case ':':
 		return append(out, resp.Int(int(v.Num))...)
-	case '$':
+	case '#':
+		return append(out, "#f\r\n#t\r\n"[4*v.Num:4*v.Num+4]...)
+	case '_':
+		return append(out, "_\r\n"...)
+	case '$', '=', '!':
 		if v.Null {
 			return append(out, "$-1\r\n"...)
 		}
-		return resp.AppendBulk(out, v.Str)
+		out = fmt.Appendf(out, "%c%d\r\n", v.Kind, len(v.Str))
+		return append(append(out, v.Str...), '\r', '\n')
 	}
 	if v.Null {
 		return append(out, "*-1\r\n"...)
 	}
-	out = fmt.Appendf(out, "*%d\r\n", len(v.Arr))
+	n := len(v.Arr)
+	if v.Kind == '%' {
+		n /= 2
+	}
+	out = fmt.Appendf(out, "%c%d\r\n", v.Kind, n)
 	for _, e := range v.Arr {
 		out = appendValue(out, e)
 	}
 	return out
 }
 
-// reset answers RESET: the connection as if new (no transaction, no name).
+// reset answers RESET: the connection as if new (no transaction, no name,
+// RESP2, database 0).
 func (a *Agent) reset(st *clientState) []byte {
 	st.inMulti, st.aborted, st.queued, st.watched = false, false, nil, nil
+	st.proto.Store(2)
+	st.db.Store(0)
 	st.mu.Lock()
 	st.name = ""
 	st.mu.Unlock()

@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-const entryVersion = 2
+const entryVersion = 3
 
 // entry is one raft log entry: commands to send to every replica's redis.
 type entry struct {
@@ -19,9 +19,11 @@ type entry struct {
 	// will ever be proposed again, so replicas forget those sequence numbers.
 	floor uint64
 	// replies is how many replies payload makes redis send; the client gets
-	// the last (EXEC's, for a transaction). Zero marks a no-op entry.
-	replies int
-	payload []byte // RESP commands, sent to redis as they are
+	// the last but after (EXEC's, for a transaction; the command's, when the
+	// payload ends by switching the connection back to RESP2 and database
+	// 0). Zero marks a no-op entry.
+	replies, after int
+	payload        []byte // RESP commands, sent to redis as they are
 }
 
 func (e entry) encode() []byte {
@@ -32,6 +34,7 @@ func (e entry) encode() []byte {
 	b = binary.AppendUvarint(b, e.seq)
 	b = binary.AppendUvarint(b, e.floor)
 	b = binary.AppendUvarint(b, uint64(e.replies))
+	b = binary.AppendUvarint(b, uint64(e.after))
 	return append(b, e.payload...)
 }
 
@@ -56,7 +59,11 @@ func decodeEntry(b []byte) (entry, error) {
 	if err != nil || r > uint64(len(b)) {
 		return entry{}, fmt.Errorf("log entry: bad reply count")
 	}
-	e.replies, e.payload = int(r), b
+	a, err := uvarint(&b)
+	if err != nil || a >= max(r, 1) {
+		return entry{}, fmt.Errorf("log entry: bad count of replies after the client's")
+	}
+	e.replies, e.after, e.payload = int(r), int(a), b
 	return e, nil
 }
 

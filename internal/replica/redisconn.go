@@ -58,16 +58,19 @@ func (c *redisConn) send(payload []byte) error {
 	return nil
 }
 
-// replies reads n replies and returns the raw bytes of the last.
-func (c *redisConn) replies(n int) ([]byte, error) {
-	var raw []byte
-	for range n {
-		var err error
-		if raw, _, err = resp.ReadReply(c.r); err != nil {
+// replies reads n replies and returns the raw bytes of the last but after.
+func (c *redisConn) replies(n, after int) ([]byte, error) {
+	var kept []byte
+	for i := range n {
+		raw, _, err := resp.ReadReply(c.r)
+		if err != nil {
 			return nil, err
 		}
+		if i == n-1-after {
+			kept = raw
+		}
 	}
-	return raw, nil
+	return kept, nil
 }
 
 // command sends one command and returns its decoded reply; a redis error
@@ -98,10 +101,11 @@ type redisMux struct {
 
 // muxCall is one request on a pipelined connection.
 type muxCall struct {
-	payload []byte
-	raw     []byte
-	err     error
-	done    chan struct{}
+	payload  []byte
+	n, after int // replies payload makes; the caller's is the last but after
+	raw      []byte
+	err      error
+	done     chan struct{}
 }
 
 // muxConn is one pipelined connection; it redials after a failure.
@@ -126,10 +130,12 @@ func newRedisMux(addr string, conns int) *redisMux {
 	return m
 }
 
-// do sends one command (payload, one reply) and returns its raw reply.
-func (m *redisMux) do(payload []byte) ([]byte, error) {
+// do sends one command (payload, one reply) in the client's mode md and
+// returns its raw reply.
+func (m *redisMux) do(md mode, payload []byte) ([]byte, error) {
 	c := m.conns[m.next.Add(1)%uint64(len(m.conns))]
-	call := &muxCall{payload: payload, done: make(chan struct{})}
+	call := &muxCall{done: make(chan struct{})}
+	call.payload, call.n, call.after = md.frame(payload, 1)
 	select {
 	case c.calls <- call:
 	case <-c.stop:
@@ -216,7 +222,7 @@ func (c *muxConn) read(conn *redisConn, broken chan struct{}) {
 			return
 		}
 		conn.c.SetReadDeadline(time.Now().Add(redisTimeout))
-		raw, _, err := resp.ReadReply(conn.r)
+		raw, err := conn.replies(call.n, call.after)
 		call.raw, call.err = raw, err
 		close(call.done)
 		if err != nil {

@@ -367,6 +367,12 @@ func TestSnapshotCatchUp(t *testing.T) {
 		}
 	}
 	c.Set(ctx, "ttl", "v", time.Hour)
+	// A key of another database (SELECT 2) must be in the snapshot too.
+	db2 := goredis.NewClient(&goredis.Options{Addr: cl.nodes[0].agent.ClientAddr(), DB: 2, MaxRetries: -1})
+	defer db2.Close()
+	if err := db2.Set(ctx, "in-db2", "v2", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
 	// A write its proposer re-sent to a new leader commits twice: once
 	// before the snapshot, once after it. Every replica, the one restored
 	// from the snapshot included, must apply it once.
@@ -394,6 +400,11 @@ func TestSnapshotCatchUp(t *testing.T) {
 		t.Errorf("%d keys, want 10", n)
 	}
 	for _, n := range cl.live() {
+		d2 := goredis.NewClient(&goredis.Options{Addr: n.redis.Addr, DB: 2})
+		if v, err := d2.Get(ctx, "in-db2").Result(); v != "v2" {
+			t.Errorf("%s: database 2 holds in-db2=%q (%v), want \"v2\"", n.cfg.ID, v, err)
+		}
+		d2.Close()
 		if v, err := direct(t, n).Get(ctx, "resent").Result(); v != "1" {
 			t.Errorf("%s: a write committed twice left %q (%v), want \"1\": applied once", n.cfg.ID, v, err)
 		}

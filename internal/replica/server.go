@@ -21,6 +21,10 @@ const pipelineDepth = 1024
 // maxArgs bounds the arguments of one client request.
 const maxArgs = 1 << 20
 
+// databases is how many databases SELECT reaches: redis's default, which
+// the redis-servers gait starts keep.
+const databases = 16
+
 // slot is one reply owed to a client, in request order. Either reply is
 // ready, or fill computes it once every earlier reply has been written.
 type slot struct {
@@ -211,7 +215,7 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 	case rediscmd.Read:
 		return a.readSlot(st, resp.AppendCommand(nil, args...), sp.Pinned)
 	case rediscmd.Local:
-		return a.localSlot(resp.AppendCommand(nil, args...))
+		return a.localSlot(st.mode(), resp.AppendCommand(nil, args...))
 	}
 	return a.agentCommand(st, name, args)
 }
@@ -229,9 +233,14 @@ func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 	case "ECHO":
 		return slot{reply: resp.AppendBulk(nil, args[1])}
 	case "SELECT":
-		if string(args[1]) != "0" {
-			return slot{reply: resp.Error("ERR gait replica serves database 0 only")}
+		db, err := strconv.ParseInt(string(args[1]), 10, 64)
+		if err != nil {
+			return slot{reply: resp.Error("ERR value is not an integer or out of range")}
 		}
+		if db < 0 || db >= databases {
+			return slot{reply: resp.Error("ERR DB index is out of range")}
+		}
+		st.db.Store(db)
 		return slot{reply: resp.Simple("OK")}
 	case "QUIT":
 		return slot{reply: resp.Simple("OK"), close: true}
@@ -317,7 +326,7 @@ func (a *Agent) write(st *clientState, payload []byte, n int) slot {
 	if st.lastRead != nil {
 		<-st.lastRead
 	}
-	w, err := a.startWrite(payload, n)
+	w, err := a.startWrite(st.mode().frame(payload, n))
 	if err != nil {
 		return slot{reply: resp.Error("TRYAGAIN gait replica: " + err.Error())}
 	}
@@ -341,7 +350,7 @@ func (a *Agent) write(st *clientState, payload []byte, n int) slot {
 func (a *Agent) readSlot(st *clientState, payload []byte, pinned bool) slot {
 	done := make(chan struct{})
 	st.lastRead = done
-	after := st.lastWriteDone
+	after, md := st.lastWriteDone, st.mode()
 	var raw []byte
 	go func() {
 		defer close(done)
@@ -353,7 +362,7 @@ func (a *Agent) readSlot(st *clientState, payload []byte, pinned bool) slot {
 		if pinned {
 			read = a.readHere
 		}
-		if raw, err = read(st, payload); err != nil {
+		if raw, err = read(st, md, payload); err != nil {
 			raw = resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
 		}
 	}()
@@ -361,9 +370,9 @@ func (a *Agent) readSlot(st *clientState, payload []byte, pinned bool) slot {
 }
 
 // localSlot answers a command about the local redis-server itself.
-func (a *Agent) localSlot(payload []byte) slot {
+func (a *Agent) localSlot(md mode, payload []byte) slot {
 	return slot{fill: func() []byte {
-		raw, err := a.reads.do(payload)
+		raw, err := a.reads.do(md, payload)
 		if err != nil {
 			return resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
 		}

@@ -41,7 +41,7 @@ const retryPause = 200 * time.Millisecond
 
 // startWrite proposes commands (their RESP encoding, making n replies) and
 // returns the write, whose first channel gets the first replica's reply.
-func (a *Agent) startWrite(payload []byte, n int) (*write, error) {
+func (a *Agent) startWrite(payload []byte, n, after int) (*write, error) {
 	leader := a.leaderAddr()
 	if leader == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*a.cfg.HeartbeatTimeout+time.Second)
@@ -57,7 +57,7 @@ func (a *Agent) startWrite(payload []byte, n int) (*write, error) {
 	a.seq++
 	w.id = a.seq
 	a.writes[w.id] = w
-	e := entry{proposer: a.raftAddr + "#" + a.incarnation, seq: w.id, floor: a.lowestUnanswered(), replies: n, payload: payload}
+	e := entry{proposer: a.raftAddr + "#" + a.incarnation, seq: w.id, floor: a.lowestUnanswered(), replies: n, after: after, payload: payload}
 	w.entry = e.encode()
 	a.mu.Unlock()
 	a.propose(w, leader)
