@@ -23,7 +23,11 @@ type entry struct {
 	// payload ends by switching the connection back to RESP2 and database
 	// 0). Zero marks a no-op entry.
 	replies, after int
-	payload        []byte // RESP commands, sent to redis as they are
+	// volatile marks a reply that differs between replicas though their
+	// data agree (PUBLISH counts the local server's subscribers): the
+	// digest leaves it out, and the proposer answers with its own replica's.
+	volatile bool
+	payload  []byte // RESP commands, sent to redis as they are
 }
 
 func (e entry) encode() []byte {
@@ -35,6 +39,11 @@ func (e entry) encode() []byte {
 	b = binary.AppendUvarint(b, e.floor)
 	b = binary.AppendUvarint(b, uint64(e.replies))
 	b = binary.AppendUvarint(b, uint64(e.after))
+	if e.volatile {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
 	return append(b, e.payload...)
 }
 
@@ -63,7 +72,10 @@ func decodeEntry(b []byte) (entry, error) {
 	if err != nil || a >= max(r, 1) {
 		return entry{}, fmt.Errorf("log entry: bad count of replies after the client's")
 	}
-	e.replies, e.after, e.payload = int(r), int(a), b
+	if len(b) == 0 || b[0] > 1 {
+		return entry{}, fmt.Errorf("log entry: bad flags")
+	}
+	e.replies, e.after, e.volatile, e.payload = int(r), int(a), b[0] == 1, b[1:]
 	return e, nil
 }
 

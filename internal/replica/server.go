@@ -66,6 +66,9 @@ type clientState struct {
 	lastIndex atomic.Uint64
 	// watched are the keys WATCH read, with their values then.
 	watched []watched
+	// queuedVolatile says a queued command's reply differs between replicas.
+	queuedVolatile bool
+	pubsub
 }
 
 // serveConn reads requests and proposes writes in arrival order; a second
@@ -79,8 +82,9 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 	}()
 	slots := make(chan slot, pipelineDepth)
 	written := make(chan struct{})
-	go func() { a.writeReplies(c, slots); close(written) }()
-	defer func() { close(slots); <-written }()
+	st.push, st.written = make(chan []byte, pipelineDepth), written
+	go func() { a.writeReplies(c, slots, st.push); close(written) }()
+	defer func() { close(slots); <-written; st.unsubscribeAll() }()
 	sc := &stallConn{Conn: c, timeout: a.cfg.RequestTimeout, observe: func(d time.Duration) { a.m.stage("request_read", d) }}
 	rd := resp.NewReader(sc, a.cfg.MaxRequest, maxArgs)
 	rd.Budget, rd.Begin = a.budget, sc.begin
@@ -161,10 +165,31 @@ func (c *stallConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
-func (a *Agent) writeReplies(c net.Conn, slots chan slot) {
+// writeReplies writes the replies in request order, and between them what
+// the connection's subscriptions push (messages, and redis's answers to
+// SUBSCRIBE and the like), as it comes.
+func (a *Agent) writeReplies(c net.Conn, slots chan slot, push chan []byte) {
 	w := bufio.NewWriterSize(c, 64<<10)
 	broken := false
-	for s := range slots {
+	for {
+		var s slot
+		select {
+		case m := <-push:
+			if !broken {
+				c.SetWriteDeadline(time.Now().Add(time.Minute))
+				if _, err := w.Write(m); err != nil || w.Flush() != nil {
+					broken = true
+					c.Close()
+				}
+			}
+			continue
+		case x, ok := <-slots:
+			if !ok {
+				c.Close()
+				return
+			}
+			s = x
+		}
 		reply := s.reply
 		if s.fill != nil {
 			if !broken {
@@ -187,7 +212,6 @@ func (a *Agent) writeReplies(c net.Conn, slots chan slot) {
 			c.Close()
 		}
 	}
-	c.Close()
 }
 
 // handle serves one command and returns the reply slot.
@@ -198,6 +222,9 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 	}
 	if msg != "" {
 		return slot{reply: resp.Error(msg)}
+	}
+	if st.subscribed() && st.proto.Load() == 2 && !subscribedContext[name] {
+		return slot{reply: resp.Error(fmt.Sprintf("ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", strings.ToLower(string(args[0]))))}
 	}
 	if sp.Blocks {
 		if d, forever, ok := blockTimeout(name, args); ok {
@@ -211,7 +238,7 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 		if sp.Rewrite != nil {
 			args = sp.Rewrite(args, time.Now())
 		}
-		return a.write(st, resp.AppendCommand(nil, args...), 1)
+		return a.write(st, resp.AppendCommand(nil, args...), 1, sp.Volatile)
 	case rediscmd.Read:
 		return a.readSlot(st, resp.AppendCommand(nil, args...), sp.Pinned)
 	case rediscmd.Local:
@@ -222,7 +249,12 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 
 func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 	switch name {
+	case "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE":
+		return a.subscribeSlot(st, args)
 	case "PING":
+		if st.subscribed() && st.proto.Load() == 2 {
+			return a.subscribeSlot(st, args) // redis answers a subscriber's PING as a message
+		}
 		switch len(args) {
 		case 1:
 			return slot{reply: resp.Simple("PONG")}
@@ -248,13 +280,13 @@ func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 		if st.inMulti {
 			return slot{reply: resp.Error("ERR MULTI calls can not be nested")}
 		}
-		st.inMulti, st.aborted, st.queued = true, false, nil
+		st.inMulti, st.aborted, st.queued, st.queuedVolatile = true, false, nil, false
 		return slot{reply: resp.Simple("OK")}
 	case "DISCARD":
 		if !st.inMulti {
 			return slot{reply: resp.Error("ERR DISCARD without MULTI")}
 		}
-		st.inMulti, st.queued, st.watched = false, nil, nil
+		st.inMulti, st.queued, st.watched, st.queuedVolatile = false, nil, nil, false
 		return slot{reply: resp.Simple("OK")}
 	case "WATCH":
 		return slot{reply: a.watch(st, args)}
@@ -272,7 +304,9 @@ func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 	case "HELLO":
 		return slot{reply: a.hello(st, args)}
 	case "RESET":
-		return slot{reply: a.reset(st)}
+		reply := a.reset(st)
+		st.subCount.Store(0)
+		return slot{fill: func() []byte { st.unsubscribeAll(); return reply }}
 	}
 	return slot{reply: resp.Error("ERR internal: no handler for " + name)}
 }
@@ -299,6 +333,7 @@ func (a *Agent) queue(st *clientState, name string, sp rediscmd.Spec, msg string
 		args = sp.Rewrite(args, time.Now())
 	}
 	st.queued = append(st.queued, args)
+	st.queuedVolatile = st.queuedVolatile || sp.Volatile
 	return slot{reply: resp.Simple("QUEUED")}
 }
 
@@ -308,8 +343,8 @@ func (a *Agent) exec(st *clientState) slot {
 	if !st.inMulti {
 		return slot{reply: resp.Error("ERR EXEC without MULTI")}
 	}
-	queued, aborted, ws := st.queued, st.aborted, st.watched
-	st.inMulti, st.aborted, st.queued, st.watched = false, false, nil, nil
+	queued, aborted, ws, volatile := st.queued, st.aborted, st.watched, st.queuedVolatile
+	st.inMulti, st.aborted, st.queued, st.watched, st.queuedVolatile = false, false, nil, nil, false
 	if aborted {
 		return slot{reply: resp.Error("EXECABORT Transaction discarded because of previous errors.")}
 	}
@@ -319,14 +354,18 @@ func (a *Agent) exec(st *clientState) slot {
 		payload = resp.AppendCommand(payload, q...)
 	}
 	payload = resp.AppendCommand(payload, []byte("EXEC"))
-	return a.write(st, payload, extra+len(queued)+2)
+	return a.write(st, payload, extra+len(queued)+2, volatile)
 }
 
-func (a *Agent) write(st *clientState, payload []byte, n int) slot {
+// write proposes payload, which makes n replies; volatile says the reply
+// differs between replicas.
+func (a *Agent) write(st *clientState, payload []byte, n int, volatile bool) slot {
 	if st.lastRead != nil {
 		<-st.lastRead
 	}
-	w, err := a.startWrite(st.mode().frame(payload, n))
+	e := entry{volatile: volatile}
+	e.payload, e.replies, e.after = st.mode().frame(payload, n)
+	w, err := a.startEntry(e)
 	if err != nil {
 		return slot{reply: resp.Error("TRYAGAIN gait replica: " + err.Error())}
 	}

@@ -33,6 +33,7 @@ type write struct {
 	incs     map[string]string // replica ID -> incarnation that replied
 	agreed   bool              // a majority of expected replicas agree on agreedOn
 	agreedOn uint64
+	volatile bool // the client gets this replica's reply, not the first
 }
 
 // retryPause is how long a write whose proposal failed waits before it is
@@ -42,6 +43,12 @@ const retryPause = 200 * time.Millisecond
 // startWrite proposes commands (their RESP encoding, making n replies) and
 // returns the write, whose first channel gets the first replica's reply.
 func (a *Agent) startWrite(payload []byte, n, after int) (*write, error) {
+	return a.startEntry(entry{replies: n, after: after, payload: payload})
+}
+
+// startEntry proposes e, of which it fills in the proposer, sequence number
+// and floor.
+func (a *Agent) startEntry(e entry) (*write, error) {
 	leader := a.leaderAddr()
 	if leader == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*a.cfg.HeartbeatTimeout+time.Second)
@@ -57,8 +64,8 @@ func (a *Agent) startWrite(payload []byte, n, after int) (*write, error) {
 	a.seq++
 	w.id = a.seq
 	a.writes[w.id] = w
-	e := entry{proposer: a.raftAddr + "#" + a.incarnation, seq: w.id, floor: a.lowestUnanswered(), replies: n, after: after, payload: payload}
-	w.entry = e.encode()
+	e.proposer, e.seq, e.floor = a.raftAddr+"#"+a.incarnation, w.id, a.lowestUnanswered()
+	w.entry, w.volatile = e.encode(), e.volatile
 	a.mu.Unlock()
 	a.propose(w, leader)
 	return w, nil
@@ -206,7 +213,7 @@ func (a *Agent) onReply(seq uint64, incarnation string, index, digest uint64, fr
 	w.expected[from] = true // a member that joined since the proposal
 	w.digests[from], w.incs[from] = digest, fromInc
 	a.health.observeReply(from, now.Sub(w.start))
-	if !w.answered {
+	if !w.answered && (!w.volatile || local != nil) {
 		w.answered, w.index = true, index
 		w.first <- result{raw: raw, index: index, at: now}
 		a.m.commit.Observe(now.Sub(w.start).Seconds())
