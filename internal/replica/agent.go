@@ -263,6 +263,8 @@ type Agent struct {
 	conns   map[net.Conn]*clientState
 	// clientIDs numbers client connections, for CLIENT ID and CLIENT LIST.
 	clientIDs atomic.Uint64
+	// blockedClients counts connections waiting in a blocking command.
+	blockedClients atomic.Int64
 }
 
 // Start starts an agent: it empties the local redis (the log rebuilds it),

@@ -22,6 +22,7 @@ type clientConn struct {
 	created time.Time
 	mu      sync.Mutex
 	name    string
+	unblock *unblocking // the blocked command's, while one waits
 	// last is the time and name of the latest command, for idle= and cmd=.
 	last    atomic.Int64
 	lastCmd atomic.Value
@@ -59,9 +60,15 @@ func (cl *clientConn) info(now time.Time, inMulti bool, queued int) string {
 		multi = queued
 	}
 	cmd, _ := cl.lastCmd.Load().(string)
-	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d idle=%d flags=N db=%d sub=0 psub=0 ssub=0 multi=%d cmd=%s user=default redir=-1 resp=%d\n",
+	flags := "N"
+	cl.mu.Lock()
+	if cl.unblock != nil {
+		flags = "b"
+	}
+	cl.mu.Unlock()
+	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d idle=%d flags=%s db=%d sub=0 psub=0 ssub=0 multi=%d cmd=%s user=default redir=-1 resp=%d\n",
 		cl.id, cl.conn.RemoteAddr(), cl.conn.LocalAddr(), cl.getName(), int(now.Sub(cl.created).Seconds()),
-		int(now.Sub(time.Unix(0, cl.last.Load())).Seconds()), cl.db.Load(), multi, cmd, cl.proto.Load())
+		int(now.Sub(time.Unix(0, cl.last.Load())).Seconds()), flags, cl.db.Load(), multi, cmd, cl.proto.Load())
 }
 
 // validName is redis's rule for connection names: no spaces, newlines or
@@ -106,8 +113,35 @@ func (a *Agent) clientCommand(st *clientState, args [][]byte) []byte {
 		return a.clientList(st, args[2:])
 	case "KILL":
 		return a.clientKill(st, args[2:])
+	case "UNBLOCK":
+		return a.clientUnblock(args)
 	}
 	return resp.Error(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%s'. Try CLIENT HELP.", argWord(args[1])))
+}
+
+// clientUnblock answers CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 when it ended
+// a blocked command of the agent's connection id, else 0.
+func (a *Agent) clientUnblock(args [][]byte) []byte {
+	if len(args) != 3 && len(args) != 4 {
+		return resp.Error("ERR wrong number of arguments for 'client|unblock' command")
+	}
+	id, err := strconv.ParseUint(string(args[2]), 10, 64)
+	if err != nil {
+		return resp.Error("ERR value is not an integer or out of range")
+	}
+	how := "TIMEOUT"
+	if len(args) == 4 {
+		how = strings.ToUpper(string(args[3]))
+		if how != "TIMEOUT" && how != "ERROR" {
+			return resp.Error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+		}
+	}
+	for _, st := range a.connections() {
+		if st.id == id && st.unblockWith(how) {
+			return resp.Int(1)
+		}
+	}
+	return resp.Int(0)
 }
 
 // argWord is an argument as redis quotes it in an error: at most 128 bytes.

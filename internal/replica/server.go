@@ -2,6 +2,7 @@ package replica
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -242,6 +243,9 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 	case rediscmd.Read:
 		return a.readSlot(st, resp.AppendCommand(nil, args...), sp.Pinned)
 	case rediscmd.Local:
+		if name == "INFO" {
+			return a.infoSlot(st.mode(), resp.AppendCommand(nil, args...))
+		}
 		return a.localSlot(st.mode(), resp.AppendCommand(nil, args...))
 	}
 	return a.agentCommand(st, name, args)
@@ -417,6 +421,37 @@ func (a *Agent) localSlot(md mode, payload []byte) slot {
 		}
 		return raw
 	}}
+}
+
+// infoSlot answers INFO from the local redis-server, with the agent's own
+// count of blocked clients: a client that waits in BLPOP waits in its
+// agent, never in a redis-server.
+func (a *Agent) infoSlot(md mode, payload []byte) slot {
+	s := a.localSlot(md, payload)
+	fill := s.fill
+	s.fill = func() []byte { return patchInfo(fill(), "blocked_clients", a.blockedClients.Load()) }
+	return s
+}
+
+// patchInfo sets field's value in an INFO reply (a bulk or verbatim string
+// of "field:value" lines) to n.
+func patchInfo(raw []byte, field string, n int64) []byte {
+	_, v, err := resp.ReadReply(bufio.NewReader(bytes.NewReader(raw)))
+	if err != nil || (v.Kind != '$' && v.Kind != '=') || v.Null {
+		return raw
+	}
+	key := []byte("\n" + field + ":")
+	i := bytes.Index(v.Str, key)
+	if i < 0 {
+		return raw
+	}
+	start := i + len(key)
+	end := start + bytes.IndexByte(v.Str[start:], '\r')
+	if end < start {
+		return raw
+	}
+	v.Str = append(append(append([]byte(nil), v.Str[:start]...), strconv.FormatInt(n, 10)...), v.Str[end:]...)
+	return appendValue(nil, v)
 }
 
 // waitAllSlot answers WAITALL [timeout-ms]: once every replica has applied the
