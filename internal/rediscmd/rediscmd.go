@@ -419,3 +419,21 @@ func Supported() map[string][]string {
 	}
 	return names
 }
+
+// Served says whether gait replica serves the command (name in any case),
+// or at least one of its sub-commands: COMMAND lists only these.
+func Served(name string) bool {
+	s, ok := table[strings.ToUpper(name)]
+	if !ok {
+		return false
+	}
+	if s.Kind != Refused {
+		return true
+	}
+	for _, k := range s.Subs {
+		if k != Refused {
+			return true
+		}
+	}
+	return false
+}

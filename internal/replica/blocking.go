@@ -94,6 +94,10 @@ func (a *Agent) block(st *clientState, name string, args [][]byte, d time.Durati
 	payload = resp.AppendCommand(payload, args...)
 	payload = resp.AppendCommand(payload, []byte("EXEC"))
 	payload, n, after := st.mode().frame(payload, 3)
+	// A command that moves data has a destination whose wrong type redis
+	// does report to the woken client.
+	moves := name == "BLMOVE" || name == "BRPOPLPUSH"
+	attempt := 0
 	for {
 		start := time.Now()
 		w, err := a.startWrite(payload, n, after)
@@ -108,6 +112,12 @@ func (a *Agent) block(st *clientState, name string, args [][]byte, d time.Durati
 			st.lastIndex.Store(r.index)
 		}
 		reply, empty := execElement(r.raw)
+		if attempt > 0 && !moves && bytes.HasPrefix(reply, []byte("-WRONGTYPE")) {
+			// Redis does not wake a blocked client when its key becomes
+			// another type, only when a list (or zset) arrives.
+			reply, empty = appendValue(nil, nullValue(int(st.proto.Load()))), true
+		}
+		attempt++
 		if !empty || (!forever && !time.Now().Before(deadline)) {
 			return reply
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gait-dev/gait/internal/resp"
@@ -29,7 +30,16 @@ type clientConn struct {
 	// proto and db are the connection's mode (HELLO, SELECT); only its
 	// own goroutine changes them, CLIENT LIST of others reads them.
 	proto, db atomic.Int64
+	// qbuf and argvMem are the size of the request being served, encoded
+	// and its arguments' bytes, for qbuf= and argv-mem=.
+	qbuf, argvMem atomic.Int64
 }
+
+// containers are the commands CLIENT LIST names with their sub-command,
+// as redis does (cmd=client|list).
+var containers = map[string]bool{"client": true, "config": true, "command": true, "object": true, "memory": true,
+	"script": true, "function": true, "xinfo": true, "xgroup": true, "pubsub": true, "slowlog": true,
+	"latency": true, "acl": true, "debug": true, "cluster": true, "module": true}
 
 func (cl *clientConn) mode() mode { return mode{proto: int(cl.proto.Load()), db: int(cl.db.Load())} }
 
@@ -40,10 +50,33 @@ func (a *Agent) newClientState(c net.Conn) *clientState {
 	return st
 }
 
-// touch records a command's arrival for CLIENT LIST's idle= and cmd=.
-func (cl *clientConn) touch(name []byte) {
+// touch records a command's arrival for CLIENT LIST's idle=, cmd=, qbuf=
+// and argv-mem=.
+func (cl *clientConn) touch(args [][]byte) {
 	cl.last.Store(time.Now().UnixNano())
-	cl.lastCmd.Store(strings.ToLower(string(name)))
+	cmd := strings.ToLower(string(args[0]))
+	if containers[cmd] && len(args) > 1 {
+		cmd += "|" + strings.ToLower(string(args[1]))
+	}
+	cl.lastCmd.Store(cmd)
+	encoded, mem := len(strconv.Itoa(len(args)))+3, 0
+	for _, a := range args {
+		encoded += len(strconv.Itoa(len(a))) + len(a) + 5
+		mem += len(a)
+	}
+	cl.qbuf.Store(int64(encoded))
+	cl.argvMem.Store(int64(mem))
+}
+
+// fd is the connection's file descriptor, for fd=; -1 when it has none.
+func (cl *clientConn) fd() int {
+	fd := -1
+	if sc, ok := cl.conn.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			rc.Control(func(f uintptr) { fd = int(f) })
+		}
+	}
+	return fd
 }
 
 func (cl *clientConn) getName() string {
@@ -52,8 +85,9 @@ func (cl *clientConn) getName() string {
 	return cl.name
 }
 
-// info is one line of CLIENT LIST and CLIENT INFO, in redis's field order,
-// with the fields the agent knows.
+// info is one line of CLIENT LIST and CLIENT INFO, in redis's field order:
+// the agent's connection (qbuf= the request being served, rbs= the
+// agent's read buffer; no output is buffered between replies).
 func (cl *clientConn) info(now time.Time, inMulti bool, queued int) string {
 	multi := -1
 	if inMulti {
@@ -66,9 +100,11 @@ func (cl *clientConn) info(now time.Time, inMulti bool, queued int) string {
 		flags = "b"
 	}
 	cl.mu.Unlock()
-	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d idle=%d flags=%s db=%d sub=0 psub=0 ssub=0 multi=%d cmd=%s user=default redir=-1 resp=%d\n",
-		cl.id, cl.conn.RemoteAddr(), cl.conn.LocalAddr(), cl.getName(), int(now.Sub(cl.created).Seconds()),
-		int(now.Sub(time.Unix(0, cl.last.Load())).Seconds()), flags, cl.db.Load(), multi, cmd, cl.proto.Load())
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=%d sub=0 psub=0 ssub=0 multi=%d "+
+		"qbuf=%d qbuf-free=0 argv-mem=%d multi-mem=0 rbs=%d rbp=0 obl=0 oll=0 omem=0 tot-mem=%d events=r cmd=%s user=default redir=-1 resp=%d\n",
+		cl.id, cl.conn.RemoteAddr(), cl.conn.LocalAddr(), cl.fd(), cl.getName(), int(now.Sub(cl.created).Seconds()),
+		int(now.Sub(time.Unix(0, cl.last.Load())).Seconds()), flags, cl.db.Load(), multi, cl.qbuf.Load(), cl.argvMem.Load(),
+		resp.MaxLine, resp.MaxLine+cl.argvMem.Load(), cmd, cl.proto.Load())
 }
 
 // validName is redis's rule for connection names: no spaces, newlines or
@@ -112,7 +148,12 @@ func (a *Agent) clientCommand(st *clientState, args [][]byte) []byte {
 	case "LIST":
 		return a.clientList(st, args[2:])
 	case "KILL":
+		if len(args) == 2 {
+			return resp.Error("ERR wrong number of arguments for 'client|kill' command")
+		}
 		return a.clientKill(st, args[2:])
+	case "REPLY":
+		return a.clientReply(st, args)
 	case "UNBLOCK":
 		return a.clientUnblock(args)
 	}
@@ -142,6 +183,26 @@ func (a *Agent) clientUnblock(args [][]byte) []byte {
 		}
 	}
 	return resp.Int(0)
+}
+
+// clientReply answers CLIENT REPLY ON|OFF|SKIP: OFF silences every reply
+// until ON, SKIP the next command's.
+func (a *Agent) clientReply(st *clientState, args [][]byte) []byte {
+	if len(args) != 3 {
+		return resp.Error("ERR wrong number of arguments for 'client|reply' command")
+	}
+	switch strings.ToUpper(string(args[2])) {
+	case "ON":
+		st.replyOff, st.skipNext = false, 0
+		return resp.Simple("OK")
+	case "OFF":
+		st.replyOff = true
+	case "SKIP":
+		st.skipNext = 2 // this command's reply, and the next one's
+	default:
+		return resp.Error("ERR syntax error")
+	}
+	return nil
 }
 
 // argWord is an argument as redis quotes it in an error: at most 128 bytes.
@@ -241,7 +302,9 @@ func (a *Agent) clientKill(self *clientState, opts [][]byte) []byte {
 				return resp.Error("ERR Unknown client type '" + argWord(opts[i+1]) + "'")
 			}
 		case "USER":
-			user = v
+			if user = v; user != "default" {
+				return resp.Error("ERR No such user '" + argWord(opts[i+1]) + "'")
+			}
 		case "SKIPME":
 			switch strings.ToLower(v) {
 			case "yes":

@@ -3,6 +3,7 @@ package replica
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -33,6 +34,8 @@ type slot struct {
 	fill  func() []byte
 	done  chan struct{} // closed once fill ran (or was skipped); nil without fill
 	close bool          // close the connection after this reply
+	// silent drops the reply (CLIENT REPLY OFF or SKIP); fill still runs.
+	silent bool
 }
 
 func (a *Agent) serveClients() {
@@ -69,6 +72,10 @@ type clientState struct {
 	watched []watched
 	// queuedVolatile says a queued command's reply differs between replicas.
 	queuedVolatile bool
+	// replyOff and skipNext are CLIENT REPLY's: no reply until ON, and how
+	// many more replies to drop.
+	replyOff bool
+	skipNext int
 	pubsub
 }
 
@@ -99,8 +106,12 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 			}
 			return
 		}
-		st.touch(args[0])
+		st.touch(args)
 		s := a.handle(st, args)
+		if st.replyOff || st.skipNext > 0 {
+			s.silent = true
+		}
+		st.skipNext = max(st.skipNext-1, 0)
 		if !st.inMulti {
 			// The arguments are encoded into a proposal or a read by now; a
 			// transaction's stay queued, and charged, until EXEC or DISCARD.
@@ -200,7 +211,7 @@ func (a *Agent) writeReplies(c net.Conn, slots chan slot, push chan []byte) {
 				close(s.done)
 			}
 		}
-		if broken {
+		if broken || (s.silent && !s.close) {
 			continue
 		}
 		c.SetWriteDeadline(time.Now().Add(time.Minute))
@@ -244,9 +255,12 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 		return a.readSlot(st, resp.AppendCommand(nil, args...), sp.Pinned)
 	case rediscmd.Local:
 		if name == "INFO" {
-			return a.infoSlot(st.mode(), resp.AppendCommand(nil, args...))
+			return a.infoSlot(st, resp.AppendCommand(nil, args...))
 		}
-		return a.localSlot(st.mode(), resp.AppendCommand(nil, args...))
+		if name == "COMMAND" {
+			return a.commandSlot(st, args)
+		}
+		return a.localSlot(st, resp.AppendCommand(nil, args...))
 	}
 	return a.agentCommand(st, name, args)
 }
@@ -412,9 +426,17 @@ func (a *Agent) readSlot(st *clientState, payload []byte, pinned bool) slot {
 	return slot{fill: func() []byte { <-done; return raw }}
 }
 
-// localSlot answers a command about the local redis-server itself.
-func (a *Agent) localSlot(md mode, payload []byte) slot {
+// localSlot answers a command about the local redis-server itself, once
+// it has applied the connection's acknowledged writes (a CONFIG SET, say).
+func (a *Agent) localSlot(st *clientState, payload []byte) slot {
+	md := st.mode()
 	return slot{fill: func() []byte {
+		ctx, cancel := context.WithTimeout(context.Background(), a.cfg.WriteTimeout)
+		err := a.fsm.waitApplied(ctx, st.lastIndex.Load())
+		cancel()
+		if err != nil {
+			return resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
+		}
 		raw, err := a.reads.do(md, payload)
 		if err != nil {
 			return resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
@@ -424,12 +446,18 @@ func (a *Agent) localSlot(md mode, payload []byte) slot {
 }
 
 // infoSlot answers INFO from the local redis-server, with the agent's own
-// count of blocked clients: a client that waits in BLPOP waits in its
-// agent, never in a redis-server.
-func (a *Agent) infoSlot(md mode, payload []byte) slot {
-	s := a.localSlot(md, payload)
+// count of clients and of blocked clients: the clients are the agent's,
+// and one that waits in BLPOP waits in its agent, never in a redis-server.
+func (a *Agent) infoSlot(st *clientState, payload []byte) slot {
+	s := a.localSlot(st, payload)
 	fill := s.fill
-	s.fill = func() []byte { return patchInfo(fill(), "blocked_clients", a.blockedClients.Load()) }
+	s.fill = func() []byte {
+		a.mu.Lock()
+		conns := len(a.conns)
+		a.mu.Unlock()
+		raw := patchInfo(fill(), "connected_clients", int64(conns))
+		return patchInfo(raw, "blocked_clients", a.blockedClients.Load())
+	}
 	return s
 }
 
