@@ -420,15 +420,20 @@ func Supported() map[string][]string {
 	return names
 }
 
-// Served says whether gait replica serves the command (name in any case),
-// or at least one of its sub-commands: COMMAND lists only these.
+// Served says whether gait replica serves the command (name in any case,
+// "container|sub" for a sub-command, as COMMAND names them), or at least
+// one of its sub-commands: COMMAND lists only these.
 func Served(name string) bool {
-	s, ok := table[strings.ToUpper(name)]
+	name, sub, isSub := strings.Cut(strings.ToUpper(name), "|")
+	s, ok := table[name]
 	if !ok {
 		return false
 	}
-	if s.Kind != Refused {
-		return true
+	if k, ok := s.Subs[sub]; isSub && ok {
+		return k != Refused
+	}
+	if s.Kind != Refused || isSub {
+		return s.Kind != Refused
 	}
 	for _, k := range s.Subs {
 		if k != Refused {

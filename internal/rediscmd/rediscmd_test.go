@@ -98,7 +98,8 @@ func TestLookup(t *testing.T) {
 			t.Errorf("%s: %q, want %q", in, msg, want)
 		}
 	}
-	for name, want := range map[string]bool{"get": true, "DEBUG": true, "monitor": false, "SYNC": false, "NOSUCH": false} {
+	for name, want := range map[string]bool{"get": true, "DEBUG": true, "monitor": false, "SYNC": false, "NOSUCH": false,
+		"client|list": true, "config|get": true, "config|rewrite": false, "debug|digest": true, "debug|segfault": false} {
 		if Served(name) != want {
 			t.Errorf("Served(%s) = %v, want %v", name, !want, want)
 		}
