@@ -30,7 +30,13 @@ func (a *Agent) commandSlot(st *clientState, args [][]byte) slot {
 			if err != nil || v.Kind == '-' {
 				return raw
 			}
-			return resp.Int(len(v.Arr))
+			n := 0
+			for _, e := range v.Arr {
+				if !bytes.Contains(e.Str, []byte("|")) { // COUNT counts commands, not sub-commands
+					n++
+				}
+			}
+			return resp.Int(n)
 		}
 		return s
 	}
