@@ -327,8 +327,9 @@ func (a *Agent) clientKill(self *clientState, opts [][]byte) []byte {
 		}
 		killed++
 		if st == self {
-			// Redis answers the killing connection before closing it.
-			defer func() { time.AfterFunc(10*time.Millisecond, func() { st.conn.Close() }) }()
+			// Redis answers the killing connection, then closes it and
+			// reads nothing more from it.
+			self.killed = true
 			continue
 		}
 		st.conn.Close()

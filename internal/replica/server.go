@@ -76,6 +76,8 @@ type clientState struct {
 	// many more replies to drop.
 	replyOff bool
 	skipNext int
+	// killed is set when CLIENT KILL named this connection itself.
+	killed bool
 	pubsub
 }
 
@@ -318,7 +320,8 @@ func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 	case "WAIT":
 		return a.waitSlot(st, args)
 	case "CLIENT":
-		return slot{reply: a.clientCommand(st, args)}
+		reply := a.clientCommand(st, args)
+		return slot{reply: reply, close: st.killed}
 	case "HELLO":
 		return slot{reply: a.hello(st, args)}
 	case "RESET":
