@@ -2,20 +2,23 @@
 # The write-path goals of issue 12 in one run: redis-benchmark (unmodified)
 # against one redis-server with appendonly yes / appendfsync always, one
 # without persistence, and gait replica (3 voters) with --durability disk and
-# --durability replicated. Peers alternate, ROUNDS times. Prints one line per
-# measurement and then the medians and ratios the goals name.
+# --durability replicated. Peers alternate, ROUNDS times. Then the pipelining
+# goals of issue 13: redis-cli --pipe of 20k SETs, and of PAIRS (20k)
+# interleaved SET+GET pairs (time per pair against one unpipelined SET at c=1). Prints
+# one line per measurement and then the medians and ratios the goals name.
 #
-#   scripts/replica-goals.sh [-n REQUESTS] [-r ROUNDS] [-- extra 'gait replica cluster' flags]
+#   scripts/replica-goals.sh [-n REQUESTS] [-r ROUNDS] [-p PAIRS] [-- extra 'gait replica cluster' flags]
 #
 # Without extra flags the voters run on testbed hosts (root; the client runs
 # in the root namespace and reaches them over their veths); pass --loopback
 # to run them on 127.0.0.1 in one process.
 set -euo pipefail
 
-requests=20000 rounds=3
+requests=20000 rounds=3 pairs=20000
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	-n) requests=$2; shift 2 ;;
+	-p) pairs=$2; shift 2 ;;
 	-r) rounds=$2; shift 2 ;;
 	--) shift; break ;;
 	*) echo "replica-goals: unknown argument $1" >&2; exit 2 ;;
@@ -61,11 +64,27 @@ bench() {
 		awk -F, -v peer="$1" -v c="$3" 'NR > 1 { gsub(/"/, ""); print peer, $1, c, $2, $5 }'
 }
 
+# Pipelines in the protocol redis-cli --pipe sends as it is.
+awk 'BEGIN { for (i = 0; i < 20000; i++) printf "*3\r\n$3\r\nSET\r\n$%d\r\nk%d\r\n$1\r\nv\r\n", length("k" i), i }' >"$work/sets.resp"
+awk -v n="$pairs" 'BEGIN { for (i = 0; i < n; i++) printf "*3\r\n$3\r\nSET\r\n$%d\r\nk%d\r\n$1\r\nv\r\n*2\r\n$3\r\nGET\r\n$%d\r\nk%d\r\n", length("k" i), i, length("k" i), i }' >"$work/pairs.resp"
+# pipe PEER NAME FILE REPLIES -> "PEER NAME 1 seconds seconds": the time of
+# one redis-cli --pipe, checked to end with every reply and no error.
+pipe() {
+	local hp=${target[$1]} start end
+	start=$(date +%s.%N)
+	redis-cli -h "${hp%:*}" -p "${hp##*:}" --pipe <"$3" >"$work/pipe.out" 2>&1
+	end=$(date +%s.%N)
+	grep -q "errors: 0, replies: $4\$" "$work/pipe.out" || { echo "replica-goals: $1 $2: $(tail -1 "$work/pipe.out")" >&2; exit 1; }
+	awk -v p="$1" -v n="$2" -v s="$start" -v e="$end" 'BEGIN { printf "%s %s 1 %.3f %.3f\n", p, n, e - s, e - s }'
+}
+
 for _ in $(seq "$rounds"); do
 	for peer in aof plain disk replicated; do
 		bench "$peer" set 8
 		bench "$peer" set 1
 		bench "$peer" get 8
+		pipe "$peer" PIPESET "$work/sets.resp" 20000
+		pipe "$peer" PIPEPAIR "$work/pairs.resp" $((2 * pairs))
 	done
 done | tee "$work/all.txt"
 
@@ -80,3 +99,9 @@ row "disk: SET c=1 p50 ms vs appendfsync always" "$(m disk SET 1 5)" "$(m aof SE
 row "replicated: SET c=8 req/s vs no persistence" "$(m replicated SET 8 4)" "$(m plain SET 8 4)" ">= 0.25"
 row "replicated: GET c=8 req/s vs no persistence" "$(m replicated GET 8 4)" "$(m plain GET 8 4)" ">= 0.5"
 row "disk: GET c=8 req/s vs no persistence" "$(m disk GET 8 4)" "$(m plain GET 8 4)" "(none)"
+for d in disk replicated; do
+	row "$d: redis-cli --pipe 20k SETs, s vs no persistence" "$(m $d PIPESET 1 4)" "$(m plain PIPESET 1 4)" "<= 3"
+	# One pair of the interleaved pipeline against one unpipelined SET at c=1 (1/rps), in ms.
+	row "$d: pipelined SET+GET per pair ms vs unpipelined SET c=1" "$(awk -v s="$(m $d PIPEPAIR 1 4)" -v n="$pairs" 'BEGIN { printf "%.4f", 1000 * s / n }')" \
+		"$(awk -v r="$(m $d SET 1 4)" 'BEGIN { printf "%.4f", 1000 / r }')" "<= 1"
+done

@@ -2,7 +2,10 @@ package emulate
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,6 +64,32 @@ func TestKillDurability(t *testing.T) {
 	closed := append(bytes.Clone(syn[:1<<20]), foreign...)
 	if err := os.WriteFile(filepath.Join(mnt, "closed"), closed, 0o644); err != nil {
 		t.Fatal(err)
+	}
+	// sums: checksums fsynced before the data they sum is written, so
+	// recognised only after their commit (limpfs's late.go): their
+	// metadata must be durable before their literal bytes are freed.
+	data := tardis.AppendGenerate(nil, 23, 0, 1<<20)
+	var sums []byte
+	for c := 0; c < len(data); c += 512 {
+		sums = binary.BigEndian.AppendUint32(sums, crc32.Checksum(data[c:c+512], crc32.MakeTable(crc32.Castagnoli)))
+	}
+	sf, err := os.Create(filepath.Join(mnt, "sums"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf.Write(sums)
+	if err := errors.Join(sf.Sync(), sf.Close(), os.WriteFile(filepath.Join(mnt, "data"), data, 0o644)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var st syscall.Stat_t
+		syscall.Stat(filepath.Join(store, "tree", "sums"), &st)
+		if st.Blocks == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the checksum file still takes %d bytes in the store 10 s after its data was written", st.Blocks*512)
+		}
 	}
 	// synced: fsynced, then more written, still open at the kill.
 	f, err := os.Create(filepath.Join(mnt, "synced"))
@@ -132,8 +161,12 @@ func TestKillDurability(t *testing.T) {
 	if !bytes.Equal(mid, synced[5000:5000+len(foreign)]) && !bytes.Equal(mid, foreign) {
 		t.Error("the range overwritten after the fsync reads as neither version")
 	}
+	got, err = os.ReadFile(filepath.Join(mnt, "sums"))
+	if err != nil || !bytes.Equal(got, sums) {
+		t.Errorf("checksum file: %d bytes (%v), want its %d bytes back", len(got), err, len(sums))
+	}
 	st, err := limpfs.ReadStoreStats(store)
-	if err != nil || st.Files != 2 {
+	if err != nil || st.Files != 4 {
 		t.Errorf("stats after the kill: %+v, %v", st, err)
 	}
 }

@@ -1,12 +1,14 @@
 package limpfs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -58,6 +60,7 @@ type emulator struct {
 	// bound (at most about 12 MB of memory per mount, once 512 MiB of
 	// the stream went through it).
 	sums *tardis.SumIndex
+	late *late // literal ranges to look at again (late.go)
 }
 
 // contents is an open regular file.
@@ -68,11 +71,17 @@ type contents struct {
 	size     int64       // f's size
 	dirty    bool        // data differs from the metadata file
 	unsynced bool        // the metadata file was written without fsync
+	fed      bool        // synthetic bytes were written since the last commit
 	// recheck: file ranges written as literal bytes since the last
 	// commit, looked at again at the commit (see recognise), at most
 	// recheckMax bytes.
 	recheck      [][2]int64
 	recheckBytes int64
+	// late: ranges an earlier commit left literal, kept by the mount
+	// (late.go) and taken back on a load, looked at again too; lateBorn
+	// is when the index had learnt the fewest checksums among them.
+	late     [][2]int64
+	lateBorn uint64
 }
 
 // recheckMax bounds the literal bytes a commit looks at again: enough
@@ -205,7 +214,21 @@ func (n *emuNode) acquire(path string) syscall.Errno {
 		n.c = c
 	}
 	n.opens++
+	n.c.takeLate(n)
 	return 0
+}
+
+// takeLate takes back the ranges the mount kept for the file to look at
+// again at its next commit.
+func (c *contents) takeLate(n *emuNode) {
+	r, born := n.em.late.take(n, c.id)
+	if len(r) == 0 {
+		return
+	}
+	if len(c.late) == 0 || born < c.lateBorn {
+		c.lateBorn = born
+	}
+	c.late = append(c.late, r...)
 }
 
 func (n *emuNode) load(p string) (*contents, error) {
@@ -257,31 +280,63 @@ func (n *emuNode) commit(sync bool) error {
 			return fmt.Errorf("fsync %s: %w", c.f.Name(), err)
 		}
 	}
-	if !c.dirty && !(sync && c.unsynced) {
+	if !c.dirty && !(sync && c.unsynced) && len(c.late) == 0 {
 		return nil
 	}
 	_, st, err := identify(int(c.f.Fd()))
 	if err != nil {
 		return fmt.Errorf("stat %s: %w", c.f.Name(), err)
 	}
-	var punch [][2]int64
+	var punch, left [][2]int64
+	born := n.em.sums.Learnt()
+	if len(c.late) > 0 {
+		born = min(born, c.lateBorn)
+	}
+	wrote := true
 	if st.Nlink == 0 { // deleted while open: nothing to keep
 		err = removeMeta(n.em.store, c.id.ino, false)
 	} else {
-		if punch, err = c.recognise(); err != nil {
+		var old, inlined bool
+		if punch, left, old, err = c.recognise(); err != nil {
 			return err
 		}
-		err = writeMeta(n.em.store, c.id, c.data.Extents(), c.data.Size(), sync)
+		if inlined, err = c.inline(); err != nil {
+			return err
+		}
+		if inlined {
+			// The tree file holds nothing the metadata does not.
+			punch, left, old = [][2]int64{{0, c.data.Size()}}, nil, true
+		}
+		// Bytes an earlier commit kept literal, now extents: the
+		// metadata saying so must be durable before they are punched,
+		// as they may have been fsynced.
+		sync = sync || old
+		if wrote = c.dirty || len(punch) > 0 || (sync && c.unsynced); wrote {
+			err = writeMeta(n.em.store, c.id, c.data.Extents(), c.data.Size(), sync)
+		}
 	}
 	if err != nil {
 		return err
 	}
-	c.dirty, c.unsynced = false, !sync
-	c.recheck, c.recheckBytes = nil, 0
+	if wrote {
+		c.dirty, c.unsynced = false, !sync
+	}
+	c.recheck, c.recheckBytes, c.late = nil, 0, nil
+	n.em.late.keep(n, c.id, left, born)
+	if c.fed {
+		c.fed = false
+		n.em.late.poke()
+	}
 	// Only now, with the extents that replace them in the metadata, free
-	// the literal bytes recognised late. None of them was committed, so a
-	// crash in between loses nothing committed.
+	// the literal bytes recognised late: those written since the last
+	// commit were never committed, so a crash in between loses nothing
+	// committed; the metadata for older ones is durable already.
 	for _, r := range punch {
+		if r[1] >= c.size {
+			// Up to the end of the file's last block, or the block
+			// is zeroed but kept.
+			r[1] = (c.size + blockSize - 1) / blockSize * blockSize
+		}
 		if err := unix.Fallocate(int(c.f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, r[0], r[1]-r[0]); err != nil {
 			return fmt.Errorf("punch %s: %w", c.f.Name(), err)
 		}
@@ -289,9 +344,43 @@ func (n *emuNode) commit(sync bool) error {
 	return nil
 }
 
+// blockSize is the block of the store's file system that punching
+// rounds to (4 KiB on ext4, xfs, btrfs and tmpfs; a larger one only
+// leaves a block allocated).
+const blockSize = 4096
+
+// inlineMax bounds the literal bytes a file with synthetic extents keeps
+// in its metadata rather than in its tree file, where even a few bytes
+// take a whole block: an HDFS .meta file's 7-byte header would cost 4 KiB
+// beside a 1 MiB block described in 64 bytes, capping the ratio at 250.
+const inlineMax = 256
+
+// inline moves the file's literal bytes into its metadata (as literal
+// extents of c.data) if it has synthetic extents and at most inlineMax
+// literal bytes in its tree file, and says whether it did; the caller
+// punches the tree file once the metadata is durable.
+func (c *contents) inline() (bool, error) {
+	holes := c.data.Holes(0, c.data.Size())
+	var total int64
+	for _, h := range holes {
+		total += h[1] - h[0]
+	}
+	if total == 0 || total > inlineMax || len(c.data.Extents()) == 0 {
+		return false, nil
+	}
+	for _, h := range holes {
+		buf := make([]byte, h[1]-h[0])
+		if _, err := c.f.ReadAt(buf, h[0]); err != nil && err != io.EOF {
+			return false, fmt.Errorf("read %s: %w", c.f.Name(), err)
+		}
+		c.data.WriteAt(buf, h[0])
+	}
+	return true, nil
+}
+
 // noteLiteral records that [lo, hi) was written as literal bytes.
 func (c *contents) noteLiteral(lo, hi int64) {
-	if hi-lo < 8 || c.recheckBytes+hi-lo > recheckMax {
+	if hi-lo < minLookAgain || c.recheckBytes+hi-lo > recheckMax {
 		return
 	}
 	if k := len(c.recheck); k > 0 && c.recheck[k-1][1] == lo {
@@ -303,34 +392,73 @@ func (c *contents) noteLiteral(lo, hi int64) {
 }
 
 // recognise looks again at the literal bytes written since the last
-// commit, for what the mount's checksum index has learnt since they were
-// written: the kernel writes back a checksum file's pages and its data
-// file's pages in no set order, so a checksum may reach the server before
-// the data it sums. It returns the ranges that became synthetic, whose
-// literal bytes the caller punches out of the tree file.
-func (c *contents) recognise() (became [][2]int64, err error) {
-	if c.data.Sums == nil || c.data.Sums.Len() == 0 {
-		return nil, nil // nothing learnt: the bytes would stay literal
-	}
-	for _, r := range c.recheck {
-		for _, h := range c.data.Holes(r[0], r[1]) {
-			buf := make([]byte, h[1]-h[0])
-			if _, err := c.f.ReadAt(buf, h[0]); err != nil && err != io.EOF {
-				return nil, fmt.Errorf("read %s: %w", c.f.Name(), err)
-			}
-			// The bytes the file holds there, so the write changes
-			// nothing but how they are kept.
-			lits := c.data.WriteAtSplit(buf, h[0])
-			at := h[0]
-			for _, l := range append(lits, tardis.FileExtent{Off: h[1]}) {
-				if l.Off > at {
-					became = append(became, [2]int64{at, l.Off})
+// commit and at those earlier commits left literal (c.late), for what
+// the mount's checksum index has learnt since they were written: the
+// kernel writes back a checksum file's pages and its data file's pages
+// in no set order, so a checksum may reach the server before the data
+// it sums, even after the checksum file was committed. It returns the
+// ranges that became synthetic, whose literal bytes the caller punches
+// out of the tree file, those that stay literal, and whether any that
+// became synthetic was committed before (old).
+func (c *contents) recognise() (became, left [][2]int64, old bool, err error) {
+	lookAt := func(ranges [][2]int64, committed bool) error {
+		for _, r := range mergeRanges(ranges) {
+			for _, h := range c.data.Holes(r[0], r[1]) {
+				if c.data.Sums.Len() == 0 { // nothing learnt: it would stay literal
+					left = append(left, h)
+					continue
 				}
-				at = l.End()
+				buf := make([]byte, h[1]-h[0])
+				if _, err := c.f.ReadAt(buf, h[0]); err != nil && err != io.EOF {
+					return fmt.Errorf("read %s: %w", c.f.Name(), err)
+				}
+				// The bytes the file holds there, so the write changes
+				// nothing but how they are kept.
+				lits := c.data.WriteAtSplit(buf, h[0])
+				at := h[0]
+				for _, l := range append(lits, tardis.FileExtent{Off: h[1]}) {
+					if l.Off > at {
+						became = append(became, [2]int64{at, l.Off})
+						old = old || committed
+					}
+					if l.Len >= minLookAgain {
+						left = append(left, [2]int64{l.Off, l.End()})
+					}
+					at = l.End()
+				}
 			}
 		}
+		return nil
 	}
-	return became, nil
+	if err := lookAt(c.recheck, false); err != nil {
+		return nil, nil, false, err
+	}
+	if err := lookAt(c.late, true); err != nil {
+		return nil, nil, false, err
+	}
+	return became, left, old, nil
+}
+
+// minLookAgain is the shortest literal range worth looking at again: two
+// checksum words (a file's header, a few bytes, is not).
+const minLookAgain = 8
+
+// mergeRanges sorts ranges and joins those that overlap or touch.
+func mergeRanges(rs [][2]int64) [][2]int64 {
+	if len(rs) < 2 {
+		return rs
+	}
+	rs = slices.Clone(rs)
+	slices.SortFunc(rs, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	out := rs[:1]
+	for _, r := range rs[1:] {
+		if last := &out[len(out)-1]; r[0] <= last[1] {
+			last[1] = max(last[1], r[1])
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // truncate sets the size of an open file. n.mu is held.
@@ -350,7 +478,13 @@ func (n *emuNode) truncate(size int64) error {
 func (n *emuNode) write(p []byte, off int64) error {
 	c := n.c
 	old := c.data.Size()
-	for _, e := range c.data.WriteAtSplit(p, off) {
+	lits := c.data.WriteAtSplit(p, off)
+	litBytes := 0
+	for _, e := range lits {
+		litBytes += e.Len
+	}
+	c.fed = c.fed || litBytes < len(p)
+	for _, e := range lits {
 		c.noteLiteral(e.Off, e.End())
 		if _, err := c.f.WriteAt(e.Lit, e.Off); err != nil {
 			// The write failed: its range reads as before or partly

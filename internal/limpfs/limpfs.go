@@ -58,6 +58,7 @@ type FS struct {
 	server     *fuse.Server
 	dev        *device
 	lock       *os.File // an emulating mount's store lock
+	late       *late    // an emulating mount's literal ranges to look at again
 }
 
 // Mount makes mountpoint show backing's files through the emulated
@@ -100,13 +101,16 @@ func MountStore(store, mountpoint string, opts Options) (*FS, error) {
 		lock.Close()
 		return nil, fmt.Errorf("mount emulating limpfs on %s: %w", mountpoint, err)
 	}
-	root := &emuNode{LoopbackNode: lroot.(*fs.LoopbackNode), em: &emulator{dev: dev, store: store, report: opts.Report, sums: tardis.NewSumIndex(0)}}
+	sums := tardis.NewSumIndex(0)
+	em := &emulator{dev: dev, store: store, report: opts.Report, sums: sums, late: newLate(sums)}
+	root := &emuNode{LoopbackNode: lroot.(*fs.LoopbackNode), em: em}
 	f, err := serve(root, store, "limpfs-emulate", mountpoint, dev, fuse.CAP_WRITEBACK_CACHE)
 	if err != nil {
+		em.late.close()
 		lock.Close()
 		return nil, err
 	}
-	f.lock = lock
+	f.lock, f.late = lock, em.late
 	return f, nil
 }
 
@@ -192,6 +196,9 @@ func (f *FS) Stats() Stats { return f.dev.stats() }
 
 // Unmount detaches the file system and waits for its server to end.
 func (f *FS) Unmount() error {
+	if f.late != nil {
+		f.late.close()
+	}
 	if err := f.server.Unmount(); err != nil {
 		// Busy (a process still has a file open): detach lazily, as
 		// the kernel then lets the server go.

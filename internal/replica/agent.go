@@ -68,10 +68,9 @@ const (
 	// the log is fsynced in the background every syncInterval, as TRIPOD
 	// and APUS do. It survives the crash of any number of agents (the
 	// kernel still holds what they wrote) and of a minority of hosts; a
-	// simultaneous power loss or kernel crash of a majority of hosts loses
-	// the writes of the last syncInterval plus one fsync, and may leave
-	// those hosts' raft-log.db unreadable (such a replica is rebuilt: its
-	// data directory removed, and it joins again).
+	// simultaneous power loss or kernel crash of a majority of hosts may
+	// lose the writes acknowledged in the last syncInterval plus one fsync
+	// (docs/replica.md says what follows).
 	DurableReplicated Durability = "replicated"
 )
 
@@ -209,9 +208,12 @@ type result struct {
 	raw    []byte
 	index  uint64
 	err    error
-	leader string    // raft address of the leader, when a request went to another agent
-	from   string    // raft address of the agent that answered
-	at     time.Time // when the answer came
+	leader string // raft address of the leader, when a request went to another agent
+	// remaining is how much longer a voter refuses to elect anyone but
+	// leader: its answer to LEASE.
+	remaining time.Duration
+	from      string    // raft address of the agent that answered
+	at        time.Time // when the answer came
 }
 
 // waiter is a request waiting for another agent's answer: it gets it on ch,
@@ -232,8 +234,8 @@ type Agent struct {
 	raftAddr    string
 	raft        *raft.Raft
 	fsm         *fsm
-	store       *raftboltdb.BoltStore // raft's stable store, and its log with DurableDisk
-	logStore    *raftboltdb.BoltStore // raft's log: store, or an unsynced one with DurableReplicated
+	store       *raftboltdb.BoltStore // raft's stable store: terms and votes
+	logStore    *walLog               // raft's log
 	snaps       raft.SnapshotStore
 	// raftUp is closed once raft runs: peer messages wait for it, because
 	// another agent may talk to a restarting one before its raft exists.
@@ -253,6 +255,7 @@ type Agent struct {
 	m          *metrics
 	health     *health
 	indexes    *indexBatcher
+	lease      *lease
 	futures    chan appliedFuture
 
 	mu      sync.Mutex
@@ -283,6 +286,7 @@ func Start(cfg Config) (*Agent, error) {
 	a.m = newMetrics(a)
 	a.health = newHealth(a)
 	a.indexes = &indexBatcher{fetch: a.fetchReadIndex, timeout: cfg.WriteTimeout}
+	a.lease = newLease()
 	if err := a.start(); err != nil {
 		a.Close()
 		return nil, err
@@ -318,7 +322,8 @@ func (a *Agent) start() error {
 	if err := a.serveMetrics(); err != nil {
 		return err
 	}
-	a.wg.Add(5)
+	a.wg.Add(6)
+	go func() { defer a.wg.Done(); a.runLease() }()
 	go func() { defer a.wg.Done(); a.watchRedis() }()
 	go func() { defer a.wg.Done(); a.serveClients() }()
 	go func() { defer a.wg.Done(); a.watchFutures() }()
@@ -343,12 +348,13 @@ func (a *Agent) startRaft() error {
 		return fmt.Errorf("replica data directory: %w", err)
 	}
 	var err error
-	// BoltDB, not raft-wal: raft-wal v0.4.0 cannot reopen a log whose last
+	// Terms and votes in BoltDB; the log in gait's own segment files
+	// (wal.go), not raft-wal: raft-wal v0.4.0 cannot reopen a log whose last
 	// segment a SIGKILL left without an index block ("sealed segment has no
 	// index block", hashicorp/raft-wal#31), and surviving kill -9 is the point.
-	// Group commit (below) spreads BoltDB's fsyncs over a whole batch.
+	// Group commit (below) spreads the log's fsyncs over a whole batch.
 	if a.store, err = raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db")); err != nil {
-		return fmt.Errorf("open raft log in %s: %w", dir, err)
+		return fmt.Errorf("open raft state in %s: %w", dir, err)
 	}
 	if a.logStore, err = a.openLog(dir); err != nil {
 		return err
@@ -366,11 +372,17 @@ func (a *Agent) startRaft() error {
 	a.transport = raft.NewNetworkTransportWithLogger(newStreamLayer(ln, a.servePeer), 3, 10*time.Second,
 		hclog.New(&hclog.LoggerOptions{Name: "raft-net", Level: hclog.Warn, Output: a.cfg.Log}))
 	rc := a.raftConfig()
+	has, err := raft.HasExistingState(a.logStore, a.store, snaps)
+	if err != nil {
+		return fmt.Errorf("read raft state: %w", err)
+	}
+	if has {
+		// A voter restarting may have promised the leader, just before it
+		// stopped, to elect no one else for HeartbeatTimeout; its new raft
+		// knows no leader and would vote at once (lease.go).
+		time.Sleep(a.cfg.HeartbeatTimeout)
+	}
 	if a.cfg.Bootstrap {
-		has, err := raft.HasExistingState(a.logStore, a.store, snaps)
-		if err != nil {
-			return fmt.Errorf("read raft state: %w", err)
-		}
 		if !has {
 			boot := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: raft.ServerAddress(a.raftAddr)}}}
 			if err := raft.BootstrapCluster(rc, a.logStore, a.store, snaps, a.transport, boot); err != nil {
@@ -379,7 +391,7 @@ func (a *Agent) startRaft() error {
 		}
 	}
 	a.logs = &timedLogStore{LogStore: a.logStore, observe: a.m.observeAppend}
-	if a.logStore != a.store {
+	if a.cfg.Durability == DurableReplicated {
 		a.wg.Add(1)
 		go func() { defer a.wg.Done(); a.syncLog() }()
 	}
@@ -715,7 +727,7 @@ func (a *Agent) Close() error {
 		if a.fsm != nil {
 			a.fsm.closeConn() // again: a reattach may have swapped it meanwhile
 		}
-		if a.logStore != nil && a.logStore != a.store {
+		if a.logStore != nil {
 			errs = append(errs, a.logStore.Sync(), a.logStore.Close())
 		}
 		if a.store != nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gait-dev/gait/internal/resp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +46,7 @@ func BenchmarkWriteReplicated(b *testing.B) {
 func benchDeployment(b *testing.B, durability Durability, op func(context.Context, *goredis.Client, int) error) {
 	leader := startCluster(b, 3, 0, func(c *Config) { c.Durability = durability }).nodes[0].agent
 	b.SetParallelism(4)
+	cpu := cpuTime(b)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		c := goredis.NewClient(&goredis.Options{Addr: leader.ClientAddr(), PoolSize: 1, MaxRetries: -1})
@@ -56,11 +59,28 @@ func benchDeployment(b *testing.B, durability Durability, op func(context.Contex
 		}
 	})
 	b.StopTimer()
+	// The process's CPU (three agents and the clients, not the
+	// redis-servers) per operation: less disturbed than time by whatever
+	// else shares the machine.
+	b.ReportMetric(float64(cpuTime(b)-cpu)/float64(b.N)/1e3, "cpu-µs/op")
 	if durability == "" {
 		return
 	}
 	b.ReportMetric(meanOf(leader.m.appendBatch), "entries/append")
 	b.ReportMetric(meanOf(leader.m.applyBatch), "entries/apply")
+	// Where a write's time goes on the leader (docs/replica.md's stages).
+	for _, s := range []string{"request_read", "commit", "apply_queue", "redis", "reply"} {
+		b.ReportMetric(1e6*meanOf(leader.m.stages.WithLabelValues(s).(prometheus.Histogram)), s+"-µs")
+	}
+}
+
+// cpuTime is the CPU time this process used so far, user and system.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func meanOf(h prometheus.Histogram) float64 {

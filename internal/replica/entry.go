@@ -6,7 +6,13 @@ import (
 	"fmt"
 )
 
-const entryVersion = 3
+// entryVersion marks an entry whose client gets the last reply but after;
+// batchVersion one whose client gets every reply, in order (a pipelined
+// batch of one connection's commands), and which names its reads.
+const (
+	entryVersion = 4
+	batchVersion = 5
+)
 
 // entry is one raft log entry: commands to send to every replica's redis.
 type entry struct {
@@ -21,18 +27,29 @@ type entry struct {
 	// replies is how many replies payload makes redis send; the client gets
 	// the last but after (EXEC's, for a transaction; the command's, when the
 	// payload ends by switching the connection back to RESP2 and database
-	// 0). Zero marks a no-op entry.
+	// 0). Zero marks a no-op entry. In a batch, after is the frame: as many
+	// replies before the client's as after them.
 	replies, after int
 	// volatile marks a reply that differs between replicas though their
 	// data agree (PUBLISH counts the local server's subscribers): the
 	// digest leaves it out, and the proposer answers with its own replica's.
 	volatile bool
-	payload  []byte // RESP commands, sent to redis as they are
+	// batch: the client gets every reply, concatenated in order. reads are
+	// the positions (from 0) of the batch's replies that come from reads:
+	// they stay out of the digest, since a read may answer differently on
+	// each replica (TTL, RANDOMKEY) without the replicas diverging.
+	batch   bool
+	reads   []int
+	payload []byte // RESP commands, sent to redis as they are
 }
 
 func (e entry) encode() []byte {
 	b := make([]byte, 0, 1+4*binary.MaxVarintLen64+len(e.proposer)+len(e.payload))
-	b = append(b, entryVersion)
+	if e.batch {
+		b = append(b, batchVersion)
+	} else {
+		b = append(b, entryVersion)
+	}
 	b = binary.AppendUvarint(b, uint64(len(e.proposer)))
 	b = append(b, e.proposer...)
 	b = binary.AppendUvarint(b, e.seq)
@@ -44,15 +61,21 @@ func (e entry) encode() []byte {
 	} else {
 		b = append(b, 0)
 	}
+	if e.batch {
+		b = binary.AppendUvarint(b, uint64(len(e.reads)))
+		for _, r := range e.reads {
+			b = binary.AppendUvarint(b, uint64(r))
+		}
+	}
 	return append(b, e.payload...)
 }
 
 func decodeEntry(b []byte) (entry, error) {
-	if len(b) == 0 || b[0] != entryVersion {
+	if len(b) == 0 || (b[0] != entryVersion && b[0] != batchVersion) {
 		return entry{}, errors.New("log entry: unknown version")
 	}
-	b = b[1:]
 	var e entry
+	e.batch, b = b[0] == batchVersion, b[1:]
 	n, err := uvarint(&b)
 	if err != nil || n > uint64(len(b)) {
 		return entry{}, fmt.Errorf("log entry: bad proposer length")
@@ -75,7 +98,21 @@ func decodeEntry(b []byte) (entry, error) {
 	if len(b) == 0 || b[0] > 1 {
 		return entry{}, fmt.Errorf("log entry: bad flags")
 	}
-	e.replies, e.after, e.volatile, e.payload = int(r), int(a), b[0] == 1, b[1:]
+	e.replies, e.after, e.volatile, b = int(r), int(a), b[0] == 1, b[1:]
+	if e.batch {
+		n, err := uvarint(&b)
+		if err != nil || n > r {
+			return entry{}, fmt.Errorf("log entry: bad read count")
+		}
+		for range n {
+			p, err := uvarint(&b)
+			if err != nil || p >= r {
+				return entry{}, fmt.Errorf("log entry: bad read position")
+			}
+			e.reads = append(e.reads, int(p))
+		}
+	}
+	e.payload = b
 	return e, nil
 }
 

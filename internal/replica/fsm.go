@@ -191,14 +191,10 @@ func (f *fsm) applyBatch(batch []queued) {
 			f.setApplied(q.index, nil)
 			continue
 		}
-		raw, err := f.conn.replies(q.entry.replies, q.entry.after)
+		raw, digested, err := f.entryReplies(q.entry)
 		if err != nil {
 			f.fail(fmt.Errorf("apply log index %d: %w", q.index, err))
 			return
-		}
-		digested := raw
-		if q.entry.volatile {
-			digested = []byte{} // the same on every replica
 		}
 		d := f.setApplied(q.index, digested)
 		if q.entry.proposer != "" {
@@ -208,6 +204,19 @@ func (f *fsm) applyBatch(batch []queued) {
 	if f.observe != nil && n > 0 {
 		f.observe(time.Since(start), n)
 	}
+}
+
+// entryReplies reads an entry's replies: what its client gets, and what
+// goes into the digest.
+func (f *fsm) entryReplies(e entry) (raw, digested []byte, err error) {
+	if e.batch {
+		return f.conn.batchReplies(e.replies, e.after, e.reads) // reads only: the digest stays as it was
+	}
+	raw, err = f.conn.replies(e.replies, e.after)
+	if e.volatile {
+		return raw, []byte{}, err // the same on every replica
+	}
+	return raw, raw, err
 }
 
 // chain folds one reply into the running digest: replicas that applied the

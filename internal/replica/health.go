@@ -77,7 +77,7 @@ func (h *health) tick(now time.Time) {
 	if tr := d.Transfer; tr != nil {
 		a.logger.Printf("this leader limps; handing leadership to %s", tr.ID)
 		a.m.transfers.Inc()
-		go a.raft.LeadershipTransferToServer(raft.ServerID(tr.ID), raft.ServerAddress(tr.Addr))
+		go a.transferLeadership(tr.ID, tr.Addr)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/gait-dev/gait/internal/replica/limp"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
 
 // timedLogStore measures how long appends to the raft log take (each ends
@@ -38,34 +37,21 @@ func (s *timedLogStore) smooth(d time.Duration) {
 	s.mean.Store(math.Float64bits(limp.EWMA(s.meanSeconds(), d.Seconds())))
 }
 
-// logFile is the raft log of an agent with DurableReplicated, apart from
-// raft.db (its stable store: terms and votes, always fsynced, since a
-// voter that forgot its vote could elect two leaders in one term).
-const logFile = "raft-log.db"
+// logDir holds raft's log (wal.go) in the data directory, apart from
+// raft.db (raft's stable store: terms and votes, always fsynced, since a
+// voter that forgot its vote could elect two leaders in one term). Either
+// durability may reopen a directory the other made: the log's records are
+// checked on open, and a torn tail is cut off.
+const logDir = "log"
 
-// openLog opens raft's log store for the configured durability. A data
-// directory keeps the durability it was made with: the log is in another
-// file for each.
-func (a *Agent) openLog(dir string) (*raftboltdb.BoltStore, error) {
-	path := filepath.Join(dir, logFile)
-	_, err := os.Stat(path)
-	separate := err == nil
-	if a.cfg.Durability == DurableDisk {
-		if separate {
-			return nil, fmt.Errorf("data directory %s was made with durability %s (it holds %s); start the agent with that, or with a fresh directory", dir, DurableReplicated, logFile)
-		}
-		return a.store, nil
+// openLog opens raft's log, fsynced on every append with DurableDisk.
+func (a *Agent) openLog(dir string) (*walLog, error) {
+	_, err := os.Stat(filepath.Join(dir, "raft-log.db"))
+	last, lerr := a.store.LastIndex()
+	if err == nil || lerr != nil || last > 0 {
+		return nil, fmt.Errorf("data directory %s holds a raft log in BoltDB, as gait before the log in %s/ kept it; start the agent with a fresh directory", dir, logDir)
 	}
-	if !separate {
-		if last, err := a.store.LastIndex(); err != nil || last > 0 {
-			return nil, fmt.Errorf("data directory %s was made with durability %s (its raft.db holds the log); start the agent with that, or with a fresh directory", dir, DurableDisk)
-		}
-	}
-	s, err := raftboltdb.New(raftboltdb.Options{Path: path, NoSync: true})
-	if err != nil {
-		return nil, fmt.Errorf("open raft log %s: %w", path, err)
-	}
-	return s, nil
+	return openWAL(filepath.Join(dir, logDir), a.cfg.Durability == DurableDisk)
 }
 
 // syncLog fsyncs the unsynced log every syncInterval until the agent closes.

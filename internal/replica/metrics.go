@@ -25,6 +25,10 @@ type metrics struct {
 	limpMarks     prometheus.Counter
 	transfers     prometheus.Counter
 	reproposals   prometheus.Counter
+	pipelined     prometheus.Histogram
+	// Linearizable read indexes the leader gave under its lease, and
+	// rounds of messages it ran for them instead.
+	leaseReads, indexRounds prometheus.Counter
 	// Requests refused for the memory cap or for stalling half-way.
 	refusedMemory, refusedStalled prometheus.Counter
 	stages                        *prometheus.HistogramVec
@@ -52,6 +56,9 @@ func newMetrics(a *Agent) *metrics {
 		limpMarks:     count("limping_marks_total", "Times this agent marked a replica as limping."),
 		transfers:     count("leadership_transfers_total", "Times this agent, leading and limping, handed leadership on."),
 		reproposals:   count("reproposals_total", "Writes proposed again after their leader failed them or lost leadership."),
+		leaseReads:    count("lease_read_indexes_total", "Linearizable read indexes this leader gave under its lease, with no round of messages."),
+		indexRounds:   count("read_index_rounds_total", "Rounds of messages this leader ran to confirm its leadership for reads (no lease)."),
+		pipelined:     hist("pipelined_batch_commands", "Commands per log entry made of one connection's pipelined requests.", sizes),
 		refusedMemory: count("requests_refused_memory_total", "Client requests refused because all requests being read held --request-memory."),
 		stages: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "gait_replica", Name: "write_stage_seconds",
 			Help: "Where a write's time goes, stage by stage (docs/replica.md): request_read, commit (proposal to committed here: " +
@@ -60,7 +67,7 @@ func newMetrics(a *Agent) *metrics {
 		refusedStalled: count("requests_refused_stalled_total", "Client requests abandoned after pausing longer than --request-timeout."),
 	}
 	m.reg.MustRegister(m.commit, m.read, m.appendSecs, m.appendBatch, m.applySecs, m.applyBatch,
-		m.leaderChanges, m.quarantines, m.limpMarks, m.transfers, m.reproposals, m.refusedMemory, m.refusedStalled, m.stages, &stateCollector{a: a})
+		m.leaderChanges, m.quarantines, m.limpMarks, m.transfers, m.reproposals, m.pipelined, m.leaseReads, m.indexRounds, m.refusedMemory, m.refusedStalled, m.stages, &stateCollector{a: a})
 	return m
 }
 

@@ -188,7 +188,7 @@ func (p *peer) dial() (net.Conn, error) {
 	return c, nil
 }
 
-// readAnswers delivers FAIL, INDEX, OK and READOK messages to the waiting requests.
+// readAnswers delivers FAIL, INDEX, OK, READOK and LEASEOK messages to the waiting requests.
 func (p *peer) readAnswers(c net.Conn) {
 	rd := resp.NewReader(c, peerMaxMessage, 8)
 	for {
@@ -214,6 +214,9 @@ func (p *peer) readAnswers(c net.Conn) {
 			p.a.deliver(id, result{})
 		case "READOK":
 			p.a.deliver(id, result{raw: arg(msg, 2)})
+		case "LEASEOK":
+			ns, _ := strconv.ParseInt(string(arg(msg, 3)), 10, 64)
+			p.a.deliver(id, result{leader: string(arg(msg, 2)), remaining: time.Duration(ns)})
 		}
 	}
 }
@@ -226,7 +229,7 @@ func arg(msg [][]byte, i int) []byte {
 }
 
 // servePeer handles one connection from another agent: requests (PROPOSE,
-// READINDEX, READ id index payload proto db, JOIN), answered on the same connection, and one-way
+// READINDEX, READ id index payload proto db, JOIN, LEASE), answered on the same connection, and one-way
 // messages (REPLY, STATUS, QUARANTINE). STATUS carries the sender's
 // quarantine list too, so an agent that missed a QUARANTINE (it joined
 // later, or the message was dropped) still learns it.
@@ -270,6 +273,9 @@ func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
 			}
 		case "QUARANTINE":
 			a.health.onQuarantine(string(id), string(arg(msg, 2)), string(arg(msg, 3)))
+		case "LEASE":
+			leader, remaining := a.leasePromise()
+			answer([]byte("LEASEOK"), id, []byte(leader), strconv.AppendInt(nil, int64(remaining), 10))
 		case "READINDEX":
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), a.cfg.WriteTimeout)

@@ -93,8 +93,13 @@ func (a *Agent) readIndexFrom(ctx context.Context, leader string) (uint64, error
 
 // readIndexLocal is the leader's half of a linearizable read: every write
 // acknowledged so far is at or below the last log index, and confirming
-// leadership afterwards rules out a newer leader with newer writes.
+// leadership afterwards (by the lease, or else a round of messages) rules
+// out a newer leader with newer writes.
 func (a *Agent) readIndexLocal() (uint64, error) {
+	if index, ok := a.leaseIndex(); ok {
+		return index, nil
+	}
+	a.m.indexRounds.Inc()
 	index := a.raft.LastIndex()
 	if err := a.raft.VerifyLeader().Error(); err != nil {
 		return 0, fmt.Errorf("confirm raft leadership: %w", err)
@@ -102,11 +107,29 @@ func (a *Agent) readIndexLocal() (uint64, error) {
 	return index, nil
 }
 
+// leaseIndex is the leader's last log index, and true when the lease
+// covers the moment it was read: no other leader exists then.
+func (a *Agent) leaseIndex() (uint64, bool) {
+	start := time.Now()
+	if !a.IsLeader() {
+		return 0, false
+	}
+	index := a.raft.LastIndex()
+	if !a.lease.covers(start, time.Now()) {
+		return 0, false
+	}
+	a.m.leaseReads.Inc()
+	return index, true
+}
+
 // minIndex is the log index a replica must have applied to answer a read
 // of this connection in the deployment's read mode.
 func (a *Agent) minIndex(ctx context.Context, st *clientState) (uint64, error) {
 	switch a.cfg.Read {
 	case Linearizable:
+		if index, ok := a.leaseIndex(); ok {
+			return index, nil
+		}
 		return a.indexes.get(ctx)
 	case Session:
 		return st.lastIndex.Load(), nil

@@ -73,6 +73,30 @@ func (c *redisConn) replies(n, after int) ([]byte, error) {
 	return kept, nil
 }
 
+// batchReplies reads a batch entry's n replies, of which the first and
+// last frame (the client's mode) are no one's: all the others,
+// concatenated, for the client, and those of its writes (not at the
+// positions in reads, counted after the frame, ascending), concatenated,
+// for the digest.
+func (c *redisConn) batchReplies(n, frame int, reads []int) (all, writes []byte, err error) {
+	for i := range n {
+		raw, _, err := resp.ReadReply(c.r)
+		if err != nil {
+			return nil, nil, err
+		}
+		if i < frame || i >= n-frame {
+			continue
+		}
+		all = append(all, raw...)
+		if len(reads) > 0 && reads[0] == i-frame {
+			reads = reads[1:]
+			continue
+		}
+		writes = append(writes, raw...)
+	}
+	return all, writes, nil
+}
+
 // command sends one command and returns its decoded reply; a redis error
 // reply becomes a Go error.
 func (c *redisConn) command(args ...string) (resp.Value, error) {

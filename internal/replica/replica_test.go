@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gait-dev/gait/internal/resp"
+	dto "github.com/prometheus/client_model/go"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -238,6 +240,7 @@ func testPipeline(t *testing.T, cl *cluster) {
 	if got := cmds[100].(*goredis.StringSliceCmd).Val(); len(got) != 100 || got[99] != "99" {
 		t.Errorf("LRANGE after the pipeline: %d items", len(got))
 	}
+	testInterleavedPipeline(t, cl, c)
 	// Concurrent clients on every agent.
 	var wg sync.WaitGroup
 	for i, n := range cl.live() {
@@ -257,6 +260,70 @@ func testPipeline(t *testing.T, cl *cluster) {
 		t.Errorf("concurrent = %d, %v; want %d", v, err, want)
 	}
 	cl.sameData()
+}
+
+// testInterleavedPipeline sends writes and reads interleaved with commands
+// that end a batch (PING, a refused command, MULTI): every reply comes in
+// request order, each read sees the write before it, and a read whose
+// answer differs per replica (PTTL) quarantines nobody.
+func testInterleavedPipeline(t *testing.T, cl *cluster, c *goredis.Client) {
+	ctx := context.Background()
+	before := cl.batched()
+	cmds, err := c.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i := range 50 {
+			p.Set(ctx, "il", i, time.Minute)
+			p.Get(ctx, "il")
+			p.PTTL(ctx, "il")
+			if i%10 == 9 {
+				p.Ping(ctx)
+				p.Do(ctx, "SHUTDOWN")
+			}
+		}
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "not supported") {
+		t.Fatalf("pipeline with a refused command: %v, want its refusal", err)
+	}
+	i := 0
+	for _, cmd := range cmds {
+		switch cmd := cmd.(type) {
+		case *goredis.StringCmd:
+			if v := cmd.Val(); v != strconv.Itoa(i) {
+				t.Fatalf("GET after SET %d in a pipeline: %q, %v", i, v, cmd.Err())
+			}
+			i++
+		case *goredis.DurationCmd:
+			if d := cmd.Val(); d <= 0 || d > time.Minute {
+				t.Fatalf("PTTL after SET %d: %v, %v", i-1, d, cmd.Err())
+			}
+		case *goredis.StatusCmd:
+			if cmd.Err() != nil {
+				t.Fatalf("%v: %v", cmd.Args(), cmd.Err())
+			}
+		}
+	}
+	if i != 50 {
+		t.Fatalf("%d GET replies, want 50", i)
+	}
+	if cl.batched() == before {
+		t.Error("no pipelined batch was proposed as one log entry")
+	}
+	for _, r := range cl.nodes[0].agent.Replicas() {
+		if r.Quarantined {
+			t.Errorf("replica %s quarantined after a pipeline of reads", r.ID)
+		}
+	}
+}
+
+// batched is how many pipelined batches the live agents proposed.
+func (cl *cluster) batched() uint64 {
+	var n uint64
+	for _, node := range cl.live() {
+		var m dto.Metric
+		node.agent.m.pipelined.Write(&m)
+		n += m.GetHistogram().GetSampleCount()
+	}
+	return n
 }
 
 func testRedisCLI(t *testing.T, cl *cluster) {
@@ -454,10 +521,9 @@ func (p *rawPeer) expect(prefixes ...string) {
 	}
 }
 
-// TestDurabilityReplicated: with --durability replicated the log lives in
-// raft-log.db beside raft.db, writes replicate as with disk, an agent
-// restarted on its data directory with the same durability resumes, and one
-// restarted with the other durability refuses to start.
+// TestDurabilityReplicated: with --durability replicated writes replicate
+// as with disk, and an agent restarted on its data directory, with the
+// other durability, resumes from its log.
 func TestDurabilityReplicated(t *testing.T) {
 	dir := t.TempDir()
 	cl := startCluster(t, 3, 0, func(c *Config) {
@@ -473,25 +539,17 @@ func TestDurabilityReplicated(t *testing.T) {
 	}
 	cl.sameData()
 	follower := cl.nodes[2]
-	if fi, err := os.Stat(filepath.Join(follower.cfg.DataDir, logFile)); err != nil || fi.Size() == 0 {
-		t.Fatalf("%s: no raft log in %s: %v", follower.cfg.ID, logFile, err)
+	if segs, _ := filepath.Glob(filepath.Join(follower.cfg.DataDir, logDir, "*.wal")); len(segs) == 0 {
+		t.Fatalf("%s: no raft log in %s", follower.cfg.ID, logDir)
 	}
 	cfg := follower.cfg
 	cfg.RaftAddr = follower.agent.RaftAddr() // its peers know it there
 	follower.agent.Close()
 	follower.agent = nil
-	disk := cfg
-	disk.Durability, disk.RaftAddr = DurableDisk, "127.0.0.1:0"
-	if a, err := Start(disk); err == nil || !strings.Contains(err.Error(), "was made with durability replicated") {
-		if a != nil {
-			a.Close()
-		}
-		t.Fatalf("restart with durability disk: %v, want a refusal naming the durability", err)
-	}
-	cfg.Bootstrap, cfg.Join = false, ""
+	cfg.Bootstrap, cfg.Join, cfg.Durability = false, "", DurableDisk
 	a, err := Start(cfg)
 	if err != nil {
-		t.Fatalf("restart with durability replicated: %v", err)
+		t.Fatalf("restart with durability disk: %v", err)
 	}
 	follower.agent = a
 	if err := c.Incr(ctx, "n").Err(); err != nil {

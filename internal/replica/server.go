@@ -99,31 +99,123 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 	rd := resp.NewReader(sc, a.cfg.MaxRequest, maxArgs)
 	rd.Budget, rd.Begin = a.budget, sc.begin
 	defer rd.Release()
+	var next [][]byte // read while batching, and not part of the batch
 	for {
-		args, err := rd.ReadCommand()
-		sc.end()
-		if err != nil {
-			if msg := a.requestError(err); msg != "" {
-				slots <- slot{reply: resp.Error(msg), close: true}
+		args := next
+		next = nil
+		if args == nil {
+			var err error
+			args, err = rd.ReadCommand()
+			sc.end()
+			if err != nil {
+				a.endConn(slots, err)
+				return
 			}
-			return
+			st.touch(args)
 		}
-		st.touch(args)
-		s := a.handle(st, args)
+		var s slot
+		var err error
+		if rd.Buffered() > 0 {
+			s, next, err = a.pipelined(st, rd, sc, args)
+		} else {
+			s = a.handle(st, args)
+		}
 		if st.replyOff || st.skipNext > 0 {
 			s.silent = true
 		}
 		st.skipNext = max(st.skipNext-1, 0)
-		if !st.inMulti {
+		if !st.inMulti && next == nil {
 			// The arguments are encoded into a proposal or a read by now; a
 			// transaction's stay queued, and charged, until EXEC or DISCARD.
 			rd.Release()
 		}
 		slots <- s
+		if err != nil {
+			a.endConn(slots, err)
+			return
+		}
 		if s.close {
 			return
 		}
 	}
+}
+
+// endConn answers a request that could not be read, if it deserves an
+// answer; the connection then closes.
+func (a *Agent) endConn(slots chan slot, err error) {
+	if msg := a.requestError(err); msg != "" {
+		slots <- slot{reply: resp.Error(msg), close: true}
+	}
+}
+
+// Bounds of one pipelined batch.
+const (
+	batchCommands = 1024
+	batchBytes    = 1 << 20
+)
+
+// pipelined serves a command that more commands follow already: it and
+// the plain writes and reads right behind it that have arrived go into one
+// log entry (one raft round for the batch, not one per command), and the
+// client gets their replies in order. Reads in the batch are ordered by the
+// log like the writes, so they are linearizable and see the batch's earlier
+// writes. It returns the slot, the first command read that does not fit
+// the batch (nil if none), and an error reading the connection (after the
+// batch's slot).
+func (a *Agent) pipelined(st *clientState, rd *resp.Reader, sc *stallConn, args [][]byte) (slot, [][]byte, error) {
+	cmd, read, ok := a.batchable(st, args)
+	if !ok {
+		return a.handle(st, args), nil, nil
+	}
+	e := entry{batch: true}
+	add := func(cmd []byte, read bool) {
+		if read {
+			e.reads = append(e.reads, e.replies)
+		}
+		e.payload = append(e.payload, cmd...)
+		e.replies++
+	}
+	add(cmd, read)
+	var next [][]byte
+	var err error
+	for rd.Buffered() > 0 && e.replies < batchCommands && len(e.payload) < batchBytes {
+		if next, err = rd.ReadCommand(); err != nil {
+			next = nil
+			break
+		}
+		sc.end()
+		st.touch(next)
+		if cmd, read, ok = a.batchable(st, next); !ok {
+			break
+		}
+		add(cmd, read)
+		next = nil
+	}
+	sc.end()
+	if e.replies == 1 {
+		return a.handle(st, args), next, err
+	}
+	a.m.pipelined.Observe(float64(e.replies))
+	return a.write(st, e), next, err
+}
+
+// batchable tells whether a command may join a pipelined batch: a plain
+// write or read that the log may order (not a blocking command, not one
+// pinned to one server, not one whose reply differs between replicas, not
+// inside MULTI), of a connection that is not subscribed and wants every
+// reply, and returns its encoding.
+func (a *Agent) batchable(st *clientState, args [][]byte) (cmd []byte, read, ok bool) {
+	if st.inMulti || st.subscribed() || st.replyOff || st.skipNext > 0 {
+		return nil, false, false
+	}
+	_, sp, msg := rediscmd.Lookup(args)
+	if msg != "" || sp.Blocks || sp.Volatile || (sp.Kind != rediscmd.Write && (sp.Kind != rediscmd.Read || sp.Pinned)) {
+		return nil, false, false
+	}
+	if sp.Rewrite != nil {
+		args = sp.Rewrite(args, time.Now())
+	}
+	return resp.AppendCommand(nil, args...), sp.Kind == rediscmd.Read, true
 }
 
 // requestError is the error line for a request that could not be read,
@@ -252,7 +344,7 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 		if sp.Rewrite != nil {
 			args = sp.Rewrite(args, time.Now())
 		}
-		return a.write(st, resp.AppendCommand(nil, args...), 1, sp.Volatile)
+		return a.write(st, entry{replies: 1, payload: resp.AppendCommand(nil, args...), volatile: sp.Volatile})
 	case rediscmd.Read:
 		return a.readSlot(st, resp.AppendCommand(nil, args...), sp.Pinned)
 	case rediscmd.Local:
@@ -375,17 +467,17 @@ func (a *Agent) exec(st *clientState) slot {
 		payload = resp.AppendCommand(payload, q...)
 	}
 	payload = resp.AppendCommand(payload, []byte("EXEC"))
-	return a.write(st, payload, extra+len(queued)+2, volatile)
+	return a.write(st, entry{replies: extra + len(queued) + 2, payload: payload, volatile: volatile})
 }
 
-// write proposes payload, which makes n replies; volatile says the reply
-// differs between replicas.
-func (a *Agent) write(st *clientState, payload []byte, n int, volatile bool) slot {
+// write proposes e (its commands) for the connection, in the connection's
+// mode, and returns the slot its reply goes into.
+func (a *Agent) write(st *clientState, e entry) slot {
 	if st.lastRead != nil {
 		<-st.lastRead
 	}
-	e := entry{volatile: volatile}
-	e.payload, e.replies, e.after = st.mode().frame(payload, n)
+	// A batch's frame is as many commands before as after.
+	e.payload, e.replies, e.after = st.mode().frame(e.payload, e.replies)
 	w, err := a.startEntry(e)
 	if err != nil {
 		return slot{reply: resp.Error("TRYAGAIN gait replica: " + err.Error())}

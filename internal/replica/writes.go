@@ -46,8 +46,7 @@ func (a *Agent) startWrite(payload []byte, n, after int) (*write, error) {
 	return a.startEntry(entry{replies: n, after: after, payload: payload})
 }
 
-// startEntry proposes e, of which it fills in the proposer, sequence number
-// and floor.
+// startEntry proposes e, its proposer, sequence number and floor filled in.
 func (a *Agent) startEntry(e entry) (*write, error) {
 	leader := a.leaderAddr()
 	if leader == "" {

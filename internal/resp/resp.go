@@ -234,6 +234,10 @@ func (rd *Reader) readBulk(n int) ([]byte, error) {
 	return buf, err
 }
 
+// Buffered is how many bytes of the requests that follow have arrived and
+// wait to be read: a pipelining client's next commands.
+func (rd *Reader) Buffered() int { return rd.r.Buffered() }
+
 // Release gives the budget back what the commands read so far hold: call
 // it once they are handled and their arguments no longer referenced, and
 // when the connection ends.

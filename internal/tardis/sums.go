@@ -119,6 +119,7 @@ type SumIndex struct {
 	// evicted reaches max and it is rebuilt.
 	filter  []uint64
 	evicted int
+	learnt  uint64 // keys ever put (see Learnt)
 }
 
 type sumEntry struct {
@@ -186,8 +187,26 @@ func (x *SumIndex) Len() int {
 	return len(x.m)
 }
 
+// Learnt counts the checksums the index has taken in since it was made:
+// a caller that failed to recognise bytes may look again once it grew.
+func (x *SumIndex) Learnt() uint64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.learnt
+}
+
+// Forgot says whether the index has forgotten every checksum it held when
+// Learnt returned since: bytes not recognised then cannot be recognised
+// any more, so looking at them again is pointless.
+func (x *SumIndex) Forgot(since uint64) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.learnt-since >= uint64(x.max)
+}
+
 func (x *SumIndex) put(k uint32, e sumEntry) {
 	if _, ok := x.m[k]; !ok {
+		x.learnt++
 		if len(x.ring) < x.max {
 			x.ring = append(x.ring, k)
 		} else {

@@ -32,11 +32,13 @@ import (
 //	append  Value's length of data added to /gait/keys/KEY in a block of
 //	        its own (the Exalt case study's file whose block list grows)
 //	mkdir   a new directory in /gait/dirs
+//	stat    /gait/keys/KEY's status (getFileInfo: the NameNode answers from
+//	        memory, no DataNode and no edit log involved)
 //
 // The data is tardis's synthetic stream named by the file's path, from
 // offset 0: gait generates it and hands it to the Java client, so what the
 // DataNodes store is what gait's emulating file system recognises.
-var Ops = []string{"create", "write", "read", "append", "mkdir"}
+var Ops = []string{"create", "write", "read", "append", "mkdir", "stat"}
 
 const (
 	opCreate = iota
@@ -44,6 +46,7 @@ const (
 	opRead
 	opAppend
 	opMkdir
+	opStat
 )
 
 // The directories the operations work in.
@@ -98,7 +101,10 @@ func startClient(d *Driver, nn systems.Host, dataNodes int) (*javaClient, error)
 			props[k] = v
 		}
 	}
-	for name, text := range map[string]string{"core-site.xml": siteXML(props), "log4j.properties": strings.Replace(log4j, "INFO", "WARN", 1)} {
+	// In hdfs-site.xml too: HDFS's client loads hdfs-default.xml after
+	// core-site.xml, so a dfs.* key only in core-site.xml is overridden by
+	// its default (128 MiB blocks, replication 3).
+	for name, text := range map[string]string{"core-site.xml": siteXML(props), "hdfs-site.xml": siteXML(props), "log4j.properties": strings.Replace(log4j, "INFO", "WARN", 1)} {
 		if err := os.WriteFile(filepath.Join(conf, name), []byte(text), 0o644); err != nil {
 			return nil, fmt.Errorf("hdfs client: %w", err)
 		}
@@ -314,6 +320,9 @@ func (c *channel) Do(ctx context.Context, op load.Op) error {
 			return err
 		}
 		return c.check(p, got)
+	case opStat:
+		_, err := c.jc.call(ctx, c.id, "stat", keyPath(op.Key), nil)
+		return err
 	case opMkdir:
 		c.n++
 		_, err := c.jc.call(ctx, c.id, "mkdir", fmt.Sprintf("%s/c%d-%d", DirsDir, c.id, c.n), nil)

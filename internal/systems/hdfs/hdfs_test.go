@@ -115,9 +115,26 @@ func TestCluster(t *testing.T) {
 	do(t, b, opRead, "k1", 0)
 	do(t, a, opWrite, "small", 10) // shorter than a tardis block header
 	do(t, b, opRead, "small", 0)
+	// Two clients replacing one key at once both succeed (neither holds
+	// the other's lease), and the key reads whole.
+	errs := make(chan error, 2)
+	for _, cl := range []load.Client{a, b} {
+		go func() {
+			wctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			errs <- cl.Do(wctx, loadOp(opWrite, "shared", size))
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent write of one key: %v", err)
+		}
+	}
+	do(t, a, opRead, "shared", 0)
 	do(t, a, opCreate, "", 1000)
 	do(t, a, opCreate, "", 1000)
 	do(t, b, opMkdir, "", 0)
+	do(t, b, opStat, "k1", 0)
 
 	// a read of data gait did not write fails, as does one of a missing file
 	ch := a.(*channel)

@@ -18,7 +18,9 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
 
 /**
  * Drives HDFS through its own client for gait, whose load engine is Go.
@@ -29,7 +31,8 @@ import org.apache.hadoop.fs.Path;
  *
  * A request is a header line "CHANNEL SEQ OP PATH LEN\n" and LEN bytes of
  * data (the bytes to write, which gait generates: tardis's synthetic
- * stream); OP is create, write, append, read, mkdir or close (the channel).
+ * stream); OP is create, write, append, read, mkdir, stat or close (the
+ * channel).
  * An answer is "SEQ ok LEN\n" and LEN bytes (what a read read, else
  * nothing) or "SEQ err MESSAGE\n", in the order the ops end. gait times
  * each request from its side.
@@ -57,8 +60,13 @@ public final class Client {
   }
 
   private final class Channel {
+    final long id;
     final ExecutorService thread = Executors.newSingleThreadExecutor();
     FileSystem fs;
+
+    Channel(long id) {
+      this.id = id;
+    }
   }
 
   private void serve(DataInputStream in) throws IOException {
@@ -74,7 +82,7 @@ public final class Client {
       Path path = new Path(f[3]);
       byte[] data = new byte[Integer.parseInt(f[4])];
       in.readFully(data);
-      Channel ch = channels.computeIfAbsent(id, k -> new Channel());
+      Channel ch = channels.computeIfAbsent(id, k -> new Channel(k));
       if (op.equals("close")) {
         channels.remove(id);
       }
@@ -112,10 +120,21 @@ public final class Client {
     FileSystem fs = ch.fs;
     switch (op) {
       case "create": // a new file: fails if it exists
-      case "write": // the file's content replaced
-        try (FSDataOutputStream o = fs.create(path, op.equals("write"))) {
+        try (FSDataOutputStream o = fs.create(path, false)) {
           o.write(data);
         }
+        return NONE;
+      case "write":
+        // The file's content replaced as HDFS replaces a file atomically:
+        // a file of the channel's own, renamed over it. Creating the file
+        // itself with overwrite would take its lease, and a second channel
+        // writing the same key meanwhile would fail on it
+        // (AlreadyBeingCreatedException) rather than queue behind it.
+        Path tmp = new Path(path.getParent(), "." + path.getName() + ".c" + ch.id);
+        try (FSDataOutputStream o = fs.create(tmp, true)) {
+          o.write(data);
+        }
+        ((DistributedFileSystem) fs).rename(tmp, path, Options.Rename.OVERWRITE);
         return NONE;
       case "append": // in a new block, so the file's block list grows by one
         try (FSDataOutputStream o = fs.append(path, 4096, null, true)) {
@@ -128,6 +147,9 @@ public final class Client {
           i.transferTo(b);
           return b.toByteArray();
         }
+      case "stat":
+        fs.getFileStatus(path);
+        return NONE;
       case "mkdir":
         if (!fs.mkdirs(path)) {
           throw new IOException("mkdirs " + path + " returned false");

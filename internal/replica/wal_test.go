@@ -1,0 +1,112 @@
+package replica
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hashicorp/raft"
+)
+
+// TestWAL stores, reads, compacts, truncates and reopens the raft log, and
+// cuts off a torn tail as a power loss would leave it.
+func TestWAL(t *testing.T) {
+	dir := t.TempDir()
+	w, err := openWAL(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.segBytes = 200 // a few records per segment
+	store := func(from, to uint64, term uint64) {
+		t.Helper()
+		var logs []*raft.Log
+		for i := from; i <= to; i++ {
+			logs = append(logs, &raft.Log{Index: i, Term: term, Type: raft.LogCommand, Data: []byte(fmt.Sprintf("entry %d", i))})
+		}
+		if err := w.StoreLogs(logs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(first, last uint64, term uint64) {
+		t.Helper()
+		if f, _ := w.FirstIndex(); f != first {
+			t.Errorf("first index %d, want %d", f, first)
+		}
+		if l, _ := w.LastIndex(); l != last {
+			t.Errorf("last index %d, want %d", l, last)
+		}
+		var l raft.Log
+		if err := w.GetLog(last, &l); err != nil || l.Index != last || l.Term != term || string(l.Data) != fmt.Sprintf("entry %d", last) {
+			t.Errorf("index %d: %+v, %v", last, l, err)
+		}
+		if err := w.GetLog(last+1, &l); err != raft.ErrLogNotFound {
+			t.Errorf("past the end: %v", err)
+		}
+	}
+	reopen := func() {
+		t.Helper()
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if w, err = openWAL(dir, true); err != nil {
+			t.Fatal(err)
+		}
+		w.segBytes = 200
+	}
+	store(1, 10, 1)
+	store(11, 20, 1)
+	check(1, 20, 1)
+	if segs, _ := filepath.Glob(filepath.Join(dir, "*.wal")); len(segs) < 2 {
+		t.Fatalf("%d segments, want several", len(segs))
+	}
+	if err := w.DeleteRange(1, 12); err != nil { // compaction
+		t.Fatal(err)
+	}
+	check(13, 20, 1)
+	if err := w.DeleteRange(17, 20); err != nil { // a new leader's conflict
+		t.Fatal(err)
+	}
+	store(17, 25, 2)
+	check(13, 25, 2)
+	if err := w.StoreLogs([]*raft.Log{{Index: 3}}); err == nil {
+		t.Error("an append behind the end was taken")
+	}
+	reopen()
+	if l, _ := w.LastIndex(); l != 25 {
+		t.Fatalf("reopened: last index %d, want 25", l)
+	}
+	var l raft.Log
+	if err := w.GetLog(17, &l); err != nil || l.Term != 2 {
+		t.Errorf("reopened, index 17: %+v, %v", l, err)
+	}
+	// A torn tail: half of the last record reached the disk.
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.wal"))
+	last := segs[len(segs)-1]
+	fi, _ := os.Stat(last)
+	w.Close()
+	if err := os.Truncate(last, fi.Size()-3); err != nil {
+		t.Fatal(err)
+	}
+	if w, err = openWAL(dir, true); err != nil {
+		t.Fatal(err)
+	}
+	check(w.first, 24, 2)
+	store(25, 30, 3)
+	check(w.first, 30, 3)
+	// A snapshot installed past the end: the log starts again after it.
+	store(100, 101, 4)
+	check(100, 101, 4)
+	reopen()
+	check(100, 101, 4)
+	if err := w.DeleteRange(100, 101); err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := w.FirstIndex(); f != 0 {
+		t.Errorf("emptied: first index %d", f)
+	}
+	if l, _ := w.LastIndex(); l != 0 {
+		t.Errorf("emptied: last index %d", l)
+	}
+	w.Close()
+}
