@@ -235,7 +235,7 @@ func opLine(op porcupine.Operation) string {
 const Spread = 1 << 20
 
 // Prune drops the SETs of unknown outcome whose value no completed GET or
-// INCR could have seen (none returned a value in [v, v+Spread)). Such a
+// INCR could have seen, nor any CAS expected (none in [v, v+Spread)). Such a
 // SET never changes what linearizability allows: placing it last, after
 // everything, is as good as its never happening, and wherever else it
 // could go, any operation between it and the next SET on its key would
@@ -248,6 +248,9 @@ func Prune(ops []porcupine.Operation) []porcupine.Operation {
 		in, out := op.Input.(Input), op.Output.(Output)
 		if in.Kind != Set && !out.Unknown && out.Exists {
 			seen[in.Key] = append(seen[in.Key], out.Value)
+		}
+		if (in.Kind == WatchCas || in.Kind == ScriptCas) && !in.ExpectNone {
+			seen[in.Key] = append(seen[in.Key], in.Expect) // its GET saw it
 		}
 	}
 	for _, vs := range seen {

@@ -1,6 +1,7 @@
 // Package linearize checks histories of Redis operations for
 // linearizability with porcupine: a model of a key-value store of integer
-// registers (GET, SET, INCR), partitioned by key, a concurrent history
+// registers (GET, SET, INCR, and compare-and-set by WATCH/MULTI/EXEC or by a
+// script), partitioned by key, a concurrent history
 // recorder, and a checker that explains a violation with an excerpt of the
 // history.
 package linearize
@@ -19,6 +20,14 @@ const (
 	Get Kind = iota
 	Set
 	Incr
+	// WatchCas is WATCH k, GET k, MULTI, SET k v, EXEC: Expect is what the
+	// GET read. EXEC may abort whenever (redis aborts when anyone touched
+	// the key, even writing the same value); when it runs, the key held
+	// Expect.
+	WatchCas
+	// ScriptCas is one EVAL that sets k to v when it holds Expect: it
+	// swaps exactly when the key holds Expect.
+	ScriptCas
 )
 
 func (k Kind) String() string {
@@ -29,15 +38,22 @@ func (k Kind) String() string {
 		return "SET"
 	case Incr:
 		return "INCR"
+	case WatchCas:
+		return "WATCH-CAS"
+	case ScriptCas:
+		return "EVAL-CAS"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
 
-// Input is what a client asked: Value is the value a SET writes.
+// Input is what a client asked: Value is the value a SET or a CAS writes;
+// a CAS writes it only over Expect (ExpectNone: over no key).
 type Input struct {
-	Kind  Kind
-	Key   string
-	Value int64
+	Kind       Kind
+	Key        string
+	Value      int64
+	Expect     int64
+	ExpectNone bool
 }
 
 // Output is what a client was told. Exists is false when a GET found no
@@ -48,6 +64,7 @@ type Output struct {
 	Value   int64
 	Exists  bool
 	Unknown bool
+	Swapped bool // a CAS wrote its value
 }
 
 // state is one key's value; the model is partitioned by key.
@@ -88,6 +105,21 @@ func step(s, in, out any) (bool, any) {
 	case Incr:
 		next := state{Value: st.Value + 1, Exists: true}
 		return o.Unknown || o.Value == next.Value, next
+	case WatchCas, ScriptCas:
+		holds := st.Exists != i.ExpectNone && (i.ExpectNone || st.Value == i.Expect)
+		next := state{Value: i.Value, Exists: true}
+		switch {
+		case o.Unknown:
+			// It ran here, or it never did (then it goes last, where it
+			// changes nothing anyone saw).
+			if holds {
+				return true, next
+			}
+			return true, st
+		case o.Swapped:
+			return holds, next
+		}
+		return i.Kind == WatchCas || !holds, st
 	}
 	return false, st
 }
@@ -116,6 +148,12 @@ func describe(in Input, out Output) string {
 	switch in.Kind {
 	case Set:
 		call = fmt.Sprintf("SET %s %d", in.Key, in.Value)
+	case WatchCas, ScriptCas:
+		was := fmt.Sprint(in.Expect)
+		if in.ExpectNone {
+			was = "(none)"
+		}
+		call = fmt.Sprintf("%s %s %s->%d", in.Kind, in.Key, was, in.Value)
 	default:
 		call = in.Kind.String() + " " + in.Key
 	}
@@ -124,6 +162,11 @@ func describe(in Input, out Output) string {
 		return call + " -> ?"
 	case in.Kind == Set:
 		return call + " -> OK"
+	case in.Kind == WatchCas || in.Kind == ScriptCas:
+		if out.Swapped {
+			return call + " -> swapped"
+		}
+		return call + " -> not swapped"
 	case !out.Exists:
 		return call + " -> (nil)"
 	}

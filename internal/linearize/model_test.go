@@ -25,6 +25,12 @@ func val(v int64) Output          { return Output{Value: v, Exists: true} }
 func ok() Output                  { return Output{} }
 func missing() Output             { return Output{} }
 func unknown() Output             { return Output{Unknown: true} }
+func swapped() Output             { return Output{Swapped: true} }
+func notSwapped() Output          { return Output{} }
+
+func cas(kind Kind, k string, was, v int64) Input {
+	return Input{Kind: kind, Key: k, Expect: was, Value: v}
+}
 
 func check(t *testing.T, ops []porcupine.Operation) (bool, string) {
 	t.Helper()
@@ -81,6 +87,19 @@ func TestLinearizable(t *testing.T) {
 			op(0, get("b"), 2, 3, val(2)),
 			op(1, get("a"), 2, 3, val(1)),
 		},
+		"cas over what the key holds": {
+			op(0, set("a", 1), 0, 1, ok()),
+			op(0, cas(WatchCas, "a", 1, 2), 2, 3, swapped()),
+			op(0, cas(ScriptCas, "a", 2, 3), 4, 5, swapped()),
+			op(0, get("a"), 6, 7, val(3)),
+		},
+		// EXEC may abort although the key holds the value again (someone
+		// touched it), a script may not.
+		"watch aborts on a touched key": {
+			op(0, set("a", 1), 0, 1, ok()),
+			op(0, cas(WatchCas, "a", 1, 2), 2, 3, notSwapped()),
+			op(0, cas(ScriptCas, "a", 2, 3), 4, 5, notSwapped()),
+		},
 	}
 	for name, ops := range cases {
 		if good, why := check(t, ops); !good {
@@ -111,6 +130,19 @@ func TestNotLinearizable(t *testing.T) {
 			op(0, set("a", 2), 2, 100, ok()),
 			op(1, get("a"), 3, 4, val(2)),
 			op(2, get("a"), 5, 6, val(1)),
+		},
+		"cas swapped over a value the key did not hold": {
+			op(0, set("a", 1), 0, 1, ok()),
+			op(0, cas(WatchCas, "a", 5, 2), 2, 3, swapped()),
+		},
+		"lost update: two cas over one value both swapped": {
+			op(0, set("a", 1), 0, 1, ok()),
+			op(1, cas(WatchCas, "a", 1, 2), 2, 5, swapped()),
+			op(2, cas(WatchCas, "a", 1, 3), 2, 5, swapped()),
+		},
+		"script cas refused over the value it expected": {
+			op(0, set("a", 1), 0, 1, ok()),
+			op(0, cas(ScriptCas, "a", 1, 2), 2, 3, notSwapped()),
 		},
 		"unknown write cannot explain a value it never wrote": {
 			op(0, set("a", 1), 0, 1, ok()),

@@ -310,6 +310,7 @@ func (d *deployment) run(t *testing.T, sc schedule) result {
 
 	res := result{applied: applied}
 	res.ops, res.unknown, res.droppedReads = h.Counts()
+	t.Logf("schedule %d: compare-and-set (swapped/not): %s", sc.n+1, casOutcomes(h.Operations()))
 	t0 := time.Now()
 	ops := linearize.Prune(h.Operations())
 	res.pruned = res.ops + res.unknown - len(ops)
@@ -470,7 +471,7 @@ func (c *client) step(ctx context.Context, k keys, cs *counts) {
 	rctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	call := c.h.Now()
-	out, err := c.do(rctx, in)
+	in, out, err := c.do(rctx, in)
 	ret := c.h.Now()
 	isCounter := slices.Contains(k.counters, in.Key)
 	switch {
@@ -479,8 +480,9 @@ func (c *client) step(ctx context.Context, k keys, cs *counts) {
 		if isCounter && in.Kind == linearize.Incr {
 			cs.add(cs.acked, in.Key)
 		}
-	case notSent(err):
-		// Nothing reached the agent: the operation did not happen.
+	case notSent(err) || errors.Is(err, errNothingWritten):
+		// Nothing reached the agent, or nothing that writes: the
+		// operation did not happen.
 		sleep(ctx, 100*time.Millisecond)
 	case in.Kind == linearize.Get:
 		c.h.Failed(c.id, in, call)
@@ -526,9 +528,10 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// next draws an operation: on a register GET 40%, SET 40%, INCR 20%; on a
-// counter GET 30%, INCR 70%. Every SET writes a value that no other SET
-// writes, at least linearize.Spread from any other, so Prune applies.
+// next draws an operation: on a register GET 35%, SET 35%, INCR 10%, a
+// compare-and-set by WATCH/MULTI/EXEC 10% and by a script 10%; on a counter
+// GET 30%, INCR 70%. Every SET and CAS writes a value that no other writes,
+// at least linearize.Spread from any other, so Prune applies.
 func (c *client) next(k keys) linearize.Input {
 	p := c.rng.IntN(100)
 	if c.rng.IntN(registers+counters) < counters {
@@ -539,29 +542,88 @@ func (c *client) next(k keys) linearize.Input {
 		return linearize.Input{Kind: linearize.Incr, Key: key}
 	}
 	key := k.registers[c.rng.IntN(len(k.registers))]
+	kind := linearize.Incr
 	switch {
-	case p < 40:
+	case p < 35:
 		return linearize.Input{Kind: linearize.Get, Key: key}
+	case p < 70:
+		kind = linearize.Set
 	case p < 80:
-		c.seq++
-		return linearize.Input{Kind: linearize.Set, Key: key, Value: (int64(c.id)<<24 + c.seq) * linearize.Spread}
+		return linearize.Input{Kind: linearize.Incr, Key: key}
+	case p < 90:
+		kind = linearize.WatchCas
+	default:
+		kind = linearize.ScriptCas
 	}
-	return linearize.Input{Kind: linearize.Incr, Key: key}
+	c.seq++
+	return linearize.Input{Kind: kind, Key: key, Value: (int64(c.id)<<24 + c.seq) * linearize.Spread}
 }
 
-func (c *client) do(ctx context.Context, in linearize.Input) (linearize.Output, error) {
+// errNothingWritten marks a CAS that failed before it sent its write.
+var errNothingWritten = errors.New("failed before the write was sent")
+
+// casScript sets KEYS[1] to ARGV[2] when it holds ARGV[1] ("": no key).
+const casScript = `local v = redis.call('GET', KEYS[1])
+if (ARGV[1] == '' and not v) or v == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2])
+  return 1
+end
+return 0`
+
+// do runs in and returns it with what a CAS expected, read on the way.
+func (c *client) do(ctx context.Context, in linearize.Input) (linearize.Input, linearize.Output, error) {
 	switch in.Kind {
 	case linearize.Get:
 		v, err := c.rdb.Get(ctx, in.Key).Int64()
 		if errors.Is(err, goredis.Nil) {
-			return linearize.Output{}, nil
+			return in, linearize.Output{}, nil
 		}
-		return linearize.Output{Value: v, Exists: true}, err
+		return in, linearize.Output{Value: v, Exists: true}, err
 	case linearize.Set:
-		return linearize.Output{}, c.rdb.Set(ctx, in.Key, in.Value, 0).Err()
+		return in, linearize.Output{}, c.rdb.Set(ctx, in.Key, in.Value, 0).Err()
+	case linearize.WatchCas:
+		err := c.rdb.Watch(ctx, func(tx *goredis.Tx) error {
+			if err := expect(tx.Get(ctx, in.Key), &in); err != nil {
+				return err
+			}
+			_, err := tx.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+				p.Set(ctx, in.Key, in.Value, 0)
+				return nil
+			})
+			return err
+		}, in.Key)
+		if errors.Is(err, goredis.TxFailedErr) {
+			return in, linearize.Output{}, nil
+		}
+		return in, linearize.Output{Swapped: err == nil}, err
+	case linearize.ScriptCas:
+		if err := expect(c.rdb.Get(ctx, in.Key), &in); err != nil {
+			return in, linearize.Output{}, err
+		}
+		was := ""
+		if !in.ExpectNone {
+			was = fmt.Sprint(in.Expect)
+		}
+		n, err := c.rdb.Eval(ctx, casScript, []string{in.Key}, was, in.Value).Int()
+		return in, linearize.Output{Swapped: n == 1}, err
 	}
 	v, err := c.rdb.Incr(ctx, in.Key).Result()
-	return linearize.Output{Value: v, Exists: true}, err
+	return in, linearize.Output{Value: v, Exists: true}, err
+}
+
+// expect sets what a CAS expects from the GET it read; a failed GET wrote
+// nothing.
+func expect(get *goredis.StringCmd, in *linearize.Input) error {
+	v, err := get.Int64()
+	switch {
+	case errors.Is(err, goredis.Nil):
+		in.ExpectNone = true
+	case err != nil:
+		return fmt.Errorf("%w: %w", errNothingWritten, err)
+	default:
+		in.Expect = v
+	}
+	return nil
 }
 
 // notSent tells a failure to connect, before any request was written.
@@ -727,4 +789,31 @@ func dumpAll(addr string) (map[string]string, error) {
 		out[iter.Val()] = v
 	}
 	return out, iter.Err()
+}
+
+// casOutcomes counts the history's CAS operations by kind and outcome, to
+// show that the workload exercised both.
+func casOutcomes(ops []porcupine.Operation) string {
+	var n [2][3]int // kind (watch, script) × swapped, not, unknown
+	for _, op := range ops {
+		in, out := op.Input.(linearize.Input), op.Output.(linearize.Output)
+		k := 0
+		switch in.Kind {
+		case linearize.WatchCas:
+		case linearize.ScriptCas:
+			k = 1
+		default:
+			continue
+		}
+		switch {
+		case out.Unknown:
+			n[k][2]++
+		case out.Swapped:
+			n[k][0]++
+		default:
+			n[k][1]++
+		}
+	}
+	return fmt.Sprintf("WATCH/MULTI/EXEC %d/%d (%d unknown), EVAL %d/%d (%d unknown)",
+		n[0][0], n[0][1], n[0][2], n[1][0], n[1][1], n[1][2])
 }

@@ -58,7 +58,6 @@ type Spec struct {
 const (
 	whyServer  = "it changes or inspects one server or connection, not the replicated data"
 	whyCluster = "gait replica is not a Redis Cluster"
-	whyKill    = "a script runs on every replica; killing it on one would make them diverge"
 	whyRewrite = "it writes the local server's configuration file"
 )
 
@@ -111,8 +110,8 @@ var table = map[string]Spec{
 	// Every replica runs a script or function, in log order, with the same
 	// data and the same sequence of math.random numbers.
 	"EVAL": {Kind: Write, Arity: -3}, "EVALSHA": {Kind: Write, Arity: -3}, "FCALL": {Kind: Write, Arity: -3},
-	"FUNCTION": {Kind: Write, Arity: -2, Subs: map[string]Kind{"LIST": Read, "DUMP": Read, "STATS": Local, "HELP": Local, "KILL": Refused}},
-	"SCRIPT":   {Kind: Write, Arity: -2, Subs: map[string]Kind{"EXISTS": Read, "HELP": Local, "KILL": Refused}},
+	"FUNCTION": {Kind: Write, Arity: -2, Subs: map[string]Kind{"LIST": Read, "DUMP": Read, "STATS": Local, "HELP": Local, "KILL": Agent}},
+	"SCRIPT":   {Kind: Write, Arity: -2, Subs: map[string]Kind{"EXISTS": Read, "HELP": Local, "KILL": Agent}},
 
 	// Blocking: the agent proposes the non-blocking form until it finds data
 	// or the timeout passes.
@@ -160,6 +159,9 @@ var table = map[string]Spec{
 	"TIME": {Kind: Local, Arity: 1}, "LASTSAVE": {Kind: Local, Arity: 1}, "ROLE": {Kind: Local, Arity: 1},
 	"LATENCY": {Kind: Local, Arity: -2}, "SLOWLOG": {Kind: Local, Arity: -2}, "LOLWUT": {Kind: Local, Arity: -1},
 	"PFSELFTEST": {Kind: Local, Arity: 1},
+	// An RDB file is the local server's own copy of the data: gait's
+	// durability is the raft log, so saving one server's is harmless.
+	"SAVE": {Kind: Local, Arity: 1}, "BGSAVE": {Kind: Local, Arity: -1},
 	// CONFIG SET is ordered, so every replica's server is configured alike.
 	"CONFIG": {Kind: Local, Arity: -2, Subs: map[string]Kind{"SET": Write, "REWRITE": Refused}},
 
@@ -191,8 +193,7 @@ var table = map[string]Spec{
 		"SET-SKIP-CHECKSUM-VALIDATION": Write, "SET-DISABLE-DENY-SCRIPTS": Write, "CHANGE-REPL-ID": Local,
 		"REPLYBUFFER": Local, "PAUSE-CRON": Local}},
 	"WAITAOF":  {Kind: Refused, Reason: whyServer},
-	"SHUTDOWN": {Kind: Refused, Reason: whyServer}, "SAVE": {Kind: Refused, Reason: whyServer},
-	"BGSAVE": {Kind: Refused, Reason: whyServer}, "BGREWRITEAOF": {Kind: Refused, Reason: whyServer},
+	"SHUTDOWN": {Kind: Refused, Reason: whyServer}, "BGREWRITEAOF": {Kind: Refused, Reason: whyServer},
 	"REPLICAOF": {Kind: Refused, Reason: whyServer}, "SLAVEOF": {Kind: Refused, Reason: whyServer},
 	"SYNC": {Kind: Refused, Reason: whyServer}, "PSYNC": {Kind: Refused, Reason: whyServer},
 	"REPLCONF": {Kind: Refused, Reason: whyServer},
@@ -232,7 +233,7 @@ func Lookup(args [][]byte) (string, Spec, string) {
 }
 
 // subReasons says why a refused sub-command is refused.
-var subReasons = map[string]string{"CONFIG REWRITE": whyRewrite, "FUNCTION KILL": whyKill, "SCRIPT KILL": whyKill}
+var subReasons = map[string]string{"CONFIG REWRITE": whyRewrite}
 
 // unknownCommand words the error as redis-server does, so tools recognise it.
 func unknownCommand(args [][]byte) string {

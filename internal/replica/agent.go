@@ -390,8 +390,9 @@ func (a *Agent) startRaft() error {
 			}
 		}
 	}
-	a.logs = &timedLogStore{LogStore: a.logStore, observe: a.m.observeAppend}
-	if a.cfg.Durability == DurableReplicated {
+	a.logs = &timedLogStore{LogStore: a.logStore, observe: a.m.observeAppend,
+		syncedLater: a.cfg.Durability == DurableReplicated}
+	if a.logs.syncedLater {
 		a.wg.Add(1)
 		go func() { defer a.wg.Done(); a.syncLog() }()
 	}

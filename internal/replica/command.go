@@ -22,7 +22,7 @@ func (a *Agent) commandSlot(st *clientState, args [][]byte) slot {
 	}
 	if sub == "COUNT" && len(args) == 2 {
 		// The commands redis knows that gait serves.
-		s := a.localSlot(st, resp.AppendCommand(nil, []byte("COMMAND"), []byte("LIST")))
+		s := a.localSlot(md, resp.AppendCommand(nil, []byte("COMMAND"), []byte("LIST")))
 		fill := s.fill
 		s.fill = func() []byte {
 			raw := filterCommands(fill(), "LIST", md.proto)
@@ -38,9 +38,9 @@ func (a *Agent) commandSlot(st *clientState, args [][]byte) slot {
 			}
 			return resp.Int(n)
 		}
-		return s
+		return a.ownWritesFirst(st, s)
 	}
-	s := a.localSlot(st, resp.AppendCommand(nil, args...))
+	s := a.ownWritesFirst(st, a.localSlot(md, resp.AppendCommand(nil, args...)))
 	fill := s.fill
 	switch sub {
 	case "", "INFO", "LIST", "DOCS":

@@ -90,6 +90,8 @@ func TestFamilies(t *testing.T) {
 	t.Run("Random", func(t *testing.T) { testRandom(t, cl) })
 	t.Run("Blocking", func(t *testing.T) { testBlocking(t, cl) })
 	t.Run("Connection", func(t *testing.T) { testConnection(t, cl) })
+	t.Run("QueueRefusals", func(t *testing.T) { testQueueRefusals(t, cl) })
+	t.Run("ScriptKill", func(t *testing.T) { testScriptKill(t, cl) })
 	cl.sameData()
 }
 
@@ -249,6 +251,7 @@ func testWatch(t *testing.T, cl *cluster) {
 		{"created", func() { a.Del(ctx, "fw:k") }, func() { b.Set(ctx, "fw:k", "2", 0) }, true},
 		{"deleted", func() { a.Set(ctx, "fw:k", "1", 0) }, func() { b.Del(ctx, "fw:k") }, true},
 		{"other key", func() { a.Set(ctx, "fw:k", "1", 0) }, func() { b.Set(ctx, "fw:other", "2", 0) }, false},
+		{"expiry set", func() { a.Set(ctx, "fw:k", "1", 0) }, func() { b.Expire(ctx, "fw:k", time.Hour) }, true},
 	} {
 		tc.setup()
 		err := a.Watch(ctx, func(tx *goredis.Tx) error {
@@ -451,4 +454,75 @@ func testConnection(t *testing.T, cl *cluster) {
 	if _, err := raw.r.ReadByte(); err == nil {
 		t.Error("a killed connection is still open")
 	}
+}
+
+// testQueueRefusals: a command redis would refuse to queue (OOM under
+// maxmemory, set through another agent) is refused when queued, and EXEC
+// then aborts, as in redis.
+func testQueueRefusals(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	a := client(t, cl.nodes[0].agent.ClientAddr()).Conn()
+	defer a.Close()
+	b := client(t, cl.nodes[2].agent.ClientAddr())
+	if err := a.Do(ctx, "MULTI").Err(); err != nil {
+		t.Fatal(err)
+	}
+	a.Do(ctx, "SET", "fq:a", "1")
+	if err := b.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Do(ctx, "LPUSH", "fq:l", "x").Err(); err == nil || !strings.HasPrefix(err.Error(), "OOM") {
+		t.Errorf("LPUSH queued under maxmemory 1: %v, want OOM", err)
+	}
+	if err := b.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Do(ctx, "EXEC").Err(); err == nil || !strings.HasPrefix(err.Error(), "EXECABORT") {
+		t.Errorf("EXEC after a refused command: %v, want EXECABORT", err)
+	}
+	if n := b.Exists(ctx, "fq:a").Val(); n != 0 {
+		t.Errorf("the aborted transaction's SET ran")
+	}
+	a.Do(ctx, "MULTI")
+	if err := a.Do(ctx, "SAVE").Err(); err == nil || !strings.Contains(err.Error(), "not allowed inside a transaction") {
+		t.Errorf("SAVE inside MULTI: %v", err)
+	}
+	a.Do(ctx, "DISCARD")
+}
+
+// testScriptKill: an endless read-only script runs on every replica; PING
+// answers BUSY meanwhile, SCRIPT KILL through another agent stops it on all
+// of them: every replica then applies the next write.
+func testScriptKill(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	a := client(t, cl.nodes[0].agent.ClientAddr())
+	b := client(t, cl.nodes[1].agent.ClientAddr())
+	if err := b.ConfigSet(ctx, "busy-reply-threshold", "10").Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer b.ConfigSet(ctx, "busy-reply-threshold", "5000")
+	if err := b.Do(ctx, "SCRIPT", "KILL").Err(); err == nil || !strings.HasPrefix(err.Error(), "NOTBUSY") {
+		t.Errorf("SCRIPT KILL with no script running: %v, want NOTBUSY", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Eval(ctx, "while true do end", nil).Err() }()
+	busy := func() bool { return strings.HasPrefix(fmt.Sprint(b.Ping(ctx).Err()), "BUSY") }
+	for deadline := time.Now().Add(5 * time.Second); !busy(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("PING never answered BUSY while an endless script ran")
+		}
+	}
+	if err := b.Do(ctx, "FUNCTION", "KILL").Err(); err == nil || !strings.HasPrefix(err.Error(), "BUSY") {
+		t.Errorf("FUNCTION KILL of a script: %v, want BUSY", err)
+	}
+	if err := b.Do(ctx, "SCRIPT", "KILL").Err(); err != nil {
+		t.Fatalf("SCRIPT KILL: %v", err)
+	}
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "killed by user") {
+		t.Errorf("the killed script answered %v", err)
+	}
+	if err := a.Set(ctx, "fk:after", "1", 0).Err(); err != nil {
+		t.Fatalf("a write after the kill: %v", err)
+	}
+	cl.sameData() // every replica killed it and applied the write
 }

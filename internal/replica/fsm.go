@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gait-dev/gait/internal/resp"
@@ -78,6 +79,10 @@ type fsm struct {
 	digest  uint64        // chained digest of every reply up to applied
 	changed chan struct{} // closed and replaced whenever applied moves
 	failed  error         // set once redis failed mid-apply; applying stops until reattach
+
+	// busySince is when the batch now on redis was sent (Unix ns), 0 while
+	// none is: a long one is a script redis may be answering BUSY for.
+	busySince atomic.Int64
 }
 
 func newFSM(conn *redisConn, report func(applied), logger *log.Logger) *fsm {
@@ -178,6 +183,8 @@ func (f *fsm) applyBatch(batch []queued) {
 		}
 	}
 	if n > 0 {
+		f.busySince.Store(start.UnixNano())
+		defer f.busySince.Store(0)
 		if err := f.conn.send(payload); err != nil {
 			f.fail(fmt.Errorf("apply log index %d: %w", batch[0].index, err))
 			return
@@ -204,6 +211,14 @@ func (f *fsm) applyBatch(batch []queued) {
 	if f.observe != nil && n > 0 {
 		f.observe(time.Since(start), n)
 	}
+}
+
+// busyFor is how long the batch now on redis has run (0 while none is).
+func (f *fsm) busyFor() time.Duration {
+	if t := f.busySince.Load(); t != 0 {
+		return time.Since(time.Unix(0, t))
+	}
+	return 0
 }
 
 // entryReplies reads an entry's replies: what its client gets, and what

@@ -66,12 +66,13 @@ func (h *health) tick(now time.Time) {
 	for _, m := range d.Marks {
 		if m.Limping {
 			a.m.limpMarks.Inc()
-			a.logger.Printf("replica %s limps: apply lag %v (median %v), log append %v (median %v), nearest peer %v (median %v), stopped applying %v",
+			a.logger.Printf("replica %s limps: apply lag %v (median %v), log append %v (median %v), nearest peer %v (median %v), probe %v (median %v), stopped applying %v",
 				m.ID, m.Lag.Round(time.Millisecond), m.MedianLag.Round(time.Millisecond), m.Append, m.MedianAppend,
-				m.Net.Round(100*time.Microsecond), m.MedianNet.Round(100*time.Microsecond), m.Stopped)
+				m.Net.Round(100*time.Microsecond), m.MedianNet.Round(100*time.Microsecond),
+				m.Probe.Round(100*time.Microsecond), m.MedianProbe.Round(100*time.Microsecond), m.Stopped)
 		} else {
-			a.logger.Printf("replica %s recovered: apply lag %v, nearest peer %v", m.ID, m.Lag.Round(time.Millisecond),
-				m.Net.Round(100*time.Microsecond))
+			a.logger.Printf("replica %s recovered: apply lag %v, nearest peer %v, probe %v", m.ID, m.Lag.Round(time.Millisecond),
+				m.Net.Round(100*time.Microsecond), m.Probe.Round(100*time.Microsecond))
 		}
 	}
 	if tr := d.Transfer; tr != nil {
@@ -90,21 +91,37 @@ func (h *health) tick(now time.Time) {
 func (h *health) sendStatus(now time.Time) {
 	a := h.a
 	self := limp.Status{ID: a.cfg.ID, Incarnation: a.incarnation, Applied: a.fsm.appliedIndex(),
-		AppendSecs: a.logs.meanSeconds(), Stopped: a.fsm.failure() != nil}
+		AppendSecs: a.logs.leastSeconds(), Stopped: a.fsm.failure() != nil}
 	var echoes []limp.Echo
+	var probes []limp.Probe
 	var quarantined [][]byte
 	h.with(func(t *limp.Tracker) {
-		self.Stamp, self.NetSecs = t.Stamp(now), t.NearestPeer(now)
+		self.Stamp, self.NetSecs, self.ProbeSecs = t.Stamp(now), t.NearestPeer(now), t.NearestProbe()
 		t.Observe(self, now)
-		echoes, quarantined = t.Echoes(now), t.QuarantineList()
+		echoes, probes, quarantined = t.Echoes(now), t.Probes(now), t.QuarantineList()
 	})
 	for _, e := range echoes {
 		status := [][]byte{[]byte("STATUS"), []byte(a.cfg.ID), []byte(a.incarnation),
 			strconv.AppendUint(nil, self.Applied, 10), strconv.AppendFloat(nil, self.AppendSecs, 'g', 6, 64),
 			strconv.AppendInt(nil, self.Stamp, 10), strconv.AppendInt(nil, e.Echo, 10), strconv.AppendInt(nil, e.Hold, 10),
-			strconv.AppendFloat(nil, self.NetSecs, 'g', 6, 64)}
+			strconv.AppendFloat(nil, self.NetSecs, 'g', 6, 64), strconv.AppendInt(nil, e.ProbeEcho, 10),
+			strconv.AppendInt(nil, e.ProbeHold, 10), strconv.AppendFloat(nil, self.ProbeSecs, 'g', 6, 64)}
 		a.peer(e.Addr).send(peerMsg{data: resp.AppendCommand(nil, append(status, quarantined...)...)})
 	}
+	for _, p := range probes {
+		a.peer(p.Addr).send(peerMsg{data: resp.AppendCommand(nil, []byte("PROBE"), []byte(a.cfg.ID),
+			strconv.AppendInt(nil, p.Stamp, 10), probePad)})
+	}
+}
+
+// probePad is what a probe carries (limp.ProbeBytes): its bytes, not its
+// contents, are the measurement.
+var probePad = make([]byte, limp.ProbeBytes)
+
+// onProbe records a peer's probe, echoed in the next status to it.
+func (h *health) onProbe(id string, stamp int64) {
+	now := time.Now()
+	h.with(func(t *limp.Tracker) { t.ObserveProbe(id, stamp, now) })
 }
 
 // refreshMembers follows the raft configuration.

@@ -2,10 +2,9 @@ package replica
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/gait-dev/gait/internal/replica/limp"
@@ -17,24 +16,40 @@ import (
 type timedLogStore struct {
 	raft.LogStore
 	observe func(d time.Duration, entries int)
-	mean    atomic.Uint64 // float64 bits: smoothed seconds per append
+	// syncedLater is set with DurableReplicated: an append is then a write
+	// to the page cache, and only the background fsyncs tell the disk's
+	// speed. Counting appends too would let the least time hide a slow disk.
+	syncedLater bool
+	mu          sync.Mutex
+	least       *limp.Least // the least append of the last 1 to 2 s (appendWindow)
 }
+
+// appendWindow is how long the least append time is kept: longer than the
+// limp tracker's hold would only delay finding a limping disk.
+const appendWindow = time.Second
 
 func (s *timedLogStore) StoreLogs(logs []*raft.Log) error {
 	start := time.Now()
 	err := s.LogStore.StoreLogs(logs)
 	d := time.Since(start)
-	s.smooth(d)
+	if !s.syncedLater {
+		s.smooth(d)
+	}
 	if s.observe != nil {
 		s.observe(d, len(logs))
 	}
 	return err
 }
 
-// smooth adds one append's time to the mean: with DurableReplicated, that
-// of each background fsync, so that a slow disk still shows.
+// smooth adds one append's time: with DurableReplicated, that of each
+// background fsync, so that a slow disk still shows.
 func (s *timedLogStore) smooth(d time.Duration) {
-	s.mean.Store(math.Float64bits(limp.EWMA(s.meanSeconds(), d.Seconds())))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.least == nil {
+		s.least = limp.NewLeast(appendWindow)
+	}
+	s.least.Observe(d.Seconds(), time.Now())
 }
 
 // logDir holds raft's log (wal.go) in the data directory, apart from
@@ -75,10 +90,16 @@ func (a *Agent) syncLog() {
 
 func (s *timedLogStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
 
-// meanSeconds is the smoothed time of one append; 0 before the first.
-func (s *timedLogStore) meanSeconds() float64 {
+// leastSeconds is the least time of one append over the last 1 to 2 s; 0
+// when there was none.
+func (s *timedLogStore) leastSeconds() float64 {
 	if s == nil {
 		return 0
 	}
-	return math.Float64frombits(s.mean.Load())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.least == nil {
+		return 0
+	}
+	return s.least.Value(time.Now())
 }

@@ -97,6 +97,7 @@ var (
 	descInflight    = desc("peer_reads_inflight", "Reads outstanding at the replica.", "replica")
 	descReplyDelay  = desc("reply_delay_seconds", "Smoothed time from proposing a write here to the replica's reply.", "replica")
 	descNetwork     = desc("network_seconds", "The replica's round trip to its nearest peer, smoothed: slow on every link means its own link limps.", "replica")
+	descProbe       = desc("probe_seconds", "The replica's probe round trip to its nearest peer (the least of the last five): a slow link shows in the time its bytes take.", "replica")
 	descPeerQueue   = desc("peer_queue_length", "Messages queued for the agent at this raft address.", "peer")
 	descApplyQueue  = desc("apply_queue_length", "Committed entries waiting for the local redis-server.")
 	descWrites      = desc("pending_writes", "Writes proposed here and not yet replied to by every replica.")
@@ -112,7 +113,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLag, descApplied, descLimping, descQuarantined, descInflight,
-		descReplyDelay, descNetwork, descPeerQueue, descApplyQueue, descWrites, descRequests, descHeld, descLeader, descFollows} {
+		descReplyDelay, descNetwork, descProbe, descPeerQueue, descApplyQueue, descWrites, descRequests, descHeld, descLeader, descFollows} {
 		ch <- d
 	}
 }
@@ -130,6 +131,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descInflight, float64(r.Inflight), r.ID)
 		gauge(descReplyDelay, r.ReplySecs, r.ID)
 		gauge(descNetwork, r.NetSecs, r.ID)
+		gauge(descProbe, r.ProbeSecs, r.ID)
 	}
 	a.mu.Lock()
 	for addr, p := range a.peers {

@@ -230,7 +230,7 @@ func arg(msg [][]byte, i int) []byte {
 
 // servePeer handles one connection from another agent: requests (PROPOSE,
 // READINDEX, READ id index payload proto db, JOIN, LEASE), answered on the same connection, and one-way
-// messages (REPLY, STATUS, QUARANTINE). STATUS carries the sender's
+// messages (REPLY, STATUS, QUARANTINE, KILL). STATUS carries the sender's
 // quarantine list too, so an agent that missed a QUARANTINE (it joined
 // later, or the message was dropped) still learns it.
 func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
@@ -271,6 +271,12 @@ func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
 			for i := statusFields; i+1 < len(msg); i += 2 {
 				a.health.onQuarantine(string(msg[i]), string(msg[i+1]), "reported by "+string(id))
 			}
+		case "PROBE":
+			stamp, _ := strconv.ParseInt(string(arg(msg, 2)), 10, 64)
+			a.health.onProbe(string(id), stamp)
+		case "KILL":
+			index, _ := strconv.ParseUint(string(arg(msg, 2)), 10, 64)
+			go a.onKill(index, arg(msg, 3))
 		case "QUARANTINE":
 			a.health.onQuarantine(string(id), string(arg(msg, 2)), string(arg(msg, 3)))
 		case "LEASE":
@@ -318,17 +324,18 @@ func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
 }
 
 // statusFields is how many fields of STATUS precede its quarantine list.
-const statusFields = 9
+const statusFields = 12
 
 // parseStatus reads STATUS id incarnation applied append-seconds stamp echo
-// hold net-seconds, the fields health.sendStatus writes. A malformed number
+// hold net-seconds probe-echo probe-hold probe-seconds, the fields
+// health.sendStatus writes. A malformed number
 // reads as zero, which no check mistakes for limping.
 func parseStatus(msg [][]byte) limp.Status {
 	u := func(i int) uint64 { v, _ := strconv.ParseUint(string(arg(msg, i)), 10, 64); return v }
 	n := func(i int) int64 { v, _ := strconv.ParseInt(string(arg(msg, i)), 10, 64); return v }
 	f := func(i int) float64 { v, _ := strconv.ParseFloat(string(arg(msg, i)), 64); return v }
 	return limp.Status{ID: string(arg(msg, 1)), Incarnation: string(arg(msg, 2)), Applied: u(3), AppendSecs: f(4),
-		Stamp: n(5), Echo: n(6), Hold: n(7), NetSecs: f(8)}
+		Stamp: n(5), Echo: n(6), Hold: n(7), NetSecs: f(8), ProbeEcho: n(9), ProbeHold: n(10), ProbeSecs: f(11)}
 }
 
 // peerReply takes REPLY seq incarnation index digest replica replica-incarnation raw.

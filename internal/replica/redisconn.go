@@ -123,13 +123,16 @@ type redisMux struct {
 	next  atomic.Uint64
 }
 
-// muxCall is one request on a pipelined connection.
+// muxCall is one request on a pipelined connection: payload carries
+// replies commands back to back (at least one), raw is the reply of the
+// keep-th (from 0).
 type muxCall struct {
-	payload  []byte
-	n, after int // replies payload makes; the caller's is the last but after
-	raw      []byte
-	err      error
-	done     chan struct{}
+	payload []byte
+	replies int
+	keep    int
+	raw     []byte
+	err     error
+	done    chan struct{}
 }
 
 // muxConn is one pipelined connection; it redials after a failure.
@@ -157,9 +160,15 @@ func newRedisMux(addr string, conns int) *redisMux {
 // do sends one command (payload, one reply) in the client's mode md and
 // returns its raw reply.
 func (m *redisMux) do(md mode, payload []byte) ([]byte, error) {
+	p, n, after := md.frame(payload, 1)
+	return m.doSome(p, n, n-1-after)
+}
+
+// doSome sends commands that must reach redis back to back on one
+// connection (payload, n replies) and returns the raw reply of the keep-th.
+func (m *redisMux) doSome(payload []byte, n, keep int) ([]byte, error) {
 	c := m.conns[m.next.Add(1)%uint64(len(m.conns))]
-	call := &muxCall{done: make(chan struct{})}
-	call.payload, call.n, call.after = md.frame(payload, 1)
+	call := &muxCall{payload: payload, replies: n, keep: keep, done: make(chan struct{})}
 	select {
 	case c.calls <- call:
 	case <-c.stop:
@@ -245,9 +254,15 @@ func (c *muxConn) read(conn *redisConn, broken chan struct{}) {
 			c.drain(errors.New("agent stopped"))
 			return
 		}
-		conn.c.SetReadDeadline(time.Now().Add(redisTimeout))
-		raw, err := conn.replies(call.n, call.after)
-		call.raw, call.err = raw, err
+		var err error
+		for i := 0; i < call.replies && err == nil; i++ {
+			conn.c.SetReadDeadline(time.Now().Add(redisTimeout))
+			var raw []byte
+			if raw, _, err = resp.ReadReply(conn.r); i == call.keep {
+				call.raw = raw
+			}
+		}
+		call.err = err
 		close(call.done)
 		if err != nil {
 			conn.close()

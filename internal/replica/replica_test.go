@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/resp"
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -26,6 +27,7 @@ func TestReplica(t *testing.T) {
 		c.MaxRequest, c.RequestMemory, c.RequestTimeout = 1<<20, 2<<20, 500*time.Millisecond
 	})
 	t.Run("ReadYourWriteAcrossAgents", func(t *testing.T) { testReadYourWrite(t, cl) })
+	t.Run("LeaseReads", func(t *testing.T) { testLeaseReads(t, cl) })
 	t.Run("MultiExec", func(t *testing.T) { testMultiExec(t, cl) })
 	t.Run("ExpiryRewritten", func(t *testing.T) { testExpiry(t, cl) })
 	t.Run("Refused", func(t *testing.T) { testRefused(t, cl) })
@@ -55,6 +57,33 @@ func testReadYourWrite(t *testing.T, cl *cluster) {
 		}
 	}
 	cl.sameData()
+}
+
+// testLeaseReads: once the leader holds its lease, linearizable reads on it
+// take their index under the lease, without a round of messages.
+func testLeaseReads(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	leader := cl.waitLeader().agent
+	c := client(t, leader.ClientAddr())
+	count := func(ctr prometheus.Counter) float64 {
+		var m dto.Metric
+		ctr.Write(&m)
+		return m.GetCounter().GetValue()
+	}
+	eventually(t, "the leader reads under its lease", func() bool {
+		before := count(leader.m.leaseReads)
+		c.Get(ctx, "lease")
+		return count(leader.m.leaseReads) > before
+	})
+	rounds := count(leader.m.indexRounds)
+	for range 20 {
+		if err := c.Get(ctx, "lease").Err(); err != goredis.Nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count(leader.m.indexRounds) - rounds; n > 2 {
+		t.Errorf("%v read-index rounds for 20 reads under the lease", n)
+	}
 }
 
 func testMultiExec(t *testing.T, cl *cluster) {
@@ -136,7 +165,7 @@ func testExpiry(t *testing.T, cl *cluster) {
 func testRefused(t *testing.T, cl *cluster) {
 	ctx := context.Background()
 	c := client(t, cl.nodes[0].agent.ClientAddr())
-	for _, cmd := range [][]any{{"DEBUG", "SEGFAULT"}, {"ACL", "WHOAMI"}, {"CONFIG", "REWRITE"}, {"SCRIPT", "KILL"},
+	for _, cmd := range [][]any{{"DEBUG", "SEGFAULT"}, {"ACL", "WHOAMI"}, {"CONFIG", "REWRITE"}, {"SHUTDOWN"},
 		{"MONITOR"}, {"SYNC"}, {"CLUSTER", "INFO"}} {
 		err := c.Do(ctx, cmd...).Err()
 		if err == nil || !strings.Contains(err.Error(), "not supported by gait replica") {

@@ -349,12 +349,12 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 		return a.readSlot(st, resp.AppendCommand(nil, args...), sp.Pinned)
 	case rediscmd.Local:
 		if name == "INFO" {
-			return a.infoSlot(st, resp.AppendCommand(nil, args...))
+			return a.ownWritesFirst(st, a.infoSlot(st.mode(), resp.AppendCommand(nil, args...)))
 		}
 		if name == "COMMAND" {
 			return a.commandSlot(st, args)
 		}
-		return a.localSlot(st, resp.AppendCommand(nil, args...))
+		return a.ownWritesFirst(st, a.localSlot(st.mode(), resp.AppendCommand(nil, args...)))
 	}
 	return a.agentCommand(st, name, args)
 }
@@ -367,13 +367,14 @@ func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 		if st.subscribed() && st.proto.Load() == 2 {
 			return a.subscribeSlot(st, args) // redis answers a subscriber's PING as a message
 		}
-		switch len(args) {
-		case 1:
-			return slot{reply: resp.Simple("PONG")}
-		case 2:
-			return slot{reply: resp.AppendBulk(nil, args[1])}
+		if len(args) > 2 {
+			return slot{reply: resp.Error("ERR wrong number of arguments for 'ping' command")}
 		}
-		return slot{reply: resp.Error("ERR wrong number of arguments for 'ping' command")}
+		return a.pingSlot(st, args)
+	case "SCRIPT", "FUNCTION":
+		if isKill(args) {
+			return a.killScript(args)
+		}
 	case "ECHO":
 		return slot{reply: resp.AppendBulk(nil, args[1])}
 	case "SELECT":
@@ -431,19 +432,26 @@ func (a *Agent) queue(st *clientState, name string, sp rediscmd.Spec, msg string
 		// As redis: refused, but the transaction goes on.
 		return slot{reply: resp.Error("ERR WATCH inside MULTI is not allowed")}
 	}
+	if msg == "" && sp.Rewrite != nil {
+		args = sp.Rewrite(args, time.Now())
+	}
 	switch {
 	case msg != "":
 	case sp.Kind == rediscmd.Local:
-		msg = "ERR '" + name + "' is not supported inside MULTI by gait replica"
+		// Redis's own refusal (SAVE: not allowed inside a transaction)
+		// where it has one; what describes one server cannot be in a
+		// transaction every replica runs.
+		if msg = a.probeQueued(args); msg == "" {
+			msg = "ERR '" + name + "' is not supported inside MULTI by gait replica"
+		}
 	case sp.Kind == rediscmd.Agent && name != "PING" && name != "ECHO":
 		msg = "ERR '" + name + "' is not supported inside MULTI by gait replica"
+	case sp.Kind != rediscmd.Agent:
+		msg = a.probeQueued(args)
 	}
 	if msg != "" {
 		st.aborted = true
 		return slot{reply: resp.Error(msg)}
-	}
-	if sp.Rewrite != nil {
-		args = sp.Rewrite(args, time.Now())
 	}
 	st.queued = append(st.queued, args)
 	st.queuedVolatile = st.queuedVolatile || sp.Volatile
@@ -458,6 +466,11 @@ func (a *Agent) exec(st *clientState) slot {
 	}
 	queued, aborted, ws, volatile := st.queued, st.aborted, st.watched, st.queuedVolatile
 	st.inMulti, st.aborted, st.queued, st.watched, st.queuedVolatile = false, false, nil, nil, false
+	// As in redis, a busy server refuses EXEC itself before it looks at
+	// the queue.
+	if msg := a.execBusy(); msg != "" {
+		return slot{reply: resp.Error(msg)}
+	}
 	if aborted {
 		return slot{reply: resp.Error("EXECABORT Transaction discarded because of previous errors.")}
 	}
@@ -521,17 +534,25 @@ func (a *Agent) readSlot(st *clientState, payload []byte, pinned bool) slot {
 	return slot{fill: func() []byte { <-done; return raw }}
 }
 
-// localSlot answers a command about the local redis-server itself, once
-// it has applied the connection's acknowledged writes (a CONFIG SET, say).
-func (a *Agent) localSlot(st *clientState, payload []byte) slot {
-	md := st.mode()
-	return slot{fill: func() []byte {
+// ownWritesFirst has a command about the local redis-server wait until that
+// server has applied the connection's own writes (up to the write timeout):
+// INFO's counters and errorstats then count them, as one redis-server
+// would, although another replica answered the write first.
+func (a *Agent) ownWritesFirst(st *clientState, s slot) slot {
+	fill := s.fill
+	s.fill = func() []byte {
 		ctx, cancel := context.WithTimeout(context.Background(), a.cfg.WriteTimeout)
-		err := a.fsm.waitApplied(ctx, st.lastIndex.Load())
+		a.fsm.waitApplied(ctx, st.lastIndex.Load())
 		cancel()
-		if err != nil {
-			return resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
-		}
+		return fill()
+	}
+	return s
+}
+
+// localSlot answers a command about the local redis-server itself, in the
+// client's mode md.
+func (a *Agent) localSlot(md mode, payload []byte) slot {
+	return slot{fill: func() []byte {
 		raw, err := a.reads.do(md, payload)
 		if err != nil {
 			return resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
@@ -543,8 +564,8 @@ func (a *Agent) localSlot(st *clientState, payload []byte) slot {
 // infoSlot answers INFO from the local redis-server, with the agent's own
 // count of clients and of blocked clients: the clients are the agent's,
 // and one that waits in BLPOP waits in its agent, never in a redis-server.
-func (a *Agent) infoSlot(st *clientState, payload []byte) slot {
-	s := a.localSlot(st, payload)
+func (a *Agent) infoSlot(md mode, payload []byte) slot {
+	s := a.localSlot(md, payload)
 	fill := s.fill
 	s.fill = func() []byte {
 		a.mu.Lock()

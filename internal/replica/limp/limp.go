@@ -22,14 +22,16 @@ type Config struct {
 	Self           string        // this agent's replica ID
 	StatusInterval time.Duration // how often every replica reports its progress
 	// Floor is the smallest apply lag that counts as limping; Factor how
-	// many times its peers' median a replica's lag, log append time or
-	// round trip to its nearest peer must be to count.
+	// many times its peers' median a replica's lag must be to count (its
+	// log append time and round trip to its nearest peer: sideFactor).
 	Floor  time.Duration
 	Factor float64
-	// Hold is how long a replica must look slow, tick after tick, before
-	// it is marked: a machine busy with other work makes every replica
-	// look slow now and then, and a handover on noise costs more than the
-	// noise. A replica that cannot apply at all is marked at once.
+	// Hold is how long a replica must look slow before it is marked: a
+	// machine busy with other work makes every replica look slow now and
+	// then, and a handover on noise costs more than the noise. Gaps of up
+	// to a quarter of Hold do not break the spell, since a limping link or
+	// disk near the threshold dips under it now and then. A replica that
+	// cannot apply at all is marked at once.
 	Hold time.Duration
 	// PeerInflight is how many reads may be outstanding at one peer before
 	// it is given no more.
@@ -47,14 +49,47 @@ const historyKeep = 30 * time.Second
 // voter limps does not pass leadership around without end.
 const TransferPause = 2 * time.Second
 
-// appendLimpFloor is the smallest raft log append time that counts as a
-// limping disk; a healthy one takes about a millisecond.
-const appendLimpFloor = 20 * time.Millisecond
+// A limping disk or link is judged against its peers by a smaller factor
+// than the apply lag: a leader's log append and its link are on every
+// write's path, so twice its peers' time already costs every client, while
+// at 10x a slow disk or link shows only as 2 to 4 times its peers' (the
+// healthy part of each write, CPU and page cache, does not slow). The floors
+// keep a healthy deployment, where both take about a millisecond, from being
+// judged on fractions of one.
+const (
+	sideFactor      = 2.0
+	appendLimpFloor = 5 * time.Millisecond
+	probeLimpFloor  = 15 * time.Millisecond
+)
 
 // netLimpFloor is the smallest round trip to the nearest peer that counts as
-// a limping link; on a LAN or between namespaces a healthy one is well under
-// a millisecond, and a few milliseconds while the agents are busy.
+// a limping link, at Factor times the median; on a LAN or between
+// namespaces a healthy one is well under a millisecond, and a few
+// milliseconds while the agents are busy. A link limping at 10x adds too
+// little to a small message's round trip to tell it from a busy machine's
+// scheduling delays (2.5 to 5 ms against 1.5 to 5 ms at load average 17);
+// the probe below finds it.
 const netLimpFloor = 50 * time.Millisecond
+
+// A probe is a message of ProbeBytes to one peer, echoed back in that
+// peer's next status: its round trip is dominated by the time the bytes
+// take on the slower of the two links (2.6 ms at 100 Mbit/s, 26 ms at
+// 10 Mbit/s), which a busy machine's scheduling delays of a few
+// milliseconds do not hide. One goes to each peer every probeEvery, or
+// every probeShare times the last one's round trip if that is longer, so
+// probes take at most a tenth of a slow link; probeKeep round trips are
+// kept, and the smallest counts, since delays only ever add to one.
+const (
+	ProbeBytes = 32 << 10
+	probeEvery = 250 * time.Millisecond
+	probeShare = 10
+	probeKeep  = 5
+	// A probe unanswered for probeLost, or for probeShare round trips if
+	// that is longer, is sent again: a probe is dropped when the queue to
+	// its peer is full (a leader's queue of replies behind a limping link),
+	// and waiting long for it would leave the link unmeasured.
+	probeLost = time.Second
+)
 
 // readAvoid is how long a peer gets no reads after one had to be hedged away
 // from it.
@@ -70,10 +105,15 @@ type Member struct {
 type Status struct {
 	ID, Incarnation string
 	Applied         uint64
-	AppendSecs      float64 // its mean raft log append time
+	AppendSecs      float64 // its least raft log append time of the last 1 to 2 s (Least)
 	Stamp           int64   // the sender's stamp when it sent the report
 	Echo, Hold      int64   // this agent's stamp it last got, and how long the sender held it
 	NetSecs         float64 // the sender's round trip to its nearest peer
+	// ProbeEcho and ProbeHold echo this agent's last probe to the sender
+	// (Probe), as Echo and Hold echo its status; ProbeSecs is the sender's
+	// probe round trip to its nearest peer.
+	ProbeEcho, ProbeHold int64
+	ProbeSecs            float64
 	// Stopped says the replica cannot apply at all (its redis-server is
 	// gone): it limps whatever its peers' lag, which matters when several
 	// stopped at once and the median lag is stuck too. Only this agent's
@@ -90,6 +130,7 @@ type Mark struct {
 	Lag, MedianLag       time.Duration
 	Append, MedianAppend time.Duration
 	Net, MedianNet       time.Duration
+	Probe, MedianProbe   time.Duration
 	Stopped              bool // it cannot apply at all
 }
 
@@ -106,8 +147,15 @@ type Decision struct {
 // Echo is what this agent's next status to one peer carries back: the
 // peer's last stamp and how long it was held here (zero before any).
 type Echo struct {
-	Addr       string
-	Echo, Hold int64
+	Addr                 string
+	Echo, Hold           int64
+	ProbeEcho, ProbeHold int64 // the same for the peer's last probe
+}
+
+// Probe is one probe to send: ProbeBytes to Addr, with the stamp Stamp.
+type Probe struct {
+	Addr  string
+	Stamp int64
 }
 
 // Target is one replica a read may go to.
@@ -127,6 +175,7 @@ type Replica struct {
 	Inflight    int     // reads outstanding at it
 	ReplySecs   float64 // smoothed delay of its replies to this agent's writes
 	NetSecs     float64 // its round trip to its nearest peer
+	ProbeSecs   float64 // its probe round trip to its nearest peer
 }
 
 // replica is what the tracker knows of one replica (this agent's included).
@@ -135,9 +184,10 @@ type replica struct {
 	voter       bool
 	incarnation string
 	applied     uint64
-	appendSecs  float64   // the replica's mean raft log append time, as it reports
+	appendSecs  float64   // the replica's least recent raft log append time, as it reports
 	stopped     bool      // it cannot apply (Status.Stopped)
-	slowSince   time.Time // since when it has looked slow on every tick; zero while it does not
+	slowSince   time.Time // since when it has looked slow (gaps under Hold/4 bridged); zero while it does not
+	slowLast    time.Time // the last tick it looked slow
 	seen        time.Time // its last status
 	lag         time.Duration
 	limping     bool
@@ -151,6 +201,17 @@ type replica struct {
 	rttSecs, netSecs float64
 	echo             int64     // the stamp of the replica's last status, echoed back to it
 	echoAt           time.Time // when that status arrived
+	// probes are this agent's last probe round trips to the replica, the
+	// newest last; probeSent is the outstanding probe's stamp (zero when
+	// none) and probeAt when the last one was sent. probeSecs is the
+	// replica's own probe round trip to its nearest peer, as it reports;
+	// probeEcho and probeEchoAt are its last probe to this agent.
+	probes      []float64
+	probeSent   int64
+	probeAt     time.Time
+	probeSecs   float64
+	probeEcho   int64
+	probeEchoAt time.Time
 }
 
 // maxSample is one observation of the highest applied index of any replica.
@@ -211,11 +272,79 @@ func (t *Tracker) Observe(st Status, now time.Time) {
 	}
 	r.incarnation, r.applied, r.appendSecs, r.seen = st.Incarnation, st.Applied, st.AppendSecs, now
 	r.netSecs, r.echo, r.echoAt, r.stopped = st.NetSecs, st.Stamp, now, st.Stopped
+	r.probeSecs = st.ProbeSecs
 	if st.Echo > 0 {
 		if rtt := t.Stamp(now) - st.Echo - st.Hold; rtt > 0 {
 			r.rttSecs = EWMA(r.rttSecs, time.Duration(rtt).Seconds())
 		}
 	}
+	if st.ProbeEcho > 0 && st.ProbeEcho == r.probeSent {
+		if rtt := t.Stamp(now) - st.ProbeEcho - st.ProbeHold; rtt > 0 {
+			r.probes = append(r.probes, time.Duration(rtt).Seconds())
+			if len(r.probes) > probeKeep {
+				r.probes = r.probes[1:]
+			}
+		}
+		r.probeSent = 0
+	}
+}
+
+// Probes are the probes to send to peers at now: to each one with none
+// outstanding (or one lost) whose last was sent long enough ago.
+func (t *Tracker) Probes(now time.Time) []Probe {
+	var out []Probe
+	for id, r := range t.replicas {
+		if id == t.cfg.Self || r.addr == "" {
+			continue
+		}
+		since := now.Sub(r.probeAt)
+		every, lost := probeEvery, probeLost
+		if n := len(r.probes); n > 0 {
+			every = max(every, probeShare*seconds(r.probes[n-1]))
+			lost = max(lost, every)
+		}
+		if (r.probeSent != 0 && since < lost) || since < every {
+			continue
+		}
+		r.probeSent, r.probeAt = t.Stamp(now), now
+		out = append(out, Probe{Addr: r.addr, Stamp: r.probeSent})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Addr < out[j].Addr })
+	return out
+}
+
+// ObserveProbe records a probe from a replica, received at now, to echo
+// back in the next status to it.
+func (t *Tracker) ObserveProbe(id string, stamp int64, now time.Time) {
+	if r := t.replicas[id]; r != nil {
+		r.probeEcho, r.probeEchoAt = stamp, now
+	}
+}
+
+// NearestProbe is this agent's probe round trip, in seconds, to its nearest
+// peer: for each peer the smallest of its last probes; zero (not known)
+// until a probe came back from every peer, since a fresh agent whose only
+// probe back so far is from a limping leader would look limping itself
+// (it did, and handed leadership to that leader). While a peer is down the
+// probe rule is off and a limping link is left to the round-trip rule. A link too slow to bring a probe back at all is found by
+// its silence (NearestPeer); an outstanding probe does not count, since on
+// a busy machine a healthy peer's echo is sometimes late by 100 ms or more
+// and would raise this agent's figure, and with it the median its peers
+// are judged against.
+func (t *Tracker) NearestProbe() float64 {
+	best, any := 0.0, false
+	for id, r := range t.replicas {
+		if id == t.cfg.Self || r.addr == "" {
+			continue
+		}
+		if len(r.probes) == 0 {
+			return 0
+		}
+		if d := slices.Min(r.probes); !any || d < best {
+			best, any = d, true
+		}
+	}
+	return best
 }
 
 // Echoes are the stamps to send back to every peer with an address.
@@ -228,6 +357,9 @@ func (t *Tracker) Echoes(now time.Time) []Echo {
 		e := Echo{Addr: r.addr}
 		if r.echo != 0 {
 			e.Echo, e.Hold = r.echo, int64(now.Sub(r.echoAt))
+		}
+		if r.probeEcho != 0 {
+			e.ProbeEcho, e.ProbeHold = r.probeEcho, int64(now.Sub(r.probeEchoAt))
 		}
 		out = append(out, e)
 	}
@@ -306,43 +438,52 @@ func median(ds []time.Duration) time.Duration {
 }
 
 // markLimping compares each replica with its peers: far behind in applying,
-// far slower in appending to its raft log, or far slower to reach even its
-// nearest peer (its own link limps). A mark is lifted only once the replica
-// is back under half the thresholds. A mark needs the replica to have
+// slower in appending to its raft log, or slower to reach even its nearest
+// peer (its own link limps). A mark is lifted only once the replica is back
+// under the thresholds' lower halves. A mark needs the replica to have
 // looked slow for Hold.
 func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 	cfg := t.cfg
-	var appends, nets []time.Duration
+	var appends, nets, probes []time.Duration
 	for _, r := range t.replicas {
 		appends = append(appends, seconds(r.appendSecs))
 		nets = append(nets, seconds(r.netSecs))
+		probes = append(probes, seconds(r.probeSecs))
 	}
-	medianAppend, medianNet := median(appends), median(nets)
-	slow := func(v, floor, med time.Duration) bool {
-		return v > floor && float64(v) > cfg.Factor*float64(med)
+	medianAppend, medianNet, medianProbe := median(appends), median(nets), median(probes)
+	slow := func(v, floor, med time.Duration, factor float64) bool {
+		return v > floor && float64(v) > factor*float64(med)
 	}
-	fine := func(v, floor, med time.Duration) bool {
-		return v < floor/2 || float64(v) < cfg.Factor/2*float64(med)
+	// Healed is under half the floor, or under the factor's lower half
+	// (for sideFactor 2: 1.5 times the median, as 2/2 would be the median
+	// itself, which a replica is never under).
+	fine := func(v, floor, med time.Duration, factor float64) bool {
+		return v < floor/2 || float64(v) < (1+factor)/2*float64(med)
 	}
 	var marks []Mark
 	for _, r := range t.replicas {
-		appendTime, net := seconds(r.appendSecs), seconds(r.netSecs)
-		slowApply := slow(r.lag, cfg.Floor, medianLag)
-		slowDisk := slow(appendTime, appendLimpFloor, medianAppend)
-		slowNet := slow(net, netLimpFloor, medianNet)
-		healed := !r.stopped && r.lag < cfg.Floor/2 && fine(appendTime, appendLimpFloor, medianAppend) && fine(net, netLimpFloor, medianNet)
+		appendTime, net, probe := seconds(r.appendSecs), seconds(r.netSecs), seconds(r.probeSecs)
+		slowApply := slow(r.lag, cfg.Floor, medianLag, cfg.Factor)
+		slowDisk := slow(appendTime, appendLimpFloor, medianAppend, sideFactor)
+		slowNet := slow(net, netLimpFloor, medianNet, cfg.Factor) || slow(probe, probeLimpFloor, medianProbe, sideFactor)
+		healed := !r.stopped && r.lag < cfg.Floor/2 && fine(appendTime, appendLimpFloor, medianAppend, sideFactor) &&
+			fine(net, netLimpFloor, medianNet, cfg.Factor) && fine(probe, probeLimpFloor, medianProbe, sideFactor)
 		slowNow := slowApply || slowDisk || slowNet
 		switch {
-		case !slowNow:
+		case slowNow:
+			if r.slowSince.IsZero() {
+				r.slowSince = now
+			}
+			r.slowLast = now
+		case now.Sub(r.slowLast) > cfg.Hold/4:
 			r.slowSince = time.Time{}
-		case r.slowSince.IsZero():
-			r.slowSince = now
 		}
 		held := slowNow && now.Sub(r.slowSince) >= cfg.Hold
 		if (!r.limping && (r.stopped || held)) || (r.limping && healed) {
 			r.limping = !r.limping
 			marks = append(marks, Mark{ID: r.id, Limping: r.limping, Lag: r.lag, MedianLag: medianLag,
-				Append: appendTime, MedianAppend: medianAppend, Net: net, MedianNet: medianNet, Stopped: r.stopped})
+				Append: appendTime, MedianAppend: medianAppend, Net: net, MedianNet: medianNet,
+				Probe: probe, MedianProbe: medianProbe, Stopped: r.stopped})
 		}
 	}
 	sort.Slice(marks, func(i, j int) bool { return marks[i].ID < marks[j].ID })
@@ -402,9 +543,8 @@ func (t *Tracker) ObserveReply(id string, d time.Duration) {
 	}
 }
 
-// EWMA smooths every latency the tracker is told of, and the log append time
-// an agent reports (Status.AppendSecs): the first sample stands alone, then
-// each new one weighs a fifth.
+// EWMA smooths every latency the tracker is told of: the first sample
+// stands alone, then each new one weighs a fifth.
 func EWMA(old, v float64) float64 {
 	if old == 0 {
 		return v
@@ -532,7 +672,8 @@ func (t *Tracker) Replicas() []Replica {
 	var out []Replica
 	for id, r := range t.replicas {
 		out = append(out, Replica{ID: id, Voter: r.voter, Applied: r.applied, Lag: r.lag, Limping: r.limping,
-			Quarantined: t.isQuarantined(id, r.incarnation), Inflight: r.inflight, ReplySecs: r.replySecs, NetSecs: r.netSecs})
+			Quarantined: t.isQuarantined(id, r.incarnation), Inflight: r.inflight, ReplySecs: r.replySecs, NetSecs: r.netSecs,
+			ProbeSecs: r.probeSecs})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out

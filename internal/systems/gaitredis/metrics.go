@@ -39,6 +39,7 @@ var ReplicaGauges = []string{
 	"gait_replica_quarantined",
 	"gait_replica_peer_reads_inflight",
 	"gait_replica_network_seconds",
+	"gait_replica_probe_seconds",
 }
 
 // Counters are reported as the agent's running total since it started.

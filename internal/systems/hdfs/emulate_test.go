@@ -16,8 +16,9 @@ import (
 // synthetic stream through cl and reads each back whole (the read checks
 // every byte), stops the cluster, and asks each DataNode's store what it
 // holds. The store must show every replica yet hold far fewer bytes: the
-// block files are kept as descriptions, and what stays literal is mostly
-// the blocks' .meta checksums (4 bytes per 512 of data).
+// block files are kept as descriptions, and so are the blocks' .meta
+// checksums, also those the DataNode closed before the block's data
+// reached the mount; what stays literal is the daemons' own small files.
 func checkStores(t *testing.T, c *Cluster, tb *testbed.Testbed, cl load.Client) {
 	t.Helper()
 	for _, h := range tb.Hosts[1:] {
@@ -53,7 +54,7 @@ func checkStores(t *testing.T, c *Cluster, tb *testbed.Testbed, cl load.Client) 
 	}
 	ratio := float64(logical) / float64(max(physical, 1))
 	t.Logf("the DataNodes' stores: %d bytes logical, %d physical, ratio %.1f", logical, physical, ratio)
-	if ratio < 50 {
-		t.Errorf("ratio %.1f, want more than 50", ratio)
+	if ratio < 400 {
+		t.Errorf("ratio %.1f, want more than 400 (826 measured)", ratio)
 	}
 }
