@@ -74,7 +74,7 @@ member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 	f.StringVar(&cfg.Join, "join", "", "raft address of any member to join through")
 	f.BoolVar(&cfg.NonVoter, "nonvoter", false, "join as a non-voting duplicate")
 	f.StringVar(&cfg.Metrics, "metrics", "", "HOST:PORT to serve Prometheus metrics on /metrics")
-	f.IntVar(&cfg.MaxRequest, "max-request", 32<<20, fmt.Sprintf("largest client request in bytes, %d to %d", replica.MinRequest, replica.MaxRequest))
+	f.IntVar(&cfg.MaxRequest, "max-request", replica.DefaultMaxRequest, fmt.Sprintf("largest client request in bytes, %d to %d", replica.MinRequest, replica.MaxRequest))
 	f.IntVar(&cfg.RequestMemory, "request-memory", 0, fmt.Sprintf("bytes the requests of all clients together may hold while they arrive; one over it is refused (default %d MiB, or --max-request if larger)", replica.DefaultRequestMemory>>20))
 	f.DurationVar(&cfg.RequestTimeout, "request-timeout", 10*time.Second, "longest pause within a request before the agent answers an error and closes the connection")
 	deploymentFlags(f, &cfg, &read)

@@ -50,12 +50,14 @@ type Spec struct {
 	// the agent serves it by proposing the non-blocking form until it finds
 	// data or the timeout passes, never by blocking a redis-server.
 	Blocks bool
+	// Volatile marks a write whose reply differs between replicas that hold
+	// the same data (PUBLISH counts the local server's subscribers).
+	Volatile bool
 }
 
 const (
 	whyServer  = "it changes or inspects one server or connection, not the replicated data"
 	whyCluster = "gait replica is not a Redis Cluster"
-	whyPubSub  = "publish/subscribe is not replicated"
 	whyRewrite = "it writes the local server's configuration file"
 )
 
@@ -170,6 +172,15 @@ var table = map[string]Spec{
 	"CLIENT": {Kind: Agent, Arity: -2}, "HELLO": {Kind: Agent, Arity: -1}, "RESET": {Kind: Agent, Arity: 1},
 	"WATCH": {Kind: Agent, Arity: -2}, "UNWATCH": {Kind: Agent, Arity: 1},
 
+	// Publish/subscribe: a message is an ordered write, which every replica
+	// publishes to its own server's subscribers; each subscriber is a
+	// connection of its agent to that agent's server.
+	"PUBLISH": {Kind: Write, Arity: 3, Volatile: true}, "SPUBLISH": {Kind: Write, Arity: 3, Volatile: true},
+	"SUBSCRIBE": {Kind: Agent, Arity: -2}, "PSUBSCRIBE": {Kind: Agent, Arity: -2}, "SSUBSCRIBE": {Kind: Agent, Arity: -2},
+	"UNSUBSCRIBE": {Kind: Agent, Arity: -1}, "PUNSUBSCRIBE": {Kind: Agent, Arity: -1}, "SUNSUBSCRIBE": {Kind: Agent, Arity: -1},
+	// PUBSUB CHANNELS, NUMSUB...: the subscribers of this agent.
+	"PUBSUB": {Kind: Local, Arity: -2},
+
 	// Refused.
 	// DEBUG: what describes the data is a read, what changes it or every
 	// server's behaviour is ordered, what concerns one server is local; the
@@ -193,11 +204,6 @@ var table = map[string]Spec{
 	"CLUSTER": {Kind: Refused, Reason: whyCluster}, "ASKING": {Kind: Refused, Reason: whyCluster},
 	"READONLY": {Kind: Refused, Reason: whyCluster}, "READWRITE": {Kind: Refused, Reason: whyCluster},
 	"RESTORE-ASKING": {Kind: Refused, Reason: whyCluster},
-	"SUBSCRIBE":      {Kind: Refused, Reason: whyPubSub}, "PSUBSCRIBE": {Kind: Refused, Reason: whyPubSub},
-	"SSUBSCRIBE": {Kind: Refused, Reason: whyPubSub}, "PUBLISH": {Kind: Refused, Reason: whyPubSub},
-	"SPUBLISH": {Kind: Refused, Reason: whyPubSub}, "UNSUBSCRIBE": {Kind: Refused, Reason: whyPubSub},
-	"PUNSUBSCRIBE": {Kind: Refused, Reason: whyPubSub}, "SUNSUBSCRIBE": {Kind: Refused, Reason: whyPubSub},
-	"PUBSUB": {Kind: Refused, Reason: whyPubSub},
 }
 
 // Lookup finds the command's row and checks its arity and sub-command. The
@@ -413,4 +419,27 @@ func Supported() map[string][]string {
 		sort.Strings(l)
 	}
 	return names
+}
+
+// Served says whether gait replica serves the command (name in any case,
+// "container|sub" for a sub-command, as COMMAND names them), or at least
+// one of its sub-commands: COMMAND lists only these.
+func Served(name string) bool {
+	name, sub, isSub := strings.Cut(strings.ToUpper(name), "|")
+	s, ok := table[name]
+	if !ok {
+		return false
+	}
+	if k, ok := s.Subs[sub]; isSub && ok {
+		return k != Refused
+	}
+	if s.Kind != Refused || isSub {
+		return s.Kind != Refused
+	}
+	for _, k := range s.Subs {
+		if k != Refused {
+			return true
+		}
+	}
+	return false
 }

@@ -90,11 +90,18 @@ func TestLookup(t *testing.T) {
 		"config get save":   "",
 		"DEBUG segfault":    "ERR 'DEBUG' is not supported by gait replica",
 		"DEBUG digest":      "",
-		"SUBSCRIBE c":       "ERR 'SUBSCRIBE' is not supported by gait replica: publish/subscribe",
+		"SUBSCRIBE c":       "",
+		"MONITOR":           "ERR 'MONITOR' is not supported by gait replica",
 	} {
 		_, _, msg := Lookup(words(in))
 		if (want == "") != (msg == "") || !strings.HasPrefix(msg, want) {
 			t.Errorf("%s: %q, want %q", in, msg, want)
+		}
+	}
+	for name, want := range map[string]bool{"get": true, "DEBUG": true, "monitor": false, "SYNC": false, "NOSUCH": false,
+		"client|list": true, "config|get": true, "config|rewrite": false, "debug|digest": true, "debug|segfault": false} {
+		if Served(name) != want {
+			t.Errorf("Served(%s) = %v, want %v", name, !want, want)
 		}
 	}
 	for _, name := range []string{"SCAN", "SSCAN", "HSCAN", "ZSCAN"} {

@@ -106,7 +106,8 @@ type Config struct {
 	Durability Durability
 	// Metrics is host:port for Prometheus metrics on /metrics; empty: none.
 	Metrics string
-	// MaxRequest bounds the bytes of one client request (default 32 MiB).
+	// MaxRequest bounds the bytes of one client request (default 512 MiB,
+	// DefaultMaxRequest).
 	MaxRequest int
 	// RequestMemory caps the bytes that the requests of all clients
 	// together hold while they arrive and until they are handled (default
@@ -176,7 +177,7 @@ func (c *Config) setDefaults() error {
 		c.Fanout = 1
 	}
 	if c.MaxRequest <= 0 {
-		c.MaxRequest = 32 << 20
+		c.MaxRequest = DefaultMaxRequest
 	}
 	if c.RequestMemory <= 0 {
 		c.RequestMemory = max(DefaultRequestMemory, c.MaxRequest)
@@ -266,6 +267,8 @@ type Agent struct {
 	conns   map[net.Conn]*clientState
 	// clientIDs numbers client connections, for CLIENT ID and CLIENT LIST.
 	clientIDs atomic.Uint64
+	// blockedClients counts connections waiting in a blocking command.
+	blockedClients atomic.Int64
 }
 
 // Start starts an agent: it empties the local redis (the log rebuilds it),

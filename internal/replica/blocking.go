@@ -69,8 +69,8 @@ func blockTimeout(name string, args [][]byte) (d time.Duration, forever, ok bool
 }
 
 // block serves a blocking command until it finds data, the timeout passes,
-// or the client goes away; the reply is what redis answered to the
-// successful (or last) attempt.
+// CLIENT UNBLOCK ends it, or the client goes away; the reply is what redis
+// answered to the successful (or last) attempt.
 func (a *Agent) block(st *clientState, name string, args [][]byte, d time.Duration, forever bool) []byte {
 	if st.lastRead != nil {
 		<-st.lastRead
@@ -84,13 +84,23 @@ func (a *Agent) block(st *clientState, name string, args [][]byte, d time.Durati
 			return errReply
 		}
 	}
+	// INFO's blocked_clients and CLIENT LIST's flags=b count it meanwhile.
+	a.blockedClients.Add(1)
+	defer a.blockedClients.Add(-1)
+	unblocked, stop := st.blockUntilUnblocked()
+	defer stop()
 	deadline := time.Now().Add(d)
 	payload := resp.AppendCommand(nil, []byte("MULTI"))
 	payload = resp.AppendCommand(payload, args...)
 	payload = resp.AppendCommand(payload, []byte("EXEC"))
+	payload, n, after := st.mode().frame(payload, 3)
+	// A command that moves data has a destination whose wrong type redis
+	// does report to the woken client.
+	moves := name == "BLMOVE" || name == "BRPOPLPUSH"
+	attempt := 0
 	for {
 		start := time.Now()
-		w, err := a.startWrite(payload, 3)
+		w, err := a.startWrite(payload, n, after)
 		if err != nil {
 			return resp.Error("TRYAGAIN gait replica: " + err.Error())
 		}
@@ -102,6 +112,12 @@ func (a *Agent) block(st *clientState, name string, args [][]byte, d time.Durati
 			st.lastIndex.Store(r.index)
 		}
 		reply, empty := execElement(r.raw)
+		if attempt > 0 && !moves && bytes.HasPrefix(reply, []byte("-WRONGTYPE")) {
+			// Redis does not wake a blocked client when its key becomes
+			// another type, only when a list (or zset) arrives.
+			reply, empty = appendValue(nil, nullValue(int(st.proto.Load()))), true
+		}
+		attempt++
 		if !empty || (!forever && !time.Now().Before(deadline)) {
 			return reply
 		}
@@ -109,11 +125,20 @@ func (a *Agent) block(st *clientState, name string, args [][]byte, d time.Durati
 		if !forever {
 			wait = min(wait, time.Until(deadline))
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		ctx, cancel := context.WithTimeout(unblocked.ctx, wait)
 		a.fsm.waitApplied(ctx, r.index+1)
 		cancel()
 		if gap := retryGap - time.Since(start); gap > 0 {
-			time.Sleep(min(gap, max(time.Until(deadline), 0)))
+			select {
+			case <-time.After(min(gap, max(time.Until(deadline), 0))):
+			case <-unblocked.ctx.Done():
+			}
+		}
+		if unblocked.ctx.Err() != nil {
+			if unblocked.how == "ERROR" {
+				return resp.Error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+			}
+			return reply // as if it timed out
 		}
 		if gone(st) {
 			return reply
@@ -124,6 +149,43 @@ func (a *Agent) block(st *clientState, name string, args [][]byte, d time.Durati
 		default:
 		}
 	}
+}
+
+// unblocking is how CLIENT UNBLOCK ends a blocked command: ctx is cancelled
+// once how (TIMEOUT or ERROR) is set.
+type unblocking struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	how    string
+}
+
+// blockUntilUnblocked marks the connection blocked until stop is called:
+// CLIENT UNBLOCK finds it meanwhile.
+func (cl *clientConn) blockUntilUnblocked() (u *unblocking, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	u = &unblocking{ctx: ctx, cancel: cancel}
+	cl.mu.Lock()
+	cl.unblock = u
+	cl.mu.Unlock()
+	return u, func() {
+		cl.mu.Lock()
+		cl.unblock = nil
+		cl.mu.Unlock()
+		cancel()
+	}
+}
+
+// unblockWith ends the connection's blocked command, if it has one, as
+// CLIENT UNBLOCK does; it says whether there was one.
+func (cl *clientConn) unblockWith(how string) bool {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.unblock == nil || cl.unblock.ctx.Err() != nil {
+		return false
+	}
+	cl.unblock.how = how
+	cl.unblock.cancel()
+	return true
 }
 
 // execElement unwraps the one reply inside EXEC's answer; empty says it is
@@ -159,7 +221,7 @@ func (a *Agent) resolveLastIDs(st *clientState, args [][]byte) ([][]byte, []byte
 			continue
 		}
 		key := out[streams+1+i]
-		raw, err := a.read(st, resp.AppendCommand(nil, []byte("XREVRANGE"), key, []byte("+"), []byte("-"), []byte("COUNT"), []byte("1")))
+		raw, err := a.read(st, st.mode(), resp.AppendCommand(nil, []byte("XREVRANGE"), key, []byte("+"), []byte("-"), []byte("COUNT"), []byte("1")))
 		if err != nil {
 			return nil, resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
 		}

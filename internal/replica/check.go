@@ -17,8 +17,13 @@ const (
 	MaxRequest = 1 << 30
 )
 
-// DefaultRequestMemory is the default of Config.RequestMemory (when
-// MaxRequest is not larger): eight requests of the default largest size.
+// DefaultMaxRequest is the default of Config.MaxRequest: redis's own
+// bound on one bulk string (proto-max-bulk-len), so a request redis takes
+// the agent takes too.
+const DefaultMaxRequest = 512 << 20
+
+// DefaultRequestMemory is the default of Config.RequestMemory when
+// MaxRequest is not larger.
 const DefaultRequestMemory = 256 << 20
 
 // Check validates an agent's settings as a user gives them, the flags of

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gait-dev/gait/internal/resp"
@@ -22,21 +23,60 @@ type clientConn struct {
 	created time.Time
 	mu      sync.Mutex
 	name    string
+	unblock *unblocking // the blocked command's, while one waits
 	// last is the time and name of the latest command, for idle= and cmd=.
 	last    atomic.Int64
 	lastCmd atomic.Value
+	// proto and db are the connection's mode (HELLO, SELECT); only its
+	// own goroutine changes them, CLIENT LIST of others reads them.
+	proto, db atomic.Int64
+	// qbuf and argvMem are the size of the request being served, encoded
+	// and its arguments' bytes, for qbuf= and argv-mem=.
+	qbuf, argvMem atomic.Int64
 }
+
+// containers are the commands CLIENT LIST names with their sub-command,
+// as redis does (cmd=client|list).
+var containers = map[string]bool{"client": true, "config": true, "command": true, "object": true, "memory": true,
+	"script": true, "function": true, "xinfo": true, "xgroup": true, "pubsub": true, "slowlog": true,
+	"latency": true, "acl": true, "debug": true, "cluster": true, "module": true}
+
+func (cl *clientConn) mode() mode { return mode{proto: int(cl.proto.Load()), db: int(cl.db.Load())} }
 
 func (a *Agent) newClientState(c net.Conn) *clientState {
 	st := &clientState{clientConn: clientConn{id: a.clientIDs.Add(1), conn: c, created: time.Now()}}
 	st.last.Store(st.created.UnixNano())
+	st.proto.Store(2)
 	return st
 }
 
-// touch records a command's arrival for CLIENT LIST's idle= and cmd=.
-func (cl *clientConn) touch(name []byte) {
+// touch records a command's arrival for CLIENT LIST's idle=, cmd=, qbuf=
+// and argv-mem=.
+func (cl *clientConn) touch(args [][]byte) {
 	cl.last.Store(time.Now().UnixNano())
-	cl.lastCmd.Store(strings.ToLower(string(name)))
+	cmd := strings.ToLower(string(args[0]))
+	if containers[cmd] && len(args) > 1 {
+		cmd += "|" + strings.ToLower(string(args[1]))
+	}
+	cl.lastCmd.Store(cmd)
+	encoded, mem := len(strconv.Itoa(len(args)))+3, 0
+	for _, a := range args {
+		encoded += len(strconv.Itoa(len(a))) + len(a) + 5
+		mem += len(a)
+	}
+	cl.qbuf.Store(int64(encoded))
+	cl.argvMem.Store(int64(mem))
+}
+
+// fd is the connection's file descriptor, for fd=; -1 when it has none.
+func (cl *clientConn) fd() int {
+	fd := -1
+	if sc, ok := cl.conn.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			rc.Control(func(f uintptr) { fd = int(f) })
+		}
+	}
+	return fd
 }
 
 func (cl *clientConn) getName() string {
@@ -45,17 +85,26 @@ func (cl *clientConn) getName() string {
 	return cl.name
 }
 
-// info is one line of CLIENT LIST and CLIENT INFO, in redis's field order,
-// with the fields the agent knows.
+// info is one line of CLIENT LIST and CLIENT INFO, in redis's field order:
+// the agent's connection (qbuf= the request being served, rbs= the
+// agent's read buffer; no output is buffered between replies).
 func (cl *clientConn) info(now time.Time, inMulti bool, queued int) string {
 	multi := -1
 	if inMulti {
 		multi = queued
 	}
 	cmd, _ := cl.lastCmd.Load().(string)
-	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d idle=%d flags=N db=0 sub=0 psub=0 ssub=0 multi=%d cmd=%s user=default redir=-1 resp=2\n",
-		cl.id, cl.conn.RemoteAddr(), cl.conn.LocalAddr(), cl.getName(), int(now.Sub(cl.created).Seconds()),
-		int(now.Sub(time.Unix(0, cl.last.Load())).Seconds()), multi, cmd)
+	flags := "N"
+	cl.mu.Lock()
+	if cl.unblock != nil {
+		flags = "b"
+	}
+	cl.mu.Unlock()
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=%d sub=0 psub=0 ssub=0 multi=%d "+
+		"qbuf=%d qbuf-free=0 argv-mem=%d multi-mem=0 rbs=%d rbp=0 obl=0 oll=0 omem=0 tot-mem=%d events=r cmd=%s user=default redir=-1 resp=%d\n",
+		cl.id, cl.conn.RemoteAddr(), cl.conn.LocalAddr(), cl.fd(), cl.getName(), int(now.Sub(cl.created).Seconds()),
+		int(now.Sub(time.Unix(0, cl.last.Load())).Seconds()), flags, cl.db.Load(), multi, cl.qbuf.Load(), cl.argvMem.Load(),
+		resp.MaxLine, resp.MaxLine+cl.argvMem.Load(), cmd, cl.proto.Load())
 }
 
 // validName is redis's rule for connection names: no spaces, newlines or
@@ -83,7 +132,7 @@ func (a *Agent) clientCommand(st *clientState, args [][]byte) []byte {
 		if n := st.getName(); n != "" {
 			return resp.AppendBulk(nil, []byte(n))
 		}
-		return []byte("$-1\r\n")
+		return nullReply(int(st.proto.Load()))
 	case "SETNAME":
 		if !validName(args[2]) {
 			return resp.Error("ERR Client names cannot contain spaces, newlines or special characters.")
@@ -99,9 +148,61 @@ func (a *Agent) clientCommand(st *clientState, args [][]byte) []byte {
 	case "LIST":
 		return a.clientList(st, args[2:])
 	case "KILL":
+		if len(args) == 2 {
+			return resp.Error("ERR wrong number of arguments for 'client|kill' command")
+		}
 		return a.clientKill(st, args[2:])
+	case "REPLY":
+		return a.clientReply(st, args)
+	case "UNBLOCK":
+		return a.clientUnblock(args)
 	}
 	return resp.Error(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%s'. Try CLIENT HELP.", argWord(args[1])))
+}
+
+// clientUnblock answers CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 when it ended
+// a blocked command of the agent's connection id, else 0.
+func (a *Agent) clientUnblock(args [][]byte) []byte {
+	if len(args) != 3 && len(args) != 4 {
+		return resp.Error("ERR wrong number of arguments for 'client|unblock' command")
+	}
+	id, err := strconv.ParseUint(string(args[2]), 10, 64)
+	if err != nil {
+		return resp.Error("ERR value is not an integer or out of range")
+	}
+	how := "TIMEOUT"
+	if len(args) == 4 {
+		how = strings.ToUpper(string(args[3]))
+		if how != "TIMEOUT" && how != "ERROR" {
+			return resp.Error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+		}
+	}
+	for _, st := range a.connections() {
+		if st.id == id && st.unblockWith(how) {
+			return resp.Int(1)
+		}
+	}
+	return resp.Int(0)
+}
+
+// clientReply answers CLIENT REPLY ON|OFF|SKIP: OFF silences every reply
+// until ON, SKIP the next command's.
+func (a *Agent) clientReply(st *clientState, args [][]byte) []byte {
+	if len(args) != 3 {
+		return resp.Error("ERR wrong number of arguments for 'client|reply' command")
+	}
+	switch strings.ToUpper(string(args[2])) {
+	case "ON":
+		st.replyOff, st.skipNext = false, 0
+		return resp.Simple("OK")
+	case "OFF":
+		st.replyOff = true
+	case "SKIP":
+		st.skipNext = 2 // this command's reply, and the next one's
+	default:
+		return resp.Error("ERR syntax error")
+	}
+	return nil
 }
 
 // argWord is an argument as redis quotes it in an error: at most 128 bytes.
@@ -201,7 +302,9 @@ func (a *Agent) clientKill(self *clientState, opts [][]byte) []byte {
 				return resp.Error("ERR Unknown client type '" + argWord(opts[i+1]) + "'")
 			}
 		case "USER":
-			user = v
+			if user = v; user != "default" {
+				return resp.Error("ERR No such user '" + argWord(opts[i+1]) + "'")
+			}
 		case "SKIPME":
 			switch strings.ToLower(v) {
 			case "yes":
@@ -224,8 +327,9 @@ func (a *Agent) clientKill(self *clientState, opts [][]byte) []byte {
 		}
 		killed++
 		if st == self {
-			// Redis answers the killing connection before closing it.
-			defer func() { time.AfterFunc(10*time.Millisecond, func() { st.conn.Close() }) }()
+			// Redis answers the killing connection, then closes it and
+			// reads nothing more from it.
+			self.killed = true
 			continue
 		}
 		st.conn.Close()
@@ -233,17 +337,19 @@ func (a *Agent) clientKill(self *clientState, opts [][]byte) []byte {
 	return resp.Int(killed)
 }
 
-// hello answers HELLO [2 [AUTH user pass] [SETNAME name]]. RESP3 is not
-// served: replies from redis are forwarded as they come, in RESP2.
+// hello answers HELLO [protover [AUTH user pass] [SETNAME name]]: 2 or 3
+// switches the connection's protocol, as redis does.
 func (a *Agent) hello(st *clientState, args [][]byte) []byte {
+	proto := int(st.proto.Load())
 	if len(args) > 1 {
-		v, err := strconv.Atoi(string(args[1]))
+		v, err := strconv.ParseInt(string(args[1]), 10, 64)
 		if err != nil {
 			return resp.Error("ERR Protocol version is not an integer or out of range")
 		}
-		if v != 2 {
+		if v != 2 && v != 3 {
 			return resp.Error("NOPROTO sorry, this protocol version is not supported")
 		}
+		proto = int(v)
 	}
 	var name []byte
 	for i := 2; i < len(args); i++ {
@@ -262,12 +368,12 @@ func (a *Agent) hello(st *clientState, args [][]byte) []byte {
 			return resp.Error("ERR Syntax error in HELLO option '" + argWord(args[i]) + "'")
 		}
 	}
-	raw, err := a.reads.do(resp.AppendCommand(nil, []byte("HELLO"), []byte("2")))
+	raw, err := a.reads.do(mode{proto: proto}, resp.AppendCommand(nil, []byte("HELLO"), []byte(strconv.Itoa(proto))))
 	if err != nil {
 		return resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
 	}
 	_, v, err := resp.ReadReply(bufio.NewReader(bytes.NewReader(raw)))
-	if err != nil || v.Kind != '*' || len(v.Arr)%2 != 0 {
+	if err != nil || (v.Kind != '*' && v.Kind != '%') || len(v.Arr)%2 != 0 {
 		return raw // an error from redis, forwarded
 	}
 	if name != nil {
@@ -275,48 +381,57 @@ func (a *Agent) hello(st *clientState, args [][]byte) []byte {
 		st.name = string(name)
 		st.mu.Unlock()
 	}
+	st.proto.Store(int64(proto))
 	// The server's own answer (version, role), with this connection's id.
-	out := fmt.Appendf(nil, "*%d\r\n", len(v.Arr))
 	for i := 0; i < len(v.Arr); i += 2 {
-		out = resp.AppendBulk(out, v.Arr[i].Str)
 		switch string(v.Arr[i].Str) {
 		case "id":
-			out = append(out, resp.Int(int(st.id))...)
+			v.Arr[i+1] = resp.Value{Kind: ':', Num: int64(st.id)}
 		case "modules":
-			out = append(out, "*0\r\n"...)
-		default:
-			out = appendValue(out, v.Arr[i+1])
+			v.Arr[i+1] = resp.Value{Kind: '*'}
 		}
 	}
-	return out
+	return appendValue(nil, v)
 }
 
-// appendValue writes a decoded RESP2 value back.
+// appendValue encodes a decoded value back, in the protocol it came in.
 func appendValue(out []byte, v resp.Value) []byte {
 	switch v.Kind {
-	case '+', '-':
+	case '+', '-', ',', '(':
 		return append(append(append(out, v.Kind), v.Str...), '\r', '\n')
 	case ':':
 		return append(out, resp.Int(int(v.Num))...)
-	case '$':
+	case '#':
+		return append(out, "#f\r\n#t\r\n"[4*v.Num:4*v.Num+4]...)
+	case '_':
+		return append(out, "_\r\n"...)
+	case '$', '=', '!':
 		if v.Null {
 			return append(out, "$-1\r\n"...)
 		}
-		return resp.AppendBulk(out, v.Str)
+		out = fmt.Appendf(out, "%c%d\r\n", v.Kind, len(v.Str))
+		return append(append(out, v.Str...), '\r', '\n')
 	}
 	if v.Null {
 		return append(out, "*-1\r\n"...)
 	}
-	out = fmt.Appendf(out, "*%d\r\n", len(v.Arr))
+	n := len(v.Arr)
+	if v.Kind == '%' {
+		n /= 2
+	}
+	out = fmt.Appendf(out, "%c%d\r\n", v.Kind, n)
 	for _, e := range v.Arr {
 		out = appendValue(out, e)
 	}
 	return out
 }
 
-// reset answers RESET: the connection as if new (no transaction, no name).
+// reset answers RESET: the connection as if new (no transaction, no name,
+// RESP2, database 0).
 func (a *Agent) reset(st *clientState) []byte {
 	st.inMulti, st.aborted, st.queued, st.watched = false, false, nil, nil
+	st.proto.Store(2)
+	st.db.Store(0)
 	st.mu.Lock()
 	st.name = ""
 	st.mu.Unlock()

@@ -6,12 +6,12 @@ import (
 	"fmt"
 )
 
-// entryVersion marks an entry whose client gets the last reply;
+// entryVersion marks an entry whose client gets the last reply but after;
 // batchVersion one whose client gets every reply, in order (a pipelined
 // batch of one connection's commands), and which names its reads.
 const (
-	entryVersion = 2
-	batchVersion = 3
+	entryVersion = 4
+	batchVersion = 5
 )
 
 // entry is one raft log entry: commands to send to every replica's redis.
@@ -25,8 +25,15 @@ type entry struct {
 	// will ever be proposed again, so replicas forget those sequence numbers.
 	floor uint64
 	// replies is how many replies payload makes redis send; the client gets
-	// the last (EXEC's, for a transaction). Zero marks a no-op entry.
-	replies int
+	// the last but after (EXEC's, for a transaction; the command's, when the
+	// payload ends by switching the connection back to RESP2 and database
+	// 0). Zero marks a no-op entry. In a batch, after is the frame: as many
+	// replies before the client's as after them.
+	replies, after int
+	// volatile marks a reply that differs between replicas though their
+	// data agree (PUBLISH counts the local server's subscribers): the
+	// digest leaves it out, and the proposer answers with its own replica's.
+	volatile bool
 	// batch: the client gets every reply, concatenated in order. reads are
 	// the positions (from 0) of the batch's replies that come from reads:
 	// they stay out of the digest, since a read may answer differently on
@@ -48,6 +55,12 @@ func (e entry) encode() []byte {
 	b = binary.AppendUvarint(b, e.seq)
 	b = binary.AppendUvarint(b, e.floor)
 	b = binary.AppendUvarint(b, uint64(e.replies))
+	b = binary.AppendUvarint(b, uint64(e.after))
+	if e.volatile {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
 	if e.batch {
 		b = binary.AppendUvarint(b, uint64(len(e.reads)))
 		for _, r := range e.reads {
@@ -78,7 +91,14 @@ func decodeEntry(b []byte) (entry, error) {
 	if err != nil || r > uint64(len(b)) {
 		return entry{}, fmt.Errorf("log entry: bad reply count")
 	}
-	e.replies = int(r)
+	a, err := uvarint(&b)
+	if err != nil || a >= max(r, 1) {
+		return entry{}, fmt.Errorf("log entry: bad count of replies after the client's")
+	}
+	if len(b) == 0 || b[0] > 1 {
+		return entry{}, fmt.Errorf("log entry: bad flags")
+	}
+	e.replies, e.after, e.volatile, b = int(r), int(a), b[0] == 1, b[1:]
 	if e.batch {
 		n, err := uvarint(&b)
 		if err != nil || n > r {

@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,27 +67,24 @@ func TestFamilies(t *testing.T) {
 	// RESP2, as gait speaks.
 	plain := goredis.NewClient(&goredis.Options{Addr: ref.Addr, Protocol: 2})
 	t.Cleanup(func() { plain.Close() })
-	ctx := context.Background()
+	plain3 := goredis.NewClient(&goredis.Options{Addr: ref.Addr, Protocol: 3})
+	t.Cleanup(func() { plain3.Close() })
 	for family, cmds := range familyCases {
 		t.Run(strings.ReplaceAll(family, " ", "_"), func(t *testing.T) {
 			// Each family through another agent: followers forward writes.
-			gait := client(t, cl.nodes[len(family)%len(cl.nodes)].agent.ClientAddr())
-			gc, pc := gait.Conn(), plain.Conn()
-			defer gc.Close()
-			defer pc.Close()
-			for _, cmd := range cmds {
-				var args []any
-				for _, w := range strings.Fields(cmd) {
-					args = append(args, strings.NewReplacer("¦", " ", "¶", "\n").Replace(w))
-				}
-				got, gerr := gc.Do(ctx, args...).Result()
-				want, werr := pc.Do(ctx, args...).Result()
-				if fmt.Sprint(got, gerr) != fmt.Sprint(want, werr) {
-					t.Errorf("%s: gait %v, %v; redis %v, %v", cmd, got, gerr, want, werr)
-				}
-			}
+			gait := goredis.NewClient(&goredis.Options{Addr: cl.nodes[len(family)%len(cl.nodes)].agent.ClientAddr(), Protocol: 2})
+			defer gait.Close()
+			sameReplies(t, gait, plain, cmds)
+			// And again in RESP3 (maps, doubles, nulls), on the data the
+			// first pass left, the same on both sides.
+			gait3 := goredis.NewClient(&goredis.Options{Addr: cl.nodes[len(family)%len(cl.nodes)].agent.ClientAddr(), Protocol: 3})
+			defer gait3.Close()
+			sameReplies(t, gait3, plain3, cmds)
 		})
 	}
+	t.Run("Select", func(t *testing.T) { testSelect(t, cl) })
+	t.Run("PubSub", func(t *testing.T) { testPubSub(t, cl) })
+	t.Run("Command", func(t *testing.T) { testCommand(t, cl, plain) })
 	t.Run("Scan", func(t *testing.T) { testScan(t, cl) })
 	t.Run("Watch", func(t *testing.T) { testWatch(t, cl) })
 	t.Run("Random", func(t *testing.T) { testRandom(t, cl) })
@@ -95,6 +93,145 @@ func TestFamilies(t *testing.T) {
 	t.Run("QueueRefusals", func(t *testing.T) { testQueueRefusals(t, cl) })
 	t.Run("ScriptKill", func(t *testing.T) { testScriptKill(t, cl) })
 	cl.sameData()
+}
+
+// sameReplies sends cmds through gait and to plain redis, one connection
+// each, and compares the replies as the client decodes them.
+func sameReplies(t *testing.T, gait, plain *goredis.Client, cmds []string) {
+	t.Helper()
+	ctx := context.Background()
+	gc, pc := gait.Conn(), plain.Conn()
+	defer gc.Close()
+	defer pc.Close()
+	for _, cmd := range cmds {
+		var args []any
+		for _, w := range strings.Fields(cmd) {
+			args = append(args, strings.NewReplacer("¦", " ", "¶", "\n").Replace(w))
+		}
+		got, gerr := gc.Do(ctx, args...).Result()
+		want, werr := pc.Do(ctx, args...).Result()
+		if fmt.Sprint(got, gerr) != fmt.Sprint(want, werr) {
+			t.Errorf("%s: gait %v, %v; redis %v, %v", cmd, got, gerr, want, werr)
+		}
+	}
+}
+
+// testSelect: a key written in database 3 through one agent is in
+// database 3, not 0, through another, in either protocol.
+func testSelect(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	w := goredis.NewClient(&goredis.Options{Addr: cl.nodes[0].agent.ClientAddr(), DB: 3, Protocol: 3})
+	defer w.Close()
+	r := goredis.NewClient(&goredis.Options{Addr: cl.nodes[1].agent.ClientAddr(), DB: 3, Protocol: 2})
+	defer r.Close()
+	if err := w.Set(ctx, "fd:k", "in3", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := r.Get(ctx, "fd:k").Result(); v != "in3" {
+		t.Errorf("GET in database 3 through another agent: %q, %v", v, err)
+	}
+	if n := client(t, cl.nodes[1].agent.ClientAddr()).Exists(ctx, "fd:k").Val(); n != 0 {
+		t.Errorf("database 0 has the key of database 3")
+	}
+	if err := r.Do(ctx, "SELECT", 16).Err(); err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Errorf("SELECT 16: %v, want out of range", err)
+	}
+}
+
+// testPubSub: messages published through two agents reach a RESP2
+// subscriber of a third and a RESP3 pattern subscriber of the first, each
+// once, in publish order; CLIENT UNBLOCK ends a BLPOP.
+func testPubSub(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	s2 := goredis.NewClient(&goredis.Options{Addr: cl.nodes[2].agent.ClientAddr(), Protocol: 2})
+	defer s2.Close()
+	s3 := goredis.NewClient(&goredis.Options{Addr: cl.nodes[0].agent.ClientAddr(), Protocol: 3})
+	defer s3.Close()
+	sub, psub := s2.Subscribe(ctx, "fp:ch"), s3.PSubscribe(ctx, "fp:*")
+	defer sub.Close()
+	defer psub.Close()
+	for _, ps := range []*goredis.PubSub{sub, psub} {
+		if _, err := ps.Receive(ctx); err != nil { // the subscription's confirmation
+			t.Fatal(err)
+		}
+	}
+	pubs := []*goredis.Client{client(t, cl.nodes[0].agent.ClientAddr()), client(t, cl.nodes[1].agent.ClientAddr())}
+	var want []string
+	for i := range 6 {
+		msg := fmt.Sprint("m", i)
+		if err := pubs[i%2].Publish(ctx, "fp:ch", msg).Err(); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, msg)
+	}
+	for name, ps := range map[string]*goredis.PubSub{"SUBSCRIBE (RESP2)": sub, "PSUBSCRIBE (RESP3)": psub} {
+		var got []string
+		for range want {
+			m, err := ps.ReceiveTimeout(ctx, 5*time.Second)
+			if err != nil {
+				t.Fatalf("%s: after %v: %v", name, got, err)
+			}
+			if msg, ok := m.(*goredis.Message); ok {
+				got = append(got, msg.Payload)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s received %v, want %v", name, got, want)
+		}
+		if m, err := ps.ReceiveTimeout(ctx, 300*time.Millisecond); err == nil {
+			t.Errorf("%s: a message more than published: %v", name, m)
+		}
+	}
+	// PUBLISH counts the subscribers of the agent it went through.
+	if n := pubs[0].Publish(ctx, "fp:ch", "x").Val(); n != 1 {
+		t.Errorf("PUBLISH through the pattern subscriber's agent: %d, want 1", n)
+	}
+
+	blocked := goredis.NewClient(&goredis.Options{Addr: cl.nodes[1].agent.ClientAddr(), PoolSize: 1})
+	defer blocked.Close()
+	id := blocked.ClientID(ctx).Val()
+	for _, how := range []string{"TIMEOUT", "ERROR"} {
+		done := make(chan error, 1)
+		go func() { done <- blocked.BLPop(ctx, 0, "fp:none").Err() }()
+		other := client(t, cl.nodes[1].agent.ClientAddr())
+		for i := 0; i < 100 && !strings.Contains(other.Info(ctx, "clients").Val(), "blocked_clients:1"); i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n, err := other.Do(ctx, "CLIENT", "UNBLOCK", id, how).Result(); fmt.Sprint(n) != "1" {
+			t.Errorf("CLIENT UNBLOCK %d %s: %v, %v; want 1", id, how, n, err)
+		}
+		select {
+		case err := <-done:
+			if how == "TIMEOUT" && err != goredis.Nil || how == "ERROR" && (err == nil || !strings.HasPrefix(err.Error(), "UNBLOCKED")) {
+				t.Errorf("BLPOP after CLIENT UNBLOCK %s: %v", how, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("BLPOP still blocked 5 s after CLIENT UNBLOCK %s", how)
+		}
+	}
+}
+
+// testCommand: COMMAND lists only what gait serves: fewer than redis,
+// without MONITOR, with GET.
+func testCommand(t *testing.T, cl *cluster, plain *goredis.Client) {
+	ctx := context.Background()
+	c := client(t, cl.nodes[0].agent.ClientAddr())
+	count, all := c.Do(ctx, "COMMAND", "COUNT").Val(), plain.Do(ctx, "COMMAND", "COUNT").Val()
+	list, _ := c.Do(ctx, "COMMAND", "LIST").StringSlice()
+	commands := 0
+	for _, name := range list {
+		if !strings.Contains(name, "|") {
+			commands++
+		}
+	}
+	if fmt.Sprint(count) != fmt.Sprint(commands) || count.(int64) >= all.(int64) || !slices.Contains(list, "client|list") {
+		t.Errorf("COMMAND COUNT %v, COMMAND LIST %d commands (client|list among them: %v), redis counts %v",
+			count, commands, slices.Contains(list, "client|list"), all)
+	}
+	info, err := c.Do(ctx, "COMMAND", "INFO", "get", "monitor").Slice()
+	if err != nil || len(info) != 2 || info[0] == nil || info[1] != nil {
+		t.Errorf("COMMAND INFO get monitor: %v, %v; want get's entry and nil", info, err)
+	}
 }
 
 // testWatch: EXEC aborts when another client changed a watched key (through
@@ -300,8 +437,8 @@ func testConnection(t *testing.T, cl *cluster) {
 	if err != nil || len(hello) < 8 || fmt.Sprint(hello[0]) != "server" || fmt.Sprint(hello[7]) != fmt.Sprint(id) {
 		t.Errorf("HELLO 2: %v, %v; want id %d", hello, err, id)
 	}
-	if err := c.Do(ctx, "HELLO", "3").Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPROTO") {
-		t.Errorf("HELLO 3: %v", err)
+	if err := c.Do(ctx, "HELLO", "4").Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPROTO") {
+		t.Errorf("HELLO 4: %v", err)
 	}
 	c.Set(ctx, "fw:a", 1, 0)
 	if n, err := c.Wait(ctx, 2, time.Second).Result(); err != nil || n != 2 {

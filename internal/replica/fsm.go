@@ -10,6 +10,7 @@ import (
 	"io"
 	"log"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,7 +19,7 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-const snapshotMagic = "GAITSNAP3"
+const snapshotMagic = "GAITSNAP4"
 
 // applyQueueBytes bounds the committed payload bytes waiting for the local
 // redis-server. raft hands entries over without waiting for redis, so a slow
@@ -224,9 +225,12 @@ func (f *fsm) busyFor() time.Duration {
 // goes into the digest.
 func (f *fsm) entryReplies(e entry) (raw, digested []byte, err error) {
 	if e.batch {
-		return f.conn.batchReplies(e.replies, e.reads) // reads only: the digest stays as it was
+		return f.conn.batchReplies(e.replies, e.after, e.reads) // reads only: the digest stays as it was
 	}
-	raw, err = f.conn.replies(e.replies)
+	raw, err = f.conn.replies(e.replies, e.after)
+	if e.volatile {
+		return raw, []byte{}, err // the same on every replica
+	}
 	return raw, raw, err
 }
 
@@ -325,8 +329,8 @@ func (f *fsm) drained(limit time.Duration) error {
 	return f.waitApplied(ctx, target)
 }
 
-// Snapshot copies every key with DUMP and its absolute expiry, plus the
-// applied index, digest and sessions. raft calls it between two hand-overs; it waits
+// Snapshot copies every key of every database with DUMP and its absolute
+// expiry, plus the applied index, digest and sessions. raft calls it between two hand-overs; it waits
 // for the applier to catch up so the copy is the state at raft's index.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	if err := f.drained(redisTimeout); err != nil {
@@ -339,25 +343,55 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	buf = binary.BigEndian.AppendUint64(buf, f.digest)
 	f.mu.Unlock()
 	buf = f.sessions.appendTo(buf)
-	cursor := "0"
-	for {
-		v, err := f.conn.command("SCAN", cursor, "COUNT", "1000")
-		if err != nil {
+	dbs, err := f.databases()
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	// The applier's connection is in database 0 between entries; it is
+	// again when this returns.
+	defer f.conn.command("SELECT", "0")
+	for _, db := range dbs {
+		if _, err := f.conn.command("SELECT", strconv.Itoa(db)); err != nil {
 			return nil, fmt.Errorf("snapshot: %w", err)
 		}
-		if len(v.Arr) != 2 {
-			return nil, errors.New("snapshot: malformed SCAN reply")
-		}
-		if buf, err = f.dumpKeys(buf, v.Arr[1].Arr); err != nil {
-			return nil, err
-		}
-		if cursor = string(v.Arr[0].Str); cursor == "0" {
-			return &snapshot{data: buf}, nil
+		cursor := "0"
+		for {
+			v, err := f.conn.command("SCAN", cursor, "COUNT", "1000")
+			if err != nil {
+				return nil, fmt.Errorf("snapshot: %w", err)
+			}
+			if len(v.Arr) != 2 {
+				return nil, errors.New("snapshot: malformed SCAN reply")
+			}
+			if buf, err = f.dumpKeys(buf, db, v.Arr[1].Arr); err != nil {
+				return nil, err
+			}
+			if cursor = string(v.Arr[0].Str); cursor == "0" {
+				break
+			}
 		}
 	}
+	return &snapshot{data: buf}, nil
 }
 
-func (f *fsm) dumpKeys(buf []byte, keys []resp.Value) ([]byte, error) {
+// databases lists the databases that hold keys, from INFO keyspace
+// ("db3:keys=1,..." lines).
+func (f *fsm) databases() ([]int, error) {
+	v, err := f.conn.command("INFO", "keyspace")
+	if err != nil {
+		return nil, err
+	}
+	var dbs []int
+	for _, line := range strings.Split(string(v.Str), "\n") {
+		name, _, ok := strings.Cut(line, ":")
+		if n, err := strconv.Atoi(strings.TrimPrefix(name, "db")); ok && strings.HasPrefix(name, "db") && err == nil {
+			dbs = append(dbs, n)
+		}
+	}
+	return dbs, nil
+}
+
+func (f *fsm) dumpKeys(buf []byte, db int, keys []resp.Value) ([]byte, error) {
 	var payload []byte
 	for _, k := range keys {
 		payload = resp.AppendCommand(payload, []byte("PEXPIRETIME"), k.Str)
@@ -375,6 +409,7 @@ func (f *fsm) dumpKeys(buf []byte, keys []resp.Value) ([]byte, error) {
 		if dump.Null || dump.Kind != '$' { // expired between SCAN and DUMP
 			continue
 		}
+		buf = binary.AppendUvarint(buf, uint64(db))
 		buf = binary.AppendUvarint(buf, uint64(len(k.Str)))
 		buf = append(buf, k.Str...)
 		buf = binary.AppendVarint(buf, at.Num)
@@ -415,13 +450,21 @@ func (f *fsm) restore(rc io.ReadCloser) error {
 	if _, err := f.conn.command("FLUSHALL"); err != nil {
 		return fmt.Errorf("restore snapshot: %w", err)
 	}
+	db := 0
+	defer f.conn.command("SELECT", "0")
 	for {
-		key, at, dump, err := readRecord(r)
+		kdb, key, at, dump, err := readRecord(r)
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return fmt.Errorf("restore snapshot: %w", err)
+		}
+		if kdb != db {
+			if _, err := f.conn.command("SELECT", strconv.Itoa(kdb)); err != nil {
+				return fmt.Errorf("restore snapshot: %w", err)
+			}
+			db = kdb
 		}
 		ttl := "0"
 		if at > 0 {
@@ -439,23 +482,31 @@ func (f *fsm) restore(rc io.ReadCloser) error {
 	return nil
 }
 
-func readRecord(r *bufio.Reader) (key string, at int64, dump string, err error) {
+// readRecord reads one key: its database, name, absolute expiry (0: none) and DUMP.
+func readRecord(r *bufio.Reader) (db int, key string, at int64, dump string, err error) {
+	d, err := binary.ReadUvarint(r)
+	if err != nil {
+		return 0, "", 0, "", err // io.EOF here is the clean end
+	}
+	if d >= databases {
+		return 0, "", 0, "", fmt.Errorf("database %d out of range", d)
+	}
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
-		return "", 0, "", err // io.EOF here is the clean end
+		return 0, "", 0, "", noEOF(err)
 	}
 	k, err := readN(r, n)
 	if err != nil {
-		return "", 0, "", err
+		return 0, "", 0, "", err
 	}
 	if at, err = binary.ReadVarint(r); err != nil {
-		return "", 0, "", noEOF(err)
+		return 0, "", 0, "", noEOF(err)
 	}
 	if n, err = binary.ReadUvarint(r); err != nil {
-		return "", 0, "", noEOF(err)
+		return 0, "", 0, "", noEOF(err)
 	}
-	d, err := readN(r, n)
-	return k, at, d, err
+	dump, err = readN(r, n)
+	return int(d), k, at, dump, err
 }
 
 func readN(r *bufio.Reader, n uint64) (string, error) {

@@ -40,7 +40,7 @@ func (a *Agent) execBusy() string {
 	if a.fsm.busyFor() <= busyCheck {
 		return ""
 	}
-	raw, err := a.reads.do(resp.AppendCommand(nil, []byte("PING")))
+	raw, err := a.reads.do(defaultMode, resp.AppendCommand(nil, []byte("PING")))
 	if err != nil || !strings.HasPrefix(string(raw), "-BUSY") {
 		return ""
 	}

@@ -229,7 +229,7 @@ func arg(msg [][]byte, i int) []byte {
 }
 
 // servePeer handles one connection from another agent: requests (PROPOSE,
-// READINDEX, READ, JOIN, LEASE), answered on the same connection, and one-way
+// READINDEX, READ id index payload proto db, JOIN, LEASE), answered on the same connection, and one-way
 // messages (REPLY, STATUS, QUARANTINE, KILL). STATUS carries the sender's
 // quarantine list too, so an agent that missed a QUARANTINE (it joined
 // later, or the message was dropped) still learns it.
@@ -296,10 +296,15 @@ func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
 		case "READ":
 			index, _ := strconv.ParseUint(string(arg(msg, 2)), 10, 64)
 			payload := arg(msg, 3)
+			md := defaultMode
+			if p, err := strconv.Atoi(string(arg(msg, 4))); err == nil && p == 3 {
+				md.proto = 3
+			}
+			md.db, _ = strconv.Atoi(string(arg(msg, 5)))
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), a.cfg.WriteTimeout)
 				defer cancel()
-				raw, err := a.localRead(ctx, payload, index)
+				raw, err := a.localRead(ctx, md, payload, index)
 				if err != nil {
 					fail(id, err)
 					return

@@ -144,7 +144,7 @@ func (a *Agent) hedgeAfter() time.Duration { return max(a.cfg.LimpFloor/10, time
 // read answers a read: from the first of Fanout replicas that has applied
 // the read's index. A replica that fails, or is slower than hedgeAfter, is
 // replaced by one not yet tried, never the one that just limped.
-func (a *Agent) read(st *clientState, payload []byte) ([]byte, error) {
+func (a *Agent) read(st *clientState, md mode, payload []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.WriteTimeout)
 	defer cancel()
 	start := time.Now()
@@ -152,7 +152,7 @@ func (a *Agent) read(st *clientState, payload []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &fanout{a: a, ctx: ctx, payload: payload, index: index, tried: map[string]bool{},
+	f := &fanout{a: a, ctx: ctx, md: md, payload: payload, index: index, tried: map[string]bool{},
 		answers: make(chan result, a.health.size()+1), sentAt: map[string]time.Time{}}
 	raw, err := f.run()
 	if err == nil {
@@ -165,6 +165,7 @@ func (a *Agent) read(st *clientState, payload []byte) ([]byte, error) {
 type fanout struct {
 	a       *Agent
 	ctx     context.Context
+	md      mode
 	payload []byte
 	index   uint64
 	tried   map[string]bool
@@ -228,7 +229,7 @@ func (f *fanout) launch(t limp.Target) {
 	f.sentAt[t.ID] = time.Now()
 	if t.Local {
 		go func() {
-			raw, err := a.localRead(f.ctx, f.payload, f.index)
+			raw, err := a.localRead(f.ctx, f.md, f.payload, f.index)
 			select {
 			case f.answers <- result{raw: raw, err: err, from: t.ID}:
 			default: // a member that joined mid-read filled the room; the read has other answers
@@ -247,7 +248,8 @@ func (f *fanout) launch(t limp.Target) {
 		}
 	})
 	msg := resp.AppendCommand(nil, []byte("READ"), strconv.AppendUint(nil, id, 10),
-		strconv.AppendUint(nil, f.index, 10), f.payload)
+		strconv.AppendUint(nil, f.index, 10), f.payload, strconv.AppendInt(nil, int64(f.md.proto), 10),
+		strconv.AppendInt(nil, int64(f.md.db), 10))
 	a.peer(t.Addr).send(peerMsg{data: msg, id: id})
 }
 
@@ -255,22 +257,22 @@ func (f *fanout) launch(t limp.Target) {
 // readHere answers a read from this replica's own server only, at the index
 // the read mode asks: a SCAN cursor means something only to the server that
 // returned it (each server hashes with a seed of its own).
-func (a *Agent) readHere(st *clientState, payload []byte) ([]byte, error) {
+func (a *Agent) readHere(st *clientState, md mode, payload []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.WriteTimeout)
 	defer cancel()
 	index, err := a.minIndex(ctx, st)
 	if err != nil {
 		return nil, err
 	}
-	return a.localRead(ctx, payload, index)
+	return a.localRead(ctx, md, payload, index)
 }
 
-func (a *Agent) localRead(ctx context.Context, payload []byte, index uint64) ([]byte, error) {
+func (a *Agent) localRead(ctx context.Context, md mode, payload []byte, index uint64) ([]byte, error) {
 	if a.health.selfQuarantined() {
 		return nil, errors.New("replica quarantined")
 	}
 	if err := a.fsm.waitApplied(ctx, index); err != nil {
 		return nil, err
 	}
-	return a.reads.do(payload)
+	return a.reads.do(md, payload)
 }

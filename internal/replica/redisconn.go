@@ -58,29 +58,37 @@ func (c *redisConn) send(payload []byte) error {
 	return nil
 }
 
-// replies reads n replies and returns the raw bytes of the last.
-func (c *redisConn) replies(n int) ([]byte, error) {
-	var raw []byte
-	for range n {
-		var err error
-		if raw, _, err = resp.ReadReply(c.r); err != nil {
+// replies reads n replies and returns the raw bytes of the last but after.
+func (c *redisConn) replies(n, after int) ([]byte, error) {
+	var kept []byte
+	for i := range n {
+		raw, _, err := resp.ReadReply(c.r)
+		if err != nil {
 			return nil, err
 		}
+		if i == n-1-after {
+			kept = raw
+		}
 	}
-	return raw, nil
+	return kept, nil
 }
 
-// batchReplies reads a batch entry's n replies: all of them, concatenated,
-// for the client, and those of its writes (not at the positions in reads,
-// which are ascending), concatenated, for the digest.
-func (c *redisConn) batchReplies(n int, reads []int) (all, writes []byte, err error) {
+// batchReplies reads a batch entry's n replies, of which the first and
+// last frame (the client's mode) are no one's: all the others,
+// concatenated, for the client, and those of its writes (not at the
+// positions in reads, counted after the frame, ascending), concatenated,
+// for the digest.
+func (c *redisConn) batchReplies(n, frame int, reads []int) (all, writes []byte, err error) {
 	for i := range n {
 		raw, _, err := resp.ReadReply(c.r)
 		if err != nil {
 			return nil, nil, err
 		}
+		if i < frame || i >= n-frame {
+			continue
+		}
 		all = append(all, raw...)
-		if len(reads) > 0 && reads[0] == i {
+		if len(reads) > 0 && reads[0] == i-frame {
 			reads = reads[1:]
 			continue
 		}
@@ -149,8 +157,12 @@ func newRedisMux(addr string, conns int) *redisMux {
 	return m
 }
 
-// do sends one command (payload, one reply) and returns its raw reply.
-func (m *redisMux) do(payload []byte) ([]byte, error) { return m.doSome(payload, 1, 0) }
+// do sends one command (payload, one reply) in the client's mode md and
+// returns its raw reply.
+func (m *redisMux) do(md mode, payload []byte) ([]byte, error) {
+	p, n, after := md.frame(payload, 1)
+	return m.doSome(p, n, n-1-after)
+}
 
 // doSome sends commands that must reach redis back to back on one
 // connection (payload, n replies) and returns the raw reply of the keep-th.

@@ -46,7 +46,7 @@ func (a *Agent) killScript(args [][]byte) slot {
 	for _, addr := range addrs {
 		a.peer(addr).send(peerMsg{data: msg})
 	}
-	return a.localSlot(payload)
+	return a.localSlot(defaultMode, payload)
 }
 
 // onKill runs a peer's kill on this replica's redis-server: at once, and
@@ -55,7 +55,7 @@ func (a *Agent) killScript(args [][]byte) slot {
 func (a *Agent) onKill(index uint64, payload []byte) {
 	deadline := time.Now().Add(a.cfg.WriteTimeout)
 	for {
-		raw, err := a.reads.do(payload)
+		raw, err := a.reads.do(defaultMode, payload)
 		if err != nil || !strings.HasPrefix(string(raw), "-NOTBUSY") ||
 			a.fsm.appliedIndex() >= index || time.Now().After(deadline) {
 			return
@@ -92,7 +92,7 @@ func (a *Agent) pingSlot(st *clientState, args [][]byte) slot {
 		if a.fsm.busyFor() <= busyCheck {
 			return pong
 		}
-		raw, err := a.reads.do(resp.AppendCommand(nil, args...))
+		raw, err := a.reads.do(defaultMode, resp.AppendCommand(nil, args...))
 		if err != nil {
 			return resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
 		}

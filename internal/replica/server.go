@@ -2,6 +2,7 @@ package replica
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +23,10 @@ const pipelineDepth = 1024
 // maxArgs bounds the arguments of one client request.
 const maxArgs = 1 << 20
 
+// databases is how many databases SELECT reaches: redis's default, which
+// the redis-servers gait starts keep.
+const databases = 16
+
 // slot is one reply owed to a client, in request order. Either reply is
 // ready, or fill computes it once every earlier reply has been written.
 type slot struct {
@@ -29,6 +34,8 @@ type slot struct {
 	fill  func() []byte
 	done  chan struct{} // closed once fill ran (or was skipped); nil without fill
 	close bool          // close the connection after this reply
+	// silent drops the reply (CLIENT REPLY OFF or SKIP); fill still runs.
+	silent bool
 }
 
 func (a *Agent) serveClients() {
@@ -63,6 +70,15 @@ type clientState struct {
 	lastIndex atomic.Uint64
 	// watched are the keys WATCH read, with their values then.
 	watched []watched
+	// queuedVolatile says a queued command's reply differs between replicas.
+	queuedVolatile bool
+	// replyOff and skipNext are CLIENT REPLY's: no reply until ON, and how
+	// many more replies to drop.
+	replyOff bool
+	skipNext int
+	// killed is set when CLIENT KILL named this connection itself.
+	killed bool
+	pubsub
 }
 
 // serveConn reads requests and proposes writes in arrival order; a second
@@ -76,8 +92,9 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 	}()
 	slots := make(chan slot, pipelineDepth)
 	written := make(chan struct{})
-	go func() { a.writeReplies(c, slots); close(written) }()
-	defer func() { close(slots); <-written }()
+	st.push, st.written = make(chan []byte, pipelineDepth), written
+	go func() { a.writeReplies(c, slots, st.push); close(written) }()
+	defer func() { close(slots); <-written; st.unsubscribeAll() }()
 	sc := &stallConn{Conn: c, timeout: a.cfg.RequestTimeout, observe: func(d time.Duration) { a.m.stage("request_read", d) }}
 	rd := resp.NewReader(sc, a.cfg.MaxRequest, maxArgs)
 	rd.Budget, rd.Begin = a.budget, sc.begin
@@ -94,7 +111,7 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 				a.endConn(slots, err)
 				return
 			}
-			st.touch(args[0])
+			st.touch(args)
 		}
 		var s slot
 		var err error
@@ -103,6 +120,10 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 		} else {
 			s = a.handle(st, args)
 		}
+		if st.replyOff || st.skipNext > 0 {
+			s.silent = true
+		}
+		st.skipNext = max(st.skipNext-1, 0)
 		if !st.inMulti && next == nil {
 			// The arguments are encoded into a proposal or a read by now; a
 			// transaction's stay queued, and charged, until EXEC or DISCARD.
@@ -163,7 +184,7 @@ func (a *Agent) pipelined(st *clientState, rd *resp.Reader, sc *stallConn, args 
 			break
 		}
 		sc.end()
-		st.touch(next[0])
+		st.touch(next)
 		if cmd, read, ok = a.batchable(st, next); !ok {
 			break
 		}
@@ -180,13 +201,15 @@ func (a *Agent) pipelined(st *clientState, rd *resp.Reader, sc *stallConn, args 
 
 // batchable tells whether a command may join a pipelined batch: a plain
 // write or read that the log may order (not a blocking command, not one
-// pinned to one server, not inside MULTI), and returns its encoding.
+// pinned to one server, not one whose reply differs between replicas, not
+// inside MULTI), of a connection that is not subscribed and wants every
+// reply, and returns its encoding.
 func (a *Agent) batchable(st *clientState, args [][]byte) (cmd []byte, read, ok bool) {
-	if st.inMulti {
+	if st.inMulti || st.subscribed() || st.replyOff || st.skipNext > 0 {
 		return nil, false, false
 	}
 	_, sp, msg := rediscmd.Lookup(args)
-	if msg != "" || sp.Blocks || (sp.Kind != rediscmd.Write && (sp.Kind != rediscmd.Read || sp.Pinned)) {
+	if msg != "" || sp.Blocks || sp.Volatile || (sp.Kind != rediscmd.Write && (sp.Kind != rediscmd.Read || sp.Pinned)) {
 		return nil, false, false
 	}
 	if sp.Rewrite != nil {
@@ -248,10 +271,31 @@ func (c *stallConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
-func (a *Agent) writeReplies(c net.Conn, slots chan slot) {
+// writeReplies writes the replies in request order, and between them what
+// the connection's subscriptions push (messages, and redis's answers to
+// SUBSCRIBE and the like), as it comes.
+func (a *Agent) writeReplies(c net.Conn, slots chan slot, push chan []byte) {
 	w := bufio.NewWriterSize(c, 64<<10)
 	broken := false
-	for s := range slots {
+	for {
+		var s slot
+		select {
+		case m := <-push:
+			if !broken {
+				c.SetWriteDeadline(time.Now().Add(time.Minute))
+				if _, err := w.Write(m); err != nil || w.Flush() != nil {
+					broken = true
+					c.Close()
+				}
+			}
+			continue
+		case x, ok := <-slots:
+			if !ok {
+				c.Close()
+				return
+			}
+			s = x
+		}
 		reply := s.reply
 		if s.fill != nil {
 			if !broken {
@@ -261,7 +305,7 @@ func (a *Agent) writeReplies(c net.Conn, slots chan slot) {
 				close(s.done)
 			}
 		}
-		if broken {
+		if broken || (s.silent && !s.close) {
 			continue
 		}
 		c.SetWriteDeadline(time.Now().Add(time.Minute))
@@ -274,7 +318,6 @@ func (a *Agent) writeReplies(c net.Conn, slots chan slot) {
 			c.Close()
 		}
 	}
-	c.Close()
 }
 
 // handle serves one command and returns the reply slot.
@@ -285,6 +328,9 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 	}
 	if msg != "" {
 		return slot{reply: resp.Error(msg)}
+	}
+	if st.subscribed() && st.proto.Load() == 2 && !subscribedContext[name] {
+		return slot{reply: resp.Error(fmt.Sprintf("ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", strings.ToLower(string(args[0]))))}
 	}
 	if sp.Blocks {
 		if d, forever, ok := blockTimeout(name, args); ok {
@@ -298,18 +344,29 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 		if sp.Rewrite != nil {
 			args = sp.Rewrite(args, time.Now())
 		}
-		return a.write(st, entry{replies: 1, payload: resp.AppendCommand(nil, args...)})
+		return a.write(st, entry{replies: 1, payload: resp.AppendCommand(nil, args...), volatile: sp.Volatile})
 	case rediscmd.Read:
 		return a.readSlot(st, resp.AppendCommand(nil, args...), sp.Pinned)
 	case rediscmd.Local:
-		return a.ownWritesFirst(st, a.localSlot(resp.AppendCommand(nil, args...)))
+		if name == "INFO" {
+			return a.ownWritesFirst(st, a.infoSlot(st.mode(), resp.AppendCommand(nil, args...)))
+		}
+		if name == "COMMAND" {
+			return a.commandSlot(st, args)
+		}
+		return a.ownWritesFirst(st, a.localSlot(st.mode(), resp.AppendCommand(nil, args...)))
 	}
 	return a.agentCommand(st, name, args)
 }
 
 func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 	switch name {
+	case "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE":
+		return a.subscribeSlot(st, args)
 	case "PING":
+		if st.subscribed() && st.proto.Load() == 2 {
+			return a.subscribeSlot(st, args) // redis answers a subscriber's PING as a message
+		}
 		if len(args) > 2 {
 			return slot{reply: resp.Error("ERR wrong number of arguments for 'ping' command")}
 		}
@@ -321,9 +378,14 @@ func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 	case "ECHO":
 		return slot{reply: resp.AppendBulk(nil, args[1])}
 	case "SELECT":
-		if string(args[1]) != "0" {
-			return slot{reply: resp.Error("ERR gait replica serves database 0 only")}
+		db, err := strconv.ParseInt(string(args[1]), 10, 64)
+		if err != nil {
+			return slot{reply: resp.Error("ERR value is not an integer or out of range")}
 		}
+		if db < 0 || db >= databases {
+			return slot{reply: resp.Error("ERR DB index is out of range")}
+		}
+		st.db.Store(db)
 		return slot{reply: resp.Simple("OK")}
 	case "QUIT":
 		return slot{reply: resp.Simple("OK"), close: true}
@@ -331,13 +393,13 @@ func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 		if st.inMulti {
 			return slot{reply: resp.Error("ERR MULTI calls can not be nested")}
 		}
-		st.inMulti, st.aborted, st.queued = true, false, nil
+		st.inMulti, st.aborted, st.queued, st.queuedVolatile = true, false, nil, false
 		return slot{reply: resp.Simple("OK")}
 	case "DISCARD":
 		if !st.inMulti {
 			return slot{reply: resp.Error("ERR DISCARD without MULTI")}
 		}
-		st.inMulti, st.queued, st.watched = false, nil, nil
+		st.inMulti, st.queued, st.watched, st.queuedVolatile = false, nil, nil, false
 		return slot{reply: resp.Simple("OK")}
 	case "WATCH":
 		return slot{reply: a.watch(st, args)}
@@ -351,11 +413,14 @@ func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 	case "WAIT":
 		return a.waitSlot(st, args)
 	case "CLIENT":
-		return slot{reply: a.clientCommand(st, args)}
+		reply := a.clientCommand(st, args)
+		return slot{reply: reply, close: st.killed}
 	case "HELLO":
 		return slot{reply: a.hello(st, args)}
 	case "RESET":
-		return slot{reply: a.reset(st)}
+		reply := a.reset(st)
+		st.subCount.Store(0)
+		return slot{fill: func() []byte { st.unsubscribeAll(); return reply }}
 	}
 	return slot{reply: resp.Error("ERR internal: no handler for " + name)}
 }
@@ -389,6 +454,7 @@ func (a *Agent) queue(st *clientState, name string, sp rediscmd.Spec, msg string
 		return slot{reply: resp.Error(msg)}
 	}
 	st.queued = append(st.queued, args)
+	st.queuedVolatile = st.queuedVolatile || sp.Volatile
 	return slot{reply: resp.Simple("QUEUED")}
 }
 
@@ -398,8 +464,8 @@ func (a *Agent) exec(st *clientState) slot {
 	if !st.inMulti {
 		return slot{reply: resp.Error("ERR EXEC without MULTI")}
 	}
-	queued, aborted, ws := st.queued, st.aborted, st.watched
-	st.inMulti, st.aborted, st.queued, st.watched = false, false, nil, nil
+	queued, aborted, ws, volatile := st.queued, st.aborted, st.watched, st.queuedVolatile
+	st.inMulti, st.aborted, st.queued, st.watched, st.queuedVolatile = false, false, nil, nil, false
 	// As in redis, a busy server refuses EXEC itself before it looks at
 	// the queue.
 	if msg := a.execBusy(); msg != "" {
@@ -414,15 +480,17 @@ func (a *Agent) exec(st *clientState) slot {
 		payload = resp.AppendCommand(payload, q...)
 	}
 	payload = resp.AppendCommand(payload, []byte("EXEC"))
-	return a.write(st, entry{replies: extra + len(queued) + 2, payload: payload})
+	return a.write(st, entry{replies: extra + len(queued) + 2, payload: payload, volatile: volatile})
 }
 
-// write proposes e (its commands) for the connection and returns the slot
-// its reply goes into.
+// write proposes e (its commands) for the connection, in the connection's
+// mode, and returns the slot its reply goes into.
 func (a *Agent) write(st *clientState, e entry) slot {
 	if st.lastRead != nil {
 		<-st.lastRead
 	}
+	// A batch's frame is as many commands before as after.
+	e.payload, e.replies, e.after = st.mode().frame(e.payload, e.replies)
 	w, err := a.startEntry(e)
 	if err != nil {
 		return slot{reply: resp.Error("TRYAGAIN gait replica: " + err.Error())}
@@ -447,7 +515,7 @@ func (a *Agent) write(st *clientState, e entry) slot {
 func (a *Agent) readSlot(st *clientState, payload []byte, pinned bool) slot {
 	done := make(chan struct{})
 	st.lastRead = done
-	after := st.lastWriteDone
+	after, md := st.lastWriteDone, st.mode()
 	var raw []byte
 	go func() {
 		defer close(done)
@@ -459,7 +527,7 @@ func (a *Agent) readSlot(st *clientState, payload []byte, pinned bool) slot {
 		if pinned {
 			read = a.readHere
 		}
-		if raw, err = read(st, payload); err != nil {
+		if raw, err = read(st, md, payload); err != nil {
 			raw = resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
 		}
 	}()
@@ -481,15 +549,53 @@ func (a *Agent) ownWritesFirst(st *clientState, s slot) slot {
 	return s
 }
 
-// localSlot answers a command about the local redis-server itself.
-func (a *Agent) localSlot(payload []byte) slot {
+// localSlot answers a command about the local redis-server itself, in the
+// client's mode md.
+func (a *Agent) localSlot(md mode, payload []byte) slot {
 	return slot{fill: func() []byte {
-		raw, err := a.reads.do(payload)
+		raw, err := a.reads.do(md, payload)
 		if err != nil {
 			return resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
 		}
 		return raw
 	}}
+}
+
+// infoSlot answers INFO from the local redis-server, with the agent's own
+// count of clients and of blocked clients: the clients are the agent's,
+// and one that waits in BLPOP waits in its agent, never in a redis-server.
+func (a *Agent) infoSlot(md mode, payload []byte) slot {
+	s := a.localSlot(md, payload)
+	fill := s.fill
+	s.fill = func() []byte {
+		a.mu.Lock()
+		conns := len(a.conns)
+		a.mu.Unlock()
+		raw := patchInfo(fill(), "connected_clients", int64(conns))
+		return patchInfo(raw, "blocked_clients", a.blockedClients.Load())
+	}
+	return s
+}
+
+// patchInfo sets field's value in an INFO reply (a bulk or verbatim string
+// of "field:value" lines) to n.
+func patchInfo(raw []byte, field string, n int64) []byte {
+	_, v, err := resp.ReadReply(bufio.NewReader(bytes.NewReader(raw)))
+	if err != nil || (v.Kind != '$' && v.Kind != '=') || v.Null {
+		return raw
+	}
+	key := []byte("\n" + field + ":")
+	i := bytes.Index(v.Str, key)
+	if i < 0 {
+		return raw
+	}
+	start := i + len(key)
+	end := start + bytes.IndexByte(v.Str[start:], '\r')
+	if end < start {
+		return raw
+	}
+	v.Str = append(append(append([]byte(nil), v.Str[:start]...), strconv.FormatInt(n, 10)...), v.Str[end:]...)
+	return appendValue(nil, v)
 }
 
 // waitAllSlot answers WAITALL [timeout-ms]: once every replica has applied the

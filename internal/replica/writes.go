@@ -33,6 +33,7 @@ type write struct {
 	incs     map[string]string // replica ID -> incarnation that replied
 	agreed   bool              // a majority of expected replicas agree on agreedOn
 	agreedOn uint64
+	volatile bool // the client gets this replica's reply, not the first
 }
 
 // retryPause is how long a write whose proposal failed waits before it is
@@ -41,8 +42,8 @@ const retryPause = 200 * time.Millisecond
 
 // startWrite proposes commands (their RESP encoding, making n replies) and
 // returns the write, whose first channel gets the first replica's reply.
-func (a *Agent) startWrite(payload []byte, n int) (*write, error) {
-	return a.startEntry(entry{replies: n, payload: payload})
+func (a *Agent) startWrite(payload []byte, n, after int) (*write, error) {
+	return a.startEntry(entry{replies: n, after: after, payload: payload})
 }
 
 // startEntry proposes e, its proposer, sequence number and floor filled in.
@@ -63,7 +64,7 @@ func (a *Agent) startEntry(e entry) (*write, error) {
 	w.id = a.seq
 	a.writes[w.id] = w
 	e.proposer, e.seq, e.floor = a.raftAddr+"#"+a.incarnation, w.id, a.lowestUnanswered()
-	w.entry = e.encode()
+	w.entry, w.volatile = e.encode(), e.volatile
 	a.mu.Unlock()
 	a.propose(w, leader)
 	return w, nil
@@ -211,7 +212,7 @@ func (a *Agent) onReply(seq uint64, incarnation string, index, digest uint64, fr
 	w.expected[from] = true // a member that joined since the proposal
 	w.digests[from], w.incs[from] = digest, fromInc
 	a.health.observeReply(from, now.Sub(w.start))
-	if !w.answered {
+	if !w.answered && (!w.volatile || local != nil) {
 		w.answered, w.index = true, index
 		w.first <- result{raw: raw, index: index, at: now}
 		a.m.commit.Observe(now.Sub(w.start).Seconds())

@@ -1,6 +1,7 @@
-// Package resp reads and writes RESP2, the Redis protocol: client requests
+// Package resp reads and writes the Redis protocol: client requests
 // (arrays of bulk strings, or inline commands) and the replies of a
-// redis-server, kept raw so they can be forwarded unchanged.
+// redis-server in RESP2 or RESP3, kept raw so they can be forwarded
+// unchanged.
 package resp
 
 import (
@@ -348,9 +349,14 @@ func Simple(s string) []byte { return []byte("+" + s + "\r\n") }
 
 func Int(n int) []byte { return append(strconv.AppendInt([]byte(":"), int64(n), 10), '\r', '\n') }
 
-// Value is one decoded RESP2 reply from redis: Kind is its type byte (+ - : $ *).
+// Value is one decoded reply from redis: Kind is its type byte. RESP2's
+// are + - : $ *; RESP3 adds _ (null), , (double, in Str), # (boolean, Num 0
+// or 1), ( (big number, in Str), = (verbatim string, with its "txt:"), !
+// (bulk error), % (map: keys and values alternate in Arr), ~ (set), |
+// (attribute, also in Arr) and > (push). A null (RESP2's $-1 and *-1, RESP3's _)
+// has Null set.
 type Value struct {
-	Kind byte // '+', '-', ':', '$', '*'
+	Kind byte
 	Str  []byte
 	Num  int64
 	Arr  []Value
@@ -380,15 +386,24 @@ func readValue(r *bufio.Reader, depth int, raw *[]byte) (Value, error) {
 	v := Value{Kind: line[0]}
 	body := line[1 : len(line)-2]
 	switch v.Kind {
-	case '+', '-':
+	case '+', '-', ',', '(':
 		v.Str = bytes.Clone(body)
+	case '_':
+		v.Null = true
+	case '#':
+		if len(body) != 1 || body[0] != 't' && body[0] != 'f' {
+			return Value{}, fmt.Errorf("malformed boolean reply %s", clip.Quote(body))
+		}
+		if body[0] == 't' {
+			v.Num = 1
+		}
 	case ':':
 		n, ok := parseInt(body)
 		if !ok {
 			return Value{}, fmt.Errorf("malformed integer reply %s", clip.Quote(body))
 		}
 		v.Num = n
-	case '$':
+	case '$', '=', '!':
 		n, ok := parseInt(body)
 		if !ok || n < -1 || n > maxBulk {
 			return Value{}, fmt.Errorf("malformed bulk length %s (at most %d)", clip.Quote(body), maxBulk)
@@ -402,14 +417,17 @@ func readValue(r *bufio.Reader, depth int, raw *[]byte) (Value, error) {
 			return Value{}, fmt.Errorf("read bulk reply: %w", err)
 		}
 		v.Str = (*raw)[start : start+int(n) : start+int(n)]
-	case '*':
+	case '*', '%', '~', '|', '>':
 		n, ok := parseInt(body)
 		if !ok || n < -1 {
-			return Value{}, fmt.Errorf("malformed array length %s", clip.Quote(body))
+			return Value{}, fmt.Errorf("malformed aggregate length %s", clip.Quote(body))
 		}
 		if n == -1 {
 			v.Null = true
 			break
+		}
+		if v.Kind == '%' || v.Kind == '|' {
+			n *= 2 // a map's or attribute's keys and values
 		}
 		v.Arr = make([]Value, 0, min(n, 1024))
 		for range n {
@@ -421,6 +439,10 @@ func readValue(r *bufio.Reader, depth int, raw *[]byte) (Value, error) {
 		}
 	default:
 		return Value{}, fmt.Errorf("unexpected reply type %q", v.Kind)
+	}
+	if v.Kind == '|' {
+		// An attribute annotates the reply that follows it, which is the reply.
+		return readValue(r, depth, raw)
 	}
 	return v, nil
 }

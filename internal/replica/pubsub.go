@@ -1,0 +1,114 @@
+package replica
+
+import (
+	"bytes"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/gait-dev/gait/internal/resp"
+)
+
+// A subscriber is served by its own agent's redis-server: on the first
+// SUBSCRIBE (or PSUBSCRIBE, SSUBSCRIBE...) the agent opens a connection to
+// it for the client, sends it the client's subscription commands, and
+// copies everything redis sends on it (the answers, then the messages) to
+// the client between the replies to its other commands. PUBLISH is an
+// ordered write: every replica publishes each message once to its own
+// subscribers, in log order, so a message published through any agent
+// reaches the subscribers of every agent exactly once, in publish order.
+
+// subscribedContext are the commands a RESP2 client may send while it
+// subscribes, as redis allows.
+var subscribedContext = map[string]bool{
+	"SUBSCRIBE": true, "PSUBSCRIBE": true, "SSUBSCRIBE": true, "UNSUBSCRIBE": true, "PUNSUBSCRIBE": true,
+	"SUNSUBSCRIBE": true, "PING": true, "QUIT": true, "RESET": true,
+}
+
+// pubsub is a connection's subscription state. conn is used by the
+// connection's reply writer only (subscription commands are sent in
+// request order, once every earlier reply is out); count is written by the
+// goroutine that copies conn's output.
+type pubsub struct {
+	push     chan []byte   // to the reply writer
+	written  chan struct{} // closed once the reply writer is done
+	subConn  *redisConn
+	subCount atomic.Int64 // channels and patterns subscribed, as redis last said; -1 while a SUBSCRIBE is on its way
+}
+
+// subscribed says whether the connection is in redis's subscribed context.
+func (ps *pubsub) subscribed() bool { return ps.subCount.Load() != 0 }
+
+// subscribeSlot sends a subscription command (or a subscriber's PING) to
+// the connection's subscriber connection, opened on first use; its answers
+// come back through push.
+func (a *Agent) subscribeSlot(st *clientState, args [][]byte) slot {
+	name := strings.ToUpper(string(args[0]))
+	if strings.HasSuffix(name, "SUBSCRIBE") && !strings.Contains(name, "UNSUB") && st.subCount.Load() == 0 {
+		st.subCount.Store(-1) // later commands of this pipeline are in the subscribed context already
+	}
+	proto := st.proto.Load()
+	payload := resp.AppendCommand(nil, args...)
+	return slot{fill: func() []byte {
+		if st.subConn == nil {
+			conn, err := a.dialSubscriber(proto)
+			if err != nil {
+				st.subCount.Store(0)
+				return resp.Error("ERR gait replica: " + err.Error())
+			}
+			st.subConn = conn
+			go st.copyPushes(conn)
+		}
+		st.subConn.c.SetWriteDeadline(time.Now().Add(redisTimeout))
+		if _, err := st.subConn.w.Write(payload); err != nil || st.subConn.w.Flush() != nil {
+			return resp.Error("ERR gait replica: connection to redis for subscriptions lost")
+		}
+		return nil // redis's answer comes through push
+	}}
+}
+
+// dialSubscriber opens a subscriber connection in protocol proto.
+func (a *Agent) dialSubscriber(proto int64) (*redisConn, error) {
+	conn, err := dialRedis(a.cfg.RedisAddr)
+	if err != nil {
+		return nil, err
+	}
+	if proto == 3 {
+		if _, err := conn.command("HELLO", "3"); err != nil {
+			conn.close()
+			return nil, err
+		}
+	}
+	conn.c.SetDeadline(time.Time{}) // a subscriber may wait for messages forever
+	return conn, nil
+}
+
+// copyPushes copies what redis sends on conn to the client, keeping subCount
+// up to date from the subscription answers, until conn closes.
+func (ps *pubsub) copyPushes(conn *redisConn) {
+	for {
+		raw, v, err := resp.ReadReply(conn.r)
+		if err != nil {
+			return
+		}
+		if (v.Kind == '*' || v.Kind == '>') && len(v.Arr) == 3 && v.Arr[2].Kind == ':' &&
+			bytes.HasSuffix(bytes.ToLower(v.Arr[0].Str), []byte("subscribe")) {
+			ps.subCount.Store(v.Arr[2].Num)
+		}
+		select {
+		case ps.push <- raw:
+		case <-ps.written:
+			return
+		}
+	}
+}
+
+// unsubscribeAll closes the subscriber connection, if any: the connection
+// ended or was reset.
+func (ps *pubsub) unsubscribeAll() {
+	if ps.subConn != nil {
+		ps.subConn.close()
+		ps.subConn = nil
+	}
+	ps.subCount.Store(0)
+}
