@@ -368,7 +368,9 @@ func (a *Agent) hello(st *clientState, args [][]byte) []byte {
 			return resp.Error("ERR Syntax error in HELLO option '" + argWord(args[i]) + "'")
 		}
 	}
-	raw, err := a.reads.do(mode{proto: proto}, resp.AppendCommand(nil, []byte("HELLO"), []byte(strconv.Itoa(proto))))
+	// Any replica answers, as a read does: the local redis-server may be the
+	// one that limps or is gone, and clients send HELLO on every connect.
+	raw, err := a.read(st, mode{proto: proto}, resp.AppendCommand(nil, []byte("HELLO"), []byte(strconv.Itoa(proto))))
 	if err != nil {
 		return resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
 	}
