@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/gaitbin"
+	"github.com/gait-dev/gait/internal/replica"
 	"github.com/gait-dev/gait/internal/systems/gaitredis"
 	"github.com/gait-dev/gait/internal/systems/redis"
 	goredis "github.com/redis/go-redis/v9"
@@ -143,7 +144,7 @@ func TestReplicaFlags(t *testing.T) {
 		{agent("--fanout", "-2"), "--fanout -2: want 1 or more"},
 		{agent("--max-request", "0"), "--max-request 0: want 1024 to 1073741824 bytes"},
 		{agent("--max-request", "2147483648"), "--max-request 2147483648: want 1024 to 1073741824 bytes"},
-		{agent("--request-memory", "1000"), "--request-memory 1000: want at least --max-request (33554432)"},
+		{agent("--request-memory", "1000"), fmt.Sprintf("--request-memory 1000: want at least --max-request (%d)", replica.DefaultMaxRequest)},
 		{agent("--durability", "fast"), `--durability "fast": want disk or replicated`},
 		{[]string{"cluster", "--loopback", "--durability", "memory"}, `--durability "memory": want disk or replicated`},
 		{agent("--request-timeout", "0s"), "--request-timeout 0s: want a positive duration"},
