@@ -82,15 +82,21 @@ func encodeValue(buf []byte, v Value) []byte {
 	switch {
 	case v.Null:
 		return append(buf, "-1\r\n"...)
-	case v.Kind == '+' || v.Kind == '-':
+	case v.Kind == '+' || v.Kind == '-' || v.Kind == ',' || v.Kind == '(':
 		buf = append(buf, v.Str...)
 	case v.Kind == ':':
 		buf = strconv.AppendInt(buf, v.Num, 10)
-	case v.Kind == '$':
+	case v.Kind == '#':
+		buf = append(buf, "ft"[v.Num])
+	case v.Kind == '$' || v.Kind == '=' || v.Kind == '!':
 		buf = strconv.AppendInt(buf, int64(len(v.Str)), 10)
 		buf = append(append(buf, '\r', '\n'), v.Str...)
-	case v.Kind == '*':
-		buf = strconv.AppendInt(buf, int64(len(v.Arr)), 10)
+	case v.Kind == '*' || v.Kind == '%' || v.Kind == '~' || v.Kind == '>':
+		n := len(v.Arr)
+		if v.Kind == '%' {
+			n /= 2 // a map counts its pairs
+		}
+		buf = strconv.AppendInt(buf, int64(n), 10)
 		buf = append(buf, '\r', '\n')
 		for _, e := range v.Arr {
 			buf = encodeValue(buf, e)
@@ -103,7 +109,8 @@ func encodeValue(buf []byte, v Value) []byte {
 // FuzzRESPReply reads arbitrary bytes as replies from redis. The raw bytes
 // of each reply, which the agent forwards unchanged, must be exactly the
 // input it consumed and hold one whole reply: read alone they give the same
-// value. The value written back in RESP2 must read back as itself. An error
+// value. The value written back (RESP2 or RESP3, as it came) must read back
+// as itself. An error
 // (the agent logs it) must be one short line.
 func FuzzRESPReply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
