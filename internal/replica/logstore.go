@@ -33,7 +33,7 @@ func (s *timedLogStore) StoreLogs(logs []*raft.Log) error {
 	err := s.LogStore.StoreLogs(logs)
 	d := time.Since(start)
 	if !s.syncedLater {
-		s.smooth(d)
+		s.observeDisk(d)
 	}
 	if s.observe != nil {
 		s.observe(d, len(logs))
@@ -41,9 +41,10 @@ func (s *timedLogStore) StoreLogs(logs []*raft.Log) error {
 	return err
 }
 
-// smooth adds one append's time: with DurableReplicated, that of each
-// background fsync, so that a slow disk still shows.
-func (s *timedLogStore) smooth(d time.Duration) {
+// observeDisk adds one time the disk took to the least kept over
+// appendWindow: an fsynced append's, or with DurableReplicated a
+// background fsync's.
+func (s *timedLogStore) observeDisk(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.least == nil {
@@ -83,7 +84,7 @@ func (a *Agent) syncLog() {
 				a.logger.Printf("fsync raft log: %v", err)
 				continue
 			}
-			a.logs.smooth(time.Since(start))
+			a.logs.observeDisk(time.Since(start))
 		}
 	}
 }
