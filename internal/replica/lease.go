@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -97,7 +98,7 @@ func (a *Agent) renewLease() {
 	}
 	l := a.lease
 	l.mu.Lock()
-	if !sameAddrs(l.voters, voters) {
+	if !slices.Equal(l.voters, voters) {
 		l.voters, l.promises = voters, map[string]promise{}
 	}
 	l.mu.Unlock()
@@ -123,18 +124,6 @@ func (a *Agent) renewLease() {
 		})
 		a.peer(v).send(peerMsg{data: resp.AppendCommand(nil, []byte("LEASE"), strconv.AppendUint(nil, id, 10)), id: id})
 	}
-}
-
-func sameAddrs(a, b []string) bool {
-	if len(a) != len(b) || (a == nil) != (b == nil) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // runLease renews the lease until the agent closes.
