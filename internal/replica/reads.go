@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -135,6 +136,76 @@ func (a *Agent) minIndex(ctx context.Context, st *clientState) (uint64, error) {
 		return st.lastIndex.Load(), nil
 	}
 	return 0, nil
+}
+
+// fastRead starts a read on the local redis-server at once, with no
+// goroutine of its own and no wait, when nothing is to be waited for: the
+// connection has no write in flight, one replica answers a read (Fanout 1)
+// and this one is the first to ask, and it has already applied the index
+// the read mode asks for (under the lease that takes no message). Reads
+// under a lease with no write in flight, most reads, then cost one round
+// trip to the local redis. The slot's fill waits for the answer; one that
+// fails, or takes longer than hedgeAfter, is served again the full way
+// (other replicas, hedging). false: serve the read the full way.
+func (a *Agent) fastRead(st *clientState, payload []byte, pinned bool) (slot, bool) {
+	if a.cfg.Fanout != 1 || !closed(st.lastWriteDone) || a.fsm.failure() != nil {
+		return slot{}, false
+	}
+	var index uint64
+	switch a.cfg.Read {
+	case Linearizable:
+		var ok bool
+		if index, ok = a.leaseIndex(); !ok {
+			return slot{}, false
+		}
+	case Session:
+		index = st.lastIndex.Load()
+	}
+	if a.fsm.appliedIndex() < index {
+		return slot{}, false
+	}
+	if ts := a.health.readTargets(1, nil); len(ts) == 0 || !ts[0].Local {
+		return slot{}, false
+	}
+	start, md := time.Now(), st.mode()
+	p, n, after := md.frame(payload, 1)
+	call := a.reads.start(p, n, n-1-after)
+	done := make(chan struct{})
+	st.lastRead = done // writeReplies closes it once fill, fallback included, ran
+	return slot{done: done, fill: func() []byte {
+		t := time.NewTimer(a.hedgeAfter() - time.Since(start))
+		defer t.Stop()
+		select {
+		case <-call.done:
+			if call.err == nil {
+				a.m.read.Observe(time.Since(start).Seconds())
+				return call.raw
+			}
+		case <-t.C:
+		}
+		read := a.read
+		if pinned {
+			read = a.readHere
+		}
+		raw, err := read(st, md, payload)
+		if err != nil {
+			return resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
+		}
+		return raw
+	}}, true
+}
+
+// closed tells whether ch is nil or closed.
+func closed(ch chan struct{}) bool {
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // hedgeAfter is how long a read waits for its replicas before it asks one

@@ -167,15 +167,23 @@ func (m *redisMux) do(md mode, payload []byte) ([]byte, error) {
 // doSome sends commands that must reach redis back to back on one
 // connection (payload, n replies) and returns the raw reply of the keep-th.
 func (m *redisMux) doSome(payload []byte, n, keep int) ([]byte, error) {
+	call := m.start(payload, n, keep)
+	<-call.done
+	return call.raw, call.err
+}
+
+// start queues commands as doSome does and returns at once; the call's
+// done channel closes once its reply (or error) is in.
+func (m *redisMux) start(payload []byte, n, keep int) *muxCall {
 	c := m.conns[m.next.Add(1)%uint64(len(m.conns))]
 	call := &muxCall{payload: payload, replies: n, keep: keep, done: make(chan struct{})}
 	select {
 	case c.calls <- call:
 	case <-c.stop:
-		return nil, errors.New("agent stopped")
+		call.err = errors.New("agent stopped")
+		close(call.done)
 	}
-	<-call.done
-	return call.raw, call.err
+	return call
 }
 
 func (m *redisMux) close() {

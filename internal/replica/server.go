@@ -513,6 +513,9 @@ func (a *Agent) write(st *clientState, e entry) slot {
 // readSlot starts a read at once, after the connection's last write is
 // acknowledged; its reply still goes out in request order.
 func (a *Agent) readSlot(st *clientState, payload []byte, pinned bool) slot {
+	if s, ok := a.fastRead(st, payload, pinned); ok {
+		return s
+	}
 	done := make(chan struct{})
 	st.lastRead = done
 	after, md := st.lastWriteDone, st.mode()
