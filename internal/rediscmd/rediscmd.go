@@ -217,7 +217,7 @@ func Lookup(args [][]byte) (string, Spec, string) {
 	if (s.Kind != Refused || s.Subs != nil) && ((s.Arity > 0 && len(args) != s.Arity) || (s.Arity < 0 && len(args) < -s.Arity)) {
 		return name, s, fmt.Sprintf("ERR wrong number of arguments for '%s' command", strings.ToLower(name))
 	}
-	if len(args) > 1 {
+	if len(args) > 1 && s.Subs != nil { // not for every key of every SET
 		sub := strings.ToUpper(string(args[1]))
 		if k, ok := s.Subs[sub]; ok {
 			s.Kind = k

@@ -41,6 +41,29 @@ func BenchmarkWriteReplicated(b *testing.B) {
 	})
 }
 
+// BenchmarkPipelinedSet sends SETs in pipelines of 1000 through the
+// leader from one client, as redis-cli --pipe does (--durability
+// replicated): the agents' CPU per pipelined command.
+func BenchmarkPipelinedSet(b *testing.B) {
+	leader := startCluster(b, 3, 0, func(c *Config) { c.Durability = DurableReplicated }).nodes[0].agent
+	c := goredis.NewClient(&goredis.Options{Addr: leader.ClientAddr(), PoolSize: 1, MaxRetries: -1})
+	defer c.Close()
+	ctx := context.Background()
+	cpu := cpuTime(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i += 1000 {
+		p := c.Pipeline()
+		for j := i; j < min(i+1000, b.N); j++ {
+			p.Set(ctx, "k"+strconv.Itoa(j), "v", 0)
+		}
+		if _, err := p.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime(b)-cpu)/float64(b.N)/1e3, "cpu-µs/op")
+}
+
 // benchDeployment runs op from parallel clients through the leader of 3
 // voters; durability is "" for reads.
 func benchDeployment(b *testing.B, durability Durability, op func(context.Context, *goredis.Client, int) error) {

@@ -36,6 +36,9 @@ type applied struct {
 	// When raft handed the entry over as committed, and when the batch it
 	// was applied in went to redis: the write's stages, on this clock.
 	committed, sent time.Time
+	// appended is when the leader's raft loop took the entry into its log,
+	// on the leader's clock.
+	appended time.Time
 }
 
 // queued is one committed entry (or a bare index to mark applied: raft
@@ -45,6 +48,7 @@ type queued struct {
 	entry     entry
 	ok        bool      // entry decoded and has replies to run
 	committed time.Time // when raft handed it over
+	appended  time.Time // raft.Log.AppendedAt: when the leader took it into its log
 }
 
 // fsm is raft's state machine: it queues committed entries and one applier
@@ -122,7 +126,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 
 // toQueued decodes a committed log entry for the applier.
 func (f *fsm) toQueued(l *raft.Log, committed time.Time) queued {
-	q := queued{index: l.Index, committed: committed}
+	q := queued{index: l.Index, committed: committed, appended: l.AppendedAt}
 	if l.Type == raft.LogCommand {
 		e, err := decodeEntry(l.Data)
 		if err != nil {
@@ -205,7 +209,8 @@ func (f *fsm) applyBatch(batch []queued) {
 		}
 		d := f.setApplied(q.index, digested)
 		if q.entry.proposer != "" {
-			f.report(applied{entry: q.entry, index: q.index, raw: raw, digest: d, committed: q.committed, sent: start})
+			f.report(applied{entry: q.entry, index: q.index, raw: raw, digest: d, committed: q.committed, sent: start,
+				appended: q.appended})
 		}
 	}
 	if f.observe != nil && n > 0 {

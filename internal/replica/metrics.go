@@ -32,7 +32,13 @@ type metrics struct {
 	// Requests refused for the memory cap or for stalling half-way.
 	refusedMemory, refusedStalled prometheus.Counter
 	stages                        *prometheus.HistogramVec
+	// stageObs holds each stage's histogram, looked up once: a write
+	// observes several, a pipelined request one per command.
+	stageObs map[string]prometheus.Observer
 }
+
+// writeStages are the stages of write_stage_seconds.
+var writeStages = []string{"request_read", "propose", "raft_commit", "commit", "apply_queue", "redis", "reply", "remote_reply"}
 
 func newMetrics(a *Agent) *metrics {
 	secs := prometheus.ExponentialBuckets(50e-6, 2, 18) // 50 µs .. 6.5 s
@@ -63,8 +69,14 @@ func newMetrics(a *Agent) *metrics {
 		stages: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "gait_replica", Name: "write_stage_seconds",
 			Help: "Where a write's time goes, stage by stage (docs/replica.md): request_read, commit (proposal to committed here: " +
 				"leader append, replication round trip and follower append, commit), apply_queue, redis, reply; remote_reply " +
-				"when another replica answered first.", Buckets: secs}, []string{"stage"}),
+				"when another replica answered first. When the leader proposed the write and answered it, commit is also split " +
+				"into propose (until raft's leader loop took it into the log) and raft_commit (leader append, replication, " +
+				"follower append, commit).", Buckets: secs}, []string{"stage"}),
 		refusedStalled: count("requests_refused_stalled_total", "Client requests abandoned after pausing longer than --request-timeout."),
+	}
+	m.stageObs = map[string]prometheus.Observer{}
+	for _, name := range writeStages {
+		m.stageObs[name] = m.stages.WithLabelValues(name)
 	}
 	m.reg.MustRegister(m.commit, m.read, m.appendSecs, m.appendBatch, m.applySecs, m.applyBatch,
 		m.leaderChanges, m.quarantines, m.limpMarks, m.transfers, m.reproposals, m.pipelined, m.leaseReads, m.indexRounds, m.refusedMemory, m.refusedStalled, m.stages, &stateCollector{a: a})
@@ -78,7 +90,7 @@ func (m *metrics) observeAppend(d time.Duration, entries int) {
 
 // stage records one write stage's time.
 func (m *metrics) stage(name string, d time.Duration) {
-	m.stages.WithLabelValues(name).Observe(d.Seconds())
+	m.stageObs[name].Observe(d.Seconds())
 }
 
 func (m *metrics) observeApply(d time.Duration, entries int) {

@@ -2,12 +2,14 @@ package replica
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
 	"sync/atomic"
 	"time"
 
+	"github.com/gait-dev/gait/internal/clip"
 	"github.com/gait-dev/gait/internal/resp"
 )
 
@@ -62,15 +64,35 @@ func (c *redisConn) send(payload []byte) error {
 func (c *redisConn) replies(n, after int) ([]byte, error) {
 	var kept []byte
 	for i := range n {
-		raw, _, err := resp.ReadReply(c.r)
+		raw, err := c.reply()
 		if err != nil {
 			return nil, err
 		}
 		if i == n-1-after {
-			kept = raw
+			kept = bytes.Clone(raw)
 		}
 	}
 	return kept, nil
+}
+
+// reply reads one reply's raw bytes, valid until the next read. A
+// one-line status, error or integer (what writes mostly answer) is taken
+// as it is in the buffer; anything else is read by resp.ReadReply. An
+// applier reads a reply per command it applies, and ReadReply's copies
+// were most of an agent's CPU per command in a pipeline.
+func (c *redisConn) reply() ([]byte, error) {
+	if b, err := c.r.Peek(1); err == nil && (b[0] == '+' || b[0] == '-' || b[0] == ':') {
+		line, err := c.r.ReadSlice('\n')
+		if err != nil {
+			return nil, fmt.Errorf("read reply: %w", err)
+		}
+		if len(line) < 3 || line[len(line)-2] != '\r' {
+			return nil, fmt.Errorf("malformed reply line %s", clip.Quote(line))
+		}
+		return line, nil
+	}
+	raw, _, err := resp.ReadReply(c.r)
+	return raw, err
 }
 
 // batchReplies reads a batch entry's n replies, of which the first and
@@ -80,7 +102,7 @@ func (c *redisConn) replies(n, after int) ([]byte, error) {
 // for the digest.
 func (c *redisConn) batchReplies(n, frame int, reads []int) (all, writes []byte, err error) {
 	for i := range n {
-		raw, _, err := resp.ReadReply(c.r)
+		raw, err := c.reply()
 		if err != nil {
 			return nil, nil, err
 		}

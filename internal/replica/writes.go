@@ -218,6 +218,11 @@ func (a *Agent) onReply(seq uint64, incarnation string, index, digest uint64, fr
 		a.m.commit.Observe(now.Sub(w.start).Seconds())
 		if local != nil {
 			a.m.stage("commit", local.committed.Sub(w.start))
+			if w.via == "" && !local.appended.IsZero() {
+				// The leader's loop stamped the entry on this same clock.
+				a.m.stage("propose", local.appended.Sub(w.start))
+				a.m.stage("raft_commit", local.committed.Sub(local.appended))
+			}
 			a.m.stage("apply_queue", local.sent.Sub(local.committed))
 			a.m.stage("redis", now.Sub(local.sent))
 		} else {
