@@ -7,16 +7,22 @@
 # interleaved SET+GET pairs (time per pair against one unpipelined SET at c=1). Prints
 # one line per measurement and then the medians and ratios the goals name.
 #
-#   scripts/replica-goals.sh [-n REQUESTS] [-r ROUNDS] [-p PAIRS] [-- extra 'gait replica cluster' flags]
+#   scripts/replica-goals.sh [-n REQUESTS] [-r ROUNDS] [-p PAIRS] [-b GAIT] [-- extra 'gait replica cluster' flags]
+#
+# -b GAIT also runs deployments of that gait binary (built from the tree
+# before a change) as peers disk0 and replicated0, alternating with the
+# others, and prints the goals' rows for them too: before and after from
+# one run on a shared machine.
 #
 # Without extra flags the voters run on testbed hosts (root; the client runs
 # in the root namespace and reaches them over their veths); pass --loopback
 # to run them on 127.0.0.1 in one process.
 set -euo pipefail
 
-requests=20000 rounds=3 pairs=20000
+requests=20000 rounds=3 pairs=20000 before=
 while [[ $# -gt 0 ]]; do
 	case "$1" in
+	-b) before=$(realpath "$2"); [[ -x "$before" ]] || { echo "replica-goals: -b $2: not an executable" >&2; exit 2; }; shift 2 ;;
 	-n) requests=$2; shift 2 ;;
 	-p) pairs=$2; shift 2 ;;
 	-r) rounds=$2; shift 2 ;;
@@ -37,11 +43,11 @@ redis() {
 	for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && return; sleep 0.1; done
 	echo "replica-goals: redis-server on $port did not start" >&2; exit 1
 }
-# gait NAME FLAGS... starts a deployment and sets addr_NAME to its leader.
+# gait NAME BINARY FLAGS... starts a deployment and sets addr_NAME to its leader.
 gait() {
-	local name=$1; shift
+	local name=$1 bin=$2; shift 2
 	mkfifo "$work/$name.out"
-	"$work/gait" replica cluster --voters 3 "$@" >"$work/$name.out" 2>"$work/$name.log" &
+	"$bin" replica cluster --voters 3 "$@" >"$work/$name.out" 2>"$work/$name.log" &
 	pids+=($!)
 	exec {fd}<"$work/$name.out"
 	local word addr
@@ -53,9 +59,16 @@ gait() {
 base=$(( 20000 + RANDOM % 20000 ))
 redis "$base" --appendonly yes --appendfsync always
 redis "$((base + 1))" --appendonly no
-gait disk --durability disk "$@"
-gait replicated --durability replicated "$@"
+gait disk "$work/gait" --durability disk "$@"
+gait replicated "$work/gait" --durability replicated "$@"
 declare -A target=([aof]="127.0.0.1:$base" [plain]="127.0.0.1:$((base + 1))" [disk]="$addr_disk" [replicated]="$addr_replicated")
+peers=(aof plain disk replicated) kinds=(disk replicated)
+if [[ -n "$before" ]]; then
+	gait disk0 "$before" --durability disk "$@"
+	gait replicated0 "$before" --durability replicated "$@"
+	target[disk0]=$addr_disk0 target[replicated0]=$addr_replicated0
+	peers=(aof plain disk0 disk replicated0 replicated) kinds=(disk0 disk replicated0 replicated)
+fi
 
 # bench PEER TEST C -> "PEER TEST C rps p50"
 bench() {
@@ -79,7 +92,7 @@ pipe() {
 }
 
 for _ in $(seq "$rounds"); do
-	for peer in aof plain disk replicated; do
+	for peer in "${peers[@]}"; do
 		bench "$peer" set 8
 		bench "$peer" set 1
 		bench "$peer" get 8
@@ -94,12 +107,18 @@ echo
 echo "| goal | gait | peer | ratio | target |"
 echo "| --- | ---: | ---: | ---: | --- |"
 row() { awk -v g="$1" -v a="$2" -v b="$3" -v t="$4" 'BEGIN { printf "| %s | %s | %s | %.3f | %s |\n", g, a, b, a / b, t }'; }
-row "disk: SET c=8 req/s vs appendfsync always" "$(m disk SET 8 4)" "$(m aof SET 8 4)" ">= 0.5"
-row "disk: SET c=1 p50 ms vs appendfsync always" "$(m disk SET 1 5)" "$(m aof SET 1 5)" "<= 3"
-row "replicated: SET c=8 req/s vs no persistence" "$(m replicated SET 8 4)" "$(m plain SET 8 4)" ">= 0.25"
-row "replicated: GET c=8 req/s vs no persistence" "$(m replicated GET 8 4)" "$(m plain GET 8 4)" ">= 0.5"
-row "disk: GET c=8 req/s vs no persistence" "$(m disk GET 8 4)" "$(m plain GET 8 4)" "(none)"
-for d in disk replicated; do
+for d in "${kinds[@]}"; do
+	case $d in
+	disk*)
+		row "$d: SET c=8 req/s vs appendfsync always" "$(m $d SET 8 4)" "$(m aof SET 8 4)" ">= 0.5"
+		row "$d: SET c=1 p50 ms vs appendfsync always" "$(m $d SET 1 5)" "$(m aof SET 1 5)" "<= 3"
+		row "$d: GET c=8 req/s vs no persistence" "$(m $d GET 8 4)" "$(m plain GET 8 4)" "(none)" ;;
+	*)
+		row "$d: SET c=8 req/s vs no persistence" "$(m $d SET 8 4)" "$(m plain SET 8 4)" ">= 0.25"
+		row "$d: GET c=8 req/s vs no persistence" "$(m $d GET 8 4)" "$(m plain GET 8 4)" ">= 0.5" ;;
+	esac
+done
+for d in "${kinds[@]}"; do
 	row "$d: redis-cli --pipe 20k SETs, s vs no persistence" "$(m $d PIPESET 1 4)" "$(m plain PIPESET 1 4)" "<= 3"
 	# One pair of the interleaved pipeline against one unpipelined SET at c=1 (1/rps), in ms.
 	row "$d: pipelined SET+GET per pair ms vs unpipelined SET c=1" "$(awk -v s="$(m $d PIPEPAIR 1 4)" -v n="$pairs" 'BEGIN { printf "%.4f", 1000 * s / n }')" \

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -160,9 +161,14 @@ type muxCall struct {
 // muxConn is one pipelined connection; it redials after a failure.
 type muxConn struct {
 	addr     string
-	calls    chan *muxCall // to the writer
+	calls    chan *muxCall // to the writer, while no connection is up
 	inflight chan *muxCall // written, awaiting their replies, in order
 	stop     chan struct{}
+	// mu guards up and writes to it. While a connection is up, a caller
+	// writes its call itself: a hop to the writer goroutine and back cost a
+	// read as much as its round trip to redis.
+	mu sync.Mutex
+	up *redisConn
 }
 
 // muxDepth bounds the requests queued or in flight on one connection.
@@ -199,6 +205,9 @@ func (m *redisMux) doSome(payload []byte, n, keep int) ([]byte, error) {
 func (m *redisMux) start(payload []byte, n, keep int) *muxCall {
 	c := m.conns[m.next.Add(1)%uint64(len(m.conns))]
 	call := &muxCall{payload: payload, replies: n, keep: keep, done: make(chan struct{})}
+	if c.writeNow(call) {
+		return call
+	}
 	select {
 	case c.calls <- call:
 	case <-c.stop:
@@ -206,6 +215,29 @@ func (m *redisMux) start(payload []byte, n, keep int) *muxCall {
 		close(call.done)
 	}
 	return call
+}
+
+// writeNow writes call on the connection that is up, if one is, and
+// tells whether it did. A call whose write fails stays in flight: the
+// reader fails it once the connection is closed.
+func (c *muxConn) writeNow(call *muxCall) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.up == nil {
+		return false
+	}
+	c.send(c.up, call)
+	return true
+}
+
+// send puts call in flight and writes it; called with mu held.
+func (c *muxConn) send(conn *redisConn, call *muxCall) {
+	c.inflight <- call
+	conn.c.SetWriteDeadline(time.Now().Add(redisTimeout))
+	if _, err := conn.w.Write(call.payload); err != nil || conn.w.Flush() != nil {
+		conn.close()
+		c.up = nil
+	}
 }
 
 func (m *redisMux) close() {
@@ -220,6 +252,9 @@ func (c *muxConn) run() {
 	for {
 		select {
 		case <-c.stop:
+			c.mu.Lock()
+			c.up = nil
+			c.mu.Unlock()
 			c.drain(errors.New("agent stopped"))
 			return
 		default:
@@ -231,10 +266,16 @@ func (c *muxConn) run() {
 		}
 		broken := make(chan struct{})
 		go c.read(conn, broken)
+		c.mu.Lock()
+		c.up = conn
+		c.mu.Unlock()
 		c.write(conn, broken)
 		conn.close()
 		<-broken
-		// The writer may have queued a call after the reader stopped: fail
+		c.mu.Lock()
+		c.up = nil
+		c.mu.Unlock()
+		// A call may have been put in flight after the reader stopped: fail
 		// it, or the next connection would hand it another call's reply.
 		c.drain(errors.New("connection to redis lost"))
 	}
@@ -251,6 +292,8 @@ func (c *muxConn) failNext(err error) {
 	}
 }
 
+// write writes the calls queued while no connection was up, and any a
+// caller queues before it sees this one up.
 func (c *muxConn) write(conn *redisConn, broken chan struct{}) {
 	for {
 		var call *muxCall
@@ -261,13 +304,11 @@ func (c *muxConn) write(conn *redisConn, broken chan struct{}) {
 		case <-c.stop:
 			return
 		}
-		c.inflight <- call
-		conn.c.SetWriteDeadline(time.Now().Add(redisTimeout))
-		_, err := conn.w.Write(call.payload)
-		if err == nil && len(c.calls) == 0 {
-			err = conn.w.Flush()
-		}
-		if err != nil {
+		c.mu.Lock()
+		c.send(conn, call)
+		up := c.up != nil
+		c.mu.Unlock()
+		if !up {
 			return // the reader fails what is in flight once the connection closes
 		}
 	}
