@@ -176,6 +176,7 @@ func (f *fsm) applyBatch(batch []queued) {
 	f.mu.Lock()
 	from := f.applied
 	f.mu.Unlock()
+	defer f.notifyApplied() // once per batch, not per entry
 	var payload []byte
 	n := 0
 	run := make([]bool, len(batch)) // entries to send to redis: new, decoded, first copies
@@ -251,19 +252,24 @@ func chain(prev uint64, raw []byte) uint64 {
 }
 
 // setApplied moves the applied index; raw, when the entry had replies,
-// extends the digest. It returns the digest at index.
+// extends the digest. It returns the digest at index. Waiters learn of it
+// at notifyApplied.
 func (f *fsm) setApplied(index uint64, raw []byte) uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if raw != nil {
 		f.digest = chain(f.digest, raw)
 	}
-	if index > f.applied {
-		f.applied = index
-		close(f.changed)
-		f.changed = make(chan struct{})
-	}
+	f.applied = max(f.applied, index)
 	return f.digest
+}
+
+// notifyApplied wakes whoever waits for the applied index to move.
+func (f *fsm) notifyApplied() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	close(f.changed)
+	f.changed = make(chan struct{})
 }
 
 func (f *fsm) fail(err error) {

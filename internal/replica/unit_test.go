@@ -1,8 +1,10 @@
 package replica
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -188,5 +190,31 @@ func TestLeaseCovers(t *testing.T) {
 	single.voters = []string{}
 	if !single.covers(at(0), at(1)) {
 		t.Error("a single voter is its own majority")
+	}
+}
+
+// TestBatchReplies reads a batch's replies as the applier does: one-line
+// replies from the buffer, others through resp.ReadReply; the client gets
+// all but the frame, the digest all but the reads.
+func TestBatchReplies(t *testing.T) {
+	in := "+OK\r\n:5\r\n$3\r\nabc\r\n-ERR x\r\n*2\r\n:1\r\n$1\r\nz\r\n+OK\r\n"
+	c := &redisConn{r: bufio.NewReader(strings.NewReader(in))}
+	all, writes, err := c.batchReplies(6, 1, []int{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := ":5\r\n$3\r\nabc\r\n-ERR x\r\n*2\r\n:1\r\n$1\r\nz\r\n"; string(all) != want {
+		t.Errorf("client's replies %q, want %q", all, want)
+	}
+	if want := ":5\r\n-ERR x\r\n*2\r\n:1\r\n$1\r\nz\r\n"; string(writes) != want {
+		t.Errorf("digested replies %q, want %q", writes, want)
+	}
+	c = &redisConn{r: bufio.NewReader(strings.NewReader("+OK\r\n:7\r\n"))}
+	if raw, err := c.replies(2, 1); err != nil || string(raw) != "+OK\r\n" {
+		t.Errorf("replies: %q, %v", raw, err)
+	}
+	c = &redisConn{r: bufio.NewReader(strings.NewReader("+OK\n"))}
+	if _, err := c.reply(); err == nil {
+		t.Error("a status line without CR read as a reply")
 	}
 }

@@ -145,15 +145,26 @@ func (a *Agent) reproposeOrphans() {
 // awaitWrite waits for the first reply to a proposed write, or with
 // --write-all for every replica's.
 func (a *Agent) awaitWrite(w *write) (result, error) {
+	var r result
+	got := false
+	select {
+	case r = <-w.first: // answered already: often no timer is needed
+		got = true
+		if r.err != nil || !a.cfg.WriteAll {
+			return r, r.err
+		}
+	default:
+	}
 	t := time.NewTimer(a.cfg.WriteTimeout)
 	defer t.Stop()
-	var r result
-	select {
-	case r = <-w.first:
-	case <-t.C:
-		return r, fmt.Errorf("no replica applied the write within %v; it may still be applied", a.cfg.WriteTimeout)
-	case <-a.done:
-		return r, errors.New("agent stopped")
+	if !got {
+		select {
+		case r = <-w.first:
+		case <-t.C:
+			return r, fmt.Errorf("no replica applied the write within %v; it may still be applied", a.cfg.WriteTimeout)
+		case <-a.done:
+			return r, errors.New("agent stopped")
+		}
 	}
 	if r.err != nil || !a.cfg.WriteAll {
 		return r, r.err
