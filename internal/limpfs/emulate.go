@@ -61,6 +61,9 @@ type emulator struct {
 	// the stream went through it).
 	sums *tardis.SumIndex
 	late *late // literal ranges to look at again (late.go)
+	// openFlags is what opening a regular file answers: direct I/O
+	// unless the mount uses the write-back cache (Options.WriteBack).
+	openFlags uint32
 }
 
 // contents is an open regular file.
@@ -139,7 +142,7 @@ func (n *emuNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32
 			return nil, 0, n.fail(err)
 		}
 	}
-	return &emuFile{n: n}, 0, 0
+	return &emuFile{n: n}, n.em.openFlags, 0
 }
 
 func (n *emuNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
@@ -164,7 +167,7 @@ func (n *emuNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	if errno := child.acquire(filepath.Join(n.path(), name)); errno != 0 {
 		return nil, nil, 0, errno
 	}
-	return ino, &emuFile{n: child}, 0, 0
+	return ino, &emuFile{n: child}, n.em.openFlags, 0
 }
 
 func (n *emuNode) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
