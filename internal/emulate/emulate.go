@@ -129,9 +129,17 @@ func Clean(stateDir string) ([]string, error) {
 	return cleaned, errors.Join(errs...)
 }
 
-// Gen writes n bytes of the synthetic stream seed from offset off to w.
-func Gen(w io.Writer, seed, off uint64, n int64) error {
-	buf := make([]byte, 1<<20)
+// MaxWriteSize bounds Gen's writes (its buffer).
+const MaxWriteSize = 1 << 30
+
+// Gen writes n bytes of the synthetic stream seed from offset off to w,
+// in writes of writeSize bytes (1 to MaxWriteSize; the last may be
+// shorter): the size of the writes a file system sees, if w is a file.
+func Gen(w io.Writer, seed, off uint64, n int64, writeSize int) error {
+	if writeSize < 1 || writeSize > MaxWriteSize {
+		return fmt.Errorf("write size %d: must be from 1 byte to 1 GiB", writeSize)
+	}
+	buf := make([]byte, min(int64(writeSize), max(n, 1)))
 	for n > 0 {
 		c := int(min(n, int64(len(buf))))
 		tardis.Generate(seed, off, buf[:c])
