@@ -37,6 +37,9 @@ type Mount struct {
 	StateDir  string // gait's state directory: the mount is recorded in its emulate/
 	// Report hears errors a process on the mount met only as an errno.
 	Report func(error)
+	// WriteBack: the kernel's write-back cache instead of direct I/O
+	// (limpfs.Options.WriteBack).
+	WriteBack bool
 }
 
 // record is what a serving mount leaves for `gait clean`.
@@ -73,7 +76,7 @@ func Serve(ctx context.Context, m Mount, ready func(*limpfs.FS)) error {
 	if bw == 0 {
 		bw = math.Inf(1)
 	}
-	f, err := limpfs.MountStore(m.Store, dir, limpfs.Options{Bandwidth: bw, Latency: m.Latency, Report: m.Report})
+	f, err := limpfs.MountStore(m.Store, dir, limpfs.Options{Bandwidth: bw, Latency: m.Latency, Report: m.Report, WriteBack: m.WriteBack})
 	if err != nil {
 		return err
 	}
