@@ -57,7 +57,7 @@ type emulator struct {
 	// sums remembers checksums of the stream written recently through the
 	// mount, so that a file of checksums of it (an HDFS .meta file beside
 	// its block file) is recognised as well; see tardis.SumIndex for its
-	// bound (at most about 12 MB of memory per mount, once 512 MiB of
+	// bound (at most about 7 MB of memory per mount, once 512 MiB of
 	// the stream went through it).
 	sums *tardis.SumIndex
 	late *late // literal ranges to look at again (late.go)
