@@ -54,10 +54,11 @@ type Options struct {
 	// later, gathered into 1 MiB requests. Without it (the default) each
 	// write(2) goes straight from the writer's buffer to the server
 	// (direct I/O, one copy instead of two, no dirty-page throttling):
-	// 3 to 8 times the bandwidth for 1 MiB writes and as much or more
-	// for 64 KiB ones (docs/emulate.md, "Goals, measured"); write-back
-	// only gathers small writes. Shared mmap works either way (kernel
-	// 6.6 or later for direct I/O). A plain limpfs ignores it.
+	// 1.1 to 11 times write-back's bandwidth in the runs of
+	// docs/emulate.md ("Goals, measured"), the most with 1 MiB writes
+	// on a loaded machine; write-back only gathers small writes. Shared
+	// mmap works either way (kernel 6.6 or later for direct I/O). A
+	// plain limpfs ignores it.
 	WriteBack bool
 }
 
