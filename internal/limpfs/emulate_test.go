@@ -208,6 +208,70 @@ func TestEmulateRoundTrip(t *testing.T) {
 	}
 }
 
+// TestEmulateMmap: a file written with pwrite and through a shared mmap
+// at once stays coherent, in direct I/O (the default: writes bypass the
+// page cache the mapping uses) and with the write-back cache, and reads
+// back after a remount.
+func TestEmulateMmap(t *testing.T) {
+	needFUSE(t)
+	for _, wb := range []bool{false, true} {
+		t.Run(fmt.Sprintf("writeback=%v", wb), func(t *testing.T) {
+			store, mnt := filepath.Join(t.TempDir(), "store"), t.TempDir()
+			f, err := MountStore(store, mnt, Options{Bandwidth: math.Inf(1), WriteBack: wb})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { f.Unmount() }() // the last mount
+			want := tardis.AppendGenerate(nil, 5, 0, 1<<20)
+			path := filepath.Join(mnt, "m")
+			out, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for p := 0; p < len(want); p += 64 << 10 {
+				if _, err := out.WriteAt(want[p:p+64<<10], int64(p)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m, err := unix.Mmap(int(out.Fd()), 0, len(want), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+			if err != nil {
+				t.Fatalf("mmap: %v", err)
+			}
+			check := func(what string) {
+				t.Helper()
+				if !bytes.Equal(m, want) {
+					t.Fatalf("%s: the mapping differs from what was written", what)
+				}
+				got := make([]byte, len(want))
+				if _, err := out.ReadAt(got, 0); err != nil || !bytes.Equal(got, want) {
+					t.Fatalf("%s: pread differs from what was written (%v)", what, err)
+				}
+			}
+			check("written")
+			out.WriteAt([]byte("pwrite"), 4096)
+			copy(want[4096:], "pwrite")
+			check("pwrite into the mapping")
+			copy(m[9000:], "mapped")
+			copy(want[9000:], "mapped")
+			if err := unix.Msync(m, unix.MS_SYNC); err != nil {
+				t.Fatal(err)
+			}
+			check("store through the mapping")
+			copy(want, tardis.AppendGenerate(nil, 5, 0, 10000)) // the stream again where it was
+			out.WriteAt(want[:10000], 0)
+			check("stream over both")
+			unix.Munmap(m)
+			if err := errors.Join(out.Close(), f.Unmount()); err != nil {
+				t.Fatal(err)
+			}
+			if f, err = MountStore(store, mnt, Options{Bandwidth: math.Inf(1), WriteBack: wb}); err != nil {
+				t.Fatal(err)
+			}
+			sameFile(t, path, want)
+		})
+	}
+}
+
 // TestEmulateHDFSRatio writes what a DataNode writes for two 64 MiB
 // blocks of the synthetic stream, in 64 KiB packets: the block files
 // compress to almost nothing, and so do the checksum files, recognised

@@ -88,7 +88,7 @@ func Mount(backing, mountpoint string, opts Options) (*FS, error) {
 		return nil, fmt.Errorf("mount limpfs on %s: %w", mountpoint, err)
 	}
 	root := &node{LoopbackNode: lroot.(*fs.LoopbackNode), dev: dev}
-	return serve(root, backing, "limpfs", mountpoint, dev, 0)
+	return serve(root, backing, "limpfs", mountpoint, dev, fuse.MountOptions{})
 }
 
 // MountStore makes mountpoint an emulating limpfs (see emulate.go) whose
@@ -121,7 +121,10 @@ func MountStore(store, mountpoint string, opts Options) (*FS, error) {
 	} else {
 		em.openFlags = fuse.FOPEN_DIRECT_IO
 	}
-	f, err := serve(root, store, "limpfs-emulate", mountpoint, dev, caps)
+	// No splice: reads are answered from memory (generated), and
+	// go-fuse's splice of a 1 MiB read's reply needs a pipe larger than
+	// the 1 MiB pipes may have, failing (and logging) on every such read.
+	f, err := serve(root, store, "limpfs-emulate", mountpoint, dev, fuse.MountOptions{ExtraCapabilities: caps, DisableSplice: true})
 	if err != nil {
 		em.late.close()
 		lock.Close()
@@ -141,7 +144,9 @@ func newDevice(mountpoint string, opts Options) (*device, error) {
 	return &device{bandwidth: opts.Bandwidth, factor: 1, latency: opts.Latency}, nil
 }
 
-func serve(root fs.InodeEmbedder, backing, name, mountpoint string, dev *device, extra uint64) (*FS, error) {
+// serve mounts root; extra carries the options that differ between the
+// plain and the emulating mount.
+func serve(root fs.InodeEmbedder, backing, name, mountpoint string, dev *device, extra fuse.MountOptions) (*FS, error) {
 	if err := checkMountpoint(mountpoint); err != nil {
 		return nil, err
 	}
@@ -159,7 +164,8 @@ func serve(root fs.InodeEmbedder, backing, name, mountpoint string, dev *device,
 			FsName:            backing,
 			Name:              name,
 			MaxWrite:          1 << 20,
-			ExtraCapabilities: extra,
+			ExtraCapabilities: extra.ExtraCapabilities,
+			DisableSplice:     extra.DisableSplice,
 		},
 	})
 	if err != nil {
