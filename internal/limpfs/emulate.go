@@ -396,10 +396,11 @@ func (c *contents) noteLiteral(lo, hi int64) {
 
 // recognise looks again at the literal bytes written since the last
 // commit and at those earlier commits left literal (c.late), for what
-// the mount's checksum index has learnt since they were written: the
-// kernel writes back a checksum file's pages and its data file's pages
-// in no set order, so a checksum may reach the server before the data
-// it sums, even after the checksum file was committed. It returns the
+// the mount's checksum index has learnt since they were written: a
+// checksum may reach the server before the data it sums, even after the
+// checksum file was committed (with the write-back cache the kernel
+// writes back a checksum file's pages and its data file's pages in no
+// set order; in direct I/O a system may write its checksums first). It returns the
 // ranges that became synthetic, whose literal bytes the caller punches
 // out of the tree file, those that stay literal, and whether any that
 // became synthetic was committed before (old).
