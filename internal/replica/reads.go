@@ -173,15 +173,9 @@ func (a *Agent) fastRead(st *clientState, payload []byte, pinned bool) (slot, bo
 	done := make(chan struct{})
 	st.lastRead = done // writeReplies closes it once fill, fallback included, ran
 	return slot{done: done, fill: func() []byte {
-		t := time.NewTimer(a.hedgeAfter() - time.Since(start))
-		defer t.Stop()
-		select {
-		case <-call.done:
-			if call.err == nil {
-				a.m.read.Observe(time.Since(start).Seconds())
-				return call.raw
-			}
-		case <-t.C:
+		if answered(call.done, a.hedgeAfter()-time.Since(start)) && call.err == nil {
+			a.m.read.Observe(time.Since(start).Seconds())
+			return call.raw
 		}
 		read := a.read
 		if pinned {
@@ -193,6 +187,22 @@ func (a *Agent) fastRead(st *clientState, payload []byte, pinned bool) (slot, bo
 		}
 		return raw
 	}}, true
+}
+
+// answered tells whether done closes within d; one closed already wins
+// even when d has passed.
+func answered(done chan struct{}, d time.Duration) bool {
+	if closed(done) {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // closed tells whether ch is nil or closed.

@@ -79,8 +79,8 @@ func (c *redisConn) replies(n, after int) ([]byte, error) {
 // reply reads one reply's raw bytes, valid until the next read. A
 // one-line status, error or integer (what writes mostly answer) is taken
 // as it is in the buffer; anything else is read by resp.ReadReply. An
-// applier reads a reply per command it applies, and ReadReply's copies
-// were most of an agent's CPU per command in a pipeline.
+// applier reads a reply per command it applies, and reading them through
+// ReadReply (two copies each) was a tenth of BenchmarkWriteReplicated's CPU.
 func (c *redisConn) reply() ([]byte, error) {
 	if b, err := c.r.Peek(1); err == nil && (b[0] == '+' || b[0] == '-' || b[0] == ':') {
 		line, err := c.r.ReadSlice('\n')
