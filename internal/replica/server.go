@@ -115,7 +115,9 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 		}
 		var s slot
 		var err error
-		if rd.Buffered() > 0 {
+		if st.tracking() != nil {
+			s = a.trackedHandle(st, args) // its replies carry invalidations; never batched
+		} else if rd.Buffered() > 0 {
 			s, next, err = a.pipelined(st, rd, sc, args)
 		} else {
 			s = a.handle(st, args)
@@ -341,6 +343,9 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 	}
 	switch sp.Kind {
 	case rediscmd.Write:
+		if a.track.active.Load() {
+			a.track.noteWrite(args)
+		}
 		if sp.Rewrite != nil {
 			args = sp.Rewrite(args, time.Now())
 		}
@@ -439,11 +444,11 @@ func (a *Agent) queue(st *clientState, name string, sp rediscmd.Spec, msg string
 	case msg != "":
 	case sp.Kind == rediscmd.Local:
 		// Redis's own refusal (SAVE: not allowed inside a transaction)
-		// where it has one; what describes one server cannot be in a
-		// transaction every replica runs.
-		if msg = a.probeQueued(args); msg == "" {
-			msg = "ERR '" + name + "' is not supported inside MULTI by gait replica"
-		}
+		// where it has one. Else every replica runs it inside the
+		// transaction (DEBUG SLEEP sleeps in each), and the client gets
+		// its own replica's answer, as outside one: the transaction is
+		// volatile.
+		msg = a.probeQueued(args)
 	case sp.Kind == rediscmd.Agent && name != "PING" && name != "ECHO":
 		msg = "ERR '" + name + "' is not supported inside MULTI by gait replica"
 	case sp.Kind != rediscmd.Agent:
@@ -454,7 +459,7 @@ func (a *Agent) queue(st *clientState, name string, sp rediscmd.Spec, msg string
 		return slot{reply: resp.Error(msg)}
 	}
 	st.queued = append(st.queued, args)
-	st.queuedVolatile = st.queuedVolatile || sp.Volatile
+	st.queuedVolatile = st.queuedVolatile || sp.Volatile || sp.Kind == rediscmd.Local
 	return slot{reply: resp.Simple("QUEUED")}
 }
 
@@ -572,7 +577,7 @@ func (a *Agent) infoSlot(md mode, payload []byte) slot {
 		conns := len(a.conns)
 		a.mu.Unlock()
 		raw := patchInfo(fill(), "connected_clients", int64(conns))
-		return patchInfo(raw, "blocked_clients", a.blockedClients.Load())
+		return a.patchTrackingInfo(patchInfo(raw, "blocked_clients", a.blockedClients.Load()))
 	}
 	return s
 }
