@@ -92,6 +92,7 @@ func TestFamilies(t *testing.T) {
 	t.Run("Connection", func(t *testing.T) { testConnection(t, cl) })
 	t.Run("QueueRefusals", func(t *testing.T) { testQueueRefusals(t, cl) })
 	t.Run("ScriptKill", func(t *testing.T) { testScriptKill(t, cl) })
+	t.Run("Tracking", func(t *testing.T) { testTracking(t, cl) })
 	cl.sameData()
 }
 

@@ -57,10 +57,10 @@ type trackState struct {
 	multiOwn, multiRead [][]byte
 
 	mu       sync.Mutex
-	outbox   []byte         // invalidations not yet handed to the reply writer
-	inflight int            // tracked replies not yet written: they carry the outbox
-	fwd      bool           // a forwarder is running
-	own      map[string]int // NOLOOP: keys this connection's writes in flight change
+	outbox   []byte      // invalidations not yet handed to the reply writer
+	inflight int         // tracked replies not yet written: they carry the outbox
+	fwd      bool        // a forwarder is running
+	own      []*ownWrite // NOLOOP: this connection's writes in flight
 }
 
 // tracker is the agent's side: the watcher connection and the keys the
@@ -444,40 +444,65 @@ func (st *clientState) kickLocked() {
 	}()
 }
 
-// take removes and returns the messages waiting, ending one tracked reply.
-func (st *clientState) take(keep bool) []byte {
+// finish ends a tracked reply: the messages due before it, the reply, and
+// those that came while it was made. A silenced reply leaves the messages
+// to the forwarder.
+func (st *clientState) finish(silent bool, before, reply []byte) []byte {
 	st.trackState.mu.Lock()
 	defer st.trackState.mu.Unlock()
 	st.inflight--
-	if keep {
+	if silent {
+		st.outbox = append(before, st.outbox...)
 		st.kickLocked()
-		return nil
+		return reply
 	}
-	out := st.outbox
+	out := append(append(before, reply...), st.outbox...)
 	st.outbox = nil
 	return out
 }
 
-// ownsKey says whether a write of this connection in flight changes key.
+// ownWrite is a NOLOOP connection's write in flight: the keys it changes
+// whose invalidation has not come yet.
+type ownWrite struct{ keys map[string]bool }
+
+// ownsKey says whether a write of this connection in flight changes key,
+// and if so takes the key off it: the write changes it once, and a later
+// change (an expiry) is no longer the connection's own.
 func (ts *trackState) ownsKey(key []byte) bool {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	return ts.own[string(key)] > 0
-}
-
-// markOwn adds d to the count of the connection's writes in flight that
-// change each of keys.
-func (ts *trackState) markOwn(keys [][]byte, d int) {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	if ts.own == nil {
-		ts.own = map[string]int{}
-	}
-	for _, k := range keys {
-		if ts.own[string(k)] += d; ts.own[string(k)] <= 0 {
-			delete(ts.own, string(k))
+	for _, w := range ts.own {
+		if w.keys[string(key)] {
+			delete(w.keys, string(key))
+			return true
 		}
 	}
+	return false
+}
+
+// markOwn records a write in flight that changes keys; nil for none.
+func (ts *trackState) markOwn(keys [][]byte) *ownWrite {
+	if len(keys) == 0 {
+		return nil
+	}
+	w := &ownWrite{keys: map[string]bool{}}
+	for _, k := range keys {
+		w.keys[string(k)] = true
+	}
+	ts.mu.Lock()
+	ts.own = append(ts.own, w)
+	ts.mu.Unlock()
+	return w
+}
+
+// unmarkOwn forgets a write once its invalidations have passed.
+func (ts *trackState) unmarkOwn(w *ownWrite) {
+	if w == nil {
+		return
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.own = slices.DeleteFunc(ts.own, func(x *ownWrite) bool { return x == w })
 }
 
 // commandKeys are the keys a command names, as the local redis-server's
@@ -509,6 +534,16 @@ func (a *Agent) trackedHandle(st *clientState, args [][]byte) slot {
 	name, sp, msg := rediscmd.Lookup(args)
 	caching := st.caching
 	isCaching := name == "CLIENT" && len(args) > 1 && strings.EqualFold(string(args[1]), "CACHING")
+	// The invalidations of the writes acknowledged before this command
+	// come before its reply, and are none of its reads' business.
+	if err := a.trackSync(); err != nil {
+		a.logger.Printf("client tracking: %v", err)
+	}
+	st.trackState.mu.Lock()
+	st.inflight++
+	before := st.outbox
+	st.outbox = nil
+	st.trackState.mu.Unlock()
 	var own [][]byte
 	if msg == "" {
 		var keys [][]byte
@@ -548,30 +583,23 @@ func (a *Agent) trackedHandle(st *clientState, args [][]byte) slot {
 			st.multiOwn, st.multiRead = nil, nil
 		}
 	}
-	st.markOwn(own, 1)
-	st.trackState.mu.Lock()
-	st.inflight++
-	st.trackState.mu.Unlock()
+	mark := st.markOwn(own)
 	s := a.handle(st, args)
 	if !isCaching {
 		st.caching = 0
 	}
 	silent := st.replyOff || st.skipNext > 0 // as serveConn will mark the slot
-	writes := msg == "" && (sp.Kind == rediscmd.Write || name == "EXEC")
 	fill, reply := s.fill, s.reply
 	s.reply, s.fill = nil, func() []byte {
 		if fill != nil {
 			reply = fill()
 		}
+		// What the command's own writes (and expiries) change comes after.
 		if err := a.trackSync(); err != nil {
 			a.logger.Printf("client tracking: %v", err)
 		}
-		st.markOwn(own, -1)
-		out := st.take(silent)
-		if writes {
-			return append(reply, out...)
-		}
-		return append(out, reply...)
+		st.unmarkOwn(mark)
+		return st.finish(silent, before, reply)
 	}
 	return s
 }
