@@ -440,9 +440,13 @@ func appendValue(out []byte, v resp.Value) []byte {
 }
 
 // reset answers RESET: the connection as if new (no transaction, no name,
-// RESP2, database 0).
+// RESP2, database 0, no tracking, every reply).
 func (a *Agent) reset(st *clientState) []byte {
-	st.inMulti, st.aborted, st.queued, st.watched = false, false, nil, nil
+	st.inMulti, st.aborted, st.queued, st.watched, st.queuedVolatile = false, false, nil, nil, false
+	st.replyOff, st.skipNext = false, 0
+	st.tmode.Store(nil)
+	st.broken.Store(false)
+	st.caching, st.multiOwn, st.multiRead, st.multiSelf = 0, nil, nil, nil
 	st.proto.Store(2)
 	st.db.Store(0)
 	st.mu.Lock()

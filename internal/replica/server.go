@@ -325,7 +325,7 @@ func (a *Agent) writeReplies(c net.Conn, slots chan slot, push chan []byte) {
 // handle serves one command and returns the reply slot.
 func (a *Agent) handle(st *clientState, args [][]byte) slot {
 	name, sp, msg := rediscmd.Lookup(args)
-	if st.inMulti && name != "EXEC" && name != "DISCARD" && name != "MULTI" && name != "QUIT" {
+	if st.inMulti && name != "EXEC" && name != "DISCARD" && name != "MULTI" && name != "QUIT" && name != "RESET" {
 		return a.queue(st, name, sp, msg, args)
 	}
 	if msg != "" {

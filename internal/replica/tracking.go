@@ -52,9 +52,11 @@ type trackState struct {
 	// caching is CLIENT CACHING's yes (1) or no (-1) for the next command;
 	// the connection's own goroutine only.
 	caching int8
-	// multiOwn and multiRead are, for NOLOOP, the keys the open
-	// transaction's writes change and its reads name.
-	multiOwn, multiRead [][]byte
+	// multiOwn and multiRead are the keys the open transaction's writes
+	// change and its reads name; multiSelf those it reads after writing
+	// them (a default-mode connection keeps tracking them, as in redis,
+	// and does not hear of its own change).
+	multiOwn, multiRead, multiSelf [][]byte
 
 	mu       sync.Mutex
 	outbox   []byte      // invalidations not yet handed to the reply writer
@@ -318,9 +320,17 @@ func (a *Agent) invalidate(keys [][]byte) {
 	t.mu.Unlock()
 	// Default mode: one message per key, as redis sends them.
 	for _, d := range single {
-		if m := d.st.tracking(); m != nil && !m.bcast && !(m.noloop && d.st.ownsKey(d.key)) {
-			a.sendInvalidation(d.st, m, [][]byte{d.key})
+		m := d.st.tracking()
+		if m == nil || m.bcast {
+			continue
 		}
+		if owned, retrack := d.st.ownsKey(d.key); owned && (retrack || m.noloop) {
+			if retrack {
+				a.rememberKeys(d.st, [][]byte{d.key})
+			}
+			continue
+		}
+		a.sendInvalidation(d.st, m, [][]byte{d.key})
 	}
 	// BCAST: one message per prefix that matched.
 	for _, st := range a.connections() {
@@ -331,7 +341,10 @@ func (a *Agent) invalidate(keys [][]byte) {
 		for _, p := range m.prefixes {
 			var ks [][]byte
 			for _, k := range keys {
-				if bytes.HasPrefix(k, []byte(p)) && !(m.noloop && st.ownsKey(k)) {
+				if !bytes.HasPrefix(k, []byte(p)) {
+					continue
+				}
+				if owned, _ := st.ownsKey(k); !(m.noloop && owned) {
 					ks = append(ks, k)
 				}
 			}
@@ -461,32 +474,38 @@ func (st *clientState) finish(silent bool, before, reply []byte) []byte {
 	return out
 }
 
-// ownWrite is a NOLOOP connection's write in flight: the keys it changes
-// whose invalidation has not come yet.
+// ownWrite is a connection's write in flight: the keys it changes whose
+// invalidation has not come yet, true for those the connection goes on
+// tracking (its transaction reads them after the write).
 type ownWrite struct{ keys map[string]bool }
 
 // ownsKey says whether a write of this connection in flight changes key,
-// and if so takes the key off it: the write changes it once, and a later
-// change (an expiry) is no longer the connection's own.
-func (ts *trackState) ownsKey(key []byte) bool {
+// and whether the connection goes on tracking it, and takes the key off the
+// write: the write changes it once, and a later change (an expiry) is no
+// longer the connection's own.
+func (ts *trackState) ownsKey(key []byte) (owned, retrack bool) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	for _, w := range ts.own {
-		if w.keys[string(key)] {
+		if r, ok := w.keys[string(key)]; ok {
 			delete(w.keys, string(key))
-			return true
+			return true, r
 		}
 	}
-	return false
+	return false, false
 }
 
-// markOwn records a write in flight that changes keys; nil for none.
-func (ts *trackState) markOwn(keys [][]byte) *ownWrite {
-	if len(keys) == 0 {
+// markOwn records a write in flight that changes keys and self (which the
+// connection goes on tracking); nil for none.
+func (ts *trackState) markOwn(keys, self [][]byte) *ownWrite {
+	if len(keys)+len(self) == 0 {
 		return nil
 	}
 	w := &ownWrite{keys: map[string]bool{}}
 	for _, k := range keys {
+		w.keys[string(k)] = false
+	}
+	for _, k := range self {
 		w.keys[string(k)] = true
 	}
 	ts.mu.Lock()
@@ -535,8 +554,16 @@ func (a *Agent) trackedHandle(st *clientState, args [][]byte) slot {
 	caching := st.caching
 	isCaching := name == "CLIENT" && len(args) > 1 && strings.EqualFold(string(args[1]), "CACHING")
 	// The invalidations of the writes acknowledged before this command
-	// come before its reply, and are none of its reads' business.
-	if err := a.trackSync(); err != nil {
+	// come before its reply, and are none of its reads' business. A
+	// second barrier passes on what the first one's command made the
+	// server evict under maxmemory (redis evicts before any command, and
+	// reports it after that command's reply): as in redis, an eviction
+	// comes before the reply of the command that found memory short.
+	err := a.trackSync()
+	if err == nil {
+		err = a.trackBarrier()
+	}
+	if err != nil {
 		a.logger.Printf("client tracking: %v", err)
 	}
 	st.trackState.mu.Lock()
@@ -545,6 +572,7 @@ func (a *Agent) trackedHandle(st *clientState, args [][]byte) slot {
 	st.outbox = nil
 	st.trackState.mu.Unlock()
 	var own [][]byte
+	var mark *ownWrite
 	if msg == "" {
 		var keys [][]byte
 		reads := sp.Kind == rediscmd.Read
@@ -558,32 +586,46 @@ func (a *Agent) trackedHandle(st *clientState, args [][]byte) slot {
 			keys = a.commandKeys(args)
 			a.rememberKeys(st, keys)
 		}
+		has := func(ks [][]byte, k []byte) bool {
+			return slices.ContainsFunc(ks, func(x []byte) bool { return bytes.Equal(x, k) })
+		}
+		var self [][]byte
 		switch {
-		case !m.noloop:
-		case sp.Kind == rediscmd.Read && st.inMulti:
+		case sp.Kind == rediscmd.Read && st.inMulti && (m.noloop || !m.bcast):
 			if keys == nil {
 				keys = a.commandKeys(args)
 			}
 			st.multiRead = append(st.multiRead, keys...)
-		case sp.Kind == rediscmd.Write && st.inMulti:
+			if !m.bcast {
+				for _, k := range keys {
+					if has(st.multiOwn, k) {
+						st.multiSelf = append(st.multiSelf, k)
+					}
+				}
+			}
+		case sp.Kind == rediscmd.Write && st.inMulti && (m.noloop || !m.bcast):
 			st.multiOwn = append(st.multiOwn, a.commandKeys(args)...)
-		case sp.Kind == rediscmd.Write:
+		case sp.Kind == rediscmd.Write && m.noloop:
 			own = a.commandKeys(args)
 		case name == "EXEC":
-			// A key the transaction also reads may expire on that read,
-			// which is no write of the client's: in doubt, the client
-			// hears of it (an invalidation too many costs a cache miss).
-			for _, k := range st.multiOwn {
-				if !slices.ContainsFunc(st.multiRead, func(r []byte) bool { return bytes.Equal(r, k) }) {
-					own = append(own, k)
+			self = st.multiSelf
+			if m.noloop {
+				// A key the transaction also reads may expire on that
+				// read, which is no write of the client's: in doubt, the
+				// client hears of it (an invalidation too many costs a
+				// cache miss).
+				for _, k := range st.multiOwn {
+					if !has(st.multiRead, k) {
+						own = append(own, k)
+					}
 				}
 			}
 		}
 		if name == "EXEC" || name == "DISCARD" {
-			st.multiOwn, st.multiRead = nil, nil
+			st.multiOwn, st.multiRead, st.multiSelf = nil, nil, nil
 		}
+		mark = st.markOwn(own, self)
 	}
-	mark := st.markOwn(own)
 	s := a.handle(st, args)
 	if !isCaching {
 		st.caching = 0
