@@ -271,6 +271,8 @@ type Agent struct {
 	blockedClients atomic.Int64
 	// track is CLIENT TRACKING's state (tracking.go).
 	track tracker
+	// pause is CLIENT PAUSE's (pause.go).
+	pause pauseState
 }
 
 // Start starts an agent: it empties the local redis (the log rebuilds it),

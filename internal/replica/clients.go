@@ -150,6 +150,13 @@ func (a *Agent) clientCommand(st *clientState, args [][]byte) []byte {
 	case "GETREDIR":
 		_, redir := st.trackingFlags()
 		return resp.Int(int(redir))
+	case "PAUSE":
+		return a.clientPause(args)
+	case "UNPAUSE":
+		if len(args) != 2 {
+			return resp.Error("ERR wrong number of arguments for 'client|unpause' command")
+		}
+		return a.clientUnpause()
 	case "TRACKING":
 		return a.clientTracking(st, args)
 	case "CACHING":

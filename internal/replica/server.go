@@ -115,9 +115,10 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 		}
 		var s slot
 		var err error
+		a.holdIfPaused(st, args)
 		if st.tracking() != nil {
 			s = a.trackedHandle(st, args) // its replies carry invalidations; never batched
-		} else if rd.Buffered() > 0 {
+		} else if rd.Buffered() > 0 && !a.paused() {
 			s, next, err = a.pipelined(st, rd, sc, args)
 		} else {
 			s = a.handle(st, args)
