@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gait-dev/gait/internal/rediscmd"
@@ -22,10 +23,11 @@ import (
 // agents go on (a deployment-wide pause would have to be ordered through
 // the log, which is not done).
 
-// pauseState is the agent's pause; zero when none.
+// pauseState is the agent's pause; zero when none. until is read on every
+// command without the lock (the common case: no pause).
 type pauseState struct {
+	until atomic.Int64 // Unix nanoseconds
 	mu    sync.Mutex
-	until time.Time
 	all   bool
 	end   chan struct{} // closed when the pause ends early (CLIENT UNPAUSE)
 	// readOnly are the SHA1s of scripts seen here with the no-writes flag:
@@ -57,17 +59,16 @@ func (a *Agent) clientPause(args [][]byte) []byte {
 		}
 	}
 	p := &a.pause
-	until := time.Now().Add(time.Duration(ms) * time.Millisecond)
+	until := time.Now().Add(time.Duration(ms) * time.Millisecond).UnixNano()
 	p.mu.Lock()
-	if time.Now().Before(p.until) {
+	if a.paused() {
 		all = all || p.all
-		if p.until.After(until) {
-			until = p.until
-		}
+		until = max(until, p.until.Load())
 	} else {
 		p.end = make(chan struct{})
 	}
-	p.until, p.all = until, all
+	p.all = all
+	p.until.Store(until)
 	p.mu.Unlock()
 	return resp.Simple("OK")
 }
@@ -76,41 +77,36 @@ func (a *Agent) clientPause(args [][]byte) []byte {
 func (a *Agent) clientUnpause() []byte {
 	p := &a.pause
 	p.mu.Lock()
-	if time.Now().Before(p.until) {
+	if a.paused() {
 		close(p.end)
 	}
-	p.until = time.Time{}
+	p.until.Store(0)
 	p.mu.Unlock()
 	return resp.Simple("OK")
 }
 
 // paused says whether a pause is in effect.
-func (a *Agent) paused() bool {
-	a.pause.mu.Lock()
-	defer a.pause.mu.Unlock()
-	return time.Now().Before(a.pause.until)
-}
+func (a *Agent) paused() bool { return time.Now().UnixNano() < a.pause.until.Load() }
 
 // holdIfPaused waits, before a command is served, while a pause holds it.
 func (a *Agent) holdIfPaused(st *clientState, args [][]byte) {
+	switch cmd := string(args[0]); { // not copied: compared only
+	case strings.EqualFold(cmd, "SCRIPT") && len(args) == 3 && strings.EqualFold(string(args[1]), "LOAD") && noWrites(args[2]):
+		a.noteReadOnly(args[2])
+	case strings.EqualFold(cmd, "EVAL") && len(args) > 1 && noWrites(args[1]):
+		a.noteReadOnly(args[1])
+	}
+	if !a.paused() {
+		return
+	}
 	name, sp, msg := rediscmd.Lookup(args)
 	if msg != "" {
 		return // answered at once, as redis answers a syntax error
 	}
-	if (name == "SCRIPT" && strings.EqualFold(string(args[1]), "LOAD") && len(args) == 3) || (name == "EVAL" && len(args) > 1) {
-		src := args[len(args)-1]
-		if name == "EVAL" {
-			src = args[1]
-		}
-		if noWrites(src) {
-			sum := sha1.Sum(src)
-			a.pause.readOnly.Store(hex.EncodeToString(sum[:]), true)
-		}
-	}
 	for {
 		p := &a.pause
 		p.mu.Lock()
-		until, all, end := p.until, p.all, p.end
+		until, all, end := time.Unix(0, p.until.Load()), p.all, p.end
 		p.mu.Unlock()
 		if !time.Now().Before(until) || (!all && !a.mayWrite(st, name, sp, args)) {
 			return
@@ -125,6 +121,12 @@ func (a *Agent) holdIfPaused(st *clientState, args [][]byte) {
 		t.Stop()
 		a.blockedClients.Add(-1)
 	}
+}
+
+// noteReadOnly remembers a no-writes script's SHA1, for EVALSHA.
+func (a *Agent) noteReadOnly(src []byte) {
+	sum := sha1.Sum(src)
+	a.pause.readOnly.Store(hex.EncodeToString(sum[:]), true)
 }
 
 // mayWrite says whether a command may change data, for CLIENT PAUSE WRITE:
@@ -160,10 +162,10 @@ func (a *Agent) mayWrite(st *clientState, name string, sp rediscmd.Spec, args []
 
 // noWrites says whether a script's shebang line declares flags=no-writes.
 func noWrites(src []byte) bool {
-	line, _, _ := strings.Cut(string(src), "\n")
-	if !strings.HasPrefix(line, "#!") {
+	if !bytes.HasPrefix(src, []byte("#!")) {
 		return false
 	}
+	line, _, _ := strings.Cut(string(src[:min(len(src), 1024)]), "\n")
 	for _, f := range strings.Fields(line) {
 		if v, ok := strings.CutPrefix(f, "flags="); ok {
 			for _, flag := range strings.Split(v, ",") {
