@@ -631,13 +631,22 @@ func (a *Agent) trackedHandle(st *clientState, args [][]byte) slot {
 		st.caching = 0
 	}
 	silent := st.replyOff || st.skipNext > 0 // as serveConn will mark the slot
+	writes := msg == "" && (sp.Kind == rediscmd.Write || name == "EXEC")
 	fill, reply := s.fill, s.reply
 	s.reply, s.fill = nil, func() []byte {
 		if fill != nil {
 			reply = fill()
 		}
-		// What the command's own writes (and expiries) change comes after.
-		if err := a.trackSync(); err != nil {
+		// What the command's own writes (and expiries) change comes
+		// after. A read's can only be a lazy expiry on this server: the
+		// barrier alone passes it on, without another read index.
+		var err error
+		if writes {
+			err = a.trackSync()
+		} else {
+			err = a.trackBarrier()
+		}
+		if err != nil {
 			a.logger.Printf("client tracking: %v", err)
 		}
 		st.unmarkOwn(mark)
