@@ -85,3 +85,34 @@ func testTracking(t *testing.T, cl *cluster) {
 	c.send("PING")
 	c.expect(">2", "$10", "invalidate", "_", "+PONG")
 }
+
+// BenchmarkTrackedGet: sequential GETs of one RESP3 connection, with CLIENT
+// TRACKING off and on, through the leader's agent and a follower's: what
+// tracking costs a tracking client.
+func BenchmarkTrackedGet(b *testing.B) {
+	cl := startCluster(b, 3, 0, nil)
+	ctx := context.Background()
+	for _, at := range []struct {
+		name string
+		n    *node
+	}{{"leader", cl.waitLeader()}, {"follower", cl.nodes[0]}} {
+		if at.name == "follower" && at.n == cl.waitLeader() {
+			at.n = cl.nodes[1]
+		}
+		for _, tracking := range []string{"OFF", "ON"} {
+			b.Run(at.name+"/tracking="+tracking, func(b *testing.B) {
+				c := goredis.NewClient(&goredis.Options{Addr: at.n.agent.ClientAddr(), Protocol: 3, PoolSize: 1})
+				defer c.Close()
+				if err := c.Do(ctx, "CLIENT", "TRACKING", tracking).Err(); err != nil {
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if err := c.Get(ctx, "bt:k").Err(); err != goredis.Nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
