@@ -46,6 +46,9 @@ func (cl *clientConn) mode() mode { return mode{proto: int(cl.proto.Load()), db:
 
 func (a *Agent) newClientState(c net.Conn) *clientState {
 	st := &clientState{clientConn: clientConn{id: a.clientIDs.Add(1), conn: c, created: time.Now()}}
+	// Made before the connection is listed: an invalidation redirected to
+	// it may be sent as soon as it is.
+	st.push, st.written = make(chan []byte, pipelineDepth), make(chan struct{})
 	st.last.Store(st.created.UnixNano())
 	st.proto.Store(2)
 	return st

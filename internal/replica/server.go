@@ -91,8 +91,7 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 		a.mu.Unlock()
 	}()
 	slots := make(chan slot, pipelineDepth)
-	written := make(chan struct{})
-	st.push, st.written = make(chan []byte, pipelineDepth), written
+	written := st.written
 	go func() { a.writeReplies(c, slots, st.push); close(written) }()
 	defer func() { close(slots); <-written; st.unsubscribeAll() }()
 	sc := &stallConn{Conn: c, timeout: a.cfg.RequestTimeout, observe: func(d time.Duration) { a.m.stage("request_read", d) }}

@@ -433,7 +433,7 @@ func (st *clientState) enqueue(msg []byte) {
 // kickLocked starts a forwarder if messages wait and no reply will carry
 // them.
 func (st *clientState) kickLocked() {
-	if st.inflight > 0 || st.fwd || len(st.outbox) == 0 || st.push == nil {
+	if st.inflight > 0 || st.fwd || len(st.outbox) == 0 {
 		return
 	}
 	st.fwd = true
