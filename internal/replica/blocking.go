@@ -70,7 +70,7 @@ func blockTimeout(name string, args [][]byte) (d time.Duration, forever, ok bool
 
 // block serves a blocking command until it finds data, the timeout passes,
 // CLIENT UNBLOCK ends it, or the client goes away; the reply is what redis
-// answered to the successful (or last) attempt.
+// answered to the successful attempt, or the null of a timeout.
 func (a *Agent) block(st *clientState, name string, args [][]byte, d time.Duration, forever bool) []byte {
 	if st.lastRead != nil {
 		<-st.lastRead
@@ -89,64 +89,177 @@ func (a *Agent) block(st *clientState, name string, args [][]byte, d time.Durati
 	defer a.blockedClients.Add(-1)
 	unblocked, stop := st.blockUntilUnblocked()
 	defer stop()
-	deadline := time.Now().Add(d)
+	b := &blockedCall{a: a, st: st, name: name, args: args, deadline: time.Now().Add(d), forever: forever, unblocked: unblocked}
+	if orderedKeys(name, args) != nil {
+		return b.ordered()
+	}
+	return b.unordered()
+}
+
+// blockedCall is one blocking command being served.
+type blockedCall struct {
+	a         *Agent
+	st        *clientState
+	name      string
+	args      [][]byte
+	deadline  time.Time
+	forever   bool
+	unblocked *unblocking
+}
+
+// expired says the call's timeout passed.
+func (b *blockedCall) expired() bool { return !b.forever && !time.Now().Before(b.deadline) }
+
+// until is how long to wait at most before looking again: the time left,
+// at most retryIdle.
+func (b *blockedCall) until() time.Duration {
+	if b.forever {
+		return retryIdle
+	}
+	return max(min(retryIdle, time.Until(b.deadline)), 0)
+}
+
+// ended tells whether the call must end without data, and with what:
+// CLIENT UNBLOCK's error, or a timeout's null (also for a client gone or
+// an agent stopping).
+func (b *blockedCall) ended() (reply []byte, end bool) {
+	if b.unblocked.ctx.Err() != nil {
+		if b.unblocked.how == "ERROR" {
+			return resp.Error("UNBLOCKED client unblocked via CLIENT UNBLOCK"), true
+		}
+		return b.timedOut(), true
+	}
+	select {
+	case <-b.a.done:
+		return b.timedOut(), true
+	default:
+	}
+	return b.timedOut(), gone(b.st)
+}
+
+// timedOut is redis's reply to a blocked client whose timeout passed.
+func (b *blockedCall) timedOut() []byte {
+	return appendValue(nil, nullValue(int(b.st.proto.Load())))
+}
+
+// try proposes one attempt and waits for its reply: EXEC's element, and
+// whether it is nil (no data yet).
+func (b *blockedCall) try(e entry) (w *write, r result, reply []byte, empty bool, errReply []byte) {
+	w, err := b.a.startEntry(e)
+	if err != nil {
+		return nil, r, nil, false, resp.Error("TRYAGAIN gait replica: " + err.Error())
+	}
+	if r, err = b.a.awaitWrite(w); err != nil {
+		return w, r, nil, false, resp.Error("ERR gait replica: " + err.Error())
+	}
+	if r.index > b.st.lastIndex.Load() {
+		b.st.lastIndex.Store(r.index)
+	}
+	reply, empty = execElement(r.raw)
+	return w, r, reply, empty, nil
+}
+
+// ordered serves a command whose clients redis serves in the order they
+// blocked, through the replicated queues of blockorder.go: the client
+// attempts again only once something changed and it heads a queue, and
+// leaves its queues by a cancel when it stops waiting without data.
+func (b *blockedCall) ordered() []byte {
+	a, md := b.a, b.st.mode()
+	_, n, after := (&attempt{md: md}).payload(b.args)
+	var first uint64 // the first attempt's sequence number: names the waiter
+	propose := func(cancel bool) (*write, result, []byte, bool, []byte) {
+		at := &attempt{waiter: first, cancel: cancel, at: time.Now().UnixMilli(), md: md, args: b.args}
+		return b.try(entry{replies: n, after: after, block: at})
+	}
+	leave := func() { propose(true) }
+	moves := b.name == "BLMOVE" || b.name == "BRPOPLPUSH"
+	for {
+		w, r, reply, empty, errReply := propose(false)
+		if w != nil && first == 0 {
+			first = w.id
+		} else if first != 0 && !moves && bytes.HasPrefix(reply, []byte("-WRONGTYPE")) {
+			empty = true // redis wakes a blocked client only for its type
+		}
+		if errReply != nil {
+			if w != nil {
+				leave()
+			}
+			return errReply
+		}
+		if !empty {
+			return reply
+		}
+		id := a.raftAddr + "#" + a.incarnation + "/" + strconv.FormatUint(first, 10)
+		last := time.Now()
+		// The local table holds the attempt once this replica applied it.
+		ctx, cancel := context.WithTimeout(b.unblocked.ctx, b.until())
+		a.fsm.waitApplied(ctx, r.index)
+		cancel()
+		for {
+			if b.expired() {
+				leave()
+				return b.timedOut()
+			}
+			if reply, end := b.ended(); end {
+				leave()
+				return reply
+			}
+			ready, changed := a.fsm.blocked.ready(id, r.index)
+			if ready || time.Since(last) > waiterLease/2 {
+				break // the lease is renewed by attempting
+			}
+			t := time.NewTimer(b.until())
+			select {
+			case <-changed:
+			case <-t.C:
+			case <-b.unblocked.ctx.Done():
+			case <-a.done:
+			}
+			t.Stop()
+		}
+	}
+}
+
+// unordered serves a command whose waiters redis all serves at once
+// (XREAD, XREADGROUP): while the answer is nil and the timeout has not
+// passed it waits for the next entry this replica applies (or retryIdle),
+// then proposes again.
+func (b *blockedCall) unordered() []byte {
+	a := b.a
 	payload := resp.AppendCommand(nil, []byte("MULTI"))
-	payload = resp.AppendCommand(payload, args...)
+	payload = resp.AppendCommand(payload, b.args...)
 	payload = resp.AppendCommand(payload, []byte("EXEC"))
-	payload, n, after := st.mode().frame(payload, 3)
-	// A command that moves data has a destination whose wrong type redis
-	// does report to the woken client.
-	moves := name == "BLMOVE" || name == "BRPOPLPUSH"
+	payload, n, after := b.st.mode().frame(payload, 3)
 	attempt := 0
 	for {
 		start := time.Now()
-		w, err := a.startWrite(payload, n, after)
-		if err != nil {
-			return resp.Error("TRYAGAIN gait replica: " + err.Error())
+		_, r, reply, empty, errReply := b.try(entry{replies: n, after: after, payload: payload})
+		if errReply != nil {
+			return errReply
 		}
-		r, err := a.awaitWrite(w)
-		if err != nil {
-			return resp.Error("ERR gait replica: " + err.Error())
-		}
-		if r.index > st.lastIndex.Load() {
-			st.lastIndex.Store(r.index)
-		}
-		reply, empty := execElement(r.raw)
-		if attempt > 0 && !moves && bytes.HasPrefix(reply, []byte("-WRONGTYPE")) {
+		if attempt > 0 && bytes.HasPrefix(reply, []byte("-WRONGTYPE")) {
 			// Redis does not wake a blocked client when its key becomes
-			// another type, only when a list (or zset) arrives.
-			reply, empty = appendValue(nil, nullValue(int(st.proto.Load()))), true
+			// another type.
+			empty = true
 		}
 		attempt++
-		if !empty || (!forever && !time.Now().Before(deadline)) {
+		if !empty {
 			return reply
 		}
-		wait := retryIdle
-		if !forever {
-			wait = min(wait, time.Until(deadline))
+		if b.expired() {
+			return b.timedOut()
 		}
-		ctx, cancel := context.WithTimeout(unblocked.ctx, wait)
+		ctx, cancel := context.WithTimeout(b.unblocked.ctx, b.until())
 		a.fsm.waitApplied(ctx, r.index+1)
 		cancel()
 		if gap := retryGap - time.Since(start); gap > 0 {
 			select {
-			case <-time.After(min(gap, max(time.Until(deadline), 0))):
-			case <-unblocked.ctx.Done():
+			case <-time.After(min(gap, max(time.Until(b.deadline), 0))):
+			case <-b.unblocked.ctx.Done():
 			}
 		}
-		if unblocked.ctx.Err() != nil {
-			if unblocked.how == "ERROR" {
-				return resp.Error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
-			}
-			return reply // as if it timed out
-		}
-		if gone(st) {
+		if reply, end := b.ended(); end {
 			return reply
-		}
-		select {
-		case <-a.done:
-			return reply
-		default:
 		}
 	}
 }

@@ -89,6 +89,7 @@ func TestFamilies(t *testing.T) {
 	t.Run("Watch", func(t *testing.T) { testWatch(t, cl) })
 	t.Run("Random", func(t *testing.T) { testRandom(t, cl) })
 	t.Run("Blocking", func(t *testing.T) { testBlocking(t, cl) })
+	t.Run("BlockingOrder", func(t *testing.T) { testBlockingOrder(t, cl) })
 	t.Run("Connection", func(t *testing.T) { testConnection(t, cl) })
 	t.Run("QueueRefusals", func(t *testing.T) { testQueueRefusals(t, cl) })
 	t.Run("ScriptKill", func(t *testing.T) { testScriptKill(t, cl) })
@@ -406,6 +407,97 @@ func testBlocking(t *testing.T, cl *cluster) {
 			t.Errorf("%s: no answer 5 s after the push", tc.name)
 		}
 	}
+}
+
+// testBlockingOrder: clients blocked on a key are served in the order they
+// blocked, as redis serves them, whichever agent they wait in: the first
+// waits in a follower, the last in the leader, which would propose first.
+// A client that timed out or waits on several keys does not hold up the
+// others; a BLMOVE wakes the client blocked on its destination.
+func testBlockingOrder(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	leader := cl.waitLeader()
+	var order []*node // followers first
+	for _, n := range cl.nodes {
+		if n != leader {
+			order = append(order, n)
+		}
+	}
+	order = append(order, leader)
+	type popped struct {
+		v   []string
+		err error
+	}
+	// block starts cmd on a new connection to n and waits until it blocks.
+	block := func(n *node, cmd ...any) chan popped {
+		c := client(t, n.agent.ClientAddr())
+		ch := make(chan popped, 1)
+		go func() {
+			// The reply as words: none for nil, one for BLMOVE's.
+			r, err := c.Do(ctx, cmd...).Result()
+			var v []string
+			switch r := r.(type) {
+			case string:
+				v = []string{r}
+			case []any:
+				for _, x := range r {
+					v = append(v, fmt.Sprint(x))
+				}
+			}
+			if err == goredis.Nil {
+				err = nil
+			}
+			ch <- popped{v, err}
+		}()
+		time.Sleep(300 * time.Millisecond) // its first attempt is in the log
+		select {
+		case p := <-ch:
+			t.Fatalf("%v answered before any push: %v, %v", cmd, p.v, p.err)
+		default:
+		}
+		return ch
+	}
+	want := func(ch chan popped, what string, v ...string) {
+		t.Helper()
+		select {
+		case p := <-ch:
+			if p.err != nil || !slices.Equal(p.v, v) {
+				t.Errorf("%s: %v, %v; want %v", what, p.v, p.err, v)
+			}
+		case <-time.After(3 * time.Second):
+			t.Errorf("%s: no answer 3 s after the push", what)
+		}
+	}
+	push := client(t, leader.agent.ClientAddr())
+	first := block(order[0], "BLPOP", "fo:q", 0)
+	second := block(order[1], "BRPOP", "fo:q", 0)
+	third := block(order[2], "BLPOP", "fo:q", 0)
+	if err := push.RPush(ctx, "fo:q", "a", "b", "c").Err(); err != nil {
+		t.Fatal(err)
+	}
+	want(first, "first blocked", "fo:q", "a")
+	want(second, "second blocked", "fo:q", "c")
+	want(third, "third blocked", "fo:q", "b")
+
+	timesOut := block(order[0], "BLPOP", "fo:t", 0.4)
+	waits := block(order[1], "BLPOP", "fo:t", 0)
+	time.Sleep(300 * time.Millisecond)
+	want(timesOut, "timed out")
+	push.RPush(ctx, "fo:t", "x")
+	want(waits, "blocked after one that timed out", "fo:t", "x")
+
+	one := block(order[0], "BLPOP", "fo:m1", 0)
+	two := block(order[1], "BLPOP", "fo:m1", "fo:m2", 0)
+	push.RPush(ctx, "fo:m2", "y")
+	want(two, "blocked on two keys, behind another on one", "fo:m2", "y")
+	push.RPush(ctx, "fo:m1", "z")
+	want(one, "blocked first on one key", "fo:m1", "z")
+
+	moves := block(order[0], "BLMOVE", "fo:c1", "fo:c2", "LEFT", "RIGHT", 0)
+	then := block(order[1], "BLPOP", "fo:c2", 0)
+	push.RPush(ctx, "fo:c1", "v")
+	want(moves, "BLMOVE", "v")
+	want(then, "blocked on BLMOVE's destination", "fo:c2", "v")
 }
 
 // testConnection: CLIENT, HELLO and WAIT about the agent's own connections.
