@@ -123,10 +123,10 @@ func (b *blockedCall) until() time.Duration {
 // CLIENT UNBLOCK's error, or a timeout's null (also for a client gone or
 // an agent stopping).
 func (b *blockedCall) ended() (reply []byte, end bool) {
+	if b.unblockedWithError() {
+		return resp.Error("UNBLOCKED client unblocked via CLIENT UNBLOCK"), true
+	}
 	if b.unblocked.ctx.Err() != nil {
-		if b.unblocked.how == "ERROR" {
-			return resp.Error("UNBLOCKED client unblocked via CLIENT UNBLOCK"), true
-		}
 		return b.timedOut(), true
 	}
 	select {
@@ -135,6 +135,11 @@ func (b *blockedCall) ended() (reply []byte, end bool) {
 	default:
 	}
 	return b.timedOut(), gone(b.st)
+}
+
+// unblockedWithError says CLIENT UNBLOCK ERROR ended the call.
+func (b *blockedCall) unblockedWithError() bool {
+	return b.unblocked.ctx.Err() != nil && b.unblocked.how == "ERROR"
 }
 
 // timedOut is redis's reply to a blocked client whose timeout passed.
@@ -160,9 +165,13 @@ func (b *blockedCall) try(e entry) (w *write, r result, reply []byte, empty bool
 }
 
 // ordered serves a command whose clients redis serves in the order they
-// blocked, through the replicated queues of blockorder.go: the client
-// attempts again only once something changed and it heads a queue, and
-// leaves its queues by a cancel when it stops waiting without data.
+// blocked, through the replicated queues of blockorder.go. The first
+// attempt runs the command (on the keys no earlier client waits on) and
+// queues the client; every replica then serves it right after an entry
+// that gives it data. The agent learns that from its own replica and takes
+// the reply out of the table with a next attempt (which also renews the
+// client's lease), or a cancel when the client stops waiting: either
+// answers the reply it was served, if it was.
 func (b *blockedCall) ordered() []byte {
 	a, md := b.a, b.st.mode()
 	_, n, after := (&attempt{md: md}).payload(b.args)
@@ -171,14 +180,19 @@ func (b *blockedCall) ordered() []byte {
 		at := &attempt{waiter: first, cancel: cancel, at: time.Now().UnixMilli(), md: md, args: b.args}
 		return b.try(entry{replies: n, after: after, block: at})
 	}
-	leave := func() { propose(true) }
+	// leave cancels the wait; the reply is what the client was served
+	// meanwhile, if anything.
+	leave := func() ([]byte, bool) {
+		_, _, reply, empty, errReply := propose(true)
+		return reply, errReply == nil && !empty
+	}
 	moves := b.name == "BLMOVE" || b.name == "BRPOPLPUSH"
 	for {
 		w, r, reply, empty, errReply := propose(false)
 		if w != nil && first == 0 {
 			first = w.id
 		} else if first != 0 && !moves && bytes.HasPrefix(reply, []byte("-WRONGTYPE")) {
-			empty = true // redis wakes a blocked client only for its type
+			empty = true // as blockQueues.settle: redis wakes a blocked client only for its type
 		}
 		if errReply != nil {
 			if w != nil {
@@ -191,22 +205,22 @@ func (b *blockedCall) ordered() []byte {
 		}
 		id := a.raftAddr + "#" + a.incarnation + "/" + strconv.FormatUint(first, 10)
 		last := time.Now()
-		// The local table holds the attempt once this replica applied it.
-		ctx, cancel := context.WithTimeout(b.unblocked.ctx, b.until())
-		a.fsm.waitApplied(ctx, r.index)
-		cancel()
 		for {
 			if b.expired() {
-				leave()
+				if reply, ok := leave(); ok {
+					return reply
+				}
 				return b.timedOut()
 			}
-			if reply, end := b.ended(); end {
-				leave()
-				return reply
+			if end, ended := b.ended(); ended {
+				if reply, ok := leave(); ok && !b.unblockedWithError() {
+					return reply
+				}
+				return end
 			}
-			ready, changed := a.fsm.blocked.ready(id, r.index)
-			if ready || time.Since(last) > waiterLease/2 {
-				break // the lease is renewed by attempting
+			_, _, served, waiting, changed := a.fsm.blocked.servedTo(id)
+			if served || time.Since(last) > waiterLease/2 || (!waiting && a.fsm.appliedIndex() >= r.index) {
+				break // collect the reply, renew the lease, or queue again
 			}
 			t := time.NewTimer(b.until())
 			select {

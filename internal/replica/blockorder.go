@@ -168,15 +168,26 @@ type blockedClient struct {
 	id   string   // proposer and first sequence number
 	keys []string // database and key of each key it waits on, once each
 	at   int64    // clock of its latest attempt
+	md   mode     // the command, in the client's mode
+	args [][]byte
 }
 
-// blockQueues is the replicated table of blocked clients, per key in the order
-// they blocked. The applier changes it; agents read it to learn when their
-// client may have data (mu guards it for them).
+// served is the reply a client got while it waited, kept until its agent
+// collects it with its next attempt (or the lease runs out).
+type served struct {
+	raw   []byte // EXEC's reply
+	index uint64 // the entry after which it was served
+	at    int64  // the client's latest attempt
+}
+
+// blockQueues is the replicated table of blocked clients, per key in the
+// order they blocked. The applier changes it; agents read it to learn that
+// their client was served or may be (mu guards it for them).
 type blockQueues struct {
-	mu    sync.Mutex
-	byKey map[string][]*blockedClient
-	byID  map[string]*blockedClient
+	mu     sync.Mutex
+	byKey  map[string][]*blockedClient
+	byID   map[string]*blockedClient
+	served map[string]served
 	// changed is closed and replaced after every entry that may have given
 	// a waiter data or made it head of a queue: anything but an attempt
 	// that took nothing. lastChange is that entry's index.
@@ -185,14 +196,16 @@ type blockQueues struct {
 }
 
 func newBlockQueues() *blockQueues {
-	return &blockQueues{byKey: map[string][]*blockedClient{}, byID: map[string]*blockedClient{}, changed: make(chan struct{})}
+	return &blockQueues{byKey: map[string][]*blockedClient{}, byID: map[string]*blockedClient{}, served: map[string]served{},
+		changed: make(chan struct{})}
 }
 
 // gated is what the applier runs for an attempt: payload, unless skip
-// (cancelled, or heading no queue).
+// (cancelled, collecting what the client was served, or heading no queue).
 type gated struct {
 	payload []byte
 	skip    bool
+	served  []byte // the reply the client was served meanwhile
 	id      string
 	first   bool // the client's first attempt
 	cancel  bool
@@ -215,25 +228,28 @@ func (ws *blockQueues) gate(proposer string, seq uint64, at *attempt) gated {
 	name := strings.ToUpper(string(at.args[0]))
 	g := gated{id: proposer + "/" + strconv.FormatUint(w, 10), moves: name == "BLMOVE" || name == "BRPOPLPUSH",
 		first: at.waiter == 0, cancel: at.cancel}
+	before := len(ws.byID) + len(ws.served)
+	ws.expire(at.at)
+	g.expired = len(ws.byID)+len(ws.served) < before
+	if sv, ok := ws.served[g.id]; ok {
+		delete(ws.served, g.id)
+		g.skip, g.served = true, sv.raw
+		return g
+	}
 	keys := orderedKeys(name, at.args)
 	if keys == nil { // not a command the agent sends as an attempt
 		g.payload, _, _ = at.payload(at.args)
 		return g
 	}
-	db := strconv.Itoa(at.md.db) + "\x00"
-	before := len(ws.byID)
-	for _, i := range keys {
-		ws.expire(db+string(at.args[i]), at.at)
-	}
-	g.expired = len(ws.byID) < before
 	if at.cancel {
 		ws.remove(g.id)
 		g.skip = true
 		return g
 	}
+	db := strconv.Itoa(at.md.db) + "\x00"
 	me := ws.byID[g.id]
 	if me == nil {
-		me = &blockedClient{id: g.id}
+		me = &blockedClient{id: g.id, md: at.md, args: at.args}
 		for _, i := range keys {
 			k := db + string(at.args[i])
 			if !slices.Contains(me.keys, k) {
@@ -244,31 +260,46 @@ func (ws *blockQueues) gate(proposer string, seq uint64, at *attempt) gated {
 		ws.byID[g.id] = me
 	}
 	me.at = at.at
+	if g.payload, _, _ = ws.headPayload(me); g.payload == nil {
+		g.skip = true
+	}
+	return g
+}
+
+// headPayload is w's command on the keys whose queue it heads (nil: none),
+// and its reply counts; called with mu held.
+func (ws *blockQueues) headPayload(w *blockedClient) (payload []byte, n, after int) {
+	name := strings.ToUpper(string(w.args[0]))
+	db := strconv.Itoa(w.md.db) + "\x00"
 	var keep []int
-	for _, i := range keys {
-		if q := ws.byKey[db+string(at.args[i])]; q[0] == me {
+	for _, i := range orderedKeys(name, w.args) {
+		if ws.byKey[db+string(w.args[i])][0] == w {
 			keep = append(keep, i)
 		}
 	}
 	if len(keep) == 0 {
-		g.skip = true
-		return g
+		return nil, 0, 0
 	}
-	g.payload, _, _ = at.payload(restrict(name, at.args, keep))
-	return g
+	return (&attempt{md: w.md}).payload(restrict(name, w.args, keep))
 }
 
-// expire drops the waiters queued on k whose latest attempt is a lease
-// older than now.
-func (ws *blockQueues) expire(k string, now int64) {
-	for _, w := range slices.Clone(ws.byKey[k]) {
-		if w.at < now-waiterLease.Milliseconds() {
-			ws.remove(w.id)
+// expire drops the waiters, and the replies nobody collected, whose
+// latest attempt is a lease older than now; called with mu held.
+func (ws *blockQueues) expire(now int64) {
+	old := now - waiterLease.Milliseconds()
+	for id, w := range ws.byID {
+		if w.at < old {
+			ws.remove(id)
+		}
+	}
+	for id, sv := range ws.served {
+		if sv.at < old {
+			delete(ws.served, id)
 		}
 	}
 }
 
-// remove takes a waiter out of the table.
+// remove takes a waiter out of the table; called with mu held.
 func (ws *blockQueues) remove(id string) {
 	w := ws.byID[id]
 	if w == nil {
@@ -285,26 +316,31 @@ func (ws *blockQueues) remove(id string) {
 	}
 }
 
-// settle takes what an attempt got (EXEC's reply, nil when it was
-// skipped): data or an error ends the wait, as it ends the client's
-// (blockedCall.ordered decides alike). A client past its first attempt
-// keeps its place on WRONGTYPE, since redis wakes a blocked client only for
-// a key of its type, unless the error is the destination's (BLMOVE).
-func (ws *blockQueues) settle(index uint64, g gated, raw []byte) {
+// took tells whether an attempt's reply ends a client's wait: data, or an
+// error, except that a client past its first attempt keeps waiting on
+// WRONGTYPE, since redis wakes a blocked client only for a key of its type,
+// unless the error is the destination's (BLMOVE). blockedCall.ordered
+// decides alike.
+func took(raw []byte, first, moves bool) bool {
+	reply, empty := execElement(raw)
+	return !empty && (first || moves || !bytes.HasPrefix(reply, []byte("-WRONGTYPE")))
+}
+
+// settle takes what an attempt got (EXEC's reply, nil when it ran
+// nothing), and tells whether the waiters need serving: the attempt may
+// have pushed (BLMOVE) or made another client head of a queue.
+func (ws *blockQueues) settle(index uint64, g gated, raw []byte) bool {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	took := false
-	if raw != nil {
-		reply, empty := execElement(raw)
-		wrongType := bytes.HasPrefix(reply, []byte("-WRONGTYPE"))
-		if !empty && (g.first || g.moves || !wrongType) {
-			ws.remove(g.id)
-			took = true
-		}
+	done := raw != nil && took(raw, g.first, g.moves)
+	if done {
+		ws.remove(g.id)
 	}
-	if took || g.expired || g.cancel {
+	if done || g.expired || g.cancel {
 		ws.change(index)
+		return len(ws.byID) > 0
 	}
+	return false
 }
 
 // touched notes an entry that is not an attempt: it may have pushed data.
@@ -319,133 +355,247 @@ func (ws *blockQueues) touched(index uint64) {
 // attempt is in the table), and the write path does not pay for it.
 func (ws *blockQueues) change(index uint64) {
 	ws.lastChange = index
-	if len(ws.byID) == 0 {
+	if len(ws.byID) == 0 && len(ws.served) == 0 {
 		return
 	}
 	close(ws.changed)
 	ws.changed = make(chan struct{})
 }
 
-// ready tells whether the waiter should attempt again after its attempt at
-// index: something changed since and it heads a queue, or it is no longer
-// in the table (a lease ran out). Otherwise changed is closed at the next
-// change.
-func (ws *blockQueues) ready(id string, index uint64) (ok bool, changed <-chan struct{}) {
+// mentioned tells whether a payload names a key some client waits on (in
+// any database): only such an entry can give a waiter data, and the
+// waiters are served right after it, before the next entry, as redis
+// serves them before its next command. A key named inside a script's
+// body counts too; the test errs on the side of serving.
+func (ws *blockQueues) mentioned(payload []byte) bool {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	w := ws.byID[id]
-	if w == nil {
-		return true, ws.changed
-	}
-	if ws.lastChange <= index {
-		return false, ws.changed
-	}
-	for _, k := range w.keys {
-		if ws.byKey[k][0] == w {
-			return true, ws.changed
+	for k := range ws.byKey {
+		_, key, _ := strings.Cut(k, "\x00")
+		if bytes.Contains(payload, []byte(key)) {
+			return true
 		}
 	}
-	return false, ws.changed
+	return false
+}
+
+// runLength is how many entries from the start of batch the applier may
+// send to redis at once: an attempt goes alone, since its gate reads the
+// table the entries before it left, and an entry that names a waited key
+// ends the run, since the waiters are served right after it.
+func (ws *blockQueues) runLength(batch []queued) int {
+	if batch[0].entry.block != nil {
+		return 1
+	}
+	for i, q := range batch {
+		if q.entry.block != nil {
+			return i
+		}
+		if q.ok && ws.mentioned(q.entry.payload) {
+			return i + 1
+		}
+	}
+	return len(batch)
+}
+
+// head is one client heading a queue, and its command on the keys it heads.
+type head struct {
+	w              *blockedClient
+	payload        []byte
+	replies, after int
+	moves          bool
+}
+
+// heads are the clients heading a queue, each once, in the order of their
+// keys' names.
+func (ws *blockQueues) heads() []head {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	var hs []head
+	for _, k := range slices.Sorted(maps.Keys(ws.byKey)) {
+		w := ws.byKey[k][0]
+		if slices.ContainsFunc(hs, func(h head) bool { return h.w == w }) {
+			continue
+		}
+		h := head{w: w}
+		h.payload, h.replies, h.after = ws.headPayload(w)
+		name := strings.ToUpper(string(w.args[0]))
+		h.moves = name == "BLMOVE" || name == "BRPOPLPUSH"
+		hs = append(hs, h)
+	}
+	return hs
+}
+
+// serve records what a head got, if it ends its wait, for its agent to
+// collect; it tells whether it did.
+func (ws *blockQueues) serve(h head, raw []byte, index uint64) bool {
+	if !took(raw, false, h.moves) {
+		return false
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.remove(h.w.id)
+	ws.served[h.w.id] = served{raw: raw, index: index, at: h.w.at}
+	ws.change(index)
+	return true
+}
+
+// serveWaiters runs, after the entry at index, the command of every client
+// heading a queue, in one round trip, until a round serves nobody: as
+// redis, right after a command that pushed, serves the clients blocked on
+// what it pushed (a BLMOVE's push serves the next).
+func (f *fsm) serveWaiters(index uint64) error {
+	for {
+		hs := f.blocked.heads()
+		if len(hs) == 0 {
+			return nil
+		}
+		var payload []byte
+		for _, h := range hs {
+			payload = append(payload, h.payload...)
+		}
+		if err := f.conn.send(payload); err != nil {
+			return fmt.Errorf("serve blocked clients: %w", err)
+		}
+		progress := false
+		for _, h := range hs {
+			raw, err := f.conn.replies(h.replies, h.after)
+			if err != nil {
+				return fmt.Errorf("serve blocked clients: %w", err)
+			}
+			progress = f.blocked.serve(h, raw, index) || progress
+		}
+		if !progress {
+			return nil
+		}
+	}
+}
+
+// servedTo is what the client was served while it waited, if it was, and
+// after which entry; waiting says it still is in a queue.
+func (ws *blockQueues) servedTo(id string) (raw []byte, index uint64, ok, waiting bool, changed <-chan struct{}) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	sv, ok := ws.served[id]
+	return sv.raw, sv.index, ok, ws.byID[id] != nil, ws.changed
 }
 
 // appendTo encodes the table for a snapshot, in a fixed order: the waiters
-// by name, each with its keys, then each key's queue.
+// by name, each with its command and keys, then each key's queue, then the
+// replies not yet collected.
 func (ws *blockQueues) appendTo(b []byte) []byte {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	appendStr := func(b []byte, s string) []byte {
+	appendStr := func(b []byte, s []byte) []byte {
 		return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 	}
 	ids := slices.Sorted(maps.Keys(ws.byID))
 	b = binary.AppendUvarint(b, uint64(len(ids)))
 	for _, id := range ids {
 		w := ws.byID[id]
-		b = binary.AppendVarint(appendStr(b, id), w.at)
+		b = binary.AppendVarint(appendStr(b, []byte(id)), w.at)
+		b = binary.AppendUvarint(b, uint64(w.md.proto))
+		b = binary.AppendUvarint(b, uint64(w.md.db))
+		b = binary.AppendUvarint(b, uint64(len(w.args)))
+		for _, x := range w.args {
+			b = appendStr(b, x)
+		}
 		b = binary.AppendUvarint(b, uint64(len(w.keys)))
 		for _, k := range w.keys {
-			b = appendStr(b, k)
+			b = appendStr(b, []byte(k))
 		}
 	}
 	keys := slices.Sorted(maps.Keys(ws.byKey))
 	b = binary.AppendUvarint(b, uint64(len(keys)))
 	for _, k := range keys {
-		b = appendStr(b, k)
+		b = appendStr(b, []byte(k))
 		b = binary.AppendUvarint(b, uint64(len(ws.byKey[k])))
 		for _, w := range ws.byKey[k] {
-			b = appendStr(b, w.id)
+			b = appendStr(b, []byte(w.id))
 		}
+	}
+	ids = slices.Sorted(maps.Keys(ws.served))
+	b = binary.AppendUvarint(b, uint64(len(ids)))
+	for _, id := range ids {
+		sv := ws.served[id]
+		b = appendStr(appendStr(b, []byte(id)), sv.raw)
+		b = binary.AppendVarint(binary.AppendUvarint(b, sv.index), sv.at)
 	}
 	return b
 }
 
 // load replaces the table by the one a snapshot holds (what appendTo wrote).
 func (ws *blockQueues) load(r *bufio.Reader) error {
-	readStr := func() (string, error) {
-		n, err := binary.ReadUvarint(r)
+	var err error
+	num := func() uint64 {
 		if err != nil {
-			return "", noEOF(err)
+			return 0
 		}
-		return readN(r, n)
+		var n uint64
+		n, err = binary.ReadUvarint(r)
+		err = noEOF(err)
+		return n
 	}
-	count := func() (uint64, error) {
-		n, err := binary.ReadUvarint(r)
+	count := func() uint64 {
+		n := num()
 		if err == nil && n > 1<<24 {
 			err = fmt.Errorf("%d entries", n)
 		}
-		return n, noEOF(err)
+		return n
 	}
-	byID, byKey := map[string]*blockedClient{}, map[string][]*blockedClient{}
-	n, err := count()
-	if err != nil {
-		return fmt.Errorf("blocked clients: %w", err)
-	}
-	for range n {
-		w := &blockedClient{}
-		if w.id, err = readStr(); err != nil {
-			return fmt.Errorf("blocked clients: %w", err)
-		}
-		if w.at, err = binary.ReadVarint(r); err != nil {
-			return fmt.Errorf("blocked client %s: %w", w.id, noEOF(err))
-		}
-		nk, err := count()
+	str := func() string {
+		n := num()
 		if err != nil {
-			return fmt.Errorf("blocked client %s: %w", w.id, err)
+			return ""
 		}
-		for range nk {
-			k, err := readStr()
-			if err != nil {
-				return fmt.Errorf("blocked client %s: %w", w.id, err)
-			}
-			w.keys = append(w.keys, k)
+		var s string
+		s, err = readN(r, n)
+		return s
+	}
+	clock := func() int64 {
+		if err != nil {
+			return 0
+		}
+		var v int64
+		v, err = binary.ReadVarint(r)
+		err = noEOF(err)
+		return v
+	}
+	byID, byKey, srv := map[string]*blockedClient{}, map[string][]*blockedClient{}, map[string]served{}
+	for n := count(); n > 0 && err == nil; n-- {
+		w := &blockedClient{id: str(), at: clock()}
+		w.md = mode{proto: int(num()), db: int(num())}
+		for na := count(); na > 0 && err == nil; na-- {
+			w.args = append(w.args, []byte(str()))
+		}
+		for nk := count(); nk > 0 && err == nil; nk-- {
+			w.keys = append(w.keys, str())
+		}
+		if err == nil && len(w.args) == 0 {
+			err = fmt.Errorf("blocked client %s without a command", w.id)
 		}
 		byID[w.id] = w
 	}
-	if n, err = count(); err != nil {
-		return fmt.Errorf("blocked clients: %w", err)
-	}
-	for range n {
-		k, err := readStr()
-		if err != nil {
-			return fmt.Errorf("blocked clients: %w", err)
-		}
-		nq, err := count()
-		if err != nil {
-			return fmt.Errorf("blocked clients of %q: %w", k, err)
-		}
-		for range nq {
-			id, err := readStr()
-			if err != nil {
-				return fmt.Errorf("blocked clients of %q: %w", k, err)
-			}
-			if byID[id] == nil {
-				return fmt.Errorf("blocked clients of %q: unknown waiter %s", k, id)
+	for n := count(); n > 0 && err == nil; n-- {
+		k := str()
+		for nq := count(); nq > 0 && err == nil; nq-- {
+			id := str()
+			if err == nil && byID[id] == nil {
+				err = fmt.Errorf("queue of %q: unknown blocked client %s", k, id)
 			}
 			byKey[k] = append(byKey[k], byID[id])
 		}
 	}
+	for n := count(); n > 0 && err == nil; n-- {
+		id, raw := str(), str()
+		srv[id] = served{raw: []byte(raw), index: num(), at: clock()}
+	}
+	if err != nil {
+		return fmt.Errorf("blocked clients: %w", err)
+	}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	ws.byID, ws.byKey = byID, byKey
+	ws.byID, ws.byKey, ws.served = byID, byKey, srv
 	ws.change(ws.lastChange)
 	return nil
 }
@@ -454,6 +604,6 @@ func (ws *blockQueues) load(r *bufio.Reader) error {
 func (ws *blockQueues) reset() {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	ws.byID, ws.byKey = map[string]*blockedClient{}, map[string][]*blockedClient{}
+	ws.byID, ws.byKey, ws.served = map[string]*blockedClient{}, map[string][]*blockedClient{}, map[string]served{}
 	ws.change(ws.lastChange)
 }

@@ -79,16 +79,29 @@ func TestBlockQueues(t *testing.T) {
 		t.Errorf("client on k and j, behind others on k: %q", p)
 	}
 	ws.settle(3, g, []byte("*1\r\n*2\r\n$1\r\nj\r\n$1\r\nx\r\n"))
-	if ok, _ := ws.ready("p#i/3", 3); !ok || ws.byID["p#i/3"] != nil {
+	if _, _, _, waiting, _ := ws.servedTo("p#i/3"); waiting {
 		t.Errorf("a client that got data is still queued")
 	}
 	ws.settle(4, try(4, 1, "BLPOP k 0", true), nil) // the first cancels
-	if ok, _ := ws.ready("p#i/2", 3); !ok {
-		t.Errorf("second client not ready once the first cancelled")
+	hs := ws.heads()
+	if len(hs) != 1 || hs[0].w.id != "p#i/2" || !strings.Contains(string(hs[0].payload), "BRPOP") {
+		t.Fatalf("heads once the first cancelled: %+v", hs)
 	}
-	if g := try(5, 2, "BRPOP k 0", false); g.skip {
-		t.Errorf("second client, now first on k, skipped")
+	// The applier serves it after an entry that pushed to k; its next
+	// attempt collects the reply.
+	if !ws.serve(hs[0], []byte("*1\r\n*2\r\n$1\r\nk\r\n$1\r\ny\r\n"), 5) {
+		t.Fatal("data did not serve the head")
 	}
+	if raw, index, ok, waiting, _ := ws.servedTo("p#i/2"); !ok || waiting || index != 5 || !strings.Contains(string(raw), "y") {
+		t.Errorf("served: %q at %d, %v, still waiting %v", raw, index, ok, waiting)
+	}
+	if g := try(6, 2, "BRPOP k 0", false); !g.skip || !strings.Contains(string(g.served), "y") {
+		t.Errorf("collecting attempt: %+v", g)
+	}
+	if g := try(7, 0, "BLPOP k 0", false); g.skip {
+		t.Errorf("a new client on a free key skipped")
+	}
+	try(8, 0, "BLPOP k 0", false)
 	var snap bytes.Buffer
 	snap.Write(ws.appendTo(nil))
 	copied := newBlockQueues()
@@ -96,7 +109,7 @@ func TestBlockQueues(t *testing.T) {
 		t.Errorf("snapshot round trip: %v", err)
 	}
 	now += waiterLease.Milliseconds() + 1
-	if g := try(6, 0, "BLPOP k 0", false); g.skip || !g.expired {
+	if g := try(9, 0, "BLPOP k 0", false); g.skip || !g.expired {
 		t.Errorf("a client whose lease ran out still heads k: %+v", g)
 	}
 }

@@ -493,11 +493,16 @@ func testBlockingOrder(t *testing.T, cl *cluster) {
 	push.RPush(ctx, "fo:m1", "z")
 	want(one, "blocked first on one key", "fo:m1", "z")
 
+	// As in redis, the clients are served before the next command: a read
+	// right after the push sees the element at the end of the chain.
 	moves := block(order[0], "BLMOVE", "fo:c1", "fo:c2", "LEFT", "RIGHT", 0)
-	then := block(order[1], "BLPOP", "fo:c2", 0)
+	then := block(order[1], "BLMOVE", "fo:c2", "fo:c3", "LEFT", "RIGHT", 0)
 	push.RPush(ctx, "fo:c1", "v")
+	if got := push.LRange(ctx, "fo:c3", 0, -1).Val(); !slices.Equal(got, []string{"v"}) {
+		t.Errorf("LRANGE right after the push that two BLMOVEs wait for: %v, want [v]", got)
+	}
 	want(moves, "BLMOVE", "v")
-	want(then, "blocked on BLMOVE's destination", "fo:c2", "v")
+	want(then, "BLMOVE blocked on the first's destination", "v")
 }
 
 // testConnection: CLIENT, HELLO and WAIT about the agent's own connections.

@@ -167,14 +167,15 @@ func (f *fsm) runApplier() {
 // reads the replies. A replica whose redis fails stops applying for good
 // rather than skip an entry and diverge silently.
 func (f *fsm) applyBatch(batch []queued) {
-	// An attempt's gate reads the waiters as the entries before it left
-	// them: it starts a batch of its own.
-	for i := 1; i < len(batch); i++ {
-		if batch[i].entry.block != nil {
-			f.applyBatch(batch[:i])
-			batch, i = batch[i:], 0
-		}
+	for len(batch) > 0 {
+		n := f.blocked.runLength(batch)
+		f.applyRun(batch[:n])
+		batch = batch[n:]
 	}
+}
+
+// applyRun applies entries that go to redis together (blockQueues.runLength).
+func (f *fsm) applyRun(batch []queued) {
 	if f.failure() != nil {
 		return
 	}
@@ -217,16 +218,24 @@ func (f *fsm) applyBatch(batch []queued) {
 		}
 		var raw, digested []byte
 		var err error
+		serve := false // the waiters are served before the entry counts as applied
 		switch {
 		case q.entry.block == nil:
 			raw, digested, err = f.entryReplies(q.entry)
 			f.blocked.touched(q.index)
+			serve = i == len(batch)-1 && f.blocked.mentioned(q.entry.payload)
 		case g.skip:
-			raw = skippedReply // nothing ran: the digest stays as it was
-			f.blocked.settle(q.index, g, nil)
+			// Nothing ran: the digest stays as it was.
+			if raw = g.served; raw == nil {
+				raw = skippedReply
+			}
+			serve = f.blocked.settle(q.index, g, nil)
 		default:
 			raw, digested, err = f.entryReplies(q.entry)
-			f.blocked.settle(q.index, g, raw)
+			serve = f.blocked.settle(q.index, g, raw)
+		}
+		if err == nil && serve {
+			err = f.serveWaiters(q.index)
 		}
 		if err != nil {
 			f.fail(fmt.Errorf("apply log index %d: %w", q.index, err))
