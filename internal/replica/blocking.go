@@ -28,6 +28,10 @@ const (
 	retryGap = 20 * time.Millisecond
 	// retryIdle bounds the wait without any applied entry.
 	retryIdle = time.Second
+	// goneCheck spaces the looks of a client waiting in a queue at its
+	// connection: redis drops a blocked client that closed at once, and the
+	// agent cancels its place soon after (meanwhile INFO counts it blocked).
+	goneCheck = 50 * time.Millisecond
 )
 
 // blockTimeout reads the timeout of a blocking command: ok false when the
@@ -222,7 +226,7 @@ func (b *blockedCall) ordered() []byte {
 			if served || time.Since(last) > waiterLease/2 || (!waiting && a.fsm.appliedIndex() >= r.index) {
 				break // collect the reply, renew the lease, or queue again
 			}
-			t := time.NewTimer(b.until())
+			t := time.NewTimer(min(b.until(), goneCheck))
 			select {
 			case <-changed:
 			case <-t.C:
