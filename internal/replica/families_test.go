@@ -581,10 +581,34 @@ func testQueueRefusals(t *testing.T, cl *cluster) {
 		t.Errorf("the aborted transaction's SET ran")
 	}
 	a.Do(ctx, "MULTI")
-	if err := a.Do(ctx, "SAVE").Err(); err == nil || !strings.Contains(err.Error(), "not allowed inside a transaction") {
-		t.Errorf("SAVE inside MULTI: %v", err)
+	for _, cmd := range []string{"SAVE", "SHUTDOWN"} {
+		if err := a.Do(ctx, cmd).Err(); err == nil || !strings.Contains(err.Error(), "not allowed inside a transaction") {
+			t.Errorf("%s inside MULTI: %v", cmd, err)
+		}
 	}
 	a.Do(ctx, "DISCARD")
+
+	// Out of memory between MULTI and EXEC: redis still runs a transaction
+	// that only reads, and refuses one that writes, naming the cause.
+	b.Set(ctx, "fq:r", "value", 0)
+	for _, tc := range []struct {
+		cmds [][]any
+		want string
+	}{
+		{[][]any{{"GET", "fq:r"}, {"PING"}}, "[value PONG] <nil>"},
+		{[][]any{{"SET", "fq:r", "1"}, {"GET", "fq:r"}}, "EXECABORT Transaction discarded because of: OOM"},
+	} {
+		a.Do(ctx, "MULTI")
+		for _, c := range tc.cmds {
+			a.Do(ctx, c...)
+		}
+		b.ConfigSet(ctx, "maxmemory", "1")
+		v, err := a.Do(ctx, "EXEC").Result()
+		b.ConfigSet(ctx, "maxmemory", "0")
+		if got := fmt.Sprint(v, " ", err); !strings.HasPrefix(got, tc.want) && !strings.HasPrefix(fmt.Sprint(err), tc.want) {
+			t.Errorf("EXEC of %v out of memory: %v, %v; want %s", tc.cmds, v, err, tc.want)
+		}
+	}
 }
 
 // testScriptKill: an endless read-only script runs on every replica; PING
