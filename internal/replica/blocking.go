@@ -17,16 +17,10 @@ import (
 // redis-server: a redis that waits on the apply connection would stall every
 // later entry. The agent proposes the command inside MULTI … EXEC, where
 // redis runs it without blocking (an empty source answers nil at once), as
-// an ordered write; while the answer is nil and the timeout has not passed it
-// waits for the next entry this replica applies (or retryIdle), then
-// proposes again. Every replica applies the same attempts, so they agree on
-// which attempt found data.
+// an ordered write, and every replica serves the client once data comes, in
+// the order clients blocked (blockorder.go).
 const (
-	// retryGap spaces the attempts of one client, so blocked clients that
-	// wake one another with their own attempts cost at most 1/retryGap
-	// ordered writes per second each.
-	retryGap = 20 * time.Millisecond
-	// retryIdle bounds the wait without any applied entry.
+	// retryIdle bounds a wait between two looks at the timeout.
 	retryIdle = time.Second
 	// goneCheck spaces the looks of a client waiting in a queue at its
 	// connection: redis drops a blocked client that closed at once, and the
@@ -94,10 +88,7 @@ func (a *Agent) block(st *clientState, name string, args [][]byte, d time.Durati
 	unblocked, stop := st.blockUntilUnblocked()
 	defer stop()
 	b := &blockedCall{a: a, st: st, name: name, args: args, deadline: time.Now().Add(d), forever: forever, unblocked: unblocked}
-	if orderedKeys(name, args) != nil {
-		return b.ordered()
-	}
-	return b.unordered()
+	return b.ordered()
 }
 
 // blockedCall is one blocking command being served.
@@ -234,50 +225,6 @@ func (b *blockedCall) ordered() []byte {
 			case <-a.done:
 			}
 			t.Stop()
-		}
-	}
-}
-
-// unordered serves a command whose waiters redis all serves at once
-// (XREAD, XREADGROUP): while the answer is nil and the timeout has not
-// passed it waits for the next entry this replica applies (or retryIdle),
-// then proposes again.
-func (b *blockedCall) unordered() []byte {
-	a := b.a
-	payload := resp.AppendCommand(nil, []byte("MULTI"))
-	payload = resp.AppendCommand(payload, b.args...)
-	payload = resp.AppendCommand(payload, []byte("EXEC"))
-	payload, n, after := b.st.mode().frame(payload, 3)
-	attempt := 0
-	for {
-		start := time.Now()
-		_, r, reply, empty, errReply := b.try(entry{replies: n, after: after, payload: payload})
-		if errReply != nil {
-			return errReply
-		}
-		if attempt > 0 && bytes.HasPrefix(reply, []byte("-WRONGTYPE")) {
-			// Redis does not wake a blocked client when its key becomes
-			// another type.
-			empty = true
-		}
-		attempt++
-		if !empty {
-			return reply
-		}
-		if b.expired() {
-			return b.timedOut()
-		}
-		ctx, cancel := context.WithTimeout(b.unblocked.ctx, b.until())
-		a.fsm.waitApplied(ctx, r.index+1)
-		cancel()
-		if gap := retryGap - time.Since(start); gap > 0 {
-			select {
-			case <-time.After(min(gap, max(time.Until(b.deadline), 0))):
-			case <-b.unblocked.ctx.Done():
-			}
-		}
-		if reply, end := b.ended(); end {
-			return reply
 		}
 	}
 }

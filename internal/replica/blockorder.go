@@ -113,9 +113,9 @@ func (at *attempt) payload(args [][]byte) (payload []byte, n, after int) {
 }
 
 // orderedKeys are the positions in args of the keys a blocking command
-// waits on and takes from, in the order redis tries them; nil when the
-// command is served unordered: XREAD gives every waiter the same entries,
-// and a malformed command gets redis's error on its first attempt.
+// waits on, in the order redis tries them; nil for a malformed command
+// (redis answers the error to its first attempt). XREAD takes nothing, so
+// every client waiting on a stream is served in turn by the same entry.
 func orderedKeys(name string, args [][]byte) []int {
 	var from, to int
 	switch name {
@@ -123,6 +123,12 @@ func orderedKeys(name string, args [][]byte) []int {
 		from, to = 1, len(args)-1
 	case "BLMOVE", "BRPOPLPUSH":
 		from, to = 1, min(2, len(args)-1)
+	case "XREAD", "XREADGROUP":
+		s := streamsAt(args)
+		if s < 0 {
+			return nil
+		}
+		from, to = s+1, s+1+(len(args)-s-1)/2
 	case "BLMPOP", "BZMPOP":
 		if len(args) < 4 {
 			return nil
@@ -145,12 +151,36 @@ func orderedKeys(name string, args [][]byte) []int {
 	return ks
 }
 
+// streamsAt is the position of XREAD's STREAMS, whose keys and as many
+// IDs end the command; -1 when they do not (redis answers the error).
+func streamsAt(args [][]byte) int {
+	for i := 1; i < len(args); i++ {
+		if strings.EqualFold(string(args[i]), "STREAMS") {
+			if n := len(args) - i - 1; n == 0 || n%2 != 0 {
+				return -1
+			}
+			return i
+		}
+	}
+	return -1
+}
+
 // restrict is the command on the keys at positions keep only (a subset of
 // orderedKeys, in order).
 func restrict(name string, args [][]byte, keep []int) [][]byte {
 	ks := orderedKeys(name, args)
 	if len(keep) == len(ks) {
 		return args
+	}
+	if name == "XREAD" || name == "XREADGROUP" { // each key with its ID
+		out := slices.Clone(args[:ks[0]])
+		for _, i := range keep {
+			out = append(out, args[i])
+		}
+		for _, i := range keep {
+			out = append(out, args[i+len(ks)])
+		}
+		return out
 	}
 	out := [][]byte{args[0]}
 	switch name {
@@ -404,6 +434,7 @@ type head struct {
 	payload        []byte
 	replies, after int
 	moves          bool
+	group          bool // XREADGROUP
 }
 
 // heads are the clients heading a queue, each once, in the order of their
@@ -420,16 +451,22 @@ func (ws *blockQueues) heads() []head {
 		h := head{w: w}
 		h.payload, h.replies, h.after = ws.headPayload(w)
 		name := strings.ToUpper(string(w.args[0]))
-		h.moves = name == "BLMOVE" || name == "BRPOPLPUSH"
+		h.moves, h.group = name == "BLMOVE" || name == "BRPOPLPUSH", name == "XREADGROUP"
 		hs = append(hs, h)
 	}
 	return hs
 }
 
+// unblockedStream is what redis answers a client blocked in XREADGROUP
+// whose stream was deleted or replaced meanwhile.
+var unblockedStream = []byte("*1\r\n-UNBLOCKED the stream key no longer exists\r\n")
+
 // serve records what a head got, if it ends its wait, for its agent to
 // collect; it tells whether it did.
 func (ws *blockQueues) serve(h head, raw []byte, index uint64) bool {
-	if !took(raw, false, h.moves) {
+	if reply, _ := execElement(raw); h.group && len(reply) > 0 && reply[0] == '-' {
+		raw = unblockedStream // NOGROUP or WRONGTYPE: the stream is gone
+	} else if !took(raw, false, h.moves) {
 		return false
 	}
 	ws.mu.Lock()

@@ -38,16 +38,18 @@ func TestRestrict(t *testing.T) {
 		{"BZPOPMIN a b 1.5", []int{1, 2}, "BZPOPMIN a b 1.5"},
 		{"BLMPOP 0 3 a b c LEFT COUNT 2", []int{3, 5}, "BLMPOP 0 2 a c LEFT COUNT 2"},
 		{"BLMOVE s d LEFT RIGHT 0", []int{1}, "BLMOVE s d LEFT RIGHT 0"},
+		{"XREAD COUNT 2 BLOCK 0 STREAMS a b c 1 2 3", []int{7}, "XREAD COUNT 2 BLOCK 0 STREAMS b 2"},
+		{"XREADGROUP GROUP g c BLOCK 0 STREAMS a b > >", []int{6, 7}, "XREADGROUP GROUP g c BLOCK 0 STREAMS a b > >"},
 	} {
 		args := words(tc.cmd)
 		if got := string(bytes.Join(restrict(string(args[0]), args, tc.keep), []byte(" "))); got != tc.want {
 			t.Errorf("%s keeping %v: %s, want %s", tc.cmd, tc.keep, got, tc.want)
 		}
 	}
-	for _, bad := range []string{"BLMPOP 0 x a LEFT", "BLMPOP 0 5 a LEFT", "BLPOP 0", "XREAD BLOCK 0 STREAMS s $"} {
+	for _, bad := range []string{"BLMPOP 0 x a LEFT", "BLMPOP 0 5 a LEFT", "BLPOP 0", "XREAD BLOCK 0 STREAMS s", "XREAD BLOCK 0 s $"} {
 		args := words(bad)
 		if ks := orderedKeys(string(args[0]), args); ks != nil {
-			t.Errorf("%s: keys %v, want none (unordered)", bad, ks)
+			t.Errorf("%s: keys %v, want none (malformed)", bad, ks)
 		}
 	}
 }

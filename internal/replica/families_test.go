@@ -443,6 +443,9 @@ func testBlockingOrder(t *testing.T, cl *cluster) {
 				for _, x := range r {
 					v = append(v, fmt.Sprint(x))
 				}
+			case nil:
+			default: // XREAD's map
+				v = []string{fmt.Sprint(r)}
 			}
 			if err == goredis.Nil {
 				err = nil
@@ -503,6 +506,28 @@ func testBlockingOrder(t *testing.T, cl *cluster) {
 	}
 	want(moves, "BLMOVE", "v")
 	want(then, "BLMOVE blocked on the first's destination", "v")
+
+	// XREAD takes nothing: one entry serves every client waiting on the
+	// stream. XREADGROUP's stream deleted ends its wait with redis's error.
+	push.XGroupCreateMkStream(ctx, "fo:g", "grp", "$")
+	readers := []chan popped{block(order[0], "XREAD", "BLOCK", 0, "STREAMS", "fo:s", "$"),
+		block(order[1], "XREAD", "BLOCK", 0, "STREAMS", "fo:s", "$")}
+	group := block(order[2], "XREADGROUP", "GROUP", "grp", "c", "BLOCK", 0, "STREAMS", "fo:g", ">")
+	push.XAdd(ctx, &goredis.XAddArgs{Stream: "fo:s", Values: []string{"f", "w"}})
+	push.Del(ctx, "fo:g")
+	for i, ch := range append(readers, group) {
+		select {
+		case p := <-ch:
+			if i < len(readers) && (p.err != nil || !strings.Contains(fmt.Sprint(p.v), "[f w]")) {
+				t.Errorf("XREAD client %d: %v, %v; want the new entry", i, p.v, p.err)
+			}
+			if i == len(readers) && (p.err == nil || !strings.Contains(p.err.Error(), "no longer exists")) {
+				t.Errorf("XREADGROUP on a deleted stream: %v, %v; want UNBLOCKED … no longer exists", p.v, p.err)
+			}
+		case <-time.After(3 * time.Second):
+			t.Errorf("stream client %d: no answer 3 s after the push", i)
+		}
+	}
 }
 
 // testConnection: CLIENT, HELLO and WAIT about the agent's own connections.
