@@ -462,11 +462,10 @@ func (ws *blockQueues) heads() []head {
 var unblockedStream = []byte("*1\r\n-UNBLOCKED the stream key no longer exists\r\n")
 
 // serve records what a head got, if it ends its wait, for its agent to
-// collect; it tells whether it did.
+// collect; it tells whether it did. An XREADGROUP client is served any
+// error (see groupError).
 func (ws *blockQueues) serve(h head, raw []byte, index uint64) bool {
-	if reply, _ := execElement(raw); h.group && len(reply) > 0 && reply[0] == '-' {
-		raw = unblockedStream // NOGROUP or WRONGTYPE: the stream is gone
-	} else if !took(raw, false, h.moves) {
+	if reply, _ := execElement(raw); !(h.group && len(reply) > 0 && reply[0] == '-') && !took(raw, false, h.moves) {
 		return false
 	}
 	ws.mu.Lock()
@@ -494,11 +493,22 @@ func (f *fsm) serveWaiters(index uint64) error {
 		if err := f.conn.send(payload); err != nil {
 			return fmt.Errorf("serve blocked clients: %w", err)
 		}
-		progress := false
-		for _, h := range hs {
+		raws := make([][]byte, len(hs))
+		for i, h := range hs {
 			raw, err := f.conn.replies(h.replies, h.after)
 			if err != nil {
 				return fmt.Errorf("serve blocked clients: %w", err)
+			}
+			raws[i] = raw
+		}
+		progress := false
+		for i, h := range hs {
+			raw := raws[i]
+			if h.group {
+				var err error
+				if raw, err = f.groupError(h, raw); err != nil {
+					return fmt.Errorf("serve blocked clients: %w", err)
+				}
 			}
 			progress = f.blocked.serve(h, raw, index) || progress
 		}
@@ -506,6 +516,34 @@ func (f *fsm) serveWaiters(index uint64) error {
 			return nil
 		}
 	}
+}
+
+// groupError words an XREADGROUP client's error as redis does when the
+// stream under it changed: WRONGTYPE, or NOGROUP for a stream that no
+// longer exists, is "no longer exists"; NOGROUP for a stream whose group
+// went (XGROUP DESTROY, a RENAME over it) stays NOGROUP.
+func (f *fsm) groupError(h head, raw []byte) ([]byte, error) {
+	reply, _ := execElement(raw)
+	if bytes.HasPrefix(reply, []byte("-WRONGTYPE")) {
+		return unblockedStream, nil
+	}
+	_, key, ok := bytes.Cut(reply, []byte("-NOGROUP No such key '"))
+	key, _, ok2 := bytes.Cut(key, []byte("' or consumer group"))
+	if !ok || !ok2 {
+		return raw, nil
+	}
+	p, n, after := h.w.md.frame(resp.AppendCommand(nil, []byte("EXISTS"), key), 1)
+	if err := f.conn.send(p); err != nil {
+		return nil, err
+	}
+	exists, err := f.conn.replies(n, after)
+	if err != nil {
+		return nil, err
+	}
+	if string(exists) == ":0\r\n" {
+		return unblockedStream, nil
+	}
+	return raw, nil
 }
 
 // servedTo is what the client was served while it waited, if it was, and

@@ -528,6 +528,18 @@ func testBlockingOrder(t *testing.T, cl *cluster) {
 			t.Errorf("stream client %d: no answer 3 s after the push", i)
 		}
 	}
+	// A group destroyed under a client that waits in it: NOGROUP, as redis.
+	push.XGroupCreateMkStream(ctx, "fo:h", "grp", "$")
+	destroyed := block(order[0], "XREADGROUP", "GROUP", "grp", "c", "BLOCK", 0, "STREAMS", "fo:h", ">")
+	push.XGroupDestroy(ctx, "fo:h", "grp")
+	select {
+	case p := <-destroyed:
+		if p.err == nil || !strings.HasPrefix(p.err.Error(), "NOGROUP") {
+			t.Errorf("XREADGROUP whose group was destroyed: %v, %v; want NOGROUP", p.v, p.err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Errorf("XREADGROUP whose group was destroyed: no answer 3 s after")
+	}
 }
 
 // testConnection: CLIENT, HELLO and WAIT about the agent's own connections.
