@@ -76,12 +76,6 @@ func (a *Agent) block(st *clientState, name string, args [][]byte, d time.Durati
 	if st.lastWriteDone != nil {
 		<-st.lastWriteDone
 	}
-	if name == "XREAD" {
-		var errReply []byte
-		if args, errReply = a.resolveLastIDs(st, args); errReply != nil {
-			return errReply
-		}
-	}
 	// INFO's blocked_clients and CLIENT LIST's flags=b count it meanwhile.
 	a.blockedClients.Add(1)
 	defer a.blockedClients.Add(-1)
@@ -275,45 +269,6 @@ func execElement(raw []byte) (reply []byte, empty bool) {
 	}
 	reply = raw[bytes.IndexByte(raw, '\n')+1:]
 	return reply, v.Arr[0].Null
-}
-
-// resolveLastIDs replaces XREAD's "$" (entries after the newest) by the
-// stream's newest ID now, read once, so later attempts still mean "after
-// the call began".
-func (a *Agent) resolveLastIDs(st *clientState, args [][]byte) ([][]byte, []byte) {
-	streams := -1
-	for i, x := range args {
-		if strings.EqualFold(string(x), "STREAMS") {
-			streams = i
-			break
-		}
-	}
-	n := len(args) - streams - 1
-	if streams < 0 || n <= 0 || n%2 != 0 {
-		return args, nil // redis answers the syntax error
-	}
-	out := append([][]byte(nil), args...)
-	for i := 0; i < n/2; i++ {
-		id := &out[streams+1+n/2+i]
-		if string(*id) != "$" {
-			continue
-		}
-		key := out[streams+1+i]
-		raw, err := a.read(st, st.mode(), resp.AppendCommand(nil, []byte("XREVRANGE"), key, []byte("+"), []byte("-"), []byte("COUNT"), []byte("1")))
-		if err != nil {
-			return nil, resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
-		}
-		_, v, err := resp.ReadReply(bufio.NewReader(bytes.NewReader(raw)))
-		switch {
-		case err != nil || v.Kind == '-':
-			return nil, raw
-		case len(v.Arr) == 1 && len(v.Arr[0].Arr) > 0:
-			*id = v.Arr[0].Arr[0].Str
-		default:
-			*id = []byte("0-0")
-		}
-	}
-	return out, nil
 }
 
 // gone says whether a blocked client closed its connection: a peek that

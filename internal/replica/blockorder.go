@@ -518,6 +518,54 @@ func (f *fsm) serveWaiters(index uint64) error {
 	}
 }
 
+// lastIDs replaces the "$" (entries after the newest) of a client's first
+// XREAD attempt by each stream's newest ID as the attempt applies, read on
+// the applying connection: every replica then waits for the same entries,
+// and later runs still mean "after the call began". A stream that does
+// not exist yet has 0-0; a key of another type keeps "$" (XREAD answers
+// WRONGTYPE). The attempt is alone in its run: the connection is idle.
+func (f *fsm) lastIDs(at *attempt) error {
+	if at.waiter != 0 || at.cancel || !strings.EqualFold(string(at.args[0]), "XREAD") {
+		return nil
+	}
+	ks := orderedKeys("XREAD", at.args)
+	var payload []byte
+	var dollars []int // positions of the "$" IDs
+	n, after := 0, 0
+	for _, i := range ks {
+		if string(at.args[i+len(ks)]) == "$" {
+			var p []byte
+			p, n, after = at.md.frame(resp.AppendCommand(nil, []byte("XREVRANGE"), at.args[i], []byte("+"), []byte("-"),
+				[]byte("COUNT"), []byte("1")), 1)
+			payload = append(payload, p...)
+			dollars = append(dollars, i+len(ks))
+		}
+	}
+	if len(dollars) == 0 {
+		return nil
+	}
+	if err := f.conn.send(payload); err != nil {
+		return fmt.Errorf("read XREAD's last IDs: %w", err)
+	}
+	args := slices.Clone(at.args)
+	for _, i := range dollars {
+		raw, err := f.conn.replies(n, after)
+		if err != nil {
+			return fmt.Errorf("read XREAD's last IDs: %w", err)
+		}
+		_, v, err := resp.ReadReply(bufio.NewReader(bytes.NewReader(raw)))
+		switch {
+		case err != nil || v.Kind == '-':
+		case len(v.Arr) == 1 && len(v.Arr[0].Arr) > 0:
+			args[i] = v.Arr[0].Arr[0].Str
+		default:
+			args[i] = []byte("0-0")
+		}
+	}
+	at.args = args
+	return nil
+}
+
 // groupError words an XREADGROUP client's error as redis does when the
 // stream under it changed: WRONGTYPE, or NOGROUP for a stream that no
 // longer exists, is "no longer exists"; NOGROUP for a stream whose group

@@ -191,6 +191,10 @@ func (f *fsm) applyRun(batch []queued) {
 		if q.ok && q.index > from && f.sessions.admit(q.entry.proposer, q.entry.seq, q.entry.floor, q.index) {
 			run[i] = true
 			if q.entry.block != nil {
+				if err := f.lastIDs(q.entry.block); err != nil {
+					f.fail(fmt.Errorf("apply log index %d: %w", q.index, err))
+					return
+				}
 				if g = f.blocked.gate(q.entry.proposer, q.entry.seq, q.entry.block); g.skip {
 					continue
 				}
