@@ -19,14 +19,11 @@ import (
 // redis runs it without blocking (an empty source answers nil at once), as
 // an ordered write, and every replica serves the client once data comes, in
 // the order clients blocked (blockorder.go).
-const (
-	// retryIdle bounds a wait between two looks at the timeout.
-	retryIdle = time.Second
-	// goneCheck spaces the looks of a client waiting in a queue at its
-	// connection: redis drops a blocked client that closed at once, and the
-	// agent cancels its place soon after (meanwhile INFO counts it blocked).
-	goneCheck = 50 * time.Millisecond
-)
+//
+// goneCheck spaces the looks of a waiting client's agent at its connection
+// (and timeout): redis drops a blocked client that closed at once, and the
+// agent cancels its place soon after (meanwhile INFO counts it blocked).
+const goneCheck = 50 * time.Millisecond
 
 // blockTimeout reads the timeout of a blocking command: ok false when the
 // command does not block (XREAD, XREADGROUP without BLOCK), forever for 0,
@@ -99,13 +96,13 @@ type blockedCall struct {
 // expired says the call's timeout passed.
 func (b *blockedCall) expired() bool { return !b.forever && !time.Now().Before(b.deadline) }
 
-// until is how long to wait at most before looking again: the time left,
-// at most retryIdle.
-func (b *blockedCall) until() time.Duration {
+// pause is how long to wait at most before looking again: the time left,
+// at most goneCheck.
+func (b *blockedCall) pause() time.Duration {
 	if b.forever {
-		return retryIdle
+		return goneCheck
 	}
-	return max(min(retryIdle, time.Until(b.deadline)), 0)
+	return max(min(goneCheck, time.Until(b.deadline)), 0)
 }
 
 // ended tells whether the call must end without data, and with what:
@@ -207,11 +204,11 @@ func (b *blockedCall) ordered() []byte {
 				}
 				return end
 			}
-			_, _, served, waiting, changed := a.fsm.blocked.servedTo(id)
+			served, waiting, changed := a.fsm.blocked.servedTo(id)
 			if served || time.Since(last) > waiterLease/2 || (!waiting && a.fsm.appliedIndex() >= r.index) {
 				break // collect the reply, renew the lease, or queue again
 			}
-			t := time.NewTimer(min(b.until(), goneCheck))
+			t := time.NewTimer(b.pause())
 			select {
 			case <-changed:
 			case <-t.C:

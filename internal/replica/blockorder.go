@@ -205,9 +205,8 @@ type blockedClient struct {
 // served is the reply a client got while it waited, kept until its agent
 // collects it with its next attempt (or the lease runs out).
 type served struct {
-	raw   []byte // EXEC's reply
-	index uint64 // the entry after which it was served
-	at    int64  // the client's latest attempt
+	raw []byte // EXEC's reply
+	at  int64  // the client's latest attempt
 }
 
 // blockQueues is the replicated table of blocked clients, per key in the
@@ -471,7 +470,7 @@ func (ws *blockQueues) serve(h head, raw []byte, index uint64) bool {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	ws.remove(h.w.id)
-	ws.served[h.w.id] = served{raw: raw, index: index, at: h.w.at}
+	ws.served[h.w.id] = served{raw: raw, at: h.w.at}
 	ws.change(index)
 	return true
 }
@@ -594,13 +593,13 @@ func (f *fsm) groupError(h head, raw []byte) ([]byte, error) {
 	return raw, nil
 }
 
-// servedTo is what the client was served while it waited, if it was, and
-// after which entry; waiting says it still is in a queue.
-func (ws *blockQueues) servedTo(id string) (raw []byte, index uint64, ok, waiting bool, changed <-chan struct{}) {
+// servedTo tells whether the client was served while it waited, and
+// whether it still is in a queue; changed is closed at the next change.
+func (ws *blockQueues) servedTo(id string) (served, waiting bool, changed <-chan struct{}) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	sv, ok := ws.served[id]
-	return sv.raw, sv.index, ok, ws.byID[id] != nil, ws.changed
+	_, served = ws.served[id]
+	return served, ws.byID[id] != nil, ws.changed
 }
 
 // appendTo encodes the table for a snapshot, in a fixed order: the waiters
@@ -641,8 +640,7 @@ func (ws *blockQueues) appendTo(b []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(ids)))
 	for _, id := range ids {
 		sv := ws.served[id]
-		b = appendStr(appendStr(b, []byte(id)), sv.raw)
-		b = binary.AppendVarint(binary.AppendUvarint(b, sv.index), sv.at)
+		b = binary.AppendVarint(appendStr(appendStr(b, []byte(id)), sv.raw), sv.at)
 	}
 	return b
 }
@@ -711,7 +709,7 @@ func (ws *blockQueues) load(r *bufio.Reader) error {
 	}
 	for n := count(); n > 0 && err == nil; n-- {
 		id, raw := str(), str()
-		srv[id] = served{raw: []byte(raw), index: num(), at: clock()}
+		srv[id] = served{raw: []byte(raw), at: clock()}
 	}
 	if err != nil {
 		return fmt.Errorf("blocked clients: %w", err)
