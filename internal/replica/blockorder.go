@@ -391,14 +391,27 @@ func (ws *blockQueues) change(index uint64) {
 	ws.changed = make(chan struct{})
 }
 
+// wholeKeyspace are the commands that change keys without naming them.
+var wholeKeyspace = [][]byte{[]byte("FLUSHALL"), []byte("FLUSHDB"), []byte("SWAPDB")}
+
 // mentioned tells whether a payload names a key some client waits on (in
-// any database): only such an entry can give a waiter data, and the
-// waiters are served right after it, before the next entry, as redis
-// serves them before its next command. A key named inside a script's
-// body counts too; the test errs on the side of serving.
+// any database), or changes keys without naming them: only such an entry
+// can give a waiter data (or take its stream away), and the waiters are
+// served right after it, before the next entry, as redis serves them
+// before its next command. A key named inside a script's body counts too;
+// the test errs on the side of serving.
 func (ws *blockQueues) mentioned(payload []byte) bool {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
+	if len(ws.byKey) == 0 {
+		return false
+	}
+	upper := bytes.ToUpper(payload)
+	for _, c := range wholeKeyspace {
+		if bytes.Contains(upper, c) {
+			return true
+		}
+	}
 	for k := range ws.byKey {
 		_, key, _ := strings.Cut(k, "\x00")
 		if bytes.Contains(payload, []byte(key)) {

@@ -528,6 +528,18 @@ func testBlockingOrder(t *testing.T, cl *cluster) {
 			t.Errorf("stream client %d: no answer 3 s after the push", i)
 		}
 	}
+	// A flushed database takes the stream away too.
+	push.XGroupCreateMkStream(ctx, "fo:f", "grp", "$")
+	flushed := block(order[1], "XREADGROUP", "GROUP", "grp", "c", "BLOCK", 0, "STREAMS", "fo:f", ">")
+	push.FlushDB(ctx)
+	select {
+	case p := <-flushed:
+		if p.err == nil || !strings.Contains(p.err.Error(), "no longer exists") {
+			t.Errorf("XREADGROUP on a flushed database: %v, %v; want UNBLOCKED … no longer exists", p.v, p.err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Errorf("XREADGROUP on a flushed database: no answer 3 s after")
+	}
 	// A group destroyed under a client that waits in it: NOGROUP, as redis.
 	push.XGroupCreateMkStream(ctx, "fo:h", "grp", "$")
 	destroyed := block(order[0], "XREADGROUP", "GROUP", "grp", "c", "BLOCK", 0, "STREAMS", "fo:h", ">")
