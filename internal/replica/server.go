@@ -441,6 +441,12 @@ func (a *Agent) queue(st *clientState, name string, sp rediscmd.Spec, msg string
 		args = sp.Rewrite(args, time.Now())
 	}
 	switch {
+	case msg != "" && sp.Kind == rediscmd.Refused:
+		// Redis's own refusal inside MULTI (SHUTDOWN: not allowed in a
+		// transaction) comes first, as it would.
+		if m := a.probeQueued(args); m != "" {
+			msg = m
+		}
 	case msg != "":
 	case sp.Kind == rediscmd.Local:
 		// Redis's own refusal (SAVE: not allowed inside a transaction)
@@ -479,13 +485,16 @@ func (a *Agent) exec(st *clientState) slot {
 	if aborted {
 		return slot{reply: resp.Error("EXECABORT Transaction discarded because of previous errors.")}
 	}
+	if len(ws) == 0 && readOnly(queued) {
+		return a.readTransaction(st, queued)
+	}
 	payload, extra := watchPrefix(ws)
 	payload = resp.AppendCommand(payload, []byte("MULTI"))
 	for _, q := range queued {
 		payload = resp.AppendCommand(payload, q...)
 	}
 	payload = resp.AppendCommand(payload, []byte("EXEC"))
-	return a.write(st, entry{replies: extra + len(queued) + 2, payload: payload, volatile: volatile})
+	return a.execAbortCause(a.write(st, entry{replies: extra + len(queued) + 2, payload: payload, volatile: volatile}), queued)
 }
 
 // write proposes e (its commands) for the connection, in the connection's
