@@ -389,14 +389,46 @@ func scalePage(path string) (*report.Page, error) {
 			chart.Series = append(chart.Series, s)
 		}
 	}
+	// Where the CPU went: cores used on average during the writes, by
+	// kind of process, over every peer of a count.
+	cpu := report.BarChart{Title: "CPU used during the writes (mean over the NameNode configurations)", Y: report.Axis{Label: "CPU cores"}}
+	kinds := []string{"HDFS client", "NameNode", "all DataNodes", "gait (emulating FUSE, data)"}
+	sums := map[int][]float64{}
+	n := map[int]float64{}
+	var counts []int
+	for _, r := range rows {
+		if _, ok := sums[r.DataNodes]; !ok {
+			counts = append(counts, r.DataNodes)
+			sums[r.DataNodes] = make([]float64, len(kinds))
+		}
+		for i, v := range []float64{r.CPUClient, r.CPUNN, r.CPUDNs, r.CPUGait} {
+			sums[r.DataNodes][i] += v / r.Seconds
+		}
+		n[r.DataNodes]++
+	}
+	for _, c := range counts {
+		cpu.Categories = append(cpu.Categories, strconv.Itoa(c)+" DataNodes")
+	}
+	for i, k := range kinds {
+		s := report.Series{Name: k}
+		for _, c := range counts {
+			s.Y = append(s.Y, sums[c][i]/n[c])
+		}
+		cpu.Series = append(cpu.Series, s)
+	}
 	var table [][]string
 	for _, r := range rows {
-		table = append(table, []string{strconv.Itoa(r.DataNodes), r.peer.String(), fmt.Sprintf("%d (%d errors)", r.Files, r.Errors), fmt.Sprintf("%.2f", r.MBps), fmt.Sprintf("%.0f", r.MeanMs),
-			fmt.Sprintf("%.0f%%, %.0f", 100*r.Idle, r.Load), fmt.Sprintf("%.0f / %.0f / %.0f / %.0f", r.CPUClient/r.Seconds*100, r.CPUNN/r.Seconds*100, r.CPUDNs/r.Seconds*100, r.CPUGait/r.Seconds*100),
-			fmt.Sprintf("%.0f, %.0f", r.Busy, r.Queue), fmt.Sprintf("%.0f MiB, %.0f", r.PSS, r.Threads)})
+		lock := "global"
+		if r.FGL {
+			lock = "fine"
+		}
+		table = append(table, []string{strconv.Itoa(r.DataNodes), fmt.Sprintf("%d, %s", r.Handlers, lock), fmt.Sprintf("%d", r.Files), strconv.FormatInt(r.Errors, 10), fmt.Sprintf("%.2f", r.MBps), fmt.Sprintf("%.0f", r.MeanMs),
+			fmt.Sprintf("%.0f%%, %.0f", 100*r.Idle, r.Load), fmt.Sprintf("%.2f / %.2f / %.2f / %.2f", r.CPUClient/r.Seconds, r.CPUNN/r.Seconds, r.CPUDNs/r.Seconds, r.CPUGait/r.Seconds),
+			fmt.Sprintf("%.0f, %.0f", r.Busy, r.Queue), fmt.Sprintf("%.0f, %.0f", r.PSS, r.Threads)})
 	}
 	p := report.NewPage("Exalt: aggregate write throughput against DataNodes")
 	p.Figure("New 1 MiB files created through HDFS's client by concurrent clients, emulated storage, Hadoop 3.5.0, by NameNode RPC handler count", chart)
-	p.Table([]string{"DataNodes", "NameNode", "files", "MB/s", "mean ms", "machine idle CPU, load", "CPU % client / NameNode / DataNodes / gait (FUSE, data)", "NameNode busy handlers, call queue (max)", "DataNode PSS, threads (mean)"}, table)
+	p.Figure("CPU cores used while writing, by process: the machine has 2, shared with other work", cpu)
+	p.Table([]string{"DataNodes", "handlers, lock", "files", "errors", "MB/s", "mean ms", "idle CPU, load", "cores: client / NN / DNs / gait", "NN busy handlers, call queue (max)", "DN PSS MiB, threads"}, table)
 	return p, nil
 }
