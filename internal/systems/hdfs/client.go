@@ -38,9 +38,13 @@ import (
 //	        DataNode) and, once every block has that many replicas, set
 //	        back and waited for again: the Limplock paper's F9, a file
 //	        scaled from 2 to 4 replicas
-//	decommission  the first DataNode decommissioned (through the
-//	        NameNode's exclude file) and, once the NameNode has moved its
-//	        replicas away, taken back into service: F11
+//	decommission  a new file of Value's length in /gait/decommission
+//	        with a replica on the first DataNode, then that DataNode
+//	        decommissioned (through the NameNode's exclude file) and, once
+//	        the NameNode has moved its replicas away, taken back into
+//	        service: F11. The file gives every decommission a block to
+//	        move: when the node comes back the NameNode deletes excess
+//	        replicas, often the returning node's.
 //
 // The data is tardis's synthetic stream named by the file's path, from
 // offset 0: gait generates it and hands it to the Java client, so what the
@@ -63,6 +67,8 @@ const (
 	NewDir  = "/gait/new"
 	KeysDir = "/gait/keys"
 	DirsDir = "/gait/dirs"
+	// DecommissionDir holds the files decommission writes.
+	DecommissionDir = "/gait/decommission"
 )
 
 // javaClient is one JVM running dev.gait.hdfs.Client (java/hadoop), which
@@ -348,7 +354,10 @@ func (c *channel) Do(ctx context.Context, op load.Op) error {
 		_, err := c.jc.call(ctx, c.id, "setrep", keyPath(op.Key), fmt.Appendf(nil, "%d %d", up, c.jc.replication))
 		return err
 	case opDecommission:
-		_, err := c.jc.call(ctx, c.id, "decommission", "/", fmt.Appendf(nil, "%s %s", c.jc.exclude, c.jc.decommissioned))
+		c.n++
+		p := fmt.Sprintf("%s/c%d-%d", DecommissionDir, c.id, c.n)
+		req := fmt.Appendf(nil, "%s %s\n", c.jc.exclude, c.jc.decommissioned)
+		_, err := c.jc.call(ctx, c.id, "decommission", p, append(req, c.content(p, len(op.Value))...))
 		return err
 	case opMkdir:
 		c.n++

@@ -7,6 +7,7 @@ import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -24,6 +25,7 @@ import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.HdfsConstants.DatanodeReportType;
@@ -41,10 +43,11 @@ import org.apache.hadoop.hdfs.protocol.HdfsConstants.DatanodeReportType;
  * decommission or close (the channel). setrep's data is "UP DOWN": the
  * file's replication raised to UP and, once every block has UP replicas,
  * lowered to DOWN and waited for again. decommission's data is "EXCLUDE
- * ADDR": the DataNode at ADDR (its transfer address) written into the
+ * ADDR\n" and a file's bytes: the DataNode at ADDR (its transfer address) written into the
  * NameNode's exclude file EXCLUDE, the NameNode told (refreshNodes), and
  * once the DataNode is decommissioned, taken back into service the same
- * way.
+ * way. Before that it creates PATH with its data after that line, with a
+ * replica on ADDR (a favored node).
  * An answer is "SEQ ok LEN\n" and LEN bytes (what a read read, else
  * nothing) or "SEQ err MESSAGE\n", in the order the ops end. gait times
  * each request from its side.
@@ -174,8 +177,21 @@ public final class Client {
         return NONE;
       }
       case "decommission": {
-        String[] r = new String(data, StandardCharsets.UTF_8).split(" ");
+        int nl = 0;
+        while (data[nl] != '\n') {
+          nl++;
+        }
+        String[] r = new String(data, 0, nl, StandardCharsets.UTF_8).split(" ");
+        String[] hp = r[1].split(":");
         DistributedFileSystem dfs = (DistributedFileSystem) fs;
+        // A new file with a replica on the DataNode to decommission, so
+        // that every decommission has a block to move: when the node comes
+        // back, the NameNode deletes excess replicas, often its.
+        try (FSDataOutputStream o = dfs.create(path, FsPermission.getFileDefault(), false, 4096,
+            fs.getDefaultReplication(path), fs.getDefaultBlockSize(path), null,
+            new InetSocketAddress[] {new InetSocketAddress(hp[0], Integer.parseInt(hp[1]))})) {
+          o.write(data, nl + 1, data.length - nl - 1);
+        }
         admin(dfs, Paths.get(r[0]), r[1], true);
         admin(dfs, Paths.get(r[0]), r[1], false);
         return NONE;
