@@ -15,7 +15,6 @@ import (
 
 	"github.com/gait-dev/gait/internal/procstat"
 	"github.com/gait-dev/gait/internal/systems"
-	"github.com/gait-dev/gait/internal/systems/tbhost"
 	"github.com/gait-dev/gait/internal/testbed"
 )
 
@@ -47,19 +46,7 @@ func TestExaltScale(t *testing.T) {
 	d := driver(t)
 	d.StartTimeout = 10 * time.Minute
 	d.NameNodeJVM = []string{"-Xms512m", "-Xmx2g", "-XX:+UseParallelGC"}
-	if err := testbed.NeedRoot(); err != nil {
-		t.Skipf("hdfs runs on testbed hosts: %v", err)
-	}
-	tb, err := testbed.Up(testbed.Options{Hosts: top + 1, Emulate: true, Dir: os.Getenv("GAIT_EXALT_TESTBED")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := tb.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	hosts := tbhost.Hosts(tb, "")
+	_, hosts := upTestbed(t, testbed.Options{Hosts: top + 1, Emulate: true, Dir: os.Getenv("GAIT_EXALT_TESTBED")})
 	sc, err := d.Start(context.Background(), hosts[:counts[0]+1])
 	if err != nil {
 		t.Fatal(err)
