@@ -92,6 +92,8 @@ func TestFamilies(t *testing.T) {
 	t.Run("Connection", func(t *testing.T) { testConnection(t, cl) })
 	t.Run("QueueRefusals", func(t *testing.T) { testQueueRefusals(t, cl) })
 	t.Run("ScriptKill", func(t *testing.T) { testScriptKill(t, cl) })
+	t.Run("Tracking", func(t *testing.T) { testTracking(t, cl) })
+	t.Run("Pause", func(t *testing.T) { testPause(t, cl) })
 	cl.sameData()
 }
 
