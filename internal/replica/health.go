@@ -96,7 +96,7 @@ func (h *health) sendStatus(now time.Time) {
 	var probes []limp.Probe
 	var quarantined [][]byte
 	h.with(func(t *limp.Tracker) {
-		self.Stamp, self.NetSecs, self.ProbeSecs = t.Stamp(now), t.NearestPeer(now), t.NearestProbe()
+		self.Stamp, self.NetSecs, self.ProbeSecs = t.Stamp(now), t.NearestPeer(now), t.NearestProbe(now)
 		t.Observe(self, now)
 		echoes, probes, quarantined = t.Echoes(now), t.Probes(now), t.QuarantineList()
 	})
@@ -189,12 +189,6 @@ func (h *health) onQuarantine(id, incarnation, why string) {
 func (h *health) isQuarantined(id, incarnation string) (q bool) {
 	h.with(func(t *limp.Tracker) { q = t.IsQuarantined(id, incarnation) })
 	return q
-}
-
-// progress is the incarnation and applied index a replica last reported.
-func (h *health) progress(id string) (inc string, applied uint64) {
-	h.with(func(t *limp.Tracker) { inc, applied = t.Progress(id) })
-	return inc, applied
 }
 
 func (h *health) selfQuarantined() (q bool) {

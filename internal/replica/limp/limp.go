@@ -77,13 +77,19 @@ const netLimpFloor = 50 * time.Millisecond
 // 10 Mbit/s), which a busy machine's scheduling delays of a few
 // milliseconds do not hide. One goes to each peer every probeEvery, or
 // every probeShare times the last one's round trip if that is longer, so
-// probes take at most a tenth of a slow link; probeKeep round trips are
-// kept, and the smallest counts, since delays only ever add to one.
+// probes take at most a tenth of a slow link. The smallest round trip of
+// the probes sent in the last probeWindow counts, since delays only ever
+// add to one; with none sent in it (a slow link spaces them out), the
+// latest, or the outstanding probe's age when that is longer. A window of
+// time rather than the last few probes: once a link slows, its probes are
+// spaced by ten round trips, and the last five of a 1-Mbit/s link's took
+// 7 s to all be slow ones, the limping leader keeping its lead that long.
 const (
-	ProbeBytes = 32 << 10
-	probeEvery = 250 * time.Millisecond
-	probeShare = 10
-	probeKeep  = 5
+	ProbeBytes  = 32 << 10
+	probeEvery  = 250 * time.Millisecond
+	probeShare  = 10
+	probeKeep   = 8
+	probeWindow = time.Second
 	// A probe unanswered for probeLost, or for probeShare round trips if
 	// that is longer, is sent again: a probe is dropped when the queue to
 	// its peer is full (a leader's queue of replies behind a limping link),
@@ -201,17 +207,23 @@ type replica struct {
 	rttSecs, netSecs float64
 	echo             int64     // the stamp of the replica's last status, echoed back to it
 	echoAt           time.Time // when that status arrived
-	// probes are this agent's last probe round trips to the replica, the
-	// newest last; probeSent is the outstanding probe's stamp (zero when
+	// probes are this agent's last probes to the replica that came back,
+	// the newest last; probeSent is the outstanding probe's stamp (zero when
 	// none) and probeAt when the last one was sent. probeSecs is the
 	// replica's own probe round trip to its nearest peer, as it reports;
 	// probeEcho and probeEchoAt are its last probe to this agent.
-	probes      []float64
+	probes      []probeSample
 	probeSent   int64
 	probeAt     time.Time
 	probeSecs   float64
 	probeEcho   int64
 	probeEchoAt time.Time
+}
+
+// probeSample is one probe's round trip, in seconds, and when it was sent.
+type probeSample struct {
+	sent time.Time
+	secs float64
 }
 
 // maxSample is one observation of the highest applied index of any replica.
@@ -280,7 +292,7 @@ func (t *Tracker) Observe(st Status, now time.Time) {
 	}
 	if st.ProbeEcho > 0 && st.ProbeEcho == r.probeSent {
 		if rtt := t.Stamp(now) - st.ProbeEcho - st.ProbeHold; rtt > 0 {
-			r.probes = append(r.probes, time.Duration(rtt).Seconds())
+			r.probes = append(r.probes, probeSample{r.probeAt, time.Duration(rtt).Seconds()})
 			if len(r.probes) > probeKeep {
 				r.probes = r.probes[1:]
 			}
@@ -300,7 +312,7 @@ func (t *Tracker) Probes(now time.Time) []Probe {
 		since := now.Sub(r.probeAt)
 		every, lost := probeEvery, probeLost
 		if n := len(r.probes); n > 0 {
-			every = max(every, probeShare*seconds(r.probes[n-1]))
+			every = max(every, probeShare*seconds(r.probes[n-1].secs))
 			lost = max(lost, every)
 		}
 		if (r.probeSent != 0 && since < lost) || since < every {
@@ -321,17 +333,18 @@ func (t *Tracker) ObserveProbe(id string, stamp int64, now time.Time) {
 	}
 }
 
-// NearestProbe is this agent's probe round trip, in seconds, to its nearest
-// peer: for each peer the smallest of its last probes; zero (not known)
+// NearestProbe is this agent's probe round trip at now, in seconds, to its
+// nearest peer: for each peer the smallest of its probes sent in the last
+// probeWindow, or without one its latest (see probeWindow); zero (not known)
 // until a probe came back from every peer, since a fresh agent whose only
 // probe back so far is from a limping leader would look limping itself
 // (it did, and handed leadership to that leader). While a peer is down the
-// probe rule is off and a limping link is left to the round-trip rule. A link too slow to bring a probe back at all is found by
-// its silence (NearestPeer); an outstanding probe does not count, since on
-// a busy machine a healthy peer's echo is sometimes late by 100 ms or more
-// and would raise this agent's figure, and with it the median its peers
-// are judged against.
-func (t *Tracker) NearestProbe() float64 {
+// probe rule is off and a limping link is left to the round-trip rule. An
+// outstanding probe counts only while no probe sent in the window came
+// back, since on a busy machine a healthy peer's echo is sometimes late by
+// 100 ms or more and would raise this agent's figure, and with it the
+// median its peers are judged against.
+func (t *Tracker) NearestProbe(now time.Time) float64 {
 	best, any := 0.0, false
 	for id, r := range t.replicas {
 		if id == t.cfg.Self || r.addr == "" {
@@ -340,9 +353,28 @@ func (t *Tracker) NearestProbe() float64 {
 		if len(r.probes) == 0 {
 			return 0
 		}
-		if d := slices.Min(r.probes); !any || d < best {
+		if d := r.probeTime(now); !any || d < best {
 			best, any = d, true
 		}
+	}
+	return best
+}
+
+// probeTime is the replica's probe round trip at now (NearestProbe); it has
+// at least one probe back.
+func (r *replica) probeTime(now time.Time) float64 {
+	best, any := 0.0, false
+	for _, p := range r.probes {
+		if now.Sub(p.sent) <= probeWindow && (!any || p.secs < best) {
+			best, any = p.secs, true
+		}
+	}
+	if any {
+		return best
+	}
+	best = r.probes[len(r.probes)-1].secs
+	if r.probeSent != 0 {
+		best = max(best, now.Sub(r.probeAt).Seconds())
 	}
 	return best
 }
@@ -584,14 +616,6 @@ func (t *Tracker) isQuarantined(id, incarnation string) bool {
 
 // SelfQuarantined tells whether this agent's own replica is quarantined.
 func (t *Tracker) SelfQuarantined() bool { return t.selfQuar }
-
-// Progress is the incarnation and applied index a replica last reported.
-func (t *Tracker) Progress(id string) (string, uint64) {
-	if r := t.replicas[id]; r != nil {
-		return r.incarnation, r.applied
-	}
-	return "", 0
-}
 
 // PeerAddrs are the addresses of every other replica.
 func (t *Tracker) PeerAddrs() []string {

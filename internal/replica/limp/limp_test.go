@@ -356,7 +356,8 @@ func TestModestLeaderLimp(t *testing.T) {
 // probeShare round trips on a slow link, never two at once unless one is
 // lost; its round trip
 // comes from the echo in the peer's status; the nearest peer's is the least
-// of its last probeKeep.
+// of those sent in the last probeWindow, else the latest or the outstanding
+// probe's age.
 func TestProbes(t *testing.T) {
 	tr := newTracker(250*time.Millisecond, 50*time.Millisecond)
 	ms := func(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
@@ -374,11 +375,11 @@ func TestProbes(t *testing.T) {
 		t.Errorf("probes %+v while both are outstanding", again)
 	}
 	echo("c", ps[1], ms(31)) // c: 30 ms, a slow link
-	if got := tr.NearestProbe(); got != 0 {
+	if got := tr.NearestProbe(at(ms(40))); got != 0 {
 		t.Errorf("nearest probe before b's came back %vs, want 0 (not known)", got)
 	}
 	echo("b", ps[0], ms(4)) // b: 3 ms on the wire
-	if got := tr.NearestProbe(); got != 0.003 {
+	if got := tr.NearestProbe(at(ms(40))); got != 0.003 {
 		t.Errorf("nearest probe %vs, want 0.003 (b)", got)
 	}
 	// b is due again at 250 ms; c only after 10 round trips, 300 ms.
@@ -389,9 +390,9 @@ func TestProbes(t *testing.T) {
 	if ps := tr.Probes(at(ms(301))); len(ps) != 1 || ps[0].Addr != "c:1" {
 		t.Errorf("probes at 301 ms %+v, want c's", ps)
 	}
-	// The least of the last probeKeep counts.
+	// The least of those sent in the last probeWindow counts.
 	echo("b", pb[0], ms(9))
-	if got := tr.NearestProbe(); got != 0.003 {
+	if got := tr.NearestProbe(at(ms(300))); got != 0.003 {
 		t.Errorf("nearest probe after b's 8 ms: %vs, want 0.003 (b's earlier)", got)
 	}
 	// A probe unanswered for 1 s (10 round trips are less, for b and c) is
@@ -411,12 +412,67 @@ func TestProbes(t *testing.T) {
 			t.Errorf("probes at %v ms to %q, want %q", c.ms, got, c.want)
 		}
 	}
+	// At 1.1 s b's probe of 0 ms left the window: its 8 ms of 260 ms counts.
+	if got := tr.NearestProbe(at(ms(1100))); got != 0.008 {
+		t.Errorf("nearest probe at 1.1 s: %vs, want 0.008 (b's of 260 ms)", got)
+	}
+	// At 2 s none sent in the window came back: b's outstanding probe of
+	// 1600 ms is 0.4 s old, c's of 1301 ms 0.699 s.
+	if got := tr.NearestProbe(at(ms(2000))); got < 0.3999 || got > 0.4001 {
+		t.Errorf("nearest probe at 2 s: %vs, want 0.4 (b's outstanding one)", got)
+	}
 	// A peer's probe to this agent is echoed with how long it was held.
 	tr.ObserveProbe("b", 42, at(ms(400)))
 	for _, e := range tr.Echoes(at(ms(402))) {
 		if e.Addr == "b:1" && (e.ProbeEcho != 42 || e.ProbeHold != int64(ms(2))) {
 			t.Errorf("echo to b %+v, want probe 42 held 2ms", e)
 		}
+	}
+}
+
+// TestSlowLinkFound: a leader whose link slows to 1 Mbit/s (100x: a probe
+// takes 300 ms, so they go every 3 s) is marked within probeWindow plus
+// Hold of the change, not once several slow probes came back.
+func TestSlowLinkFound(t *testing.T) {
+	tr := New(Config{Self: "a", StatusInterval: 50 * time.Millisecond, Floor: 250 * time.Millisecond, Factor: 10,
+		Hold: time.Second, PeerInflight: 8, Born: t0}, "inc-a")
+	tr.SetMembers([]Member{{"a", "a:1", true}, {"b", "b:1", true}, {"c", "c:1", true}}, t0)
+	slowAt := 3 * time.Second
+	type flight struct {
+		p    Probe
+		id   string
+		back time.Time
+	}
+	var inFlight []flight
+	marked := time.Duration(0)
+	for now := t0; now.Before(t0.Add(10 * time.Second)); now = now.Add(50 * time.Millisecond) {
+		rtt := 3 * time.Millisecond
+		if now.Sub(t0) >= slowAt {
+			rtt = 300 * time.Millisecond
+		}
+		for _, p := range tr.Probes(now) {
+			inFlight = append(inFlight, flight{p, p.Addr[:1], now.Add(rtt)})
+		}
+		// b and c report every tick, and echo a's probes as they come back.
+		var left []flight
+		for _, f := range inFlight {
+			if now.Before(f.back) {
+				left = append(left, f)
+				continue
+			}
+			tr.Observe(Status{ID: f.id, Incarnation: "inc-" + f.id, NetSecs: 0.001, ProbeEcho: f.p.Stamp, ProbeSecs: 0.003}, f.back)
+		}
+		inFlight = left
+		for _, id := range []string{"b", "c"} {
+			tr.Observe(Status{ID: id, Incarnation: "inc-" + id, NetSecs: 0.001, ProbeSecs: 0.003}, now)
+		}
+		tr.Observe(Status{ID: "a", Incarnation: "inc-a", NetSecs: 0.001, ProbeSecs: tr.NearestProbe(now)}, now)
+		if d := tr.Tick(now, true, nil); d.Transfer != nil && marked == 0 {
+			marked = now.Sub(t0)
+		}
+	}
+	if marked < slowAt+time.Second || marked > slowAt+probeWindow+1300*time.Millisecond {
+		t.Errorf("handed over at %v, want within probeWindow + Hold of the slowdown at %v", marked, slowAt)
 	}
 }
 
