@@ -311,8 +311,12 @@ func (t *Tracker) Probes(now time.Time) []Probe {
 		}
 		since := now.Sub(r.probeAt)
 		every, lost := probeEvery, probeLost
-		if n := len(r.probes); n > 0 {
-			every = max(every, probeShare*seconds(r.probes[n-1].secs))
+		if len(r.probes) > 0 {
+			// The spacing follows the window's least round trip, not the
+			// last: one probe late on a busy machine spaced a healthy
+			// peer's out past the window, and its late one counted alone.
+			least, _ := r.probeLeast(now)
+			every = max(every, probeShare*seconds(least))
 			lost = max(lost, every)
 		}
 		if (r.probeSent != 0 && since < lost) || since < every {
@@ -363,20 +367,26 @@ func (t *Tracker) NearestProbe(now time.Time) float64 {
 // probeTime is the replica's probe round trip at now (NearestProbe); it has
 // at least one probe back.
 func (r *replica) probeTime(now time.Time) float64 {
-	best, any := 0.0, false
+	least, recent := r.probeLeast(now)
+	if !recent && r.probeSent != 0 {
+		least = max(least, now.Sub(r.probeAt).Seconds())
+	}
+	return least
+}
+
+// probeLeast is the least round trip of the probes sent to the replica in
+// the last probeWindow (recent), or else the latest one's; it has at least
+// one probe back.
+func (r *replica) probeLeast(now time.Time) (least float64, recent bool) {
 	for _, p := range r.probes {
-		if now.Sub(p.sent) <= probeWindow && (!any || p.secs < best) {
-			best, any = p.secs, true
+		if now.Sub(p.sent) <= probeWindow && (!recent || p.secs < least) {
+			least, recent = p.secs, true
 		}
 	}
-	if any {
-		return best
+	if !recent {
+		least = r.probes[len(r.probes)-1].secs
 	}
-	best = r.probes[len(r.probes)-1].secs
-	if r.probeSent != 0 {
-		best = max(best, now.Sub(r.probeAt).Seconds())
-	}
-	return best
+	return least, recent
 }
 
 // Echoes are the stamps to send back to every peer with an address.

@@ -476,6 +476,29 @@ func TestSlowLinkFound(t *testing.T) {
 	}
 }
 
+// TestLateProbe: one probe late on a busy machine (120 ms against 3 ms)
+// neither spaces the peer's probes out nor counts: the least of the
+// window's does.
+func TestLateProbe(t *testing.T) {
+	tr := newTracker(250*time.Millisecond, 50*time.Millisecond)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	back := func(p Probe, sent, rtt int) {
+		tr.Observe(Status{ID: p.Addr[:1], ProbeEcho: p.Stamp}, at(sent+rtt))
+	}
+	for i, rtt := range []int{3, 3, 120} { // sent at 0, 250 and 500 ms
+		for _, p := range tr.Probes(at(250 * i)) {
+			back(p, 250*i, rtt)
+		}
+	}
+	ps := tr.Probes(at(870))
+	if len(ps) != 2 {
+		t.Fatalf("probes at 870 ms %+v, want both peers again (every 250 ms)", ps)
+	}
+	if got := tr.NearestProbe(at(880)); got != 0.003 {
+		t.Errorf("nearest probe %vs, want 0.003 (the window's least, not the late one)", got)
+	}
+}
+
 // TestLeast: the least append of the last one to two windows; a burst of
 // slow appends beside one fast one does not raise it, a window of only
 // slow ones does, and an idle disk reads as zero.
