@@ -1,26 +1,32 @@
 #!/bin/bash
-# emulate-bench.sh: issue 11's goals for the emulating file system, in one
-# run, on the file system that holds DIR:
-#   - the raw disk: dd oflag=direct, 64 KiB writes (and fio, if installed);
-#   - gait's synthetic stream into /dev/null (the pipeline's ceiling);
-#   - gait's synthetic stream written through `gait emulate mount` in
-#     64 KiB writes with dd (conv=fsync: the time includes making it
-#     durable), by 1 writer and by WRITERS writers at once;
+# emulate-bench.sh: issue 11's bandwidth goal for the emulating file system,
+# in one run, on the file system that holds DIR. For each write size (64 KiB,
+# a DataNode's packet, and 1 MiB):
+#   - the raw disk: dd if=/dev/zero oflag=direct (and fio, if installed);
+#   - gait's synthetic stream into /dev/null (the writer's own ceiling);
+#   - gait's synthetic stream written through `gait emulate mount` (direct
+#     I/O, its default) by 1 writer, then by WRITERS writers at once, each
+#     file fsynced (`sync FILE`) inside the timing;
+#   - the same through a second mount with --write-back (the kernel's
+#     write-back cache), as a peer, unless WRITEBACK=0;
 #   - the store's compression ratio (`gait emulate stats`).
 # Raw and emulated alternate ROUNDS times, so load from other processes
 # falls on both. Needs root (FUSE, O_DIRECT).
 #
 #   sudo scripts/emulate-bench.sh [DIR]
 #   env: GAIT (gait binary), SIZE (per writer, default 2GiB), RAW (default
-#        1GiB), WRITERS (default 4), ROUNDS (default 2)
+#        1GiB), WRITERS (default 2), ROUNDS (default 2), SIZES (default
+#        "64KiB 1MiB"), WRITEBACK (default 1)
 set -euo pipefail
 
 GAIT=${GAIT:-gait}
 DIR=${1:-/var/tmp/gait-emulate-bench}
 SIZE=${SIZE:-2GiB}
 RAW=${RAW:-1GiB}
-WRITERS=${WRITERS:-4}
+WRITERS=${WRITERS:-2}
 ROUNDS=${ROUNDS:-2}
+SIZES=${SIZES:-64KiB 1MiB}
+WRITEBACK=${WRITEBACK:-1}
 
 bytes() { # 2GiB -> 2147483648
 	local n=${1%%[KMG]iB} u=${1##*[0-9]}
@@ -28,66 +34,92 @@ bytes() { # 2GiB -> 2147483648
 }
 now() { date +%s.%N; }
 rate() { awk -v b="$1" -v t0="$2" -v t1="$3" 'BEGIN { printf "%.0f", b / (t1 - t0) }'; }
-mbs() { awk -v r="$1" 'BEGIN { printf "%8.0f MB/s", r / 1e6 }'; }
+mbs() { awk -v r="$1" 'BEGIN { printf "%6.0f MB/s", r / 1e6 }'; }
+times() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%4.1fx", a / b }'; }
 
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
-store=$DIR/store mnt=$DIR/mnt
-rm -rf "$store" "$DIR/raw"
-mkdir -p "$mnt"
-pid=
+pids=()
 cleanup() {
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	rm -rf "$store" "$DIR/raw" "$DIR/mount.out"
-	rmdir "$mnt" 2>/dev/null || true
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	rm -rf "$DIR/store" "$DIR/store-wb" "$DIR/raw" "$DIR"/mount*.out
+	rmdir "$DIR/mnt" "$DIR/mnt-wb" 2>/dev/null || true
 }
 trap cleanup EXIT
 
-"$GAIT" emulate mount "$mnt" --store "$store" >"$DIR/mount.out" &
-pid=$!
-for _ in $(seq 100); do grep -q mounted "$DIR/mount.out" 2>/dev/null && break; sleep 0.1; done
-grep -q mounted "$DIR/mount.out" || { echo "gait emulate mount did not come up" >&2; exit 1; }
+# mount NAME [FLAGS...]: serve $DIR/NAME from $DIR/store${NAME#mnt}.
+mount() {
+	local name=$1
+	shift
+	rm -rf "$DIR/store${name#mnt}"
+	mkdir -p "$DIR/$name"
+	"$GAIT" emulate mount "$DIR/$name" --store "$DIR/store${name#mnt}" "$@" >"$DIR/mount-$name.out" &
+	pids+=($!)
+	for _ in $(seq 100); do grep -q mounted "$DIR/mount-$name.out" 2>/dev/null && return; sleep 0.1; done
+	echo "gait emulate mount $* did not come up" >&2
+	exit 1
+}
+mount mnt
+mounts=(mnt)
+if [ "$WRITEBACK" = 1 ]; then
+	mount mnt-wb --write-back
+	mounts+=(mnt-wb)
+fi
 
 raw_bytes=$(bytes "$RAW")
 size_bytes=$(bytes "$SIZE")
-echo "file system of $DIR: $(df -T "$DIR" | awk 'NR == 2 { print $1, $2 }'); $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "raw: dd oflag=direct bs=64K, $RAW; emulated: gait emulate gen | dd bs=64K conv=fsync, $SIZE per writer"
-for round in $(seq "$ROUNDS"); do
-	t0=$(now)
-	dd if=/dev/zero of="$DIR/raw" bs=64K count=$((raw_bytes >> 16)) oflag=direct status=none
-	t1=$(now)
-	rm -f "$DIR/raw"
-	raw=$(rate "$raw_bytes" "$t0" "$t1")
 
-	# The same pipeline into /dev/null: the ceiling without a file system.
+# write MNT WRITERS WS SEED: the stream through the mount, fsync included;
+# prints bytes per second over all writers.
+write() {
+	local mnt=$1 n=$2 ws=$3 seed=$4 t0 t1 w
+	local ws_pids=()
 	t0=$(now)
-	"$GAIT" emulate gen --seed "$round" --bytes "$SIZE" | dd of=/dev/null bs=64K iflag=fullblock status=none
-	t1=$(now)
-	null=$(rate "$size_bytes" "$t0" "$t1")
-
-	t0=$(now)
-	"$GAIT" emulate gen --seed "$round" --bytes "$SIZE" | dd of="$mnt/one-$round" bs=64K iflag=fullblock conv=fsync status=none
-	t1=$(now)
-	one=$(rate "$size_bytes" "$t0" "$t1")
-
-	t0=$(now)
-	writers=()
-	for w in $(seq "$WRITERS"); do
-		"$GAIT" emulate gen --seed $((round * 100 + w)) --bytes "$SIZE" | dd of="$mnt/par-$round-$w" bs=64K iflag=fullblock conv=fsync status=none &
-		writers+=($!)
+	for w in $(seq "$n"); do
+		{ "$GAIT" emulate gen --seed $((seed * 100 + w)) --bytes "$SIZE" --write-size "$ws" >"$DIR/$mnt/f-$seed-$w" && sync "$DIR/$mnt/f-$seed-$w"; } &
+		ws_pids+=($!)
 	done
-	wait "${writers[@]}"
+	wait "${ws_pids[@]}"
 	t1=$(now)
-	par=$(rate $((size_bytes * WRITERS)) "$t0" "$t1")
+	rate $((size_bytes * n)) "$t0" "$t1"
+}
 
-	printf "round %d: raw %s | gen | dd of=/dev/null %s | emulated, 1 writer %s (%.1fx raw) | %d writers %s (%.1fx raw)\n" "$round" \
-		"$(mbs "$raw")" "$(mbs "$null")" "$(mbs "$one")" "$(awk -v a="$one" -v b="$raw" 'BEGIN { print a / b }')" \
-		"$WRITERS" "$(mbs "$par")" "$(awk -v a="$par" -v b="$raw" 'BEGIN { print a / b }')"
+echo "file system of $DIR: $(df -T "$DIR" | awk 'NR == 2 { print $1, $2 }'); $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%H:%M) UTC"
+echo "raw: dd if=/dev/zero oflag=direct, $RAW; emulated: gait emulate gen --write-size WS > FILE; sync FILE, $SIZE per writer"
+seed=0
+for round in $(seq "$ROUNDS"); do
+	for ws in $SIZES; do
+		wsb=$(bytes "$ws")
+		t0=$(now)
+		dd if=/dev/zero of="$DIR/raw" bs="$wsb" count=$((raw_bytes / wsb)) oflag=direct status=none
+		t1=$(now)
+		rm -f "$DIR/raw"
+		raw=$(rate "$raw_bytes" "$t0" "$t1")
+
+		t0=$(now)
+		"$GAIT" emulate gen --seed 0 --bytes "$SIZE" --write-size "$ws" >/dev/null
+		t1=$(now)
+		null=$(rate "$size_bytes" "$t0" "$t1")
+
+		line=$(printf "round %d, %-5s writes: raw %s | gen > /dev/null %s (%s)" "$round" "$ws" "$(mbs "$raw")" "$(mbs "$null")" "$(times "$null" "$raw")")
+		for m in "${mounts[@]}"; do
+			seed=$((seed + 1))
+			one=$(write "$m" 1 "$ws" "$seed")
+			seed=$((seed + 1))
+			par=$(write "$m" "$WRITERS" "$ws" "$seed")
+			label=emulated
+			[ "$m" = mnt-wb ] && label=write-back
+			line+=$(printf " | %s: 1 writer %s (%s), %d writers %s (%s)" "$label" "$(mbs "$one")" "$(times "$one" "$raw")" "$WRITERS" "$(mbs "$par")" "$(times "$par" "$raw")")
+		done
+		echo "$line"
+	done
 done
 if command -v fio >/dev/null; then
-	fio --name=raw --filename="$DIR/raw" --rw=write --bs=64k --size="${RAW%iB}" --direct=1 --ioengine=psync \
-		--output-format=normal 2>/dev/null | grep -E '^ +WRITE:' | sed 's/^ */fio, raw disk, 64k O_DIRECT: /'
-	rm -f "$DIR/raw"
+	for ws in $SIZES; do
+		fio --name=raw --filename="$DIR/raw" --rw=write --bs="$(bytes "$ws")" --size="$raw_bytes" --direct=1 --ioengine=psync \
+			--output-format=normal 2>/dev/null | grep -E '^ +WRITE:' | sed "s/^ */fio, raw disk, $ws O_DIRECT: /"
+		rm -f "$DIR/raw"
+	done
 fi
-echo "store: $("$GAIT" emulate stats "$store")"
-echo "store on disk: $(du -s -B1 "$store" | cut -f1) bytes allocated (du, directories included)"
+echo "store (every file the emulated rows wrote): $("$GAIT" emulate stats "$DIR/store")"
+echo "store on disk: $(du -s -B1 "$DIR/store" | cut -f1) bytes allocated (du, directories included)"

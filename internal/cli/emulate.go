@@ -84,13 +84,14 @@ unmounts DIR.`,
 	cmd.Flags().StringVar(&bandwidth, "bandwidth", "", "emulate a disk of this bandwidth, e.g. 80MB/s (default: no limit)")
 	cmd.Flags().DurationVar(&m.Latency, "latency", 0, "added to every read, write and fsync")
 	cmd.Flags().Float64Var(&factor, "factor", 1, "slow the disk down by this factor (needs --bandwidth or --latency to matter)")
+	cmd.Flags().BoolVar(&m.WriteBack, "write-back", false, "let the kernel cache writes and pass them on in 1 MiB pieces (default: each write goes straight to the server, direct I/O)")
 	cmd.Flags().StringVar(&m.StateDir, "state-dir", testbed.DefaultStateDir, "where the mount is recorded for 'gait clean' (in its emulate/)")
 	return cmd
 }
 
 func newEmulateGenCmd() *cobra.Command {
 	var seed uint64
-	var size, offset string
+	var size, offset, writeSize string
 	cmd := &cobra.Command{
 		Use:   "gen --seed S --bytes N",
 		Short: "Write the synthetic stream to standard output",
@@ -98,6 +99,7 @@ func newEmulateGenCmd() *cobra.Command {
 --offset, to standard output: what workloads write onto an emulating file
 system.`,
 		Example: `  gait emulate gen --seed 7 --bytes 1GiB > /mnt/big/f
+  gait emulate gen --seed 7 --bytes 1GiB --write-size 64KiB > /mnt/big/g
   gait emulate gen --seed 7 --bytes 64KiB --offset 1MiB | cmp - <(dd if=/mnt/big/f bs=64K skip=16 count=1 status=none)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -109,12 +111,17 @@ system.`,
 			if err != nil {
 				return fmt.Errorf("--offset: %w", err)
 			}
-			return emulate.Gen(cmd.OutOrStdout(), seed, uint64(off), n)
+			ws, err := load.ParseSize(writeSize)
+			if err != nil || ws < 1 || ws > emulate.MaxWriteSize {
+				return fmt.Errorf("--write-size %q: want a size from 1 byte to 1GiB, e.g. 64KiB", writeSize)
+			}
+			return emulate.Gen(cmd.OutOrStdout(), seed, uint64(off), n, int(ws))
 		},
 	}
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "which stream")
 	cmd.Flags().StringVar(&size, "bytes", "", "how many bytes, e.g. 4096, 64KiB, 10GiB (required)")
 	cmd.Flags().StringVar(&offset, "offset", "0", "where in the stream to start")
+	cmd.Flags().StringVar(&writeSize, "write-size", "1MiB", "the size of each write(2), as a file system under standard output sees them")
 	cmd.MarkFlagRequired("bytes")
 	return cmd
 }

@@ -37,6 +37,9 @@ type Mount struct {
 	StateDir  string // gait's state directory: the mount is recorded in its emulate/
 	// Report hears errors a process on the mount met only as an errno.
 	Report func(error)
+	// WriteBack: the kernel's write-back cache instead of direct I/O
+	// (limpfs.Options.WriteBack).
+	WriteBack bool
 }
 
 // record is what a serving mount leaves for `gait clean`.
@@ -73,7 +76,7 @@ func Serve(ctx context.Context, m Mount, ready func(*limpfs.FS)) error {
 	if bw == 0 {
 		bw = math.Inf(1)
 	}
-	f, err := limpfs.MountStore(m.Store, dir, limpfs.Options{Bandwidth: bw, Latency: m.Latency, Report: m.Report})
+	f, err := limpfs.MountStore(m.Store, dir, limpfs.Options{Bandwidth: bw, Latency: m.Latency, Report: m.Report, WriteBack: m.WriteBack})
 	if err != nil {
 		return err
 	}
@@ -129,9 +132,17 @@ func Clean(stateDir string) ([]string, error) {
 	return cleaned, errors.Join(errs...)
 }
 
-// Gen writes n bytes of the synthetic stream seed from offset off to w.
-func Gen(w io.Writer, seed, off uint64, n int64) error {
-	buf := make([]byte, 1<<20)
+// MaxWriteSize bounds Gen's writes (its buffer).
+const MaxWriteSize = 1 << 30
+
+// Gen writes n bytes of the synthetic stream seed from offset off to w,
+// in writes of writeSize bytes (1 to MaxWriteSize; the last may be
+// shorter): the size of the writes a file system sees, if w is a file.
+func Gen(w io.Writer, seed, off uint64, n int64, writeSize int) error {
+	if writeSize < 1 || writeSize > MaxWriteSize {
+		return fmt.Errorf("write size %d: must be from 1 byte to 1 GiB", writeSize)
+	}
+	buf := make([]byte, min(int64(writeSize), max(n, 1)))
 	for n > 0 {
 		c := int(min(n, int64(len(buf))))
 		tardis.Generate(seed, off, buf[:c])

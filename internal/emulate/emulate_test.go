@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"hash/crc32"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,13 +20,38 @@ import (
 	"github.com/gait-dev/gait/internal/tardis"
 )
 
+// sizes records the size of every write.
+type sizes struct {
+	bytes.Buffer
+	writes []int
+}
+
+func (s *sizes) Write(p []byte) (int, error) {
+	s.writes = append(s.writes, len(p))
+	return s.Buffer.Write(p)
+}
+
 func TestGen(t *testing.T) {
-	var b bytes.Buffer
-	if err := Gen(&b, 9, 1000, 3<<20+5); err != nil {
-		t.Fatal(err)
+	const n = 3<<20 + 5
+	want := tardis.AppendGenerate(nil, 9, 1000, n)
+	for _, ws := range []int{1 << 20, 64 << 10, 4 << 20} {
+		var b sizes
+		if err := Gen(&b, 9, 1000, n, ws); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b.Bytes(), want) {
+			t.Fatalf("write size %d: gen differs from the stream", ws)
+		}
+		for i, w := range b.writes {
+			if w != min(ws, n) && i != len(b.writes)-1 {
+				t.Fatalf("write size %d: write %d is %d bytes", ws, i, w)
+			}
+		}
 	}
-	if !bytes.Equal(b.Bytes(), tardis.AppendGenerate(nil, 9, 1000, 3<<20+5)) {
-		t.Fatal("gen differs from the stream")
+	for _, ws := range []int{0, -1, MaxWriteSize + 1} {
+		if err := Gen(io.Discard, 9, 0, 10, ws); err == nil {
+			t.Errorf("write size %d: no error", ws)
+		}
 	}
 }
 

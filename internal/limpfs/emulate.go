@@ -57,10 +57,13 @@ type emulator struct {
 	// sums remembers checksums of the stream written recently through the
 	// mount, so that a file of checksums of it (an HDFS .meta file beside
 	// its block file) is recognised as well; see tardis.SumIndex for its
-	// bound (at most about 12 MB of memory per mount, once 512 MiB of
+	// bound (at most about 7 MB of memory per mount, once 512 MiB of
 	// the stream went through it).
 	sums *tardis.SumIndex
 	late *late // literal ranges to look at again (late.go)
+	// openFlags is what opening a regular file answers: direct I/O
+	// unless the mount uses the write-back cache (Options.WriteBack).
+	openFlags uint32
 }
 
 // contents is an open regular file.
@@ -139,7 +142,7 @@ func (n *emuNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32
 			return nil, 0, n.fail(err)
 		}
 	}
-	return &emuFile{n: n}, 0, 0
+	return &emuFile{n: n}, n.em.openFlags, 0
 }
 
 func (n *emuNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
@@ -164,7 +167,7 @@ func (n *emuNode) Create(ctx context.Context, name string, flags uint32, mode ui
 	if errno := child.acquire(filepath.Join(n.path(), name)); errno != 0 {
 		return nil, nil, 0, errno
 	}
-	return ino, &emuFile{n: child}, 0, 0
+	return ino, &emuFile{n: child}, n.em.openFlags, 0
 }
 
 func (n *emuNode) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -393,10 +396,11 @@ func (c *contents) noteLiteral(lo, hi int64) {
 
 // recognise looks again at the literal bytes written since the last
 // commit and at those earlier commits left literal (c.late), for what
-// the mount's checksum index has learnt since they were written: the
-// kernel writes back a checksum file's pages and its data file's pages
-// in no set order, so a checksum may reach the server before the data
-// it sums, even after the checksum file was committed. It returns the
+// the mount's checksum index has learnt since they were written: a
+// checksum may reach the server before the data it sums, even after the
+// checksum file was committed (with the write-back cache the kernel
+// writes back a checksum file's pages and its data file's pages in no
+// set order; in direct I/O a system may write its checksums first). It returns the
 // ranges that became synthetic, whose literal bytes the caller punches
 // out of the tree file, those that stay literal, and whether any that
 // became synthetic was committed before (old).

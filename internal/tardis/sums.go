@@ -107,13 +107,20 @@ const (
 // recently: a sample of the chunks of the synthetic extents written
 // through the Files that share it, keyed by checksum. It is safe for
 // concurrent use by Files written from several goroutines.
+//
+// It is its own hash table rather than a Go map: at its bound a map of
+// it outgrows the caches, and its probes were most of what indexing
+// the stream cost (a quarter of an emulating mount's CPU). Entries live
+// in a ring in insertion order (the oldest is the next evicted); the
+// table, twice the bound, holds keys and their ring positions, probed
+// linearly without touching the ring.
 type SumIndex struct {
 	mu     sync.Mutex
 	chunks []uint32 // chunk sizes indexed
 	max    int
-	m      map[uint32]sumEntry
-	ring   []uint32 // keys in insertion order, for eviction
+	ring   []sumEntry // in insertion order from head, at most max
 	head   int
+	table  []sumSlot
 	// filter is a Bloom filter (two bits per key) of the keys, in which
 	// almost every foreign word misses; evicted keys stay in it until
 	// evicted reaches max and it is rebuilt.
@@ -122,10 +129,18 @@ type SumIndex struct {
 	learnt  uint64 // keys ever put (see Learnt)
 }
 
+// sumSlot is a table slot: a key and its entry's ring position + 1 (0:
+// the slot is empty).
+type sumSlot struct {
+	key uint32
+	pos int32
+}
+
 type sumEntry struct {
+	key  uint32 // the checksum
+	size uint32
 	seed uint64
 	off  uint64 // stream offset of the chunk
-	size uint32
 	alg  Alg
 }
 
@@ -142,8 +157,8 @@ type sumEntry struct {
 // Indexing costs a CRC of 1/16 of the synthetic bytes written, per
 // algorithm and chunk size.
 //
-// The index holds at most maxChunks entries (0 means 131,072: 11.5 MB
-// of heap measured, covering the last 512 MiB of 512-byte-chunked data
+// The index holds at most maxChunks entries (0 means 131,072: 6.9 MB
+// of heap measured, the filter included, covering the last 512 MiB of 512-byte-chunked data
 // written, a 128 MiB HDFS block for each of 4 writers at once) and
 // forgets the oldest past that; the checksums of data written longer
 // ago than that are not recognised and stay literal bytes, stored as they
@@ -152,7 +167,8 @@ func NewSumIndex(maxChunks int, chunkSizes ...int) *SumIndex {
 	if maxChunks <= 0 {
 		maxChunks = sumMaxChunks
 	}
-	x := &SumIndex{max: maxChunks, m: make(map[uint32]sumEntry), filter: make([]uint64, 1<<sumFilterLog/64)}
+	x := &SumIndex{max: maxChunks, filter: make([]uint64, 1<<sumFilterLog/64)}
+	x.table = make([]sumSlot, 2)
 	if len(chunkSizes) == 0 {
 		chunkSizes = []int{MinChunk}
 	}
@@ -184,7 +200,7 @@ func (x *SumIndex) inFilter(w uint32) bool {
 func (x *SumIndex) Len() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return len(x.m)
+	return len(x.ring)
 }
 
 // Learnt counts the checksums the index has taken in since it was made:
@@ -204,26 +220,89 @@ func (x *SumIndex) Forgot(since uint64) bool {
 	return x.learnt-since >= uint64(x.max)
 }
 
-func (x *SumIndex) put(k uint32, e sumEntry) {
-	if _, ok := x.m[k]; !ok {
-		x.learnt++
-		if len(x.ring) < x.max {
-			x.ring = append(x.ring, k)
-		} else {
-			delete(x.m, x.ring[x.head])
-			x.ring[x.head] = k
-			x.head = (x.head + 1) % x.max
-			if x.evicted++; x.evicted == x.max {
-				clear(x.filter)
-				for k := range x.m {
-					x.setFilter(k)
-				}
-				x.evicted = 0
-			}
-		}
-		x.setFilter(k)
+// slot returns where key k is in the table, or the empty slot where it
+// would go.
+func (x *SumIndex) slot(k uint32) int {
+	mask := len(x.table) - 1
+	i := x.home(k)
+	for x.table[i].pos != 0 && x.table[i].key != k {
+		i = (i + 1) & mask
 	}
-	x.m[k] = e
+	return i
+}
+
+func (x *SumIndex) home(k uint32) int {
+	return int(uint64(k*0x9e3779b1) * uint64(len(x.table)) >> 32)
+}
+
+// lookup returns the entry under key k.
+func (x *SumIndex) lookup(k uint32) (sumEntry, bool) {
+	if p := x.table[x.slot(k)].pos; p != 0 {
+		return x.ring[p-1], true
+	}
+	return sumEntry{}, false
+}
+
+// grow doubles the table (it grows with the ring, so that an index that
+// is given little costs little) and puts the ring's entries in.
+func (x *SumIndex) grow() {
+	x.table = make([]sumSlot, 2*len(x.table))
+	for p, e := range x.ring {
+		x.table[x.slot(e.key)] = sumSlot{e.key, int32(p + 1)}
+	}
+}
+
+// remove empties slot i, moving later entries of its probe run back so
+// that every key stays reachable from its home (linear probing's
+// deletion without tombstones).
+func (x *SumIndex) remove(i int) {
+	mask := len(x.table) - 1
+	for j := i; ; {
+		j = (j + 1) & mask
+		if x.table[j].pos == 0 {
+			x.table[i] = sumSlot{}
+			return
+		}
+		h := x.home(x.table[j].key)
+		// The entry at j may move to i unless its home lies cyclically
+		// in (i, j].
+		if (i <= j && (i < h && h <= j)) || (i > j && (i < h || h <= j)) {
+			continue
+		}
+		x.table[i] = x.table[j]
+		i = j
+	}
+}
+
+func (x *SumIndex) put(e sumEntry) {
+	i := x.slot(e.key)
+	if p := x.table[i].pos; p != 0 {
+		x.ring[p-1] = e
+		return
+	}
+	x.learnt++
+	if len(x.ring) < x.max {
+		x.ring = append(x.ring, e)
+		if 2*len(x.ring) > len(x.table) {
+			x.grow() // and e is in
+			return
+		}
+		x.table[i] = sumSlot{e.key, int32(len(x.ring))}
+	} else {
+		x.remove(x.slot(x.ring[x.head].key))
+		x.ring[x.head] = e
+		// Removing may have moved the entries of e's probe run.
+		x.table[x.slot(e.key)] = sumSlot{e.key, int32(x.head + 1)}
+		x.head = (x.head + 1) % x.max
+		if x.evicted++; x.evicted == x.max {
+			clear(x.filter)
+			for _, e := range x.ring {
+				x.setFilter(e.key)
+			}
+			x.evicted = 0
+		}
+	}
+	x.setFilter(e.key)
 }
 
 // add indexes the sampled chunks of the file range p was written to (at
@@ -231,11 +310,7 @@ func (x *SumIndex) put(k uint32, e sumEntry) {
 // checksummed there (Encode compared those bytes with the stream); one
 // reaching past it is generated.
 func (x *SumIndex) add(e FileExtent, p []byte, off int64) {
-	type item struct {
-		k uint32
-		e sumEntry
-	}
-	var items []item
+	var items []sumEntry
 	lo, hi := max(off, e.Off), min(off+int64(len(p)), e.End())
 	for _, size := range x.chunks {
 		step := int64(size) * sumSample
@@ -252,7 +327,7 @@ func (x *SumIndex) add(e FileExtent, p []byte, off int64) {
 				} else {
 					s = streamSum(e.Seed, so, int(size), alg)
 				}
-				items = append(items, item{s, sumEntry{seed: e.Seed, off: so, size: size, alg: alg}})
+				items = append(items, sumEntry{key: s, seed: e.Seed, off: so, size: size, alg: alg})
 			}
 		}
 	}
@@ -261,7 +336,7 @@ func (x *SumIndex) add(e FileExtent, p []byte, off int64) {
 	}
 	x.mu.Lock()
 	for _, it := range items {
-		x.put(it.k, it.e)
+		x.put(it)
 	}
 	x.mu.Unlock()
 }
@@ -302,7 +377,7 @@ func (x *SumIndex) find(lit []byte) []Extent {
 	pos := 0 // lit[:pos] is split
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if len(x.m) == 0 {
+	if len(x.ring) == 0 {
 		return nil
 	}
 	for i := 0; i+4 <= len(lit); i++ {
@@ -310,7 +385,7 @@ func (x *SumIndex) find(lit []byte) []Extent {
 		if !x.inFilter(w) {
 			continue
 		}
-		c, hit := x.m[w]
+		c, hit := x.lookup(w)
 		if !hit {
 			continue
 		}

@@ -279,3 +279,44 @@ func BenchmarkFileWriteSequentialIndexed(b *testing.B) {
 		off += int64(len(p))
 	}
 }
+
+// TestSumIndexTable checks the index's hash table against a map and a
+// FIFO: puts of keys from a small range (overwrites, evictions and long
+// probe runs), every key looked up after each.
+func TestSumIndexTable(t *testing.T) {
+	for _, bound := range []int{1, 3, 64, 100} {
+		x := NewSumIndex(bound)
+		model := map[uint32]sumEntry{}
+		var fifo []uint32
+		r := rand.New(rand.NewPCG(uint64(bound), 7))
+		for i := range 1500 {
+			// Keys in clusters as well as spread out.
+			k := uint32(r.IntN(3 * bound))
+			if r.IntN(2) == 0 {
+				k *= 0x10001
+			}
+			e := sumEntry{key: k, seed: uint64(i), off: uint64(r.Uint32()), size: 512, alg: CRC32C}
+			x.put(e)
+			if _, ok := model[k]; !ok {
+				fifo = append(fifo, k)
+				if len(fifo) > bound {
+					delete(model, fifo[0])
+					fifo = fifo[1:]
+				}
+			}
+			model[k] = e
+			if x.Len() != len(model) {
+				t.Fatalf("bound %d, put %d: Len %d, want %d", bound, i, x.Len(), len(model))
+			}
+			for q := range uint32(3 * bound) {
+				for _, k := range []uint32{q, q * 0x10001} {
+					got, ok := x.lookup(k)
+					want, wok := model[k]
+					if ok != wok || got != want {
+						t.Fatalf("bound %d, put %d: lookup(%d) = %v %v, want %v %v", bound, i, k, got, ok, want, wok)
+					}
+				}
+			}
+		}
+	}
+}
