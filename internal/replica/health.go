@@ -96,7 +96,7 @@ func (h *health) sendStatus(now time.Time) {
 	var probes []limp.Probe
 	var quarantined [][]byte
 	h.with(func(t *limp.Tracker) {
-		self.Stamp, self.NetSecs, self.ProbeSecs = t.Stamp(now), t.NearestPeer(now), t.NearestProbe(now)
+		self.Stamp, self.NetSecs, self.ProbeSecs = t.Stamp(now), t.NearestPeer(now), t.NearestProbe()
 		t.Observe(self, now)
 		echoes, probes, quarantined = t.Echoes(now), t.Probes(now), t.QuarantineList()
 	})

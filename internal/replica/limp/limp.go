@@ -76,20 +76,21 @@ const netLimpFloor = 50 * time.Millisecond
 // take on the slower of the two links (2.6 ms at 100 Mbit/s, 26 ms at
 // 10 Mbit/s), which a busy machine's scheduling delays of a few
 // milliseconds do not hide. One goes to each peer every probeEvery, or
-// every probeShare times the last one's round trip if that is longer, so
-// probes take at most a tenth of a slow link. The smallest round trip of
-// the probes sent in the last probeWindow counts, since delays only ever
-// add to one; with none sent in it (a slow link spaces them out), the
-// latest, or the outstanding probe's age when that is longer. A window of
-// time rather than the last few probes: once a link slows, its probes are
-// spaced by ten round trips, and the last five of a 1-Mbit/s link's took
-// 7 s to all be slow ones, the limping leader keeping its lead that long.
+// every probeShare times the kept round trips' least if that is longer, so
+// probes take at most a tenth of a slow link; probeKeep round trips are
+// kept, and the smallest counts, since delays only ever add to one. The
+// spacing follows the least, not the last: spaced by the last, a link that
+// went 100x sent its probes 3 s apart from its first slow one, and its
+// leader kept the lead for 7 s until 5 slow ones had come back; now the
+// first probeKeep slow ones go back to back. Three, not five: one stall of
+// a busy agent delays one probe per peer, and a window of time instead (the
+// probes of the last second) counted a stall of a second as a slow link:
+// 11 handovers between healthy voters in 5 min at load average 63 to 87.
 const (
-	ProbeBytes  = 32 << 10
-	probeEvery  = 250 * time.Millisecond
-	probeShare  = 10
-	probeKeep   = 8
-	probeWindow = time.Second
+	ProbeBytes = 32 << 10
+	probeEvery = 250 * time.Millisecond
+	probeShare = 10
+	probeKeep  = 3
 	// A probe unanswered for probeLost, or for probeShare round trips if
 	// that is longer, is sent again: a probe is dropped when the queue to
 	// its peer is full (a leader's queue of replies behind a limping link),
@@ -207,23 +208,17 @@ type replica struct {
 	rttSecs, netSecs float64
 	echo             int64     // the stamp of the replica's last status, echoed back to it
 	echoAt           time.Time // when that status arrived
-	// probes are this agent's last probes to the replica that came back,
-	// the newest last; probeSent is the outstanding probe's stamp (zero when
+	// probes are this agent's last probe round trips to the replica, the
+	// newest last; probeSent is the outstanding probe's stamp (zero when
 	// none) and probeAt when the last one was sent. probeSecs is the
 	// replica's own probe round trip to its nearest peer, as it reports;
 	// probeEcho and probeEchoAt are its last probe to this agent.
-	probes      []probeSample
+	probes      []float64
 	probeSent   int64
 	probeAt     time.Time
 	probeSecs   float64
 	probeEcho   int64
 	probeEchoAt time.Time
-}
-
-// probeSample is one probe's round trip, in seconds, and when it was sent.
-type probeSample struct {
-	sent time.Time
-	secs float64
 }
 
 // maxSample is one observation of the highest applied index of any replica.
@@ -292,7 +287,7 @@ func (t *Tracker) Observe(st Status, now time.Time) {
 	}
 	if st.ProbeEcho > 0 && st.ProbeEcho == r.probeSent {
 		if rtt := t.Stamp(now) - st.ProbeEcho - st.ProbeHold; rtt > 0 {
-			r.probes = append(r.probes, probeSample{r.probeAt, time.Duration(rtt).Seconds()})
+			r.probes = append(r.probes, time.Duration(rtt).Seconds())
 			if len(r.probes) > probeKeep {
 				r.probes = r.probes[1:]
 			}
@@ -312,11 +307,7 @@ func (t *Tracker) Probes(now time.Time) []Probe {
 		since := now.Sub(r.probeAt)
 		every, lost := probeEvery, probeLost
 		if len(r.probes) > 0 {
-			// The spacing follows the window's least round trip, not the
-			// last: one probe late on a busy machine spaced a healthy
-			// peer's out past the window, and its late one counted alone.
-			least, _ := r.probeLeast(now)
-			every = max(every, probeShare*seconds(least))
+			every = max(every, probeShare*seconds(slices.Min(r.probes)))
 			lost = max(lost, every)
 		}
 		if (r.probeSent != 0 && since < lost) || since < every {
@@ -337,18 +328,17 @@ func (t *Tracker) ObserveProbe(id string, stamp int64, now time.Time) {
 	}
 }
 
-// NearestProbe is this agent's probe round trip at now, in seconds, to its
-// nearest peer: for each peer the smallest of its probes sent in the last
-// probeWindow, or without one its latest (see probeWindow); zero (not known)
+// NearestProbe is this agent's probe round trip, in seconds, to its nearest
+// peer: for each peer the smallest of its last probes; zero (not known)
 // until a probe came back from every peer, since a fresh agent whose only
 // probe back so far is from a limping leader would look limping itself
 // (it did, and handed leadership to that leader). While a peer is down the
-// probe rule is off and a limping link is left to the round-trip rule. An
-// outstanding probe counts only while no probe sent in the window came
-// back, since on a busy machine a healthy peer's echo is sometimes late by
-// 100 ms or more and would raise this agent's figure, and with it the
-// median its peers are judged against.
-func (t *Tracker) NearestProbe(now time.Time) float64 {
+// probe rule is off and a limping link is left to the round-trip rule. A link too slow to bring a probe back at all is found by
+// its silence (NearestPeer); an outstanding probe does not count, since on
+// a busy machine a healthy peer's echo is sometimes late by 100 ms or more
+// and would raise this agent's figure, and with it the median its peers
+// are judged against.
+func (t *Tracker) NearestProbe() float64 {
 	best, any := 0.0, false
 	for id, r := range t.replicas {
 		if id == t.cfg.Self || r.addr == "" {
@@ -357,36 +347,11 @@ func (t *Tracker) NearestProbe(now time.Time) float64 {
 		if len(r.probes) == 0 {
 			return 0
 		}
-		if d := r.probeTime(now); !any || d < best {
+		if d := slices.Min(r.probes); !any || d < best {
 			best, any = d, true
 		}
 	}
 	return best
-}
-
-// probeTime is the replica's probe round trip at now (NearestProbe); it has
-// at least one probe back.
-func (r *replica) probeTime(now time.Time) float64 {
-	least, recent := r.probeLeast(now)
-	if !recent && r.probeSent != 0 {
-		least = max(least, now.Sub(r.probeAt).Seconds())
-	}
-	return least
-}
-
-// probeLeast is the least round trip of the probes sent to the replica in
-// the last probeWindow (recent), or else the latest one's; it has at least
-// one probe back.
-func (r *replica) probeLeast(now time.Time) (least float64, recent bool) {
-	for _, p := range r.probes {
-		if now.Sub(p.sent) <= probeWindow && (!recent || p.secs < least) {
-			least, recent = p.secs, true
-		}
-	}
-	if !recent {
-		least = r.probes[len(r.probes)-1].secs
-	}
-	return least, recent
 }
 
 // Echoes are the stamps to send back to every peer with an address.

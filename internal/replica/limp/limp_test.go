@@ -356,8 +356,7 @@ func TestModestLeaderLimp(t *testing.T) {
 // probeShare round trips on a slow link, never two at once unless one is
 // lost; its round trip
 // comes from the echo in the peer's status; the nearest peer's is the least
-// of those sent in the last probeWindow, else the latest or the outstanding
-// probe's age.
+// of its last probeKeep.
 func TestProbes(t *testing.T) {
 	tr := newTracker(250*time.Millisecond, 50*time.Millisecond)
 	ms := func(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
@@ -375,11 +374,11 @@ func TestProbes(t *testing.T) {
 		t.Errorf("probes %+v while both are outstanding", again)
 	}
 	echo("c", ps[1], ms(31)) // c: 30 ms, a slow link
-	if got := tr.NearestProbe(at(ms(40))); got != 0 {
+	if got := tr.NearestProbe(); got != 0 {
 		t.Errorf("nearest probe before b's came back %vs, want 0 (not known)", got)
 	}
 	echo("b", ps[0], ms(4)) // b: 3 ms on the wire
-	if got := tr.NearestProbe(at(ms(40))); got != 0.003 {
+	if got := tr.NearestProbe(); got != 0.003 {
 		t.Errorf("nearest probe %vs, want 0.003 (b)", got)
 	}
 	// b is due again at 250 ms; c only after 10 round trips, 300 ms.
@@ -390,9 +389,9 @@ func TestProbes(t *testing.T) {
 	if ps := tr.Probes(at(ms(301))); len(ps) != 1 || ps[0].Addr != "c:1" {
 		t.Errorf("probes at 301 ms %+v, want c's", ps)
 	}
-	// The least of those sent in the last probeWindow counts.
+	// The least of the last probeKeep counts.
 	echo("b", pb[0], ms(9))
-	if got := tr.NearestProbe(at(ms(300))); got != 0.003 {
+	if got := tr.NearestProbe(); got != 0.003 {
 		t.Errorf("nearest probe after b's 8 ms: %vs, want 0.003 (b's earlier)", got)
 	}
 	// A probe unanswered for 1 s (10 round trips are less, for b and c) is
@@ -412,15 +411,6 @@ func TestProbes(t *testing.T) {
 			t.Errorf("probes at %v ms to %q, want %q", c.ms, got, c.want)
 		}
 	}
-	// At 1.1 s b's probe of 0 ms left the window: its 8 ms of 260 ms counts.
-	if got := tr.NearestProbe(at(ms(1100))); got != 0.008 {
-		t.Errorf("nearest probe at 1.1 s: %vs, want 0.008 (b's of 260 ms)", got)
-	}
-	// At 2 s none sent in the window came back: b's outstanding probe of
-	// 1600 ms is 0.4 s old, c's of 1301 ms 0.699 s.
-	if got := tr.NearestProbe(at(ms(2000))); got < 0.3999 || got > 0.4001 {
-		t.Errorf("nearest probe at 2 s: %vs, want 0.4 (b's outstanding one)", got)
-	}
 	// A peer's probe to this agent is echoed with how long it was held.
 	tr.ObserveProbe("b", 42, at(ms(400)))
 	for _, e := range tr.Echoes(at(ms(402))) {
@@ -431,8 +421,8 @@ func TestProbes(t *testing.T) {
 }
 
 // TestSlowLinkFound: a leader whose link slows to 1 Mbit/s (100x: a probe
-// takes 300 ms, so they go every 3 s) is marked within probeWindow plus
-// Hold of the change, not once several slow probes came back.
+// takes 300 ms) is marked once probeKeep slow probes came back, back to
+// back, and the Hold passed: not with probes spaced 3 s apart meanwhile.
 func TestSlowLinkFound(t *testing.T) {
 	tr := New(Config{Self: "a", StatusInterval: 50 * time.Millisecond, Floor: 250 * time.Millisecond, Factor: 10,
 		Hold: time.Second, PeerInflight: 8, Born: t0}, "inc-a")
@@ -466,19 +456,19 @@ func TestSlowLinkFound(t *testing.T) {
 		for _, id := range []string{"b", "c"} {
 			tr.Observe(Status{ID: id, Incarnation: "inc-" + id, NetSecs: 0.001, ProbeSecs: 0.003}, now)
 		}
-		tr.Observe(Status{ID: "a", Incarnation: "inc-a", NetSecs: 0.001, ProbeSecs: tr.NearestProbe(now)}, now)
+		tr.Observe(Status{ID: "a", Incarnation: "inc-a", NetSecs: 0.001, ProbeSecs: tr.NearestProbe()}, now)
 		if d := tr.Tick(now, true, nil); d.Transfer != nil && marked == 0 {
 			marked = now.Sub(t0)
 		}
 	}
-	if marked < slowAt+time.Second || marked > slowAt+probeWindow+1300*time.Millisecond {
-		t.Errorf("handed over at %v, want within probeWindow + Hold of the slowdown at %v", marked, slowAt)
+	if marked < slowAt+time.Second || marked > slowAt+probeKeep*(probeEvery+300*time.Millisecond)+1300*time.Millisecond {
+		t.Errorf("handed over at %v, want within %d back-to-back probes and the Hold of the slowdown at %v", marked, probeKeep, slowAt)
 	}
 }
 
 // TestLateProbe: one probe late on a busy machine (120 ms against 3 ms)
-// neither spaces the peer's probes out nor counts: the least of the
-// window's does.
+// neither spaces the peer's probes out nor counts: the least of the kept
+// ones does.
 func TestLateProbe(t *testing.T) {
 	tr := newTracker(250*time.Millisecond, 50*time.Millisecond)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
@@ -494,8 +484,8 @@ func TestLateProbe(t *testing.T) {
 	if len(ps) != 2 {
 		t.Fatalf("probes at 870 ms %+v, want both peers again (every 250 ms)", ps)
 	}
-	if got := tr.NearestProbe(at(880)); got != 0.003 {
-		t.Errorf("nearest probe %vs, want 0.003 (the window's least, not the late one)", got)
+	if got := tr.NearestProbe(); got != 0.003 {
+		t.Errorf("nearest probe %vs, want 0.003 (the least kept, not the late one)", got)
 	}
 }
 
