@@ -8,21 +8,26 @@
 #   dir   creates into one directory up to GAIT_EXALT_DIR_FILES entries
 #   heap  NameNode heap after full GC against blocks written
 #   append one file growing by 4 KiB appends (scenarios/hdfs/exalt-append-many-blocks.yaml)
-# GAIT_EXALT=ops,dir,heap,append picks parts (default all). About an
-# hour on 2 shared cores. It needs the jars of make deps (scripts/fetch-hadoop.sh).
+#   scale aggregate write throughput of 1 MiB creates through HDFS's client
+#         against DataNodes (GAIT_EXALT_SCALE_DNS, default 3,10,30,100) on
+#         emulated storage, NameNode handlers GAIT_EXALT_SCALE_PEERS (default
+#         10,256; 256:fgl adds the fine-grained lock); needs about 110 MiB
+#         per DataNode with 6 GiB left free
+# GAIT_EXALT=ops,dir,heap,append,scale picks parts (default all). About
+# an hour and a half on 2 shared cores. It needs the jars of make deps (scripts/fetch-hadoop.sh).
 set -eu
 out=${1:-runs/exalt}
-parts=${GAIT_EXALT:-ops,dir,heap,append}
+parts=${GAIT_EXALT:-ops,dir,heap,append,scale}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 go test -c -o "$out/hdfs.test" ./internal/systems/hdfs/
 go build -o "$out/gait" ./cmd/gait
-for part in ops dir heap; do
+for part in ops dir heap scale; do
 	case ,$parts, in *,$part,*) ;; *) continue ;; esac
-	test=$(echo "$part" | sed 's/ops/TestExaltOps/; s/dir/TestExaltOneDirectory/; s/heap/TestExaltHeap/')
+	test=$(echo "$part" | sed 's/ops/TestExaltOps/; s/dir/TestExaltOneDirectory/; s/heap/TestExaltHeap/; s/scale/TestExaltScale/')
 	echo "exalt-nnbench: $part ($test)"
 	(cd internal/systems/hdfs && GAIT_EXALT=$part GAIT_EXALT_OUT=$out \
-		"$out/hdfs.test" -test.run "^$test\$" -test.v -test.count=1 -test.timeout 2h) | tee "$out/$part.log"
+		"$out/hdfs.test" -test.run "^$test\$" -test.v -test.count=1 -test.timeout 3h) | tee "$out/$part.log"
 done
 case ,$parts, in *,append,*)
 	echo "exalt-nnbench: append"

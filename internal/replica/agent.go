@@ -269,6 +269,10 @@ type Agent struct {
 	clientIDs atomic.Uint64
 	// blockedClients counts connections waiting in a blocking command.
 	blockedClients atomic.Int64
+	// track is CLIENT TRACKING's state (tracking.go).
+	track tracker
+	// pause is CLIENT PAUSE's (pause.go).
+	pause pauseState
 }
 
 // Start starts an agent: it empties the local redis (the log rebuilds it),

@@ -17,18 +17,13 @@ import (
 // redis-server: a redis that waits on the apply connection would stall every
 // later entry. The agent proposes the command inside MULTI … EXEC, where
 // redis runs it without blocking (an empty source answers nil at once), as
-// an ordered write; while the answer is nil and the timeout has not passed it
-// waits for the next entry this replica applies (or retryIdle), then
-// proposes again. Every replica applies the same attempts, so they agree on
-// which attempt found data.
-const (
-	// retryGap spaces the attempts of one client, so blocked clients that
-	// wake one another with their own attempts cost at most 1/retryGap
-	// ordered writes per second each.
-	retryGap = 20 * time.Millisecond
-	// retryIdle bounds the wait without any applied entry.
-	retryIdle = time.Second
-)
+// an ordered write, and every replica serves the client once data comes, in
+// the order clients blocked (blockorder.go).
+//
+// goneCheck spaces the looks of a waiting client's agent at its connection
+// (and timeout): redis drops a blocked client that closed at once, and the
+// agent cancels its place soon after (meanwhile INFO counts it blocked).
+const goneCheck = 50 * time.Millisecond
 
 // blockTimeout reads the timeout of a blocking command: ok false when the
 // command does not block (XREAD, XREADGROUP without BLOCK), forever for 0,
@@ -70,7 +65,7 @@ func blockTimeout(name string, args [][]byte) (d time.Duration, forever, ok bool
 
 // block serves a blocking command until it finds data, the timeout passes,
 // CLIENT UNBLOCK ends it, or the client goes away; the reply is what redis
-// answered to the successful (or last) attempt.
+// answered to the successful attempt, or the null of a timeout.
 func (a *Agent) block(st *clientState, name string, args [][]byte, d time.Duration, forever bool) []byte {
 	if st.lastRead != nil {
 		<-st.lastRead
@@ -78,75 +73,149 @@ func (a *Agent) block(st *clientState, name string, args [][]byte, d time.Durati
 	if st.lastWriteDone != nil {
 		<-st.lastWriteDone
 	}
-	if name == "XREAD" {
-		var errReply []byte
-		if args, errReply = a.resolveLastIDs(st, args); errReply != nil {
-			return errReply
-		}
-	}
 	// INFO's blocked_clients and CLIENT LIST's flags=b count it meanwhile.
 	a.blockedClients.Add(1)
 	defer a.blockedClients.Add(-1)
 	unblocked, stop := st.blockUntilUnblocked()
 	defer stop()
-	deadline := time.Now().Add(d)
-	payload := resp.AppendCommand(nil, []byte("MULTI"))
-	payload = resp.AppendCommand(payload, args...)
-	payload = resp.AppendCommand(payload, []byte("EXEC"))
-	payload, n, after := st.mode().frame(payload, 3)
-	// A command that moves data has a destination whose wrong type redis
-	// does report to the woken client.
-	moves := name == "BLMOVE" || name == "BRPOPLPUSH"
-	attempt := 0
+	b := &blockedCall{a: a, st: st, name: name, args: args, deadline: time.Now().Add(d), forever: forever, unblocked: unblocked}
+	return b.ordered()
+}
+
+// blockedCall is one blocking command being served.
+type blockedCall struct {
+	a         *Agent
+	st        *clientState
+	name      string
+	args      [][]byte
+	deadline  time.Time
+	forever   bool
+	unblocked *unblocking
+}
+
+// expired says the call's timeout passed.
+func (b *blockedCall) expired() bool { return !b.forever && !time.Now().Before(b.deadline) }
+
+// pause is how long to wait at most before looking again: the time left,
+// at most goneCheck.
+func (b *blockedCall) pause() time.Duration {
+	if b.forever {
+		return goneCheck
+	}
+	return max(min(goneCheck, time.Until(b.deadline)), 0)
+}
+
+// ended tells whether the call must end without data, and with what:
+// CLIENT UNBLOCK's error, or a timeout's null (also for a client gone or
+// an agent stopping).
+func (b *blockedCall) ended() (reply []byte, end bool) {
+	if b.unblockedWithError() {
+		return resp.Error("UNBLOCKED client unblocked via CLIENT UNBLOCK"), true
+	}
+	if b.unblocked.ctx.Err() != nil {
+		return b.timedOut(), true
+	}
+	select {
+	case <-b.a.done:
+		return b.timedOut(), true
+	default:
+	}
+	return b.timedOut(), gone(b.st)
+}
+
+// unblockedWithError says CLIENT UNBLOCK ERROR ended the call.
+func (b *blockedCall) unblockedWithError() bool {
+	return b.unblocked.ctx.Err() != nil && b.unblocked.how == "ERROR"
+}
+
+// timedOut is redis's reply to a blocked client whose timeout passed.
+func (b *blockedCall) timedOut() []byte {
+	return appendValue(nil, nullValue(int(b.st.proto.Load())))
+}
+
+// try proposes one attempt and waits for its reply: EXEC's element, and
+// whether it is nil (no data yet).
+func (b *blockedCall) try(e entry) (w *write, r result, reply []byte, empty bool, errReply []byte) {
+	w, err := b.a.startEntry(e)
+	if err != nil {
+		return nil, r, nil, false, resp.Error("TRYAGAIN gait replica: " + err.Error())
+	}
+	if r, err = b.a.awaitWrite(w); err != nil {
+		return w, r, nil, false, resp.Error("ERR gait replica: " + err.Error())
+	}
+	if r.index > b.st.lastIndex.Load() {
+		b.st.lastIndex.Store(r.index)
+	}
+	reply, empty = execElement(r.raw)
+	return w, r, reply, empty, nil
+}
+
+// ordered serves a command whose clients redis serves in the order they
+// blocked, through the replicated queues of blockorder.go. The first
+// attempt runs the command (on the keys no earlier client waits on) and
+// queues the client; every replica then serves it right after an entry
+// that gives it data. The agent learns that from its own replica and takes
+// the reply out of the table with a next attempt (which also renews the
+// client's lease), or a cancel when the client stops waiting: either
+// answers the reply it was served, if it was.
+func (b *blockedCall) ordered() []byte {
+	a, md := b.a, b.st.mode()
+	_, n, after := (&attempt{md: md}).payload(b.args)
+	var first uint64 // the first attempt's sequence number: names the waiter
+	propose := func(cancel bool) (*write, result, []byte, bool, []byte) {
+		at := &attempt{waiter: first, cancel: cancel, at: time.Now().UnixMilli(), md: md, args: b.args}
+		return b.try(entry{replies: n, after: after, block: at})
+	}
+	// leave cancels the wait; the reply is what the client was served
+	// meanwhile, if anything.
+	leave := func() ([]byte, bool) {
+		_, _, reply, empty, errReply := propose(true)
+		return reply, errReply == nil && !empty
+	}
+	moves := b.name == "BLMOVE" || b.name == "BRPOPLPUSH"
 	for {
-		start := time.Now()
-		w, err := a.startWrite(payload, n, after)
-		if err != nil {
-			return resp.Error("TRYAGAIN gait replica: " + err.Error())
+		w, r, reply, empty, errReply := propose(false)
+		if w != nil && first == 0 {
+			first = w.id
+		} else if first != 0 && !moves && bytes.HasPrefix(reply, []byte("-WRONGTYPE")) {
+			empty = true // as blockQueues.settle: redis wakes a blocked client only for its type
 		}
-		r, err := a.awaitWrite(w)
-		if err != nil {
-			return resp.Error("ERR gait replica: " + err.Error())
+		if errReply != nil {
+			if w != nil {
+				leave()
+			}
+			return errReply
 		}
-		if r.index > st.lastIndex.Load() {
-			st.lastIndex.Store(r.index)
-		}
-		reply, empty := execElement(r.raw)
-		if attempt > 0 && !moves && bytes.HasPrefix(reply, []byte("-WRONGTYPE")) {
-			// Redis does not wake a blocked client when its key becomes
-			// another type, only when a list (or zset) arrives.
-			reply, empty = appendValue(nil, nullValue(int(st.proto.Load()))), true
-		}
-		attempt++
-		if !empty || (!forever && !time.Now().Before(deadline)) {
+		if !empty {
 			return reply
 		}
-		wait := retryIdle
-		if !forever {
-			wait = min(wait, time.Until(deadline))
-		}
-		ctx, cancel := context.WithTimeout(unblocked.ctx, wait)
-		a.fsm.waitApplied(ctx, r.index+1)
-		cancel()
-		if gap := retryGap - time.Since(start); gap > 0 {
+		id := a.raftAddr + "#" + a.incarnation + "/" + strconv.FormatUint(first, 10)
+		last := time.Now()
+		for {
+			if b.expired() {
+				if reply, ok := leave(); ok {
+					return reply
+				}
+				return b.timedOut()
+			}
+			if end, ended := b.ended(); ended {
+				if reply, ok := leave(); ok && !b.unblockedWithError() {
+					return reply
+				}
+				return end
+			}
+			served, waiting, changed := a.fsm.blocked.servedTo(id)
+			if served || time.Since(last) > waiterLease/2 || (!waiting && a.fsm.appliedIndex() >= r.index) {
+				break // collect the reply, renew the lease, or queue again
+			}
+			t := time.NewTimer(b.pause())
 			select {
-			case <-time.After(min(gap, max(time.Until(deadline), 0))):
-			case <-unblocked.ctx.Done():
+			case <-changed:
+			case <-t.C:
+			case <-b.unblocked.ctx.Done():
+			case <-a.done:
 			}
-		}
-		if unblocked.ctx.Err() != nil {
-			if unblocked.how == "ERROR" {
-				return resp.Error("UNBLOCKED client unblocked via CLIENT UNBLOCK")
-			}
-			return reply // as if it timed out
-		}
-		if gone(st) {
-			return reply
-		}
-		select {
-		case <-a.done:
-			return reply
-		default:
+			t.Stop()
 		}
 	}
 }
@@ -197,45 +266,6 @@ func execElement(raw []byte) (reply []byte, empty bool) {
 	}
 	reply = raw[bytes.IndexByte(raw, '\n')+1:]
 	return reply, v.Arr[0].Null
-}
-
-// resolveLastIDs replaces XREAD's "$" (entries after the newest) by the
-// stream's newest ID now, read once, so later attempts still mean "after
-// the call began".
-func (a *Agent) resolveLastIDs(st *clientState, args [][]byte) ([][]byte, []byte) {
-	streams := -1
-	for i, x := range args {
-		if strings.EqualFold(string(x), "STREAMS") {
-			streams = i
-			break
-		}
-	}
-	n := len(args) - streams - 1
-	if streams < 0 || n <= 0 || n%2 != 0 {
-		return args, nil // redis answers the syntax error
-	}
-	out := append([][]byte(nil), args...)
-	for i := 0; i < n/2; i++ {
-		id := &out[streams+1+n/2+i]
-		if string(*id) != "$" {
-			continue
-		}
-		key := out[streams+1+i]
-		raw, err := a.read(st, st.mode(), resp.AppendCommand(nil, []byte("XREVRANGE"), key, []byte("+"), []byte("-"), []byte("COUNT"), []byte("1")))
-		if err != nil {
-			return nil, resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
-		}
-		_, v, err := resp.ReadReply(bufio.NewReader(bytes.NewReader(raw)))
-		switch {
-		case err != nil || v.Kind == '-':
-			return nil, raw
-		case len(v.Arr) == 1 && len(v.Arr[0].Arr) > 0:
-			*id = v.Arr[0].Arr[0].Str
-		default:
-			*id = []byte("0-0")
-		}
-	}
-	return out, nil
 }
 
 // gone says whether a blocked client closed its connection: a peek that

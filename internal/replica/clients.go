@@ -33,6 +33,7 @@ type clientConn struct {
 	// qbuf and argvMem are the size of the request being served, encoded
 	// and its arguments' bytes, for qbuf= and argv-mem=.
 	qbuf, argvMem atomic.Int64
+	trackState
 }
 
 // containers are the commands CLIENT LIST names with their sub-command,
@@ -45,6 +46,9 @@ func (cl *clientConn) mode() mode { return mode{proto: int(cl.proto.Load()), db:
 
 func (a *Agent) newClientState(c net.Conn) *clientState {
 	st := &clientState{clientConn: clientConn{id: a.clientIDs.Add(1), conn: c, created: time.Now()}}
+	// Made before the connection is listed: an invalidation redirected to
+	// it may be sent as soon as it is.
+	st.push, st.written = make(chan []byte, pipelineDepth), make(chan struct{})
 	st.last.Store(st.created.UnixNano())
 	st.proto.Store(2)
 	return st
@@ -94,17 +98,20 @@ func (cl *clientConn) info(now time.Time, inMulti bool, queued int) string {
 		multi = queued
 	}
 	cmd, _ := cl.lastCmd.Load().(string)
-	flags := "N"
+	flags, redir := cl.trackingFlags()
 	cl.mu.Lock()
 	if cl.unblock != nil {
-		flags = "b"
+		flags = "b" + flags
 	}
 	cl.mu.Unlock()
+	if flags == "" {
+		flags = "N"
+	}
 	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=%d sub=0 psub=0 ssub=0 multi=%d "+
-		"qbuf=%d qbuf-free=0 argv-mem=%d multi-mem=0 rbs=%d rbp=0 obl=0 oll=0 omem=0 tot-mem=%d events=r cmd=%s user=default redir=-1 resp=%d\n",
+		"qbuf=%d qbuf-free=0 argv-mem=%d multi-mem=0 rbs=%d rbp=0 obl=0 oll=0 omem=0 tot-mem=%d events=r cmd=%s user=default redir=%d resp=%d\n",
 		cl.id, cl.conn.RemoteAddr(), cl.conn.LocalAddr(), cl.fd(), cl.getName(), int(now.Sub(cl.created).Seconds()),
 		int(now.Sub(time.Unix(0, cl.last.Load())).Seconds()), flags, cl.db.Load(), multi, cl.qbuf.Load(), cl.argvMem.Load(),
-		resp.MaxLine, resp.MaxLine+cl.argvMem.Load(), cmd, cl.proto.Load())
+		resp.MaxLine, resp.MaxLine+cl.argvMem.Load(), cmd, redir, cl.proto.Load())
 }
 
 // validName is redis's rule for connection names: no spaces, newlines or
@@ -121,7 +128,7 @@ func validName(b []byte) bool {
 // clientCommand answers CLIENT for the agent's own connections.
 func (a *Agent) clientCommand(st *clientState, args [][]byte) []byte {
 	sub := strings.ToUpper(string(args[1]))
-	arity := map[string]int{"ID": 2, "GETNAME": 2, "SETNAME": 3, "INFO": 2, "GETREDIR": 2}
+	arity := map[string]int{"ID": 2, "GETNAME": 2, "SETNAME": 3, "INFO": 2, "GETREDIR": 2, "TRACKINGINFO": 2}
 	if n, ok := arity[sub]; ok && len(args) != n {
 		return resp.Error(fmt.Sprintf("ERR wrong number of arguments for 'client|%s' command", strings.ToLower(sub)))
 	}
@@ -144,7 +151,21 @@ func (a *Agent) clientCommand(st *clientState, args [][]byte) []byte {
 	case "INFO":
 		return resp.AppendBulk(nil, []byte(st.info(time.Now(), st.inMulti, len(st.queued))))
 	case "GETREDIR":
-		return resp.Int(-1)
+		_, redir := st.trackingFlags()
+		return resp.Int(int(redir))
+	case "PAUSE":
+		return a.clientPause(args)
+	case "UNPAUSE":
+		if len(args) != 2 {
+			return resp.Error("ERR wrong number of arguments for 'client|unpause' command")
+		}
+		return a.clientUnpause()
+	case "TRACKING":
+		return a.clientTracking(st, args)
+	case "CACHING":
+		return a.clientCaching(st, args)
+	case "TRACKINGINFO":
+		return st.trackingInfo()
 	case "LIST":
 		return a.clientList(st, args[2:])
 	case "KILL":
@@ -429,9 +450,13 @@ func appendValue(out []byte, v resp.Value) []byte {
 }
 
 // reset answers RESET: the connection as if new (no transaction, no name,
-// RESP2, database 0).
+// RESP2, database 0, no tracking, every reply).
 func (a *Agent) reset(st *clientState) []byte {
-	st.inMulti, st.aborted, st.queued, st.watched = false, false, nil, nil
+	st.inMulti, st.aborted, st.queued, st.watched, st.queuedVolatile = false, false, nil, nil, false
+	st.replyOff, st.skipNext = false, 0
+	st.tmode.Store(nil)
+	st.broken.Store(false)
+	st.caching, st.multiOwn, st.multiRead, st.multiSelf = 0, nil, nil, nil
 	st.proto.Store(2)
 	st.db.Store(0)
 	st.mu.Lock()

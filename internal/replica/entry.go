@@ -8,10 +8,13 @@ import (
 
 // entryVersion marks an entry whose client gets the last reply but after;
 // batchVersion one whose client gets every reply, in order (a pipelined
-// batch of one connection's commands), and which names its reads.
+// batch of one connection's commands), and which names its reads;
+// attemptVersion a blocking command's attempt, whose payload the applier
+// builds (blockorder.go).
 const (
-	entryVersion = 4
-	batchVersion = 5
+	entryVersion   = 4
+	batchVersion   = 5
+	attemptVersion = 6
 )
 
 // entry is one raft log entry: commands to send to every replica's redis.
@@ -41,13 +44,18 @@ type entry struct {
 	batch   bool
 	reads   []int
 	payload []byte // RESP commands, sent to redis as they are
+	// block, in a blocking command's attempt, stands for payload.
+	block *attempt
 }
 
 func (e entry) encode() []byte {
 	b := make([]byte, 0, 1+4*binary.MaxVarintLen64+len(e.proposer)+len(e.payload))
-	if e.batch {
+	switch {
+	case e.block != nil:
+		b = append(b, attemptVersion)
+	case e.batch:
 		b = append(b, batchVersion)
-	} else {
+	default:
 		b = append(b, entryVersion)
 	}
 	b = binary.AppendUvarint(b, uint64(len(e.proposer)))
@@ -67,15 +75,19 @@ func (e entry) encode() []byte {
 			b = binary.AppendUvarint(b, uint64(r))
 		}
 	}
+	if e.block != nil {
+		return e.block.appendTo(b)
+	}
 	return append(b, e.payload...)
 }
 
 func decodeEntry(b []byte) (entry, error) {
-	if len(b) == 0 || (b[0] != entryVersion && b[0] != batchVersion) {
+	if len(b) == 0 || b[0] < entryVersion || b[0] > attemptVersion {
 		return entry{}, errors.New("log entry: unknown version")
 	}
 	var e entry
-	e.batch, b = b[0] == batchVersion, b[1:]
+	version := b[0]
+	e.batch, b = version == batchVersion, b[1:]
 	n, err := uvarint(&b)
 	if err != nil || n > uint64(len(b)) {
 		return entry{}, fmt.Errorf("log entry: bad proposer length")
@@ -111,6 +123,12 @@ func decodeEntry(b []byte) (entry, error) {
 			}
 			e.reads = append(e.reads, int(p))
 		}
+	}
+	if version == attemptVersion {
+		if e.block, err = decodeAttempt(&b); err != nil {
+			return entry{}, fmt.Errorf("log entry: %w", err)
+		}
+		return e, nil
 	}
 	e.payload = b
 	return e, nil

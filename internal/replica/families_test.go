@@ -89,9 +89,12 @@ func TestFamilies(t *testing.T) {
 	t.Run("Watch", func(t *testing.T) { testWatch(t, cl) })
 	t.Run("Random", func(t *testing.T) { testRandom(t, cl) })
 	t.Run("Blocking", func(t *testing.T) { testBlocking(t, cl) })
+	t.Run("BlockingOrder", func(t *testing.T) { testBlockingOrder(t, cl) })
 	t.Run("Connection", func(t *testing.T) { testConnection(t, cl) })
 	t.Run("QueueRefusals", func(t *testing.T) { testQueueRefusals(t, cl) })
 	t.Run("ScriptKill", func(t *testing.T) { testScriptKill(t, cl) })
+	t.Run("Tracking", func(t *testing.T) { testTracking(t, cl) })
+	t.Run("Pause", func(t *testing.T) { testPause(t, cl) })
 	cl.sameData()
 }
 
@@ -408,6 +411,148 @@ func testBlocking(t *testing.T, cl *cluster) {
 	}
 }
 
+// testBlockingOrder: clients blocked on a key are served in the order they
+// blocked, as redis serves them, whichever agent they wait in: the first
+// waits in a follower, the last in the leader, which would propose first.
+// A client that timed out or waits on several keys does not hold up the
+// others; a BLMOVE wakes the client blocked on its destination.
+func testBlockingOrder(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	leader := cl.waitLeader()
+	var order []*node // followers first
+	for _, n := range cl.nodes {
+		if n != leader {
+			order = append(order, n)
+		}
+	}
+	order = append(order, leader)
+	type popped struct {
+		v   []string
+		err error
+	}
+	// block starts cmd on a new connection to n and waits until it blocks.
+	block := func(n *node, cmd ...any) chan popped {
+		c := client(t, n.agent.ClientAddr())
+		ch := make(chan popped, 1)
+		go func() {
+			// The reply as words: none for nil, one for BLMOVE's.
+			r, err := c.Do(ctx, cmd...).Result()
+			var v []string
+			switch r := r.(type) {
+			case string:
+				v = []string{r}
+			case []any:
+				for _, x := range r {
+					v = append(v, fmt.Sprint(x))
+				}
+			case nil:
+			default: // XREAD's map
+				v = []string{fmt.Sprint(r)}
+			}
+			if err == goredis.Nil {
+				err = nil
+			}
+			ch <- popped{v, err}
+		}()
+		time.Sleep(300 * time.Millisecond) // its first attempt is in the log
+		select {
+		case p := <-ch:
+			t.Fatalf("%v answered before any push: %v, %v", cmd, p.v, p.err)
+		default:
+		}
+		return ch
+	}
+	want := func(ch chan popped, what string, v ...string) {
+		t.Helper()
+		select {
+		case p := <-ch:
+			if p.err != nil || !slices.Equal(p.v, v) {
+				t.Errorf("%s: %v, %v; want %v", what, p.v, p.err, v)
+			}
+		case <-time.After(3 * time.Second):
+			t.Errorf("%s: no answer 3 s after the push", what)
+		}
+	}
+	push := client(t, leader.agent.ClientAddr())
+	first := block(order[0], "BLPOP", "fo:q", 0)
+	second := block(order[1], "BRPOP", "fo:q", 0)
+	third := block(order[2], "BLPOP", "fo:q", 0)
+	if err := push.RPush(ctx, "fo:q", "a", "b", "c").Err(); err != nil {
+		t.Fatal(err)
+	}
+	want(first, "first blocked", "fo:q", "a")
+	want(second, "second blocked", "fo:q", "c")
+	want(third, "third blocked", "fo:q", "b")
+
+	timesOut := block(order[0], "BLPOP", "fo:t", 0.4)
+	waits := block(order[1], "BLPOP", "fo:t", 0)
+	time.Sleep(300 * time.Millisecond)
+	want(timesOut, "timed out")
+	push.RPush(ctx, "fo:t", "x")
+	want(waits, "blocked after one that timed out", "fo:t", "x")
+
+	one := block(order[0], "BLPOP", "fo:m1", 0)
+	two := block(order[1], "BLPOP", "fo:m1", "fo:m2", 0)
+	push.RPush(ctx, "fo:m2", "y")
+	want(two, "blocked on two keys, behind another on one", "fo:m2", "y")
+	push.RPush(ctx, "fo:m1", "z")
+	want(one, "blocked first on one key", "fo:m1", "z")
+
+	// As in redis, the clients are served before the next command: a read
+	// right after the push sees the element at the end of the chain.
+	moves := block(order[0], "BLMOVE", "fo:c1", "fo:c2", "LEFT", "RIGHT", 0)
+	then := block(order[1], "BLMOVE", "fo:c2", "fo:c3", "LEFT", "RIGHT", 0)
+	push.RPush(ctx, "fo:c1", "v")
+	if got := push.LRange(ctx, "fo:c3", 0, -1).Val(); !slices.Equal(got, []string{"v"}) {
+		t.Errorf("LRANGE right after the push that two BLMOVEs wait for: %v, want [v]", got)
+	}
+	want(moves, "BLMOVE", "v")
+	want(then, "BLMOVE blocked on the first's destination", "v")
+
+	// XREAD takes nothing: one entry serves every client waiting on the
+	// stream. XREADGROUP's stream deleted ends its wait with redis's error.
+	push.XGroupCreateMkStream(ctx, "fo:g", "grp", "$")
+	readers := []chan popped{block(order[0], "XREAD", "BLOCK", 0, "STREAMS", "fo:s", "$"),
+		block(order[1], "XREAD", "BLOCK", 0, "STREAMS", "fo:s", "$")}
+	group := block(order[2], "XREADGROUP", "GROUP", "grp", "c", "BLOCK", 0, "STREAMS", "fo:g", ">")
+	push.XAdd(ctx, &goredis.XAddArgs{Stream: "fo:s", Values: []string{"f", "w"}})
+	push.Del(ctx, "fo:g")
+	for i, ch := range append(readers, group) {
+		select {
+		case p := <-ch:
+			if i < len(readers) && (p.err != nil || !strings.Contains(fmt.Sprint(p.v), "[f w]")) {
+				t.Errorf("XREAD client %d: %v, %v; want the new entry", i, p.v, p.err)
+			}
+			if i == len(readers) && (p.err == nil || !strings.Contains(p.err.Error(), "no longer exists")) {
+				t.Errorf("XREADGROUP on a deleted stream: %v, %v; want UNBLOCKED … no longer exists", p.v, p.err)
+			}
+		case <-time.After(3 * time.Second):
+			t.Errorf("stream client %d: no answer 3 s after the push", i)
+		}
+	}
+	// A flushed database takes the stream away too; a group destroyed
+	// under a client that waits in it answers NOGROUP, as redis.
+	for _, tc := range []struct {
+		key, what, want string
+		change          func(key string)
+	}{
+		{"fo:f", "XREADGROUP on a flushed database", "no longer exists", func(string) { push.FlushDB(ctx) }},
+		{"fo:h", "XREADGROUP whose group was destroyed", "NOGROUP", func(k string) { push.XGroupDestroy(ctx, k, "grp") }},
+	} {
+		push.XGroupCreateMkStream(ctx, tc.key, "grp", "$")
+		ch := block(order[0], "XREADGROUP", "GROUP", "grp", "c", "BLOCK", 0, "STREAMS", tc.key, ">")
+		tc.change(tc.key)
+		select {
+		case p := <-ch:
+			if p.err == nil || !strings.Contains(p.err.Error(), tc.want) {
+				t.Errorf("%s: %v, %v; want %s", tc.what, p.v, p.err, tc.want)
+			}
+		case <-time.After(3 * time.Second):
+			t.Errorf("%s: no answer 3 s after", tc.what)
+		}
+	}
+}
+
 // testConnection: CLIENT, HELLO and WAIT about the agent's own connections.
 func testConnection(t *testing.T, cl *cluster) {
 	ctx := context.Background()
@@ -484,10 +629,34 @@ func testQueueRefusals(t *testing.T, cl *cluster) {
 		t.Errorf("the aborted transaction's SET ran")
 	}
 	a.Do(ctx, "MULTI")
-	if err := a.Do(ctx, "SAVE").Err(); err == nil || !strings.Contains(err.Error(), "not allowed inside a transaction") {
-		t.Errorf("SAVE inside MULTI: %v", err)
+	for _, cmd := range []string{"SAVE", "SHUTDOWN"} {
+		if err := a.Do(ctx, cmd).Err(); err == nil || !strings.Contains(err.Error(), "not allowed inside a transaction") {
+			t.Errorf("%s inside MULTI: %v", cmd, err)
+		}
 	}
 	a.Do(ctx, "DISCARD")
+
+	// Out of memory between MULTI and EXEC: redis still runs a transaction
+	// that only reads, and refuses one that writes, naming the cause.
+	b.Set(ctx, "fq:r", "value", 0)
+	for _, tc := range []struct {
+		cmds [][]any
+		want string
+	}{
+		{[][]any{{"GET", "fq:r"}, {"PING"}}, "[value PONG] <nil>"},
+		{[][]any{{"SET", "fq:r", "1"}, {"GET", "fq:r"}}, "EXECABORT Transaction discarded because of: OOM"},
+	} {
+		a.Do(ctx, "MULTI")
+		for _, c := range tc.cmds {
+			a.Do(ctx, c...)
+		}
+		b.ConfigSet(ctx, "maxmemory", "1")
+		v, err := a.Do(ctx, "EXEC").Result()
+		b.ConfigSet(ctx, "maxmemory", "0")
+		if got := fmt.Sprint(v, " ", err); !strings.HasPrefix(got, tc.want) && !strings.HasPrefix(fmt.Sprint(err), tc.want) {
+			t.Errorf("EXEC of %v out of memory: %v, %v; want %s", tc.cmds, v, err, tc.want)
+		}
+	}
 }
 
 // testScriptKill: an endless read-only script runs on every replica; PING

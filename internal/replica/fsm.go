@@ -19,7 +19,7 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-const snapshotMagic = "GAITSNAP4"
+const snapshotMagic = "GAITSNAP5"
 
 // applyQueueBytes bounds the committed payload bytes waiting for the local
 // redis-server. raft hands entries over without waiting for redis, so a slow
@@ -73,6 +73,8 @@ type fsm struct {
 	// restore sees no half-applied batch. It guards sessions too.
 	run      sync.Mutex
 	sessions *sessions
+	// blocked orders blocked clients; the applier changes it, in log order.
+	blocked *blockQueues
 
 	mu      sync.Mutex
 	applied uint64        // last log index whose effect redis holds
@@ -86,7 +88,7 @@ type fsm struct {
 }
 
 func newFSM(conn *redisConn, report func(applied), logger *log.Logger) *fsm {
-	f := &fsm{conn: conn, report: report, logger: logger, changed: make(chan struct{}), sessions: newSessions()}
+	f := &fsm{conn: conn, report: report, logger: logger, changed: make(chan struct{}), sessions: newSessions(), blocked: newBlockQueues()}
 	f.qcond = sync.NewCond(&f.qmu)
 	return f
 }
@@ -165,6 +167,15 @@ func (f *fsm) runApplier() {
 // reads the replies. A replica whose redis fails stops applying for good
 // rather than skip an entry and diverge silently.
 func (f *fsm) applyBatch(batch []queued) {
+	for len(batch) > 0 {
+		n := f.blocked.runLength(batch)
+		f.applyRun(batch[:n])
+		batch = batch[n:]
+	}
+}
+
+// applyRun applies entries that go to redis together (blockQueues.runLength).
+func (f *fsm) applyRun(batch []queued) {
 	if f.failure() != nil {
 		return
 	}
@@ -175,9 +186,20 @@ func (f *fsm) applyBatch(batch []queued) {
 	var payload []byte
 	n := 0
 	run := make([]bool, len(batch)) // entries to send to redis: new, decoded, first copies
+	var g gated                     // the attempt's, when batch[0] is one
 	for i, q := range batch {
 		if q.ok && q.index > from && f.sessions.admit(q.entry.proposer, q.entry.seq, q.entry.floor, q.index) {
 			run[i] = true
+			if q.entry.block != nil {
+				if err := f.lastIDs(q.entry.block); err != nil {
+					f.fail(fmt.Errorf("apply log index %d: %w", q.index, err))
+					return
+				}
+				if g = f.blocked.gate(q.entry.proposer, q.entry.seq, q.entry.block); g.skip {
+					continue
+				}
+				q.entry.payload = g.payload
+			}
 			payload = append(payload, q.entry.payload...)
 			n++
 		}
@@ -198,7 +220,27 @@ func (f *fsm) applyBatch(batch []queued) {
 			f.setApplied(q.index, nil)
 			continue
 		}
-		raw, digested, err := f.entryReplies(q.entry)
+		var raw, digested []byte
+		var err error
+		serve := false // the waiters are served before the entry counts as applied
+		switch {
+		case q.entry.block == nil:
+			raw, digested, err = f.entryReplies(q.entry)
+			f.blocked.touched(q.index)
+			serve = i == len(batch)-1 && f.blocked.mentioned(q.entry.payload)
+		case g.skip:
+			// Nothing ran: the digest stays as it was.
+			if raw = g.served; raw == nil {
+				raw = skippedReply
+			}
+			serve = f.blocked.settle(q.index, g, nil)
+		default:
+			raw, digested, err = f.entryReplies(q.entry)
+			serve = f.blocked.settle(q.index, g, raw)
+		}
+		if err == nil && serve {
+			err = f.serveWaiters(q.index)
+		}
 		if err != nil {
 			f.fail(fmt.Errorf("apply log index %d: %w", q.index, err))
 			return
@@ -343,6 +385,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	buf = binary.BigEndian.AppendUint64(buf, f.digest)
 	f.mu.Unlock()
 	buf = f.sessions.appendTo(buf)
+	buf = f.blocked.appendTo(buf)
 	dbs, err := f.databases()
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
@@ -445,6 +488,9 @@ func (f *fsm) restore(rc io.ReadCloser) error {
 	}
 	sessions, err := readSessions(r)
 	if err != nil {
+		return fmt.Errorf("restore snapshot: %w", err)
+	}
+	if err := f.blocked.load(r); err != nil {
 		return fmt.Errorf("restore snapshot: %w", err)
 	}
 	if _, err := f.conn.command("FLUSHALL"); err != nil {
@@ -571,6 +617,7 @@ func (f *fsm) reattach(conn *redisConn, snaps raft.SnapshotStore, logs raft.LogS
 		f.mu.Lock()
 		f.applied, f.digest, f.sessions = 0, 0, newSessions()
 		f.mu.Unlock()
+		f.blocked.reset()
 	}
 	f.qmu.Lock()
 	target := f.enqueued

@@ -1,9 +1,12 @@
 package replica
 
 import (
+	"bytes"
 	"context"
+	"strconv"
 	"strings"
 
+	"github.com/gait-dev/gait/internal/rediscmd"
 	"github.com/gait-dev/gait/internal/resp"
 )
 
@@ -45,4 +48,69 @@ func (a *Agent) execBusy() string {
 		return ""
 	}
 	return "EXECABORT Transaction discarded because of: " + strings.TrimRight(string(raw[1:]), "\r\n")
+}
+
+// readOnly tells whether a transaction only reads: every queued command is
+// a read (or PING, ECHO). Redis runs such a transaction even out of memory,
+// and so must gait, though it queues the commands on the applying
+// connection only at EXEC, where redis refuses to queue anything once
+// memory is out.
+func readOnly(queued [][][]byte) bool {
+	for _, q := range queued {
+		name, sp, _ := rediscmd.Lookup(q)
+		if sp.Kind != rediscmd.Read && name != "PING" && name != "ECHO" {
+			return false
+		}
+	}
+	return len(queued) > 0
+}
+
+// readTransaction runs a read-only transaction as one log entry without
+// MULTI: nothing else runs on the applying connection between its
+// commands, so they see one state, as EXEC's do. The client gets EXEC's
+// array of their replies.
+func (a *Agent) readTransaction(st *clientState, queued [][][]byte) slot {
+	e := entry{batch: true, replies: len(queued)}
+	for i, q := range queued {
+		e.payload = resp.AppendCommand(e.payload, q...)
+		e.reads = append(e.reads, i)
+	}
+	s := a.write(st, e)
+	if s.fill == nil {
+		return s
+	}
+	fill := s.fill
+	header := []byte("*" + strconv.Itoa(len(queued)) + "\r\n")
+	s.fill = func() []byte {
+		raw := fill()
+		if bytes.HasPrefix(raw, []byte("-ERR gait replica: ")) {
+			return raw // no replica answered
+		}
+		return append(header, raw...)
+	}
+	return s
+}
+
+// execAbortCause words a transaction's abort as redis does when EXEC
+// itself is refused: redis found a queued command it would not queue at
+// EXEC although the client's MULTI queued it (out of memory since), so
+// the agent asks its redis-server which, as probeQueued does at queue time.
+func (a *Agent) execAbortCause(s slot, queued [][][]byte) slot {
+	fill := s.fill
+	if fill == nil {
+		return s
+	}
+	s.fill = func() []byte {
+		raw := fill()
+		if !bytes.HasPrefix(raw, []byte("-EXECABORT Transaction discarded because of previous errors.")) {
+			return raw
+		}
+		for _, q := range queued {
+			if msg := a.probeQueued(q); msg != "" {
+				return resp.Error("EXECABORT Transaction discarded because of: " + msg)
+			}
+		}
+		return raw
+	}
+	return s
 }

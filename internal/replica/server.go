@@ -91,8 +91,7 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 		a.mu.Unlock()
 	}()
 	slots := make(chan slot, pipelineDepth)
-	written := make(chan struct{})
-	st.push, st.written = make(chan []byte, pipelineDepth), written
+	written := st.written
 	go func() { a.writeReplies(c, slots, st.push); close(written) }()
 	defer func() { close(slots); <-written; st.unsubscribeAll() }()
 	sc := &stallConn{Conn: c, timeout: a.cfg.RequestTimeout, observe: func(d time.Duration) { a.m.stage("request_read", d) }}
@@ -115,7 +114,10 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 		}
 		var s slot
 		var err error
-		if rd.Buffered() > 0 {
+		a.holdIfPaused(st, args)
+		if st.tracking() != nil {
+			s = a.trackedHandle(st, args) // its replies carry invalidations; never batched
+		} else if rd.Buffered() > 0 && !a.paused() {
 			s, next, err = a.pipelined(st, rd, sc, args)
 		} else {
 			s = a.handle(st, args)
@@ -323,7 +325,7 @@ func (a *Agent) writeReplies(c net.Conn, slots chan slot, push chan []byte) {
 // handle serves one command and returns the reply slot.
 func (a *Agent) handle(st *clientState, args [][]byte) slot {
 	name, sp, msg := rediscmd.Lookup(args)
-	if st.inMulti && name != "EXEC" && name != "DISCARD" && name != "MULTI" && name != "QUIT" {
+	if st.inMulti && name != "EXEC" && name != "DISCARD" && name != "MULTI" && name != "QUIT" && name != "RESET" {
 		return a.queue(st, name, sp, msg, args)
 	}
 	if msg != "" {
@@ -341,6 +343,9 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 	}
 	switch sp.Kind {
 	case rediscmd.Write:
+		if a.track.active.Load() {
+			a.track.noteWrite(args)
+		}
 		if sp.Rewrite != nil {
 			args = sp.Rewrite(args, time.Now())
 		}
@@ -436,14 +441,20 @@ func (a *Agent) queue(st *clientState, name string, sp rediscmd.Spec, msg string
 		args = sp.Rewrite(args, time.Now())
 	}
 	switch {
+	case msg != "" && sp.Kind == rediscmd.Refused:
+		// Redis's own refusal inside MULTI (SHUTDOWN: not allowed in a
+		// transaction) comes first, as it would.
+		if m := a.probeQueued(args); m != "" {
+			msg = m
+		}
 	case msg != "":
 	case sp.Kind == rediscmd.Local:
 		// Redis's own refusal (SAVE: not allowed inside a transaction)
-		// where it has one; what describes one server cannot be in a
-		// transaction every replica runs.
-		if msg = a.probeQueued(args); msg == "" {
-			msg = "ERR '" + name + "' is not supported inside MULTI by gait replica"
-		}
+		// where it has one. Else every replica runs it inside the
+		// transaction (DEBUG SLEEP sleeps in each), and the client gets
+		// its own replica's answer, as outside one: the transaction is
+		// volatile.
+		msg = a.probeQueued(args)
 	case sp.Kind == rediscmd.Agent && name != "PING" && name != "ECHO":
 		msg = "ERR '" + name + "' is not supported inside MULTI by gait replica"
 	case sp.Kind != rediscmd.Agent:
@@ -454,7 +465,7 @@ func (a *Agent) queue(st *clientState, name string, sp rediscmd.Spec, msg string
 		return slot{reply: resp.Error(msg)}
 	}
 	st.queued = append(st.queued, args)
-	st.queuedVolatile = st.queuedVolatile || sp.Volatile
+	st.queuedVolatile = st.queuedVolatile || sp.Volatile || sp.Kind == rediscmd.Local
 	return slot{reply: resp.Simple("QUEUED")}
 }
 
@@ -474,13 +485,16 @@ func (a *Agent) exec(st *clientState) slot {
 	if aborted {
 		return slot{reply: resp.Error("EXECABORT Transaction discarded because of previous errors.")}
 	}
+	if len(ws) == 0 && readOnly(queued) {
+		return a.readTransaction(st, queued)
+	}
 	payload, extra := watchPrefix(ws)
 	payload = resp.AppendCommand(payload, []byte("MULTI"))
 	for _, q := range queued {
 		payload = resp.AppendCommand(payload, q...)
 	}
 	payload = resp.AppendCommand(payload, []byte("EXEC"))
-	return a.write(st, entry{replies: extra + len(queued) + 2, payload: payload, volatile: volatile})
+	return a.execAbortCause(a.write(st, entry{replies: extra + len(queued) + 2, payload: payload, volatile: volatile}), queued)
 }
 
 // write proposes e (its commands) for the connection, in the connection's
@@ -572,7 +586,7 @@ func (a *Agent) infoSlot(md mode, payload []byte) slot {
 		conns := len(a.conns)
 		a.mu.Unlock()
 		raw := patchInfo(fill(), "connected_clients", int64(conns))
-		return patchInfo(raw, "blocked_clients", a.blockedClients.Load())
+		return a.patchTrackingInfo(patchInfo(raw, "blocked_clients", a.blockedClients.Load()))
 	}
 	return s
 }

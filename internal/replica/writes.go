@@ -41,13 +41,9 @@ type write struct {
 // proposed to the same leader again; a new leader gets it at once.
 const retryPause = 200 * time.Millisecond
 
-// startWrite proposes commands (their RESP encoding, making n replies) and
-// returns the write, whose first channel gets the first replica's reply.
-func (a *Agent) startWrite(payload []byte, n, after int) (*write, error) {
-	return a.startEntry(entry{replies: n, after: after, payload: payload})
-}
-
-// startEntry proposes e, its proposer, sequence number and floor filled in.
+// startEntry proposes e, its proposer, sequence number and floor filled
+// in, and returns the write, whose first channel gets the first replica's
+// reply.
 func (a *Agent) startEntry(e entry) (*write, error) {
 	leader := a.leaderAddr()
 	if leader == "" {

@@ -1,7 +1,7 @@
 // Command exalt-figures draws the Exalt case study's figures as one HTML
 // page per measurement, from what scripts/exalt-nnbench.sh collected: the
 // JSON lines the hdfs package's TestExalt* measurements write (ops.jsonl,
-// dir.jsonl, heap.jsonl) and the CSV of the append run (gait export).
+// dir.jsonl, heap.jsonl, scale.jsonl) and the CSV of the append run (gait export).
 // Each part is drawn when its input exists. Run it from the repository
 // root:
 //
@@ -30,7 +30,7 @@ import (
 )
 
 func main() {
-	in := flag.String("in", "", "the directory holding ops.jsonl, dir.jsonl, heap.jsonl and append.csv")
+	in := flag.String("in", "", "the directory holding ops.jsonl, dir.jsonl, heap.jsonl, scale.jsonl and append.csv")
 	out := flag.String("out", "", "the directory for the pages (exalt-*.html)")
 	flag.Parse()
 	if *in == "" || *out == "" {
@@ -56,6 +56,7 @@ func run(in, out string) error {
 		{"dir.jsonl", dirPage},
 		{"heap.jsonl", heapPage},
 		{"append.csv", appendPage},
+		{"scale.jsonl", scalePage},
 	} {
 		path := filepath.Join(in, part.file)
 		// A part not run, or still running, has no rows yet.
@@ -74,7 +75,7 @@ func run(in, out string) error {
 		drawn++
 	}
 	if drawn == 0 {
-		return fmt.Errorf("%s holds none of ops.jsonl, dir.jsonl, heap.jsonl, append.csv", in)
+		return fmt.Errorf("%s holds none of ops.jsonl, dir.jsonl, heap.jsonl, scale.jsonl, append.csv", in)
 	}
 	return nil
 }
@@ -344,5 +345,98 @@ func appendPage(path string) (*report.Page, error) {
 	p := report.NewPage("Exalt: one file growing by appends")
 	p.Figure("Each append of one client (in a new block) against how many blocks the file had", chart)
 	p.Table([]string{"blocks", "appends", "mean ms", "p50 ms", "p99 ms"}, table)
+	return p, nil
+}
+
+// scalePage draws TestExaltScale's rows: aggregate write throughput
+// against DataNodes, one line per NameNode configuration, and beside it
+// what each run's CPU went to.
+func scalePage(path string) (*report.Page, error) {
+	type row struct {
+		peer
+		DataNodes int     `json:"datanodes"`
+		Clients   int     `json:"clients"`
+		Files     int64   `json:"files"`
+		Errors    int64   `json:"errors"`
+		MBps      float64 `json:"mb_per_sec"`
+		MeanMs    float64 `json:"mean_ms"`
+		Idle      float64 `json:"idle_cpu"`
+		Load      float64 `json:"load1"`
+		Seconds   float64 `json:"seconds"`
+		CPUClient float64 `json:"cpu_client_s"`
+		CPUNN     float64 `json:"cpu_namenode_s"`
+		CPUDNs    float64 `json:"cpu_datanodes_s"`
+		CPUGait   float64 `json:"cpu_gait_s"`
+		Busy      float64 `json:"busy_handlers_max"`
+		Queue     float64 `json:"call_queue_max"`
+		PSS       float64 `json:"dn_pss_mean_mib"`
+		Threads   float64 `json:"dn_threads_mean"`
+	}
+	rows, err := readRows[row](path)
+	if err != nil {
+		return nil, err
+	}
+	chart := report.LineChart{Title: "Aggregate write throughput (1 MiB files, replication 3) against DataNodes", Markers: true,
+		X: report.Axis{Label: "DataNodes", Log: true}, Y: report.Axis{Label: "throughput", Unit: "MB/s", Zero: true}}
+	// On a shared machine the throughput follows the CPU the run got;
+	// bytes per CPU second of everything that wrote them does not.
+	perCPU := report.LineChart{Title: "MB written per CPU second of the client, NameNode, DataNodes and gait", Markers: true,
+		X: report.Axis{Label: "DataNodes", Log: true}, Y: report.Axis{Label: "MB per CPU second", Zero: true}}
+	for _, p := range peers {
+		s := report.Series{Name: p.String()}
+		e := report.Series{Name: p.String()}
+		for _, r := range rows {
+			if r.peer == p {
+				s.X, s.Y = append(s.X, float64(r.DataNodes)), append(s.Y, r.MBps)
+				e.X, e.Y = append(e.X, float64(r.DataNodes)), append(e.Y, float64(r.Files)*(1<<20)/1e6/(r.CPUClient+r.CPUNN+r.CPUDNs+r.CPUGait))
+			}
+		}
+		if len(s.X) > 0 {
+			chart.Series = append(chart.Series, s)
+			perCPU.Series = append(perCPU.Series, e)
+		}
+	}
+	// Where the CPU went: cores used on average during the writes, by
+	// kind of process, over every peer of a count.
+	cpu := report.BarChart{Title: "CPU used during the writes (mean over the NameNode configurations)", Y: report.Axis{Label: "CPU cores"}}
+	kinds := []string{"HDFS client", "NameNode", "all DataNodes", "gait (emulating FUSE, data)"}
+	sums := map[int][]float64{}
+	n := map[int]float64{}
+	var counts []int
+	for _, r := range rows {
+		if _, ok := sums[r.DataNodes]; !ok {
+			counts = append(counts, r.DataNodes)
+			sums[r.DataNodes] = make([]float64, len(kinds))
+		}
+		for i, v := range []float64{r.CPUClient, r.CPUNN, r.CPUDNs, r.CPUGait} {
+			sums[r.DataNodes][i] += v / r.Seconds
+		}
+		n[r.DataNodes]++
+	}
+	for _, c := range counts {
+		cpu.Categories = append(cpu.Categories, strconv.Itoa(c)+" DataNodes")
+	}
+	for i, k := range kinds {
+		s := report.Series{Name: k}
+		for _, c := range counts {
+			s.Y = append(s.Y, sums[c][i]/n[c])
+		}
+		cpu.Series = append(cpu.Series, s)
+	}
+	var table [][]string
+	for _, r := range rows {
+		lock := "global"
+		if r.FGL {
+			lock = "fine"
+		}
+		table = append(table, []string{strconv.Itoa(r.DataNodes), fmt.Sprintf("%d, %s", r.Handlers, lock), fmt.Sprintf("%d", r.Files), strconv.FormatInt(r.Errors, 10), fmt.Sprintf("%.2f", r.MBps), fmt.Sprintf("%.0f", r.MeanMs),
+			fmt.Sprintf("%.0f%%, %.0f", 100*r.Idle, r.Load), fmt.Sprintf("%.2f / %.2f / %.2f / %.2f", r.CPUClient/r.Seconds, r.CPUNN/r.Seconds, r.CPUDNs/r.Seconds, r.CPUGait/r.Seconds),
+			fmt.Sprintf("%.0f, %.0f", r.Busy, r.Queue), fmt.Sprintf("%.0f, %.0f", r.PSS, r.Threads)})
+	}
+	p := report.NewPage("Exalt: aggregate write throughput against DataNodes")
+	p.Figure("New 1 MiB files created through HDFS's client by concurrent clients, emulated storage, Hadoop 3.5.0, by NameNode RPC handler count", chart)
+	p.Figure("The same writes per CPU second used: what two whole cores would write is twice this", perCPU)
+	p.Figure("CPU cores used while writing, by process: the machine has 2, shared with other work", cpu)
+	p.Table([]string{"DataNodes", "handlers, lock", "files", "errors", "MB/s", "mean ms", "idle CPU, load", "cores: client / NN / DNs / gait", "NN busy handlers, call queue (max)", "DN PSS MiB, threads"}, table)
 	return p, nil
 }

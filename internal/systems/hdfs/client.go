@@ -34,11 +34,22 @@ import (
 //	mkdir   a new directory in /gait/dirs
 //	stat    /gait/keys/KEY's status (getFileInfo: the NameNode answers from
 //	        memory, no DataNode and no edit log involved)
+//	setrep  /gait/keys/KEY's replication doubled (at most to every
+//	        DataNode) and, once every block has that many replicas, set
+//	        back and waited for again: the Limplock paper's F9, a file
+//	        scaled from 2 to 4 replicas
+//	decommission  a new file of Value's length in /gait/decommission
+//	        with a replica on the first DataNode, then that DataNode
+//	        decommissioned (through the NameNode's exclude file) and, once
+//	        the NameNode has moved its replicas away, taken back into
+//	        service: F11. The file gives every decommission a block to
+//	        move: when the node comes back the NameNode deletes excess
+//	        replicas, often the returning node's.
 //
 // The data is tardis's synthetic stream named by the file's path, from
 // offset 0: gait generates it and hands it to the Java client, so what the
 // DataNodes store is what gait's emulating file system recognises.
-var Ops = []string{"create", "write", "read", "append", "mkdir", "stat"}
+var Ops = []string{"create", "write", "read", "append", "mkdir", "stat", "setrep", "decommission"}
 
 const (
 	opCreate = iota
@@ -47,6 +58,8 @@ const (
 	opAppend
 	opMkdir
 	opStat
+	opSetrep
+	opDecommission
 )
 
 // The directories the operations work in.
@@ -54,6 +67,8 @@ const (
 	NewDir  = "/gait/new"
 	KeysDir = "/gait/keys"
 	DirsDir = "/gait/dirs"
+	// DecommissionDir holds the files decommission writes.
+	DecommissionDir = "/gait/decommission"
 )
 
 // javaClient is one JVM running dev.gait.hdfs.Client (java/hadoop), which
@@ -65,6 +80,12 @@ const (
 type javaClient struct {
 	cmd *exec.Cmd
 	log string
+	// replication is the cluster's, dataNodes how many it has; setrep
+	// raises the one towards the other.
+	replication, dataNodes int
+	// exclude is the NameNode's exclude file, decommissioned the first
+	// DataNode's transfer address, which decommission writes into it.
+	exclude, decommissioned string
 
 	wmu sync.Mutex // guards w: channels write requests from their goroutines
 	w   *bufio.Writer
@@ -85,9 +106,10 @@ type answer struct {
 
 // startClient runs the client JVM in gait's own namespace (it reaches the
 // testbed's hosts as gait's Go clients do), with its configuration and
-// output in the NameNode host's directory, for a cluster of dataNodes
-// DataNodes.
-func startClient(d *Driver, nn systems.Host, dataNodes int) (*javaClient, error) {
+// output in the NameNode host's directory, for a cluster of the DataNodes
+// on dns.
+func startClient(d *Driver, nn systems.Host, dns []systems.Host) (*javaClient, error) {
+	dataNodes := len(dns)
 	conf := filepath.Join(dir(nn), "client-conf")
 	if err := os.MkdirAll(conf, 0o755); err != nil {
 		return nil, fmt.Errorf("hdfs client: %w", err)
@@ -134,7 +156,8 @@ func startClient(d *Driver, nn systems.Host, dataNodes int) (*javaClient, error)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("hdfs client: %w", err)
 	}
-	jc := &javaClient{cmd: cmd, log: logPath, w: bufio.NewWriterSize(stdin, 1<<16), in: stdin, pending: map[uint64]chan answer{}, done: make(chan struct{})}
+	jc := &javaClient{cmd: cmd, log: logPath, replication: min(d.Replication, dataNodes), dataNodes: dataNodes,
+		exclude: excludeFile(nn), decommissioned: hostPort(dns[0].Address(), dnXferPort), w: bufio.NewWriterSize(stdin, 1<<16), in: stdin, pending: map[uint64]chan answer{}, done: make(chan struct{})}
 	go jc.read(bufio.NewReaderSize(stdout, 1<<16))
 	return jc, nil
 }
@@ -322,6 +345,19 @@ func (c *channel) Do(ctx context.Context, op load.Op) error {
 		return c.check(p, got)
 	case opStat:
 		_, err := c.jc.call(ctx, c.id, "stat", keyPath(op.Key), nil)
+		return err
+	case opSetrep:
+		up := min(2*c.jc.replication, c.jc.dataNodes)
+		if up <= c.jc.replication {
+			return fmt.Errorf("hdfs setrep: replication %d cannot grow with %d DataNodes", c.jc.replication, c.jc.dataNodes)
+		}
+		_, err := c.jc.call(ctx, c.id, "setrep", keyPath(op.Key), fmt.Appendf(nil, "%d %d", up, c.jc.replication))
+		return err
+	case opDecommission:
+		c.n++
+		p := fmt.Sprintf("%s/c%d-%d", DecommissionDir, c.id, c.n)
+		req := fmt.Appendf(nil, "%s %s\n", c.jc.exclude, c.jc.decommissioned)
+		_, err := c.jc.call(ctx, c.id, "decommission", p, append(req, c.content(p, len(op.Value))...))
 		return err
 	case opMkdir:
 		c.n++

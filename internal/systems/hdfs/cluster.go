@@ -100,9 +100,18 @@ func (c *Cluster) Client(host string) (load.Client, error) {
 	c.clientMu.Lock()
 	defer c.clientMu.Unlock()
 	if c.client == nil || c.client.failed() != nil {
-		jc, err := startClient(c.d, c.nn.host, len(c.members)-1)
+		var dns []systems.Host
+		for _, m := range c.members[1:] {
+			dns = append(dns, m.host)
+		}
+		jc, err := startClient(c.d, c.nn.host, dns)
 		if err != nil {
 			return nil, err
+		}
+		if c.client != nil {
+			// Channels name the files they create after their number:
+			// a new JVM's channels go on from the last one's.
+			jc.chans.Store(c.client.chans.Load())
 		}
 		c.client = jc
 	}

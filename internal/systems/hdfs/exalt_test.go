@@ -17,7 +17,6 @@ import (
 
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/systems"
-	"github.com/gait-dev/gait/internal/systems/tbhost"
 	"github.com/gait-dev/gait/internal/testbed"
 )
 
@@ -94,20 +93,9 @@ func envInt(t *testing.T, name string, def int) int {
 // new namespace each time.
 func exaltTestbed(t *testing.T) []systems.Host {
 	t.Helper()
-	if err := testbed.NeedRoot(); err != nil {
-		t.Skipf("hdfs runs on testbed hosts: %v", err)
-	}
 	// GAIT_EXALT_TESTBED keeps the hosts' logs in that directory.
-	tb, err := testbed.Up(testbed.Options{Hosts: 2, Dir: os.Getenv("GAIT_EXALT_TESTBED")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := tb.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return tbhost.Hosts(tb, "")
+	_, hosts := upTestbed(t, testbed.Options{Hosts: 2, Dir: os.Getenv("GAIT_EXALT_TESTBED")})
+	return hosts
 }
 
 // exaltStart starts a NameNode configured as p, with conf added, and one

@@ -156,6 +156,9 @@ func hostPort(addr string, port int) string { return net.JoinHostPort(addr, strc
 func dir(h systems.Host) string     { return filepath.Join(h.DataDir(), "hdfs") }
 func confDir(h systems.Host) string { return filepath.Join(dir(h), "conf") }
 
+// excludeFile lists the DataNodes the NameNode on h is to decommission.
+func excludeFile(h systems.Host) string { return filepath.Join(confDir(h), "exclude") }
+
 func httpAddr(m *member) string {
 	port := dnHTTPPort
 	if m.role == RoleNameNode {
@@ -192,6 +195,10 @@ func (d *Driver) conf(h, nn systems.Host, dns int) map[string]string {
 		"dfs.namenode.heartbeat.recheck-interval":  "10000",
 		"dfs.permissions.enabled":                  "false",
 		"dfs.namenode.redundancy.interval.seconds": "1",
+		// Decommissioning (the decommission op) is through this file,
+		// checked once a second rather than every 30 s.
+		"dfs.hosts.exclude":                  excludeFile(h),
+		"dfs.namenode.decommission.interval": "1",
 		// the DataNodes
 		"dfs.datanode.data.dir":      filepath.Join(dir(h), "data"),
 		"dfs.datanode.hostname":      a,
@@ -259,7 +266,7 @@ func writeConf(h systems.Host, props map[string]string) error {
 		}
 	}
 	site := siteXML(props)
-	for name, text := range map[string]string{"core-site.xml": site, "hdfs-site.xml": site, "log4j.properties": log4j} {
+	for name, text := range map[string]string{"core-site.xml": site, "hdfs-site.xml": site, "log4j.properties": log4j, "exclude": ""} {
 		if err := os.WriteFile(filepath.Join(confDir(h), name), []byte(text), 0o644); err != nil {
 			return err
 		}

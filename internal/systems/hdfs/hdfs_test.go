@@ -45,6 +45,21 @@ func start(t testing.TB, d *Driver, n int) (*Cluster, []systems.Host) {
 // startOn is start on a testbed made with opts, which it also returns.
 func startOn(t testing.TB, d *Driver, opts testbed.Options) (*Cluster, *testbed.Testbed, []systems.Host) {
 	t.Helper()
+	tb, hosts := upTestbed(t, opts)
+	t0 := time.Now()
+	c, err := d.Start(context.Background(), hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("NameNode and %d DataNodes ready in %v", opts.Hosts-1, time.Since(t0).Round(time.Millisecond))
+	t.Cleanup(func() { c.Stop() })
+	return c.(*Cluster), tb, hosts
+}
+
+// upTestbed brings up a testbed made with opts, removed when t ends, and
+// returns its hosts; it skips t unless it runs as root.
+func upTestbed(t testing.TB, opts testbed.Options) (*testbed.Testbed, []systems.Host) {
+	t.Helper()
 	if err := testbed.NeedRoot(); err != nil {
 		t.Skipf("hdfs runs on testbed hosts: %v", err)
 	}
@@ -57,15 +72,7 @@ func startOn(t testing.TB, d *Driver, opts testbed.Options) (*Cluster, *testbed.
 			t.Error(err)
 		}
 	})
-	hosts := tbhost.Hosts(tb, "")
-	t0 := time.Now()
-	c, err := d.Start(context.Background(), hosts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("NameNode and %d DataNodes ready in %v", opts.Hosts-1, time.Since(t0).Round(time.Millisecond))
-	t.Cleanup(func() { c.Stop() })
-	return c.(*Cluster), tb, hosts
+	return tb, tbhost.Hosts(tb, "")
 }
 
 // loadOp is operation kind on key with size bytes of data.

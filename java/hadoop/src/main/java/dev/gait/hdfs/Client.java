@@ -7,20 +7,28 @@ import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.BlockLocation;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FSDataOutputStream;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
+import org.apache.hadoop.hdfs.protocol.HdfsConstants.DatanodeReportType;
 
 /**
  * Drives HDFS through its own client for gait, whose load engine is Go.
@@ -31,8 +39,15 @@ import org.apache.hadoop.hdfs.DistributedFileSystem;
  *
  * A request is a header line "CHANNEL SEQ OP PATH LEN\n" and LEN bytes of
  * data (the bytes to write, which gait generates: tardis's synthetic
- * stream); OP is create, write, append, read, mkdir, stat or close (the
- * channel).
+ * stream); OP is create, write, append, read, mkdir, stat, setrep,
+ * decommission or close (the channel). setrep's data is "UP DOWN": the
+ * file's replication raised to UP and, once every block has UP replicas,
+ * lowered to DOWN and waited for again. decommission's data is "EXCLUDE
+ * ADDR\n" and a file's bytes: the DataNode at ADDR (its transfer address) written into the
+ * NameNode's exclude file EXCLUDE, the NameNode told (refreshNodes), and
+ * once the DataNode is decommissioned, taken back into service the same
+ * way. Before that it creates PATH with its data after that line, with a
+ * replica on ADDR (a favored node).
  * An answer is "SEQ ok LEN\n" and LEN bytes (what a read read, else
  * nothing) or "SEQ err MESSAGE\n", in the order the ops end. gait times
  * each request from its side.
@@ -155,8 +170,97 @@ public final class Client {
           throw new IOException("mkdirs " + path + " returned false");
         }
         return NONE;
+      case "setrep": {
+        String[] r = new String(data, StandardCharsets.UTF_8).split(" ");
+        replicate(fs, path, Short.parseShort(r[0]));
+        replicate(fs, path, Short.parseShort(r[1]));
+        return NONE;
+      }
+      case "decommission": {
+        int nl = 0;
+        while (data[nl] != '\n') {
+          nl++;
+        }
+        String[] r = new String(data, 0, nl, StandardCharsets.UTF_8).split(" ");
+        String[] hp = r[1].split(":");
+        DistributedFileSystem dfs = (DistributedFileSystem) fs;
+        // A new file with a replica on the DataNode to decommission, so
+        // that every decommission has a block to move: when the node comes
+        // back, the NameNode deletes excess replicas, often its.
+        try (FSDataOutputStream o = dfs.create(path, FsPermission.getFileDefault(), false, 4096,
+            fs.getDefaultReplication(path), fs.getDefaultBlockSize(path), null,
+            new InetSocketAddress[] {new InetSocketAddress(hp[0], Integer.parseInt(hp[1]))})) {
+          o.write(data, nl + 1, data.length - nl - 1);
+        }
+        admin(dfs, Paths.get(r[0]), r[1], true);
+        admin(dfs, Paths.get(r[0]), r[1], false);
+        return NONE;
+      }
       default:
         throw new IOException("unknown op " + op);
+    }
+  }
+
+  /**
+   * How long setrep and decommission wait for the NameNode's state; gait's
+   * timeout is usually shorter, but the channel's thread must not wait
+   * forever once gait has given up.
+   */
+  private static final long WAIT_MS = 15 * 60 * 1000;
+
+  private static void pause(long deadline, String what) throws IOException {
+    if (System.currentTimeMillis() > deadline) {
+      throw new IOException("gave up waiting for " + what);
+    }
+    try {
+      Thread.sleep(100);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IOException("interrupted waiting for " + what);
+    }
+  }
+
+  /** Sets path's replication to n and waits until every block has n replicas. */
+  private static void replicate(FileSystem fs, Path path, short n) throws IOException {
+    fs.setReplication(path, n);
+    long deadline = System.currentTimeMillis() + WAIT_MS;
+    for (;;) {
+      FileStatus st = fs.getFileStatus(path);
+      boolean done = true;
+      for (BlockLocation b : fs.getFileBlockLocations(st, 0, st.getLen())) {
+        done &= b.getHosts().length == n;
+      }
+      if (done) {
+        return;
+      }
+      pause(deadline, path + " at " + n + " replicas");
+    }
+  }
+
+  /**
+   * Decommissions the DataNode at addr (out true) or takes it back into
+   * service (false) through the NameNode's exclude file, and waits until
+   * the NameNode says it is done.
+   */
+  private static void admin(DistributedFileSystem dfs, java.nio.file.Path exclude, String addr, boolean out)
+      throws IOException {
+    Files.write(exclude, (out ? addr + "\n" : "").getBytes(StandardCharsets.UTF_8));
+    dfs.refreshNodes();
+    long deadline = System.currentTimeMillis() + WAIT_MS;
+    for (;;) {
+      DatanodeInfo dn = null;
+      for (DatanodeInfo d : dfs.getDataNodeStats(DatanodeReportType.ALL)) {
+        if (d.getXferAddr().equals(addr)) {
+          dn = d;
+        }
+      }
+      if (dn == null) {
+        throw new IOException("no DataNode at " + addr);
+      }
+      if (out ? dn.isDecommissioned() : dn.isInService()) {
+        return;
+      }
+      pause(deadline, addr + (out ? " decommissioned" : " in service"));
     }
   }
 
