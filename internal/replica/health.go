@@ -191,12 +191,6 @@ func (h *health) isQuarantined(id, incarnation string) (q bool) {
 	return q
 }
 
-// progress is the incarnation and applied index a replica last reported.
-func (h *health) progress(id string) (inc string, applied uint64) {
-	h.with(func(t *limp.Tracker) { inc, applied = t.Progress(id) })
-	return inc, applied
-}
-
 func (h *health) selfQuarantined() (q bool) {
 	h.with(func(t *limp.Tracker) { q = t.SelfQuarantined() })
 	return q

@@ -22,6 +22,10 @@ type timedLogStore struct {
 	syncedLater bool
 	mu          sync.Mutex
 	least       *limp.Least // the least append of the last 1 to 2 s (appendWindow)
+	// busySince is when the disk operation in flight began (zero when
+	// none): an append slower than the window leaves nothing in it, and a
+	// disk at 1000x, whose appends take seconds, read as idle and fine.
+	busySince time.Time
 }
 
 // appendWindow is how long the least append time is kept: longer than the
@@ -30,6 +34,9 @@ const appendWindow = time.Second
 
 func (s *timedLogStore) StoreLogs(logs []*raft.Log) error {
 	start := time.Now()
+	if !s.syncedLater {
+		s.diskBusy(start)
+	}
 	err := s.LogStore.StoreLogs(logs)
 	d := time.Since(start)
 	if !s.syncedLater {
@@ -51,6 +58,16 @@ func (s *timedLogStore) observeDisk(d time.Duration) {
 		s.least = limp.NewLeast(appendWindow)
 	}
 	s.least.Observe(d.Seconds(), time.Now())
+	s.busySince = time.Time{}
+}
+
+// diskBusy notes that a disk operation observeDisk will time began at
+// start. One that fails is never observed and stays busy: a log that
+// cannot be written limps.
+func (s *timedLogStore) diskBusy(start time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.busySince = start
 }
 
 // logDir holds raft's log (wal.go) in the data directory, apart from
@@ -80,6 +97,7 @@ func (a *Agent) syncLog() {
 			return
 		case <-t.C:
 			start := time.Now()
+			a.logs.diskBusy(start)
 			if err := a.logStore.Sync(); err != nil {
 				a.logger.Printf("fsync raft log: %v", err)
 				continue
@@ -91,8 +109,9 @@ func (a *Agent) syncLog() {
 
 func (s *timedLogStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
 
-// leastSeconds is the least time of one append over the last 1 to 2 s; 0
-// when there was none.
+// leastSeconds is the least time of one append over the last 1 to 2 s, or
+// the age of the one in flight when none finished in that time or it is
+// older than appendWindow; 0 when there was none.
 func (s *timedLogStore) leastSeconds() float64 {
 	if s == nil {
 		return 0
@@ -102,5 +121,10 @@ func (s *timedLogStore) leastSeconds() float64 {
 	if s.least == nil {
 		return 0
 	}
-	return s.least.Value(time.Now())
+	now := time.Now()
+	v := s.least.Value(now)
+	if age := now.Sub(s.busySince); !s.busySince.IsZero() && (v == 0 || age > appendWindow) {
+		v = max(v, age.Seconds())
+	}
+	return v
 }

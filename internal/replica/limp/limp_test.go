@@ -420,6 +420,75 @@ func TestProbes(t *testing.T) {
 	}
 }
 
+// TestSlowLinkFound: a leader whose link slows to 1 Mbit/s (100x: a probe
+// takes 300 ms) is marked once probeKeep slow probes came back, back to
+// back, and the Hold passed: not with probes spaced 3 s apart meanwhile.
+func TestSlowLinkFound(t *testing.T) {
+	tr := New(Config{Self: "a", StatusInterval: 50 * time.Millisecond, Floor: 250 * time.Millisecond, Factor: 10,
+		Hold: time.Second, PeerInflight: 8, Born: t0}, "inc-a")
+	tr.SetMembers([]Member{{"a", "a:1", true}, {"b", "b:1", true}, {"c", "c:1", true}}, t0)
+	slowAt := 3 * time.Second
+	type flight struct {
+		p    Probe
+		id   string
+		back time.Time
+	}
+	var inFlight []flight
+	marked := time.Duration(0)
+	for now := t0; now.Before(t0.Add(10 * time.Second)); now = now.Add(50 * time.Millisecond) {
+		rtt := 3 * time.Millisecond
+		if now.Sub(t0) >= slowAt {
+			rtt = 300 * time.Millisecond
+		}
+		for _, p := range tr.Probes(now) {
+			inFlight = append(inFlight, flight{p, p.Addr[:1], now.Add(rtt)})
+		}
+		// b and c report every tick, and echo a's probes as they come back.
+		var left []flight
+		for _, f := range inFlight {
+			if now.Before(f.back) {
+				left = append(left, f)
+				continue
+			}
+			tr.Observe(Status{ID: f.id, Incarnation: "inc-" + f.id, NetSecs: 0.001, ProbeEcho: f.p.Stamp, ProbeSecs: 0.003}, f.back)
+		}
+		inFlight = left
+		for _, id := range []string{"b", "c"} {
+			tr.Observe(Status{ID: id, Incarnation: "inc-" + id, NetSecs: 0.001, ProbeSecs: 0.003}, now)
+		}
+		tr.Observe(Status{ID: "a", Incarnation: "inc-a", NetSecs: 0.001, ProbeSecs: tr.NearestProbe()}, now)
+		if d := tr.Tick(now, true, nil); d.Transfer != nil && marked == 0 {
+			marked = now.Sub(t0)
+		}
+	}
+	if marked < slowAt+time.Second || marked > slowAt+probeKeep*(probeEvery+300*time.Millisecond)+1300*time.Millisecond {
+		t.Errorf("handed over at %v, want within %d back-to-back probes and the Hold of the slowdown at %v", marked, probeKeep, slowAt)
+	}
+}
+
+// TestLateProbe: one probe late on a busy machine (120 ms against 3 ms)
+// neither spaces the peer's probes out nor counts: the least of the kept
+// ones does.
+func TestLateProbe(t *testing.T) {
+	tr := newTracker(250*time.Millisecond, 50*time.Millisecond)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	back := func(p Probe, sent, rtt int) {
+		tr.Observe(Status{ID: p.Addr[:1], ProbeEcho: p.Stamp}, at(sent+rtt))
+	}
+	for i, rtt := range []int{3, 3, 120} { // sent at 0, 250 and 500 ms
+		for _, p := range tr.Probes(at(250 * i)) {
+			back(p, 250*i, rtt)
+		}
+	}
+	ps := tr.Probes(at(870))
+	if len(ps) != 2 {
+		t.Fatalf("probes at 870 ms %+v, want both peers again (every 250 ms)", ps)
+	}
+	if got := tr.NearestProbe(); got != 0.003 {
+		t.Errorf("nearest probe %vs, want 0.003 (the least kept, not the late one)", got)
+	}
+}
+
 // TestLeast: the least append of the last one to two windows; a burst of
 // slow appends beside one fast one does not raise it, a window of only
 // slow ones does, and an idle disk reads as zero.
