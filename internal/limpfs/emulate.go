@@ -267,6 +267,12 @@ func (n *emuNode) release() error {
 		return nil
 	}
 	err := n.commit(false)
+	// A file unlinked while open: its last close may come after a
+	// commit that found nothing changed (close's flush ran before the
+	// unlink), so the metadata goes here.
+	if _, st, serr := identify(int(n.c.f.Fd())); serr == nil && st.Nlink == 0 && err == nil {
+		err = removeMeta(n.em.store, n.c.id.ino, false)
+	}
 	if cerr := n.c.f.Close(); err == nil {
 		err = cerr
 	}

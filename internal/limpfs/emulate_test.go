@@ -171,6 +171,21 @@ func TestEmulateRoundTrip(t *testing.T) {
 	// A file removed takes its metadata with it.
 	os.WriteFile(filepath.Join(m, "gone"), syn[:1<<20], 0o644)
 	os.Remove(filepath.Join(m, "gone"))
+	// So does one unlinked after a close's flush committed it but before
+	// its last release (the order the kernel's asynchronous release
+	// can take): a dup's close flushes, the unlink, then the last close.
+	g, err := os.Create(filepath.Join(m, "gone-open"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Write(syn[:1<<20])
+	dup, err := syscall.Dup(int(g.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(dup)
+	os.Remove(filepath.Join(m, "gone-open"))
+	g.Close()
 
 	unmount()
 	metas, _ := os.ReadDir(filepath.Join(store, storeMeta))
