@@ -264,6 +264,7 @@ type Agent struct {
 	pending map[uint64]waiter
 	writes  map[uint64]*write
 	peers   map[string]*peer
+	pacer   *pacer // caps the rate to replicas marked limping (pace.go)
 	conns   map[net.Conn]*clientState
 	// clientIDs numbers client connections, for CLIENT ID and CLIENT LIST.
 	clientIDs atomic.Uint64
@@ -283,7 +284,7 @@ func Start(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, logger: log.New(cfg.Log, "replica "+cfg.ID+": ", log.LstdFlags|log.Lmicroseconds),
 		done: make(chan struct{}), raftUp: make(chan struct{}), pending: map[uint64]waiter{}, writes: map[uint64]*write{},
-		peers: map[string]*peer{}, conns: map[net.Conn]*clientState{}, reads: newRedisMux(cfg.RedisAddr, 4),
+		peers: map[string]*peer{}, pacer: newPacer(), conns: map[net.Conn]*clientState{}, reads: newRedisMux(cfg.RedisAddr, 4),
 		futures: make(chan appliedFuture, 4096)}
 	a.incarnation, a.born = newIncarnation(), time.Now()
 	a.budget = resp.NewBudget(int64(cfg.RequestMemory))
@@ -373,7 +374,7 @@ func (a *Agent) startRaft() error {
 		return fmt.Errorf("listen for raft: %w", err)
 	}
 	a.raftAddr = ln.Addr().String()
-	a.transport = raft.NewNetworkTransportWithLogger(newStreamLayer(ln, a.servePeer), 3, 10*time.Second,
+	a.transport = raft.NewNetworkTransportWithLogger(newStreamLayer(ln, a.pacer, a.servePeer), 3, 10*time.Second,
 		hclog.New(&hclog.LoggerOptions{Name: "raft-net", Level: hclog.Warn, Output: a.cfg.Log}))
 	rc := a.raftConfig()
 	has, err := raft.HasExistingState(a.logStore, a.store, snaps)

@@ -75,6 +75,11 @@ func (h *health) tick(now time.Time) {
 				m.Net.Round(100*time.Microsecond), m.Probe.Round(100*time.Microsecond))
 		}
 	}
+	for _, p := range d.Paces {
+		if err := a.pacer.set(p.Addr, p.BytesPerSec); err != nil {
+			a.logger.Printf("%v", err)
+		}
+	}
 	if tr := d.Transfer; tr != nil {
 		a.logger.Printf("this leader limps; handing leadership to %s", tr.ID)
 		a.m.transfers.Inc()

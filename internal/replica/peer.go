@@ -31,14 +31,15 @@ const peerMaxMessage = 1 << 30
 // messages: it looks at the first byte of each connection.
 type streamLayer struct {
 	ln     net.Listener
+	pacer  *pacer
 	conns  chan net.Conn
 	peer   func(net.Conn, *bufio.Reader)
 	closed chan struct{}
 	once   sync.Once
 }
 
-func newStreamLayer(ln net.Listener, peer func(net.Conn, *bufio.Reader)) *streamLayer {
-	s := &streamLayer{ln: ln, conns: make(chan net.Conn), peer: peer, closed: make(chan struct{})}
+func newStreamLayer(ln net.Listener, pacer *pacer, peer func(net.Conn, *bufio.Reader)) *streamLayer {
+	s := &streamLayer{ln: ln, pacer: pacer, conns: make(chan net.Conn), peer: peer, closed: make(chan struct{})}
 	go s.acceptLoop()
 	return s
 }
@@ -92,7 +93,7 @@ func (s *streamLayer) Close() error {
 func (s *streamLayer) Addr() net.Addr { return s.ln.Addr() }
 
 func (s *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return net.DialTimeout("tcp", string(addr), timeout)
+	return s.pacer.dial(string(addr), timeout)
 }
 
 // bufferedConn reads through the reader that peeked at the first byte.
@@ -176,7 +177,7 @@ func (p *peer) fail(m peerMsg, err error) {
 }
 
 func (p *peer) dial() (net.Conn, error) {
-	c, err := net.DialTimeout("tcp", p.addr, 2*time.Second)
+	c, err := p.a.pacer.dial(p.addr, 2*time.Second)
 	if err != nil {
 		return nil, err
 	}

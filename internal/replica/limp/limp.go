@@ -149,7 +149,31 @@ type Transfer struct{ ID, Addr string }
 type Decision struct {
 	Marks    []Mark
 	Transfer *Transfer
+	Paces    []Pace
 }
+
+// Pace caps this agent's sending rate to the replica at Addr at
+// BytesPerSec, or lifts the cap (0). A replica marked limping is paced: it
+// catches up in bursts, and a burst sent at the full rate of this agent's
+// link queues every other replica's messages behind it on that link (the
+// leader's appends to its healthy follower waited 10 to 25 ms of every
+// 100 ms behind a follower limping on CPU). Paced, the burst takes at most
+// paceShare of the link and queues about a millisecond of it.
+type Pace struct {
+	Addr        string
+	BytesPerSec uint64
+}
+
+// The limping replica's share of this agent's link, estimated from the
+// probe time to its nearest peer (ProbeBytes across the link and a small
+// echo back, so an underestimate); at least minPace, and defaultPace while
+// no probe time is known (half of a 100 Mbit/s link).
+const (
+	paceShare   = 0.5
+	minPace     = 1 << 20
+	defaultPace = 100e6 / 8 * paceShare
+	paceHold    = 5 * time.Second
+)
 
 // Echo is what this agent's next status to one peer carries back: the
 // peer's last stamp and how long it was held here (zero before any).
@@ -195,6 +219,8 @@ type replica struct {
 	stopped     bool      // it cannot apply (Status.Stopped)
 	slowSince   time.Time // since when it has looked slow (gaps under Hold/4 bridged); zero while it does not
 	slowLast    time.Time // the last tick it looked slow
+	paced       bool      // this agent paces its sending to it (Pace)
+	fineSince   time.Time // since when a paced replica has not been marked limping
 	seen        time.Time // its last status
 	lag         time.Duration
 	limping     bool
@@ -400,7 +426,59 @@ func (t *Tracker) Tick(now time.Time, leader bool, missing map[string]time.Durat
 	medianLag := t.computeLags(now, missing)
 	d := Decision{Marks: t.markLimping(now, medianLag)}
 	d.Transfer = t.transferTarget(now, leader)
+	d.Paces = t.paces(now, leader)
 	return d
+}
+
+// paces starts and ends the pacing of replicas (Pace). Only a leader
+// paces: it is the one that sends a replica behind its catch-up, while a
+// follower's own messages to the leader are proposals on every write's
+// path. A replica is paced at once, with no hold, when it is marked
+// limping or its apply lag reaches paceLag (a follower at a tenth of a CPU
+// lagged 100 to 250 ms and was not always marked within a 10-s step), and
+// until it has been neither for paceHold, since such a follower catches up
+// and falls behind again within seconds. Pacing a healthy follower that
+// lags once on a busy machine costs little: it still has half the link.
+// Losing leadership ends every pace.
+func (t *Tracker) paces(now time.Time, leader bool) []Pace {
+	var out []Pace
+	for id, r := range t.replicas {
+		if id == t.cfg.Self || r.addr == "" {
+			continue
+		}
+		switch {
+		case leader && (r.limping || r.lag >= t.paceLag()):
+			r.fineSince = time.Time{}
+			if !r.paced {
+				r.paced = true
+				out = append(out, Pace{Addr: r.addr, BytesPerSec: t.paceRate()})
+			}
+		case r.paced:
+			if r.fineSince.IsZero() {
+				r.fineSince = now
+			}
+			if !leader || now.Sub(r.fineSince) >= paceHold {
+				r.paced, r.fineSince = false, time.Time{}
+				out = append(out, Pace{Addr: r.addr})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Addr < out[j].Addr })
+	return out
+}
+
+// paceLag is the apply lag from which a leader paces a replica: two
+// status intervals, past what a healthy replica's reports lag behind.
+func (t *Tracker) paceLag() time.Duration { return 2 * t.cfg.StatusInterval }
+
+// paceRate is what a limping replica may take of this agent's link, in
+// bytes per second (Pace).
+func (t *Tracker) paceRate() uint64 {
+	rate := defaultPace
+	if probe := t.NearestProbe(); probe > 0 {
+		rate = paceShare * ProbeBytes / probe
+	}
+	return uint64(max(minPace, rate))
 }
 
 // computeLags sets each replica's apply lag: how long ago the most advanced

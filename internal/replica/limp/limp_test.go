@@ -514,3 +514,47 @@ func TestLeast(t *testing.T) {
 		t.Errorf("after 2 s without appends %v, want 0", got)
 	}
 }
+
+// TestPaces: a leader paces a follower from the first tick it lags by
+// paceLag, at half its link as its nearest probe estimates it, keeps the
+// pace while the follower catches up and falls behind again, lifts it
+// paceHold after the follower was last behind, and a follower never paces.
+func TestPaces(t *testing.T) {
+	tr := newTracker(250*time.Millisecond, 50*time.Millisecond)
+	// Probes of 2.6 ms to b and c (100 Mbit/s): a's link carries about 12 MB/s.
+	for _, id := range []string{"b", "c"} {
+		tr.Probes(t0)
+		tr.Observe(Status{ID: id, Incarnation: "inc-" + id, ProbeEcho: tr.Stamp(t0), Applied: 1}, t0.Add(2600*time.Microsecond))
+	}
+	paces := func(at time.Duration, leader bool, a, b, c uint64) []Pace {
+		now := t0.Add(at)
+		report(tr, now, map[string]uint64{"a": a, "b": b, "c": c})
+		return tr.Tick(now, leader, nil).Paces
+	}
+	if p := paces(50*time.Millisecond, true, 10, 10, 10); len(p) != 0 {
+		t.Fatalf("nobody lags, yet paces %+v", p)
+	}
+	paces(100*time.Millisecond, true, 20, 20, 10)
+	p := paces(200*time.Millisecond, true, 30, 30, 10) // c 100 ms behind
+	if len(p) != 1 || p[0].Addr != "c:1" || p[0].BytesPerSec < 6.2e6 || p[0].BytesPerSec > 6.4e6 {
+		t.Fatalf("c lags 100 ms: paces %+v, want c:1 at half of 32 KiB per 2.6 ms, 6.3 MB/s", p)
+	}
+	// Caught up, behind again (500 ms), caught up from 600 ms: paced until 5.6 s.
+	steps := []struct {
+		at     time.Duration
+		top, c uint64
+	}{{300, 40, 40}, {400, 50, 50}, {500, 60, 10}, {600, 70, 70}, {3000, 80, 80}, {5550, 85, 85}}
+	for _, st := range steps {
+		if p := paces(st.at*time.Millisecond, true, st.top, st.top, st.c); len(p) != 0 {
+			t.Fatalf("at %d ms: paces %+v, want none while c stays paced", st.at, p)
+		}
+	}
+	if p := paces(5600*time.Millisecond, true, 90, 90, 90); len(p) != 1 || p[0] != (Pace{Addr: "c:1"}) {
+		t.Fatalf("5 s after c last lagged: paces %+v, want c:1 lifted", p)
+	}
+	// A follower paces no one, whatever lags.
+	paces(5700*time.Millisecond, false, 100, 100, 90)
+	if p := paces(5900*time.Millisecond, false, 110, 110, 90); len(p) != 0 {
+		t.Fatalf("a follower paced %+v", p)
+	}
+}
