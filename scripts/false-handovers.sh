@@ -11,7 +11,9 @@
 #
 #   sudo scripts/false-handovers.sh [DURATION]      # default 600s
 #   env: GAIT (gait binary, default: built into a scratch directory),
-#        STRESS (stress-ng arguments for the loaded run)
+#        STRESS (stress-ng arguments for the loaded run),
+#        RUNS (default "quiet loaded": either run alone, so that each
+#        fits a shared machine's turn at measuring)
 set -euo pipefail
 
 duration=${1:-600s}
@@ -60,7 +62,14 @@ run() {
 	grep -h "limps:" "$work/$name"/hosts/f1-r1/*/log/gait-replica.stderr | sed 's/^/    /' | head -20 || true
 }
 
-run quiet
-stress-ng $stress --timeout 0 >"$work/stress.log" 2>&1 &
-pids+=($!)
-run loaded
+for r in ${RUNS:-quiet loaded}; do
+	case $r in
+	quiet) run quiet ;;
+	loaded)
+		stress-ng $stress --timeout 0 >"$work/stress.log" 2>&1 &
+		pids+=($!)
+		run loaded
+		;;
+	*) echo "false-handovers: RUNS: $r is neither quiet nor loaded" >&2; exit 2 ;;
+	esac
+done

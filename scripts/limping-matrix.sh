@@ -10,9 +10,14 @@
 # target (p99 at most 1.5x, throughput at least 0.8x).
 #
 #   sudo scripts/limping-matrix.sh [OUT]     # default runs/limping-matrix
-#   env: GAIT (default bin/gait), SYSTEMS (default "gait-redis etcd")
+#   env: GAIT (default bin/gait), SYSTEMS (default "gait-redis etcd"),
+#        LOCK (a file: each experiment runs under `flock LOCK`, so that on
+#        a shared machine no other measurement runs beside it and none
+#        waits longer than one experiment, about a minute)
 #
 # OUT keeps finished experiments: run it again to resume, or to reprint.
+# Each experiment is its own `gait bench`, the load average before and
+# after it on stderr.
 set -euo pipefail
 
 out=${1:-runs/limping-matrix}
@@ -35,7 +40,14 @@ for s in $systems; do
 		for fault in nic disk cpu; do files+=("$dir/$(scenario "$s" "$role" "$fault").yaml"); done
 	done
 done
-"$GAIT" bench "${files[@]}" --out "$out" >&2
+for f in "${files[@]}"; do
+	(
+		if [[ -n ${LOCK:-} ]]; then flock 9; fi
+		echo "$(basename "$f" .yaml): load average before $(cut -d' ' -f1-3 /proc/loadavg)"
+		"$GAIT" bench "$f" --out "$out"
+		echo "$(basename "$f" .yaml): load average after $(cut -d' ' -f1-3 /proc/loadavg)"
+	) 9>>"${LOCK:-/dev/null}" >&2
+done
 
 printf '%-11s %-5s %-9s %7s %9s %11s  %s\n' system fault role factor "p99 ratio" "tput ratio" "(base p99, base tput)"
 for s in $systems; do
