@@ -14,9 +14,9 @@ import (
 // own connections are left alone: they carry the 32-KiB probes, and a
 // leader whose probes to both followers are paced measures its link as
 // slower than theirs and may judge itself limping (with them paced, 8
-// transfers in 5 healthy minutes at load average 19 to 28, each on the
-// leader's probe time, against 3 for unpaced agents beside them; the run
-// kept no record of which were paced at the time).
+// transfers in 5 healthy minutes at load average 19 to 28, the 5 shown
+// all on the leader's probe time, against 3 for unpaced agents beside
+// them; the run kept no record of which were paced at the time).
 //
 // Why: a replica that falls behind (a limping CPU, disk or link) catches up
 // in bursts, and the leader sends each burst as fast as TCP lets it. Linux
