@@ -76,6 +76,11 @@ func (h *health) tick(now time.Time) {
 		}
 	}
 	for _, p := range d.Paces {
+		if p.BytesPerSec > 0 {
+			a.logger.Printf("pacing raft's connections to %s at %d bytes/s", p.Addr, p.BytesPerSec)
+		} else {
+			a.logger.Printf("no longer pacing raft's connections to %s", p.Addr)
+		}
 		if err := a.pacer.set(p.Addr, p.BytesPerSec); err != nil {
 			a.logger.Printf("%v", err)
 		}
