@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,6 +37,10 @@ type slot struct {
 	close bool          // close the connection after this reply
 	// silent drops the reply (CLIENT REPLY OFF or SKIP); fill still runs.
 	silent bool
+	// direct says fill only waits for the local redis-server (a fast
+	// read): the reading goroutine may run it and write the reply itself
+	// when no reply is owed before it.
+	direct bool
 }
 
 func (a *Agent) serveClients() {
@@ -92,7 +97,8 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 	}()
 	slots := make(chan slot, pipelineDepth)
 	written := st.written
-	go func() { a.writeReplies(c, slots, st.push); close(written) }()
+	out := &replyWriter{c: c, w: bufio.NewWriterSize(c, 64<<10)}
+	go func() { a.writeReplies(out, slots, st.push); close(written) }()
 	defer func() { close(slots); <-written; st.unsubscribeAll() }()
 	sc := &stallConn{Conn: c, timeout: a.cfg.RequestTimeout, observe: func(d time.Duration) { a.m.stage("request_read", d) }}
 	rd := resp.NewReader(sc, a.cfg.MaxRequest, maxArgs)
@@ -131,7 +137,17 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 			// transaction's stay queued, and charged, until EXEC or DISCARD.
 			rd.Release()
 		}
-		slots <- s
+		if s.direct && !s.silent && next == nil && rd.Buffered() == 0 && out.owed.Load() == 0 {
+			// Nothing owed before it and nothing read after it: answer here,
+			// without waking the writer twice (once for the slot, once for
+			// redis's answer).
+			reply := s.fill()
+			close(s.done)
+			out.put(reply, true, false)
+		} else {
+			out.owed.Add(1)
+			slots <- s
+		}
 		if err != nil {
 			a.endConn(slots, err)
 			return
@@ -293,32 +309,60 @@ func (c *stallConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
+// replyWriter writes one connection's replies: writeReplies those owed,
+// in order, and the reading goroutine a direct slot's when none is owed.
+type replyWriter struct {
+	c      net.Conn
+	owed   atomic.Int64 // slots handed to writeReplies and not yet done with
+	mu     sync.Mutex   // guards w and broken
+	w      *bufio.Writer
+	broken bool // a write failed or the connection was closed after a reply
+}
+
+// put writes b, then flushes when flush; after a failure, or when closeAfter,
+// it closes the connection and writes nothing more.
+func (o *replyWriter) put(b []byte, flush, closeAfter bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.broken {
+		return
+	}
+	o.c.SetWriteDeadline(time.Now().Add(time.Minute))
+	_, err := o.w.Write(b)
+	if err == nil && flush {
+		err = o.w.Flush()
+	}
+	if err != nil || closeAfter {
+		o.broken = true
+		o.c.Close()
+	}
+}
+
+func (o *replyWriter) isBroken() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.broken
+}
+
 // writeReplies writes the replies in request order, and between them what
 // the connection's subscriptions push (messages, and redis's answers to
 // SUBSCRIBE and the like), as it comes.
-func (a *Agent) writeReplies(c net.Conn, slots chan slot, push chan []byte) {
-	w := bufio.NewWriterSize(c, 64<<10)
-	broken := false
+func (a *Agent) writeReplies(out *replyWriter, slots chan slot, push chan []byte) {
 	for {
 		var s slot
 		select {
 		case m := <-push:
-			if !broken {
-				c.SetWriteDeadline(time.Now().Add(time.Minute))
-				if _, err := w.Write(m); err != nil || w.Flush() != nil {
-					broken = true
-					c.Close()
-				}
-			}
+			out.put(m, true, false)
 			continue
 		case x, ok := <-slots:
 			if !ok {
-				c.Close()
+				out.c.Close()
 				return
 			}
 			s = x
 		}
 		reply := s.reply
+		broken := out.isBroken()
 		if s.fill != nil {
 			if !broken {
 				reply = s.fill()
@@ -327,18 +371,10 @@ func (a *Agent) writeReplies(c net.Conn, slots chan slot, push chan []byte) {
 				close(s.done)
 			}
 		}
-		if broken || (s.silent && !s.close) {
-			continue
+		if !broken && (!s.silent || s.close) {
+			out.put(reply, len(slots) == 0 || s.close, s.close)
 		}
-		c.SetWriteDeadline(time.Now().Add(time.Minute))
-		_, err := w.Write(reply)
-		if err == nil && (len(slots) == 0 || s.close) {
-			err = w.Flush()
-		}
-		if err != nil || s.close {
-			broken = true
-			c.Close()
-		}
+		out.owed.Add(-1)
 	}
 }
 
