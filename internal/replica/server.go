@@ -87,7 +87,8 @@ type clientState struct {
 }
 
 // serveConn reads requests and proposes writes in arrival order; a second
-// goroutine writes replies in the same order. Writes of one connection are
+// goroutine writes replies in the same order (but for a fast read with no
+// reply owed before it, answered by this one). Writes of one connection are
 // pipelined through raft, reads wait for everything before them.
 func (a *Agent) serveConn(c net.Conn, st *clientState) {
 	defer func() {
@@ -113,7 +114,7 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 			args, err = rd.ReadCommand()
 			sc.end()
 			if err != nil {
-				a.endConn(slots, err)
+				a.endConn(out, slots, err)
 				return
 			}
 			st.touch(args)
@@ -149,7 +150,7 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 			slots <- s
 		}
 		if err != nil {
-			a.endConn(slots, err)
+			a.endConn(out, slots, err)
 			return
 		}
 		if s.close {
@@ -160,8 +161,9 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 
 // endConn answers a request that could not be read, if it deserves an
 // answer; the connection then closes.
-func (a *Agent) endConn(slots chan slot, err error) {
+func (a *Agent) endConn(out *replyWriter, slots chan slot, err error) {
 	if msg := a.requestError(err); msg != "" {
+		out.owed.Add(1)
 		slots <- slot{reply: resp.Error(msg), close: true}
 	}
 }
