@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -164,7 +165,7 @@ type muxConn struct {
 	calls    chan *muxCall // to the writer, while no connection is up
 	inflight chan *muxCall // written, awaiting their replies, in order
 	stop     chan struct{}
-	// mu guards up, pending, spare and flushing. While a connection is
+	// mu guards up, pending, spare and changes to flushing. While a connection is
 	// up, a caller writes its call itself: a hop to the writer goroutine
 	// and back cost a read as much as its round trip to redis.
 	mu sync.Mutex
@@ -175,7 +176,7 @@ type muxConn struct {
 	// many clients share one write to redis (one syscall and one packet,
 	// not one per read). spare is the buffer last written, for reuse.
 	pending, spare []byte
-	flushing       bool
+	flushing       atomic.Bool
 }
 
 // muxDepth bounds the requests queued or in flight on one connection.
@@ -210,7 +211,12 @@ func (m *redisMux) doSome(payload []byte, n, keep int) ([]byte, error) {
 // start queues commands as doSome does and returns at once; the call's
 // done channel closes once its reply (or error) is in.
 func (m *redisMux) start(payload []byte, n, keep int) *muxCall {
-	c := m.conns[m.next.Add(1)%uint64(len(m.conns))]
+	// A call joins the connection whose writer is gathering calls, else
+	// the next one.
+	c := m.conns[m.next.Load()%uint64(len(m.conns))]
+	if !c.flushing.Load() {
+		c = m.conns[m.next.Add(1)%uint64(len(m.conns))]
+	}
 	call := &muxCall{payload: payload, replies: n, keep: keep, done: make(chan struct{})}
 	if c.writeNow(call) {
 		return call
@@ -243,11 +249,17 @@ func (c *muxConn) writeNow(call *muxCall) bool {
 func (c *muxConn) send(call *muxCall) {
 	c.inflight <- call
 	c.pending = append(c.pending, call.payload...)
-	if c.flushing {
+	if c.flushing.Load() {
 		c.mu.Unlock()
 		return
 	}
-	c.flushing = true
+	c.flushing.Store(true)
+	c.mu.Unlock()
+	// Goroutines that are runnable already (other clients' requests,
+	// woken by the same network poll) add theirs before the write: with
+	// one thread per agent (--procs 1) no other could while it runs.
+	runtime.Gosched()
+	c.mu.Lock()
 	for len(c.pending) > 0 && c.up != nil {
 		conn, buf := c.up, c.pending
 		c.pending = c.spare[:0]
@@ -263,7 +275,7 @@ func (c *muxConn) send(call *muxCall) {
 			}
 		}
 	}
-	c.flushing = false
+	c.flushing.Store(false)
 	c.mu.Unlock()
 }
 
