@@ -144,6 +144,13 @@ func newDevice(mountpoint string, opts Options) (*device, error) {
 	return &device{bandwidth: opts.Bandwidth, factor: 1, latency: opts.Latency}, nil
 }
 
+// maxWrite is the largest write request limpfs asks the kernel for.
+// go-fuse lowers it to what the kernel allows, fs.fuse.max_pages_limit
+// pages (256 by default: 1 MiB); an administrator raising that sysctl
+// gets larger requests, and fewer round trips, for writes larger than
+// 1 MiB.
+const maxWrite = 16 << 20
+
 // serve mounts root; extra carries the options that differ between the
 // plain and the emulating mount.
 func serve(root fs.InodeEmbedder, backing, name, mountpoint string, dev *device, extra fuse.MountOptions) (*FS, error) {
@@ -163,7 +170,7 @@ func serve(root fs.InodeEmbedder, backing, name, mountpoint string, dev *device,
 			// Through fusermount3 the descriptor is close-on-exec.
 			FsName:            backing,
 			Name:              name,
-			MaxWrite:          1 << 20,
+			MaxWrite:          maxWrite,
 			ExtraCapabilities: extra.ExtraCapabilities,
 			DisableSplice:     extra.DisableSplice,
 		},
