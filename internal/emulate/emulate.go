@@ -132,62 +132,28 @@ func Clean(stateDir string) ([]string, error) {
 	return cleaned, errors.Join(errs...)
 }
 
-// MaxWriteSize bounds Gen's writes (its buffers).
+// MaxWriteSize bounds Gen's writes (its buffer).
 const MaxWriteSize = 1 << 30
-
-// genChunk is how much of the stream Gen generates at a time, at least:
-// small writes then cost a write each, not a hand-over between
-// goroutines each.
-const genChunk = 1 << 20
 
 // Gen writes n bytes of the synthetic stream seed from offset off to w,
 // in writes of writeSize bytes (1 to MaxWriteSize; the last may be
 // shorter): the size of the writes a file system sees, if w is a file.
-//
-// A goroutine generates the stream one chunk ahead of the writes, so
-// generating and writing overlap: a write to an emulating mount in direct
-// I/O sleeps while the mount's server takes the bytes, and the next
-// chunk is generated meanwhile instead of after it.
+// (Generating the next write in a goroutine while one is written gained
+// nothing measurable through an emulating mount on 2 busy cores, so it
+// generates and writes in turn.)
 func Gen(w io.Writer, seed, off uint64, n int64, writeSize int) error {
 	if writeSize < 1 || writeSize > MaxWriteSize {
 		return fmt.Errorf("write size %d: must be from 1 byte to 1 GiB", writeSize)
 	}
-	chunk := min(int64(writeSize*max(1, genChunk/writeSize)), max(n, 1))
-	free := make(chan []byte, 2)
-	for range 2 {
-		free <- make([]byte, chunk)
-	}
-	full := make(chan []byte)
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		defer close(full)
-		for pos := int64(0); pos < n; {
-			var buf []byte
-			select {
-			case buf = <-free:
-			case <-stop:
-				return
-			}
-			c := min(n-pos, chunk)
-			tardis.Generate(seed, off+uint64(pos), buf[:c])
-			select {
-			case full <- buf[:c]:
-			case <-stop:
-				return
-			}
-			pos += c
+	buf := make([]byte, min(int64(writeSize), max(n, 1)))
+	for n > 0 {
+		c := int(min(n, int64(len(buf))))
+		tardis.Generate(seed, off, buf[:c])
+		if _, err := w.Write(buf[:c]); err != nil {
+			return fmt.Errorf("write the stream: %w", err)
 		}
-	}()
-	for buf := range full {
-		for p := buf; len(p) > 0; {
-			c := min(len(p), writeSize)
-			if _, err := w.Write(p[:c]); err != nil {
-				return fmt.Errorf("write the stream: %w", err)
-			}
-			p = p[c:]
-		}
-		free <- buf[:cap(buf)]
+		off += uint64(c)
+		n -= int64(c)
 	}
 	return nil
 }
