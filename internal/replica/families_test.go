@@ -43,7 +43,10 @@ var familyCases = map[string][]string{
 	"streams": {"XADD fx:a 1-1 f v", "XADD fx:a 2-1 g w", "XLEN fx:a", "XRANGE fx:a - +", "XREVRANGE fx:a + - COUNT 1",
 		"XGROUP CREATE fx:a grp 0", "XREADGROUP GROUP grp c1 COUNT 1 STREAMS fx:a >", "XACK fx:a grp 1-1",
 		"XPENDING fx:a grp", "XREAD COUNT 5 STREAMS fx:a 0", "XDEL fx:a 2-1", "XTRIM fx:a MAXLEN 0", "XSETID fx:a 5-0",
-		"XINFO STREAM fx:a", "DEL fx:a"}, // a consumer's seen-time is each replica's clock
+		"XINFO STREAM fx:a", "DEL fx:a",
+		// "*" after an ID in the future continues from it, as in redis.
+		"XADD fx:e 2577343934890-18446744073709551615 f v", "XADD fx:e * g w", "XADD fx:e MAXLEN 5 * h x",
+		"XRANGE fx:e - +", "XADD fx:e * f", "XADD fx:none NOMKSTREAM * f v", "SET fx:s x", "XADD fx:s * f v"}, // a consumer's seen-time is each replica's clock
 	"sort": {"RPUSH fo:a 3 1 2", "SORT fo:a", "SORT fo:a DESC LIMIT 0 2", "SORT fo:a STORE fo:b", "LRANGE fo:b 0 -1",
 		"SORT_RO fo:a ALPHA"},
 	"scripts": {"EVAL return¦redis.call('INCRBY',KEYS[1],ARGV[1]) 1 fc:a 5", "SCRIPT LOAD return¦1",
