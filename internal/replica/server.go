@@ -78,6 +78,8 @@ type clientState struct {
 	skipNext int
 	// killed is set when CLIENT KILL named this connection itself.
 	killed bool
+	// stamped reads the connection, and knows when its bytes arrived.
+	stamped *stampedConn
 	pubsub
 }
 
@@ -94,7 +96,7 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 	written := st.written
 	go func() { a.writeReplies(c, slots, st.push); close(written) }()
 	defer func() { close(slots); <-written; st.unsubscribeAll() }()
-	sc := &stallConn{Conn: c, timeout: a.cfg.RequestTimeout, observe: func(d time.Duration) { a.m.stage("request_read", d) }}
+	sc := &stallConn{Conn: st.stamped, timeout: a.cfg.RequestTimeout, observe: func(d time.Duration) { a.m.stage("request_read", d) }}
 	rd := resp.NewReader(sc, a.cfg.MaxRequest, maxArgs)
 	rd.Budget, rd.Begin = a.budget, sc.begin
 	defer rd.Release()
@@ -525,7 +527,10 @@ func (a *Agent) write(st *clientState, e entry) slot {
 	}
 	// A batch's frame is as many commands before as after.
 	e.payload, e.replies, e.after = st.mode().frame(e.payload, e.replies)
+	t := a.arrival.take(false, st.arrivedAt())
+	a.arrival.turn(t)
 	w, err := a.startEntry(e)
+	a.arrival.release(t)
 	if err != nil {
 		return slot{reply: resp.Error("TRYAGAIN gait replica: " + err.Error())}
 	}
