@@ -477,6 +477,8 @@ func (a *Agent) queue(st *clientState, name string, sp rediscmd.Spec, msg string
 		// its own replica's answer, as outside one: the transaction is
 		// volatile.
 		msg = a.probeQueued(args)
+	case ownQueued(args):
+		msg = ownQueuedArity(args)
 	case sp.Kind == rediscmd.Agent && name != "PING" && name != "ECHO":
 		msg = "ERR '" + name + "' is not supported inside MULTI by gait replica"
 	case sp.Kind != rediscmd.Agent:
@@ -507,8 +509,9 @@ func (a *Agent) exec(st *clientState) slot {
 	if aborted {
 		return slot{reply: resp.Error("EXECABORT Transaction discarded because of previous errors.")}
 	}
+	queued, own := withoutOwn(queued)
 	if len(ws) == 0 && readOnly(queued) {
-		return a.readTransaction(st, queued)
+		return a.runOwn(st, a.readTransaction(st, queued), own)
 	}
 	payload, extra := watchPrefix(ws)
 	payload = resp.AppendCommand(payload, []byte("MULTI"))
@@ -516,7 +519,7 @@ func (a *Agent) exec(st *clientState) slot {
 		payload = resp.AppendCommand(payload, q...)
 	}
 	payload = resp.AppendCommand(payload, []byte("EXEC"))
-	return a.execAbortCause(a.write(st, entry{replies: extra + len(queued) + 2, payload: payload, volatile: volatile}), queued)
+	return a.runOwn(st, a.execAbortCause(a.write(st, entry{replies: extra + len(queued) + 2, payload: payload, volatile: volatile}), queued), own)
 }
 
 // write proposes e (its commands) for the connection, in the connection's
