@@ -96,6 +96,7 @@ func TestFamilies(t *testing.T) {
 	t.Run("Blocking", func(t *testing.T) { testBlocking(t, cl) })
 	t.Run("BlockingOrder", func(t *testing.T) { testBlockingOrder(t, cl) })
 	t.Run("ArrivalOrder", func(t *testing.T) { testArrivalOrder(t, cl) })
+	t.Run("BlockingStats", func(t *testing.T) { testBlockingStats(t, cl) })
 	t.Run("Connection", func(t *testing.T) { testConnection(t, cl) })
 	t.Run("QueueRefusals", func(t *testing.T) { testQueueRefusals(t, cl) })
 	t.Run("ScriptKill", func(t *testing.T) { testScriptKill(t, cl) })
@@ -779,4 +780,35 @@ func testArrivalOrder(t *testing.T, cl *cluster) {
 		t.Errorf("the pop sent first was served first in %d rounds of %d", inOrder, rounds)
 	}
 	t.Logf("the pop sent first was served first in %d rounds of %d", inOrder, rounds)
+}
+
+// testBlockingStats: INFO commandstats count a blocking command that
+// waited, was tried again and then served once, as redis does, and not
+// the MULTI and EXEC the agent wrapped its tries in.
+func testBlockingStats(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	addr := cl.nodes[2].agent.ClientAddr()
+	c, popper := client(t, addr), client(t, addr)
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- popper.BLPop(ctx, 0, "fst:q").Err() }()
+	time.Sleep(300 * time.Millisecond) // blocked
+	if err := c.RPush(ctx, "fst:other", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RPush(ctx, "fst:q", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	stats := c.Info(ctx, "commandstats").Val()
+	if !strings.Contains(stats, "cmdstat_blpop:calls=1,") {
+		t.Errorf("INFO commandstats after one served BLPOP: %q, want cmdstat_blpop:calls=1", stats)
+	}
+	if strings.Contains(stats, "cmdstat_multi:") || strings.Contains(stats, "cmdstat_exec:") {
+		t.Errorf("INFO commandstats count the agent's MULTI/EXEC: %q", stats)
+	}
 }

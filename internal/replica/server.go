@@ -375,6 +375,9 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 	case rediscmd.Read:
 		return a.readSlot(st, resp.AppendCommand(nil, args...), sp.Pinned)
 	case rediscmd.Local:
+		if name == "CONFIG" && strings.EqualFold(string(args[1]), "RESETSTAT") {
+			a.fsm.blocked.stats.reset() // as the local server's
+		}
 		if name == "INFO" {
 			return a.ownWritesFirst(st, a.infoSlot(st.mode(), resp.AppendCommand(nil, args...)))
 		}
@@ -617,7 +620,7 @@ func (a *Agent) infoSlot(md mode, payload []byte) slot {
 		conns := len(a.conns)
 		a.mu.Unlock()
 		raw := patchInfo(fill(), "connected_clients", int64(conns))
-		return a.patchTrackingInfo(patchInfo(raw, "blocked_clients", a.blockedClients.Load()))
+		return a.fsm.blocked.stats.patch(a.patchTrackingInfo(patchInfo(raw, "blocked_clients", a.blockedClients.Load())))
 	}
 	return s
 }
