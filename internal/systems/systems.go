@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -27,6 +28,13 @@ type Host interface {
 	DataDir() string
 	// Start runs argv inside the host; its output is kept by the host.
 	Start(name string, argv []string, env []string) (Process, error)
+}
+
+// LocalDialer is a Host that can open a connection from inside itself,
+// as a supervisor on the machine would: a fault on the host's link (a NIC
+// limping at 1000x) does not delay a readiness check after a restart.
+type LocalDialer interface {
+	DialLocal(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // Process is a server process started on a Host.

@@ -215,7 +215,7 @@ func (c *Cluster) restartRedis(ctx context.Context, m *member, r systems.Process
 		if err := rs.Restart(); err != nil {
 			return err
 		}
-		return redis.WaitAnswer(ctx, c.d.addr(m.host, c.d.RedisPort), r, 10*time.Second)
+		return redis.WaitAnswer(ctx, m.host, c.d.addr(m.host, c.d.RedisPort), r, 10*time.Second)
 	}
 	p, err := redis.StartOn(ctx, c.d.RedisServer, m.host, c.d.RedisPort)
 	if err != nil {

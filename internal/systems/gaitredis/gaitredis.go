@@ -247,7 +247,7 @@ func (c *Cluster) launchAgent(m *member, join string) error {
 // agent joined, knows the leader and has applied the log that far.
 func (c *Cluster) waitServes(ctx context.Context, m *member) error {
 	key, val := "gait-ready:"+m.host.Name(), c.token+strconv.FormatInt(time.Now().UnixNano(), 36)
-	rdb := goredis.NewClient(redis.Options(c.d.addr(m.host, c.d.ClientPort)))
+	rdb := goredis.NewClient(redis.LocalOptions(m.host, c.d.addr(m.host, c.d.ClientPort)))
 	defer rdb.Close()
 	var last error
 	for {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/systems"
+	goredis "github.com/redis/go-redis/v9"
 )
 
 // ServerArgv is the command line of a redis-server on h listening on port:
@@ -55,21 +56,33 @@ func StartOn(ctx context.Context, binary string, h systems.Host, port int, extra
 		return nil, fmt.Errorf("redis-server on %s: %w", h.Name(), err)
 	}
 	addr := net.JoinHostPort(h.Address(), strconv.Itoa(port))
-	if err := WaitAnswer(ctx, addr, p, 10*time.Second); err != nil {
+	if err := WaitAnswer(ctx, h, addr, p, 10*time.Second); err != nil {
 		p.Stop()
 		return nil, fmt.Errorf("redis-server on %s: %w", h.Name(), err)
 	}
 	return p, nil
 }
 
-// WaitAnswer polls the RESP server at addr with PING until it answers, p
-// exits, or limit passes.
-func WaitAnswer(ctx context.Context, addr string, p systems.Process, limit time.Duration) error {
+// LocalOptions are Options for a client of a server on h at addr that
+// connects from inside h when h can (systems.LocalDialer): how gait checks
+// a server it started, so a fault on h's link does not hide one that is up.
+func LocalOptions(h systems.Host, addr string) *goredis.Options {
+	opts := Options(addr)
+	if d, ok := h.(systems.LocalDialer); ok {
+		opts.Dialer = func(ctx context.Context, _, addr string) (net.Conn, error) { return d.DialLocal(ctx, addr) }
+	}
+	return opts
+}
+
+// WaitAnswer polls the RESP server at addr on h with PING until it
+// answers, p exits, or limit passes, connecting as LocalOptions does.
+func WaitAnswer(ctx context.Context, h systems.Host, addr string, p systems.Process, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
+	opts := LocalOptions(h, addr)
 	for {
 		pctx, pcancel := context.WithTimeout(ctx, time.Second)
-		c, err := Dial(pctx, addr)
+		c, err := dialWith(pctx, opts)
 		pcancel()
 		if err == nil {
 			return c.Close()

@@ -30,10 +30,14 @@ type Client struct {
 
 // Dial connects to the server at addr (host:port) and checks it answers.
 func Dial(ctx context.Context, addr string) (*Client, error) {
-	rdb := goredis.NewClient(Options(addr))
+	return dialWith(ctx, Options(addr))
+}
+
+func dialWith(ctx context.Context, opts *goredis.Options) (*Client, error) {
+	rdb := goredis.NewClient(opts)
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		rdb.Close()
-		return nil, fmt.Errorf("redis %s: %w", addr, err)
+		return nil, fmt.Errorf("redis %s: %w", opts.Addr, err)
 	}
 	return &Client{rdb: rdb}, nil
 }

@@ -92,7 +92,7 @@ func (c *Cluster) startSentinel(ctx context.Context, m *member) error {
 	c.mu.Lock()
 	m.sentinel = p
 	c.mu.Unlock()
-	if err := WaitAnswer(ctx, c.sentinelAddr(m), p, 10*time.Second); err != nil {
+	if err := WaitAnswer(ctx, m.host, c.sentinelAddr(m), p, 10*time.Second); err != nil {
 		return fmt.Errorf("redis-sentinel on %s: %w", m.host.Name(), err)
 	}
 	return nil

@@ -4,6 +4,8 @@
 package tbhost
 
 import (
+	"context"
+	"net"
 	"path/filepath"
 	"time"
 
@@ -48,6 +50,17 @@ var _ systems.Host = host{}
 func (a host) Name() string    { return a.h.Name }
 func (a host) Address() string { return a.h.Addr.String() }
 func (a host) DataDir() string { return a.h.DataDir }
+
+// DialLocal connects to addr from inside the host's network namespace,
+// where the host's own address is reached over its loopback, not its link.
+func (a host) DialLocal(ctx context.Context, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := a.h.Do(func() (err error) {
+		c, err = (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		return err
+	})
+	return c, err
+}
 
 func (a host) Start(name string, argv []string, env []string) (systems.Process, error) {
 	p, err := a.h.Start(testbed.ProcSpec{Name: name, Path: argv[0], Args: argv[1:], Env: env, LogDir: a.logs})
