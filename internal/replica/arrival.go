@@ -34,6 +34,8 @@ type arrivals struct {
 	// held are the tickets not yet given up, by arrival (then take order).
 	held     []*ticket
 	blocking int // how many of held are blocking commands
+	// patience is arrivalWait, or another bound a test sets.
+	patience time.Duration
 }
 
 // ticket is one request's place in arrival order.
@@ -115,7 +117,11 @@ func (q *arrivals) turn(t *ticket) {
 		wake := t.wake
 		q.mu.Unlock()
 		if timeout == nil {
-			timer := time.NewTimer(arrivalWait)
+			patience := q.patience
+			if patience == 0 {
+				patience = arrivalWait
+			}
+			timer := time.NewTimer(patience)
 			defer timer.Stop()
 			timeout = timer.C
 		}

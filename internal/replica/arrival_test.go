@@ -12,7 +12,7 @@ import (
 // write only for earlier blocking commands, whatever order they were read
 // in, and nobody longer than arrivalWait.
 func TestArrivals(t *testing.T) {
-	var q arrivals
+	q := arrivals{patience: time.Minute}          // the order, not the bound, first
 	at := time.Now().Add(-time.Second).UnixNano() // graces passed
 	// Read in another order than they arrived: b1 came first.
 	w1 := q.take(false, at+10)
@@ -56,6 +56,7 @@ func TestArrivals(t *testing.T) {
 	}
 
 	// A ticket never given up delays the next at most arrivalWait.
+	q.patience = 0
 	stuck := q.take(true, at)
 	start := time.Now()
 	late := q.take(true, at+1)
