@@ -162,11 +162,27 @@ func (q *arrivals) release(t *ticket) {
 	}
 }
 
+// stampListener asks the kernel to stamp the incoming bytes of every
+// connection ln accepts (SO_TIMESTAMPNS; accepted sockets inherit it from
+// the listener): from the first byte, although a client's first command
+// often arrives before the agent accepts its connection, and the kernel
+// stamps only what arrives after the option is set. Without it (not a TCP
+// listener) each connection asks for itself once accepted.
+func stampListener(ln net.Listener) {
+	if sc, ok := ln.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			raw.Control(func(fd uintptr) {
+				syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
+			})
+		}
+	}
+}
+
 // stampedConn reads a client connection with recvmsg, keeping the time the
-// kernel received the bytes of the latest read (SO_TIMESTAMPNS, asked for
-// when the connection was accepted: the kernel stamps only what arrives
-// after). Without a stamp (another kind of connection, an old kernel) the
-// time of the read stands in. Only the reading goroutine uses it.
+// kernel received the bytes of the latest read (SO_TIMESTAMPNS). Without a
+// stamp (another kind of connection, an old kernel, bytes that came before
+// the option was set) the time of the read stands in. Only the reading
+// goroutine uses it.
 type stampedConn struct {
 	net.Conn
 	raw syscall.RawConn // nil: not a socket, read plainly
@@ -174,7 +190,8 @@ type stampedConn struct {
 	at  int64 // Unix ns of the latest read's bytes
 }
 
-// stampArrivals asks the kernel to stamp c's incoming bytes.
+// stampArrivals reads c with its arrival stamps, asking the kernel for
+// them if the listener did not.
 func stampArrivals(c net.Conn) *stampedConn {
 	s := &stampedConn{Conn: c}
 	sc, ok := c.(syscall.Conn)

@@ -715,12 +715,15 @@ func testArrivalOrder(t *testing.T, cl *cluster) {
 	addr := cl.nodes[0].agent.ClientAddr()
 	var conns [3]net.Conn
 	var rds [3]*bufio.Reader
-	for i := range conns {
+	// dial makes connection i; the pops' are new each round, as the
+	// suite's deferring clients are: their first command often arrives
+	// before the agent accepted them.
+	dial := func(i int) {
+		t.Helper()
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
 		c.SetDeadline(time.Now().Add(30 * time.Second))
 		conns[i], rds[i] = c, bufio.NewReader(c)
 	}
@@ -753,14 +756,14 @@ func testArrivalOrder(t *testing.T, cl *cluster) {
 		}
 		return strings.Join(out, " ")
 	}
-	for i := range conns { // accepted by the agent, as the suite's are
-		send(i, "PING")
-		line(i)
-	}
+	dial(2)
+	defer conns[2].Close()
 	const rounds = 10
 	inOrder := 0
 	for round := 0; round < rounds; round++ {
 		q := fmt.Sprintf("fa:q%d", round)
+		dial(0)
+		dial(1)
 		send(0, "BLPOP "+q+" 0")
 		send(1, "BLPOP "+q+" 0")
 		send(2, "RPUSH "+q+" first")
@@ -768,6 +771,8 @@ func testArrivalOrder(t *testing.T, cl *cluster) {
 		send(2, "RPUSH "+q+" second")
 		line(2)
 		got0, got1 := line(0), line(1)
+		conns[0].Close()
+		conns[1].Close()
 		switch {
 		case got0 == q+" first" && got1 == q+" second":
 			inOrder++
