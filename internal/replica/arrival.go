@@ -23,11 +23,14 @@ import (
 // commands (they must be queued before the write gives them data). A
 // blocking command also waits until arrivalGrace after its bytes arrived,
 // so a connection whose bytes came earlier but whose goroutine has not
-// read them yet takes its ticket first. Plain writes go in whatever order
-// they did: a workload without blocking commands never waits here. What
-// stays unordered: a write read before a blocking command sent earlier on
-// another connection (nothing holds the write back for a command not read
-// yet), and two connections of different agents.
+// read them yet takes its ticket first; so does a write that names a key
+// a client of this replica is blocked on, and it waits for every earlier
+// write too (serving the blocked client may change a key an earlier EXEC
+// watches). Other writes go in whatever order they did: a workload
+// without blocking commands never waits here. What stays unordered: a
+// plain write read before a blocking command sent earlier on another
+// connection (nothing holds the write back for a command not read yet),
+// two plain writes, and two connections of different agents.
 type arrivals struct {
 	mu   sync.Mutex
 	next uint64
@@ -43,8 +46,13 @@ type ticket struct {
 	n        uint64
 	at       int64 // when its bytes arrived, Unix ns
 	blocking bool
-	done     bool
-	wake     chan struct{} // closed when an earlier ticket is given up, while its owner waits
+	// feeds marks a write that names a key a blocked client waits on: it
+	// waits like a blocking command (grace, every earlier write), since
+	// serving the client may change what an earlier write (an EXEC under
+	// WATCH) finds.
+	feeds bool
+	done  bool
+	wake  chan struct{} // closed when an earlier ticket is given up, while its owner waits
 }
 
 const (
@@ -60,11 +68,12 @@ const (
 // before orders tickets by arrival, then by take.
 func (t *ticket) before(u *ticket) bool { return t.at < u.at || (t.at == u.at && t.n < u.n) }
 
-// take hands out a ticket for a request whose bytes arrived at (Unix ns).
-func (q *arrivals) take(blocking bool, at int64) *ticket {
+// take hands out a ticket for a request whose bytes arrived at (Unix ns):
+// a blocking command, a write that feeds one, or another write.
+func (q *arrivals) take(blocking, feeds bool, at int64) *ticket {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	t := &ticket{n: q.next, at: at, blocking: blocking}
+	t := &ticket{n: q.next, at: at, blocking: blocking, feeds: feeds}
 	q.next++
 	i := len(q.held)
 	for i > 0 && t.before(q.held[i-1]) {
@@ -82,14 +91,15 @@ func (q *arrivals) take(blocking bool, at int64) *ticket {
 // waitsFor says whether t must wait for an earlier ticket still held.
 // Called with q.mu held.
 func (q *arrivals) waitsFor(t *ticket) bool {
-	if !t.blocking && q.blocking == 0 {
+	all := t.blocking || t.feeds
+	if !all && q.blocking == 0 {
 		return false
 	}
 	for _, h := range q.held {
 		if !h.before(t) {
 			return false
 		}
-		if t.blocking || h.blocking {
+		if all || h.blocking {
 			return true
 		}
 	}
@@ -97,13 +107,14 @@ func (q *arrivals) waitsFor(t *ticket) bool {
 }
 
 // turn waits until every earlier ticket t must follow is given up, or
-// arrivalWait passed; a blocking command first waits out its grace. A nil
-// ticket (a request outside the order) goes at once.
+// arrivalWait passed; a blocking command or a write that feeds one first
+// waits out its grace. A nil ticket (a request outside the order) goes at
+// once.
 func (q *arrivals) turn(t *ticket) {
 	if t == nil {
 		return
 	}
-	if t.blocking {
+	if t.blocking || t.feeds {
 		time.Sleep(time.Until(time.Unix(0, t.at+int64(arrivalGrace))))
 	}
 	var timeout <-chan time.Time

@@ -69,7 +69,7 @@ func blockTimeout(name string, args [][]byte) (d time.Duration, forever, ok bool
 func (a *Agent) block(st *clientState, name string, args [][]byte, d time.Duration, forever bool) []byte {
 	// Its place among other connections' commands (arrival.go); a wait
 	// for the connection's own earlier commands gives it up.
-	t := a.arrival.take(true, st.arrivedAt())
+	t := a.arrival.take(true, false, st.arrivedAt())
 	defer a.arrival.release(t)
 	for _, c := range []chan struct{}{st.lastRead, st.lastWriteDone} {
 		if c == nil {

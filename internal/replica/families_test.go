@@ -785,6 +785,39 @@ func testArrivalOrder(t *testing.T, cl *cluster) {
 		t.Errorf("the pop sent first was served first in %d rounds of %d", inOrder, rounds)
 	}
 	t.Logf("the pop sent first was served first in %d rounds of %d", inOrder, rounds)
+
+	// An EXEC under WATCH sent before a push that serves a blocked client
+	// (which then writes the watched key) runs first and commits, as in
+	// Redis's "BRPOPLPUSH does not affect WATCH while still blocked".
+	send(2, "SET fa:k somevalue")
+	line(2)
+	inOrder = 0
+	for round := 0; round < rounds; round++ {
+		src, dst := fmt.Sprintf("fa:src%d", round), fmt.Sprintf("fa:dst%d", round)
+		dial(0)
+		dial(1)
+		send(0, "BRPOPLPUSH "+src+" "+dst+" 0")
+		time.Sleep(100 * time.Millisecond) // blocked
+		for _, cmd := range []string{"WATCH " + dst, "MULTI", "GET fa:k"} {
+			send(1, cmd)
+			line(1)
+		}
+		send(1, "EXEC")
+		send(2, "LPUSH "+src+" e")
+		line(2)
+		if line(1) == "somevalue" {
+			inOrder++
+		}
+		if got := line(0); got != "e" {
+			t.Fatalf("round %d: BRPOPLPUSH got %q", round, got)
+		}
+		conns[0].Close()
+		conns[1].Close()
+	}
+	if inOrder < rounds*7/10 {
+		t.Errorf("the EXEC sent before the push committed in %d rounds of %d", inOrder, rounds)
+	}
+	t.Logf("the EXEC sent before the push committed in %d rounds of %d", inOrder, rounds)
 }
 
 // testBlockingStats: INFO commandstats count a blocking command that
