@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"sync"
@@ -39,6 +40,46 @@ type arrivals struct {
 	blocking int // how many of held are blocking commands
 	// patience is arrivalWait, or another bound a test sets.
 	patience time.Duration
+	// waited counts, per key, this agent's blocked commands that wait on
+	// it: a client counts as blocked (INFO) before its first attempt is in
+	// the replicated queues, and a write to its key must wait for it
+	// from then on.
+	waited map[string]int
+}
+
+// blockOn registers keys a blocked command of this agent waits on, until
+// the returned func is called.
+func (q *arrivals) blockOn(keys [][]byte) (done func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.waited == nil {
+		q.waited = map[string]int{}
+	}
+	for _, k := range keys {
+		q.waited[string(k)]++
+	}
+	return func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		for _, k := range keys {
+			if q.waited[string(k)]--; q.waited[string(k)] <= 0 {
+				delete(q.waited, string(k))
+			}
+		}
+	}
+}
+
+// waitedOn says whether payload names a key a blocked command of this
+// agent waits on (by name, as blockQueues.mentioned).
+func (q *arrivals) waitedOn(payload []byte) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for k := range q.waited {
+		if bytes.Contains(payload, []byte(k)) {
+			return true
+		}
+	}
+	return false
 }
 
 // ticket is one request's place in arrival order.

@@ -71,6 +71,11 @@ func (a *Agent) block(st *clientState, name string, args [][]byte, d time.Durati
 	// for the connection's own earlier commands gives it up.
 	t := a.arrival.take(true, false, st.arrivedAt())
 	defer a.arrival.release(t)
+	var keys [][]byte
+	for _, i := range orderedKeys(name, args) {
+		keys = append(keys, args[i])
+	}
+	defer a.arrival.blockOn(keys)()
 	for _, c := range []chan struct{}{st.lastRead, st.lastWriteDone} {
 		if c == nil {
 			continue

@@ -791,13 +791,18 @@ func testArrivalOrder(t *testing.T, cl *cluster) {
 	// Redis's "BRPOPLPUSH does not affect WATCH while still blocked".
 	send(2, "SET fa:k somevalue")
 	line(2)
+	info := client(t, addr)
 	inOrder = 0
 	for round := 0; round < rounds; round++ {
 		src, dst := fmt.Sprintf("fa:src%d", round), fmt.Sprintf("fa:dst%d", round)
 		dial(0)
 		dial(1)
 		send(0, "BRPOPLPUSH "+src+" "+dst+" 0")
-		time.Sleep(100 * time.Millisecond) // blocked
+		// As the suite's wait_for_blocked_client: the agent counts the
+		// client blocked before its first attempt is in the queues.
+		for !strings.Contains(info.Info(context.Background(), "clients").Val(), "blocked_clients:1") {
+			time.Sleep(time.Millisecond)
+		}
 		for _, cmd := range []string{"WATCH " + dst, "MULTI", "GET fa:k"} {
 			send(1, cmd)
 			line(1)

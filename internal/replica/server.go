@@ -533,7 +533,7 @@ func (a *Agent) write(st *clientState, e entry) slot {
 	}
 	// A batch's frame is as many commands before as after.
 	e.payload, e.replies, e.after = st.mode().frame(e.payload, e.replies)
-	t := a.arrival.take(false, a.fsm.blocked.mentioned(e.payload), st.arrivedAt())
+	t := a.arrival.take(false, a.arrival.waitedOn(e.payload) || a.fsm.blocked.mentioned(e.payload), st.arrivedAt())
 	a.arrival.turn(t)
 	w, err := a.startEntry(e)
 	a.arrival.release(t)
