@@ -126,7 +126,7 @@ func TestStampOf(t *testing.T) {
 }
 
 // tcpPair is a connected pair of loopback TCP connections: client, server.
-func tcpPair(t *testing.T) (net.Conn, net.Conn) {
+func tcpPair(t testing.TB) (net.Conn, net.Conn) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -152,21 +152,7 @@ func BenchmarkArrivalRead(b *testing.B) {
 	for _, stamped := range []bool{false, true} {
 		name := map[bool]string{false: "plain", true: "stamped"}[stamped]
 		b.Run(name, func(b *testing.B) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer ln.Close()
-			c, err := net.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			s, err := ln.Accept()
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			c, s := tcpPair(b)
 			var r net.Conn = s
 			if stamped {
 				r = stampArrivals(s)
