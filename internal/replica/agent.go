@@ -269,6 +269,9 @@ type Agent struct {
 	clientIDs atomic.Uint64
 	// blockedClients counts connections waiting in a blocking command.
 	blockedClients atomic.Int64
+	// arrival orders the proposals of writes and blocking commands of
+	// different connections as the agent read them (arrival.go).
+	arrival arrivals
 	// track is CLIENT TRACKING's state (tracking.go).
 	track tracker
 	// pause is CLIENT PAUSE's (pause.go).
@@ -323,6 +326,7 @@ func (a *Agent) start() error {
 	if a.clients, err = net.Listen("tcp", a.cfg.Listen); err != nil {
 		return fmt.Errorf("listen for clients: %w", err)
 	}
+	stampListener(a.clients)
 	if err := a.serveMetrics(); err != nil {
 		return err
 	}

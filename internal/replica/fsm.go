@@ -240,7 +240,7 @@ func (f *fsm) applyRun(batch []queued) {
 		switch {
 		case q.entry.block == nil:
 			raw, digested, err = f.entryReplies(q.entry)
-			f.blocked.touched(q.index)
+			f.blocked.touched(q.index, q.entry.payload)
 			serve = i == len(batch)-1 && f.blocked.mentioned(q.entry.payload)
 		case g.skip:
 			// Nothing ran: the digest stays as it was.

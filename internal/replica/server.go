@@ -83,6 +83,8 @@ type clientState struct {
 	skipNext int
 	// killed is set when CLIENT KILL named this connection itself.
 	killed bool
+	// stamped reads the connection, and knows when its bytes arrived.
+	stamped *stampedConn
 	pubsub
 }
 
@@ -101,7 +103,7 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 	out := &replyWriter{c: c, w: bufio.NewWriterSize(c, 64<<10)}
 	go func() { a.writeReplies(out, slots, st.push); close(written) }()
 	defer func() { close(slots); <-written; st.unsubscribeAll() }()
-	sc := &stallConn{Conn: c, timeout: a.cfg.RequestTimeout, observe: func(d time.Duration) { a.m.stage("request_read", d) }}
+	sc := &stallConn{Conn: st.stamped, timeout: a.cfg.RequestTimeout, observe: func(d time.Duration) { a.m.stage("request_read", d) }}
 	rd := resp.NewReader(sc, a.cfg.MaxRequest, maxArgs)
 	rd.Budget, rd.Begin = a.budget, sc.begin
 	defer rd.Release()
@@ -411,6 +413,9 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 	case rediscmd.Read:
 		return a.readSlot(st, resp.AppendCommand(nil, args...), sp.Pinned)
 	case rediscmd.Local:
+		if name == "CONFIG" && strings.EqualFold(string(args[1]), "RESETSTAT") {
+			a.fsm.blocked.stats.reset() // as the local server's
+		}
 		if name == "INFO" {
 			return a.ownWritesFirst(st, a.infoSlot(st.mode(), resp.AppendCommand(nil, args...)))
 		}
@@ -513,6 +518,8 @@ func (a *Agent) queue(st *clientState, name string, sp rediscmd.Spec, msg string
 		// its own replica's answer, as outside one: the transaction is
 		// volatile.
 		msg = a.probeQueued(args)
+	case ownQueued(args):
+		msg = ownQueuedArity(args)
 	case sp.Kind == rediscmd.Agent && name != "PING" && name != "ECHO":
 		msg = "ERR '" + name + "' is not supported inside MULTI by gait replica"
 	case sp.Kind != rediscmd.Agent:
@@ -543,8 +550,9 @@ func (a *Agent) exec(st *clientState) slot {
 	if aborted {
 		return slot{reply: resp.Error("EXECABORT Transaction discarded because of previous errors.")}
 	}
+	queued, own := withoutOwn(queued)
 	if len(ws) == 0 && readOnly(queued) {
-		return a.readTransaction(st, queued)
+		return a.runOwn(st, a.readTransaction(st, queued), own)
 	}
 	payload, extra := watchPrefix(ws)
 	payload = resp.AppendCommand(payload, []byte("MULTI"))
@@ -552,7 +560,7 @@ func (a *Agent) exec(st *clientState) slot {
 		payload = resp.AppendCommand(payload, q...)
 	}
 	payload = resp.AppendCommand(payload, []byte("EXEC"))
-	return a.execAbortCause(a.write(st, entry{replies: extra + len(queued) + 2, payload: payload, volatile: volatile}), queued)
+	return a.runOwn(st, a.execAbortCause(a.write(st, entry{replies: extra + len(queued) + 2, payload: payload, volatile: volatile}), queued), own)
 }
 
 // write proposes e (its commands) for the connection, in the connection's
@@ -563,7 +571,10 @@ func (a *Agent) write(st *clientState, e entry) slot {
 	}
 	// A batch's frame is as many commands before as after.
 	e.payload, e.replies, e.after = st.mode().frame(e.payload, e.replies)
+	t := a.arrival.take(false, a.arrival.waitedOn(e.payload) || a.fsm.blocked.mentioned(e.payload), st.arrivedAt())
+	a.arrival.turn(t)
 	w, err := a.startEntry(e)
+	a.arrival.release(t)
 	if err != nil {
 		return slot{reply: resp.Error("TRYAGAIN gait replica: " + err.Error())}
 	}
@@ -647,7 +658,7 @@ func (a *Agent) infoSlot(md mode, payload []byte) slot {
 		conns := len(a.conns)
 		a.mu.Unlock()
 		raw := patchInfo(fill(), "connected_clients", int64(conns))
-		return a.patchTrackingInfo(patchInfo(raw, "blocked_clients", a.blockedClients.Load()))
+		return a.fsm.blocked.stats.patch(a.patchTrackingInfo(patchInfo(raw, "blocked_clients", a.blockedClients.Load())))
 	}
 	return s
 }
