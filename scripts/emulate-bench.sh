@@ -3,7 +3,8 @@
 # in one run, on the file system that holds DIR. For each write size (64 KiB,
 # a DataNode's packet, and 1 MiB):
 #   - the raw disk: dd if=/dev/zero oflag=direct (and fio, if installed);
-#   - gait's synthetic stream into /dev/null (the writer's own ceiling);
+#   - gait's synthetic stream into /dev/null, by 1 writer and by WRITERS
+#     at once (the writers' own ceiling: no file system can be faster);
 #   - gait's synthetic stream written through `gait emulate mount` (direct
 #     I/O, its default) by 1 writer, then by WRITERS writers at once, each
 #     file fsynced (`sync FILE`) inside the timing;
@@ -84,6 +85,21 @@ write() {
 	rate $((size_bytes * n)) "$t0" "$t1"
 }
 
+# write_null WRITERS WS: the stream into /dev/null by WRITERS writers at
+# once; prints bytes per second over all writers.
+write_null() {
+	local n=$1 ws=$2 t0 t1 w
+	local ws_pids=()
+	t0=$(now)
+	for w in $(seq "$n"); do
+		"$GAIT" emulate gen --seed "$w" --bytes "$SIZE" --write-size "$ws" >/dev/null &
+		ws_pids+=($!)
+	done
+	wait "${ws_pids[@]}"
+	t1=$(now)
+	rate $((size_bytes * n)) "$t0" "$t1"
+}
+
 echo "file system of $DIR: $(df -T "$DIR" | awk 'NR == 2 { print $1, $2 }'); $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%H:%M) UTC"
 echo "raw: dd if=/dev/zero oflag=direct, $RAW; emulated: gait emulate gen --write-size WS > FILE; sync FILE, $SIZE per writer"
 seed=0
@@ -100,8 +116,9 @@ for round in $(seq "$ROUNDS"); do
 		"$GAIT" emulate gen --seed 0 --bytes "$SIZE" --write-size "$ws" >/dev/null
 		t1=$(now)
 		null=$(rate "$size_bytes" "$t0" "$t1")
+		nullpar=$(write_null "$WRITERS" "$ws")
 
-		line=$(printf "round %d, %-5s writes: raw %s | gen > /dev/null %s (%s)" "$round" "$ws" "$(mbs "$raw")" "$(mbs "$null")" "$(times "$null" "$raw")")
+		line=$(printf "round %d, %-5s writes: raw %s | gen > /dev/null: 1 writer %s (%s), %d writers %s (%s)" "$round" "$ws" "$(mbs "$raw")" "$(mbs "$null")" "$(times "$null" "$raw")" "$WRITERS" "$(mbs "$nullpar")" "$(times "$nullpar" "$raw")")
 		for m in "${mounts[@]}"; do
 			seed=$((seed + 1))
 			one=$(write "$m" 1 "$ws" "$seed")

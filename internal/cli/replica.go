@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -30,6 +31,7 @@ reply any replica produced.`,
 func newReplicaAgentCmd() *cobra.Command {
 	var cfg replica.Config
 	var read string
+	var procs int
 	cmd := &cobra.Command{
 		Use:   "agent --id ID --raft ADDR --redis ADDR --listen ADDR (--bootstrap | --join ADDR) [flags]",
 		Short: "Run one agent beside one redis-server until SIGINT or SIGTERM",
@@ -47,6 +49,12 @@ member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 			cfg.Read = mode
 			if err := cfg.Check(); err != nil {
 				return err
+			}
+			if procs < 0 {
+				return fmt.Errorf("--procs %d: want 0 (every CPU) or more", procs)
+			}
+			if procs > 0 {
+				runtime.GOMAXPROCS(procs)
 			}
 			// Caught from before anything starts, so a signal during
 			// start-up still leads to a clean stop.
@@ -76,6 +84,7 @@ member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 	f.StringVar(&cfg.Metrics, "metrics", "", "HOST:PORT to serve Prometheus metrics on /metrics")
 	f.IntVar(&cfg.MaxRequest, "max-request", replica.DefaultMaxRequest, fmt.Sprintf("largest client request in bytes, %d to %d", replica.MinRequest, replica.MaxRequest))
 	f.IntVar(&cfg.RequestMemory, "request-memory", 0, fmt.Sprintf("bytes the requests of all clients together may hold while they arrive; one over it is refused (default %d MiB, or --max-request if larger)", replica.DefaultRequestMemory>>20))
+	f.IntVar(&procs, "procs", 0, "threads that run the agent's Go code at once (GOMAXPROCS); 0: one per CPU. Agents sharing a machine do better with their share of its CPUs")
 	f.DurationVar(&cfg.RequestTimeout, "request-timeout", 10*time.Second, "longest pause within a request before the agent answers an error and closes the connection")
 	deploymentFlags(f, &cfg, &read)
 	for _, name := range []string{"id", "raft", "redis", "listen"} {

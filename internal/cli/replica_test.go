@@ -146,6 +146,7 @@ func TestReplicaFlags(t *testing.T) {
 		{agent("--max-request", "2147483648"), "--max-request 2147483648: want 1024 to 1073741824 bytes"},
 		{agent("--request-memory", "1000"), fmt.Sprintf("--request-memory 1000: want at least --max-request (%d)", replica.DefaultMaxRequest)},
 		{agent("--durability", "fast"), `--durability "fast": want disk or replicated`},
+		{agent("--procs", "-1"), "--procs -1: want 0 (every CPU) or more"},
 		{[]string{"cluster", "--loopback", "--durability", "memory"}, `--durability "memory": want disk or replicated`},
 		{agent("--request-timeout", "0s"), "--request-timeout 0s: want a positive duration"},
 		{agent("--id", " "), `--id " ": want a name`},

@@ -2,6 +2,7 @@ package limpfs
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,12 +13,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 	"unsafe"
 
 	"github.com/gait-dev/gait/internal/tardis"
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
 
@@ -510,12 +514,15 @@ func TestEmulateFullDisk(t *testing.T) {
 // BenchmarkEmulateWrite writes the synthetic stream through an
 // emulating mount, in direct I/O (the default) and with the write-back
 // cache, and, as peers in the same run, straight to the disk the store is
-// on with O_DIRECT (the raw disk, as scripts/emulate-bench.sh measures it)
-// and through a plain limpfs over a tmpfs directory (FUSE alone). Writes
-// of 64 KiB, of 1 MiB, and HDFS-like (a 64 KiB packet into a block file,
-// then its 128 CRC32C words into a checksum file); every 64 MiB and at the
-// end the files are fsynced, inside the timing. The writer generates
-// every byte in every case. Run as root:
+// on with O_DIRECT (the raw disk, as scripts/emulate-bench.sh measures it),
+// through a plain limpfs over a tmpfs directory (FUSE and a loopback),
+// and through a FUSE mount whose writes do nothing (the ceiling of any
+// FUSE file system here: the writer's generation, the kernel's copy to the
+// server and the round trip). Writes of 64 KiB, of 1 MiB, and HDFS-like
+// (a 64 KiB packet into a block file, then its 128 CRC32C words into a
+// checksum file), by one writer and by four at once (a file each, "x4");
+// every 64 MiB and at the end the files are fsynced, inside the timing.
+// The writer generates every byte in every case. Run as root:
 //
 //	go test -run '^$' -bench EmulateWrite ./internal/limpfs/
 func BenchmarkEmulateWrite(b *testing.B) {
@@ -543,6 +550,12 @@ func BenchmarkEmulateWrite(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer plain.Unmount()
+	null := b.TempDir()
+	nullServer, err := fs.Mount(null, &nullDir{}, &fs.Options{MountOptions: fuse.MountOptions{MaxWrite: maxWrite}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nullServer.Unmount()
 	for _, target := range []struct {
 		name string
 		dir  string
@@ -551,6 +564,7 @@ func BenchmarkEmulateWrite(b *testing.B) {
 	}{
 		{"raw-disk-odirect", disk, nil, syscall.O_DIRECT},
 		{"emulating", emu.Mountpoint, emu, 0},
+		{"null-fuse", null, nil, 0},
 		{"emulating-writeback", wb.Mountpoint, wb, 0},
 		{"plain-tmpfs", plain.Mountpoint, plain, 0},
 	} {
@@ -559,50 +573,107 @@ func BenchmarkEmulateWrite(b *testing.B) {
 			if size < 0 {
 				name, size = "hdfs", -size
 			}
-			b.Run(target.name+"/"+name, func(b *testing.B) {
-				benchWrite(b, target.dir, target.f, target.flag, size, name == "hdfs")
-			})
+			for _, writers := range []int{1, 4} {
+				sub := target.name + "/" + name
+				if writers > 1 {
+					sub += fmt.Sprintf("-x%d", writers)
+				}
+				b.Run(sub, func(b *testing.B) {
+					benchWriters(b, writers, target.dir, target.f, target.flag, size, name == "hdfs")
+				})
+			}
 		}
 	}
 }
 
-func benchWrite(b *testing.B, dir string, f *FS, flag, size int, hdfs bool) {
+// nullDir is a FUSE directory whose files take every write and keep
+// nothing, in direct I/O like an emulating mount.
+type nullDir struct{ fs.Inode }
+
+func (d *nullDir) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	ch := d.NewInode(ctx, &nullFile{}, fs.StableAttr{Mode: syscall.S_IFREG})
+	d.AddChild(name, ch, true)
+	return ch, nil, fuse.FOPEN_DIRECT_IO, 0
+}
+
+func (d *nullDir) Unlink(context.Context, string) syscall.Errno { return 0 }
+
+type nullFile struct{ fs.Inode }
+
+func (*nullFile) Open(context.Context, uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	return nil, fuse.FOPEN_DIRECT_IO, 0
+}
+
+func (*nullFile) Write(_ context.Context, _ fs.FileHandle, data []byte, _ int64) (uint32, syscall.Errno) {
+	return uint32(len(data)), 0
+}
+
+func (*nullFile) Setattr(context.Context, fs.FileHandle, *fuse.SetAttrIn, *fuse.AttrOut) syscall.Errno {
+	return 0
+}
+
+func (*nullFile) Fsync(context.Context, fs.FileHandle, uint32) syscall.Errno { return 0 }
+
+// benchWriters runs benchWrite in n goroutines at once, a file each, for
+// b.N operations in all.
+func benchWriters(b *testing.B, n int, dir string, f *FS, flag, size int, hdfs bool) {
+	b.SetBytes(int64(size))
+	var before Stats
+	if f != nil {
+		before = f.Stats()
+	}
+	if n == 1 {
+		benchWrite(b, b.N, dir, "f", flag, size, hdfs)
+	} else {
+		var wg sync.WaitGroup
+		for w := range n {
+			wg.Go(func() { benchWrite(b, (b.N+n-1-w)/n, dir, fmt.Sprintf("f%d", w), flag, size, hdfs) })
+		}
+		wg.Wait()
+	}
+	if f != nil {
+		st := f.Stats()
+		b.ReportMetric(float64(st.WriteBytes-before.WriteBytes)/float64(max(st.Writes-before.Writes, 1)), "B/request")
+	}
+}
+
+func benchWrite(b *testing.B, ops int, dir, name string, flag, size int, hdfs bool) {
 	// O_DIRECT wants an aligned buffer.
 	raw := make([]byte, size+4096)
 	buf := raw[4096-int(uintptr(unsafe.Pointer(&raw[0]))%4096):][:size]
 	open := func(name string, flag int) *os.File {
 		out, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_TRUNC|os.O_WRONLY|flag, 0o644)
 		if err != nil {
-			b.Fatal(err)
+			b.Error(err) // not Fatal: other writers may run beside
+			return nil
 		}
 		b.Cleanup(func() { out.Close(); os.Remove(out.Name()) })
 		return out
 	}
-	out := open("f", flag)
+	out := open(name, flag)
 	var meta *os.File
 	var sums []byte
 	if hdfs {
-		meta = open("f.meta", 0)
+		meta = open(name+".meta", 0)
+	}
+	if out == nil || hdfs && meta == nil {
+		return
 	}
 	sync := func() {
 		for _, g := range []*os.File{out, meta} {
 			if g != nil {
 				if err := g.Sync(); err != nil {
-					b.Fatal(err)
+					b.Error(err)
 				}
 			}
 		}
 	}
-	var before Stats
-	if f != nil {
-		before = f.Stats()
-	}
-	b.SetBytes(int64(size))
 	var off uint64
-	for b.Loop() {
+	for range ops {
 		tardis.Generate(1, off, buf)
 		if _, err := out.Write(buf); err != nil {
-			b.Fatal(err)
+			b.Error(err)
+			return
 		}
 		if hdfs {
 			sums = sums[:0]
@@ -610,7 +681,8 @@ func benchWrite(b *testing.B, dir string, f *FS, flag, size int, hdfs bool) {
 				sums = binary.BigEndian.AppendUint32(sums, crc32.Checksum(buf[c:c+512], castagnoli))
 			}
 			if _, err := meta.Write(sums); err != nil {
-				b.Fatal(err)
+				b.Error(err)
+				return
 			}
 		}
 		off += uint64(size)
@@ -626,8 +698,4 @@ func benchWrite(b *testing.B, dir string, f *FS, flag, size int, hdfs bool) {
 		}
 	}
 	sync()
-	if f != nil {
-		st := f.Stats()
-		b.ReportMetric(float64(st.WriteBytes-before.WriteBytes)/float64(max(st.Writes-before.Writes, 1)), "B/request")
-	}
 }

@@ -332,9 +332,45 @@ func rewriteRestore(args [][]byte, now time.Time) [][]byte {
 	return append(out, []byte("ABSTTL"))
 }
 
-// rewriteXadd gives XADD's automatic ID ("*") the proposer's clock
-// ("<ms>-*"), so every replica makes the same ID; redis still picks the
-// sequence number.
+// xaddScript is XADD with an automatic ID made the same on every replica,
+// as redis makes it: the proposer's clock (ARGV[1]) if it is past the
+// stream's last generated ID, else that ID's millisecond with the next
+// sequence number (the next millisecond when the sequence is exhausted).
+// ARGV[2] says which argument is the "*" it replaces; XADD's own arguments
+// follow. Decimal strings are compared and incremented as strings: an ID's
+// parts go to 2^64-1, past a Lua number's precision.
+const xaddScript = `local id = ARGV[1] .. '-*'
+local info = redis.pcall('XINFO', 'STREAM', KEYS[1])
+if not info.err then
+  local last
+  for i = 1, #info, 2 do
+    if info[i] == 'last-generated-id' then last = info[i + 1] end
+  end
+  local ms, seq = string.match(last, '^(%d+)-(%d+)$')
+  local p = ARGV[1]
+  if #ms > #p or (#ms == #p and ms >= p) then
+    id = ms .. '-*'
+    if seq == '18446744073709551615' and ms ~= '18446744073709551615' then
+      local d, i = {}, #ms
+      for c in ms:gmatch('%d') do d[#d + 1] = tonumber(c) end
+      while i > 0 and d[i] == 9 do d[i] = 0; i = i - 1 end
+      if i == 0 then table.insert(d, 1, 1) else d[i] = d[i] + 1 end
+      id = table.concat(d) .. '-0'
+    end
+  end
+end
+ARGV[tonumber(ARGV[2])] = id
+return redis.pcall('XADD', KEYS[1], unpack(ARGV, 3))
+`
+
+// xaddScriptArgs bounds the XADDs that go as xaddScript: Lua's unpack
+// refuses more than about 8000 values.
+const xaddScriptArgs = 7000
+
+// rewriteXadd makes XADD's automatic ID ("*") deterministic: xaddScript
+// picks it from the proposer's clock and the stream's last ID when every
+// replica applies it. An XADD too long for the script gets "<ms>-*", which
+// a stream whose last ID is ahead of the proposer's clock refuses.
 func rewriteXadd(args [][]byte, now time.Time) [][]byte {
 	i := 2
 	for i < len(args) {
@@ -358,10 +394,14 @@ func rewriteXadd(args [][]byte, now time.Time) [][]byte {
 	if i >= len(args) || string(args[i]) != "*" {
 		return args
 	}
-	out := slicesClone(args)
-	out[i] = strconv.AppendInt(nil, now.UnixMilli(), 10)
-	out[i] = append(out[i], "-*"...)
-	return out
+	ms := strconv.AppendInt(nil, now.UnixMilli(), 10)
+	if len(args) > xaddScriptArgs {
+		out := slicesClone(args)
+		out[i] = append(ms, "-*"...)
+		return out
+	}
+	out := [][]byte{[]byte("EVAL"), []byte(xaddScript), []byte("1"), args[1], ms, strconv.AppendInt(nil, int64(i+1), 10)}
+	return append(out, args[2:]...)
 }
 
 // spopScript is SPOP executed the same way on every replica: the members

@@ -41,12 +41,9 @@ func TestRewrite(t *testing.T) {
 		"RESTORE k 5 x":                "RESTORE k 1000005 x ABSTTL",
 		"RESTORE k 0 x REPLACE":        "RESTORE k 0 x REPLACE",
 		"RESTORE k 5 x ABSTTL":         "RESTORE k 5 x ABSTTL",
-		"XADD s * f v":                 "XADD s 1000000-* f v",
-		"XADD s MAXLEN ~ 10 * f v":     "XADD s MAXLEN ~ 10 1000000-* f v",
-		"XADD s NOMKSTREAM MINID 5 LIMIT 3 * f v": "XADD s NOMKSTREAM MINID 5 LIMIT 3 1000000-* f v",
-		"XADD s 5-1 f v": "XADD s 5-1 f v",
-		"SPOP s -1":      "SPOP s -1",
-		"SPOP s 1 2":     "SPOP s 1 2",
+		"XADD s 5-1 f v":               "XADD s 5-1 f v",
+		"SPOP s -1":                    "SPOP s -1",
+		"SPOP s 1 2":                   "SPOP s 1 2",
 	} {
 		args := words(in)
 		_, sp, msg := Lookup(args)
@@ -57,6 +54,33 @@ func TestRewrite(t *testing.T) {
 		if got != want {
 			t.Errorf("%s: rewritten to %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestXaddRewrite: XADD with "*" becomes xaddScript with the proposer's
+// millisecond and the position of the "*" among the script's arguments.
+func TestXaddRewrite(t *testing.T) {
+	for in, want := range map[string]string{
+		"XADD s * f v":                            "s 1000000 3 * f v",
+		"XADD s MAXLEN ~ 10 * f v":                "s 1000000 6 MAXLEN ~ 10 * f v",
+		"XADD s NOMKSTREAM MINID 5 LIMIT 3 * f v": "s 1000000 8 NOMKSTREAM MINID 5 LIMIT 3 * f v",
+	} {
+		args := words(in)
+		_, sp, _ := Lookup(args)
+		out := sp.Rewrite(args, time.UnixMilli(1_000_000))
+		if string(out[0]) != "EVAL" || string(out[1]) != xaddScript || string(out[2]) != "1" {
+			t.Fatalf("%s: rewritten to %q", in, out[:1])
+		}
+		if got := string(bytes.Join(out[3:], []byte(" "))); got != want {
+			t.Errorf("%s: script arguments %q, want %q", in, got, want)
+		}
+	}
+	long := words("XADD s * f v")
+	for len(long) <= xaddScriptArgs {
+		long = append(long, []byte("f"), []byte("v"))
+	}
+	if out := rewriteXadd(long, time.UnixMilli(7)); string(out[0]) != "XADD" || string(out[2]) != "7-*" {
+		t.Errorf("an XADD of %d arguments: rewritten to %q %q, want XADD s 7-*", len(long), out[0], out[2])
 	}
 }
 

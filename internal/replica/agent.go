@@ -270,6 +270,9 @@ type Agent struct {
 	clientIDs atomic.Uint64
 	// blockedClients counts connections waiting in a blocking command.
 	blockedClients atomic.Int64
+	// arrival orders the proposals of writes and blocking commands of
+	// different connections as the agent read them (arrival.go).
+	arrival arrivals
 	// track is CLIENT TRACKING's state (tracking.go).
 	track tracker
 	// pause is CLIENT PAUSE's (pause.go).
@@ -324,6 +327,7 @@ func (a *Agent) start() error {
 	if a.clients, err = net.Listen("tcp", a.cfg.Listen); err != nil {
 		return fmt.Errorf("listen for clients: %w", err)
 	}
+	stampListener(a.clients)
 	if err := a.serveMetrics(); err != nil {
 		return err
 	}
@@ -629,21 +633,31 @@ func (a *Agent) peer(addr string) *peer {
 	return p
 }
 
-// report sends the reply this replica got for an entry to the entry's
-// proposer, with the digest of every reply so far.
-func (a *Agent) report(ap applied) {
-	addr, incarnation := splitProposer(ap.entry.proposer)
+// report sends the replies this replica got for a batch of entries to
+// their proposers, each with the digest of every reply so far: this
+// agent's own at once, each other agent's in one message per batch.
+func (a *Agent) report(aps []applied) {
 	if a.health.selfQuarantined() {
 		return // a divergent replica's replies must not win
 	}
-	if addr == a.raftAddr {
-		a.onReply(ap.entry.seq, incarnation, ap.index, ap.digest, a.cfg.ID, a.incarnation, ap.raw, &ap)
-		return
+	var to []string // proposers in order of their first reply
+	msgs := map[string][]byte{}
+	for _, ap := range aps {
+		addr, incarnation := splitProposer(ap.entry.proposer)
+		if addr == a.raftAddr {
+			a.onReply(ap.entry.seq, incarnation, ap.index, ap.digest, a.cfg.ID, a.incarnation, ap.raw, &ap)
+			continue
+		}
+		if _, ok := msgs[addr]; !ok {
+			to = append(to, addr)
+		}
+		msgs[addr] = resp.AppendCommand(msgs[addr], []byte("REPLY"), strconv.AppendUint(nil, ap.entry.seq, 10),
+			[]byte(incarnation), strconv.AppendUint(nil, ap.index, 10), strconv.AppendUint(nil, ap.digest, 16),
+			[]byte(a.cfg.ID), []byte(a.incarnation), ap.raw)
 	}
-	msg := resp.AppendCommand(nil, []byte("REPLY"), strconv.AppendUint(nil, ap.entry.seq, 10), []byte(incarnation),
-		strconv.AppendUint(nil, ap.index, 10), strconv.AppendUint(nil, ap.digest, 16), []byte(a.cfg.ID),
-		[]byte(a.incarnation), ap.raw)
-	a.peer(addr).send(peerMsg{data: msg})
+	for _, addr := range to {
+		a.peer(addr).send(peerMsg{data: msgs[addr]})
+	}
 }
 
 func splitProposer(p string) (addr, incarnation string) {

@@ -67,18 +67,32 @@ func blockTimeout(name string, args [][]byte) (d time.Duration, forever, ok bool
 // CLIENT UNBLOCK ends it, or the client goes away; the reply is what redis
 // answered to the successful attempt, or the null of a timeout.
 func (a *Agent) block(st *clientState, name string, args [][]byte, d time.Duration, forever bool) []byte {
-	if st.lastRead != nil {
-		<-st.lastRead
+	// Its place among other connections' commands (arrival.go); a wait
+	// for the connection's own earlier commands gives it up.
+	t := a.arrival.take(true, false, st.arrivedAt())
+	defer a.arrival.release(t)
+	var keys [][]byte
+	for _, i := range orderedKeys(name, args) {
+		keys = append(keys, args[i])
 	}
-	if st.lastWriteDone != nil {
-		<-st.lastWriteDone
+	defer a.arrival.blockOn(keys)()
+	for _, c := range []chan struct{}{st.lastRead, st.lastWriteDone} {
+		if c == nil {
+			continue
+		}
+		select {
+		case <-c:
+		default:
+			a.arrival.release(t)
+			<-c
+		}
 	}
 	// INFO's blocked_clients and CLIENT LIST's flags=b count it meanwhile.
 	a.blockedClients.Add(1)
 	defer a.blockedClients.Add(-1)
 	unblocked, stop := st.blockUntilUnblocked()
 	defer stop()
-	b := &blockedCall{a: a, st: st, name: name, args: args, deadline: time.Now().Add(d), forever: forever, unblocked: unblocked}
+	b := &blockedCall{a: a, st: st, name: name, args: args, deadline: time.Now().Add(d), forever: forever, unblocked: unblocked, ticket: t}
 	return b.ordered()
 }
 
@@ -91,6 +105,7 @@ type blockedCall struct {
 	deadline  time.Time
 	forever   bool
 	unblocked *unblocking
+	ticket    *ticket // its place in arrival order, until the first attempt is proposed
 }
 
 // expired says the call's timeout passed.
@@ -136,7 +151,10 @@ func (b *blockedCall) timedOut() []byte {
 // try proposes one attempt and waits for its reply: EXEC's element, and
 // whether it is nil (no data yet).
 func (b *blockedCall) try(e entry) (w *write, r result, reply []byte, empty bool, errReply []byte) {
+	b.a.arrival.turn(b.ticket)
 	w, err := b.a.startEntry(e)
+	b.a.arrival.release(b.ticket)
+	b.ticket = nil
 	if err != nil {
 		return nil, r, nil, false, resp.Error("TRYAGAIN gait replica: " + err.Error())
 	}

@@ -51,6 +51,8 @@ func (a *Agent) newClientState(c net.Conn) *clientState {
 	st.push, st.written = make(chan []byte, pipelineDepth), make(chan struct{})
 	st.last.Store(st.created.UnixNano())
 	st.proto.Store(2)
+	// Asked for at once: the kernel stamps only what arrives after.
+	st.stamped = stampArrivals(c)
 	return st
 }
 

@@ -1,8 +1,10 @@
 package replica
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -43,7 +45,10 @@ var familyCases = map[string][]string{
 	"streams": {"XADD fx:a 1-1 f v", "XADD fx:a 2-1 g w", "XLEN fx:a", "XRANGE fx:a - +", "XREVRANGE fx:a + - COUNT 1",
 		"XGROUP CREATE fx:a grp 0", "XREADGROUP GROUP grp c1 COUNT 1 STREAMS fx:a >", "XACK fx:a grp 1-1",
 		"XPENDING fx:a grp", "XREAD COUNT 5 STREAMS fx:a 0", "XDEL fx:a 2-1", "XTRIM fx:a MAXLEN 0", "XSETID fx:a 5-0",
-		"XINFO STREAM fx:a", "DEL fx:a"}, // a consumer's seen-time is each replica's clock
+		"XINFO STREAM fx:a", "DEL fx:a",
+		// "*" after an ID in the future continues from it, as in redis.
+		"XADD fx:e 2577343934890-18446744073709551615 f v", "XADD fx:e * g w", "XADD fx:e MAXLEN 5 * h x",
+		"XRANGE fx:e - +", "XADD fx:e * f", "XADD fx:none NOMKSTREAM * f v", "SET fx:s x", "XADD fx:s * f v"}, // a consumer's seen-time is each replica's clock
 	"sort": {"RPUSH fo:a 3 1 2", "SORT fo:a", "SORT fo:a DESC LIMIT 0 2", "SORT fo:a STORE fo:b", "LRANGE fo:b 0 -1",
 		"SORT_RO fo:a ALPHA"},
 	"scripts": {"EVAL return¦redis.call('INCRBY',KEYS[1],ARGV[1]) 1 fc:a 5", "SCRIPT LOAD return¦1",
@@ -90,6 +95,8 @@ func TestFamilies(t *testing.T) {
 	t.Run("Random", func(t *testing.T) { testRandom(t, cl) })
 	t.Run("Blocking", func(t *testing.T) { testBlocking(t, cl) })
 	t.Run("BlockingOrder", func(t *testing.T) { testBlockingOrder(t, cl) })
+	t.Run("ArrivalOrder", func(t *testing.T) { testArrivalOrder(t, cl) })
+	t.Run("BlockingStats", func(t *testing.T) { testBlockingStats(t, cl) })
 	t.Run("Connection", func(t *testing.T) { testConnection(t, cl) })
 	t.Run("QueueRefusals", func(t *testing.T) { testQueueRefusals(t, cl) })
 	t.Run("ScriptKill", func(t *testing.T) { testScriptKill(t, cl) })
@@ -694,4 +701,157 @@ func testScriptKill(t *testing.T, cl *cluster) {
 		t.Fatalf("a write after the kill: %v", err)
 	}
 	cl.sameData() // every replica killed it and applied the write
+}
+
+// testArrivalOrder sends, as Redis's suite does, two blocking pops on two
+// connections and a push on a third back to back, without waiting for
+// either to block: the pop sent first should be served first. The agent
+// orders them by when the kernel delivered their bytes, which on a busy
+// machine can itself be out of order now and then (arrival.go), so the
+// test wants most rounds in order, not all: without the ordering, Go's
+// scheduler runs the later connection's goroutine first in nearly every
+// round on this machine.
+func testArrivalOrder(t *testing.T, cl *cluster) {
+	addr := cl.nodes[0].agent.ClientAddr()
+	var conns [3]net.Conn
+	var rds [3]*bufio.Reader
+	// dial makes connection i; the pops' are new each round, as the
+	// suite's deferring clients are: their first command often arrives
+	// before the agent accepted them.
+	dial := func(i int) {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		conns[i], rds[i] = c, bufio.NewReader(c)
+	}
+	send := func(i int, cmd string) {
+		t.Helper()
+		if _, err := conns[i].Write([]byte(cmd + "\r\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// line reads one reply that is a single line or a one-element array.
+	line := func(i int) string {
+		t.Helper()
+		var out []string
+		for n := 1; n > 0; n-- {
+			l, err := rds[i].ReadString('\n')
+			if err != nil {
+				t.Fatalf("connection %d: %v", i, err)
+			}
+			l = strings.TrimSpace(l)
+			switch l[0] {
+			case '*':
+				fmt.Sscan(l[1:], &n)
+				n++
+				continue
+			case '$':
+				n++
+				continue
+			}
+			out = append(out, l)
+		}
+		return strings.Join(out, " ")
+	}
+	dial(2)
+	defer conns[2].Close()
+	const rounds = 10
+	inOrder := 0
+	for round := 0; round < rounds; round++ {
+		q := fmt.Sprintf("fa:q%d", round)
+		dial(0)
+		dial(1)
+		send(0, "BLPOP "+q+" 0")
+		send(1, "BLPOP "+q+" 0")
+		send(2, "RPUSH "+q+" first")
+		line(2)
+		send(2, "RPUSH "+q+" second")
+		line(2)
+		got0, got1 := line(0), line(1)
+		conns[0].Close()
+		conns[1].Close()
+		switch {
+		case got0 == q+" first" && got1 == q+" second":
+			inOrder++
+		case got0 == q+" second" && got1 == q+" first":
+		default:
+			t.Fatalf("round %d: the pops got %q and %q", round, got0, got1)
+		}
+	}
+	if inOrder < rounds*7/10 {
+		t.Errorf("the pop sent first was served first in %d rounds of %d", inOrder, rounds)
+	}
+	t.Logf("the pop sent first was served first in %d rounds of %d", inOrder, rounds)
+
+	// An EXEC under WATCH sent before a push that serves a blocked client
+	// (which then writes the watched key) runs first and commits, as in
+	// Redis's "BRPOPLPUSH does not affect WATCH while still blocked".
+	send(2, "SET fa:k somevalue")
+	line(2)
+	info := client(t, addr)
+	inOrder = 0
+	for round := 0; round < rounds; round++ {
+		src, dst := fmt.Sprintf("fa:src%d", round), fmt.Sprintf("fa:dst%d", round)
+		dial(0)
+		dial(1)
+		send(0, "BRPOPLPUSH "+src+" "+dst+" 0")
+		// As the suite's wait_for_blocked_client: the agent counts the
+		// client blocked before its first attempt is in the queues.
+		for !strings.Contains(info.Info(context.Background(), "clients").Val(), "blocked_clients:1") {
+			time.Sleep(time.Millisecond)
+		}
+		for _, cmd := range []string{"WATCH " + dst, "MULTI", "GET fa:k"} {
+			send(1, cmd)
+			line(1)
+		}
+		send(1, "EXEC")
+		send(2, "LPUSH "+src+" e")
+		line(2)
+		if line(1) == "somevalue" {
+			inOrder++
+		}
+		if got := line(0); got != "e" {
+			t.Fatalf("round %d: BRPOPLPUSH got %q", round, got)
+		}
+		conns[0].Close()
+		conns[1].Close()
+	}
+	if inOrder < rounds*7/10 {
+		t.Errorf("the EXEC sent before the push committed in %d rounds of %d", inOrder, rounds)
+	}
+	t.Logf("the EXEC sent before the push committed in %d rounds of %d", inOrder, rounds)
+}
+
+// testBlockingStats: INFO commandstats count a blocking command that
+// waited, was tried again and then served once, as redis does, and not
+// the MULTI and EXEC the agent wrapped its tries in.
+func testBlockingStats(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	addr := cl.nodes[2].agent.ClientAddr()
+	c, popper := client(t, addr), client(t, addr)
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- popper.BLPop(ctx, 0, "fst:q").Err() }()
+	time.Sleep(300 * time.Millisecond) // blocked
+	if err := c.RPush(ctx, "fst:other", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RPush(ctx, "fst:q", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	stats := c.Info(ctx, "commandstats").Val()
+	if !strings.Contains(stats, "cmdstat_blpop:calls=1,") {
+		t.Errorf("INFO commandstats after one served BLPOP: %q, want cmdstat_blpop:calls=1", stats)
+	}
+	if strings.Contains(stats, "cmdstat_multi:") || strings.Contains(stats, "cmdstat_exec:") {
+		t.Errorf("INFO commandstats count the agent's MULTI/EXEC: %q", stats)
+	}
 }

@@ -59,7 +59,7 @@ type fsm struct {
 	// re-attaches (under run and connMu; the applier reads it under run).
 	conn   *redisConn
 	connMu sync.Mutex
-	report func(applied) // hands each reply to the waiting proposer
+	report func([]applied) // hands a batch's replies to their waiting proposers
 	logger *log.Logger
 	// observe, when set, learns how long each batch took on redis.
 	observe func(d time.Duration, entries int)
@@ -91,7 +91,7 @@ type fsm struct {
 	busySince atomic.Int64
 }
 
-func newFSM(conn *redisConn, report func(applied), logger *log.Logger) *fsm {
+func newFSM(conn *redisConn, report func([]applied), logger *log.Logger) *fsm {
 	f := &fsm{conn: conn, report: report, logger: logger, changed: make(chan struct{}), sessions: newSessions(), blocked: newBlockQueues()}
 	f.qcond = sync.NewCond(&f.qmu)
 	return f
@@ -188,6 +188,15 @@ func (f *fsm) applyRun(batch []queued) {
 	from := f.applied
 	f.mu.Unlock()
 	defer f.notifyApplied() // once per batch, not per entry
+	// The replies go out once per batch too: one message to each other
+	// proposer, not one per entry (reported also when the batch fails
+	// part way: those before the failure were applied).
+	var reports []applied
+	defer func() {
+		if len(reports) > 0 {
+			f.report(reports)
+		}
+	}()
 	var payload []byte
 	n := 0
 	run := make([]bool, len(batch)) // entries to send to redis: new, decoded, first copies
@@ -231,7 +240,7 @@ func (f *fsm) applyRun(batch []queued) {
 		switch {
 		case q.entry.block == nil:
 			raw, digested, err = f.entryReplies(q.entry)
-			f.blocked.touched(q.index)
+			f.blocked.touched(q.index, q.entry.payload)
 			serve = i == len(batch)-1 && f.blocked.mentioned(q.entry.payload)
 		case g.skip:
 			// Nothing ran: the digest stays as it was.
@@ -252,8 +261,8 @@ func (f *fsm) applyRun(batch []queued) {
 		}
 		d := f.setApplied(q.index, digested)
 		if q.entry.proposer != "" {
-			f.report(applied{entry: q.entry, index: q.index, raw: raw, digest: d, committed: q.committed, sent: start,
-				appended: q.appended})
+			reports = append(reports, applied{entry: q.entry, index: q.index, raw: raw, digest: d, committed: q.committed,
+				sent: start, appended: q.appended})
 		}
 	}
 	if f.observe != nil && n > 0 {

@@ -1,8 +1,10 @@
 package replica
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -111,6 +113,79 @@ func (a *Agent) execAbortCause(s slot, queued [][][]byte) slot {
 			}
 		}
 		return raw
+	}
+	return s
+}
+
+// ownQueued says whether a queued command is one the agent runs itself at
+// EXEC, not the redis-servers: CLIENT PAUSE and CLIENT UNPAUSE. Redis
+// queues them like any command; the pause starts when the transaction
+// ends.
+func ownQueued(q [][]byte) bool {
+	return len(q) >= 2 && strings.EqualFold(string(q[0]), "CLIENT") &&
+		(strings.EqualFold(string(q[1]), "PAUSE") || strings.EqualFold(string(q[1]), "UNPAUSE"))
+}
+
+// ownQueuedArity is redis's queue-time refusal of an agent-run command
+// with the wrong number of arguments ("" when it may be queued).
+func ownQueuedArity(q [][]byte) string {
+	if strings.EqualFold(string(q[1]), "PAUSE") && len(q) != 3 && len(q) != 4 ||
+		strings.EqualFold(string(q[1]), "UNPAUSE") && len(q) != 2 {
+		return "ERR wrong number of arguments for 'client|" + strings.ToLower(string(q[1])) + "' command"
+	}
+	return ""
+}
+
+// withoutOwn replaces the agent-run commands of a transaction with PING,
+// so the redis-servers run the rest at the same positions, and returns
+// them by position.
+func withoutOwn(queued [][][]byte) (out [][][]byte, own map[int][][]byte) {
+	for i, q := range queued {
+		if !ownQueued(q) {
+			continue
+		}
+		if own == nil {
+			out, own = slices.Clone(queued), map[int][][]byte{}
+		}
+		own[i], out[i] = q, [][]byte{[]byte("PING")}
+	}
+	if own == nil {
+		return queued, nil
+	}
+	return out, own
+}
+
+// runOwn has the agent run its commands of a transaction once the
+// transaction ran (a nil or error reply: it did not, and neither do they),
+// in order, and puts their replies in EXEC's array in place of the PINGs.
+func (a *Agent) runOwn(st *clientState, s slot, own map[int][][]byte) slot {
+	if own == nil || s.fill == nil {
+		return s
+	}
+	fill := s.fill
+	s.fill = func() []byte {
+		raw := fill()
+		r := bufio.NewReader(bytes.NewReader(raw))
+		head, err := r.ReadSlice('\n')
+		if err != nil || head[0] != '*' {
+			return raw
+		}
+		n, err := strconv.Atoi(string(bytes.TrimSpace(head[1:])))
+		if err != nil || n < 0 {
+			return raw
+		}
+		out := append([]byte(nil), head...)
+		for i := range n {
+			elem, _, err := resp.ReadReply(r)
+			if err != nil {
+				return raw
+			}
+			if q, ok := own[i]; ok {
+				elem = a.clientCommand(st, q)
+			}
+			out = append(out, elem...)
+		}
+		return out
 	}
 	return s
 }

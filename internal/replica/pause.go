@@ -41,22 +41,22 @@ func (a *Agent) clientPause(args [][]byte) []byte {
 	if len(args) != 3 && len(args) != 4 {
 		return resp.Error("ERR wrong number of arguments for 'client|pause' command")
 	}
+	all := true
+	if len(args) == 4 { // the mode first, as redis checks it
+		switch strings.ToUpper(string(args[3])) {
+		case "WRITE":
+			all = false
+		case "ALL":
+		default:
+			return resp.Error("ERR CLIENT PAUSE mode must be WRITE or ALL")
+		}
+	}
 	ms, err := strconv.ParseInt(string(args[2]), 10, 64)
 	if err != nil {
 		return resp.Error("ERR timeout is not an integer or out of range")
 	}
 	if ms < 0 {
 		return resp.Error("ERR timeout is negative")
-	}
-	all := true
-	if len(args) == 4 {
-		switch strings.ToUpper(string(args[3])) {
-		case "WRITE":
-			all = false
-		case "ALL":
-		default:
-			return resp.Error("ERR syntax error")
-		}
 	}
 	p := &a.pause
 	until := time.Now().Add(time.Duration(ms) * time.Millisecond).UnixNano()

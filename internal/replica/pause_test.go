@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -39,5 +40,52 @@ func testPause(t *testing.T, cl *cluster) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("SET still held 5 s after CLIENT UNPAUSE")
+	}
+
+	// Inside MULTI, CLIENT PAUSE is queued and starts when the transaction
+	// ends, as in redis: the transaction's own writes go through.
+	tx := admin.Conn()
+	defer tx.Close()
+	for _, cmd := range [][]any{{"MULTI"}, {"SET", "fpause:a", "1"}, {"CLIENT", "PAUSE", "10000", "WRITE"}, {"SET", "fpause:b", "2"}} {
+		if err := tx.Do(ctx, cmd...).Err(); err != nil {
+			t.Fatalf("%v: %v", cmd, err)
+		}
+	}
+	if got, err := tx.Do(ctx, "EXEC").Result(); fmt.Sprint(got) != "[OK OK OK]" || err != nil {
+		t.Fatalf("EXEC of SET, CLIENT PAUSE, SET: %v, %v", got, err)
+	}
+	go func() { done <- writer.Set(ctx, "fpause:c", "3", 0).Err() }()
+	select {
+	case err := <-done:
+		t.Fatalf("SET answered after a CLIENT PAUSE WRITE in a transaction: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if got := admin.MGet(ctx, "fpause:a", "fpause:b", "fpause:c").Val(); fmt.Sprint(got) != "[1 2 <nil>]" {
+		t.Errorf("during the pause: %v, want the transaction's writes and not the held one", got)
+	}
+	// CLIENT UNPAUSE inside MULTI; a malformed PAUSE's error in EXEC's array.
+	for _, cmd := range [][]any{{"MULTI"}, {"CLIENT", "PAUSE", "10", "SOMETIMES"}, {"CLIENT", "UNPAUSE"}} {
+		if err := tx.Do(ctx, cmd...).Err(); err != nil {
+			t.Fatalf("%v: %v", cmd, err)
+		}
+	}
+	if got, err := tx.Do(ctx, "EXEC").Result(); fmt.Sprint(got) != "[ERR CLIENT PAUSE mode must be WRITE or ALL OK]" || err != nil {
+		t.Errorf("EXEC of a malformed CLIENT PAUSE and CLIENT UNPAUSE: %v, %v", got, err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("SET after CLIENT UNPAUSE in a transaction: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("SET still held 5 s after CLIENT UNPAUSE in a transaction")
+	}
+	// A PAUSE of the wrong arity is refused when queued, as redis does.
+	tx.Do(ctx, "MULTI")
+	if err := tx.Do(ctx, "CLIENT", "PAUSE").Err(); err == nil || !strings.Contains(err.Error(), "wrong number of arguments for 'client|pause'") {
+		t.Errorf("CLIENT PAUSE without a timeout in MULTI: %v", err)
+	}
+	if err := tx.Do(ctx, "EXEC").Err(); err == nil || !strings.HasPrefix(err.Error(), "EXECABORT") {
+		t.Errorf("EXEC after a refused CLIENT PAUSE: %v, want EXECABORT", err)
 	}
 }

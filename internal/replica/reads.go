@@ -171,8 +171,8 @@ func (a *Agent) fastRead(st *clientState, payload []byte, pinned bool) (slot, bo
 	p, n, after := md.frame(payload, 1)
 	call := a.reads.start(p, n, n-1-after)
 	done := make(chan struct{})
-	st.lastRead = done // writeReplies closes it once fill, fallback included, ran
-	return slot{done: done, fill: func() []byte {
+	st.lastRead = done // closed once fill, fallback included, ran
+	return slot{done: done, direct: true, fill: func() []byte {
 		if answered(call.done, a.hedgeAfter()-time.Since(start)) && call.err == nil {
 			a.m.read.Observe(time.Since(start).Seconds())
 			return call.raw

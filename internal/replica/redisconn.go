@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -164,11 +165,18 @@ type muxConn struct {
 	calls    chan *muxCall // to the writer, while no connection is up
 	inflight chan *muxCall // written, awaiting their replies, in order
 	stop     chan struct{}
-	// mu guards up and writes to it. While a connection is up, a caller
-	// writes its call itself: a hop to the writer goroutine and back cost a
-	// read as much as its round trip to redis.
+	// mu guards up, pending, spare and changes to flushing. While a connection is
+	// up, a caller writes its call itself: a hop to the writer goroutine
+	// and back cost a read as much as its round trip to redis.
 	mu sync.Mutex
 	up *redisConn
+	// pending holds the payloads of calls put in flight and not yet
+	// written, while flushing says one caller is writing them out: a call
+	// that arrives meanwhile leaves its bytes to that caller, so reads of
+	// many clients share one write to redis (one syscall and one packet,
+	// not one per read). spare is the buffer last written, for reuse.
+	pending, spare []byte
+	flushing       atomic.Bool
 }
 
 // muxDepth bounds the requests queued or in flight on one connection.
@@ -203,7 +211,12 @@ func (m *redisMux) doSome(payload []byte, n, keep int) ([]byte, error) {
 // start queues commands as doSome does and returns at once; the call's
 // done channel closes once its reply (or error) is in.
 func (m *redisMux) start(payload []byte, n, keep int) *muxCall {
-	c := m.conns[m.next.Add(1)%uint64(len(m.conns))]
+	// A call joins the connection whose writer is gathering calls, else
+	// the next one.
+	c := m.conns[m.next.Load()%uint64(len(m.conns))]
+	if !c.flushing.Load() {
+		c = m.conns[m.next.Add(1)%uint64(len(m.conns))]
+	}
 	call := &muxCall{payload: payload, replies: n, keep: keep, done: make(chan struct{})}
 	if c.writeNow(call) {
 		return call
@@ -222,22 +235,48 @@ func (m *redisMux) start(payload []byte, n, keep int) *muxCall {
 // reader fails it once the connection is closed.
 func (c *muxConn) writeNow(call *muxCall) bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.up == nil {
+		c.mu.Unlock()
 		return false
 	}
-	c.send(c.up, call)
+	c.send(call)
 	return true
 }
 
-// send puts call in flight and writes it; called with mu held.
-func (c *muxConn) send(conn *redisConn, call *muxCall) {
+// send puts call in flight and has it written; called with mu held, which
+// it releases. The caller that finds no one writing writes everything
+// pending, again until nothing is, to whichever connection is up.
+func (c *muxConn) send(call *muxCall) {
 	c.inflight <- call
-	conn.c.SetWriteDeadline(time.Now().Add(redisTimeout))
-	if _, err := conn.w.Write(call.payload); err != nil || conn.w.Flush() != nil {
-		conn.close()
-		c.up = nil
+	c.pending = append(c.pending, call.payload...)
+	if c.flushing.Load() {
+		c.mu.Unlock()
+		return
 	}
+	c.flushing.Store(true)
+	c.mu.Unlock()
+	// Goroutines that are runnable already (other clients' requests,
+	// woken by the same network poll) add theirs before the write: with
+	// one thread per agent (--procs 1) no other could while it runs.
+	runtime.Gosched()
+	c.mu.Lock()
+	for len(c.pending) > 0 && c.up != nil {
+		conn, buf := c.up, c.pending
+		c.pending = c.spare[:0]
+		c.mu.Unlock()
+		conn.c.SetWriteDeadline(time.Now().Add(redisTimeout))
+		_, err := conn.c.Write(buf)
+		c.mu.Lock()
+		c.spare = buf
+		if err != nil {
+			conn.close()
+			if c.up == conn {
+				c.up = nil
+			}
+		}
+	}
+	c.flushing.Store(false)
+	c.mu.Unlock()
 }
 
 func (m *redisMux) close() {
@@ -267,7 +306,9 @@ func (c *muxConn) run() {
 		broken := make(chan struct{})
 		go c.read(conn, broken)
 		c.mu.Lock()
-		c.up = conn
+		// What is pending belongs to calls of the connection before, which
+		// drain failed.
+		c.up, c.pending = conn, c.pending[:0]
 		c.mu.Unlock()
 		c.write(conn, broken)
 		conn.close()
@@ -305,7 +346,14 @@ func (c *muxConn) write(conn *redisConn, broken chan struct{}) {
 			return
 		}
 		c.mu.Lock()
-		c.send(conn, call)
+		if c.up != conn {
+			c.mu.Unlock()
+			call.err = errors.New("connection to redis lost")
+			close(call.done)
+			return
+		}
+		c.send(call)
+		c.mu.Lock()
 		up := c.up != nil
 		c.mu.Unlock()
 		if !up {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,6 +37,10 @@ type slot struct {
 	close bool          // close the connection after this reply
 	// silent drops the reply (CLIENT REPLY OFF or SKIP); fill still runs.
 	silent bool
+	// direct says fill only waits for the local redis-server (a fast
+	// read): the reading goroutine may run it and write the reply itself
+	// when no reply is owed before it.
+	direct bool
 }
 
 func (a *Agent) serveClients() {
@@ -78,11 +83,14 @@ type clientState struct {
 	skipNext int
 	// killed is set when CLIENT KILL named this connection itself.
 	killed bool
+	// stamped reads the connection, and knows when its bytes arrived.
+	stamped *stampedConn
 	pubsub
 }
 
 // serveConn reads requests and proposes writes in arrival order; a second
-// goroutine writes replies in the same order. Writes of one connection are
+// goroutine writes replies in the same order (but for a fast read with no
+// reply owed before it, answered by this one). Writes of one connection are
 // pipelined through raft, reads wait for everything before them.
 func (a *Agent) serveConn(c net.Conn, st *clientState) {
 	defer func() {
@@ -92,9 +100,10 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 	}()
 	slots := make(chan slot, pipelineDepth)
 	written := st.written
-	go func() { a.writeReplies(c, slots, st.push); close(written) }()
+	out := &replyWriter{c: c, w: bufio.NewWriterSize(c, 64<<10)}
+	go func() { a.writeReplies(out, slots, st.push); close(written) }()
 	defer func() { close(slots); <-written; st.unsubscribeAll() }()
-	sc := &stallConn{Conn: c, timeout: a.cfg.RequestTimeout, observe: func(d time.Duration) { a.m.stage("request_read", d) }}
+	sc := &stallConn{Conn: st.stamped, timeout: a.cfg.RequestTimeout, observe: func(d time.Duration) { a.m.stage("request_read", d) }}
 	rd := resp.NewReader(sc, a.cfg.MaxRequest, maxArgs)
 	rd.Budget, rd.Begin = a.budget, sc.begin
 	defer rd.Release()
@@ -107,7 +116,7 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 			args, err = rd.ReadCommand()
 			sc.end()
 			if err != nil {
-				a.endConn(slots, err)
+				a.endConn(out, slots, err)
 				return
 			}
 			st.touch(args)
@@ -131,9 +140,19 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 			// transaction's stay queued, and charged, until EXEC or DISCARD.
 			rd.Release()
 		}
-		slots <- s
+		if s.direct && !s.silent && next == nil && rd.Buffered() == 0 && out.owed.Load() == 0 {
+			// Nothing owed before it and nothing read after it: answer here,
+			// without waking the writer twice (once for the slot, once for
+			// redis's answer).
+			reply := s.fill()
+			close(s.done)
+			out.put(reply, true, false)
+		} else {
+			out.owed.Add(1)
+			slots <- s
+		}
 		if err != nil {
-			a.endConn(slots, err)
+			a.endConn(out, slots, err)
 			return
 		}
 		if s.close {
@@ -144,8 +163,9 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 
 // endConn answers a request that could not be read, if it deserves an
 // answer; the connection then closes.
-func (a *Agent) endConn(slots chan slot, err error) {
+func (a *Agent) endConn(out *replyWriter, slots chan slot, err error) {
 	if msg := a.requestError(err); msg != "" {
+		out.owed.Add(1)
 		slots <- slot{reply: resp.Error(msg), close: true}
 	}
 }
@@ -293,32 +313,60 @@ func (c *stallConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
+// replyWriter writes one connection's replies: writeReplies those owed,
+// in order, and the reading goroutine a direct slot's when none is owed.
+type replyWriter struct {
+	c      net.Conn
+	owed   atomic.Int64 // slots handed to writeReplies and not yet done with
+	mu     sync.Mutex   // guards w and broken
+	w      *bufio.Writer
+	broken bool // a write failed or the connection was closed after a reply
+}
+
+// put writes b, then flushes when flush; after a failure, or when closeAfter,
+// it closes the connection and writes nothing more.
+func (o *replyWriter) put(b []byte, flush, closeAfter bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.broken {
+		return
+	}
+	o.c.SetWriteDeadline(time.Now().Add(time.Minute))
+	_, err := o.w.Write(b)
+	if err == nil && flush {
+		err = o.w.Flush()
+	}
+	if err != nil || closeAfter {
+		o.broken = true
+		o.c.Close()
+	}
+}
+
+func (o *replyWriter) isBroken() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.broken
+}
+
 // writeReplies writes the replies in request order, and between them what
 // the connection's subscriptions push (messages, and redis's answers to
 // SUBSCRIBE and the like), as it comes.
-func (a *Agent) writeReplies(c net.Conn, slots chan slot, push chan []byte) {
-	w := bufio.NewWriterSize(c, 64<<10)
-	broken := false
+func (a *Agent) writeReplies(out *replyWriter, slots chan slot, push chan []byte) {
 	for {
 		var s slot
 		select {
 		case m := <-push:
-			if !broken {
-				c.SetWriteDeadline(time.Now().Add(time.Minute))
-				if _, err := w.Write(m); err != nil || w.Flush() != nil {
-					broken = true
-					c.Close()
-				}
-			}
+			out.put(m, true, false)
 			continue
 		case x, ok := <-slots:
 			if !ok {
-				c.Close()
+				out.c.Close()
 				return
 			}
 			s = x
 		}
 		reply := s.reply
+		broken := out.isBroken()
 		if s.fill != nil {
 			if !broken {
 				reply = s.fill()
@@ -327,18 +375,10 @@ func (a *Agent) writeReplies(c net.Conn, slots chan slot, push chan []byte) {
 				close(s.done)
 			}
 		}
-		if broken || (s.silent && !s.close) {
-			continue
+		if !broken && (!s.silent || s.close) {
+			out.put(reply, len(slots) == 0 || s.close, s.close)
 		}
-		c.SetWriteDeadline(time.Now().Add(time.Minute))
-		_, err := w.Write(reply)
-		if err == nil && (len(slots) == 0 || s.close) {
-			err = w.Flush()
-		}
-		if err != nil || s.close {
-			broken = true
-			c.Close()
-		}
+		out.owed.Add(-1)
 	}
 }
 
@@ -373,6 +413,9 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 	case rediscmd.Read:
 		return a.readSlot(st, resp.AppendCommand(nil, args...), sp.Pinned)
 	case rediscmd.Local:
+		if name == "CONFIG" && strings.EqualFold(string(args[1]), "RESETSTAT") {
+			a.fsm.blocked.stats.reset() // as the local server's
+		}
 		if name == "INFO" {
 			return a.ownWritesFirst(st, a.infoSlot(st.mode(), resp.AppendCommand(nil, args...)))
 		}
@@ -475,6 +518,8 @@ func (a *Agent) queue(st *clientState, name string, sp rediscmd.Spec, msg string
 		// its own replica's answer, as outside one: the transaction is
 		// volatile.
 		msg = a.probeQueued(args)
+	case ownQueued(args):
+		msg = ownQueuedArity(args)
 	case sp.Kind == rediscmd.Agent && name != "PING" && name != "ECHO":
 		msg = "ERR '" + name + "' is not supported inside MULTI by gait replica"
 	case sp.Kind != rediscmd.Agent:
@@ -505,8 +550,9 @@ func (a *Agent) exec(st *clientState) slot {
 	if aborted {
 		return slot{reply: resp.Error("EXECABORT Transaction discarded because of previous errors.")}
 	}
+	queued, own := withoutOwn(queued)
 	if len(ws) == 0 && readOnly(queued) {
-		return a.readTransaction(st, queued)
+		return a.runOwn(st, a.readTransaction(st, queued), own)
 	}
 	payload, extra := watchPrefix(ws)
 	payload = resp.AppendCommand(payload, []byte("MULTI"))
@@ -514,7 +560,7 @@ func (a *Agent) exec(st *clientState) slot {
 		payload = resp.AppendCommand(payload, q...)
 	}
 	payload = resp.AppendCommand(payload, []byte("EXEC"))
-	return a.execAbortCause(a.write(st, entry{replies: extra + len(queued) + 2, payload: payload, volatile: volatile}), queued)
+	return a.runOwn(st, a.execAbortCause(a.write(st, entry{replies: extra + len(queued) + 2, payload: payload, volatile: volatile}), queued), own)
 }
 
 // write proposes e (its commands) for the connection, in the connection's
@@ -525,7 +571,10 @@ func (a *Agent) write(st *clientState, e entry) slot {
 	}
 	// A batch's frame is as many commands before as after.
 	e.payload, e.replies, e.after = st.mode().frame(e.payload, e.replies)
+	t := a.arrival.take(false, a.arrival.waitedOn(e.payload) || a.fsm.blocked.mentioned(e.payload), st.arrivedAt())
+	a.arrival.turn(t)
 	w, err := a.startEntry(e)
+	a.arrival.release(t)
 	if err != nil {
 		return slot{reply: resp.Error("TRYAGAIN gait replica: " + err.Error())}
 	}
@@ -609,7 +658,7 @@ func (a *Agent) infoSlot(md mode, payload []byte) slot {
 		conns := len(a.conns)
 		a.mu.Unlock()
 		raw := patchInfo(fill(), "connected_clients", int64(conns))
-		return a.patchTrackingInfo(patchInfo(raw, "blocked_clients", a.blockedClients.Load()))
+		return a.fsm.blocked.stats.patch(a.patchTrackingInfo(patchInfo(raw, "blocked_clients", a.blockedClients.Load())))
 	}
 	return s
 }

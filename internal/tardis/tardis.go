@@ -110,10 +110,30 @@ func Generate(seed, off uint64, buf []byte) {
 		off += uint64(n)
 	}
 	b := off / BlockSize % (maxBlock + 1)
+	// The loop is putBlock inlined by hand, with the words' mix inputs
+	// k+(8b+i)·φ carried from block to block by addition (the products
+	// cost five multiplies a block otherwise): about a quarter faster
+	// than putBlock per block (BenchmarkGenerateByBlock), and generation
+	// is what every writer of the stream pays per byte.
+	g := uint64(golden) // a variable: i·φ wraps, which constants may not
+	g3, g4, g5, g6, g7, g8 := 3*g, 4*g, 5*g, 6*g, 7*g, 8*g
+	z := k + b*g8
 	for len(buf) >= BlockSize {
-		putBlock(buf, seed, k, b)
+		q := buf[:BlockSize:BlockSize]
+		binary.LittleEndian.PutUint64(q[0:], Magic)
+		binary.LittleEndian.PutUint64(q[8:], seed)
+		binary.LittleEndian.PutUint64(q[16:], b)
+		binary.LittleEndian.PutUint64(q[24:], mix(z+g3))
+		binary.LittleEndian.PutUint64(q[32:], mix1(z+g4))
+		binary.LittleEndian.PutUint64(q[40:], mix1(z+g5))
+		binary.LittleEndian.PutUint64(q[48:], mix1(z+g6))
+		binary.LittleEndian.PutUint64(q[56:], mix1(z+g7))
 		buf = buf[BlockSize:]
-		b = (b + 1) & maxBlock
+		z += g8
+		b++
+		if b > maxBlock { // the stream wraps to offset 0
+			b, z = 0, k
+		}
 	}
 	if len(buf) > 0 {
 		putBlock(tmp[:], seed, k, b)

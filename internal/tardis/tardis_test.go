@@ -587,3 +587,16 @@ func TestWriteAtSplit(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkGenerateByBlock is Generate's loop before it was inlined by
+// hand (putBlock per block): the peer that shows what that bought.
+func BenchmarkGenerateByBlock(b *testing.B) {
+	dst := make([]byte, 64<<10)
+	b.SetBytes(int64(len(dst)))
+	k := key(0xfeed)
+	for b.Loop() {
+		for i := 0; i < len(dst); i += BlockSize {
+			putBlock(dst[i:], 0xfeed, k, 1<<27+uint64(i/BlockSize))
+		}
+	}
+}

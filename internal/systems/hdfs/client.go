@@ -45,11 +45,19 @@ import (
 //	        service: F11. The file gives every decommission a block to
 //	        move: when the node comes back the NameNode deletes excess
 //	        replicas, often the returning node's.
+//	checkpoint  checkpointTxns new directories in /gait/checkpoint (namespace
+//	        transactions), then one checkpoint by Hadoop's own Secondary
+//	        NameNode (SecondaryNameNode -checkpoint force) run on the last
+//	        host, beside its DataNode, with its checkpoint directory in that
+//	        host's data directory: it fetches the NameNode's new edits (and
+//	        image, the first time), merges them, saves the new image to its
+//	        disk and uploads it: F5. Checkpoints of a cluster run one at a
+//	        time (two would share the Secondary's storage).
 //
 // The data is tardis's synthetic stream named by the file's path, from
 // offset 0: gait generates it and hands it to the Java client, so what the
 // DataNodes store is what gait's emulating file system recognises.
-var Ops = []string{"create", "write", "read", "append", "mkdir", "stat", "setrep", "decommission"}
+var Ops = []string{"create", "write", "read", "append", "mkdir", "stat", "setrep", "decommission", "checkpoint"}
 
 const (
 	opCreate = iota
@@ -60,6 +68,7 @@ const (
 	opStat
 	opSetrep
 	opDecommission
+	opCheckpoint
 )
 
 // The directories the operations work in.
@@ -69,7 +78,15 @@ const (
 	DirsDir = "/gait/dirs"
 	// DecommissionDir holds the files decommission writes.
 	DecommissionDir = "/gait/decommission"
+	// CheckpointDir holds the directories checkpoint makes.
+	CheckpointDir = "/gait/checkpoint"
 )
+
+// checkpointTxns is how many namespace transactions (mkdirs) a checkpoint
+// op makes before it checkpoints. The paper checkpointed 60,000; on 2
+// shared cores that many round trips would take minutes per op, and a
+// verdict wants 20 baseline ops.
+const checkpointTxns = 200
 
 // javaClient is one JVM running dev.gait.hdfs.Client (java/hadoop), which
 // serves every load client of a cluster as a channel of its own: gait's
@@ -86,6 +103,13 @@ type javaClient struct {
 	// exclude is the NameNode's exclude file, decommissioned the first
 	// DataNode's transfer address, which decommission writes into it.
 	exclude, decommissioned string
+	// secondary is the host checkpoints run on, with d's Java and jars;
+	// nameDir the NameNode's storage directory, where a checkpoint's new
+	// image arrives; ckptMu makes checkpoints run one at a time.
+	d         *Driver
+	secondary systems.Host
+	nameDir   string
+	ckptMu    sync.Mutex
 
 	wmu sync.Mutex // guards w: channels write requests from their goroutines
 	w   *bufio.Writer
@@ -157,7 +181,8 @@ func startClient(d *Driver, nn systems.Host, dns []systems.Host) (*javaClient, e
 		return nil, fmt.Errorf("hdfs client: %w", err)
 	}
 	jc := &javaClient{cmd: cmd, log: logPath, replication: min(d.Replication, dataNodes), dataNodes: dataNodes,
-		exclude: excludeFile(nn), decommissioned: hostPort(dns[0].Address(), dnXferPort), w: bufio.NewWriterSize(stdin, 1<<16), in: stdin, pending: map[uint64]chan answer{}, done: make(chan struct{})}
+		exclude: excludeFile(nn), decommissioned: hostPort(dns[0].Address(), dnXferPort),
+		d: d, secondary: dns[len(dns)-1], nameDir: filepath.Join(site["dfs.namenode.name.dir"], "current"), w: bufio.NewWriterSize(stdin, 1<<16), in: stdin, pending: map[uint64]chan answer{}, done: make(chan struct{})}
 	go jc.read(bufio.NewReaderSize(stdout, 1<<16))
 	return jc, nil
 }
@@ -359,6 +384,14 @@ func (c *channel) Do(ctx context.Context, op load.Op) error {
 		req := fmt.Appendf(nil, "%s %s\n", c.jc.exclude, c.jc.decommissioned)
 		_, err := c.jc.call(ctx, c.id, "decommission", p, append(req, c.content(p, len(op.Value))...))
 		return err
+	case opCheckpoint:
+		for range checkpointTxns {
+			c.n++
+			if _, err := c.jc.call(ctx, c.id, "mkdir", fmt.Sprintf("%s/c%d-%d", CheckpointDir, c.id, c.n), nil); err != nil {
+				return err
+			}
+		}
+		return c.jc.checkpoint(ctx)
 	case opMkdir:
 		c.n++
 		_, err := c.jc.call(ctx, c.id, "mkdir", fmt.Sprintf("%s/c%d-%d", DirsDir, c.id, c.n), nil)
@@ -366,6 +399,62 @@ func (c *channel) Do(ctx context.Context, op load.Op) error {
 	default:
 		return fmt.Errorf("hdfs: operation kind %d: not one of %v", op.Kind, Ops)
 	}
+}
+
+// secondaryClass is Hadoop's Secondary NameNode; with "-checkpoint force"
+// it takes one checkpoint and exits.
+const secondaryClass = "org.apache.hadoop.hdfs.server.namenode.SecondaryNameNode"
+
+// checkpoint runs one Secondary NameNode checkpoint on jc.secondary and
+// waits for it to end. Its exit status is not known here, so it
+// succeeded if the NameNode received a newer image than it had (its JMX
+// LastCheckpointTime would say so only seconds later: /jmx caches).
+func (jc *javaClient) checkpoint(ctx context.Context) error {
+	jc.ckptMu.Lock()
+	defer jc.ckptMu.Unlock()
+	before, err := newestImage(jc.nameDir)
+	if err != nil {
+		return err
+	}
+	h := jc.secondary
+	p, err := h.Start("secondarynamenode", jc.d.argv(h, RoleDataNode, secondaryClass, "-checkpoint", "force"), nil)
+	if err != nil {
+		return fmt.Errorf("hdfs checkpoint on %s: %w", h.Name(), err)
+	}
+	for !p.Exited() {
+		select {
+		case <-ctx.Done():
+			p.Stop()
+			return fmt.Errorf("hdfs checkpoint on %s: %w", h.Name(), ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	after, err := newestImage(jc.nameDir)
+	if err != nil {
+		return err
+	}
+	if after <= before {
+		return fmt.Errorf("hdfs checkpoint on %s: the NameNode received no new image (its newest is of transaction %d)%s", h.Name(), before, systems.LogTail(p))
+	}
+	return nil
+}
+
+// newestImage is the transaction id of the newest fsimage_TXID in the
+// NameNode's storage directory dir, 0 if there is none.
+func newestImage(dir string) (uint64, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("hdfs checkpoint: the NameNode's images: %w", err)
+	}
+	var newest uint64
+	for _, e := range entries {
+		if txid, ok := strings.CutPrefix(e.Name(), "fsimage_"); ok {
+			if n, err := strconv.ParseUint(txid, 10, 64); err == nil {
+				newest = max(newest, n)
+			}
+		}
+	}
+	return newest, nil
 }
 
 // keyPath is the file of key: HDFS forbids ':' in a name, which gait's

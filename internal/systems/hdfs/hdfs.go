@@ -199,6 +199,11 @@ func (d *Driver) conf(h, nn systems.Host, dns int) map[string]string {
 		// checked once a second rather than every 30 s.
 		"dfs.hosts.exclude":                  excludeFile(h),
 		"dfs.namenode.decommission.interval": "1",
+		// The checkpoint op's Secondary NameNode uploads an image per op;
+		// the NameNode refuses one unless 3/4 of this period (1 hour by
+		// default) or dfs.namenode.checkpoint.txns (a million) passed
+		// since the last. Nothing else checkpoints here.
+		"dfs.namenode.checkpoint.period": "1",
 		// the DataNodes
 		"dfs.datanode.data.dir":      filepath.Join(dir(h), "data"),
 		"dfs.datanode.hostname":      a,

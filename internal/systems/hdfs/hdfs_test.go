@@ -3,6 +3,8 @@ package hdfs
 import (
 	"context"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -191,6 +193,25 @@ func TestCluster(t *testing.T) {
 	}
 	if f := m["FilesTotal{host="+nn+"}"]; f < 4 {
 		t.Errorf("FilesTotal %v, want at least 4", f)
+	}
+
+	// F5's op: a checkpoint by a Secondary NameNode on the last host,
+	// which keeps its image in that host's data directory.
+	t0 := time.Now()
+	cctx, ccancel := context.WithTimeout(ctx, 2*time.Minute) // a JVM's start on a crowded machine
+	defer ccancel()
+	if err := b.Do(cctx, loadOp(opCheckpoint, "", 0)); err != nil {
+		t.Fatalf("checkpoint: %v", err)
+	}
+	t.Logf("checkpoint (%d mkdirs, then a Secondary NameNode's run) in %v", checkpointTxns, time.Since(t0).Round(time.Millisecond))
+	secondary := filepath.Join(dir(hosts[len(hosts)-1]), "tmp", "dfs", "namesecondary")
+	images, _ := filepath.Glob(filepath.Join(secondary, "current", "fsimage_*"))
+	if len(images) == 0 {
+		t.Error("the Secondary NameNode left no fsimage in the last host's data directory")
+	}
+	// The image is not synthetic data: checkStores counts the DataNodes'.
+	if err := os.RemoveAll(secondary); err != nil {
+		t.Fatal(err)
 	}
 	checkStores(t, c, tb, a)
 }
