@@ -31,7 +31,7 @@ while [[ $# -gt 0 ]]; do
 	esac
 done
 source "$(dirname "$0")/lib/scratch.sh"
-need replica-goals redis-server redis-benchmark redis-cli go
+need replica-goals redis-server redis-benchmark redis-cli curl go
 scratch
 
 # redis PORT ARGS... starts a redis-server on 127.0.0.1.
@@ -43,17 +43,44 @@ redis() {
 	for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && return; sleep 0.1; done
 	echo "replica-goals: redis-server on $port did not start" >&2; exit 1
 }
-# gait NAME BINARY FLAGS... starts a deployment and sets addr_NAME to its leader.
+# gait NAME BINARY FLAGS... starts a deployment and keeps its agents'
+# client addresses (clients_NAME) and metrics URLs (metrics_NAME).
 gait() {
 	local name=$1 bin=$2; shift 2
 	mkfifo "$work/$name.out"
-	"$bin" replica cluster --voters 3 "$@" >"$work/$name.out" 2>"$work/$name.log" &
+	"$bin" replica cluster --voters 3 --metrics "$@" >"$work/$name.out" 2>"$work/$name.log" &
 	pids+=($!)
 	exec {fd}<"$work/$name.out"
-	local word addr
-	read -r -t 120 word addr <&"$fd" || { echo "replica-goals: $name did not start" >&2; cat "$work/$name.log" >&2; exit 1; }
-	[[ "$word" == redis ]] || { echo "replica-goals: unexpected line '$word $addr'" >&2; exit 1; }
-	printf -v "addr_$name" '%s' "$addr"
+	local word addr clients=() urls=()
+	while read -r -t 120 word addr <&"$fd"; do
+		case $word in
+		redis) clients+=("$addr") ;;
+		metrics) urls+=("$addr"); [[ ${#urls[@]} -eq ${#clients[@]} ]] && break ;;
+		*) echo "replica-goals: $name: unexpected line '$word $addr'" >&2; exit 1 ;;
+		esac
+	done
+	[[ ${#clients[@]} -gt 0 && ${#urls[@]} -eq ${#clients[@]} ]] || { echo "replica-goals: $name did not start" >&2; cat "$work/$name.log" >&2; exit 1; }
+	printf -v "clients_$name" '%s ' "${clients[@]}"
+	printf -v "metrics_$name" '%s ' "${urls[@]}"
+}
+
+# aim PEER points target[PEER] at a gait deployment's current leader (its
+# agent's /metrics says gait_replica_leader 1), so a handover during the run
+# does not silently route the next measurement through a follower; it logs
+# each move to leaders.txt.
+aim() {
+	local -n clients="clients_$1" urls="metrics_$1"
+	[[ -v clients ]] || return 0
+	local c=($clients) u=($urls) i
+	for i in "${!u[@]}"; do
+		if curl -s --max-time 2 "${u[$i]}" | grep -q '^gait_replica_leader 1$'; then
+			[[ "${target[$1]:-}" == "${c[$i]}" ]] || echo "$1 ${c[$i]}" >>"$work/leaders.txt"
+			target[$1]=${c[$i]}
+			return 0
+		fi
+	done
+	target[$1]=${target[$1]:-${c[0]}}
+	echo "replica-goals: $1: no agent says it leads; measuring through ${target[$1]}" >&2
 }
 
 base=$(( 20000 + RANDOM % 20000 ))
@@ -61,12 +88,11 @@ redis "$base" --appendonly yes --appendfsync always
 redis "$((base + 1))" --appendonly no
 gait disk "$work/gait" --durability disk "$@"
 gait replicated "$work/gait" --durability replicated "$@"
-declare -A target=([aof]="127.0.0.1:$base" [plain]="127.0.0.1:$((base + 1))" [disk]="$addr_disk" [replicated]="$addr_replicated")
+declare -A target=([aof]="127.0.0.1:$base" [plain]="127.0.0.1:$((base + 1))")
 peers=(aof plain disk replicated) kinds=(disk replicated)
 if [[ -n "$before" ]]; then
 	gait disk0 "$before" --durability disk "$@"
 	gait replicated0 "$before" --durability replicated "$@"
-	target[disk0]=$addr_disk0 target[replicated0]=$addr_replicated0
 	peers=(aof plain disk0 disk replicated0 replicated) kinds=(disk0 disk replicated0 replicated)
 fi
 
@@ -93,6 +119,7 @@ pipe() {
 
 for _ in $(seq "$rounds"); do
 	for peer in "${peers[@]}"; do
+		aim "$peer"
 		bench "$peer" set 8
 		bench "$peer" set 1
 		bench "$peer" get 8
@@ -100,6 +127,9 @@ for _ in $(seq "$rounds"); do
 		pipe "$peer" PIPEPAIR "$work/pairs.resp" $((2 * pairs))
 	done
 done | tee "$work/all.txt"
+
+# The first line per deployment is where it started; more are handovers.
+awk '{ n[$1]++ } END { for (p in n) if (n[p] > 1) printf "replica-goals: %s changed leaders %d times during the run\n", p, n[p] - 1 }' "$work/leaders.txt" >&2
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 m() { awk -v p="$1" -v t="$2" -v c="$3" -v f="$4" '$1 == p && $2 == t && $3 == c { print $f }' "$work/all.txt" | median; }
