@@ -73,7 +73,8 @@ aim() {
 	[[ -v clients ]] || return 0
 	local c=($clients) u=($urls) i
 	for i in "${!u[@]}"; do
-		if curl -s --max-time 2 "${u[$i]}" | grep -q '^gait_replica_leader 1$'; then
+		# grep reads it all: with -q it would stop early and curl, cut off, would fail the pipe (pipefail).
+		if curl -s --max-time 2 "${u[$i]}" | grep '^gait_replica_leader 1$' >/dev/null; then
 			[[ "${target[$1]:-}" == "${c[$i]}" ]] || echo "$1 ${c[$i]}" >>"$work/leaders.txt"
 			target[$1]=${c[$i]}
 			return 0
@@ -83,6 +84,7 @@ aim() {
 	echo "replica-goals: $1: no agent says it leads; measuring through ${target[$1]}" >&2
 }
 
+: >"$work/leaders.txt"
 base=$(( 20000 + RANDOM % 20000 ))
 redis "$base" --appendonly yes --appendfsync always
 redis "$((base + 1))" --appendonly no
