@@ -124,8 +124,9 @@ func TestWALConcurrent(t *testing.T) {
 	w.segBytes = 4 << 10
 	const last = 600
 	done := make(chan struct{})
-	errs := make(chan error, 3)
-	go func() { // replication
+	errs := make(chan error, 2)
+	// repeat runs step until done is closed or step fails.
+	repeat := func(step func() error) {
 		for {
 			select {
 			case <-done:
@@ -133,38 +134,35 @@ func TestWALConcurrent(t *testing.T) {
 				return
 			default:
 			}
-			first, _ := w.FirstIndex()
-			end, _ := w.LastIndex()
-			var l raft.Log
-			if err := w.GetLog(end, &l); end >= first && end > 0 && err != nil && err != raft.ErrLogNotFound {
-				errs <- fmt.Errorf("read %d: %w", end, err)
-				return
-			} else if err == nil && string(l.Data) != fmt.Sprintf("entry %d", end) {
-				errs <- fmt.Errorf("read %d: %q", end, l.Data)
-				return
-			}
-		}
-	}()
-	go func() { // the background fsync and compaction
-		for {
-			select {
-			case <-done:
-				errs <- nil
-				return
-			default:
-			}
-			if err := w.Sync(); err != nil {
+			if err := step(); err != nil {
 				errs <- err
 				return
 			}
-			if end, _ := w.LastIndex(); end > 100 {
-				if err := w.DeleteRange(1, end-100); err != nil {
-					errs <- err
-					return
-				}
-			}
 		}
-	}()
+	}
+	go repeat(func() error { // replication
+		end, _ := w.LastIndex()
+		var l raft.Log
+		err := w.GetLog(end, &l)
+		switch {
+		case err == raft.ErrLogNotFound: // empty, or compacted meanwhile
+			return nil
+		case err != nil:
+			return fmt.Errorf("read %d: %w", end, err)
+		case string(l.Data) != fmt.Sprintf("entry %d", end):
+			return fmt.Errorf("read %d: %q", end, l.Data)
+		}
+		return nil
+	})
+	go repeat(func() error { // the background fsync and compaction
+		if err := w.Sync(); err != nil {
+			return err
+		}
+		if end, _ := w.LastIndex(); end > 100 {
+			return w.DeleteRange(1, end-100)
+		}
+		return nil
+	})
 	for i := uint64(1); i <= last; i += 3 {
 		var logs []*raft.Log
 		for j := i; j < i+3; j++ {
