@@ -172,9 +172,9 @@ func headline(sum Summary) string {
 			worst = st
 		}
 	}
-	return fmt.Sprintf("Worst step: %s, mean latency %.1fx the baseline's (%s against %s), p99 %s, throughput %s%% of the baseline's (%.0f/s).",
+	return fmt.Sprintf("Worst step: %s, mean latency %.1fx the baseline's (%s against %s), p99 %s, throughput %s%% of the baseline's (%s).",
 		worst.Label, worst.Slowdown, units.Seconds(worst.Mean), units.Seconds(sum.Steps[0].Mean),
-		units.Seconds(worst.P99), strconv.FormatFloat(worst.ThroughputRatio*100, 'g', 2, 64), worst.Throughput)
+		units.Seconds(worst.P99), strconv.FormatFloat(worst.ThroughputRatio*100, 'g', 2, 64), units.Rate(worst.Throughput))
 }
 
 // overTime draws throughput and p99 per second, one line per run.

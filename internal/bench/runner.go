@@ -403,7 +403,7 @@ func (lr *liveRun) measure(ctx context.Context, res RunResult) (rundir.Summary, 
 		return rundir.Summary{}, events, err
 	}
 	sum := out.Summary
-	lr.logf("  %d requests, %.0f/s, mean %s, p99 %s, %d errors, %d timeouts", sum.Requests, sum.Throughput,
+	lr.logf("  %d requests, %s, mean %s, p99 %s, %d errors, %d timeouts", sum.Requests, units.Rate(sum.Throughput),
 		units.Seconds(sum.Mean), units.Seconds(sum.P99), sum.Errors, sum.Timeouts)
 	return sum, events, nil
 }

@@ -185,7 +185,7 @@ func (s Summary) TableRows() [][]string {
 	var rows [][]string
 	for _, st := range s.Steps {
 		rows = append(rows, []string{st.Label, strconv.Itoa(st.Runs), strconv.Itoa(st.Requests),
-			fmt.Sprintf("%.0f/s", st.Throughput), units.Seconds(st.Mean), units.Seconds(st.P50),
+			units.Rate(st.Throughput), units.Seconds(st.Mean), units.Seconds(st.P50),
 			units.Seconds(st.P99), units.Seconds(st.Max), fmt.Sprintf("%.2fx", st.Slowdown), units.Seconds(st.LongestGap),
 			strconv.Itoa(st.Errors), strconv.Itoa(st.Timeouts)})
 	}

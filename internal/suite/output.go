@@ -113,7 +113,7 @@ func Table1Rows(results []Result) [][]string {
 			expected = MarkText(r.Expect)
 		}
 		rows = append(rows, []string{row, r.Experiment, r.Fault + " on " + r.Target, units.Seconds(r.BaseMean),
-			fmt.Sprintf("%.0f/s", r.BaseThroughput), MarkText(got), paper, paperMatch, expected, Match(ordered(r.Expect), got)})
+			units.Rate(r.BaseThroughput), MarkText(got), paper, paperMatch, expected, Match(ordered(r.Expect), got)})
 	}
 	return rows
 }
@@ -144,7 +144,7 @@ func WriteText(w io.Writer, results []Result) error {
 	}
 	var warnings []string
 	for _, r := range Rows(results) {
-		fmt.Fprintf(tw, "%s\t%s\t%.2fx\t%.0f/s\t%s\t%s\t%s\t%s\t\n", r.Experiment, r.Step, r.Slowdown, r.Throughput,
+		fmt.Fprintf(tw, "%s\t%s\t%.2fx\t%s\t%s\t%s\t%s\t%s\t\n", r.Experiment, r.Step, r.Slowdown, units.Rate(r.Throughput),
 			yes(r.OperationLL), yes(r.NodeLL), yes(r.ClusterLL), yes(r.HiddenBacklog))
 		if r.Warning != "" {
 			warnings = append(warnings, fmt.Sprintf("%s %s: %s", r.Experiment, r.Step, r.Warning))

@@ -46,3 +46,7 @@ func Sig(v float64) string {
 	}
 	return s
 }
+
+// Rate writes a throughput per second as Sig does: 4062/s, 12.3/s, and
+// 0.213/s for an operation that takes seconds (a rounded "0/s" would hide it).
+func Rate(v float64) string { return Sig(v) + "/s" }

@@ -12,3 +12,11 @@ func TestSeconds(t *testing.T) {
 		}
 	}
 }
+
+func TestRate(t *testing.T) {
+	for v, want := range map[float64]string{4062.4: "4062/s", 12.34: "12.3/s", 0.2132: "0.213/s", 0: "0/s"} {
+		if got := Rate(v); got != want {
+			t.Errorf("Rate(%g) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -152,8 +152,8 @@ func Judge(in Input, o Options) Verdict {
 // group's mean under 1/Slow of its baseline mean.
 func baselineWarning(in Input, gs []Group, o Options) string {
 	if in.BaseThroughput > 0 && in.Throughput > in.BaseThroughput/o.Collapse {
-		return fmt.Sprintf("the baseline looks broken: this step's throughput %.0f/s is %.1fx the baseline's %.0f/s",
-			in.Throughput, in.Throughput/in.BaseThroughput, in.BaseThroughput)
+		return fmt.Sprintf("the baseline looks broken: this step's throughput %s is %.1fx the baseline's %s",
+			units.Rate(in.Throughput), in.Throughput/in.BaseThroughput, units.Rate(in.BaseThroughput))
 	}
 	if len(gs) == 0 {
 		return ""
@@ -212,8 +212,8 @@ func clusterMark(in Input, free []Group, node Mark, o Options) Mark {
 	if in.BaseThroughput > 0 {
 		r := in.Throughput / in.BaseThroughput
 		if r < o.Collapse {
-			return Mark{On: true, Why: fmt.Sprintf("cluster limplock: throughput %.0f/s against %.0f/s in the baseline, %.0f%%, under the %.0f%% threshold",
-				in.Throughput, in.BaseThroughput, 100*r, 100*o.Collapse)}
+			return Mark{On: true, Why: fmt.Sprintf("cluster limplock: throughput %s against %s in the baseline, %.0f%%, under the %.0f%% threshold",
+				units.Rate(in.Throughput), units.Rate(in.BaseThroughput), 100*r, 100*o.Collapse)}
 		}
 	}
 	if node.On {
@@ -232,8 +232,8 @@ func clusterMark(in Input, free []Group, node Mark, o Options) Mark {
 	if in.BaseThroughput <= 0 {
 		return Mark{Why: "no cluster limplock: the baseline completed no requests to compare with"}
 	}
-	return Mark{Why: fmt.Sprintf("no cluster limplock: throughput %.0f/s is %.0f%% of the baseline's %.0f/s (threshold %.0f%%)",
-		in.Throughput, 100*in.Throughput/in.BaseThroughput, in.BaseThroughput, 100*o.Collapse)}
+	return Mark{Why: fmt.Sprintf("no cluster limplock: throughput %s is %.0f%% of the baseline's %s (threshold %.0f%%)",
+		units.Rate(in.Throughput), 100*in.Throughput/in.BaseThroughput, units.Rate(in.BaseThroughput), 100*o.Collapse)}
 }
 
 // Trend is a fitted straight line through a series.
