@@ -91,8 +91,8 @@ func figure1(p *report.Page, results []Result) {
 // figures.
 func section(p *report.Page, r Result) error {
 	p.Heading(r.Experiment)
-	head := fmt.Sprintf("%s, %s on the %s (%s). Baseline: mean %s, %.0f requests/s. Results in %s.", r.System, r.Fault,
-		r.Target, r.File, units.Seconds(r.BaseMean), r.BaseThroughput, r.Dir)
+	head := fmt.Sprintf("%s, %s on the %s (%s). Baseline: mean %s, %s requests/s. Results in %s.", r.System, r.Fault,
+		r.Target, r.File, units.Seconds(r.BaseMean), units.Sig(r.BaseThroughput), r.Dir)
 	if r.Paper != nil {
 		head += fmt.Sprintf(" The paper's row %s is marked %s; gait gives %s.", r.Paper.Row, MarkText(r.Paper.Marks), MarkText(r.Got()))
 	}
