@@ -90,21 +90,25 @@ func sizeText(n int) string {
 	return strconv.Itoa(n) + " bytes"
 }
 
-// maxListed is how many column names an error lists.
-const maxListed = 12
+// An error lists at most maxListed column names, in at most maxListBytes.
+const (
+	maxListed    = 12
+	maxListBytes = 300
+)
 
-// columnList lists column names for an error message, at most maxListed of
-// them, quoted as quote does when long or not plain text, so that an error
-// stays one line.
+// columnList lists column names for an error message, as many as fit in
+// maxListed names and maxListBytes, quoted as quote does when long or not
+// plain text, so that an error stays one short line.
 func columnList(names []string) string {
 	parts := make([]string, 0, min(len(names), maxListed)+1)
+	size := 0
 	for i, n := range names {
-		if i == maxListed {
-			parts = append(parts, fmt.Sprintf("and %d more", len(names)-maxListed))
-			break
-		}
 		if len(n) > clip.Max || strconv.Quote(n) != `"`+n+`"` || strings.Contains(n, ", ") {
 			n = clip.Quote(n) // long, or holding a control character or the separator
+		}
+		if size += len(n) + 2; i == maxListed || size > maxListBytes {
+			parts = append(parts, fmt.Sprintf("and %d more", len(names)-i))
+			break
 		}
 		parts = append(parts, n)
 	}
