@@ -21,7 +21,8 @@ type timedLogStore struct {
 	// speed. Counting appends too would let the least time hide a slow disk.
 	syncedLater bool
 	mu          sync.Mutex
-	least       *limp.Least // the least append of the last 1 to 2 s (appendWindow)
+	least       *limp.Least    // the least append of the last 1 to 2 s (appendWindow)
+	cost        *limp.DiskTime // appends' mean time and time per MiB (costWindow)
 	// busySince is when the disk operation in flight began (zero when
 	// none): an append slower than the window leaves nothing in it, and a
 	// disk at 1000x, whose appends take seconds, read as idle and fine.
@@ -32,6 +33,10 @@ type timedLogStore struct {
 // limp tracker's hold would only delay finding a limping disk.
 const appendWindow = time.Second
 
+// costWindow is the window of the appends' mean time and time per MiB: the
+// limp tracker's hold confirms it over two.
+const costWindow = 500 * time.Millisecond
+
 func (s *timedLogStore) StoreLogs(logs []*raft.Log) error {
 	start := time.Now()
 	if !s.syncedLater {
@@ -41,6 +46,7 @@ func (s *timedLogStore) StoreLogs(logs []*raft.Log) error {
 	d := time.Since(start)
 	if !s.syncedLater {
 		s.observeDisk(d)
+		s.observeCost(d, logs)
 	}
 	if s.observe != nil {
 		s.observe(d, len(logs))
@@ -59,6 +65,35 @@ func (s *timedLogStore) observeDisk(d time.Duration) {
 	}
 	s.least.Observe(d.Seconds(), time.Now())
 	s.busySince = time.Time{}
+}
+
+// observeCost adds one fsynced append to the appends' cost (costWindow).
+// With DurableReplicated none is added: the background fsyncs' bytes are
+// not known, and the least fsync (observeDisk) judges that disk.
+func (s *timedLogStore) observeCost(d time.Duration, logs []*raft.Log) {
+	n := 0
+	for _, l := range logs {
+		n += len(l.Data)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cost == nil {
+		s.cost = limp.NewDiskTime(costWindow)
+	}
+	s.cost.Observe(d.Seconds(), n, time.Now())
+}
+
+// costSeconds is the appends' mean time and time per MiB (limp.DiskTime).
+func (s *timedLogStore) costSeconds() (mean, perMiB float64) {
+	if s == nil {
+		return 0, 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cost == nil {
+		return 0, 0
+	}
+	return s.cost.Value(time.Now())
 }
 
 // diskBusy notes that a disk operation observeDisk will time began at
