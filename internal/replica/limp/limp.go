@@ -112,6 +112,12 @@ const (
 	probeEvery = 250 * time.Millisecond
 	probeShare = 10
 	probeKeep  = 3
+	// A probe that came back slower than sideFactor times the least kept
+	// is followed by the next after probeConfirm times its round trip, if
+	// that is sooner: a link that turned slow then shows in the least of
+	// probeKeep within about half a second rather than probeKeep*probeEvery
+	// (750 ms at 10x), for a quarter of the slow link while it lasts.
+	probeConfirm = 4
 	// A probe unanswered for probeLost, or for probeShare round trips if
 	// that is longer, is sent again: a probe is dropped when the queue to
 	// its peer is full (a leader's queue of replies behind a limping link),
@@ -363,8 +369,12 @@ func (t *Tracker) Probes(now time.Time) []Probe {
 		}
 		since := now.Sub(r.probeAt)
 		every, lost := probeEvery, probeLost
-		if len(r.probes) > 0 {
-			every = max(every, probeShare*seconds(slices.Min(r.probes)))
+		if n := len(r.probes); n > 0 {
+			least, last := seconds(slices.Min(r.probes)), seconds(r.probes[n-1])
+			every = max(every, probeShare*least)
+			if last > sideFactor*least {
+				every = min(every, probeConfirm*last)
+			}
 			lost = max(lost, every)
 		}
 		if (r.probeSent != 0 && since < lost) || since < every {
