@@ -66,9 +66,9 @@ func (h *health) tick(now time.Time) {
 	for _, m := range d.Marks {
 		if m.Limping {
 			a.m.limpMarks.Inc()
-			a.logger.Printf("replica %s limps: apply lag %v (median %v), log append %v (median %v), mean append %v, per MiB %v (median %v), nearest peer %v (median %v), probe %v (median %v), stopped applying %v, short hold %v",
+			a.logger.Printf("replica %s limps: apply lag %v (median %v), log append %v (median %v), append p75 %v (median %v), nearest peer %v (median %v), probe %v (median %v), stopped applying %v, short hold %v",
 				m.ID, m.Lag.Round(time.Millisecond), m.MedianLag.Round(time.Millisecond), m.Append, m.MedianAppend,
-				m.AppendMean.Round(10*time.Microsecond), m.AppendPerMiB.Round(100*time.Microsecond), m.MedianMiB.Round(100*time.Microsecond),
+				m.AppendP75.Round(10*time.Microsecond), m.MedianP75.Round(10*time.Microsecond),
 				m.Net.Round(100*time.Microsecond), m.MedianNet.Round(100*time.Microsecond),
 				m.Probe.Round(100*time.Microsecond), m.MedianProbe.Round(100*time.Microsecond), m.Stopped, m.Strong)
 		} else {
@@ -103,7 +103,7 @@ func (h *health) sendStatus(now time.Time) {
 	a := h.a
 	self := limp.Status{ID: a.cfg.ID, Incarnation: a.incarnation, Applied: a.fsm.appliedIndex(),
 		AppendSecs: a.logs.leastSeconds(), Stopped: a.fsm.failure() != nil}
-	self.AppendMeanSecs, self.AppendSecsPerMiB = a.logs.costSeconds()
+	self.AppendP75Secs = a.logs.p75Seconds()
 	var echoes []limp.Echo
 	var probes []limp.Probe
 	var quarantined [][]byte
@@ -118,7 +118,7 @@ func (h *health) sendStatus(now time.Time) {
 			strconv.AppendInt(nil, self.Stamp, 10), strconv.AppendInt(nil, e.Echo, 10), strconv.AppendInt(nil, e.Hold, 10),
 			strconv.AppendFloat(nil, self.NetSecs, 'g', 6, 64), strconv.AppendInt(nil, e.ProbeEcho, 10),
 			strconv.AppendInt(nil, e.ProbeHold, 10), strconv.AppendFloat(nil, self.ProbeSecs, 'g', 6, 64),
-			strconv.AppendFloat(nil, self.AppendMeanSecs, 'g', 6, 64), strconv.AppendFloat(nil, self.AppendSecsPerMiB, 'g', 6, 64)}
+			strconv.AppendFloat(nil, self.AppendP75Secs, 'g', 6, 64)}
 		a.peer(e.Addr).send(peerMsg{data: resp.AppendCommand(nil, append(status, quarantined...)...)})
 	}
 	for _, p := range probes {

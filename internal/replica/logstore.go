@@ -22,7 +22,7 @@ type timedLogStore struct {
 	syncedLater bool
 	mu          sync.Mutex
 	least       *limp.Least    // the least append of the last 1 to 2 s (appendWindow)
-	cost        *limp.DiskTime // appends' mean time and time per MiB (costWindow)
+	p75         *limp.DiskTime // appends' 75th percentile (p75Window)
 	// busySince is when the disk operation in flight began (zero when
 	// none): an append slower than the window leaves nothing in it, and a
 	// disk at 1000x, whose appends take seconds, read as idle and fine.
@@ -33,9 +33,9 @@ type timedLogStore struct {
 // limp tracker's hold would only delay finding a limping disk.
 const appendWindow = time.Second
 
-// costWindow is the window of the appends' mean time and time per MiB: the
-// limp tracker's hold confirms it over two.
-const costWindow = 500 * time.Millisecond
+// p75Window is the window of the appends' 75th percentile: the limp
+// tracker's hold confirms it over two.
+const p75Window = 500 * time.Millisecond
 
 func (s *timedLogStore) StoreLogs(logs []*raft.Log) error {
 	start := time.Now()
@@ -46,7 +46,6 @@ func (s *timedLogStore) StoreLogs(logs []*raft.Log) error {
 	d := time.Since(start)
 	if !s.syncedLater {
 		s.observeDisk(d)
-		s.observeCost(d, logs)
 	}
 	if s.observe != nil {
 		s.observe(d, len(logs))
@@ -55,45 +54,34 @@ func (s *timedLogStore) StoreLogs(logs []*raft.Log) error {
 }
 
 // observeDisk adds one time the disk took to the least kept over
-// appendWindow: an fsynced append's, or with DurableReplicated a
-// background fsync's.
+// appendWindow and the 75th percentile over p75Window: an fsynced
+// append's, or with DurableReplicated a background fsync's.
 func (s *timedLogStore) observeDisk(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.least == nil {
 		s.least = limp.NewLeast(appendWindow)
 	}
-	s.least.Observe(d.Seconds(), time.Now())
+	if s.p75 == nil {
+		s.p75 = limp.NewDiskTime(p75Window)
+	}
+	now := time.Now()
+	s.least.Observe(d.Seconds(), now)
+	s.p75.Observe(d.Seconds(), now)
 	s.busySince = time.Time{}
 }
 
-// observeCost adds one fsynced append to the appends' cost (costWindow).
-// With DurableReplicated none is added: the background fsyncs' bytes are
-// not known, and the least fsync (observeDisk) judges that disk.
-func (s *timedLogStore) observeCost(d time.Duration, logs []*raft.Log) {
-	n := 0
-	for _, l := range logs {
-		n += len(l.Data)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cost == nil {
-		s.cost = limp.NewDiskTime(costWindow)
-	}
-	s.cost.Observe(d.Seconds(), n, time.Now())
-}
-
-// costSeconds is the appends' mean time and time per MiB (limp.DiskTime).
-func (s *timedLogStore) costSeconds() (mean, perMiB float64) {
+// p75Seconds is the 75th percentile of the appends (limp.DiskTime).
+func (s *timedLogStore) p75Seconds() float64 {
 	if s == nil {
-		return 0, 0
+		return 0
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cost == nil {
-		return 0, 0
+	if s.p75 == nil {
+		return 0
 	}
-	return s.cost.Value(time.Now())
+	return s.p75.Value(time.Now())
 }
 
 // diskBusy notes that a disk operation observeDisk will time began at

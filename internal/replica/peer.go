@@ -325,11 +325,11 @@ func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
 }
 
 // statusFields is how many fields of STATUS precede its quarantine list.
-const statusFields = 14
+const statusFields = 13
 
 // parseStatus reads STATUS id incarnation applied append-seconds stamp echo
-// hold net-seconds probe-echo probe-hold probe-seconds append-mean
-// append-per-MiB, the fields
+// hold net-seconds probe-echo probe-hold probe-seconds append-p75, the
+// fields
 // health.sendStatus writes. A malformed number
 // reads as zero, which no check mistakes for limping.
 func parseStatus(msg [][]byte) limp.Status {
@@ -338,7 +338,7 @@ func parseStatus(msg [][]byte) limp.Status {
 	f := func(i int) float64 { v, _ := strconv.ParseFloat(string(arg(msg, i)), 64); return v }
 	return limp.Status{ID: string(arg(msg, 1)), Incarnation: string(arg(msg, 2)), Applied: u(3), AppendSecs: f(4),
 		Stamp: n(5), Echo: n(6), Hold: n(7), NetSecs: f(8), ProbeEcho: n(9), ProbeHold: n(10), ProbeSecs: f(11),
-		AppendMeanSecs: f(12), AppendSecsPerMiB: f(13)}
+		AppendP75Secs: f(12)}
 }
 
 // peerReply takes REPLY seq incarnation index digest replica replica-incarnation raw.

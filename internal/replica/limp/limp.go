@@ -62,16 +62,15 @@ const (
 	probeLimpFloor  = 15 * time.Millisecond
 )
 
-// A log disk at 10x is found by its appends' time per MiB (DiskTime)
-// against its peers', by sideFactor: its least append stayed under
-// appendLimpFloor (3.3 ms at most in round 3's runs) while clients paid 3
-// to 5 times, but the mean append of a leader at 10x was 1 to 1.8 ms
-// against its followers' 0.3 to 1. The replicas of a deployment here share
-// one disk, so the shared disk's noise (another program's writes) slows
-// every replica's appends alike and does not change the ratio. The floor,
-// on the mean append, keeps an idle or healthy deployment from being
-// judged on tenths of a millisecond.
-const diskMeanFloor = time.Millisecond
+// A log disk at 10x is found by the 75th percentile of its appends
+// (DiskTime) against its peers', by sideFactor: its least append stayed
+// under appendLimpFloor (3.3 ms at most in round 3's runs) while clients
+// paid 3 to 5 times. The replicas of a deployment here share one disk, so
+// the shared disk's noise (another program's writes) slows every
+// replica's appends alike and does not change the ratio. The floor keeps
+// an idle or healthy deployment from being judged on tenths of a
+// millisecond.
+const diskP75Floor = time.Millisecond
 
 // strongFactor: a replica that looks slow by strongFactor times a
 // signal's factor is marked after Hold/strongShorten, not Hold. A busy
@@ -148,9 +147,9 @@ type Status struct {
 	// probe round trip to its nearest peer.
 	ProbeEcho, ProbeHold int64
 	ProbeSecs            float64
-	// AppendMeanSecs and AppendSecsPerMiB are its raft log appends' mean
-	// time and time per MiB over the last 0.5 to 1 s (DiskTime).
-	AppendMeanSecs, AppendSecsPerMiB float64
+	// AppendP75Secs is the 75th percentile of its raft log appends over
+	// the last 0.5 to 1 s (DiskTime).
+	AppendP75Secs float64
 	// Stopped says the replica cannot apply at all (its redis-server is
 	// gone): it limps whatever its peers' lag, which matters when several
 	// stopped at once and the median lag is stuck too. Only this agent's
@@ -168,11 +167,9 @@ type Mark struct {
 	Append, MedianAppend time.Duration
 	Net, MedianNet       time.Duration
 	Probe, MedianProbe   time.Duration
-	// Its appends' mean time, and their time per MiB with its peers' median.
-	AppendMean              time.Duration
-	AppendPerMiB, MedianMiB time.Duration
-	Stopped                 bool // it cannot apply at all
-	Strong                  bool // marked after the shorter hold (strongFactor)
+	AppendP75, MedianP75 time.Duration // its appends' 75th percentile (DiskTime)
+	Stopped              bool          // it cannot apply at all
+	Strong               bool          // marked after the shorter hold (strongFactor)
 }
 
 // Transfer names the voter a limping leader should hand leadership to.
@@ -231,16 +228,17 @@ type Target struct {
 
 // Replica is one replica's state as the tracker sees it.
 type Replica struct {
-	ID          string
-	Voter       bool
-	Applied     uint64
-	Lag         time.Duration
-	Limping     bool
-	Quarantined bool
-	Inflight    int     // reads outstanding at it
-	ReplySecs   float64 // smoothed delay of its replies to this agent's writes
-	NetSecs     float64 // its round trip to its nearest peer
-	ProbeSecs   float64 // its probe round trip to its nearest peer
+	ID            string
+	Voter         bool
+	Applied       uint64
+	Lag           time.Duration
+	Limping       bool
+	Quarantined   bool
+	Inflight      int     // reads outstanding at it
+	ReplySecs     float64 // smoothed delay of its replies to this agent's writes
+	NetSecs       float64 // its round trip to its nearest peer
+	ProbeSecs     float64 // its probe round trip to its nearest peer
+	AppendP75Secs float64 // its raft log appends' 75th percentile, as it reports
 }
 
 // replica is what the tracker knows of one replica (this agent's included).
@@ -250,8 +248,7 @@ type replica struct {
 	incarnation string
 	applied     uint64
 	appendSecs  float64   // the replica's least recent raft log append time, as it reports
-	appendMean  float64   // its appends' mean time, as it reports (DiskTime)
-	appendMiB   float64   // its appends' time per MiB, as it reports (DiskTime)
+	appendP75   float64   // its appends' 75th percentile, as it reports (DiskTime)
 	stopped     bool      // it cannot apply (Status.Stopped)
 	slowSince   time.Time // since when it has looked slow (gaps under Hold/4 bridged); zero while it does not
 	slowLast    time.Time // the last tick it looked slow
@@ -342,7 +339,7 @@ func (t *Tracker) Observe(st Status, now time.Time) {
 	}
 	r.incarnation, r.applied, r.appendSecs, r.seen = st.Incarnation, st.Applied, st.AppendSecs, now
 	r.netSecs, r.echo, r.echoAt, r.stopped = st.NetSecs, st.Stamp, now, st.Stopped
-	r.probeSecs, r.appendMean, r.appendMiB = st.ProbeSecs, st.AppendMeanSecs, st.AppendSecsPerMiB
+	r.probeSecs, r.appendP75 = st.ProbeSecs, st.AppendP75Secs
 	if st.Echo > 0 {
 		if rtt := t.Stamp(now) - st.Echo - st.Hold; rtt > 0 {
 			r.rttSecs = EWMA(r.rttSecs, time.Duration(rtt).Seconds())
@@ -568,24 +565,25 @@ func median(ds []time.Duration) time.Duration {
 // peer (its own link limps). A mark is lifted only once the replica is back
 // under the thresholds' lower halves. A mark needs the replica to have
 // looked slow for Hold, or for Hold/strongShorten when its probe or its
-// appends' time per MiB is strongFactor times past its factor throughout.
+// appends' 75th percentile is strongFactor times past its factor
+// throughout.
 func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 	cfg := t.cfg
-	var appends, nets, probes, mibs []time.Duration
+	var appends, nets, probes, p75s []time.Duration
 	for _, r := range t.replicas {
 		appends = append(appends, seconds(r.appendSecs))
 		nets = append(nets, seconds(r.netSecs))
 		probes = append(probes, seconds(r.probeSecs))
-		if r.appendMiB > 0 {
-			mibs = append(mibs, seconds(r.appendMiB))
+		if r.appendP75 > 0 {
+			p75s = append(p75s, seconds(r.appendP75))
 		}
 	}
 	medianAppend, medianNet, medianProbe := median(appends), median(nets), median(probes)
-	// Only the replicas that appended lately say what a MiB costs; with
-	// fewer than two of them there is nothing to compare.
-	medianMiB := time.Duration(0)
-	if len(mibs) >= 2 {
-		medianMiB = median(mibs)
+	// Only the replicas that appended lately say what an append costs;
+	// with fewer than two of them there is nothing to compare.
+	medianP75 := time.Duration(0)
+	if len(p75s) >= 2 {
+		medianP75 = median(p75s)
 	}
 	slow := func(v, floor, med time.Duration, factor float64) bool {
 		return v > floor && float64(v) > factor*float64(med)
@@ -599,21 +597,19 @@ func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 	var marks []Mark
 	for _, r := range t.replicas {
 		appendTime, net, probe := seconds(r.appendSecs), seconds(r.netSecs), seconds(r.probeSecs)
-		mean, mib := seconds(r.appendMean), seconds(r.appendMiB)
-		slowMiB := func(k float64) bool {
-			return medianMiB > 0 && mean > diskMeanFloor && slow(mib, 0, medianMiB, k*sideFactor)
-		}
-		slowNow := slow(r.lag, cfg.Floor, medianLag, cfg.Factor) || slowMiB(1) ||
+		p75 := seconds(r.appendP75)
+		slowP75 := func(k float64) bool { return medianP75 > 0 && slow(p75, diskP75Floor, medianP75, k*sideFactor) }
+		slowNow := slow(r.lag, cfg.Floor, medianLag, cfg.Factor) || slowP75(1) ||
 			slow(appendTime, appendLimpFloor, medianAppend, sideFactor) ||
 			slow(net, netLimpFloor, medianNet, cfg.Factor) || slow(probe, probeLimpFloor, medianProbe, sideFactor)
-		// Only the peer-relative probe and per-MiB signals shorten the hold:
+		// Only the peer-relative probe and percentile signals shorten the hold:
 		// lags and least appends of a second came and went on every replica
 		// of a machine at load average 130 to 250, so far past their
 		// thresholds says little there.
-		strongNow := slowMiB(strongFactor) || slow(probe, probeLimpFloor, medianProbe, strongFactor*sideFactor)
+		strongNow := slowP75(strongFactor) || slow(probe, probeLimpFloor, medianProbe, strongFactor*sideFactor)
 		healed := !r.stopped && r.lag < cfg.Floor/2 && fine(appendTime, appendLimpFloor, medianAppend, sideFactor) &&
 			fine(net, netLimpFloor, medianNet, cfg.Factor) && fine(probe, probeLimpFloor, medianProbe, sideFactor) &&
-			(medianMiB == 0 || mean < diskMeanFloor/2 || fine(mib, 0, medianMiB, sideFactor))
+			(medianP75 == 0 || fine(p75, diskP75Floor, medianP75, sideFactor))
 		switch {
 		case slowNow:
 			if r.slowSince.IsZero() {
@@ -636,7 +632,7 @@ func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 			r.limping = !r.limping
 			marks = append(marks, Mark{ID: r.id, Limping: r.limping, Lag: r.lag, MedianLag: medianLag,
 				Append: appendTime, MedianAppend: medianAppend, Net: net, MedianNet: medianNet,
-				Probe: probe, MedianProbe: medianProbe, AppendMean: mean, AppendPerMiB: mib, MedianMiB: medianMiB,
+				Probe: probe, MedianProbe: medianProbe, AppendP75: p75, MedianP75: medianP75,
 				Stopped: r.stopped, Strong: r.limping && strong && now.Sub(r.slowSince) < cfg.Hold})
 		}
 	}
@@ -819,7 +815,7 @@ func (t *Tracker) Replicas() []Replica {
 	for id, r := range t.replicas {
 		out = append(out, Replica{ID: id, Voter: r.voter, Applied: r.applied, Lag: r.lag, Limping: r.limping,
 			Quarantined: t.isQuarantined(id, r.incarnation), Inflight: r.inflight, ReplySecs: r.replySecs, NetSecs: r.netSecs,
-			ProbeSecs: r.probeSecs})
+			ProbeSecs: r.probeSecs, AppendP75Secs: r.appendP75})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out

@@ -1,7 +1,6 @@
 package limp
 
 import (
-	"math"
 	"testing"
 	"time"
 )
@@ -585,41 +584,47 @@ func TestPaces(t *testing.T) {
 func TestDiskTime(t *testing.T) {
 	d := NewDiskTime(500 * time.Millisecond)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	for i := range 3 {
-		d.Observe(0.001, 8<<10, at(10*i))
+	// limpfs at 10x: every other append sleeps the cost the fast ones left.
+	for i := range diskMinAppends - 1 {
+		d.Observe(0.0005+0.0012*float64(i%2), at(10*i))
 	}
-	if mean, mib := d.Value(at(30)); mean != 0 || mib != 0 {
-		t.Errorf("3 appends: %v, %v; want 0, 0 (too few to say)", mean, mib)
+	if got := d.Value(at(100)); got != 0 {
+		t.Errorf("%d appends: %v, want 0 (too few to say)", diskMinAppends-1, got)
 	}
-	d.Observe(0.003, 8<<10, at(40)) // 6 ms for 32 KiB: 0.192 s per MiB
-	if mean, mib := d.Value(at(600)); math.Abs(mean-0.0015) > 1e-9 || math.Abs(mib-0.192) > 1e-9 {
-		t.Errorf("4 appends: mean %v, per MiB %v; want 0.0015, 0.192", mean, mib)
+	d.Observe(0.0005, at(100))
+	if got := d.Value(at(600)); got != 0.0017 {
+		t.Errorf("%d appends, half of them slow: %v, want 0.0017", diskMinAppends, got)
 	}
-	if mean, mib := d.Value(at(1001)); mean != 0 || mib != 0 {
-		t.Errorf("two windows later: %v, %v; want 0, 0", mean, mib)
+	if got := d.Value(at(1001)); got != 0 {
+		t.Errorf("two windows later: %v, want 0", got)
+	}
+	for i := range 2 * diskKeep {
+		d.Observe(float64(i), at(2000))
+	}
+	if got := d.Value(at(2000)); got != float64(2*diskKeep-diskKeep/4) {
+		t.Errorf("after %d appends in one window: %v, want the newest %d's 75th percentile", 2*diskKeep, got, diskKeep)
 	}
 }
 
-// TestDiskPerMiB: a leader whose log disk limps at 10x appends in a few
-// times its followers' time per MiB while its least append stays under
-// appendLimpFloor (round 3: 1 to 1.8 ms mean against 0.3 to 1). It is
-// marked and hands over after Hold, or Hold/strongShorten when it is
-// strongFactor past the factor; a disk slow for every replica alike (the
-// one disk they share, busy with other work), a fast one, or one with no
-// peer to compare with is not marked.
-func TestDiskPerMiB(t *testing.T) {
+// TestDiskP75: a leader whose log disk limps at 10x has a 75th percentile
+// append a few times its followers' while its least append stays under
+// appendLimpFloor. It is marked and hands over after Hold, or
+// Hold/strongShorten when it is strongFactor past the factor; a disk slow
+// for every replica alike (the one disk they share, busy with other work),
+// a fast one, or one with no peer to compare with is not marked.
+func TestDiskP75(t *testing.T) {
 	for _, tc := range []struct {
 		name              string
-		mean, mib         [3]float64 // a's, b's, c's mean append and seconds per MiB
+		p75               [3]float64 // a's, b's and c's
 		wantMark          int        // the tick a is marked at; 0: never
 		wantStrong, dipsA bool
 	}{
-		{"disk 10x", [3]float64{0.0015, 0.0005, 0.0005}, [3]float64{0.15, 0.03, 0.035}, 10, true, false},
-		{"disk 3x", [3]float64{0.0012, 0.0005, 0.0005}, [3]float64{0.09, 0.03, 0.035}, 20, false, false},
-		{"disk 3x, dips", [3]float64{0.0012, 0.0005, 0.0005}, [3]float64{0.09, 0.03, 0.035}, 20, false, true},
-		{"shared disk busy", [3]float64{0.003, 0.0025, 0.003}, [3]float64{0.3, 0.25, 0.28}, 0, false, false},
-		{"under the floor", [3]float64{0.0008, 0.0002, 0.0002}, [3]float64{0.15, 0.03, 0.03}, 0, false, false},
-		{"no peer appends", [3]float64{0.0015, 0, 0}, [3]float64{0.15, 0, 0}, 0, false, false},
+		{"disk 10x", [3]float64{0.0022, 0.0005, 0.0005}, 10, true, false},
+		{"disk 3x", [3]float64{0.0015, 0.0005, 0.0006}, 20, false, false},
+		{"disk 3x, dips", [3]float64{0.0015, 0.0005, 0.0006}, 20, false, true},
+		{"shared disk busy", [3]float64{0.03, 0.025, 0.028}, 0, false, false},
+		{"under the floor", [3]float64{0.0009, 0.0002, 0.0002}, 0, false, false},
+		{"no peer appends", [3]float64{0.0022, 0, 0}, 0, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := New(Config{Self: "a", StatusInterval: 50 * time.Millisecond, Floor: 250 * time.Millisecond, Factor: 10,
@@ -630,9 +635,9 @@ func TestDiskPerMiB(t *testing.T) {
 				now := t0.Add(time.Duration(i) * 50 * time.Millisecond)
 				for j, id := range []string{"a", "b", "c"} {
 					st := Status{ID: id, Incarnation: "inc-" + id, Applied: uint64(i), AppendSecs: 0.0002,
-						AppendMeanSecs: tc.mean[j], AppendSecsPerMiB: tc.mib[j]}
+						AppendP75Secs: tc.p75[j]}
 					if id == "a" && tc.dipsA && i%7 == 3 { // one tick in seven at 1.6 times its peers'
-						st.AppendSecsPerMiB = 0.056
+						st.AppendP75Secs = 0.00096
 					}
 					tr.Observe(st, now)
 				}

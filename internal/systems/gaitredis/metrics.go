@@ -40,6 +40,7 @@ var ReplicaGauges = []string{
 	"gait_replica_peer_reads_inflight",
 	"gait_replica_network_seconds",
 	"gait_replica_probe_seconds",
+	"gait_replica_log_append_p75_seconds",
 }
 
 // Counters are reported as the agent's running total since it started.
