@@ -79,7 +79,7 @@ const diskP75Floor = time.Millisecond
 // 1-s hold and the transfer were the p99 of round 3's 10-s steps).
 const (
 	strongFactor  = 2.0
-	strongShorten = 2
+	strongShorten = 4
 )
 
 // netLimpFloor is the smallest round trip to the nearest peer that counts as
@@ -115,8 +115,10 @@ const (
 	// is followed by the next after probeConfirm times its round trip, if
 	// that is sooner: a link that turned slow then shows in the least of
 	// probeKeep within about half a second rather than probeKeep*probeEvery
-	// (750 ms at 10x), for a quarter of the slow link while it lasts.
-	probeConfirm = 4
+	// (750 ms at 10x), for a third of the slow link while it lasts (a
+	// 10x leader's probes took 72 ms behind its queue of appends, 1.6 s
+	// from the slowdown to the handover with probes 250 ms apart).
+	probeConfirm = 2
 	// A probe unanswered for probeLost, or for probeShare round trips if
 	// that is longer, is sent again: a probe is dropped when the queue to
 	// its peer is full (a leader's queue of replies behind a limping link),
