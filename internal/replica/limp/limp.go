@@ -118,12 +118,18 @@ const (
 	// (750 ms at 10x), for a third of the slow link while it lasts (a
 	// 10x leader's probes took 72 ms behind its queue of appends, 1.6 s
 	// from the slowdown to the handover with probes 250 ms apart).
-	probeConfirm = 2
+	// Never sooner than probeConfirmMin, so that a busy machine's late
+	// probes on a healthy link do not send a probe every few milliseconds.
+	probeConfirm    = 2
+	probeConfirmMin = 100 * time.Millisecond
 	// A probe unanswered for probeLost, or for probeShare round trips if
 	// that is longer, is sent again: a probe is dropped when the queue to
 	// its peer is full (a leader's queue of replies behind a limping link),
-	// and waiting long for it would leave the link unmeasured.
-	probeLost = time.Second
+	// and waiting long for it would leave the link unmeasured. Half a
+	// second, not one: the probe a leader sent just before its link slowed
+	// to 10x did not come back (the link's queue was replaced), and with
+	// 1 s the next went out 1.05 s after it, half the time to a handover.
+	probeLost = 500 * time.Millisecond
 )
 
 // readAvoid is how long a peer gets no reads after one had to be hedged away
@@ -372,7 +378,7 @@ func (t *Tracker) Probes(now time.Time) []Probe {
 			least, last := seconds(slices.Min(r.probes)), seconds(r.probes[n-1])
 			every = max(every, probeShare*least)
 			if last > sideFactor*least {
-				every = min(every, probeConfirm*last)
+				every = min(every, max(probeConfirmMin, probeConfirm*last))
 			}
 			lost = max(lost, every)
 		}

@@ -395,15 +395,15 @@ func TestProbes(t *testing.T) {
 	if got := tr.NearestProbe(); got != 0.003 {
 		t.Errorf("nearest probe after b's 8 ms: %vs, want 0.003 (b's earlier)", got)
 	}
-	// A probe unanswered for 1 s (10 round trips are less, for b and c) is
-	// lost and sent again: c's of 301 ms at 1301, b's of 600 ms at 1600.
+	// A probe unanswered for probeLost (10 round trips are less, for b and
+	// c) is lost and sent again: c's of 301 ms at 801, b's of 600 ms at 1100.
 	if ps := tr.Probes(at(ms(600))); len(ps) != 1 || ps[0].Addr != "b:1" {
 		t.Errorf("probes at 600 ms %+v, want b's", ps)
 	}
 	for _, c := range []struct {
 		ms   float64
 		want string
-	}{{1000, ""}, {1301, "c:1"}, {1400, ""}, {1600, "b:1"}} {
+	}{{700, ""}, {801, "c:1"}, {1000, ""}, {1100, "b:1"}} {
 		var got string
 		for _, p := range tr.Probes(at(ms(c.ms))) {
 			got += p.Addr
