@@ -73,10 +73,14 @@ const (
 const diskP75Floor = time.Millisecond
 
 // strongFactor: a replica that looks slow by strongFactor times a
-// signal's factor is marked after Hold/strongShorten, not Hold. A busy
-// machine's noise near a threshold is common, far past it rare, while
-// every second a leader limps at 10x costs clients its slow requests (the
-// 1-s hold and the transfer were the p99 of round 3's 10-s steps).
+// signal's factor and floor is marked after Hold/strongShorten, not Hold.
+// A busy machine's noise near a threshold is common, far past it rare,
+// while every second a leader limps at 10x costs clients its slow requests
+// (the 1-s hold and the transfer were the p99 of round 3's 10-s steps; a
+// 10x leader link's probes took 72 to 87 ms against medians of 2 ms). The
+// floor doubles too: with the factor alone a healthy leader's probe of
+// 17.7 ms against a median of 2.2 ms, at load average 11 to 15, handed
+// over after 250 ms.
 const (
 	strongFactor  = 2.0
 	strongShorten = 4
@@ -606,7 +610,9 @@ func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 	for _, r := range t.replicas {
 		appendTime, net, probe := seconds(r.appendSecs), seconds(r.netSecs), seconds(r.probeSecs)
 		p75 := seconds(r.appendP75)
-		slowP75 := func(k float64) bool { return medianP75 > 0 && slow(p75, diskP75Floor, medianP75, k*sideFactor) }
+		slowP75 := func(k float64) bool {
+			return medianP75 > 0 && slow(p75, time.Duration(k*float64(diskP75Floor)), medianP75, k*sideFactor)
+		}
 		slowNow := slow(r.lag, cfg.Floor, medianLag, cfg.Factor) || slowP75(1) ||
 			slow(appendTime, appendLimpFloor, medianAppend, sideFactor) ||
 			slow(net, netLimpFloor, medianNet, cfg.Factor) || slow(probe, probeLimpFloor, medianProbe, sideFactor)
@@ -614,7 +620,7 @@ func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 		// lags and least appends of a second came and went on every replica
 		// of a machine at load average 130 to 250, so far past their
 		// thresholds says little there.
-		strongNow := slowP75(strongFactor) || slow(probe, probeLimpFloor, medianProbe, strongFactor*sideFactor)
+		strongNow := slowP75(strongFactor) || slow(probe, strongFactor*probeLimpFloor, medianProbe, strongFactor*sideFactor)
 		healed := !r.stopped && r.lag < cfg.Floor/2 && fine(appendTime, appendLimpFloor, medianAppend, sideFactor) &&
 			fine(net, netLimpFloor, medianNet, cfg.Factor) && fine(probe, probeLimpFloor, medianProbe, sideFactor) &&
 			(medianP75 == 0 || fine(p75, diskP75Floor, medianP75, sideFactor))
