@@ -579,6 +579,13 @@ func TestPaces(t *testing.T) {
 	if p := paces(5600*time.Millisecond, true, 90, 90, 90); len(p) != 1 || p[0] != (Pace{Addr: "c:1"}) {
 		t.Fatalf("5 s after c last lagged: paces %+v, want c:1 lifted", p)
 	}
+	// Right after a leader change both followers lag the new leader: only
+	// the one behind the median (here the old leader, c) is paced.
+	paces(5620*time.Millisecond, true, 91, 91, 90)
+	paces(5650*time.Millisecond, true, 95, 92, 90)
+	if p := paces(5800*time.Millisecond, true, 99, 92, 90); len(p) != 1 || p[0].Addr != "c:1" {
+		t.Fatalf("b 150 ms and c 180 ms behind, the median b's: paces %+v, want c:1 alone", p)
+	}
 	// A follower paces no one, whatever lags.
 	paces(5700*time.Millisecond, false, 100, 100, 90)
 	if p := paces(5900*time.Millisecond, false, 110, 110, 90); len(p) != 0 {
