@@ -586,9 +586,15 @@ func TestPaces(t *testing.T) {
 	if p := paces(5800*time.Millisecond, true, 99, 92, 90); len(p) != 1 || p[0].Addr != "c:1" {
 		t.Fatalf("b 150 ms and c 180 ms behind, the median b's: paces %+v, want c:1 alone", p)
 	}
+	// c paced, b lags alone past the median: b is not paced, since a and b
+	// are the majority every commit waits on.
+	paces(5850*time.Millisecond, true, 105, 99, 99)
+	if p := paces(6000*time.Millisecond, true, 110, 99, 110); len(p) != 0 {
+		t.Fatalf("b 150 ms behind while c is paced: paces %+v, want none", p)
+	}
 	// A follower paces no one, whatever lags.
-	paces(5700*time.Millisecond, false, 100, 100, 90)
-	if p := paces(5900*time.Millisecond, false, 110, 110, 90); len(p) != 0 {
+	paces(6100*time.Millisecond, false, 120, 120, 110)
+	if p := paces(6300*time.Millisecond, false, 130, 130, 110); len(p) != 0 {
 		t.Fatalf("a follower paced %+v", p)
 	}
 }
