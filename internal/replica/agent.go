@@ -335,7 +335,8 @@ func (a *Agent) start() error {
 	if err := a.serveMetrics(); err != nil {
 		return err
 	}
-	a.wg.Add(6)
+	a.wg.Add(7)
+	go func() { defer a.wg.Done(); a.followSlowlogConfig() }()
 	go func() { defer a.wg.Done(); a.runLease() }()
 	go func() { defer a.wg.Done(); a.watchRedis() }()
 	go func() { defer a.wg.Done(); a.serveClients() }()

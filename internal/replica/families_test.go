@@ -934,6 +934,15 @@ func testObserved(t *testing.T, cl *cluster) {
 	if err := c.Do(ctx, "SLOWLOG", "GET", "-2").Err(); err == nil || !strings.Contains(err.Error(), "greater than or equal to -1") {
 		t.Errorf("SLOWLOG GET -2: %v", err)
 	}
+	// Another agent's slow log follows the CONFIG SET within a second or so.
+	other := client(t, cl.nodes[0].agent.ClientAddr())
+	deadline := time.Now().Add(5 * time.Second)
+	for other.Do(ctx, "PING").Err() == nil && other.Do(ctx, "SLOWLOG", "LEN").Val() == int64(0) && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := other.Do(ctx, "SLOWLOG", "LEN").Val(); n != int64(2) {
+		t.Errorf("another agent's SLOWLOG LEN after its PINGs, slowlog-log-slower-than 0 and slowlog-max-len 2 set through this one: %v", n)
+	}
 
 	// A BLPOP that waits 300 ms for its data is not slow at 100 ms.
 	do("CONFIG", "SET", "slowlog-log-slower-than", "100000")

@@ -3,6 +3,7 @@ package replica
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"math/bits"
 	"sort"
@@ -136,9 +137,12 @@ type slowEntry struct {
 // slowlog-max-len, defaults redis's, set by CONFIG SET through this agent.
 type slowLog struct {
 	threshold, maxLen atomic.Int64
-	mu                sync.Mutex
-	entries           []slowEntry
-	nextID            int64
+	// set counts the CONFIG SETs through this agent; setAt is the log
+	// index the latest was answered at.
+	set, setAt atomic.Uint64
+	mu         sync.Mutex
+	entries    []slowEntry
+	nextID     int64
 }
 
 func newSlowLog() *slowLog {
@@ -264,7 +268,7 @@ func (a *Agent) note(args [][]byte) noted {
 	if containers[n.name] && len(args) > 1 {
 		n.name += "|" + strings.ToLower(string(args[1]))
 	}
-	if a.slow.threshold.Load() >= 0 {
+	if a.slow.threshold.Load() >= 0 || n.name == "config|set" { // CONFIG SET may turn the slow log on
 		n.args = trimArgs(args)
 	}
 	return n
@@ -343,6 +347,8 @@ func (o *observation) count(c noted, reply []byte, d time.Duration, log bool) {
 	a.stats.get(c.name).record(d, isErr)
 	if !isErr && c.name == "config|set" {
 		a.slow.configure(c.args)
+		a.slow.set.Add(1)
+		a.slow.setAt.Store(o.st.lastIndex.Load())
 	}
 	if t := a.slow.threshold.Load(); log && c.args != nil && t >= 0 && d.Microseconds() >= t && c.name != "exec" {
 		a.slow.push(slowEntry{at: time.Now().Unix(), usec: d.Microseconds(), args: c.args,
@@ -367,6 +373,45 @@ func (l *slowLog) configure(args [][]byte) {
 			l.entries = l.entries[:min(int64(len(l.entries)), max(v, 0))]
 			l.mu.Unlock()
 		}
+	}
+}
+
+// followSlowlogConfig takes, every second, the slow log's settings from
+// the local redis-server, where CONFIG SET through any agent is applied in
+// log order: a CONFIG SET through another agent reaches this agent's slow
+// log within a second. A CONFIG SET through this agent wins over a look
+// begun before its server applied it.
+func (a *Agent) followSlowlogConfig() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	get := resp.AppendCommand(nil, []byte("CONFIG"), []byte("GET"), []byte("slowlog-*"))
+	for {
+		select {
+		case <-a.done:
+			return
+		case <-t.C:
+		}
+		l := a.slow
+		set := l.set.Load()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := a.fsm.waitApplied(ctx, l.setAt.Load())
+		cancel()
+		if err != nil {
+			continue
+		}
+		raw, err := a.reads.do(defaultMode, get)
+		if err != nil {
+			continue
+		}
+		_, v, err := resp.ReadReply(bufio.NewReader(bytes.NewReader(raw)))
+		if err != nil || l.set.Load() != set {
+			continue
+		}
+		args := [][]byte{[]byte("CONFIG"), []byte("SET")}
+		for _, e := range v.Arr {
+			args = append(args, e.Str)
+		}
+		l.configure(args)
 	}
 }
 
