@@ -276,23 +276,23 @@ func (a *Agent) note(args [][]byte) noted {
 
 // done has the slot's reply counted once it is ready.
 func (o *observation) done(s slot) slot {
-	if s.fill == nil {
-		o.end(s.reply)
+	if s.fill == nil { // answered by now, perhaps after waiting for data
+		o.end(s.reply, o.st.blockedFor)
 		return s
 	}
 	fill := s.fill
 	s.fill = func() []byte {
 		raw := fill()
-		o.end(raw)
+		o.end(raw, 0)
 		return raw
 	}
 	return s
 }
 
-// end counts the commands by their replies: time spent waiting for data
-// in a blocking command is left out, as redis leaves it out.
-func (o *observation) end(raw []byte) {
-	d := time.Since(o.start) - o.st.blockedFor
+// end counts the commands by their replies: the time a blocking command
+// waited for data is left out, as redis leaves it out.
+func (o *observation) end(raw []byte, waited time.Duration) {
+	d := time.Since(o.start) - waited
 	replies := splitReplies(raw, len(o.cmds))
 	switch {
 	case o.queued:
