@@ -34,10 +34,10 @@ type clientConn struct {
 	// and its arguments' bytes, for qbuf= and argv-mem=.
 	qbuf, argvMem atomic.Int64
 	// obs observes the command being read (observe.go); blockedFor is how
-	// long a blocking one waited for data. Only the connection's own
-	// goroutine touches them.
-	obs        *observation
-	blockedFor time.Duration
+	// long a blocking one waited for data, pausedFor how long CLIENT PAUSE
+	// held it. Only the connection's own goroutine touches them.
+	obs                   *observation
+	blockedFor, pausedFor time.Duration
 	// queuedNotes are the transaction's commands as the client sent them.
 	queuedNotes []noted
 	trackState

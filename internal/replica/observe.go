@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -132,7 +134,7 @@ type slowEntry struct {
 	addr, name string
 }
 
-// slowLog is the agent's slow log, newest first. threshold (µs; negative
+// slowLog is the agent's slow log, oldest first. threshold (µs; negative
 // disables) and maxLen are redis's slowlog-log-slower-than and
 // slowlog-max-len, defaults redis's, set by CONFIG SET through this agent.
 type slowLog struct {
@@ -157,9 +159,15 @@ func (l *slowLog) push(e slowEntry) {
 	defer l.mu.Unlock()
 	e.id = l.nextID
 	l.nextID++
-	l.entries = append([]slowEntry{e}, l.entries[:min(len(l.entries), int(max(l.maxLen.Load(), 1))-1)]...)
-	if l.maxLen.Load() == 0 {
-		l.entries = nil
+	l.entries = append(l.entries, e)
+	l.trim()
+}
+
+// trim drops the oldest entries past slowlog-max-len; called with mu held.
+func (l *slowLog) trim() {
+	if n := int64(len(l.entries)) - max(l.maxLen.Load(), 0); n > 0 {
+		clear(l.entries[:n]) // their arguments may go
+		l.entries = l.entries[n:]
 	}
 }
 
@@ -169,27 +177,43 @@ func (l *slowLog) reset() {
 	l.mu.Unlock()
 }
 
-// trimArgs copies args as redis keeps them in a slow log entry.
-func trimArgs(args [][]byte) [][]byte {
+// packArgs copies what the slow log keeps of args (32 arguments of 128
+// bytes at most) in one allocation: the argument count, then each kept
+// argument's full length and kept bytes. Most commands are never slow,
+// so trimming waits for unpackArgs.
+func packArgs(args [][]byte) []byte {
 	n := min(len(args), slowMaxArgs)
-	size := 0
+	size := binary.MaxVarintLen64
 	for _, a := range args[:n] {
-		size += min(len(a), slowMaxBytes)
+		size += binary.MaxVarintLen64 + min(len(a), slowMaxBytes)
 	}
-	buf := make([]byte, 0, size)
-	out := make([][]byte, 0, n)
-	for i, a := range args[:n] {
-		if i == slowMaxArgs-1 && len(args) > slowMaxArgs {
-			out = append(out, fmt.Appendf(nil, "... (%d more arguments)", len(args)-slowMaxArgs+1))
+	p := binary.AppendUvarint(make([]byte, 0, size), uint64(len(args)))
+	for _, a := range args[:n] {
+		p = append(binary.AppendUvarint(p, uint64(len(a))), a[:min(len(a), slowMaxBytes)]...)
+	}
+	return p
+}
+
+// unpackArgs is a packed command as redis shows it in a slow log entry:
+// past 32 arguments the last says how many more there were, past 128
+// bytes an argument says how many more it had; secrets redacted.
+func unpackArgs(p []byte) [][]byte {
+	argc, k := binary.Uvarint(p)
+	p = p[k:]
+	var out [][]byte
+	for len(p) > 0 {
+		if len(out) == slowMaxArgs-1 && argc > slowMaxArgs {
+			out = append(out, fmt.Appendf(nil, "... (%d more arguments)", argc-slowMaxArgs+1))
 			break
 		}
-		start := len(buf)
-		buf = append(buf, a[:min(len(a), slowMaxBytes)]...)
-		arg := buf[start:len(buf):len(buf)]
-		if len(a) > slowMaxBytes {
-			arg = fmt.Appendf(arg, "... (%d more bytes)", len(a)-slowMaxBytes)
+		full, k := binary.Uvarint(p)
+		kept := min(int(full), slowMaxBytes)
+		arg := append([]byte(nil), p[k:k+kept]...)
+		if int(full) > kept {
+			arg = fmt.Appendf(arg, "... (%d more bytes)", int(full)-kept)
 		}
 		out = append(out, arg)
+		p = p[k+kept:]
 	}
 	return redact(out)
 }
@@ -218,17 +242,21 @@ func redact(args [][]byte) [][]byte {
 
 // noted is one command an observation covers.
 type noted struct {
-	name string   // commandstats' name; "" for a command redis does not know
-	args [][]byte // trimmed for the slow log; nil when it is off
+	name string // commandstats' name; "" for a command redis does not know
+	args []byte // packed for the slow log (packArgs); nil when it is off
 }
 
 // observation follows one slot's commands from their reading to their
 // reply.
 type observation struct {
-	a     *Agent
-	st    *clientState
-	start time.Time
+	a  *Agent
+	st *clientState
+	// start is when the command's bytes arrived (Unix ns, the kernel's
+	// stamp: no clock read here); held how long CLIENT PAUSE held it.
+	start int64
+	held  time.Duration
 	cmds  []noted
+	one   [1]noted // cmds' room for the usual one command
 	// queued: the command joins a transaction, and only a refusal counts;
 	// exec: cmds[0] is EXEC, the rest the transaction's commands, which
 	// count by EXEC's reply's elements.
@@ -238,18 +266,19 @@ type observation struct {
 // observe starts observing a command the connection just read (EXEC: with
 // the commands it runs).
 func (a *Agent) observe(st *clientState, args [][]byte) *observation {
-	o := &observation{a: a, st: st, start: time.Now()}
+	o := &observation{a: a, st: st, start: st.arrivedAt(), held: st.pausedFor}
+	o.cmds = o.one[:0]
 	st.blockedFor = 0
-	name := strings.ToUpper(string(args[0]))
+	is := func(name string) bool { return bytes.EqualFold(args[0], []byte(name)) }
 	switch {
-	case st.inMulti && name == "EXEC":
+	case st.inMulti && is("EXEC"):
 		o.exec = true
 		o.cmds = append(append(o.cmds, a.note(args)), st.queuedNotes...)
 		st.queuedNotes = nil
 		return o
-	case !st.inMulti && name == "MULTI":
+	case !st.inMulti && is("MULTI"):
 		st.queuedNotes = nil
-	case st.inMulti && name != "DISCARD" && name != "MULTI" && name != "QUIT" && name != "RESET":
+	case st.inMulti && !is("DISCARD") && !is("MULTI") && !is("QUIT") && !is("RESET"):
 		o.queued = true
 	}
 	o.cmds = append(o.cmds, a.note(args))
@@ -260,18 +289,51 @@ func (a *Agent) observe(st *clientState, args [][]byte) *observation {
 func (o *observation) join(args [][]byte) { o.cmds = append(o.cmds, o.a.note(args)) }
 
 func (a *Agent) note(args [][]byte) noted {
-	var n noted
-	if _, _, msg := rediscmd.Lookup(args); strings.HasPrefix(msg, "ERR unknown command") {
+	n := noted{name: statName(args[0])}
+	if n.name == "" {
 		return n
 	}
-	n.name = strings.ToLower(string(args[0]))
 	if containers[n.name] && len(args) > 1 {
 		n.name += "|" + strings.ToLower(string(args[1]))
 	}
 	if a.slow.threshold.Load() >= 0 || n.name == "config|set" { // CONFIG SET may turn the slow log on
-		n.args = trimArgs(args)
+		n.args = packArgs(args)
 	}
 	return n
+}
+
+// statNames caches the lower-case name of each spelling of a known command
+// clients sent (up to maxStatNames spellings): most requests then look
+// their name up without an allocation.
+var statNames struct {
+	sync.RWMutex
+	m map[string]string
+}
+
+const maxStatNames = 4096
+
+// statName is a command's name in commandstats, "" for one redis does not
+// know.
+func statName(cmd []byte) string {
+	statNames.RLock()
+	name, ok := statNames.m[string(cmd)]
+	statNames.RUnlock()
+	if ok {
+		return name
+	}
+	if _, _, msg := rediscmd.Lookup([][]byte{cmd}); strings.HasPrefix(msg, "ERR unknown command") {
+		return ""
+	}
+	name = strings.ToLower(string(cmd))
+	statNames.Lock()
+	if statNames.m == nil {
+		statNames.m = map[string]string{}
+	}
+	if len(statNames.m) < maxStatNames {
+		statNames.m[string(cmd)] = name
+	}
+	statNames.Unlock()
+	return name
 }
 
 // done has the slot's reply counted once it is ready.
@@ -290,10 +352,10 @@ func (o *observation) done(s slot) slot {
 }
 
 // end counts the commands by their replies: the time a blocking command
-// waited for data is left out, as redis leaves it out.
+// waited for data, or a paused client was held, is left out, as redis
+// leaves it out.
 func (o *observation) end(raw []byte, waited time.Duration) {
-	d := time.Since(o.start) - waited
-	replies := splitReplies(raw, len(o.cmds))
+	d := time.Duration(time.Now().UnixNano()-o.start) - o.held - waited
 	switch {
 	case o.queued:
 		if bytes.HasPrefix(raw, []byte("-")) && o.cmds[0].name != "" && !unknownSub(raw) {
@@ -325,10 +387,12 @@ func (o *observation) end(raw []byte, waited time.Duration) {
 		}
 		return
 	}
-	for i, c := range o.cmds {
-		if i < len(replies) {
-			o.count(c, replies[i], d, true)
-		}
+	if len(o.cmds) == 1 {
+		o.count(o.cmds[0], raw, d, true)
+		return
+	}
+	for i, r := range splitReplies(raw, len(o.cmds)) {
+		o.count(o.cmds[i], r, d, true)
 	}
 }
 
@@ -346,12 +410,12 @@ func (o *observation) count(c noted, reply []byte, d time.Duration, log bool) {
 	}
 	a.stats.get(c.name).record(d, isErr)
 	if !isErr && c.name == "config|set" {
-		a.slow.configure(c.args)
+		a.slow.configure(unpackArgs(c.args))
 		a.slow.set.Add(1)
 		a.slow.setAt.Store(o.st.lastIndex.Load())
 	}
 	if t := a.slow.threshold.Load(); log && c.args != nil && t >= 0 && d.Microseconds() >= t && c.name != "exec" {
-		a.slow.push(slowEntry{at: time.Now().Unix(), usec: d.Microseconds(), args: c.args,
+		a.slow.push(slowEntry{at: time.Now().Unix(), usec: d.Microseconds(), args: unpackArgs(c.args),
 			addr: o.st.conn.RemoteAddr().String(), name: o.st.getName()})
 	}
 }
@@ -370,7 +434,7 @@ func (l *slowLog) configure(args [][]byte) {
 		case "slowlog-max-len":
 			l.maxLen.Store(v)
 			l.mu.Lock()
-			l.entries = l.entries[:min(int64(len(l.entries)), max(v, 0))]
+			l.trim()
 			l.mu.Unlock()
 		}
 	}
@@ -416,8 +480,13 @@ func (a *Agent) followSlowlogConfig() {
 }
 
 // rejection tells an error redis answers before it runs a command (which
-// counts in rejected_calls) from one the command itself answered.
+// counts in rejected_calls) from one the command itself answered. An
+// error raised inside a script (redis adds "script: ...") is the script's
+// failure, whatever its kind.
 func rejection(reply []byte) bool {
+	if bytes.Contains(reply, []byte(" script: ")) {
+		return false
+	}
 	msg := string(reply[1:min(len(reply), 64)])
 	for _, p := range []string{"ERR wrong number of arguments", "NOAUTH", "NOPERM", "OOM ", "BUSY ", "MISCONF",
 		"NOREPLICAS", "READONLY", "LOADING", "MASTERDOWN", "ERR Can't execute", "TRYAGAIN gait replica"} {
@@ -437,9 +506,6 @@ func unknownSub(reply []byte) bool {
 // splitReplies cuts raw into its first n replies (fewer if it does not
 // hold n).
 func splitReplies(raw []byte, n int) [][]byte {
-	if n == 1 {
-		return [][]byte{raw}
-	}
 	out := make([][]byte, 0, n)
 	for len(out) < n && len(raw) > 0 {
 		k, ok := resp.Skip(raw)
@@ -506,13 +572,14 @@ func (a *Agent) slowlogCommand(st *clientState, args [][]byte) []byte {
 			}
 		}
 		l.mu.Lock()
-		entries := l.entries
+		entries := slices.Clone(l.entries)
 		l.mu.Unlock()
 		if count == -1 || count > int64(len(entries)) {
 			count = int64(len(entries))
 		}
 		out := resp.Value{Kind: '*'}
-		for _, e := range entries[:count] {
+		for i := range count { // newest first
+			e := entries[int64(len(entries))-1-i]
 			argv := resp.Value{Kind: '*'}
 			for _, arg := range e.args {
 				argv.Arr = append(argv.Arr, resp.Value{Kind: '$', Str: arg})

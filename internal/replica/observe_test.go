@@ -1,9 +1,13 @@
 package replica
 
 import (
+	"net"
+
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gait-dev/gait/internal/rediscmd"
 
 	"github.com/gait-dev/gait/internal/resp"
 )
@@ -16,12 +20,12 @@ func TestObservePure(t *testing.T) {
 	for i := 3; i <= 33; i++ {
 		args = append(args, []byte(strings.Repeat("x", i*5)))
 	}
-	got := trimArgs(args)
+	got := unpackArgs(packArgs(args))
 	if len(got) != slowMaxArgs || string(got[31]) != "... (2 more arguments)" ||
 		string(got[30]) != strings.Repeat("x", slowMaxBytes)+"... (27 more bytes)" || string(got[2]) != "xxxxxxxxxxxxxxx" {
 		t.Errorf("trimmed: %d args, last %q, before it %q", len(got), got[len(got)-1], got[len(got)-2])
 	}
-	conf := trimArgs([][]byte{[]byte("config"), []byte("set"), []byte("masterauth"), []byte("pw"), []byte("maxmemory"), []byte("1")})
+	conf := unpackArgs(packArgs([][]byte{[]byte("config"), []byte("set"), []byte("masterauth"), []byte("pw"), []byte("maxmemory"), []byte("1")}))
 	if string(conf[3]) != "(redacted)" || string(conf[5]) != "1" {
 		t.Errorf("CONFIG SET redacted as %q", conf)
 	}
@@ -59,4 +63,30 @@ func TestObservePure(t *testing.T) {
 	if p50, p99 := s.percentile(50), s.percentile(99); p50 != bucketUsec(2) || p99 != bucketUsec(13) {
 		t.Errorf("p50 %d µs, p99 %d µs; want %d and %d", p50, p99, bucketUsec(2), bucketUsec(13))
 	}
+}
+
+// BenchmarkObserve is what observing costs a SET on the request path
+// (commandstats, histogram, the slow log's copy of the arguments), next to
+// its peer, the command table's lookup every request already pays.
+func BenchmarkObserve(b *testing.B) {
+	c1, c2 := net.Pipe()
+	defer c1.Close()
+	defer c2.Close()
+	a := &Agent{slow: newSlowLog()}
+	st := &clientState{clientConn: clientConn{conn: c1}}
+	st.stamped = stampArrivals(c1) // its arrival stamp read, as serveConn reads it
+	args := [][]byte{[]byte("SET"), []byte("key:000123"), []byte("value-of-some-length")}
+	ok := resp.Simple("OK")
+	b.Run("observe", func(b *testing.B) {
+		for range b.N {
+			st.stamped.at = time.Now().UnixNano() // the read path's stamp
+			st.obs = a.observe(st, args)
+			st.obs.done(slot{fill: func() []byte { return ok }}).fill()
+		}
+	})
+	b.Run("lookup", func(b *testing.B) {
+		for range b.N {
+			rediscmd.Lookup(args)
+		}
+	})
 }
