@@ -901,8 +901,17 @@ func testObserved(t *testing.T, cl *cluster) {
 	if strings.Contains(stats, "pexpireat") || !strings.Contains(stats, "rejected_calls=0,failed_calls=1") {
 		t.Errorf("INFO commandstats: %q, want EXPIRE as sent and LPUSH failed once", stats)
 	}
+	tx = conn.TxPipeline()
+	tx.ConfigResetStat(ctx)
+	tx.Expire(ctx, "obs:k", time.Minute)
+	if _, err := tx.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if stats := conn.Info(ctx, "commandstats").Val(); !strings.Contains(stats, "cmdstat_expire:calls=1,") || strings.Contains(stats, "cmdstat_lpush") {
+		t.Errorf("INFO commandstats after CONFIG RESETSTAT and EXPIRE in a transaction: %q", stats)
+	}
 	hist := fmt.Sprint(do("LATENCY", "HISTOGRAM", "expire", "config", "nosuch"))
-	if !strings.Contains(hist, "expire:map[calls:2 histogram_usec:") || !strings.Contains(hist, "config|resetstat:map[calls:1") ||
+	if !strings.Contains(hist, "expire:map[calls:1 histogram_usec:") || !strings.Contains(hist, "config|resetstat:map[calls:1") ||
 		strings.Contains(hist, "set:") {
 		t.Errorf("LATENCY HISTOGRAM expire config nosuch: %s", hist)
 	}

@@ -408,6 +408,9 @@ func (o *observation) count(c noted, reply []byte, d time.Duration, log bool) {
 		a.stats.get(c.name).rejected.Add(1)
 		return
 	}
+	if !isErr && c.name == "config|resetstat" { // as the servers' (also inside MULTI)
+		a.stats.reset()
+	}
 	a.stats.get(c.name).record(d, isErr)
 	if !isErr && c.name == "config|set" {
 		a.slow.configure(unpackArgs(c.args))

@@ -416,9 +416,6 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 	case rediscmd.Read:
 		return a.readSlot(st, resp.AppendCommand(nil, args...), sp.Pinned)
 	case rediscmd.Local:
-		if name == "CONFIG" && strings.EqualFold(string(args[1]), "RESETSTAT") {
-			a.stats.reset() // as the local server's
-		}
 		if name == "INFO" {
 			return a.ownWritesFirst(st, a.infoSlot(st.mode(), resp.AppendCommand(nil, args...)))
 		}
