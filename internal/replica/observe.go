@@ -24,7 +24,7 @@ import (
 // the slow log) the agent tells of the commands its clients sent: as they
 // sent them (EXPIRE, not the PEXPIREAT the log holds; SPOP, not its
 // script; a blocking command once, not each attempt), timed from the moment
-// the agent read the command to the moment its reply was ready, which is
+// the command's bytes arrived to the moment its reply was ready, which is
 // the latency the client saw at the agent. Its redis-server's own counts
 // would describe the applier's commands, of every agent's clients.
 
