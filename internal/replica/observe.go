@@ -355,7 +355,7 @@ func (o *observation) done(s slot) slot {
 // waited for data, or a paused client was held, is left out, as redis
 // leaves it out.
 func (o *observation) end(raw []byte, waited time.Duration) {
-	d := time.Duration(time.Now().UnixNano()-o.start) - o.held - waited
+	d := max(time.Duration(time.Now().UnixNano()-o.start)-o.held-waited, 0) // 0 if the clock stepped back
 	switch {
 	case o.queued:
 		if bytes.HasPrefix(raw, []byte("-")) && o.cmds[0].name != "" && !unknownSub(raw) {
