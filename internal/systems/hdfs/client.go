@@ -440,13 +440,8 @@ func (jc *javaClient) checkpoint(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("hdfs checkpoint on %s: %w", h.Name(), err)
 	}
-	for !p.Exited() {
-		select {
-		case <-ctx.Done():
-			p.Stop()
-			return fmt.Errorf("hdfs checkpoint on %s: %w", h.Name(), ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := waitExit(ctx, p); err != nil {
+		return fmt.Errorf("hdfs checkpoint on %s: %w", h.Name(), err)
 	}
 	after, err := newestImage(jc.nameDir)
 	if err != nil {
@@ -513,13 +508,8 @@ func run(ctx context.Context, h systems.Host, name string, argv []string) (strin
 	if err != nil {
 		return "", fmt.Errorf("on %s: %w", h.Name(), err)
 	}
-	for !p.Exited() {
-		select {
-		case <-ctx.Done():
-			p.Stop()
-			return "", fmt.Errorf("%s on %s: %w", name, h.Name(), ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := waitExit(ctx, p); err != nil {
+		return "", fmt.Errorf("%s on %s: %w", name, h.Name(), err)
 	}
 	lp, ok := p.(interface{ LogPath() string })
 	if !ok {
@@ -530,6 +520,19 @@ func run(ctx context.Context, h systems.Host, name string, argv []string) (strin
 		return "", fmt.Errorf("%s on %s: %w", name, h.Name(), err)
 	}
 	return string(out), nil
+}
+
+// waitExit waits for p to exit, or stops it when ctx ends.
+func waitExit(ctx context.Context, p systems.Process) error {
+	for !p.Exited() {
+		select {
+		case <-ctx.Done():
+			p.Stop()
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // lastLine is out's last non-empty line.

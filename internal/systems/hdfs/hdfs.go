@@ -383,13 +383,8 @@ func (d *Driver) format(ctx context.Context, nn *member, nameDir string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.StartTimeout)
 	defer cancel()
-	for !p.Exited() {
-		select {
-		case <-ctx.Done():
-			p.Stop()
-			return fmt.Errorf("hdfs: format the namespace on %s: %w%s", nn.host.Name(), ctx.Err(), systems.LogTail(p))
-		case <-time.After(100 * time.Millisecond):
-		}
+	if err := waitExit(ctx, p); err != nil {
+		return fmt.Errorf("hdfs: format the namespace on %s: %w%s", nn.host.Name(), err, systems.LogTail(p))
 	}
 	if _, err := os.Stat(filepath.Join(nameDir, "current", "VERSION")); err != nil {
 		return fmt.Errorf("hdfs: format the namespace on %s failed%s", nn.host.Name(), systems.LogTail(p))
