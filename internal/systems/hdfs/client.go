@@ -513,7 +513,7 @@ func run(ctx context.Context, h systems.Host, name string, argv []string) (strin
 	}
 	lp, ok := p.(interface{ LogPath() string })
 	if !ok {
-		return "", nil
+		return "", fmt.Errorf("%s on %s: the host keeps no output to read", name, h.Name())
 	}
 	out, err := os.ReadFile(strings.TrimSuffix(lp.LogPath(), ".stderr") + ".stdout")
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
