@@ -480,7 +480,7 @@ func (c *channel) balance(ctx context.Context, path string, data []byte) error {
 		return fmt.Errorf("hdfs balance: %w", err)
 	}
 	put := jc.d.argv(jc.first, RoleDataNode, fsShellClass, "-D", "dfs.replication=1", "-put", src, path)
-	if _, err := run(ctx, jc.first, fmt.Sprintf("balance-put-%d-%d", c.id, c.n), put); err != nil {
+	if _, _, err := run(ctx, jc.first, fmt.Sprintf("balance-put-%d-%d", c.id, c.n), put); err != nil {
 		return fmt.Errorf("hdfs balance: put %s: %w", path, err)
 	}
 	// The shell writes path._COPYING_ and renames it when it is whole.
@@ -490,36 +490,46 @@ func (c *channel) balance(ctx context.Context, path string, data []byte) error {
 	bal := jc.d.argv(jc.secondary, RoleDataNode, balancerClass,
 		// Blocks under 10 MB are not moved by default.
 		"-D", "dfs.balancer.getBlocks.min-block-size=1", "-threshold", "1")
-	out, err := run(ctx, jc.secondary, fmt.Sprintf("balancer-%d-%d", c.id, c.n), bal)
-	if err != nil {
+	out, log, err := run(ctx, jc.secondary, fmt.Sprintf("balancer-%d-%d", c.id, c.n), bal)
+	switch {
+	case err != nil:
 		return fmt.Errorf("hdfs balance: %w", err)
-	}
-	if !strings.Contains(out, balanced) {
+	case !strings.Contains(out, balanced):
 		return fmt.Errorf("hdfs balance: the Balancer on %s ended without balancing: %q", jc.secondary.Name(), lastLine(out))
+	case !strings.Contains(log, moved):
+		// Then the op measured no balancing at all.
+		return fmt.Errorf("hdfs balance: the Balancer on %s moved no block: %d bytes on one DataNode were no imbalance (is datanode_capacity small enough?)", jc.secondary.Name(), len(data))
 	}
 	return nil
 }
 
+// moved is what the Balancer logs for each block it moved.
+const moved = "Successfully moved"
+
 // run starts argv on h as name (a name of its own, so its output is only
 // its own) and waits for it to exit; it returns the process's standard
-// output, or on ctx's end stops it.
-func run(ctx context.Context, h systems.Host, name string, argv []string) (string, error) {
+// output and its log (standard error), or on ctx's end stops it.
+func run(ctx context.Context, h systems.Host, name string, argv []string) (out, log string, err error) {
 	p, err := h.Start(name, argv, nil)
 	if err != nil {
-		return "", fmt.Errorf("on %s: %w", h.Name(), err)
+		return "", "", fmt.Errorf("on %s: %w", h.Name(), err)
 	}
 	if err := waitExit(ctx, p); err != nil {
-		return "", fmt.Errorf("%s on %s: %w", name, h.Name(), err)
+		return "", "", fmt.Errorf("%s on %s: %w", name, h.Name(), err)
 	}
 	lp, ok := p.(interface{ LogPath() string })
 	if !ok {
-		return "", fmt.Errorf("%s on %s: the host keeps no output to read", name, h.Name())
+		return "", "", fmt.Errorf("%s on %s: the host keeps no output to read", name, h.Name())
 	}
-	out, err := os.ReadFile(strings.TrimSuffix(lp.LogPath(), ".stderr") + ".stdout")
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("%s on %s: %w", name, h.Name(), err)
+	var texts [2]string
+	for i, path := range []string{strings.TrimSuffix(lp.LogPath(), ".stderr") + ".stdout", lp.LogPath()} {
+		b, err := os.ReadFile(path)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", "", fmt.Errorf("%s on %s: %w", name, h.Name(), err)
+		}
+		texts[i] = string(b)
 	}
-	return string(out), nil
+	return texts[0], texts[1], nil
 }
 
 // waitExit waits for p to exit, or stops it when ctx ends.
