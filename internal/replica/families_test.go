@@ -121,10 +121,19 @@ func sameReplies(t *testing.T, gait, plain *goredis.Client, cmds []string) {
 		}
 		got, gerr := gc.Do(ctx, args...).Result()
 		want, werr := pc.Do(ctx, args...).Result()
-		if fmt.Sprint(got, gerr) != fmt.Sprint(want, werr) {
+		if fmt.Sprint(got, gerr) != fmt.Sprint(want, werr) && !closeTTL(cmd, got, want) {
 			t.Errorf("%s: gait %v, %v; redis %v, %v", cmd, got, gerr, want, werr)
 		}
 	}
+}
+
+// closeTTL allows a remaining time to differ by a second: gait's EXPIRE was
+// made absolute when its agent received it and is read back after a commit,
+// which on a loaded machine can take past the half second TTL rounds at.
+func closeTTL(cmd string, got, want any) bool {
+	g, gok := got.(int64)
+	w, wok := want.(int64)
+	return gok && wok && g > 0 && w > 0 && strings.HasPrefix(strings.ToUpper(cmd), "TTL ") && w-g <= 1 && w-g >= 0
 }
 
 // testSelect: a key written in database 3 through one agent is in
