@@ -7,7 +7,11 @@
 # disk), run by one `gait bench`. Prints, per system, fault, role and
 # factor, client p99 and throughput as ratios to the same experiment's
 # healthy baseline, and marks the gait-redis cells that miss issue 12's
-# target (p99 at most 1.5x, throughput at least 0.8x).
+# target (p99 at most 1.5x, throughput at least 0.8x). Then, per gait-redis
+# step, the leadership transfers the agents decided (their logs), the
+# leader changes of any cause (the leader gauge second by second, from the
+# run's first leader) and when each replica was first marked limping, in
+# seconds from the step's start ("short": after the short hold).
 #
 #   sudo scripts/limping-matrix.sh [OUT]     # default runs/limping-matrix
 #   env: GAIT (default bin/gait), SYSTEMS (default "gait-redis etcd"),
@@ -24,7 +28,9 @@ out=${1:-runs/limping-matrix}
 GAIT=${GAIT:-bin/gait}
 systems=${SYSTEMS:-gait-redis etcd}
 dir=scenarios/limpbench
-command -v jq >/dev/null || { echo "limping-matrix: jq not found" >&2; exit 1; }
+for tool in jq bc; do
+	command -v $tool >/dev/null || { echo "limping-matrix: $tool not found" >&2; exit 1; }
+done
 
 # scenario SYSTEM ROLE FAULT names the experiment of one row.
 scenario() {
@@ -64,3 +70,39 @@ for s in $systems; do
 		done
 	done
 done
+
+# handovers RUN prints a gait-redis step's transfers, leader changes and
+# first marks. The time series' header quotes the fault's name, which holds
+# a comma: it is replaced before splitting on commas.
+handovers() {
+	local run=$1 hosts start lead transfers changes
+	hosts=$(dirname "$run")/hosts/$(basename "$run")
+	start=$(date -d "$(jq -r .started "$run/run.json")" +%s.%N)
+	lead=$(jq -r '.hosts[] | select(.role == "leader") | .name' "$run/run.json")
+	transfers=$(cat "$hosts"/*/log/gait-replica.stderr | grep -c "handing leadership" || true)
+	changes=$(sed '1s/"[^"]*"/fault/' "$run/timeseries.csv" | awk -F, -v prev="$lead" '
+		NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^gait_replica_leader\{/) { l[i] = $i; sub(/.*host=/, "", l[i]); sub(/}.*/, "", l[i]) }; next }
+		{ who = ""; for (i in l) if ($i == 1) who = l[i]
+		  if (who != "" && who != prev) { changes++; prev = who } }
+		END { print changes + 0 }')
+	printf '%-19s  ' "$transfers / $changes"
+	{ grep -h " limps: " "$hosts"/*/log/gait-replica.stderr || true; } | while read -r line; do
+		read -r _ _ day clock _ id _ <<<"$line"
+		printf '%s %.2f %s\n' "$id" "$(echo "$(date -d "$day $clock" +%s.%N) - $start" | bc)" \
+			"$(grep -q 'short hold true' <<<"$line" && echo short || echo hold)"
+	done | sort -k1,1 -k2,2n | awk '!seen[$1]++ { printf "%s %ss (%s)  ", $1, $2, $3 } END { print "" }'
+}
+
+if [[ " $systems " == *" gait-redis "* ]]; then
+	printf '\n%-5s %-9s %7s  %-19s  %s\n' fault role factor "transfers / changes" "first marked (from the step's start)"
+	for fault in nic disk cpu; do
+		for role in leader follower; do
+			for run in "$out/$(scenario gait-redis "$role" "$fault")"/f*-r1; do
+				factor=${run##*/f} factor=${factor%-r1}
+				[[ $factor == 1 ]] && continue
+				printf '%-5s %-9s %7s  ' "$fault" "$role" "${factor}x"
+				handovers "$run"
+			done
+		done
+	done
+fi
