@@ -31,6 +31,7 @@ func dialRedis(addr string) (*redisConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to redis %s: %w", addr, err)
 	}
+	c = rawIO(c)
 	return &redisConn{c: c, r: bufio.NewReaderSize(c, 64<<10), w: bufio.NewWriterSize(c, 64<<10)}, nil
 }
 

@@ -49,6 +49,7 @@ func (a *Agent) serveClients() {
 		if err != nil {
 			return
 		}
+		c = rawIO(c)
 		st := a.newClientState(c)
 		a.mu.Lock()
 		a.conns[c] = st
