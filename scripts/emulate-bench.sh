@@ -10,14 +10,30 @@
 #     file fsynced (`sync FILE`) inside the timing;
 #   - the same through a second mount with --write-back (the kernel's
 #     write-back cache), as a peer, unless WRITEBACK=0;
-#   - the store's compression ratio (`gait emulate stats`).
+#   - the store's compression ratio (`gait emulate stats`);
+#   - LITERAL bytes of random data (incompressible: the store keeps them
+#     as they are) through a fresh mount, fsync included, as the control
+#     that the store's own writes reach the disk at the disk's speed (a
+#     fresh one: in a mount whose checksum index is full of the synthetic
+#     rows' sums, every word of random data is looked up in it).
 # Raw and emulated alternate ROUNDS times, so load from other processes
 # falls on both. Needs root (FUSE, O_DIRECT).
+#
+# RAW_LIMIT=100MB/s gives the disk Exalt's speed: the script moves itself,
+# and so every process it starts (dd, fio, the writers, the mount's server
+# and so the store's writes), into a cgroup whose block-I/O throttle caps
+# writes to the disk holding DIR (cgroup v2 io.max wbps where the io
+# controller is on the v2 hierarchy, else v1 blkio.throttle.write_bps_device,
+# the same kernel throttle). Writes the kernel's flusher threads issue for
+# dirty pages are charged to no cgroup and escape it; the literal control
+# shows whether the store's writes were held to the limit.
 #
 #   sudo scripts/emulate-bench.sh [DIR]
 #   env: GAIT (gait binary), SIZE (per writer, default 2GiB), RAW (default
 #        1GiB), WRITERS (default 2), ROUNDS (default 2), SIZES (default
-#        "64KiB 1MiB"), WRITEBACK (default 1)
+#        "64KiB 1MiB"), WRITEBACK (default 1), LITERAL (default 512MiB,
+#        0 for none), RAW_LIMIT (default none: 100MB/s, 100MiB/s or bytes
+#        per second)
 set -euo pipefail
 
 GAIT=${GAIT:-gait}
@@ -28,6 +44,8 @@ WRITERS=${WRITERS:-2}
 ROUNDS=${ROUNDS:-2}
 SIZES=${SIZES:-64KiB 1MiB}
 WRITEBACK=${WRITEBACK:-1}
+LITERAL=${LITERAL:-512MiB}
+RAW_LIMIT=${RAW_LIMIT:-}
 
 bytes() { # 2GiB -> 2147483648
 	local n=${1%%[KMG]iB} u=${1##*[0-9]}
@@ -38,15 +56,70 @@ rate() { awk -v b="$1" -v t0="$2" -v t1="$3" 'BEGIN { printf "%.0f", b / (t1 - t
 mbs() { awk -v r="$1" 'BEGIN { printf "%6.0f MB/s", r / 1e6 }'; }
 times() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%4.1fx", a / b }'; }
 
+# rate_limit 100MB/s -> 100000000: a bandwidth in bytes per second.
+rate_limit() {
+	case $1 in
+	*[0-9]MB/s) echo $((${1%MB/s} * 1000000)) ;;
+	*[0-9]MiB/s) echo $((${1%MiB/s} << 20)) ;;
+	*[!0-9]* | "") echo "RAW_LIMIT=$1: not a bandwidth (100MB/s, 100MiB/s or bytes per second)" >&2 && return 1 ;;
+	*) echo "$1" ;;
+	esac
+}
+
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
 pids=()
+cgroup= cgroup_root= io_enabled=
+lit=/dev/shm/gait-emulate-bench-literal.$$
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
-	rm -rf "$DIR/store" "$DIR/store-wb" "$DIR/raw" "$DIR"/mount*.out
-	rmdir "$DIR/mnt" "$DIR/mnt-wb" 2>/dev/null || true
+	rm -rf "$DIR/store" "$DIR/store-wb" "$DIR/store-lit" "$DIR/raw" "$DIR"/mount*.out
+	rm -f "$lit"
+	rmdir "$DIR/mnt" "$DIR/mnt-wb" "$DIR/mnt-lit" 2>/dev/null || true
+	if [ -n "$cgroup" ]; then
+		echo $$ >"$cgroup_root/cgroup.procs"
+		rmdir "$cgroup"
+	fi
+	# Only if no one else has started using it meanwhile.
+	[ -z "$io_enabled" ] || echo -io >"$io_enabled/cgroup.subtree_control" 2>/dev/null || true
 }
 trap cleanup EXIT
+
+# limit_disk BYTES_PER_SECOND: this shell and its children into a cgroup
+# whose writes to the whole disk under DIR are throttled; cleanup puts the
+# shell back where it was and removes the cgroup.
+limit_disk() {
+	local bps=$1 dev disk majmin v2
+	dev=$(findmnt -no SOURCE -T "$DIR")
+	disk=$(lsblk -no PKNAME "$dev" 2>/dev/null | head -1)
+	# The throttle takes whole disks only, not partitions.
+	majmin=$(lsblk -dno MAJ:MIN "/dev/${disk:-${dev#/dev/}}" | tr -d ' ')
+	v2=$(findmnt -rno TARGET -t cgroup2 | head -1)
+	if [ -n "$v2" ] && grep -qw io "$v2/cgroup.controllers"; then
+		cgroup_root=$v2$(sed -n 's/^0:://p' /proc/self/cgroup)
+		file=io.max setting="$majmin wbps=$bps"
+		if ! grep -qw io "$v2/cgroup.subtree_control"; then
+			echo +io >"$v2/cgroup.subtree_control"
+			io_enabled=$v2
+		fi
+		cgroup=$v2/gait-emulate-bench
+	else
+		cgroup_root=$(findmnt -rno TARGET -t cgroup -O blkio | head -1)
+		[ -n "$cgroup_root" ] || { echo "RAW_LIMIT: no cgroup io (v2) or blkio (v1) controller mounted" >&2 && exit 1; }
+		cgroup=$cgroup_root/gait-emulate-bench
+		cgroup_root+=$(sed -n 's/^[0-9]*:\([^:]*,\)\{0,1\}blkio\(,[^:]*\)\{0,1\}://p' /proc/self/cgroup)
+		file=blkio.throttle.write_bps_device setting="$majmin $bps"
+	fi
+	rmdir "$cgroup" 2>/dev/null || true # left by a run killed with SIGKILL
+	mkdir "$cgroup"
+	echo "$setting" >"$cgroup/$file"
+	echo $$ >"$cgroup/cgroup.procs"
+	limit_how="$cgroup/$file \"$(cat "$cgroup/$file")\" on $dev"
+}
+if [ -n "$RAW_LIMIT" ]; then
+	bps=$(rate_limit "$RAW_LIMIT")
+	limit_disk "$bps"
+fi
 
 # mount NAME [FLAGS...]: serve $DIR/NAME from $DIR/store${NAME#mnt}.
 mount() {
@@ -101,6 +174,7 @@ write_null() {
 }
 
 echo "file system of $DIR: $(df -T "$DIR" | awk 'NR == 2 { print $1, $2 }'); $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%H:%M) UTC"
+[ -n "$RAW_LIMIT" ] && echo "disk writes limited to $RAW_LIMIT for every process of this script: $limit_how"
 echo "raw: dd if=/dev/zero oflag=direct, $RAW; emulated: gait emulate gen --write-size WS > FILE; sync FILE, $SIZE per writer"
 seed=0
 for round in $(seq "$ROUNDS"); do
@@ -140,3 +214,27 @@ if command -v fio >/dev/null; then
 fi
 echo "store (every file the emulated rows wrote): $("$GAIT" emulate stats "$DIR/store")"
 echo "store on disk: $(du -s -B1 "$DIR/store" | cut -f1) bytes allocated (du, directories included)"
+if [ "$LITERAL" != 0 ]; then
+	# Random bytes from memory, so that neither the source nor the
+	# generator limits the rate; the raw disk once more beside them.
+	literal_bytes=$(bytes "$LITERAL")
+	head -c "$literal_bytes" /dev/urandom >"$lit"
+	mount mnt-lit
+	t0=$(now)
+	dd if="$lit" of="$DIR/mnt-lit/literal" bs=1M status=none && sync "$DIR/mnt-lit/literal"
+	t1=$(now)
+	lit_rate=$(rate "$literal_bytes" "$t0" "$t1")
+	t0=$(now)
+	dd if="$lit" of="$DIR/raw" bs=1M oflag=direct status=none
+	t1=$(now)
+	rm -f "$DIR/raw"
+	lit_raw=$(rate "$literal_bytes" "$t0" "$t1")
+	# The store writes through the page cache and fsyncs, as this does.
+	t0=$(now)
+	dd if="$lit" of="$DIR/raw" bs=1M conv=fsync status=none
+	t1=$(now)
+	rm -f "$lit" "$DIR/raw"
+	lit_buf=$(rate "$literal_bytes" "$t0" "$t1")
+	echo "random data ($LITERAL, 1 MiB writes, fsync included): through a fresh mount $(mbs "$lit_rate") | raw disk, O_DIRECT $(mbs "$lit_raw") ($(times "$lit_rate" "$lit_raw")) | raw disk, page cache + fsync $(mbs "$lit_buf") ($(times "$lit_rate" "$lit_buf"))"
+	echo "its store: $("$GAIT" emulate stats "$DIR/store-lit")"
+fi

@@ -235,15 +235,22 @@ func opLine(op porcupine.Operation) string {
 const Spread = 1 << 20
 
 // Prune drops the SETs of unknown outcome whose value no completed GET or
-// INCR could have seen, nor any CAS expected (none in [v, v+Spread)). Such a
-// SET never changes what linearizability allows: placing it last, after
-// everything, is as good as its never happening, and wherever else it
-// could go, any operation between it and the next SET on its key would
-// have seen its value. Every open write multiplies porcupine's search, so
-// dropping these keeps histories with many failures checkable. Prune is
-// sound only when every two SETs' values are at least Spread apart.
+// INCR could have seen, nor any CAS expected (none in [v, v+Spread)), and
+// that no script CAS which failed could have met. Such a SET never changes
+// what linearizability allows: placing it last, after everything, is as
+// good as its never happening, and wherever else it could go, any
+// operation between it and the next write on its key would have seen its
+// value, except a CAS that did not swap. A WATCH-CAS may abort anyway, but
+// a script CAS fails only on another value, so an unknown SET landing just
+// before it is what explains its failure (a write re-proposed after its
+// client gave up, then overwritten before anyone read it): such a SET
+// stays whenever a failed script CAS on its key returned after it was
+// called. Every open write multiplies porcupine's search, so dropping the
+// rest keeps histories with many failures checkable. Prune is sound only
+// when every two SETs' values are at least Spread apart.
 func Prune(ops []porcupine.Operation) []porcupine.Operation {
 	seen := map[string][]int64{}
+	lastFailedCas := map[string]int64{} // per key, the latest return of a script CAS that did not swap
 	for _, op := range ops {
 		in, out := op.Input.(Input), op.Output.(Output)
 		if in.Kind != Set && !out.Unknown && out.Exists {
@@ -251,6 +258,9 @@ func Prune(ops []porcupine.Operation) []porcupine.Operation {
 		}
 		if (in.Kind == WatchCas || in.Kind == ScriptCas) && !in.ExpectNone {
 			seen[in.Key] = append(seen[in.Key], in.Expect) // its GET saw it
+		}
+		if in.Kind == ScriptCas && !out.Unknown && !out.Swapped {
+			lastFailedCas[in.Key] = max(lastFailedCas[in.Key], op.Return)
 		}
 	}
 	for _, vs := range seen {
@@ -261,10 +271,14 @@ func Prune(ops []porcupine.Operation) []porcupine.Operation {
 		i, _ := slices.BinarySearch(vs, v)
 		return i < len(vs) && vs[i] < v+Spread
 	}
+	mayFailCas := func(op porcupine.Operation) bool {
+		last, ok := lastFailedCas[op.Input.(Input).Key]
+		return ok && last > op.Call
+	}
 	out := make([]porcupine.Operation, 0, len(ops))
 	for _, op := range ops {
 		in := op.Input.(Input)
-		if in.Kind == Set && op.Output.(Output).Unknown && !observed(in.Key, in.Value) {
+		if in.Kind == Set && op.Output.(Output).Unknown && !observed(in.Key, in.Value) && !mayFailCas(op) {
 			continue
 		}
 		out = append(out, op)

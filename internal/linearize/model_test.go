@@ -253,3 +253,30 @@ func TestPrune(t *testing.T) {
 		t.Error("stale read after pruning judged linearizable")
 	}
 }
+
+// TestPruneKeepsWhatFailsACas replays the shape of a history TestRandomized
+// once judged illegal: a SET whose client gave up is re-proposed and lands
+// between a read and a script CAS, which then fails; the next SET
+// overwrites it before anyone reads it. Dropping that SET made a legal
+// history look illegal.
+func TestPruneKeepsWhatFailsACas(t *testing.T) {
+	v1, v2, v3, v4 := int64(1*Spread), int64(2*Spread), int64(3*Spread), int64(4*Spread)
+	ops := []porcupine.Operation{
+		op(0, set("a", v1), 0, 1, ok()),
+		op(1, set("a", v2), 1, Never, unknown()), // re-proposed, lands at 4
+		op(0, get("a"), 2, 3, val(v1)),
+		op(0, cas(ScriptCas, "a", v1, v3), 5, 6, notSwapped()),
+		op(0, set("a", v4), 7, 8, ok()),
+		op(0, get("a"), 9, 10, val(v4)),
+	}
+	if good, why := check(t, ops); !good {
+		t.Fatalf("the whole history judged not linearizable:\n%s", why)
+	}
+	got := Prune(ops)
+	if len(got) != len(ops) {
+		t.Errorf("pruned to %d operations, want all %d: the unknown SET explains the failed CAS", len(got), len(ops))
+	}
+	if good, why := check(t, got); !good {
+		t.Errorf("pruned history judged not linearizable:\n%s", why)
+	}
+}

@@ -157,7 +157,9 @@ var table = map[string]Spec{
 	// About the local server.
 	"INFO": {Kind: Local, Arity: -1}, "COMMAND": {Kind: Local, Arity: -1},
 	"TIME": {Kind: Local, Arity: 1}, "LASTSAVE": {Kind: Local, Arity: 1}, "ROLE": {Kind: Local, Arity: 1},
-	"LATENCY": {Kind: Local, Arity: -2}, "SLOWLOG": {Kind: Local, Arity: -2}, "LOLWUT": {Kind: Local, Arity: -1},
+	// LATENCY's events are the local server's; its HISTOGRAM, like the slow
+	// log, the agent's, of its clients' commands.
+	"LATENCY": {Kind: Local, Arity: -2, Subs: map[string]Kind{"HISTOGRAM": Agent}}, "LOLWUT": {Kind: Local, Arity: -1},
 	"PFSELFTEST": {Kind: Local, Arity: 1},
 	// An RDB file is the local server's own copy of the data: gait's
 	// durability is the raft log, so saving one server's is harmless.
@@ -170,7 +172,7 @@ var table = map[string]Spec{
 	"MULTI": {Kind: Agent, Arity: 1}, "EXEC": {Kind: Agent, Arity: 1}, "DISCARD": {Kind: Agent, Arity: 1},
 	"QUIT": {Kind: Agent, Arity: -1}, "WAITALL": {Kind: Agent, Arity: -1}, "WAIT": {Kind: Agent, Arity: 3},
 	"CLIENT": {Kind: Agent, Arity: -2}, "HELLO": {Kind: Agent, Arity: -1}, "RESET": {Kind: Agent, Arity: 1},
-	"WATCH": {Kind: Agent, Arity: -2}, "UNWATCH": {Kind: Agent, Arity: 1},
+	"WATCH": {Kind: Agent, Arity: -2}, "UNWATCH": {Kind: Agent, Arity: 1}, "SLOWLOG": {Kind: Agent, Arity: -2},
 
 	// Publish/subscribe: a message is an ordered write, which every replica
 	// publishes to its own server's subscribers; each subscriber is a

@@ -277,6 +277,10 @@ type Agent struct {
 	track tracker
 	// pause is CLIENT PAUSE's (pause.go).
 	pause pauseState
+	// stats and slow are the commandstats and the slow log of the agent's
+	// clients' commands (observe.go).
+	stats cmdStats
+	slow  *slowLog
 }
 
 // Start starts an agent: it empties the local redis (the log rebuilds it),
@@ -288,7 +292,7 @@ func Start(cfg Config) (*Agent, error) {
 	a := &Agent{cfg: cfg, logger: log.New(cfg.Log, "replica "+cfg.ID+": ", log.LstdFlags|log.Lmicroseconds),
 		done: make(chan struct{}), raftUp: make(chan struct{}), pending: map[uint64]waiter{}, writes: map[uint64]*write{},
 		peers: map[string]*peer{}, pacer: newPacer(), conns: map[net.Conn]*clientState{}, reads: newRedisMux(cfg.RedisAddr, 4),
-		futures: make(chan appliedFuture, 4096)}
+		futures: make(chan appliedFuture, 4096), slow: newSlowLog()}
 	a.incarnation, a.born = newIncarnation(), time.Now()
 	a.budget = resp.NewBudget(int64(cfg.RequestMemory))
 	a.m = newMetrics(a)
@@ -331,7 +335,8 @@ func (a *Agent) start() error {
 	if err := a.serveMetrics(); err != nil {
 		return err
 	}
-	a.wg.Add(5)
+	a.wg.Add(6)
+	go func() { defer a.wg.Done(); a.followSlowlogConfig() }()
 	go func() { defer a.wg.Done(); a.runLease() }()
 	go func() { defer a.wg.Done(); a.watchRedis() }()
 	go func() { defer a.wg.Done(); a.serveClients() }()

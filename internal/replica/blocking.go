@@ -227,6 +227,7 @@ func (b *blockedCall) ordered() []byte {
 				break // collect the reply, renew the lease, or queue again
 			}
 			t := time.NewTimer(b.pause())
+			idleFrom := time.Now()
 			select {
 			case <-changed:
 			case <-t.C:
@@ -234,6 +235,7 @@ func (b *blockedCall) ordered() []byte {
 			case <-a.done:
 			}
 			t.Stop()
+			b.st.blockedFor += time.Since(idleFrom) // not the command's time, as in redis's slow log
 		}
 	}
 }

@@ -222,9 +222,6 @@ type blockQueues struct {
 	// that took nothing. lastChange is that entry's index.
 	changed    chan struct{}
 	lastChange uint64
-	// stats are this replica's extra calls for blocked clients (not
-	// replicated state: each server's own counters).
-	stats blockStats
 }
 
 func newBlockQueues() *blockQueues {
@@ -271,8 +268,6 @@ func (ws *blockQueues) gate(proposer string, seq uint64, at *attempt) gated {
 	keys := orderedKeys(name, at.args)
 	if keys == nil { // not a command the agent sends as an attempt
 		g.payload, _, _ = at.payload(at.args)
-		ws.stats.ran(g.id, name)
-		ws.stats.forget(g.id) // it does not wait
 		return g
 	}
 	if at.cancel {
@@ -296,8 +291,6 @@ func (ws *blockQueues) gate(proposer string, seq uint64, at *attempt) gated {
 	me.at = at.at
 	if g.payload, _, _ = ws.headPayload(me); g.payload == nil {
 		g.skip = true
-	} else {
-		ws.stats.ran(me.id, name)
 	}
 	return g
 }
@@ -341,7 +334,6 @@ func (ws *blockQueues) remove(id string) {
 	if w == nil {
 		return
 	}
-	ws.stats.forget(id)
 	delete(ws.byID, id)
 	for _, k := range w.keys {
 		q := slices.DeleteFunc(ws.byKey[k], func(x *blockedClient) bool { return x == w })
@@ -380,10 +372,8 @@ func (ws *blockQueues) settle(index uint64, g gated, raw []byte) bool {
 	return false
 }
 
-// touched notes an entry that is not an attempt: it may have pushed data
-// (or reset the server's statistics).
+// touched notes an entry that is not an attempt: it may have pushed data.
 func (ws *blockQueues) touched(index uint64, payload []byte) {
-	ws.stats.applied(payload)
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	ws.change(index)
@@ -511,7 +501,6 @@ func (f *fsm) serveWaiters(index uint64) error {
 		var payload []byte
 		for _, h := range hs {
 			payload = append(payload, h.payload...)
-			f.blocked.stats.ran(h.w.id, string(h.w.args[0]))
 		}
 		if err := f.conn.send(payload); err != nil {
 			return fmt.Errorf("serve blocked clients: %w", err)

@@ -3,7 +3,6 @@ package replica
 import (
 	"bufio"
 	"bytes"
-	"github.com/gait-dev/gait/internal/resp"
 	"slices"
 	"strings"
 	"testing"
@@ -114,27 +113,5 @@ func TestBlockQueues(t *testing.T) {
 	now += waiterLease.Milliseconds() + 1
 	if g := try(9, 0, "BLPOP k 0", false); g.skip || !g.expired {
 		t.Errorf("a client whose lease ran out still heads k: %+v", g)
-	}
-}
-
-// TestBlockStatsPatch: the extra calls leave INFO's commandstats lines,
-// and a command left with none leaves the list; CONFIG RESETSTAT zeroes them.
-func TestBlockStatsPatch(t *testing.T) {
-	var s blockStats
-	s.ran("c1", "BLPOP")
-	s.ran("c1", "BLPOP")
-	info := "# Commandstats\r\ncmdstat_blpop:calls=3,usec=30,usec_per_call=10.00,rejected_calls=0,failed_calls=0\r\n" +
-		"cmdstat_multi:calls=2,usec=2,usec_per_call=1.00,rejected_calls=0,failed_calls=0\r\n" +
-		"cmdstat_exec:calls=3,usec=3,usec_per_call=1.00,rejected_calls=0,failed_calls=0\r\n" +
-		"cmdstat_get:calls=1,usec=1,usec_per_call=1.00,rejected_calls=0,failed_calls=0\r\n"
-	want := "# Commandstats\r\ncmdstat_blpop:calls=2,usec=30,usec_per_call=15.00,rejected_calls=0,failed_calls=0\r\n" +
-		"cmdstat_exec:calls=1,usec=3,usec_per_call=3.00,rejected_calls=0,failed_calls=0\r\n" +
-		"cmdstat_get:calls=1,usec=1,usec_per_call=1.00,rejected_calls=0,failed_calls=0\r\n"
-	if got := string(s.patch(resp.AppendBulk(nil, []byte(info)))); got != string(resp.AppendBulk(nil, []byte(want))) {
-		t.Errorf("patched:\n%s\nwant\n%s", got, want)
-	}
-	s.applied([]byte("*3\r\n$6\r\nconfig\r\n$9\r\nResetStat\r\n"))
-	if raw := resp.AppendBulk(nil, []byte(info)); string(s.patch(raw)) != string(raw) {
-		t.Error("counts left after CONFIG RESETSTAT")
 	}
 }

@@ -33,6 +33,13 @@ type clientConn struct {
 	// qbuf and argvMem are the size of the request being served, encoded
 	// and its arguments' bytes, for qbuf= and argv-mem=.
 	qbuf, argvMem atomic.Int64
+	// obs observes the command being read (observe.go); blockedFor is how
+	// long a blocking one waited for data, pausedFor how long CLIENT PAUSE
+	// held it. Only the connection's own goroutine touches them.
+	obs                   *observation
+	blockedFor, pausedFor time.Duration
+	// queuedNotes are the transaction's commands as the client sent them.
+	queuedNotes []noted
 	trackState
 }
 
@@ -40,7 +47,7 @@ type clientConn struct {
 // as redis does (cmd=client|list).
 var containers = map[string]bool{"client": true, "config": true, "command": true, "object": true, "memory": true,
 	"script": true, "function": true, "xinfo": true, "xgroup": true, "pubsub": true, "slowlog": true,
-	"latency": true, "acl": true, "debug": true, "cluster": true, "module": true}
+	"latency": true, "acl": true, "cluster": true, "module": true}
 
 func (cl *clientConn) mode() mode { return mode{proto: int(cl.proto.Load()), db: int(cl.db.Load())} }
 

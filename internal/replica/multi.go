@@ -118,22 +118,49 @@ func (a *Agent) execAbortCause(s slot, queued [][][]byte) slot {
 }
 
 // ownQueued says whether a queued command is one the agent runs itself at
-// EXEC, not the redis-servers: CLIENT PAUSE and CLIENT UNPAUSE. Redis
+// EXEC, not the redis-servers: CLIENT PAUSE and CLIENT UNPAUSE (redis
 // queues them like any command; the pause starts when the transaction
-// ends.
+// ends), SLOWLOG and LATENCY HISTOGRAM (the agent's own).
 func ownQueued(q [][]byte) bool {
-	return len(q) >= 2 && strings.EqualFold(string(q[0]), "CLIENT") &&
-		(strings.EqualFold(string(q[1]), "PAUSE") || strings.EqualFold(string(q[1]), "UNPAUSE"))
+	return len(q) >= 2 && (strings.EqualFold(string(q[0]), "CLIENT") &&
+		(strings.EqualFold(string(q[1]), "PAUSE") || strings.EqualFold(string(q[1]), "UNPAUSE")) ||
+		strings.EqualFold(string(q[0]), "SLOWLOG") ||
+		strings.EqualFold(string(q[0]), "LATENCY") && strings.EqualFold(string(q[1]), "HISTOGRAM"))
 }
 
 // ownQueuedArity is redis's queue-time refusal of an agent-run command
 // with the wrong number of arguments ("" when it may be queued).
 func ownQueuedArity(q [][]byte) string {
-	if strings.EqualFold(string(q[1]), "PAUSE") && len(q) != 3 && len(q) != 4 ||
-		strings.EqualFold(string(q[1]), "UNPAUSE") && len(q) != 2 {
-		return "ERR wrong number of arguments for 'client|" + strings.ToLower(string(q[1])) + "' command"
+	name := strings.ToLower(string(q[0])) + "|" + strings.ToLower(string(q[1]))
+	switch name {
+	case "client|pause":
+		if len(q) == 3 || len(q) == 4 {
+			return ""
+		}
+	case "client|unpause", "slowlog|len", "slowlog|reset", "slowlog|help":
+		if len(q) == 2 {
+			return ""
+		}
+	case "slowlog|get":
+		if len(q) <= 3 {
+			return ""
+		}
+	default:
+		return ""
 	}
-	return ""
+	return "ERR wrong number of arguments for '" + name + "' command"
+}
+
+// ownCommand runs a command the agent answers itself inside a
+// transaction, or SLOWLOG and LATENCY HISTOGRAM outside one.
+func (a *Agent) ownCommand(st *clientState, q [][]byte) []byte {
+	switch strings.ToUpper(string(q[0])) {
+	case "SLOWLOG":
+		return a.slowlogCommand(st, q)
+	case "LATENCY":
+		return a.latencyHistogram(st, q)
+	}
+	return a.clientCommand(st, q)
 }
 
 // withoutOwn replaces the agent-run commands of a transaction with PING,
@@ -181,7 +208,7 @@ func (a *Agent) runOwn(st *clientState, s slot, own map[int][][]byte) slot {
 				return raw
 			}
 			if q, ok := own[i]; ok {
-				elem = a.clientCommand(st, q)
+				elem = a.ownCommand(st, q)
 			}
 			out = append(out, elem...)
 		}

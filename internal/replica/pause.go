@@ -96,6 +96,7 @@ func (a *Agent) holdIfPaused(st *clientState, args [][]byte) {
 	case strings.EqualFold(cmd, "EVAL") && len(args) > 1 && noWrites(args[1]):
 		a.noteReadOnly(args[1])
 	}
+	st.pausedFor = 0
 	if !a.paused() {
 		return
 	}
@@ -112,6 +113,7 @@ func (a *Agent) holdIfPaused(st *clientState, args [][]byte) {
 			return
 		}
 		a.blockedClients.Add(1)
+		held := time.Now()
 		t := time.NewTimer(time.Until(until))
 		select {
 		case <-end:
@@ -120,6 +122,7 @@ func (a *Agent) holdIfPaused(st *clientState, args [][]byte) {
 		}
 		t.Stop()
 		a.blockedClients.Add(-1)
+		st.pausedFor += time.Since(held) // not the command's time (observe.go)
 	}
 }
 

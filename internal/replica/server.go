@@ -125,6 +125,7 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 		var s slot
 		var err error
 		a.holdIfPaused(st, args)
+		st.obs = a.observe(st, args)
 		if st.tracking() != nil {
 			s = a.trackedHandle(st, args) // its replies carry invalidations; never batched
 		} else if rd.Buffered() > 0 && !a.paused() {
@@ -132,6 +133,7 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 		} else {
 			s = a.handle(st, args)
 		}
+		s = st.obs.done(s)
 		if st.replyOff || st.skipNext > 0 {
 			s.silent = true
 		}
@@ -215,6 +217,7 @@ func (a *Agent) pipelined(st *clientState, rd *resp.Reader, sc *stallConn, args 
 			st.touch(next)
 			break
 		}
+		st.obs.join(next)
 		last, next = next, nil
 	}
 	sc.end()
@@ -418,9 +421,6 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 	case rediscmd.Read:
 		return a.readSlot(st, resp.AppendCommand(nil, args...), sp.Pinned)
 	case rediscmd.Local:
-		if name == "CONFIG" && strings.EqualFold(string(args[1]), "RESETSTAT") {
-			a.fsm.blocked.stats.reset() // as the local server's
-		}
 		if name == "INFO" {
 			return a.ownWritesFirst(st, a.infoSlot(st.mode(), resp.AppendCommand(nil, args...)))
 		}
@@ -490,6 +490,8 @@ func (a *Agent) agentCommand(st *clientState, name string, args [][]byte) slot {
 		return slot{reply: reply, close: st.killed}
 	case "HELLO":
 		return slot{reply: a.hello(st, args)}
+	case "SLOWLOG", "LATENCY":
+		return slot{reply: a.ownCommand(st, args)}
 	case "RESET":
 		reply := a.reset(st)
 		st.subCount.Store(0)
@@ -663,7 +665,7 @@ func (a *Agent) infoSlot(md mode, payload []byte) slot {
 		conns := len(a.conns)
 		a.mu.Unlock()
 		raw := patchInfo(fill(), "connected_clients", int64(conns))
-		return a.fsm.blocked.stats.patch(a.patchTrackingInfo(patchInfo(raw, "blocked_clients", a.blockedClients.Load())))
+		return a.patchCommandStats(a.patchTrackingInfo(patchInfo(raw, "blocked_clients", a.blockedClients.Load())))
 	}
 	return s
 }

@@ -462,3 +462,51 @@ func appendRead(r io.Reader, buf *[]byte, n int) error {
 	}
 	return nil
 }
+
+// Skip measures the first complete reply in b without decoding it: its
+// length in bytes, or ok false when b does not start with one.
+func Skip(b []byte) (n int, ok bool) { return skip(b, 0) }
+
+func skip(b []byte, depth int) (int, bool) {
+	if depth > maxReplyDepth {
+		return 0, false
+	}
+	eol := bytes.Index(b, []byte("\r\n"))
+	if eol < 1 {
+		return 0, false
+	}
+	head := eol + 2
+	switch b[0] {
+	case '+', '-', ':', '_', ',', '#', '(':
+		return head, true
+	case '$', '=', '!':
+		l, ok := parseInt(b[1:eol])
+		if !ok || l < 0 {
+			return head, ok && l == -1
+		}
+		end := head + int(l) + 2
+		return end, end <= len(b)
+	case '*', '~', '>', '%', '|':
+		l, ok := parseInt(b[1:eol])
+		if !ok || l < 0 {
+			return head, ok && l == -1
+		}
+		if b[0] == '%' || b[0] == '|' {
+			l *= 2
+		}
+		n := head
+		for range l {
+			k, ok := skip(b[n:], depth+1)
+			if !ok {
+				return 0, false
+			}
+			n += k
+		}
+		if b[0] == '|' { // an attribute precedes the reply it describes
+			k, ok := skip(b[n:], depth+1)
+			return n + k, ok
+		}
+		return n, true
+	}
+	return 0, false
+}

@@ -53,11 +53,19 @@ import (
 //	        image, the first time), merges them, saves the new image to its
 //	        disk and uploads it: F5. Checkpoints of a cluster run one at a
 //	        time (two would share the Secondary's storage).
+//	balance  Value's length of data put into a new file of /gait/balance
+//	        with one replica, by Hadoop's own shell (FsShell -put) run on
+//	        the first DataNode's host, so that HDFS places every block on
+//	        that DataNode (the writer's own); then Hadoop's Balancer
+//	        (-threshold 1, the least it takes) run on the last host until
+//	        it says the cluster is balanced: F10. With datanode_capacity
+//	        small, the new file is an imbalance. Balancings of a cluster
+//	        run one at a time (HDFS refuses a second balancer).
 //
 // The data is tardis's synthetic stream named by the file's path, from
 // offset 0: gait generates it and hands it to the Java client, so what the
 // DataNodes store is what gait's emulating file system recognises.
-var Ops = []string{"create", "write", "read", "append", "mkdir", "stat", "setrep", "decommission", "checkpoint"}
+var Ops = []string{"create", "write", "read", "append", "mkdir", "stat", "setrep", "decommission", "checkpoint", "balance"}
 
 const (
 	opCreate = iota
@@ -69,6 +77,7 @@ const (
 	opSetrep
 	opDecommission
 	opCheckpoint
+	opBalance
 )
 
 // The directories the operations work in.
@@ -80,6 +89,8 @@ const (
 	DecommissionDir = "/gait/decommission"
 	// CheckpointDir holds the directories checkpoint makes.
 	CheckpointDir = "/gait/checkpoint"
+	// BalanceDir holds the files balance puts on the first DataNode.
+	BalanceDir = "/gait/balance"
 )
 
 // checkpointTxns is how many namespace transactions (mkdirs) a checkpoint
@@ -110,6 +121,10 @@ type javaClient struct {
 	secondary systems.Host
 	nameDir   string
 	ckptMu    sync.Mutex
+	// first is the first DataNode's host, where balance puts its files;
+	// balMu makes balancings run one at a time.
+	first systems.Host
+	balMu sync.Mutex
 
 	wmu sync.Mutex // guards w: channels write requests from their goroutines
 	w   *bufio.Writer
@@ -182,7 +197,7 @@ func startClient(d *Driver, nn systems.Host, dns []systems.Host) (*javaClient, e
 	}
 	jc := &javaClient{cmd: cmd, log: logPath, replication: min(d.Replication, dataNodes), dataNodes: dataNodes,
 		exclude: excludeFile(nn), decommissioned: hostPort(dns[0].Address(), dnXferPort),
-		d: d, secondary: dns[len(dns)-1], nameDir: filepath.Join(site["dfs.namenode.name.dir"], "current"), w: bufio.NewWriterSize(stdin, 1<<16), in: stdin, pending: map[uint64]chan answer{}, done: make(chan struct{})}
+		d: d, secondary: dns[len(dns)-1], first: dns[0], nameDir: filepath.Join(site["dfs.namenode.name.dir"], "current"), w: bufio.NewWriterSize(stdin, 1<<16), in: stdin, pending: map[uint64]chan answer{}, done: make(chan struct{})}
 	go jc.read(bufio.NewReaderSize(stdout, 1<<16))
 	return jc, nil
 }
@@ -392,6 +407,10 @@ func (c *channel) Do(ctx context.Context, op load.Op) error {
 			}
 		}
 		return c.jc.checkpoint(ctx)
+	case opBalance:
+		c.n++
+		p := fmt.Sprintf("%s/c%d-%d", BalanceDir, c.id, c.n)
+		return c.balance(ctx, p, c.content(p, len(op.Value)))
 	case opMkdir:
 		c.n++
 		_, err := c.jc.call(ctx, c.id, "mkdir", fmt.Sprintf("%s/c%d-%d", DirsDir, c.id, c.n), nil)
@@ -421,13 +440,8 @@ func (jc *javaClient) checkpoint(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("hdfs checkpoint on %s: %w", h.Name(), err)
 	}
-	for !p.Exited() {
-		select {
-		case <-ctx.Done():
-			p.Stop()
-			return fmt.Errorf("hdfs checkpoint on %s: %w", h.Name(), ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := waitExit(ctx, p); err != nil {
+		return fmt.Errorf("hdfs checkpoint on %s: %w", h.Name(), err)
 	}
 	after, err := newestImage(jc.nameDir)
 	if err != nil {
@@ -437,6 +451,104 @@ func (jc *javaClient) checkpoint(ctx context.Context) error {
 		return fmt.Errorf("hdfs checkpoint on %s: the NameNode received no new image (its newest is of transaction %d)%s", h.Name(), before, systems.LogTail(p))
 	}
 	return nil
+}
+
+// The classes balance runs: Hadoop's shell and its Balancer.
+const (
+	fsShellClass  = "org.apache.hadoop.fs.FsShell"
+	balancerClass = "org.apache.hadoop.hdfs.server.balancer.Balancer"
+)
+
+// balanced is what the Balancer prints when it ends because every
+// DataNode's use is within the threshold of the average; its other ends
+// (no block can be moved, no progress, another balancer) are failures.
+const balanced = "The cluster is balanced. Exiting"
+
+// balance puts data into path from the first DataNode's host, checks
+// that it arrived, then runs the Balancer on the last host until it ends.
+func (c *channel) balance(ctx context.Context, path string, data []byte) error {
+	jc := c.jc
+	jc.balMu.Lock()
+	defer jc.balMu.Unlock()
+	src := filepath.Join(dir(jc.first), "balance-src")
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		return fmt.Errorf("hdfs balance: %w", err)
+	}
+	defer os.Remove(src)
+	// The shell puts into an existing directory only.
+	if _, err := jc.call(ctx, c.id, "mkdir", BalanceDir, nil); err != nil {
+		return fmt.Errorf("hdfs balance: %w", err)
+	}
+	put := jc.d.argv(jc.first, RoleDataNode, fsShellClass, "-D", "dfs.replication=1", "-put", src, path)
+	if _, _, err := run(ctx, jc.first, fmt.Sprintf("balance-put-%d-%d", c.id, c.n), put); err != nil {
+		return fmt.Errorf("hdfs balance: put %s: %w", path, err)
+	}
+	// The shell writes path._COPYING_ and renames it when it is whole.
+	if _, err := jc.call(ctx, c.id, "stat", path, nil); err != nil {
+		return fmt.Errorf("hdfs balance: the shell on %s did not put it: %w", jc.first.Name(), err)
+	}
+	bal := jc.d.argv(jc.secondary, RoleDataNode, balancerClass,
+		// Blocks under 10 MB are not moved by default.
+		"-D", "dfs.balancer.getBlocks.min-block-size=1", "-threshold", "1")
+	out, log, err := run(ctx, jc.secondary, fmt.Sprintf("balancer-%d-%d", c.id, c.n), bal)
+	switch {
+	case err != nil:
+		return fmt.Errorf("hdfs balance: %w", err)
+	case !strings.Contains(out, balanced):
+		return fmt.Errorf("hdfs balance: the Balancer on %s ended without balancing: %q", jc.secondary.Name(), lastLine(out))
+	case !strings.Contains(log, moved):
+		// Then the op measured no balancing at all.
+		return fmt.Errorf("hdfs balance: the Balancer on %s moved no block: %d bytes on one DataNode were no imbalance (is datanode_capacity small enough?)", jc.secondary.Name(), len(data))
+	}
+	return nil
+}
+
+// moved is what the Balancer logs for each block it moved.
+const moved = "Successfully moved"
+
+// run starts argv on h as name (a name of its own, so its output is only
+// its own) and waits for it to exit; it returns the process's standard
+// output and its log (standard error), or on ctx's end stops it.
+func run(ctx context.Context, h systems.Host, name string, argv []string) (out, log string, err error) {
+	p, err := h.Start(name, argv, nil)
+	if err != nil {
+		return "", "", fmt.Errorf("on %s: %w", h.Name(), err)
+	}
+	if err := waitExit(ctx, p); err != nil {
+		return "", "", fmt.Errorf("%s on %s: %w", name, h.Name(), err)
+	}
+	lp, ok := p.(interface{ LogPath() string })
+	if !ok {
+		return "", "", fmt.Errorf("%s on %s: the host keeps no output to read", name, h.Name())
+	}
+	var texts [2]string
+	for i, path := range []string{strings.TrimSuffix(lp.LogPath(), ".stderr") + ".stdout", lp.LogPath()} {
+		b, err := os.ReadFile(path)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", "", fmt.Errorf("%s on %s: %w", name, h.Name(), err)
+		}
+		texts[i] = string(b)
+	}
+	return texts[0], texts[1], nil
+}
+
+// waitExit waits for p to exit, or stops it when ctx ends.
+func waitExit(ctx context.Context, p systems.Process) error {
+	for !p.Exited() {
+		select {
+		case <-ctx.Done():
+			p.Stop()
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// lastLine is out's last non-empty line.
+func lastLine(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return lines[len(lines)-1]
 }
 
 // newestImage is the transaction id of the newest fsimage_TXID in the

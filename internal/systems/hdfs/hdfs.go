@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gait-dev/gait/internal/systems"
@@ -43,6 +44,11 @@ type Driver struct {
 	Replication int
 	// BlockSize is dfs.blocksize in bytes; 0 leaves Hadoop's (128 MiB).
 	BlockSize int64
+	// DataNodeCapacity is the capacity each DataNode reports, in bytes:
+	// its data directory's file system less dfs.datanode.du.reserved. 0
+	// leaves the whole file system, which every DataNode of a testbed
+	// shares, so no few-MiB difference between them is an imbalance.
+	DataNodeCapacity int64
 	// Conf is added to hdfs-site.xml last, overriding the driver's values.
 	Conf         map[string]string
 	StartTimeout time.Duration // until every DataNode has registered
@@ -221,6 +227,12 @@ func (d *Driver) conf(h, nn systems.Host, dns int) map[string]string {
 	if d.BlockSize > 0 {
 		c["dfs.blocksize"] = strconv.FormatInt(d.BlockSize, 10)
 	}
+	if d.DataNodeCapacity > 0 {
+		c["dfs.datanode.du.reserved"] = strconv.FormatInt(reserved(h.DataDir(), d.DataNodeCapacity), 10)
+		// A volume takes a block only with 1 GiB to spare beyond it by
+		// default: no block at all at a capacity under 1 GiB.
+		c["dfs.datanode.round-robin-volume-choosing-policy.additional-available-space"] = "0"
+	}
 	if d.FineGrainedLock {
 		c["dfs.namenode.lock.model.provider.class"] = "org.apache.hadoop.hdfs.server.namenode.fgl.FineGrainedFSNamesystemLock"
 	}
@@ -228,6 +240,19 @@ func (d *Driver) conf(h, nn systems.Host, dns int) map[string]string {
 		c[k] = v
 	}
 	return c
+}
+
+// reserved is what a DataNode with its data in dir must set aside for its
+// capacity to be capacity. A DataNode's free space is then its file
+// system's less what the reservation leaves unused by others' files
+// (FsVolumeImpl.getAvailable): capacity less its own blocks, while the
+// file system (tmpfs for the testbed's hosts) has room.
+func reserved(dir string, capacity int64) int64 {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0 // the DataNode fails on the same directory, and says so
+	}
+	return max(0, int64(st.Blocks)*st.Bsize-capacity)
 }
 
 // siteXML writes props as a Hadoop configuration file.
@@ -358,13 +383,8 @@ func (d *Driver) format(ctx context.Context, nn *member, nameDir string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.StartTimeout)
 	defer cancel()
-	for !p.Exited() {
-		select {
-		case <-ctx.Done():
-			p.Stop()
-			return fmt.Errorf("hdfs: format the namespace on %s: %w%s", nn.host.Name(), ctx.Err(), systems.LogTail(p))
-		case <-time.After(100 * time.Millisecond):
-		}
+	if err := waitExit(ctx, p); err != nil {
+		return fmt.Errorf("hdfs: format the namespace on %s: %w%s", nn.host.Name(), err, systems.LogTail(p))
 	}
 	if _, err := os.Stat(filepath.Join(nameDir, "current", "VERSION")); err != nil {
 		return fmt.Errorf("hdfs: format the namespace on %s failed%s", nn.host.Name(), systems.LogTail(p))

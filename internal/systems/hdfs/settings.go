@@ -17,6 +17,8 @@ const (
 	// checksumChunk is dfs.bytes-per-checksum: a block size must be a
 	// multiple of it.
 	checksumChunk = 512
+	// minCapacity is the least datanode_capacity: a few 1 MiB blocks.
+	minCapacity = 16 << 20
 )
 
 // Settings a scenario's config: block may give hdfs: the knobs of the
@@ -46,6 +48,16 @@ var Settings = []systems.Setting{
 		}
 		return nil
 	}},
+	{Name: "datanode_capacity", Values: "the capacity each DataNode reports, like 256MiB (dfs.datanode.du.reserved set to the rest of its file system): at least 16MiB; the balance op needs one small enough that a few blocks are an imbalance", Check: func(v string, _ int) error {
+		n, err := load.ParseSize(v)
+		switch {
+		case err != nil:
+			return err
+		case n < minCapacity:
+			return fmt.Errorf("%q: below 16MiB", v)
+		}
+		return nil
+	}},
 	{Name: "replication", Values: "dfs.replication: copies of each block, 1 to the number of DataNodes", Check: func(v string, nodes int) error {
 		n, err := strconv.Atoi(v)
 		switch {
@@ -70,6 +82,8 @@ func (d *Driver) Configure(settings map[string]string) error {
 			d.FineGrainedLock, err = strconv.ParseBool(v)
 		case "block_size":
 			d.BlockSize, err = load.ParseSize(v)
+		case "datanode_capacity":
+			d.DataNodeCapacity, err = load.ParseSize(v)
 		case "replication":
 			d.Replication, err = strconv.Atoi(v)
 		default:

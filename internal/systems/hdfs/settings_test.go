@@ -1,6 +1,8 @@
 package hdfs
 
 import (
+	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/gait-dev/gait/internal/systems"
@@ -16,21 +18,21 @@ func TestSettings(t *testing.T) {
 		return st.Check(v, nodes)
 	}
 	for _, ok := range [][2]string{{"namenode_handlers", "10"}, {"namenode_handlers", "256"}, {"fine_grained_locking", "true"},
-		{"fine_grained_locking", "false"}, {"block_size", "1MiB"}, {"block_size", "128MiB"}, {"replication", "1"}, {"replication", "3"}} {
+		{"fine_grained_locking", "false"}, {"block_size", "1MiB"}, {"block_size", "128MiB"}, {"replication", "1"}, {"replication", "3"}, {"datanode_capacity", "256MiB"}} {
 		if err := check(ok[0], ok[1], 4); err != nil {
 			t.Errorf("%s: %s: %v", ok[0], ok[1], err)
 		}
 	}
 	for _, bad := range [][2]string{{"namenode_handlers", "0"}, {"namenode_handlers", "ten"}, {"namenode_handlers", "5000"},
 		{"fine_grained_locking", "yes"}, {"block_size", "512KiB"}, {"block_size", "1048577B"}, {"block_size", "big"},
-		{"replication", "0"}, {"replication", "4"}, {"replication", "two"}} {
+		{"replication", "0"}, {"replication", "4"}, {"replication", "two"}, {"datanode_capacity", "8MiB"}, {"datanode_capacity", "lots"}} {
 		if err := check(bad[0], bad[1], 4); err == nil {
 			t.Errorf("%s: %s: no error", bad[0], bad[1])
 		}
 	}
 
 	d := New()
-	if err := d.Configure(map[string]string{"namenode_handlers": "256", "fine_grained_locking": "true", "block_size": "4MiB", "replication": "2"}); err != nil {
+	if err := d.Configure(map[string]string{"namenode_handlers": "256", "fine_grained_locking": "true", "block_size": "4MiB", "replication": "2", "datanode_capacity": "256MiB"}); err != nil {
 		t.Fatal(err)
 	}
 	lb, err := loopback.Hosts(t.TempDir(), 4)
@@ -44,7 +46,19 @@ func TestSettings(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, c[k], want)
 		}
 	}
-	if _, ok := New().conf(lb[1], lb[0], 3)["dfs.blocksize"]; ok {
+	// The capacity is the data directory's file system less the reserve.
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(lb[1].DataDir(), &st); err != nil {
+		t.Fatal(err)
+	}
+	if want := strconv.FormatInt(int64(st.Blocks)*st.Bsize-256<<20, 10); c["dfs.datanode.du.reserved"] != want {
+		t.Errorf("dfs.datanode.du.reserved = %q, want %s (the file system's size less 256 MiB)", c["dfs.datanode.du.reserved"], want)
+	}
+	def := New().conf(lb[1], lb[0], 3)
+	if _, ok := def["dfs.blocksize"]; ok {
 		t.Error("the default configuration sets dfs.blocksize")
+	}
+	if def["dfs.datanode.du.reserved"] != "0" {
+		t.Errorf("the default configuration reserves %s bytes", def["dfs.datanode.du.reserved"])
 	}
 }
