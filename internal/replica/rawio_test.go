@@ -99,3 +99,98 @@ func TestRawTCPDeadline(t *testing.T) {
 		t.Fatalf("read returned after %v, before its 50ms deadline", waited)
 	}
 }
+
+// TestRawTCPStalledPeer: against a peer that stops reading, a raw write
+// waits on the poller, not in a system call, so its deadline ends it with
+// the bytes the socket took counted; a read parked on the poller ends
+// when another goroutine closes the connection; and a write to a peer
+// that has gone fails with an error instead of killing the process
+// (SIGPIPE) or spinning.
+func TestRawTCPStalledPeer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	d, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rawIO(d)
+	defer c.Close()
+	peer := <-accepted
+	if peer == nil {
+		t.Fatal("accept failed")
+	}
+
+	big := make([]byte, 64<<20) // far beyond both sockets' buffers
+	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	type result struct {
+		n   int
+		err error
+	}
+	wrote := make(chan result, 1)
+	go func() {
+		n, err := c.Write(big)
+		wrote <- result{n, err}
+	}()
+	select {
+	case r := <-wrote:
+		if !errors.Is(r.err, os.ErrDeadlineExceeded) {
+			t.Fatalf("write to a peer that does not read: %d bytes, %v; want a deadline error", r.n, r.err)
+		}
+		if r.n <= 0 || r.n >= len(big) {
+			t.Errorf("write stopped by its deadline reports %d bytes, want the part the sockets took (0 < n < %d)", r.n, len(big))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a write with a 100ms deadline to a peer that does not read still runs after 5s")
+	}
+
+	read := make(chan error, 1)
+	go func() {
+		_, err := c.Read(make([]byte, 1)) // the peer sends nothing
+		read <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	c.Close()
+	select {
+	case err := <-read:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("read parked when its connection closed: %v, want net.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a parked read did not end when its connection was closed")
+	}
+
+	// The other direction: the peer closes, and this side's writes fail.
+	d2, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	w := rawIO(d2)
+	defer w.Close()
+	w.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	var werr error
+	for i := 0; i < 100 && werr == nil; i++ {
+		_, werr = w.Write([]byte("after the peer closed\r\n"))
+		time.Sleep(10 * time.Millisecond)
+	}
+	if werr == nil || errors.Is(werr, os.ErrDeadlineExceeded) {
+		t.Fatalf("writes to a closed peer: %v, want a broken connection error", werr)
+	}
+	peer.Close()
+}
