@@ -60,7 +60,7 @@ func (c *rawTCP) Read(p []byte) (int, error) {
 	})
 	switch {
 	case err != nil:
-		return 0, err
+		return 0, netOp(err, "read")
 	case errno != 0:
 		return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("read", errno)}
 	case n == 0:
@@ -91,7 +91,17 @@ func (c *rawTCP) Write(p []byte) (int, error) {
 	if err == nil && errno != 0 {
 		err = &net.OpError{Op: "write", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("write", errno)}
 	}
-	return n, err
+	return n, netOp(err, "write")
+}
+
+// netOp names a RawConn error (a timeout, a closed connection) as
+// net.Conn's own Read or Write would, "read tcp …" rather than
+// "raw-read tcp …", so logs and messages read as before raw I/O.
+func netOp(err error, op string) error {
+	if oe, ok := err.(*net.OpError); ok {
+		oe.Op = op
+	}
+	return err
 }
 
 // rawRecvmsg is recvmsg(2) on a non-blocking socket as a raw system call

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -92,8 +93,12 @@ func TestRawTCPDeadline(t *testing.T) {
 	defer c.Close()
 	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 	start := time.Now()
-	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+	_, err = c.Read(make([]byte, 1))
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("read with nothing sent: %v, want a deadline error", err)
+	}
+	if want := "read tcp "; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("deadline error %q, want it to start %q as net.Conn's does", err, want)
 	}
 	if waited := time.Since(start); waited < 40*time.Millisecond {
 		t.Fatalf("read returned after %v, before its 50ms deadline", waited)
