@@ -16,33 +16,11 @@ import (
 // waits for room on the poller), ends with io.EOF when the peer closes,
 // and keeps net.Conn's deadlines.
 func TestRawTCP(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(accepted)
-			return
-		}
-		accepted <- rawIO(c)
-	}()
-	d, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := rawIO(d)
+	d, a := tcpPair(t)
+	c, s := rawIO(d), rawIO(a)
 	if _, ok := c.(*rawTCP); !ok {
 		t.Fatalf("rawIO(%T) = %T, want *rawTCP", d, c)
 	}
-	s := <-accepted
-	if s == nil {
-		t.Fatal("accept failed")
-	}
-	defer s.Close()
 
 	want := bytes.Repeat([]byte("0123456789abcdef"), 1<<20) // 16 MiB
 	wrote := make(chan error, 1)
@@ -72,28 +50,13 @@ func TestRawTCP(t *testing.T) {
 }
 
 // TestRawTCPDeadline: a raw read with nothing to read waits on the
-// poller until its deadline.
+// poller until its deadline, and its error reads as net.Conn's.
 func TestRawTCPDeadline(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		if c, err := ln.Accept(); err == nil {
-			defer c.Close()
-			c.Read(make([]byte, 1)) // until the dialled side closes
-		}
-	}()
-	d, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, _ := tcpPair(t)
 	c := rawIO(d)
-	defer c.Close()
 	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 	start := time.Now()
-	_, err = c.Read(make([]byte, 1))
+	_, err := c.Read(make([]byte, 1))
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("read with nothing sent: %v, want a deadline error", err)
 	}
@@ -112,31 +75,8 @@ func TestRawTCPDeadline(t *testing.T) {
 // that has gone fails with an error instead of killing the process
 // (SIGPIPE) or spinning.
 func TestRawTCPStalledPeer(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(accepted)
-			return
-		}
-		accepted <- c
-	}()
-	d, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, _ := tcpPair(t) // the accepted end never reads
 	c := rawIO(d)
-	defer c.Close()
-	peer := <-accepted
-	if peer == nil {
-		t.Fatal("accept failed")
-	}
-
 	big := make([]byte, 64<<20) // far beyond both sockets' buffers
 	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 	type result struct {
@@ -177,17 +117,9 @@ func TestRawTCPStalledPeer(t *testing.T) {
 	}
 
 	// The other direction: the peer closes, and this side's writes fail.
-	d2, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		if c, err := ln.Accept(); err == nil {
-			c.Close()
-		}
-	}()
+	d2, a2 := tcpPair(t)
+	a2.Close()
 	w := rawIO(d2)
-	defer w.Close()
 	w.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	var werr error
 	for i := 0; i < 100 && werr == nil; i++ {
@@ -197,5 +129,4 @@ func TestRawTCPStalledPeer(t *testing.T) {
 	if werr == nil || errors.Is(werr, os.ErrDeadlineExceeded) {
 		t.Fatalf("writes to a closed peer: %v, want a broken connection error", werr)
 	}
-	peer.Close()
 }
