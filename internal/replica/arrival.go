@@ -273,7 +273,7 @@ func (s *stampedConn) Read(p []byte) (int, error) {
 	var n, oobn int
 	var rerr error
 	err := s.raw.Read(func(fd uintptr) bool {
-		n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), p, s.oob, 0)
+		n, oobn, rerr = rawRecvmsg(fd, p, s.oob)
 		return rerr != syscall.EAGAIN
 	})
 	if err == nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -48,7 +49,7 @@ func (p *pacer) dial(addr string, timeout time.Duration) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc := &pacedConn{Conn: c, p: p, addr: addr}
+	pc := &pacedConn{Conn: rawIO(c), p: p, addr: addr}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.conns[addr] == nil {
@@ -90,11 +91,11 @@ type pacedConn struct {
 }
 
 func (c *pacedConn) pace(rate uint64) error {
-	tc, ok := c.Conn.(*net.TCPConn)
+	sc, ok := c.Conn.(syscall.Conn)
 	if !ok {
 		return nil
 	}
-	raw, err := tc.SyscallConn()
+	raw, err := sc.SyscallConn()
 	if err != nil {
 		return err
 	}

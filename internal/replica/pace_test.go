@@ -2,6 +2,7 @@ package replica
 
 import (
 	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,7 +34,7 @@ func TestPacer(t *testing.T) {
 		t.Fatal(err)
 	}
 	rate := func() uint64 {
-		raw, err := c.(*pacedConn).Conn.(*net.TCPConn).SyscallConn()
+		raw, err := c.(*pacedConn).Conn.(syscall.Conn).SyscallConn()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,7 +51,7 @@ func (s *streamLayer) acceptLoop() {
 			s.Close()
 			return
 		}
-		go s.sniff(c)
+		go s.sniff(rawIO(c))
 	}
 }
 
@@ -181,6 +181,7 @@ func (p *peer) dial() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	c = rawIO(c)
 	if _, err := c.Write([]byte{peerMagic}); err != nil {
 		c.Close()
 		return nil, err

@@ -189,14 +189,25 @@ func (a *Agent) fastRead(st *clientState, payload []byte, pinned bool) (slot, bo
 	}}, true
 }
 
+// hedgeTimers are the timers answered waits with, kept for the next
+// read: every fast read waits on one, and a new timer (its channel and
+// runtime timer) per read was 1.2 % of the leader's CPU at GET c=8. A
+// stopped timer delivers nothing stale once reset (Go 1.23 and later).
+var hedgeTimers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
 // answered tells whether done closes within d; one closed already wins
 // even when d has passed.
 func answered(done chan struct{}, d time.Duration) bool {
 	if closed(done) {
 		return true
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
+	t := hedgeTimers.Get().(*time.Timer)
+	t.Reset(d)
+	defer func() { t.Stop(); hedgeTimers.Put(t) }()
 	select {
 	case <-done:
 		return true

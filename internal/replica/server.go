@@ -49,6 +49,7 @@ func (a *Agent) serveClients() {
 		if err != nil {
 			return
 		}
+		c = rawIO(c)
 		st := a.newClientState(c)
 		a.mu.Lock()
 		a.conns[c] = st
@@ -324,6 +325,8 @@ type replyWriter struct {
 	mu     sync.Mutex   // guards w and broken
 	w      *bufio.Writer
 	broken bool // a write failed or the connection was closed after a reply
+	// deadline bounds a write the client does not take (up to a minute).
+	deadline lazyDeadline
 }
 
 // put writes b, then flushes when flush; after a failure, or when closeAfter,
@@ -334,7 +337,9 @@ func (o *replyWriter) put(b []byte, flush, closeAfter bool) {
 	if o.broken {
 		return
 	}
-	o.c.SetWriteDeadline(time.Now().Add(time.Minute))
+	if at, ok := o.deadline.renew(time.Minute); ok {
+		o.c.SetWriteDeadline(at)
+	}
 	_, err := o.w.Write(b)
 	if err == nil && flush {
 		err = o.w.Flush()

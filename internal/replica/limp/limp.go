@@ -801,6 +801,9 @@ func (t *Tracker) ReadTargets(k int, tried map[string]bool, now time.Time) []Tar
 	if !tried[t.cfg.Self] && !t.selfQuar && (self == nil || !self.limping) {
 		out = append(out, Target{ID: t.cfg.Self, Local: true})
 	}
+	if len(out) >= k {
+		return out // every read asks the local replica first: no peer to rank (one per read at --fanout 1)
+	}
 	var peers []*replica
 	for id, r := range t.replicas {
 		if id == t.cfg.Self || tried[id] || r.limping || r.addr == "" || t.isQuarantined(id, r.incarnation) ||
