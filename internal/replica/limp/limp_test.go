@@ -15,6 +15,16 @@ func newTracker(floor time.Duration, interval time.Duration) *Tracker {
 	return tr
 }
 
+// heldTracker is agent a's tracker, born at t0, in a deployment of the
+// voters a, b, c, with the agents' defaults: a 1-s Hold, statuses every
+// 50 ms, a lag floor of 250 ms.
+func heldTracker() *Tracker {
+	tr := New(Config{Self: "a", StatusInterval: 50 * time.Millisecond, Floor: 250 * time.Millisecond, Factor: 10,
+		Hold: time.Second, PeerInflight: 8, Born: t0}, "inc-a")
+	tr.SetMembers([]Member{{"a", "a:1", true}, {"b", "b:1", true}, {"c", "c:1", true}}, t0)
+	return tr
+}
+
 // report has every replica report an applied index at now.
 func report(tr *Tracker, now time.Time, applied map[string]uint64) {
 	for id, n := range applied {
@@ -259,9 +269,7 @@ func TestStoppedLimps(t *testing.T) {
 // bursts shorter than Hold (a machine busy with other work) is never
 // marked, and a leader never hands over; one slow for longer is.
 func TestHoldIgnoresNoise(t *testing.T) {
-	tr := New(Config{Self: "a", StatusInterval: 50 * time.Millisecond, Floor: 250 * time.Millisecond, Factor: 10,
-		Hold: time.Second, PeerInflight: 8, Born: t0}, "inc-a")
-	tr.SetMembers([]Member{{"a", "a:1", true}, {"b", "b:1", true}, {"c", "c:1", true}}, t0)
+	tr := heldTracker()
 	at := func(tick int) time.Time { return t0.Add(time.Duration(tick) * 50 * time.Millisecond) }
 	tick := func(i int, aSecs float64) Decision {
 		for id, s := range map[string]float64{"a": aSecs, "b": 0.001, "c": 0.001} {
@@ -316,9 +324,7 @@ func TestModestLeaderLimp(t *testing.T) {
 		{"busy machine, disk", false, 0.0055, 0.0055, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := New(Config{Self: "a", StatusInterval: 50 * time.Millisecond, Floor: 250 * time.Millisecond, Factor: 10,
-				Hold: time.Second, PeerInflight: 8, Born: t0}, "inc-a")
-			tr.SetMembers([]Member{{"a", "a:1", true}, {"b", "b:1", true}, {"c", "c:1", true}}, t0)
+			tr := heldTracker()
 			marked := 0
 			for i := range 60 {
 				now := t0.Add(time.Duration(i) * 50 * time.Millisecond)
@@ -454,9 +460,7 @@ func TestSlowLinkFound(t *testing.T) {
 // slowLinkMarked is how long after its link's probes slow to rtt (from
 // 3 ms) a leader hands over.
 func slowLinkMarked(slow time.Duration) time.Duration {
-	tr := New(Config{Self: "a", StatusInterval: 50 * time.Millisecond, Floor: 250 * time.Millisecond, Factor: 10,
-		Hold: time.Second, PeerInflight: 8, Born: t0}, "inc-a")
-	tr.SetMembers([]Member{{"a", "a:1", true}, {"b", "b:1", true}, {"c", "c:1", true}}, t0)
+	tr := heldTracker()
 	slowAt := 3 * time.Second
 	type flight struct {
 		p    Probe
@@ -645,9 +649,7 @@ func TestDiskP75(t *testing.T) {
 		{"no peer appends", [3]float64{0.0022, 0, 0}, 0, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := New(Config{Self: "a", StatusInterval: 50 * time.Millisecond, Floor: 250 * time.Millisecond, Factor: 10,
-				Hold: time.Second, PeerInflight: 8, Born: t0}, "inc-a")
-			tr.SetMembers([]Member{{"a", "a:1", true}, {"b", "b:1", true}, {"c", "c:1", true}}, t0)
+			tr := heldTracker()
 			marked := 0
 			for i := range 60 {
 				now := t0.Add(time.Duration(i) * 50 * time.Millisecond)
