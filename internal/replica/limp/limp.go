@@ -493,8 +493,16 @@ func (t *Tracker) Tick(now time.Time, leader bool, missing map[string]time.Durat
 // follower lags the new leader, and a new leader that paced its healthy
 // follower too (at 5.3 MB/s a 16-KiB batch is 3 ms on the wire) kept
 // commits at 5 to 30 ms for the rest of a 10-s step after handing over
-// from a 1000x disk. Losing leadership ends every pace.
+// from a 1000x disk. Nor does a leader that limps, or looks slow itself at
+// this tick, pace on lag: the lags it sees are its own (a leader at a
+// tenth or a hundredth of a CPU reads its followers' statuses late, so
+// they look silent), and in round 4 such leaders paced a healthy follower
+// at the 1-MiB/s floor (its own probes being slow) 0.2 to 0.7 s before
+// they marked themselves and handed over, to that follower or past it.
+// Losing leadership ends every pace.
 func (t *Tracker) paces(now time.Time, leader bool, medianLag time.Duration) []Pace {
+	self := t.replicas[t.cfg.Self]
+	selfSlow := self != nil && (self.limping || self.slowLast.Equal(now))
 	// The most behind first, and a voter paced on lag only while enough
 	// voters stay unpaced for a majority: with one follower limping and
 	// the other paced for a lag on a busy machine (at 2.7 MB/s, a noisy
@@ -517,7 +525,7 @@ func (t *Tracker) paces(now time.Time, leader bool, medianLag time.Duration) []P
 		if r.id == t.cfg.Self || r.addr == "" {
 			continue
 		}
-		lagging := r.lag >= t.paceLag() && r.lag > medianLag && (r.paced || !r.voter || unpaced-1 > voters/2)
+		lagging := !selfSlow && r.lag >= t.paceLag() && r.lag > medianLag && (r.paced || !r.voter || unpaced-1 > voters/2)
 		switch {
 		case leader && (r.limping || lagging):
 			r.fineSince = time.Time{}

@@ -603,6 +603,39 @@ func TestPaces(t *testing.T) {
 	}
 }
 
+// TestSlowLeaderPacesNot: a leader that looks slow itself (its probe time
+// over its factor), and then is marked limping, does not pace a follower
+// that lags 150 ms behind (the lags it sees are its own); once it is fine
+// again it paces that follower at the next tick.
+func TestSlowLeaderPacesNot(t *testing.T) {
+	tr := heldTracker()
+	for i := range 50 {
+		now := t0.Add(time.Duration(i) * 50 * time.Millisecond)
+		probe := 0.02 // over 15 ms and twice its peers' 3 ms, under the strong line: marked after the 1-s Hold
+		if i >= 40 {
+			probe = 0.003
+		}
+		for id, st := range map[string]Status{
+			"a": {Applied: uint64(i + 3), ProbeSecs: probe},
+			"b": {Applied: uint64(i + 3), ProbeSecs: 0.003},
+			"c": {Applied: uint64(i), ProbeSecs: 0.003}, // 3 ticks, 150 ms, behind
+		} {
+			st.ID, st.Incarnation, st.NetSecs = id, "inc-"+id, 0.001
+			tr.Observe(st, now)
+		}
+		d := tr.Tick(now, true, nil)
+		if i == 20 && (len(d.Marks) != 1 || d.Marks[0].ID != "a" || !d.Marks[0].Limping) {
+			t.Fatalf("tick 20: marks %+v, want a marked limping after the Hold", d.Marks)
+		}
+		switch {
+		case i < 40 && len(d.Paces) != 0:
+			t.Fatalf("tick %d: the leader looks slow (limping %v), yet paces %+v", i, limping(tr)["a"], d.Paces)
+		case i == 40 && (len(d.Paces) != 1 || d.Paces[0].Addr != "c:1" || limping(tr)["a"]):
+			t.Fatalf("tick 40: the leader is fine again (limping %v): paces %+v, want c:1", limping(tr)["a"], d.Paces)
+		}
+	}
+}
+
 func TestDiskTime(t *testing.T) {
 	d := NewDiskTime(500 * time.Millisecond)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
