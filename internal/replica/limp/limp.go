@@ -497,8 +497,9 @@ func (t *Tracker) Tick(now time.Time, leader bool, missing map[string]time.Durat
 // this tick, pace on lag: the lags it sees are its own (a leader at a
 // tenth or a hundredth of a CPU reads its followers' statuses late, so
 // they look silent), and in round 4 such leaders paced a healthy follower
-// at the 1-MiB/s floor (its own probes being slow) 0.2 to 0.7 s before
-// they marked themselves and handed over, to that follower or past it.
+// (three times of five at the 1-MiB/s floor, their own probes being slow)
+// 0.02 to 0.7 s before they marked themselves and handed over, to that
+// follower or past it.
 // Losing leadership ends every pace.
 func (t *Tracker) paces(now time.Time, leader bool, medianLag time.Duration) []Pace {
 	self := t.replicas[t.cfg.Self]
