@@ -2,7 +2,7 @@
 # Installs the Debian packages gait needs, only those missing; safe to run
 # again. apt-get update runs only when something must be installed.
 set -eu
-packages="redis-server redis-sentinel redis-tools etcd-server etcd-client zookeeper fuse3 iproute2 util-linux python3-numpy python3-scipy fio bc stress-ng maven openjdk-17-jdk-headless"
+packages="redis-server redis-sentinel redis-tools etcd-server etcd-client zookeeper fuse3 iproute2 util-linux python3-numpy python3-scipy fio bc jq stress-ng maven openjdk-17-jdk-headless"
 missing=""
 for p in $packages; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
