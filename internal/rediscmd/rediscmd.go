@@ -334,6 +334,12 @@ func rewriteRestore(args [][]byte, now time.Time) [][]byte {
 	return append(out, []byte("ABSTTL"))
 }
 
+// OwnScript says whether an EVAL's script is one a rewrite here made of
+// another command (XADD *, SPOP), rather than a client's.
+func OwnScript(body []byte) bool {
+	return string(body) == xaddScript || string(body) == spopScript
+}
+
 // xaddScript is XADD with an automatic ID made the same on every replica,
 // as redis makes it: the proposer's clock (ARGV[1]) if it is past the
 // stream's last generated ID, else that ID's millisecond with the next

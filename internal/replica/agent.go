@@ -323,6 +323,8 @@ func (a *Agent) start() error {
 	}
 	a.fsm.observe = a.m.observeApply
 	a.fsm.onConfig = func() { a.health.membersChanged.Store(true) }
+	a.fsm.scripts = &scriptCounting{self: "#" + a.incarnation, add: a.addScriptCalls}
+	a.fsm.scripts.busyReply.Store(5000) // redis's default, until followSlowlogConfig reads it
 	a.wg.Add(1)
 	go func() { defer a.wg.Done(); a.fsm.runApplier() }()
 	if err := a.startRaft(); err != nil {

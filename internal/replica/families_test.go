@@ -98,6 +98,7 @@ func TestFamilies(t *testing.T) {
 	t.Run("ArrivalOrder", func(t *testing.T) { testArrivalOrder(t, cl) })
 	t.Run("BlockingStats", func(t *testing.T) { testBlockingStats(t, cl) })
 	t.Run("Observed", func(t *testing.T) { testObserved(t, cl) })
+	t.Run("ScriptStats", func(t *testing.T) { testScriptStats(t, cl) })
 	t.Run("Connection", func(t *testing.T) { testConnection(t, cl) })
 	t.Run("QueueRefusals", func(t *testing.T) { testQueueRefusals(t, cl) })
 	t.Run("ScriptKill", func(t *testing.T) { testScriptKill(t, cl) })
@@ -871,6 +872,42 @@ func testBlockingStats(t *testing.T, cl *cluster) {
 // holds PEXPIREAT), SPOP as SPOP (the log holds a script), a transaction's
 // commands each with EXEC counted once, a blocking command without the
 // time it waited for data, each entry with the client's name and address.
+// testScriptStats: the commands a client's script called count in the
+// commandstats of the agent it sent the script to (and only there), as
+// redis counts them, a read-only script's too; gait's own scripts (SPOP)
+// do not.
+func testScriptStats(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	c, other := client(t, cl.nodes[2].agent.ClientAddr()), client(t, cl.nodes[0].agent.ClientAddr())
+	for _, x := range []*goredis.Client{c, other} {
+		if err := x.ConfigResetStat(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Set(ctx, "ss:k", "v", 0)
+	if err := c.Eval(ctx, "redis.call('set', KEYS[1], 0) redis.call('expire', KEYS[1], 0) redis.call('geoadd', KEYS[1], 0, 0, 'bar')", []string{"ss:k"}).Err(); err != goredis.Nil {
+		t.Fatalf("EVAL: %v", err)
+	}
+	if err := c.EvalRO(ctx, "return redis.call('set', KEYS[1], 1)", []string{"ss:k"}).Err(); err == nil {
+		t.Fatal("EVAL_RO of a SET: no error")
+	}
+	c.SAdd(ctx, "ss:s", "a", "b")
+	c.SPop(ctx, "ss:s")
+	stats := c.Info(ctx, "commandstats").Val()
+	for _, want := range []string{"cmdstat_eval:calls=1,", "cmdstat_set:calls=2,usec=", "rejected_calls=1,failed_calls=0", "cmdstat_expire:calls=1,",
+		"cmdstat_geoadd:calls=1,", "cmdstat_eval_ro:calls=1,", "cmdstat_spop:calls=1,"} {
+		if !strings.Contains(stats, want) {
+			t.Errorf("INFO commandstats lack %q: %q", want, stats)
+		}
+	}
+	if strings.Contains(stats, "smembers") || strings.Contains(stats, "cmdstat_info") {
+		t.Errorf("INFO commandstats count gait's own commands: %q", stats)
+	}
+	if stats := other.Info(ctx, "commandstats").Val(); strings.Contains(stats, "geoadd") {
+		t.Errorf("another agent counts the script's commands: %q", stats)
+	}
+}
+
 func testObserved(t *testing.T, cl *cluster) {
 	ctx := context.Background()
 	addr := cl.nodes[1].agent.ClientAddr()

@@ -47,6 +47,7 @@ type queued struct {
 	index     uint64
 	entry     entry
 	ok        bool      // entry decoded and has replies to run
+	counted   bool      // a script whose commands this agent counts (scriptstats.go)
 	committed time.Time // when raft handed it over
 	appended  time.Time // raft.Log.AppendedAt: when the leader took it into its log
 }
@@ -65,6 +66,8 @@ type fsm struct {
 	observe func(d time.Duration, entries int)
 	// onConfig, when set, runs when a configuration entry is committed.
 	onConfig func()
+	// scripts, when set, counts the commands of this agent's clients' scripts.
+	scripts *scriptCounting
 
 	qmu      sync.Mutex
 	qcond    *sync.Cond // signals queue changes, both ways
@@ -172,7 +175,7 @@ func (f *fsm) runApplier() {
 // rather than skip an entry and diverge silently.
 func (f *fsm) applyBatch(batch []queued) {
 	for len(batch) > 0 {
-		n := f.blocked.runLength(batch)
+		n := f.countRun(batch[:f.blocked.runLength(batch)])
 		f.applyRun(batch[:n])
 		batch = batch[n:]
 	}
@@ -214,7 +217,11 @@ func (f *fsm) applyRun(batch []queued) {
 				}
 				q.entry.payload = g.payload
 			}
-			payload = append(payload, q.entry.payload...)
+			if q.counted {
+				payload = appendCounted(payload, q.entry)
+			} else {
+				payload = append(payload, q.entry.payload...)
+			}
 			n++
 		}
 	}
@@ -239,7 +246,7 @@ func (f *fsm) applyRun(batch []queued) {
 		serve := false // the waiters are served before the entry counts as applied
 		switch {
 		case q.entry.block == nil:
-			raw, digested, err = f.entryReplies(q.entry)
+			raw, digested, err = f.entryReplies(q, start)
 			f.blocked.touched(q.index, q.entry.payload)
 			serve = i == len(batch)-1 && f.blocked.mentioned(q.entry.payload)
 		case g.skip:
@@ -249,7 +256,7 @@ func (f *fsm) applyRun(batch []queued) {
 			}
 			serve = f.blocked.settle(q.index, g, nil)
 		default:
-			raw, digested, err = f.entryReplies(q.entry)
+			raw, digested, err = f.entryReplies(q, start)
 			serve = f.blocked.settle(q.index, g, raw)
 		}
 		if err == nil && serve {
@@ -279,12 +286,17 @@ func (f *fsm) busyFor() time.Duration {
 }
 
 // entryReplies reads an entry's replies: what its client gets, and what
-// goes into the digest.
-func (f *fsm) entryReplies(e entry) (raw, digested []byte, err error) {
-	if e.batch {
+// goes into the digest. sent is when its run went to redis.
+func (f *fsm) entryReplies(q queued, sent time.Time) (raw, digested []byte, err error) {
+	e := q.entry
+	switch {
+	case e.batch:
 		return f.conn.batchReplies(e.replies, e.after, e.reads) // reads only: the digest stays as it was
+	case q.counted:
+		raw, err = f.countedReplies(e, sent)
+	default:
+		raw, err = f.conn.replies(e.replies, e.after)
 	}
-	raw, err = f.conn.replies(e.replies, e.after)
 	if e.volatile {
 		return raw, []byte{}, err // the same on every replica
 	}

@@ -443,15 +443,15 @@ func (l *slowLog) configure(args [][]byte) {
 	}
 }
 
-// followSlowlogConfig takes, every second, the slow log's settings from
-// the local redis-server, where CONFIG SET through any agent is applied in
+// followSlowlogConfig takes, every second, the slow log's settings (and
+// busy-reply-threshold, for scriptstats.go) from the local redis-server, where CONFIG SET through any agent is applied in
 // log order: a CONFIG SET through another agent reaches this agent's slow
 // log within a second. A CONFIG SET through this agent wins over a look
 // begun before its server applied it.
 func (a *Agent) followSlowlogConfig() {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
-	get := resp.AppendCommand(nil, []byte("CONFIG"), []byte("GET"), []byte("slowlog-*"))
+	get := resp.AppendCommand(nil, []byte("CONFIG"), []byte("GET"), []byte("slowlog-*"), []byte("busy-reply-threshold"))
 	for {
 		select {
 		case <-a.done:
@@ -475,8 +475,13 @@ func (a *Agent) followSlowlogConfig() {
 			continue
 		}
 		args := [][]byte{[]byte("CONFIG"), []byte("SET")}
-		for _, e := range v.Arr {
+		for i, e := range v.Arr {
 			args = append(args, e.Str)
+			if string(e.Str) == "busy-reply-threshold" && i+1 < len(v.Arr) {
+				if ms, err := strconv.ParseInt(string(v.Arr[i+1].Str), 10, 64); err == nil {
+					a.fsm.scripts.busyReply.Store(ms)
+				}
+			}
 		}
 		l.configure(args)
 	}

@@ -1,0 +1,220 @@
+package replica
+
+import (
+	"bufio"
+	"bytes"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/gait-dev/gait/internal/rediscmd"
+	"github.com/gait-dev/gait/internal/resp"
+)
+
+// Redis counts the commands a script calls in INFO commandstats, beside
+// the script's own EVAL. The agent's counts are its own (observe.go): it
+// sees its client's EVAL, not the redis.call()s every replica makes. So
+// the agent that proposed a client's script asks its own redis-server what
+// the script called: its applier sends INFO commandstats right before and
+// right after the script, in the same write, and adds the difference (less
+// that INFO and the script command) to the agent's counts, before the
+// entry counts as applied (so an INFO after the client's reply sees them).
+//
+// Nothing but the script runs on that redis-server between the two INFOs:
+// redis runs the commands of one read of a connection one after another
+// without serving another client (processInputBuffer), and the write gets
+// to redis alone and in one read: the applier sends a counted script as a
+// run of its own, after every reply of the run before it came back (so
+// redis has read everything before it), and only a write of at most one
+// read's size (redis's PROTO_IOBUF_LEN) is counted. Redis does serve other
+// clients while a script runs past busy-reply-threshold (answering BUSY,
+// which counts as their rejected call): the commands of a script that ran
+// that long are not counted rather than counted wrong.
+
+// readScripts are the scripts that only read: the agent proposes them
+// through the log too (a read would not pass its applier), which costs a
+// raft round where a read costs none.
+var readScripts = map[string]bool{"EVAL_RO": true, "EVALSHA_RO": true, "FCALL_RO": true}
+
+// countedMax bounds the write of a counted script: one read of redis's.
+const countedMax = 16 << 10
+
+// infoStats is INFO commandstats as a command.
+var infoStats = resp.AppendCommand(nil, []byte("INFO"), []byte("commandstats"))
+
+// callCounts are one command's counts in INFO commandstats.
+type callCounts struct{ calls, usec, rejected, failed int64 }
+
+// scriptCounting is what the applier needs to count the commands of this
+// agent's clients' scripts.
+type scriptCounting struct {
+	self string // the end of this agent's name as a proposer: "#" and its incarnation
+	// busyReply is the local redis-server's busy-reply-threshold, in ms
+	// (followed as the slow log's settings are).
+	busyReply atomic.Int64
+	add       func(map[string]callCounts)
+}
+
+// countRun is how many entries from the start of run go to redis together
+// when this agent counts scripts: a counted script goes alone (marked
+// counted), and ends the run before it.
+func (f *fsm) countRun(run []queued) int {
+	if f.scripts == nil {
+		return len(run)
+	}
+	for i, q := range run {
+		if f.countable(q.entry) {
+			if i == 0 {
+				run[0].counted = true
+				return 1
+			}
+			return i
+		}
+	}
+	return len(run)
+}
+
+// countable says whether e is a script this agent's client sent (EVAL,
+// EVALSHA, FCALL and their _RO forms; not a script gait made of another
+// command, nor one inside a transaction or a pipelined batch), small
+// enough to count.
+func (f *fsm) countable(e entry) bool {
+	if e.batch || e.block != nil || !strings.HasSuffix(e.proposer, f.scripts.self) || len(e.payload)+2*len(infoStats) > countedMax {
+		return false
+	}
+	start, end, ok := commandAt(e.payload, e.replies-1-e.after)
+	if !ok {
+		return false
+	}
+	_, v, err := resp.ReadReply(bufio.NewReader(bytes.NewReader(e.payload[start:end])))
+	if err != nil || len(v.Arr) < 2 {
+		return false
+	}
+	switch strings.ToUpper(string(v.Arr[0].Str)) {
+	case "EVAL", "EVAL_RO":
+		return !rediscmd.OwnScript(v.Arr[1].Str)
+	case "EVALSHA", "EVALSHA_RO", "FCALL", "FCALL_RO":
+		return true
+	}
+	return false
+}
+
+// commandAt is where command i (from 0) of a payload of RESP commands
+// starts and ends.
+func commandAt(payload []byte, i int) (start, end int, ok bool) {
+	for k := 0; ; k++ {
+		n, ok := resp.Skip(payload[start:])
+		if !ok || i < 0 {
+			return 0, 0, false
+		}
+		if k == i {
+			return start, start + n, true
+		}
+		start += n
+	}
+}
+
+// appendCounted appends e's payload with INFO commandstats right before and
+// right after its script command.
+func appendCounted(dst []byte, e entry) []byte {
+	start, end, _ := commandAt(e.payload, e.replies-1-e.after)
+	dst = append(append(dst, e.payload[:start]...), infoStats...)
+	dst = append(append(dst, e.payload[start:end]...), infoStats...)
+	return append(dst, e.payload[end:]...)
+}
+
+// countedReplies reads the replies of a counted script's entry (two more
+// than its own: the INFOs around the script), adds what the script called
+// to the agent's counts, and returns the client's reply.
+func (f *fsm) countedReplies(e entry, sent time.Time) ([]byte, error) {
+	at := e.replies - 1 - e.after // the INFO before the script
+	var before, raw []byte
+	for i := range e.replies + 2 {
+		r, err := f.conn.reply()
+		if err != nil {
+			return nil, err
+		}
+		switch i {
+		case at:
+			before = bytes.Clone(r)
+		case at + 1:
+			raw = bytes.Clone(r)
+		case at + 2:
+			if time.Since(sent) < time.Duration(f.scripts.busyReply.Load())*time.Millisecond {
+				f.scripts.add(scriptCalls(before, r, e))
+			}
+		}
+	}
+	return raw, nil
+}
+
+// scriptCalls is what the script between two INFO commandstats replies
+// called: their difference, less the first INFO and the script command.
+func scriptCalls(before, after []byte, e entry) map[string]callCounts {
+	b, a := parseCommandStats(before), parseCommandStats(after)
+	start, end, _ := commandAt(e.payload, e.replies-1-e.after)
+	_, v, _ := resp.ReadReply(bufio.NewReader(bytes.NewReader(e.payload[start:end])))
+	script := strings.ToLower(string(v.Arr[0].Str))
+	out := map[string]callCounts{}
+	for name, x := range a {
+		y := b[name]
+		d := callCounts{x.calls - y.calls, x.usec - y.usec, x.rejected - y.rejected, x.failed - y.failed}
+		switch name {
+		case "info":
+			d.calls--
+			d.usec = 0 // the first INFO's, and any the script called, are not told apart
+		case script:
+			d = callCounts{} // the agent counts its client's script itself
+		}
+		if d.calls > 0 || d.rejected > 0 || d.failed > 0 {
+			out[name] = d
+		}
+	}
+	return out
+}
+
+// parseCommandStats reads the cmdstat_ lines of an INFO commandstats reply.
+func parseCommandStats(raw []byte) map[string]callCounts {
+	out := map[string]callCounts{}
+	_, v, err := resp.ReadReply(bufio.NewReader(bytes.NewReader(raw)))
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(v.Str), "\r\n") {
+		name, fields, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
+		if !ok || !strings.HasPrefix(line, "cmdstat_") {
+			continue
+		}
+		var c callCounts
+		for _, f := range strings.Split(fields, ",") {
+			k, val, _ := strings.Cut(f, "=")
+			n, _ := strconv.ParseInt(val, 10, 64)
+			switch k {
+			case "calls":
+				c.calls = n
+			case "usec":
+				c.usec = n
+			case "rejected_calls":
+				c.rejected = n
+			case "failed_calls":
+				c.failed = n
+			}
+		}
+		out[name] = c
+	}
+	return out
+}
+
+// addScriptCalls adds the commands a client's script called to the agent's
+// commandstats (not to its latency histograms: redis's counts tell totals,
+// not each call's time).
+func (a *Agent) addScriptCalls(calls map[string]callCounts) {
+	for name, c := range calls {
+		s := a.stats.get(name)
+		s.calls.Add(c.calls)
+		s.usec.Add(c.usec)
+		s.rejected.Add(c.rejected)
+		s.failed.Add(c.failed)
+	}
+}
