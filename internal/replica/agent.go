@@ -244,7 +244,9 @@ type Agent struct {
 	transport *raft.NetworkTransport
 	clients   net.Listener
 	// budget caps the bytes all client requests hold (Config.RequestMemory).
-	budget     *resp.Budget
+	budget *resp.Budget
+	// replyBufs are DEBUG REPLYBUFFER's settings for the clients' reply buffers.
+	replyBufs  *replyBuffers
 	metricsSrv *http.Server
 	metricsLn  net.Listener
 	reads      *redisMux
@@ -295,6 +297,7 @@ func Start(cfg Config) (*Agent, error) {
 		futures: make(chan appliedFuture, 4096), slow: newSlowLog()}
 	a.incarnation, a.born = newIncarnation(), time.Now()
 	a.budget = resp.NewBudget(int64(cfg.RequestMemory))
+	a.replyBufs = newReplyBuffers()
 	a.m = newMetrics(a)
 	a.health = newHealth(a)
 	a.indexes = &indexBatcher{fetch: a.fetchReadIndex, timeout: cfg.WriteTimeout}
@@ -337,8 +340,9 @@ func (a *Agent) start() error {
 	if err := a.serveMetrics(); err != nil {
 		return err
 	}
-	a.wg.Add(6)
+	a.wg.Add(7)
 	go func() { defer a.wg.Done(); a.followSlowlogConfig() }()
+	go func() { defer a.wg.Done(); a.resizeBuffers() }()
 	go func() { defer a.wg.Done(); a.runLease() }()
 	go func() { defer a.wg.Done(); a.watchRedis() }()
 	go func() { defer a.wg.Done(); a.serveClients() }()

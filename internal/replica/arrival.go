@@ -292,6 +292,25 @@ func (s *stampedConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// WaitRead waits until the connection has bytes to read (or has ended),
+// reading none: a peek of one byte, which parks on the poller while there
+// is none.
+func (s *stampedConn) WaitRead() error {
+	if s.raw == nil {
+		return nil
+	}
+	var b [1]byte
+	return s.raw.Read(func(fd uintptr) bool {
+		for {
+			_, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
+				syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+			if e != syscall.EINTR {
+				return e != syscall.EAGAIN
+			}
+		}
+	})
+}
+
 // stampOf finds SCM_TIMESTAMPNS's time in a control message buffer.
 func stampOf(oob []byte) (int64, bool) {
 	hdr := syscall.CmsgLen(0)

@@ -30,9 +30,12 @@ type clientConn struct {
 	// proto and db are the connection's mode (HELLO, SELECT); only its
 	// own goroutine changes them, CLIENT LIST of others reads them.
 	proto, db atomic.Int64
-	// qbuf and argvMem are the size of the request being served, encoded
-	// and its arguments' bytes, for qbuf= and argv-mem=.
-	qbuf, argvMem atomic.Int64
+	// argvMem is the request being served's arguments' bytes, for
+	// argv-mem=; query and out its query and reply buffers, for qbuf=,
+	// qbuf-free=, rbs= and rbp= (set once its goroutine made them).
+	argvMem atomic.Int64
+	query   atomic.Pointer[resp.Reader]
+	out     atomic.Pointer[replyWriter]
 	// obs observes the command being read (observe.go); blockedFor is how
 	// long a blocking one waited for data, pausedFor how long CLIENT PAUSE
 	// held it. Only the connection's own goroutine touches them.
@@ -60,11 +63,12 @@ func (a *Agent) newClientState(c net.Conn) *clientState {
 	st.proto.Store(2)
 	// Asked for at once: the kernel stamps only what arrives after.
 	st.stamped = stampArrivals(c)
+	st.stamped.at = st.created.UnixNano() // idle from its start (stallConn)
 	return st
 }
 
-// touch records a command's arrival for CLIENT LIST's idle=, cmd=, qbuf=
-// and argv-mem=.
+// touch records a command's arrival for CLIENT LIST's idle=, cmd= and
+// argv-mem=.
 func (cl *clientConn) touch(args [][]byte) {
 	cl.last.Store(time.Now().UnixNano())
 	cmd := strings.ToLower(string(args[0]))
@@ -72,12 +76,10 @@ func (cl *clientConn) touch(args [][]byte) {
 		cmd += "|" + strings.ToLower(string(args[1]))
 	}
 	cl.lastCmd.Store(cmd)
-	encoded, mem := len(strconv.Itoa(len(args)))+3, 0
+	mem := 0
 	for _, a := range args {
-		encoded += len(strconv.Itoa(len(a))) + len(a) + 5
 		mem += len(a)
 	}
-	cl.qbuf.Store(int64(encoded))
 	cl.argvMem.Store(int64(mem))
 }
 
@@ -99,8 +101,8 @@ func (cl *clientConn) getName() string {
 }
 
 // info is one line of CLIENT LIST and CLIENT INFO, in redis's field order:
-// the agent's connection (qbuf= the request being served, rbs= the
-// agent's read buffer; no output is buffered between replies).
+// the agent's connection (its query and reply buffers, resized as redis
+// resizes them; no output is held past its reply buffer).
 func (cl *clientConn) info(now time.Time, inMulti bool, queued int) string {
 	multi := -1
 	if inMulti {
@@ -116,11 +118,19 @@ func (cl *clientConn) info(now time.Time, inMulti bool, queued int) string {
 	if flags == "" {
 		flags = "N"
 	}
+	var qbuf, qsize int
+	if rd := cl.query.Load(); rd != nil {
+		qbuf, qsize = rd.Sizes()
+	}
+	var rbs, rbp int64
+	if out := cl.out.Load(); out != nil {
+		rbs, rbp = out.rbs.Load(), out.rbp.Load()
+	}
 	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=%d sub=0 psub=0 ssub=0 multi=%d "+
-		"qbuf=%d qbuf-free=0 argv-mem=%d multi-mem=0 rbs=%d rbp=0 obl=0 oll=0 omem=0 tot-mem=%d events=r cmd=%s user=default redir=%d resp=%d\n",
+		"qbuf=%d qbuf-free=%d argv-mem=%d multi-mem=0 rbs=%d rbp=%d obl=0 oll=0 omem=0 tot-mem=%d events=r cmd=%s user=default redir=%d resp=%d\n",
 		cl.id, cl.conn.RemoteAddr(), cl.conn.LocalAddr(), cl.fd(), cl.getName(), int(now.Sub(cl.created).Seconds()),
-		int(now.Sub(time.Unix(0, cl.last.Load())).Seconds()), flags, cl.db.Load(), multi, cl.qbuf.Load(), cl.argvMem.Load(),
-		resp.MaxLine, resp.MaxLine+cl.argvMem.Load(), cmd, redir, cl.proto.Load())
+		int(now.Sub(time.Unix(0, cl.last.Load())).Seconds()), flags, cl.db.Load(), multi, qbuf, qsize-qbuf, cl.argvMem.Load(),
+		rbs, rbp, int64(qsize)+cl.argvMem.Load()+rbs, cmd, redir, cl.proto.Load())
 }
 
 // validName is redis's rule for connection names: no spaces, newlines or

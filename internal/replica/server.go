@@ -101,14 +101,18 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 	}()
 	slots := make(chan slot, pipelineDepth)
 	written := st.written
-	out := &replyWriter{c: c, w: bufio.NewWriterSize(c, 64<<10)}
+	out := newReplyWriter(c)
+	st.out.Store(out)
 	go func() { a.writeReplies(out, slots, st.push); close(written) }()
 	defer func() { close(slots); <-written; st.unsubscribeAll() }()
-	sc := &stallConn{Conn: st.stamped, timeout: a.cfg.RequestTimeout, observe: func(d time.Duration) { a.m.stage("request_read", d) }}
+	sc := &stallConn{Conn: st.stamped, stamped: st.stamped, timeout: a.cfg.RequestTimeout, idleAfter: queryIdle,
+		observe: func(d time.Duration) { a.m.stage("request_read", d) }}
 	rd := resp.NewReader(sc, a.cfg.MaxRequest, maxArgs)
 	rd.Budget, rd.Begin = a.budget, sc.begin
-	defer rd.Release()
+	st.query.Store(rd)
+	defer rd.Done()
 	var next [][]byte // read while batching, and not part of the batch
+	var trimmed int64 // when the query buffer was last looked at (Trim)
 	for {
 		args := next
 		next = nil
@@ -121,6 +125,10 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 				return
 			}
 			st.touch(args)
+		}
+		if t := st.last.Load(); t-trimmed >= int64(trimEvery) {
+			rd.Trim()
+			trimmed = t
 		}
 		var s slot
 		var err error
@@ -270,14 +278,30 @@ func (a *Agent) requestError(err error) string {
 	return ""
 }
 
+// queryIdle is how long a connection reads nothing before its query buffer
+// is given up (redis: more than 2 s idle, clientsCronResizeQueryBuffer);
+// trimEvery how often a busy connection's is looked at (Reader.Trim;
+// redis: every 100 ms with a few clients).
+const (
+	queryIdle = 2 * time.Second
+	trimEvery = 100 * time.Millisecond
+)
+
 // stallConn bounds how long a request may pause once it has begun: while
 // one is being read, every read must bring bytes within timeout. Between
-// requests the connection may idle without limit. Only the reading
-// goroutine uses it.
+// requests the connection may idle without limit; once it has read nothing
+// for idleAfter, a read answers resp.ErrIdle, once, so the reader gives its
+// buffer up. Only the reading goroutine uses it.
 type stallConn struct {
 	net.Conn
+	stamped *stampedConn // when the latest bytes arrived, and WaitRead
 	timeout time.Duration
-	mid     bool // a request has begun
+	// idleAfter (0: never) and the idle deadline armed (zero: none); quiet
+	// after ErrIdle until bytes come.
+	idleAfter time.Duration
+	idleAt    time.Time
+	quiet     bool
+	mid       bool // a request has begun
 	// began is when the rest of the request was first read from the
 	// socket; zero while all of it came from what was already buffered,
 	// as most pipelined requests do: no clock read for them (a clock
@@ -301,7 +325,7 @@ func (c *stallConn) end() {
 	c.mid, c.began = false, time.Time{}
 	if c.armed {
 		c.Conn.SetReadDeadline(time.Time{})
-		c.armed = false
+		c.armed, c.idleAt = false, time.Time{}
 	}
 }
 
@@ -313,18 +337,48 @@ func (c *stallConn) Read(p []byte) (int, error) {
 		}
 		c.Conn.SetReadDeadline(now.Add(c.timeout))
 		c.armed = true
+		return c.Conn.Read(p)
 	}
-	return c.Conn.Read(p)
+	for {
+		if c.idleAfter > 0 && !c.quiet {
+			// Armed lazily: a second past due, so a busy connection sets
+			// its deadline about once a second, not once a read.
+			if due := time.Unix(0, c.stamped.at).Add(c.idleAfter); c.idleAt.Before(due) {
+				c.idleAt = due.Add(time.Second)
+				c.Conn.SetReadDeadline(c.idleAt)
+			}
+		}
+		n, err := c.Conn.Read(p)
+		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) || c.mid {
+			c.quiet = false
+			return n, err
+		}
+		c.idleAt = time.Time{}
+		if time.Since(time.Unix(0, c.stamped.at)) >= c.idleAfter {
+			c.Conn.SetReadDeadline(time.Time{})
+			c.quiet = true
+			return 0, resp.ErrIdle
+		}
+	}
 }
+
+// WaitRead waits until the connection has bytes, or has ended.
+func (c *stallConn) WaitRead() error { return c.stamped.WaitRead() }
 
 // replyWriter writes one connection's replies: writeReplies those owed,
 // in order, and the reading goroutine a direct slot's when none is owed.
 type replyWriter struct {
-	c      net.Conn
-	owed   atomic.Int64 // slots handed to writeReplies and not yet done with
-	mu     sync.Mutex   // guards w and broken
-	w      *bufio.Writer
-	broken bool // a write failed or the connection was closed after a reply
+	c    net.Conn
+	owed atomic.Int64 // slots handed to writeReplies and not yet done with
+	mu   sync.Mutex   // guards the buffer and broken
+	// The reply buffer (replybuf.go): buf[:n] not yet written; peak the
+	// most it held since peakAt; rbs and rbp its size and peak for CLIENT
+	// LIST.
+	buf      []byte
+	n, peak  int
+	peakAt   time.Time
+	rbs, rbp atomic.Int64
+	broken   bool // a write failed or the connection was closed after a reply
 	// deadline bounds a write the client does not take (up to a minute).
 	deadline lazyDeadline
 }
@@ -340,9 +394,9 @@ func (o *replyWriter) put(b []byte, flush, closeAfter bool) {
 	if at, ok := o.deadline.renew(time.Minute); ok {
 		o.c.SetWriteDeadline(at)
 	}
-	_, err := o.w.Write(b)
+	err := o.write(b)
 	if err == nil && flush {
-		err = o.w.Flush()
+		err = o.flush()
 	}
 	if err != nil || closeAfter {
 		o.broken = true
@@ -398,6 +452,11 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 	}
 	if msg != "" {
 		return slot{reply: resp.Error(msg)}
+	}
+	if name == "DEBUG" {
+		if reply := a.debugReplyBuffer(args); reply != nil {
+			return slot{reply: reply}
+		}
 	}
 	if st.subscribed() && st.proto.Load() == 2 && !subscribedContext[name] {
 		return slot{reply: resp.Error(fmt.Sprintf("ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", strings.ToLower(string(args[0]))))}

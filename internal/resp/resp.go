@@ -41,7 +41,18 @@ func (e *ProtocolError) Error() string { return "Protocol error: " + e.Msg }
 // Reader parses client requests: RESP arrays of bulk strings, or
 // inline commands (words separated by spaces, as typed into telnet).
 type Reader struct {
-	r        *bufio.Reader
+	src io.Reader
+	// The query buffer (querybuf.go): buf[r:w] is unread; nil while given
+	// up. peak is the most it held unread since the last Trim, next the
+	// size of the next buffer (after a big argument), bufCharge what of it
+	// the budget holds, released that it was given up for idling.
+	buf        []byte
+	r, w       int
+	peak, next int
+	bufCharge  int
+	released   bool
+	used, size atomic.Int64 // published for Sizes
+
 	maxBytes int // all argument bytes of one request together
 	maxArgs  int
 
@@ -57,7 +68,7 @@ type Reader struct {
 }
 
 func NewReader(r io.Reader, maxBytes, maxArgs int) *Reader {
-	return &Reader{r: bufio.NewReaderSize(r, MaxLine), maxBytes: maxBytes, maxArgs: maxArgs}
+	return &Reader{src: r, maxBytes: maxBytes, maxArgs: maxArgs}
 }
 
 // ReadCommand returns the next non-empty command. Errors are io errors from
@@ -223,20 +234,23 @@ func unhex(c byte) byte {
 func (rd *Reader) readBulk(n int) ([]byte, error) {
 	if rd.Budget == nil {
 		var buf []byte
-		return buf, appendRead(rd.r, &buf, n)
+		return buf, appendRead(rd, &buf, n)
 	}
 	if !rd.Budget.take(n) {
 		return nil, &BudgetError{Cap: rd.Budget.cap}
 	}
 	rd.held += n
-	buf := make([]byte, n) // pages not yet written take no memory
-	_, err := io.ReadFull(rd.r, buf)
+	if n >= bigArg {
+		return rd.bigBulk(n)
+	}
+	buf := make([]byte, n)
+	_, err := io.ReadFull(rd, buf)
 	return buf, err
 }
 
 // Buffered is how many bytes of the requests that follow have arrived and
 // wait to be read: a pipelining client's next commands.
-func (rd *Reader) Buffered() int { return rd.r.Buffered() }
+func (rd *Reader) Buffered() int { return rd.w - rd.r }
 
 // Release gives the budget back what the commands read so far hold: call
 // it once they are handled and their arguments no longer referenced, and
@@ -246,6 +260,13 @@ func (rd *Reader) Release() {
 		rd.Budget.held.Add(-int64(rd.held))
 	}
 	rd.held = 0
+}
+
+// Done gives the budget back everything, the query buffer's charge too:
+// call it when the connection ends.
+func (rd *Reader) Done() {
+	rd.Release()
+	rd.uncharge()
 }
 
 // Budget caps the bytes that the requests of every connection sharing it
@@ -285,7 +306,7 @@ func (e *BudgetError) Error() string {
 
 // readLine reads one line without its line ending.
 func (rd *Reader) readLine() ([]byte, error) {
-	line, err := rd.r.ReadSlice('\n')
+	line, err := rd.readSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
 		return nil, &ProtocolError{Msg: "too big inline request"}
 	}
