@@ -34,6 +34,9 @@ type clientConn struct {
 	// argv-mem=; query and out its query and reply buffers, for qbuf=,
 	// qbuf-free=, rbs= and rbp= (set once its goroutine made them).
 	argvMem atomic.Int64
+	// serving is the size of the request being handled, encoded: redis's
+	// query buffer still holds it then (qbuf=).
+	serving atomic.Int64
 	query   atomic.Pointer[resp.Reader]
 	out     atomic.Pointer[replyWriter]
 	// obs observes the command being read (observe.go); blockedFor is how
@@ -67,8 +70,8 @@ func (a *Agent) newClientState(c net.Conn) *clientState {
 	return st
 }
 
-// touch records a command's arrival for CLIENT LIST's idle=, cmd= and
-// argv-mem=.
+// touch records a command's arrival for CLIENT LIST's idle=, cmd=, qbuf=
+// and argv-mem=.
 func (cl *clientConn) touch(args [][]byte) {
 	cl.last.Store(time.Now().UnixNano())
 	cmd := strings.ToLower(string(args[0]))
@@ -76,10 +79,12 @@ func (cl *clientConn) touch(args [][]byte) {
 		cmd += "|" + strings.ToLower(string(args[1]))
 	}
 	cl.lastCmd.Store(cmd)
-	mem := 0
+	encoded, mem := len(strconv.Itoa(len(args)))+3, 0
 	for _, a := range args {
+		encoded += len(strconv.Itoa(len(a))) + len(a) + 5
 		mem += len(a)
 	}
+	cl.serving.Store(int64(encoded))
 	cl.argvMem.Store(int64(mem))
 }
 
@@ -122,6 +127,8 @@ func (cl *clientConn) info(now time.Time, inMulti bool, queued int) string {
 	if rd := cl.query.Load(); rd != nil {
 		qbuf, qsize = rd.Sizes()
 	}
+	qbuf += int(cl.serving.Load())
+	qsize = max(qsize, qbuf)
 	var rbs, rbp int64
 	if out := cl.out.Load(); out != nil {
 		rbs, rbp = out.rbs.Load(), out.rbp.Load()

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gait-dev/gait/internal/resp"
 	"github.com/gait-dev/gait/internal/systems/redis"
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -99,6 +101,7 @@ func TestFamilies(t *testing.T) {
 	t.Run("BlockingStats", func(t *testing.T) { testBlockingStats(t, cl) })
 	t.Run("Observed", func(t *testing.T) { testObserved(t, cl) })
 	t.Run("ScriptStats", func(t *testing.T) { testScriptStats(t, cl) })
+	t.Run("Buffers", func(t *testing.T) { testBuffers(t, cl) })
 	t.Run("Connection", func(t *testing.T) { testConnection(t, cl) })
 	t.Run("QueueRefusals", func(t *testing.T) { testQueueRefusals(t, cl) })
 	t.Run("ScriptKill", func(t *testing.T) { testScriptKill(t, cl) })
@@ -872,6 +875,72 @@ func testBlockingStats(t *testing.T, cl *cluster) {
 // holds PEXPIREAT), SPOP as SPOP (the log holds a script), a transaction's
 // commands each with EXEC counted once, a blocking command without the
 // time it waited for data, each entry with the client's name and address.
+// testBuffers: CLIENT LIST tells a connection's query and reply buffers
+// as the agent sizes them: 16 KiB each at first, the query buffer given up
+// after the connection idled 2 s, the reply buffer shrunk to 1 KiB once its
+// peak was reset (DEBUG REPLYBUFFER PEAK-RESET-TIME) and grown back by
+// replies that overflow it.
+func testBuffers(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	addr := cl.nodes[1].agent.ClientAddr()
+	r := client(t, addr)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	do := func(cmd string) string {
+		t.Helper()
+		if _, err := c.Write([]byte(cmd + "\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		_, v, err := resp.ReadReply(br)
+		if err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+		return string(v.Str)
+	}
+	field := func(name string) int {
+		t.Helper()
+		for _, line := range strings.Split(r.ClientList(ctx).Val(), "\n") {
+			if strings.Contains(line, " name=buffers ") {
+				for _, f := range strings.Fields(line) {
+					if k, v, _ := strings.Cut(f, "="); k == name {
+						n, _ := strconv.Atoi(v)
+						return n
+					}
+				}
+			}
+		}
+		t.Fatalf("CLIENT LIST has no %s of the connection: %q", name, r.ClientList(ctx).Val())
+		return 0
+	}
+	eventually := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 5 s", what)
+			}
+		}
+	}
+	do("CLIENT SETNAME buffers")
+	if q, f, rbs := field("qbuf"), field("qbuf-free"), field("rbs"); q != 0 || f != 16384 || rbs != 16384 {
+		t.Fatalf("a new connection: qbuf=%d qbuf-free=%d rbs=%d, want 0, 16384, 16384", q, f, rbs)
+	}
+	do("DEBUG REPLYBUFFER PEAK-RESET-TIME 100")
+	defer r.Do(ctx, "DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "RESET")
+	eventually("the idle reply buffer shrinks to 1 KiB", func() bool { return field("rbs") == 1024 })
+	r.Set(ctx, "buffers:big", strings.Repeat("x", 8000), 0)
+	do("GET buffers:big")
+	eventually("the reply buffer a reply overflowed grows", func() bool { return field("rbs") == 2048 })
+	eventually("the idle query buffer is given up", func() bool { return field("qbuf-free") == 0 })
+	do("PING")
+	if f := field("qbuf-free"); f != 16384 {
+		t.Fatalf("after a request the query buffer is %d bytes, want 16384", f)
+	}
+}
+
 // testScriptStats: the commands a client's script called count in the
 // commandstats of the agent it sent the script to (and only there), as
 // redis counts them, a read-only script's too; gait's own scripts (SPOP)

@@ -244,6 +244,9 @@ func redact(args [][]byte) [][]byte {
 type noted struct {
 	name string // commandstats' name; "" for a command redis does not know
 	args []byte // packed for the slow log (packArgs); nil when it is off
+	// oomFails: an EVAL of a script without a shebang, which redis never
+	// refuses for memory: an OOM reply is the script's own failure.
+	oomFails bool
 }
 
 // observation follows one slot's commands from their reading to their
@@ -296,6 +299,7 @@ func (a *Agent) note(args [][]byte) noted {
 	if containers[n.name] && len(args) > 1 {
 		n.name += "|" + strings.ToLower(string(args[1]))
 	}
+	n.oomFails = (n.name == "eval" || n.name == "eval_ro") && len(args) > 1 && !bytes.HasPrefix(args[1], []byte("#!"))
 	if a.slow.threshold.Load() >= 0 || n.name == "config|set" { // CONFIG SET may turn the slow log on
 		n.args = packArgs(args)
 	}
@@ -404,7 +408,7 @@ func (o *observation) count(c noted, reply []byte, d time.Duration, log bool) {
 	}
 	a := o.a
 	isErr := len(reply) > 0 && (reply[0] == '-' || reply[0] == '!')
-	if isErr && rejection(reply) {
+	if isErr && rejection(reply) && !(c.oomFails && bytes.HasPrefix(reply, []byte("-OOM "))) {
 		a.stats.get(c.name).rejected.Add(1)
 		return
 	}

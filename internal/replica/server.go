@@ -142,6 +142,7 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 			s = a.handle(st, args)
 		}
 		s = st.obs.done(s)
+		st.serving.Store(0) // handled: no longer in redis's query buffer
 		if st.replyOff || st.skipNext > 0 {
 			s.silent = true
 		}

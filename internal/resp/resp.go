@@ -74,6 +74,7 @@ func NewReader(r io.Reader, maxBytes, maxArgs int) *Reader {
 // ReadCommand returns the next non-empty command. Errors are io errors from
 // the connection or *ProtocolError.
 func (rd *Reader) ReadCommand() ([][]byte, error) {
+	defer rd.publish()
 	for {
 		line, err := rd.readLine()
 		if err != nil {
