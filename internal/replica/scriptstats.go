@@ -87,17 +87,36 @@ func (f *fsm) countable(e entry) bool {
 	if !ok {
 		return false
 	}
-	_, v, err := resp.ReadReply(bufio.NewReader(bytes.NewReader(e.payload[start:end])))
-	if err != nil || len(v.Arr) < 2 {
-		return false
+	name, rest := bulkAfter(e.payload[start:end], bytes.IndexByte(e.payload[start:end], '\n')+1)
+	if len(name) < 4 || len(name) > 10 || (name[0]|0x20 != 'e' && name[0]|0x20 != 'f') {
+		return false // most writes: looked at no further
 	}
-	switch strings.ToUpper(string(v.Arr[0].Str)) {
+	switch strings.ToUpper(string(name)) {
 	case "EVAL", "EVAL_RO":
-		return !rediscmd.OwnScript(v.Arr[1].Str)
+		body, _ := bulkAfter(e.payload[start:end], rest)
+		return !rediscmd.OwnScript(body)
 	case "EVALSHA", "EVALSHA_RO", "FCALL", "FCALL_RO":
 		return true
 	}
 	return false
+}
+
+// bulkAfter reads the bulk string at cmd[i:] of a RESP command: its bytes,
+// and where the next starts (nil, len(cmd) if there is none).
+func bulkAfter(cmd []byte, i int) ([]byte, int) {
+	if i <= 0 || i >= len(cmd) || cmd[i] != '$' {
+		return nil, len(cmd)
+	}
+	eol := bytes.IndexByte(cmd[i:], '\n')
+	if eol < 2 {
+		return nil, len(cmd)
+	}
+	n, err := strconv.Atoi(string(cmd[i+1 : i+eol-1]))
+	start := i + eol + 1
+	if err != nil || n < 0 || start+n+2 > len(cmd) {
+		return nil, len(cmd)
+	}
+	return cmd[start : start+n], start + n + 2
 }
 
 // commandAt is where command i (from 0) of a payload of RESP commands
@@ -154,8 +173,8 @@ func (f *fsm) countedReplies(e entry, sent time.Time) ([]byte, error) {
 func scriptCalls(before, after []byte, e entry) map[string]callCounts {
 	b, a := parseCommandStats(before), parseCommandStats(after)
 	start, end, _ := commandAt(e.payload, e.replies-1-e.after)
-	_, v, _ := resp.ReadReply(bufio.NewReader(bytes.NewReader(e.payload[start:end])))
-	script := strings.ToLower(string(v.Arr[0].Str))
+	name, _ := bulkAfter(e.payload[start:end], bytes.IndexByte(e.payload[start:end], '\n')+1)
+	script := strings.ToLower(string(name))
 	out := map[string]callCounts{}
 	for name, x := range a {
 		y := b[name]

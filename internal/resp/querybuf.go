@@ -10,7 +10,9 @@ import (
 // A Reader's query buffer holds what has arrived of the requests not yet
 // parsed, and is sized as redis sizes a client's (networking.c and
 // clientsCronResizeQueryBuffer): 16 KiB to read into, grown for a long
-// line up to MaxLine; a bulk argument of 32 KiB or more is read into an
+// line up to MaxLine, and so for a client whose reads fill it (it
+// pipelines: the agent batches what is buffered, so a larger buffer makes
+// larger batches); a bulk argument of 32 KiB or more is read into an
 // allocation of its own, and the buffer after it is made that large,
 // expecting another (charged to the Budget, when there is one, and only if
 // it fits); Trim shrinks a buffer larger than 32 KiB to what the last
@@ -39,6 +41,7 @@ func (rd *Reader) fill(grow bool) error {
 	for {
 		rd.ready(grow)
 		n, err := rd.src.Read(rd.buf[rd.w:])
+		rd.filled = n > 0 && rd.w+n == len(rd.buf)
 		rd.w += n
 		rd.peak = max(rd.peak, rd.w-rd.r)
 		rd.publish()
@@ -83,7 +86,10 @@ func (rd *Reader) ready(grow bool) {
 	switch {
 	case len(rd.buf) < ioBuf && rd.w < ioBuf:
 		rd.resize(ioBuf)
-	case grow && rd.w == len(rd.buf):
+	case grow && rd.w == len(rd.buf), rd.filled && len(rd.buf) < MaxLine:
+		// A long line; or a client that pipelines (its last read filled
+		// the buffer): more at once makes larger batches.
+		rd.filled = false
 		rd.resize(min(2*len(rd.buf), MaxLine))
 	}
 }
