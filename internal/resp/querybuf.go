@@ -168,7 +168,7 @@ func (rd *Reader) bigBulk(n int) ([]byte, error) {
 // Call it now and then (redis: about every 100 ms) from the reading
 // goroutine.
 func (rd *Reader) Trim() {
-	if rd.buf != nil && len(rd.buf) > resizeAbove && len(rd.buf)/2 > rd.peak && len(rd.buf)-(rd.w-rd.r) > 4<<10 {
+	if len(rd.buf) > resizeAbove && len(rd.buf)/2 > rd.peak && len(rd.buf)-(rd.w-rd.r) > 4<<10 {
 		rd.resize(max(rd.peak, rd.w-rd.r))
 	}
 	rd.peak = rd.w - rd.r
