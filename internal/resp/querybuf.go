@@ -36,7 +36,7 @@ type Waiter interface{ WaitRead() error }
 
 // fill reads more bytes into the buffer, making it ready to take some: it
 // moves what is unread to the front and gives it room for at least ioBuf
-// bytes, or grows it when full and want says more is needed.
+// bytes, or grows it when full and grow says a line needs more.
 func (rd *Reader) fill(grow bool) error {
 	for {
 		rd.ready(grow)
