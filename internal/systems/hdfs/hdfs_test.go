@@ -118,9 +118,27 @@ func TestCluster(t *testing.T) {
 	defer b.Close()
 
 	const size = 300 << 10
+	// Each op that moves data says which DataNodes' hosts it involved:
+	// with replication 3 of 3, a write's pipeline is every DataNode, a
+	// read comes from one of them.
+	var dataNodes []string
+	for _, h := range hosts[1:] {
+		dataNodes = append(dataNodes, h.Name())
+	}
+	involved := func(cl load.Client, want int) {
+		t.Helper()
+		got := cl.(load.Involver).Involved()
+		if len(got) != want || !slices.ContainsFunc(dataNodes, func(n string) bool { return slices.Contains(got, n) }) ||
+			slices.ContainsFunc(got, func(n string) bool { return !slices.Contains(dataNodes, n) }) {
+			t.Errorf("involved %v, want %d of the DataNodes' hosts %v", got, want, dataNodes)
+		}
+	}
 	do(t, a, opWrite, "k1", size)
+	involved(a, 3)
 	do(t, b, opRead, "k1", 0) // another channel, another DFSClient, reads it
+	involved(b, 1)
 	do(t, a, opAppend, "k1", size)
+	involved(a, 3)
 	do(t, b, opRead, "k1", 0)
 	do(t, a, opWrite, "small", 10) // shorter than a tardis block header
 	do(t, b, opRead, "small", 0)
@@ -142,8 +160,12 @@ func TestCluster(t *testing.T) {
 	do(t, a, opRead, "shared", 0)
 	do(t, a, opCreate, "", 1000)
 	do(t, a, opCreate, "", 1000)
+	involved(a, 3)
 	do(t, b, opMkdir, "", 0)
 	do(t, b, opStat, "k1", 0)
+	if got := b.(load.Involver).Involved(); got != nil {
+		t.Errorf("a stat involved %v, want no DataNode", got)
+	}
 
 	// a read of data gait did not write fails, as does one of a missing file
 	ch := a.(*channel)
