@@ -105,7 +105,7 @@ func TestJudgePipelines(t *testing.T) {
 	if !slices.Equal(v.Marks(), []string{"OL"}) || v.Unplaced != 2 {
 		t.Errorf("marks %v, %d unplaced; want OL and the 2 timeouts: %+v", v.Marks(), v.Unplaced, v.Verdict)
 	}
-	if !strings.Contains(v.Operation.Why, "create on the namenode, clients: mean 30s against 300ms") {
+	if !strings.Contains(v.Operation.Why, "create on the namenode, clients, through the datanode, fault: mean 30s against 300ms") {
 		t.Errorf("operation: %s", v.Operation.Why)
 	}
 }

@@ -28,7 +28,8 @@ type Key struct {
 // member that orders operations (a write through a slow leader). Where
 // some requests of an operation reported what they touched, that is what
 // tells involved from not: every HDFS request is sent to the NameNode,
-// and only its pipeline says whether it met the limping DataNode. A
+// and only its pipeline says whether it met the limping DataNode (its
+// group is named "NODE, through the MEMBER"). A
 // request of such an operation that reported nothing (it failed before
 // its client could say) cannot be placed, and is counted in unplaced
 // rather than guessed.
@@ -42,8 +43,11 @@ func Tally(sums map[Key]Latency, reqs []Request, limps func(member string) bool,
 			unplaced++
 			continue
 		}
-		k := Key{Op: r.Op, Node: r.Node,
-			Involved: limps(r.Node) || passes(r.Op) || slices.ContainsFunc(r.Touched, limps)}
+		k := Key{Op: r.Op, Node: r.Node, Involved: limps(r.Node) || passes(r.Op)}
+		if i := slices.IndexFunc(r.Touched, limps); i >= 0 && !k.Involved {
+			// Named so that its sentence says how it met the limpware.
+			k.Node, k.Involved = r.Node+", through the "+r.Touched[i], true
+		}
 		l := sums[k]
 		l.N++
 		l.Mean += r.Latency

@@ -223,6 +223,9 @@ func TestTallyPipelines(t *testing.T) {
 	if !slices.Equal(v.Marks(), []string{"OL"}) {
 		t.Errorf("marks %v, want OL only: %+v", v.Marks(), v)
 	}
+	if !strings.Contains(v.Operation.Why, "operation limplock: create on the namenode, clients, through the datanode 5, fault: mean 32.9s against 329ms") {
+		t.Errorf("operation: %s", v.Operation.Why)
+	}
 	if !strings.Contains(v.Node.Why, "no node limplock: the slowest, create on the namenode, clients: mean 329ms against 329ms") {
 		t.Errorf("node: %s", v.Node.Why)
 	}
