@@ -51,7 +51,7 @@ type Reader struct {
 	peak, next int
 	bufCharge  int
 	released   bool
-	filled     bool // the last read filled the buffer
+	filled     bool         // the last read filled the buffer
 	used, size atomic.Int64 // published for Sizes
 
 	maxBytes int // all argument bytes of one request together
