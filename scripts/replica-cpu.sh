@@ -54,7 +54,7 @@ tree() {
 	for c in $(ps -o pid= --ppid "$1"); do tree "$c"; done
 }
 # arg FLAG PID: the value after FLAG on PID's command line.
-arg() { tr '\0' '\n' <"/proc/$2/cmdline" | awk -v f="$1" 'p { print; exit } $0 == f { p = 1 }'; }
+arg() { tr '\0' '\n' <"/proc/$2/cmdline" 2>/dev/null | awk -v f="$1" 'p { print; exit } $0 == f { p = 1 }'; }
 # kinds PEER: "pid kind" for every process serving PEER, the leader agent
 # being the one whose --listen is target[PEER].
 kinds() {
@@ -69,7 +69,7 @@ kinds() {
 	done
 	for pid in $(tree "${root[$p]}"); do
 		local cmd
-		cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline")
+		cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue # gone meanwhile
 		if [[ $pid == "${root[$p]}" ]]; then echo "$pid cluster"
 		elif [[ $(arg replica "$pid") == agent ]]; then
 			if [[ $(arg --listen "$pid") == "${target[$p]:-}" ]]; then echo "$pid leader"; else echo "$pid followers"; fi
@@ -83,19 +83,23 @@ kinds() {
 # one $work/procs gives, else kthread:NAME for kernel threads (children of
 # kthreadd, pid 2: ksoftirqd running soft interrupts, kworker and jbd2 writing
 # the log's pages and journal) or other; and "machine" and "softirq" from
-# /proc/stat. One awk reads them all, so a snapshot costs little of its own;
+# /proc/stat. One cat reads them all, so a snapshot costs little of its own;
 # before reads /proc/stat last, after first, so the machine's window is no
 # wider than the processes'.
 ticks() {
-	local stats=(/proc/[0-9]*/stat)
-	[[ $1 == before ]] && stats+=(/proc/stat) || stats=(/proc/stat "${stats[@]}")
-	awk '
-		FILENAME ~ /procs$/ { kind[$1] = $2; next }
-		FILENAME == "/proc/stat" { if ($1 == "cpu") { print "machine", $2 + $3 + $4 + $7 + $8, "machine"; print "softirq", $8, "softirq" } next }
-		# Fields after the command'"'"'s closing parenthesis: the parent is the 2nd, utime the 12th, stime the 13th.
-		FNR == 1 { split(FILENAME, f, "/"); name = $0; sub(/\).*/, "", name); sub(/^[^(]*\(/, "", name); sub(/[\/:].*/, "", name); sub(/[0-9]+$/, "", name)
-			sub(/.*\) /, ""); k = f[3] in kind ? kind[f[3]] : ($2 == 2 || f[3] == 2) ? "kthread:" name : "other"
-			print f[3], $12 + $13, k }' "$work/procs" "${stats[@]}" 2>/dev/null
+	{
+		if [[ $1 == after ]]; then cat /proc/stat; fi
+		# A process may end between the glob and its read: cat goes on.
+		cat /proc/[0-9]*/stat 2>/dev/null || true
+		if [[ $1 == before ]]; then cat /proc/stat; fi
+	} | awk '
+		NR == FNR { kind[$1] = $2; next }
+		$1 == "cpu" { print "machine", $2 + $3 + $4 + $7 + $8, "machine"; print "softirq", $8, "softirq"; next }
+		$1 !~ /^[0-9]+$/ { next }
+		# After the command'"'"'s closing parenthesis: the parent is the 2nd field, utime the 12th, stime the 13th.
+		{ pid = $1; name = $0; sub(/\).*/, "", name); sub(/^[^(]*\(/, "", name); sub(/[\/:].*/, "", name); sub(/[0-9]+$/, "", name)
+			sub(/.*\) /, ""); k = pid in kind ? kind[pid] : ($2 == 2 || pid == 2) ? "kthread:" name : "other"
+			print pid, $12 + $13, k }' "$work/procs" -
 }
 
 for round in $(seq "$rounds"); do
