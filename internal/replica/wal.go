@@ -27,6 +27,15 @@ import (
 // half-written tail, which only a power loss leaves (the kernel keeps what
 // a killed process wrote), is cut off on open. Only record offsets stay in
 // memory; raft's LogCache keeps the recent entries themselves.
+//
+// The segment being appended to is kept zero-filled ahead of its records
+// (preallocBytes at a time): an append then overwrites blocks the file
+// already has, and its fdatasync flushes data only, where an append that
+// grows the file also commits the file system's journal (the new size and
+// blocks). On this machine's ext4 that made a 256-byte O_DSYNC write about
+// a quarter faster and a third cheaper in system time (dd, 3 000 writes,
+// four alternating pairs). A segment is cut back to its records when the
+// next one begins and on Close; one a crash left zero-filled is cut on open.
 type walLog struct {
 	dir      string
 	sync     bool  // fdatasync every append (DurableDisk)
@@ -42,13 +51,22 @@ type walLog struct {
 type segment struct {
 	first uint64
 	f     *os.File
-	size  int64
+	size  int64   // end of the last record
+	alloc int64   // the file's size: zeros from size to alloc
 	offs  []int64 // offset of the record of index first+i
 }
 
 // segmentBytes is the size past which appends go to a new segment, so that
 // compaction can remove whole files.
 const segmentBytes = 64 << 20
+
+// preallocBytes is how far ahead of its records the last segment is
+// zero-filled. The zeros reach the disk with the next append's fdatasync:
+// one append in this many bytes of log writes that much more.
+const preallocBytes = 1 << 20
+
+// zeros is what preallocation writes.
+var zeros = make([]byte, preallocBytes)
 
 // walHeader is a record's length and CRC-32C of its body.
 const walHeader = 8
@@ -139,6 +157,7 @@ func readSegment(name string, first uint64) (*segment, bool, error) {
 		f.Close()
 		return nil, false, fmt.Errorf("raft log: %w", err)
 	}
+	s.alloc = s.size
 	if fi.Size() == s.size {
 		return s, false, nil
 	}
@@ -146,6 +165,10 @@ func readSegment(name string, first uint64) (*segment, bool, error) {
 		f.Close()
 		return nil, false, fmt.Errorf("raft log: cut torn tail of %s: %w", name, err)
 	}
+	// Zeros after the last record are the preallocation a crash left in
+	// place; they are cut like a torn tail. Only the last segment can have
+	// them (tail cuts a segment before the next one begins), so the later
+	// segments dropped for a torn one are none.
 	return s, true, nil
 }
 
@@ -211,6 +234,11 @@ func (w *walLog) StoreLogs(logs []*raft.Log) error {
 		offs = append(offs, s.size+int64(len(w.buf)))
 		w.buf = appendRecord(w.buf, l)
 	}
+	if end := s.size + int64(len(w.buf)); end > s.alloc {
+		if err := w.preallocate(s, end); err != nil {
+			return err
+		}
+	}
 	if _, err := s.f.WriteAt(w.buf, s.size); err != nil {
 		return fmt.Errorf("raft log: append: %w", err)
 	}
@@ -228,6 +256,33 @@ func (w *walLog) StoreLogs(logs []*raft.Log) error {
 	return nil
 }
 
+// preallocate zero-fills s from its allocated end to past end, by whole
+// preallocBytes (no further than a segment holds). Called with mu held.
+func (w *walLog) preallocate(s *segment, end int64) error {
+	chunk := int64(min(preallocBytes, w.segBytes))
+	to := (end/chunk + 1) * chunk
+	for s.alloc < to {
+		n, err := s.f.WriteAt(zeros[:min(int64(len(zeros)), to-s.alloc)], s.alloc)
+		s.alloc += int64(n)
+		if err != nil {
+			return fmt.Errorf("raft log: preallocate: %w", err)
+		}
+	}
+	return nil
+}
+
+// cut truncates s to its records, dropping its preallocated zeros.
+func (s *segment) cut() error {
+	if s.alloc == s.size {
+		return nil
+	}
+	if err := s.f.Truncate(s.size); err != nil {
+		return fmt.Errorf("raft log: truncate %s: %w", s.f.Name(), err)
+	}
+	s.alloc = s.size
+	return nil
+}
+
 // tail is the segment to append index to: a new one when there is none or
 // the last is full. Called with mu held.
 func (w *walLog) tail(index uint64) (*segment, error) {
@@ -238,7 +293,11 @@ func (w *walLog) tail(index uint64) (*segment, error) {
 	}
 	if n := len(w.segs); n > 0 {
 		// Whatever the next segment holds must not reach the disk before
-		// this one's last records.
+		// this one's last records, nor this one's preallocated zeros,
+		// which on open would read as a torn tail and drop what follows.
+		if err := w.segs[n-1].cut(); err != nil {
+			return nil, err
+		}
 		if err := fdatasync(w.segs[n-1].f); err != nil {
 			return nil, fmt.Errorf("raft log: fsync: %w", err)
 		}
@@ -294,7 +353,7 @@ func (w *walLog) DeleteRange(min, max uint64) error {
 			if err := s.f.Truncate(s.offs[k]); err != nil {
 				return fmt.Errorf("raft log: truncate: %w", err)
 			}
-			s.size, s.offs = s.offs[k], s.offs[:k]
+			s.size, s.alloc, s.offs = s.offs[k], s.offs[k], s.offs[:k]
 			if w.sync {
 				if err := fdatasync(s.f); err != nil {
 					return fmt.Errorf("raft log: fsync: %w", err)
@@ -335,6 +394,9 @@ func (w *walLog) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var errs []error
+	if n := len(w.segs); n > 0 {
+		errs = append(errs, w.segs[n-1].cut())
+	}
 	for _, s := range w.segs {
 		errs = append(errs, s.f.Close())
 	}

@@ -183,3 +183,89 @@ func TestWALConcurrent(t *testing.T) {
 		t.Fatalf("last entry: %+v, %v", l, err)
 	}
 }
+
+// TestWALPreallocated: the segment appended to is zero-filled ahead of its
+// records; a segment is cut back to its records when the next begins and on
+// Close; zeros a crash left are not read as records, and appends go on after
+// the last record.
+func TestWALPreallocated(t *testing.T) {
+	dir := t.TempDir()
+	w, err := openWAL(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.segBytes = 4 << 10
+	store := func(w *walLog, from, to uint64) {
+		t.Helper()
+		var logs []*raft.Log
+		for i := from; i <= to; i++ {
+			logs = append(logs, &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte(fmt.Sprintf("entry %d", i))})
+		}
+		if err := w.StoreLogs(logs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sizes := func() (sizes []int64) {
+		segs, _ := filepath.Glob(filepath.Join(dir, "*.wal"))
+		for _, s := range segs {
+			fi, err := os.Stat(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes = append(sizes, fi.Size())
+		}
+		return sizes
+	}
+	store(w, 1, 10)
+	if got := sizes(); len(got) != 1 || got[0] != w.segBytes {
+		t.Errorf("one segment of ten records: file sizes %v, want one zero-filled to %d", got, w.segBytes)
+	}
+	for i := uint64(11); i < 200; i += 10 { // past a segment
+		store(w, i, i+9)
+	}
+	got := sizes()
+	if len(got) < 2 {
+		t.Fatalf("file sizes %v, want several segments", got)
+	}
+	for i, s := range w.segs[:len(w.segs)-1] {
+		if got[i] != s.size {
+			t.Errorf("segment %d before the last: file size %d, want its records' %d", i, got[i], s.size)
+		}
+	}
+	// A crash: the log is opened again while the last segment still has its zeros.
+	crashed, err := openWAL(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashed.segBytes = w.segBytes
+	if l, _ := crashed.LastIndex(); l != 200 {
+		t.Fatalf("after a crash: last index %d, want 200", l)
+	}
+	if got := sizes(); got[len(got)-1] != crashed.segs[len(crashed.segs)-1].size {
+		t.Errorf("after a crash: last segment's file size %d, want it cut to its records' %d", got[len(got)-1], crashed.segs[len(crashed.segs)-1].size)
+	}
+	store(crashed, 201, 210)
+	var l raft.Log
+	if err := crashed.GetLog(210, &l); err != nil || string(l.Data) != "entry 210" {
+		t.Errorf("appended after a crash: %+v, %v", l, err)
+	}
+	w.segs = nil // its files are the crashed log's now
+	if err := crashed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got = sizes()
+	if last := crashed.segs; last != nil {
+		t.Errorf("closed log keeps %d segments", len(last))
+	}
+	again, err := openWAL(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if l, _ := again.LastIndex(); l != 210 {
+		t.Errorf("reopened: last index %d, want 210", l)
+	}
+	if s := again.segs[len(again.segs)-1]; got[len(got)-1] != s.size {
+		t.Errorf("closed: last segment's file size %d, want its records' %d", got[len(got)-1], s.size)
+	}
+}
