@@ -8,7 +8,12 @@
 # per request for each kind of process, and the ceiling the machine's cores
 # put on the request rate at that cost.
 #
-#   scripts/replica-cpu.sh [-n REQUESTS] [-c CLIENTS] [-t TEST] [-r ROUNDS] [-- extra 'gait replica cluster' flags]
+#   scripts/replica-cpu.sh [-n REQUESTS] [-c CLIENTS] [-t TEST] [-r ROUNDS] [-b GAIT] [-o PEERS] [-- extra 'gait replica cluster' flags]
+#
+# -b GAIT also runs deployments of that gait binary (the tree before a
+# change) as peers disk0 and replicated0, alternating with the others.
+# -o PEERS measures only those peers (say "replicated0 replicated"), in
+# that order each round.
 #
 # Kinds: bench (redis-benchmark), leader and followers (the agents; for a
 # plain redis-server, leader is the server), redis (the leader agent's
@@ -20,13 +25,15 @@
 # (the part of machine spent in soft interrupts, wherever it was charged).
 set -euo pipefail
 
-requests=20000 clients=8 test=set rounds=2
+requests=20000 clients=8 test=set rounds=2 before= only=
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	-n) requests=$2; shift 2 ;;
 	-c) clients=$2; shift 2 ;;
 	-t) test=$2; shift 2 ;;
 	-r) rounds=$2; shift 2 ;;
+	-b) before=$(realpath "$2"); [[ -x "$before" ]] || { echo "replica-cpu: -b $2: not an executable" >&2; exit 2; }; shift 2 ;;
+	-o) only=$2; shift 2 ;;
 	--) shift; break ;;
 	*) echo "replica-cpu: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -44,6 +51,17 @@ gait replicated "$work/gait" --durability replicated "$@"
 target+=([aof]="127.0.0.1:$base" [plain]="127.0.0.1:$((base + 1))")
 declare -A root=([aof]=$(eval echo "\$pid_$base") [plain]=$(eval echo "\$pid_$((base + 1))") [disk]=$pid_disk [replicated]=$pid_replicated)
 peers=(aof plain disk replicated)
+if [[ -n "$before" ]]; then
+	gait disk0 "$before" --durability disk "$@"
+	gait replicated0 "$before" --durability replicated "$@"
+	root+=([disk0]=$pid_disk0 [replicated0]=$pid_replicated0)
+	peers=(aof plain disk0 disk replicated0 replicated)
+fi
+measured=("${peers[@]}")
+if [[ -n "$only" ]]; then
+	read -ra measured <<<"$only"
+	for p in "${measured[@]}"; do [[ -v "root[$p]" ]] || { echo "replica-cpu: -o: no peer $p" >&2; exit 2; }; done
+fi
 cores=$(nproc)
 hz=$(getconf CLK_TCK)
 
@@ -103,7 +121,7 @@ ticks() {
 }
 
 for round in $(seq "$rounds"); do
-	for peer in "${peers[@]}"; do
+	for peer in "${measured[@]}"; do
 		aim "$peer"
 		: >"$work/procs"
 		for other in "${peers[@]}"; do
@@ -148,7 +166,7 @@ awk '{ n[$1]++ } END { for (p in n) if (n[p] > 1) printf "replica-cpu: %s change
 echo
 echo "| peer | req/s | bench | leader | followers | redis | redis-f | ours | kthreads | other | idle peers | machine | softirq | busy | ceiling, ours | ceiling, +kthreads | of ceiling |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-for peer in "${peers[@]}"; do
+for peer in "${measured[@]}"; do
 	awk -v peer="$peer" -v cores="$cores" '
 		function med(k,   i, j, t, a) { for (i = 1; i <= r; i++) a[i] = v[k, i] + 0
 			for (i = 1; i <= r; i++) for (j = i + 1; j <= r; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
