@@ -269,3 +269,31 @@ func TestWALPreallocated(t *testing.T) {
 		t.Errorf("closed: last segment's file size %d, want its records' %d", got[len(got)-1], s.size)
 	}
 }
+
+// TestWALUnsynced: a log appended to without fsync says so until Sync,
+// which then has nothing to do until the next append; one fsynced on every
+// append never does.
+func TestWALUnsynced(t *testing.T) {
+	for _, sync := range []bool{false, true} {
+		w, err := openWAL(t.TempDir(), sync)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.unsynced() {
+			t.Errorf("sync %v: a new log is unsynced", sync)
+		}
+		if err := w.StoreLogs([]*raft.Log{{Index: 1, Term: 1, Data: []byte("x")}}); err != nil {
+			t.Fatal(err)
+		}
+		if w.unsynced() != !sync {
+			t.Errorf("sync %v: after an append, unsynced is %v", sync, w.unsynced())
+		}
+		if err := w.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if w.unsynced() {
+			t.Errorf("sync %v: unsynced after Sync", sync)
+		}
+		w.Close()
+	}
+}
