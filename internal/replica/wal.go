@@ -37,10 +37,15 @@ import (
 // a quarter faster and a third cheaper in system time (dd, 3 000 writes,
 // four alternating pairs). A segment is cut back to its records when the
 // next one begins and on Close; one a crash left zero-filled is cut on open.
+// On FUSE (limpfs) there is no journal to spare, and the zeros would double
+// the bytes a bandwidth-limited disk has to take: no preallocation there.
 type walLog struct {
-	dir      string
-	sync     bool  // fdatasync every append (DurableDisk)
-	raw      bool  // write with rawPwrite: the log is not on a FUSE file system
+	dir  string
+	sync bool // fdatasync every append (DurableDisk)
+	// fuse is set when the log is on a FUSE file system (limpfs: a disk
+	// made to limp): it is then written through package os and not
+	// preallocated (below).
+	fuse     bool
 	segBytes int64 // segmentBytes; tests make it small
 
 	mu          sync.Mutex
@@ -86,7 +91,7 @@ func openWAL(dir string, sync bool) (*walLog, error) {
 		return nil, fmt.Errorf("raft log %s: %w", dir, err)
 	}
 	sort.Strings(names) // zero-padded first indexes sort as numbers
-	w := &walLog{dir: dir, sync: sync, segBytes: segmentBytes, raw: !onFUSE(dir)}
+	w := &walLog{dir: dir, sync: sync, segBytes: segmentBytes, fuse: onFUSE(dir)}
 	for i, name := range names {
 		first, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(name), ".wal"), 10, 64)
 		if err != nil {
@@ -237,7 +242,7 @@ func (w *walLog) StoreLogs(logs []*raft.Log) error {
 		offs = append(offs, s.size+int64(len(w.buf)))
 		w.buf = appendRecord(w.buf, l)
 	}
-	if end := s.size + int64(len(w.buf)); end > s.alloc {
+	if end := s.size + int64(len(w.buf)); end > s.alloc && !w.fuse {
 		if err := w.preallocate(s, end); err != nil {
 			return err
 		}
@@ -251,6 +256,7 @@ func (w *walLog) StoreLogs(logs []*raft.Log) error {
 		}
 	}
 	s.size += int64(len(w.buf))
+	s.alloc = max(s.alloc, s.size) // not preallocated on FUSE
 	s.offs = append(s.offs, offs...)
 	w.dirty = !w.sync
 	if w.first == 0 {
@@ -471,10 +477,10 @@ func decodeRecord(b []byte, l *raft.Log) error {
 	return nil
 }
 
-// pwrite writes all of b at off: with rawPwrite when w.raw, else through
-// package os.
+// pwrite writes all of b at off: with rawPwrite, or through package os on
+// FUSE.
 func (w *walLog) pwrite(f *os.File, b []byte, off int64) error {
-	if !w.raw {
+	if w.fuse {
 		_, err := f.WriteAt(b, off)
 		return err
 	}

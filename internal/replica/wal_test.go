@@ -297,3 +297,36 @@ func TestWALUnsynced(t *testing.T) {
 		w.Close()
 	}
 }
+
+// TestWALOnFUSE: a log on FUSE (limpfs) is written through package os and
+// not preallocated: its file holds its records and nothing more.
+func TestWALOnFUSE(t *testing.T) {
+	dir := t.TempDir()
+	w, err := openWAL(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.fuse = true
+	for i := uint64(1); i <= 20; i += 5 {
+		var logs []*raft.Log
+		for j := i; j < i+5; j++ {
+			logs = append(logs, &raft.Log{Index: j, Term: 1, Type: raft.LogCommand, Data: []byte(fmt.Sprintf("entry %d", j))})
+		}
+		if err := w.StoreLogs(logs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := w.segs[0]
+	if fi, err := os.Stat(s.f.Name()); err != nil || fi.Size() != s.size {
+		t.Errorf("file size %v (%v), want its records' %d", fi.Size(), err, s.size)
+	}
+	w.Close()
+	if w, err = openWAL(dir, true); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var l raft.Log
+	if err := w.GetLog(20, &l); err != nil || string(l.Data) != "entry 20" {
+		t.Errorf("reopened, index 20: %+v, %v", l, err)
+	}
+}
