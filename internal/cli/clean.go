@@ -19,8 +19,10 @@ func newCleanCmd() *cobra.Command {
 themselves (killed with SIGKILL, machine trouble): their processes, FUSE
 mounts, cgroups, links, bridges, network namespaces and scratch directories,
 and the file systems of killed 'gait emulate mount' commands.
-Every run records what it creates in a state file under /run/gait; clean
-reads those files. It also removes what a killed 'gait replica cluster
+Every run records what it creates in a state file under /run/gait, or
+under the --state-dir it was given, to which /run/gait keeps a reference;
+clean reads those files and follows the references of runs whose owner
+is gone. It also removes what a killed 'gait replica cluster
 --loopback' left in $TMPDIR (its redis-servers and directory), which needs
 no root. A run whose gait process still runs is left alone unless
 --all is given.`,

@@ -15,15 +15,21 @@ import (
 
 // Clean removes what runs recorded in stateDir ("" means DefaultStateDir)
 // left behind: runs whose owning process is gone, or every run when all is
-// set. It returns the ids of the runs it removed.
+// set. DefaultStateDir includes the runs it refers to elsewhere, but only
+// those whose owner is gone: --all means this state directory's runs. It
+// returns the ids of the runs it removed.
 func Clean(stateDir string, all bool) ([]string, error) {
 	if stateDir == "" {
 		stateDir = DefaultStateDir
 	}
+	stateDir, err := filepath.Abs(stateDir)
+	if err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
 	if _, err := os.Stat(stateDir); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	unlock, err := lockDir(stateDir)
+	unlock, err := lockMachine()
 	if err != nil {
 		return nil, err
 	}
@@ -32,13 +38,24 @@ func Clean(stateDir string, all bool) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if stateDir == DefaultStateDir {
+		elsewhere, err := referencedStates()
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range elsewhere {
+			if !s.live() {
+				states = append(states, s)
+			}
+		}
+	}
 	var cleaned []string
 	var errs []error
 	for _, s := range states {
 		if s.live() && !all {
 			continue
 		}
-		if err := teardown(s, stateDir); err != nil {
+		if err := teardown(s); err != nil {
 			errs = append(errs, fmt.Errorf("clean run %s: %w", s.ID, err))
 			continue
 		}
@@ -48,9 +65,10 @@ func Clean(stateDir string, all bool) ([]string, error) {
 }
 
 // teardown undoes everything s records, in the reverse order of
-// creation, and then removes its state file. Each step tolerates things
-// that are already gone, so it can be run again after a partial failure.
-func teardown(s *state, stateDir string) error {
+// creation, and then removes its state file and the reference to it.
+// Each step tolerates things that are already gone, so it can be run
+// again after a partial failure.
+func teardown(s *state) error {
 	var errs []error
 	killAll(s)
 	for _, m := range s.Mounts {
@@ -81,8 +99,13 @@ func teardown(s *state, stateDir string) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	if err := os.Remove(statePath(stateDir, s.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(statePath(s.dir, s.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove state: %w", err)
+	}
+	if s.dir != DefaultStateDir {
+		if err := os.Remove(refPath(s.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove reference: %w", err)
+		}
 	}
 	return nil
 }

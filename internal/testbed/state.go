@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/gait-dev/gait/internal/procstat"
@@ -37,6 +38,8 @@ type state struct {
 	Cgroups    []string    `json:"cgroups"`
 	Procs      []procEntry `json:"procs"`
 	Dirs       []string    `json:"dirs"`
+
+	dir string // the state directory the file is in
 }
 
 // procEntry names a process by pid and start time, so that a pid reused
@@ -47,6 +50,14 @@ type procEntry struct {
 }
 
 func statePath(dir, id string) string { return filepath.Join(dir, id+".json") }
+
+// refPath names the reference that DefaultStateDir keeps to a run whose
+// state file is elsewhere (tests keep theirs in temporary directories).
+// Every run on a machine shares one address range and one namespace of
+// link names, so a new run must see them all, whatever their state
+// directory; and `gait clean` must find a run whose owner was killed
+// before it could remove its own.
+func refPath(id string) string { return filepath.Join(DefaultStateDir, id+".ref") }
 
 // save writes the state file atomically: a crash leaves the old or the
 // new version, never half of one.
@@ -78,7 +89,76 @@ func loadState(path string) (*state, error) {
 	if s.ID == "" {
 		return nil, fmt.Errorf("read state %s: no run id", path)
 	}
+	s.dir = filepath.Dir(path)
 	return &s, nil
+}
+
+// refer records in DefaultStateDir where the state of a run kept
+// elsewhere is.
+func refer(id, dir string) error {
+	if dir == DefaultStateDir {
+		return nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("reference run %s: %w", id, err)
+	}
+	if err := os.WriteFile(refPath(id), []byte(abs+"\n"), 0o644); err != nil {
+		return fmt.Errorf("reference run %s: %w", id, err)
+	}
+	return nil
+}
+
+// referencedStates lists the runs DefaultStateDir refers to elsewhere. A
+// reference whose state file is gone (its run ended, or its directory
+// was removed) is dropped.
+func referencedStates() ([]*state, error) {
+	paths, err := filepath.Glob(filepath.Join(DefaultStateDir, "*.ref"))
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", DefaultStateDir, err)
+	}
+	var out []*state
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("read reference %s: %w", p, err)
+		}
+		id := strings.TrimSuffix(filepath.Base(p), ".ref")
+		s, err := loadState(statePath(strings.TrimSpace(string(data)), id))
+		if errors.Is(err, os.ErrNotExist) {
+			os.Remove(p)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// machineStates lists every run on this machine that gait knows of: those
+// of DefaultStateDir, those it refers to, and those of dir.
+func machineStates(dir string) ([]*state, error) {
+	var all []*state
+	seen := map[string]bool{}
+	for _, list := range []func() ([]*state, error){
+		func() ([]*state, error) { return listStates(DefaultStateDir) },
+		referencedStates,
+		func() ([]*state, error) { return listStates(dir) },
+	} {
+		states, err := list()
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range states {
+			if !seen[s.ID] {
+				seen[s.ID] = true
+				all = append(all, s)
+			}
+		}
+	}
+	return all, nil
 }
 
 func listStates(dir string) ([]*state, error) {
@@ -97,13 +177,14 @@ func listStates(dir string) ([]*state, error) {
 	return out, nil
 }
 
-// lockDir serialises run creation on this machine, so two runs starting
-// at once cannot pick the same id or subnet.
-func lockDir(dir string) (unlock func(), err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create %s: %w", dir, err)
+// lockMachine serialises run creation and cleaning on this machine, so
+// two runs starting at once cannot pick the same id or subnet, whatever
+// their state directories.
+func lockMachine() (unlock func(), err error) {
+	if err := os.MkdirAll(DefaultStateDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", DefaultStateDir, err)
 	}
-	path := filepath.Join(dir, "lock")
+	path := filepath.Join(DefaultStateDir, "lock")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -115,15 +196,19 @@ func lockDir(dir string) (unlock func(), err error) {
 	return func() { f.Close() }, nil
 }
 
-// newRunID returns a short id unused by any state file or namespace.
-func newRunID(dir string) (string, error) {
+// newRunID returns a short id unused by any known run or namespace.
+func newRunID(states []*state) (string, error) {
+	used := map[string]bool{}
+	for _, s := range states {
+		used[s.ID] = true
+	}
 	for range 100 {
 		b := make([]byte, 3)
 		if _, err := rand.Read(b); err != nil {
 			return "", fmt.Errorf("run id: %w", err)
 		}
 		id := hex.EncodeToString(b)[:5]
-		if _, err := os.Stat(statePath(dir, id)); err == nil {
+		if used[id] {
 			continue
 		}
 		if m, _ := filepath.Glob(filepath.Join(netnsDir, "g"+id+"-*")); len(m) > 0 {

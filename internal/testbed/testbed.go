@@ -114,6 +114,9 @@ func Up(opts Options) (tb *Testbed, err error) {
 	if opts.StateDir == "" {
 		opts.StateDir = DefaultStateDir
 	}
+	if opts.StateDir, err = filepath.Abs(opts.StateDir); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
 	tb, err = register(opts)
 	if err != nil {
 		return nil, err
@@ -146,16 +149,19 @@ func Up(opts Options) (tb *Testbed, err error) {
 // register picks the run's id and subnet and writes its first state
 // file, under the state directory's lock.
 func register(opts Options) (*Testbed, error) {
-	unlock, err := lockDir(opts.StateDir)
+	unlock, err := lockMachine()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	states, err := listStates(opts.StateDir)
+	if err := os.MkdirAll(opts.StateDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", opts.StateDir, err)
+	}
+	states, err := machineStates(opts.StateDir)
 	if err != nil {
 		return nil, err
 	}
-	id, err := newRunID(opts.StateDir)
+	id, err := newRunID(states)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +169,10 @@ func register(opts Options) (*Testbed, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &state{ID: id, Owner: os.Getpid(), OwnerStart: procstat.Identify(os.Getpid()).Start, Subnet: subnet.String()}
+	st := &state{ID: id, Owner: os.Getpid(), OwnerStart: procstat.Identify(os.Getpid()).Start, Subnet: subnet.String(), dir: opts.StateDir}
+	if err := refer(id, opts.StateDir); err != nil {
+		return nil, err
+	}
 	if err := st.save(opts.StateDir); err != nil {
 		return nil, err
 	}
@@ -172,7 +181,6 @@ func register(opts Options) (*Testbed, error) {
 		Subnet:    subnet,
 		Gateway:   subnet.Addr().Next(),
 		Bandwidth: opts.Bandwidth,
-		stateDir:  opts.StateDir,
 		st:        st,
 	}
 	track(tb)
@@ -185,7 +193,7 @@ func (tb *Testbed) record(change func(*state)) error {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	change(tb.st)
-	return tb.st.save(tb.stateDir)
+	return tb.st.save(tb.st.dir)
 }
 
 func (tb *Testbed) makeDir(opts Options) error {
@@ -338,7 +346,7 @@ func (tb *Testbed) Close() error {
 		}
 		tb.mu.Lock()
 		defer tb.mu.Unlock()
-		if err := teardown(tb.st, tb.stateDir); err != nil {
+		if err := teardown(tb.st); err != nil {
 			errs = append(errs, err)
 		}
 		if len(errs) > 0 {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -60,10 +61,13 @@ func signalHelper(graceful bool) {
 		os.Exit(1)
 	}
 	fmt.Println("up", tb.ID)
+	<-ctx.Done()
 	if !graceful {
+		// Say the first signal was taken, so the test's second one is a
+		// second and not one the kernel merges with a first still pending.
+		os.WriteFile(filepath.Join(os.Getenv("GAIT_STATE_DIR"), "interrupted"), nil, 0o644)
 		select {}
 	}
-	<-ctx.Done()
 	if err := tb.Close(); err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
@@ -96,11 +100,19 @@ func TestSignals(t *testing.T) {
 	} {
 		stateDir := t.TempDir()
 		cmd, id := startHelper(t, c.mode, stateDir)
-		for _, sig := range c.signals {
+		for i, sig := range c.signals {
+			if i > 0 && !eventually(func() bool { _, err := os.Stat(filepath.Join(stateDir, "interrupted")); return err == nil }) {
+				t.Errorf("%s: the helper did not take the first signal", c.mode)
+			}
 			cmd.Process.Signal(sig)
-			time.Sleep(100 * time.Millisecond)
 		}
+		exited := make(chan struct{})
+		timer := time.AfterFunc(30*time.Second, func() { cmd.Process.Kill(); close(exited) })
 		err := cmd.Wait()
+		if !timer.Stop() {
+			<-exited
+			t.Errorf("%s: still running 30 s after its signals; killed", c.mode)
+		}
 		code := 0
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
@@ -398,6 +410,51 @@ func TestCleanAfterCrash(t *testing.T) {
 		if _, err := os.Stat(d); err == nil {
 			t.Errorf("directory %s survived", d)
 		}
+	}
+}
+
+// A run that keeps its state elsewhere (as tests do, in temporary
+// directories) and is killed is still found by a plain `gait clean`,
+// through the reference the machine's state directory keeps to it.
+func TestCleanFindsRunsElsewhere(t *testing.T) {
+	needRoot(t)
+	stateDir := t.TempDir()
+	cmd, id := startHelper(t, "up", stateDir)
+	if _, err := os.Stat(refPath(id)); err != nil {
+		t.Fatalf("no reference to the run in %s: %v", DefaultStateDir, err)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	cleaned, err := Clean(DefaultStateDir, false)
+	if err != nil {
+		t.Fatalf("clean: %v", err)
+	}
+	if !slices.Contains(cleaned, id) {
+		t.Errorf("cleaned %v, not the killed run %s", cleaned, id)
+	}
+	if left := leftovers(t, id, stateDir); len(left) > 0 {
+		t.Errorf("after Clean: %v", left)
+	}
+	if _, err := os.Stat(refPath(id)); err == nil {
+		t.Error("the reference outlived its run")
+	}
+}
+
+// Runs with different state directories still take different subnets
+// and ids: they share the machine.
+func TestRegisterAcrossStateDirs(t *testing.T) {
+	needRoot(t)
+	var tbs []*Testbed
+	for range 2 {
+		tb, err := register(Options{Hosts: 1, StateDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbs = append(tbs, tb)
+		t.Cleanup(func() { untrack(tb); teardown(tb.st) })
+	}
+	if tbs[0].Subnet == tbs[1].Subnet || tbs[0].ID == tbs[1].ID {
+		t.Errorf("two runs share subnet or id: %s %s, %s %s", tbs[0].ID, tbs[0].Subnet, tbs[1].ID, tbs[1].Subnet)
 	}
 }
 
