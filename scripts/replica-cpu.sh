@@ -43,24 +43,11 @@ source "$(dirname "$0")/lib/deploy.sh"
 need replica-cpu redis-server redis-benchmark redis-cli curl go
 scratch
 
-base=$(( 20000 + RANDOM % 20000 ))
-redis "$base" --appendonly yes --appendfsync always
-redis "$((base + 1))" --appendonly no
-gait disk "$work/gait" --durability disk "$@"
-gait replicated "$work/gait" --durability replicated "$@"
-target+=([aof]="127.0.0.1:$base" [plain]="127.0.0.1:$((base + 1))")
-declare -A root=([aof]=$(eval echo "\$pid_$base") [plain]=$(eval echo "\$pid_$((base + 1))") [disk]=$pid_disk [replicated]=$pid_replicated)
-peers=(aof plain disk replicated)
-if [[ -n "$before" ]]; then
-	gait disk0 "$before" --durability disk "$@"
-	gait replicated0 "$before" --durability replicated "$@"
-	root+=([disk0]=$pid_disk0 [replicated0]=$pid_replicated0)
-	peers=(aof plain disk0 disk replicated0 replicated)
-fi
+start_peers "$before" "$@"
 measured=("${peers[@]}")
 if [[ -n "$only" ]]; then
 	read -ra measured <<<"$only"
-	for p in "${measured[@]}"; do [[ -v "root[$p]" ]] || { echo "replica-cpu: -o: no peer $p" >&2; exit 2; }; done
+	for p in "${measured[@]}"; do [[ -v "peerpid[$p]" ]] || { echo "replica-cpu: -o: no peer $p" >&2; exit 2; }; done
 fi
 cores=$(nproc)
 hz=$(getconf CLK_TCK)
@@ -78,17 +65,17 @@ arg() { tr '\0' '\n' <"/proc/$2/cmdline" 2>/dev/null | awk -v f="$1" 'p { print;
 kinds() {
 	local p=$1 pid leaderredis=
 	if [[ $p == aof || $p == plain ]]; then
-		echo "${root[$p]} leader"
+		echo "${peerpid[$p]} leader"
 		return
 	fi
-	for pid in $(tree "${root[$p]}"); do
+	for pid in $(tree "${peerpid[$p]}"); do
 		[[ $(arg replica "$pid") == agent ]] || continue
 		[[ $(arg --listen "$pid") == "${target[$p]:-}" ]] && leaderredis=$(arg --redis "$pid")
 	done
-	for pid in $(tree "${root[$p]}"); do
+	for pid in $(tree "${peerpid[$p]}"); do
 		local cmd
 		cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue # gone meanwhile
-		if [[ $pid == "${root[$p]}" ]]; then echo "$pid cluster"
+		if [[ $pid == "${peerpid[$p]}" ]]; then echo "$pid cluster"
 		elif [[ $(arg replica "$pid") == agent ]]; then
 			if [[ $(arg --listen "$pid") == "${target[$p]:-}" ]]; then echo "$pid leader"; else echo "$pid followers"; fi
 		elif [[ $cmd == *redis-server* ]]; then

@@ -35,19 +35,7 @@ source "$(dirname "$0")/lib/deploy.sh"
 need replica-goals redis-server redis-benchmark redis-cli curl go
 scratch
 
-: >"$work/leaders.txt"
-base=$(( 20000 + RANDOM % 20000 ))
-redis "$base" --appendonly yes --appendfsync always
-redis "$((base + 1))" --appendonly no
-gait disk "$work/gait" --durability disk "$@"
-gait replicated "$work/gait" --durability replicated "$@"
-target+=([aof]="127.0.0.1:$base" [plain]="127.0.0.1:$((base + 1))")
-peers=(aof plain disk replicated) kinds=(disk replicated)
-if [[ -n "$before" ]]; then
-	gait disk0 "$before" --durability disk "$@"
-	gait replicated0 "$before" --durability replicated "$@"
-	peers=(aof plain disk0 disk replicated0 replicated) kinds=(disk0 disk replicated0 replicated)
-fi
+start_peers "$before" "$@"
 
 # bench PEER TEST C -> "PEER TEST C rps p50"
 bench() {

@@ -4,6 +4,7 @@
 #   gait NAME BINARY FLAGS... a 'gait replica cluster --voters 3 --metrics'
 #                             (clients_NAME, metrics_NAME; its pid: pid_NAME)
 #   aim PEER                  target[PEER] := the deployment's current leader
+#   start_peers BEFORE FLAGS... the peers the scripts compare (below)
 declare -A target=()
 
 # redis PORT ARGS... starts a redis-server on 127.0.0.1.
@@ -56,4 +57,29 @@ aim() {
 	done
 	target[$1]=${target[$1]:-${c[0]}}
 	echo "${0##*/}: $1: no agent says it leads; measuring through ${target[$1]}" >&2
+}
+
+# start_peers BEFORE FLAGS... starts what the replica scripts compare: a
+# redis-server with appendfsync always (aof) and one without persistence
+# (plain) on loopback, and gait deployments with --durability disk and
+# replicated, FLAGS passed on; with BEFORE (a gait binary built from an
+# older tree) also its deployments disk0 and replicated0. It sets peers (in
+# the order to measure them), kinds (the gait ones) and peerpid[PEER].
+start_peers() {
+	local before=$1 base=$(( 20000 + RANDOM % 20000 ))
+	shift
+	: >"$work/leaders.txt"
+	redis "$base" --appendonly yes --appendfsync always
+	redis "$((base + 1))" --appendonly no
+	gait disk "$work/gait" --durability disk "$@"
+	gait replicated "$work/gait" --durability replicated "$@"
+	target+=([aof]="127.0.0.1:$base" [plain]="127.0.0.1:$((base + 1))")
+	declare -gA peerpid=([aof]=$(eval echo "\$pid_$base") [plain]=$(eval echo "\$pid_$((base + 1))") [disk]=$pid_disk [replicated]=$pid_replicated)
+	peers=(aof plain disk replicated) kinds=(disk replicated)
+	if [[ -n "$before" ]]; then
+		gait disk0 "$before" --durability disk "$@"
+		gait replicated0 "$before" --durability replicated "$@"
+		peerpid+=([disk0]=$pid_disk0 [replicated0]=$pid_replicated0)
+		peers=(aof plain disk0 disk replicated0 replicated) kinds=(disk0 disk replicated0 replicated)
+	fi
 }
