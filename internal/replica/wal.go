@@ -34,8 +34,9 @@ import (
 // already has, and its fdatasync flushes data only, where an append that
 // grows the file also commits the file system's journal (the new size and
 // blocks). On this machine's ext4 an append of one entry took a third less
-// time and about half the CPU (BenchmarkWALAppend). A segment is cut back to its records when the
-// next one begins and on Close; one a crash left zero-filled is cut on open.
+// time and about half the CPU (BenchmarkWALAppend). A segment is cut back
+// to its records when the next one begins and on Close; one a crash left
+// zero-filled is cut on open.
 // On FUSE (limpfs) there is no journal to spare, and the zeros would double
 // the bytes a bandwidth-limited disk has to take: no preallocation there.
 type walLog struct {
