@@ -187,7 +187,10 @@ inject:
 		r.Events[0].Error != "" || r.Events[1].Error != "" {
 		t.Fatalf("events: %+v", r.Events)
 	}
-	if d := r.Events[1].T - r.Events[0].T; d < 0.9 || d > 5 {
+	// The clear is due 2 s after the schedule's start whenever the crash
+	// began, and a busy machine can start the crash late (0.87 s apart
+	// once at load average 8).
+	if d := r.Events[1].T - r.Events[0].T; d < 0.5 || d > 5 {
 		t.Errorf("restarted %.2fs after the crash, want about 1s", d)
 	}
 	if sum.Steps[1].Label != "crash" || sum.Steps[1].Factor != nil || sum.Steps[1].Requests == 0 {

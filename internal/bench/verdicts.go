@@ -12,6 +12,10 @@ import (
 type StepVerdict struct {
 	Label  string   `json:"label"`
 	Factor *float64 `json:"factor"`
+	// Unplaced counts the step's requests left out of its verdicts: their
+	// operation's client reports the members a request touched, but these
+	// failed before it could say (verdict.Tally).
+	Unplaced int `json:"unplaced,omitempty"`
 	verdict.Verdict
 }
 
@@ -26,17 +30,19 @@ func Judge(s *Scenario, sum Summary, results []RunResult, o verdict.Options) ([]
 	if len(sum.Steps) == 0 || sum.Steps[0].Label != "baseline" {
 		return nil, nil
 	}
-	groups := map[int]map[groupKey]*verdict.Latency{} // step -> group -> sums (Mean holds the total until the end)
+	groups := map[int]map[verdict.Key]*verdict.Latency{} // step -> group -> sums (Mean holds the total until the end)
 	queues := map[int][]verdict.Series{}
+	unplaced := map[int]int{}
 	basePeak := map[string]float64{} // metric on node -> the baseline's largest value
 	for _, r := range results {
-		g, q, err := s.measureRun(r)
+		g, q, u, err := s.measureRun(r)
 		if err != nil {
 			return nil, err
 		}
 		st := r.ID.Step.Index
+		unplaced[st] += u
 		if groups[st] == nil {
-			groups[st] = map[groupKey]*verdict.Latency{}
+			groups[st] = map[verdict.Key]*verdict.Latency{}
 		}
 		for k, l := range g {
 			acc := groups[st][k]
@@ -67,7 +73,7 @@ func Judge(s *Scenario, sum Summary, results []RunResult, o verdict.Options) ([]
 			}
 		}
 		for k, now := range groups[i] {
-			g := verdict.Group{Op: k.op, Node: k.node, Involved: k.involved, Now: meanOf(*now)}
+			g := verdict.Group{Op: k.Op, Node: k.Node, Involved: k.Involved, Now: meanOf(*now)}
 			if b := groups[0][k]; b != nil {
 				g.Base = meanOf(*b)
 			}
@@ -80,7 +86,7 @@ func Judge(s *Scenario, sum Summary, results []RunResult, o verdict.Options) ([]
 			x.BaseMax = basePeak[x.Metric+"\x00"+x.Node]
 			in.Backlogs = append(in.Backlogs, x)
 		}
-		sv := StepVerdict{Label: st.Label(), Verdict: verdict.Judge(in, o)}
+		sv := StepVerdict{Label: st.Label(), Unplaced: unplaced[i], Verdict: verdict.Judge(in, o)}
 		if st.Factor > 0 {
 			f := st.Factor
 			sv.Factor = &f
@@ -97,23 +103,17 @@ func meanOf(sum verdict.Latency) verdict.Latency {
 	return sum
 }
 
-// groupKey is a group of requests: their operation, the member they were
-// sent to, and whether they involve the limping component.
-type groupKey struct {
-	op, node string
-	involved bool
-}
-
 // measureRun sums a run's latencies per group (Mean holds the total) and
-// picks its queue and lag series.
-func (s *Scenario) measureRun(r RunResult) (map[groupKey]verdict.Latency, []verdict.Series, error) {
+// picks its queue and lag series. A request's members are named by their
+// labels, the hosts its client said it touched too (verdict.Tally).
+func (s *Scenario) measureRun(r RunResult) (map[verdict.Key]verdict.Latency, []verdict.Series, int, error) {
 	run, err := rundir.Open(r.Dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	samples, err := run.Samples()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	labels := hostLabels(r, s.Inject)
 	ordered := false
@@ -122,22 +122,21 @@ func (s *Scenario) measureRun(r RunResult) (map[groupKey]verdict.Latency, []verd
 			ordered = true
 		}
 	}
-	groups := map[groupKey]verdict.Latency{}
-	for _, x := range samples {
-		node := labels[run.HostName(x.Host)]
-		op := run.OpName(x.Op)
-		k := groupKey{op: op, node: node,
-			involved: strings.Contains(node, "fault") || (ordered && s.sys.PassesOrderer(op))}
-		l := groups[k]
-		l.N++
-		l.Mean += x.Latency.Seconds()
-		groups[k] = l
+	reqs := make([]verdict.Request, len(samples))
+	for i, x := range samples {
+		reqs[i] = verdict.Request{Op: run.OpName(x.Op), Node: labels[run.HostName(x.Host)], Latency: x.Latency.Seconds()}
+		for _, h := range x.Involved.Hosts() {
+			reqs[i].Touched = append(reqs[i].Touched, labels[run.HostName(h)])
+		}
 	}
+	groups := map[verdict.Key]verdict.Latency{}
+	unplaced := verdict.Tally(groups, reqs, func(m string) bool { return strings.Contains(m, "fault") },
+		func(op string) bool { return ordered && s.sys.PassesOrderer(op) })
 	rows, err := run.TimeSeries()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
-	return groups, queueSeries(rows, labels), nil
+	return groups, queueSeries(rows, labels), unplaced, nil
 }
 
 // queueWords mark a white-box metric that counts what waits: a queue

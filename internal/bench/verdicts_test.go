@@ -1,9 +1,15 @@
 package bench
 
 import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/gait-dev/gait/internal/rundir"
+	"github.com/gait-dev/gait/internal/verdict"
 )
 
 // Queue metrics are the member's by their host label; a host in another
@@ -25,5 +31,81 @@ func TestQueueSeries(t *testing.T) {
 	}
 	if o := got[1]; o.Metric != "zk_outstanding_requests" || len(o.V) != 1 {
 		t.Errorf("outstanding %+v (a host not in the run is left out)", o)
+	}
+}
+
+// pipelineRun writes a run of HDFS creates sent to the NameNode (h0):
+// half with the last DataNode (h5) in their pipeline, taking slow, half
+// without it, taking fast, and failed ones that reported no pipeline.
+func pipelineRun(t *testing.T, out string, id RunID, fast, slow time.Duration, failed int) RunResult {
+	t.Helper()
+	dir := filepath.Join(out, id.Dir())
+	roles := map[string]string{"h0": "namenode"}
+	hosts := []rundir.Host{{Name: "h0", Role: "namenode"}}
+	for i := 1; i <= 5; i++ {
+		h := fmt.Sprintf("h%d", i)
+		roles[h] = "datanode"
+		hosts = append(hosts, rundir.Host{Name: h, Role: "datanode"})
+	}
+	w, err := rundir.Create(dir, rundir.Config{Name: "hdfs-write-nic", System: "hdfs", Factor: id.Step.Factor, Ops: []string{"create"}, Hosts: hosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var with, without rundir.HostSet
+	for _, h := range []uint8{1, 3, 5} {
+		with.Add(h)
+	}
+	for _, h := range []uint8{1, 2, 4} {
+		without.Add(h)
+	}
+	for i := range 40 {
+		at := time.Duration(i) * time.Second
+		w.Add(rundir.Sample{Start: at, Latency: slow, Involved: with})
+		w.Add(rundir.Sample{Start: at, Latency: fast, Involved: without})
+	}
+	for range failed {
+		w.Add(rundir.Sample{Start: 0, Latency: 3 * time.Minute, Outcome: rundir.Timeout})
+	}
+	if err := w.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	run, _ := rundir.Open(dir)
+	sum, _ := run.Summary()
+	return RunResult{ID: id, Dir: dir, Summary: sum, Roles: roles, Clients: []string{"h0"}}
+}
+
+// Every HDFS create is sent to the NameNode; the pipelines its client
+// reported put the creates through the limping DataNode in the involved
+// group and the rest in the other, so gait gives F6's operation limplock
+// and no node limplock.
+func TestJudgePipelines(t *testing.T) {
+	s, err := Load("../../scenarios/limpbench/hdfs-write-nic.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	runs := s.Runs()
+	last := runs[len(runs)-1]
+	results := []RunResult{
+		pipelineRun(t, out, runs[0], 300*time.Millisecond, 300*time.Millisecond, 0),
+		pipelineRun(t, out, last, 320*time.Millisecond, 30*time.Second, 2),
+	}
+	sum, err := Summarize(s, out, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := Judge(s, sum, results, verdict.Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != 1 {
+		t.Fatalf("verdicts %+v, want the last step's", vs)
+	}
+	v := vs[0]
+	if !slices.Equal(v.Marks(), []string{"OL"}) || v.Unplaced != 2 {
+		t.Errorf("marks %v, %d unplaced; want OL and the 2 timeouts: %+v", v.Marks(), v.Unplaced, v.Verdict)
+	}
+	if !strings.Contains(v.Operation.Why, "create on the namenode, clients, through the datanode, fault: mean 30s against 300ms") {
+		t.Errorf("operation: %s", v.Operation.Why)
 	}
 }

@@ -49,7 +49,8 @@ func (r *run) closedWorker(ctx context.Context, id int, c Client, host uint8) {
 		if ctx.Err() != nil {
 			return // cut short by the end of the run, not a measurement
 		}
-		buf = r.add(buf, rundir.Sample{Start: start, Latency: lat, Op: op.Kind, Host: host, Outcome: outcome})
+		buf = r.add(buf, rundir.Sample{Start: start, Latency: lat, Op: op.Kind, Host: host, Outcome: outcome,
+			Involved: r.involved(c)})
 	}
 }
 

@@ -34,6 +34,16 @@ type Client interface {
 	Close() error
 }
 
+// Involver is a client that can say which hosts its last request involved
+// beyond the one it was sent to: an HDFS write's pipeline of DataNodes, the
+// DataNode a read came from. The engine asks it after every request and
+// records the hosts with the sample (rundir.Sample.Involved), so a verdict
+// can tell the requests that passed through a limping host from those that
+// did not. Nil means the client does not know (the request failed).
+type Involver interface {
+	Involved() []string // host names, as in Config.Hosts
+}
+
 // Dialer opens the client of worker number worker (from 0) and says which host
 // it talks to, as an index into the run's hosts.
 type Dialer func(worker int) (c Client, host uint8, err error)
@@ -68,7 +78,10 @@ type Config struct {
 	Requests    int
 	Timeout     time.Duration // per request; 0 for none
 	Seed        uint64        // same seed, same ops and arrival schedule
-	Probes      []Probe
+	// Hosts names the run's hosts in index order (rundir.Config.Hosts), so
+	// the hosts an Involver names are recorded by index.
+	Hosts  []string
+	Probes []Probe
 	// Progress, if set, is called every ProgressEvery (default 1s) and once at the end.
 	Progress      func(Progress)
 	ProgressEvery time.Duration
@@ -134,7 +147,10 @@ func Run(ctx context.Context, cfg Config, dial Dialer, rec Recorder) (Result, er
 		cfg.ProgressEvery = time.Second
 	}
 	r := &run{cfg: cfg, dial: dial, value: cfg.Workload.value(cfg.Seed),
-		out: make(chan batch, 256)}
+		out: make(chan batch, 256), hostIndex: map[string]uint8{}}
+	for i, h := range cfg.Hosts {
+		r.hostIndex[h] = uint8(i)
+	}
 	recorded := make(chan Result, 1)
 	go func() { recorded <- r.record(rec) }()
 
@@ -160,6 +176,8 @@ type run struct {
 	out    chan batch // to the recording goroutine
 	done   atomic.Int64
 	claims atomic.Int64 // closed loop: requests handed out, for cfg.Requests
+	// hostIndex is cfg.Hosts by name.
+	hostIndex map[string]uint8
 
 	mu       sync.Mutex
 	firstErr error
@@ -224,6 +242,20 @@ func (r *run) do(ctx context.Context, c Client, op Op) rundir.Outcome {
 		return rundir.Timeout
 	}
 	return rundir.Error
+}
+
+// involved is the set of hosts c says its last request involved; a host
+// not in the run is left out.
+func (r *run) involved(c Client) rundir.HostSet {
+	var s rundir.HostSet
+	if iv, ok := c.(Involver); ok {
+		for _, h := range iv.Involved() {
+			if i, known := r.hostIndex[h]; known {
+				s.Add(i)
+			}
+		}
+	}
+	return s
 }
 
 func (r *run) firstError() error {

@@ -443,3 +443,53 @@ func allKeys(n int) []string {
 	}
 	return out
 }
+
+// pipeClient reports, after each request, the hosts it involved: the
+// request's own key names them, as a pipeline would.
+type pipeClient struct {
+	fakeClient
+	last []string
+}
+
+func (c *pipeClient) Do(ctx context.Context, op Op) error {
+	c.last = nil
+	if op.Key == "key:1" {
+		c.last = []string{"h2", "h9"} // h9 is not a host of the run
+	}
+	return c.fakeClient.Do(ctx, op)
+}
+
+func (c *pipeClient) Involved() []string { return c.last }
+
+// The hosts a client says a request involved are recorded with it, by
+// index among the run's hosts, in both loops.
+func TestInvolvedHosts(t *testing.T) {
+	sys := &fakeSystem{}
+	var closed atomic.Int64
+	dial := func(int) (Client, uint8, error) {
+		return &pipeClient{fakeClient: fakeClient{sys: sys, closed: &closed}}, 0, nil
+	}
+	for _, cfg := range []Config{
+		{Clients: 2, Requests: 400},
+		{Rate: 4000, Requests: 400},
+	} {
+		cfg.Workload, cfg.Seed, cfg.Hosts = Workload{Mix: Mix{{Name: "get", Kind: 0, Weight: 1}}, Keys: 2, ValueSize: 8}, 1, []string{"h0", "h1", "h2"}
+		rec := &memRecorder{}
+		if _, err := Run(context.Background(), cfg, dial, rec); err != nil {
+			t.Fatal(err)
+		}
+		var with int
+		for _, s := range rec.samples {
+			switch {
+			case s.Involved.Empty():
+			case slices.Equal(s.Involved.Hosts(), []uint8{2}):
+				with++
+			default:
+				t.Fatalf("%s: sample involved %v, want none or [2]", cfg.Mode(), s.Involved.Hosts())
+			}
+		}
+		if with == 0 || with == len(rec.samples) {
+			t.Errorf("%s: %d of %d samples involved h2, want some but not all", cfg.Mode(), with, len(rec.samples))
+		}
+	}
+}

@@ -93,6 +93,9 @@ func Measure(ctx context.Context, m Measurement) (Measured, error) {
 	}
 	cfg := s.Config(rate)
 	cfg.Probes, cfg.Progress = m.Probes, m.Progress
+	for _, h := range m.Run.Hosts {
+		cfg.Hosts = append(cfg.Hosts, h.Name)
+	}
 	logf("running %s, %s", cfg.Mode(), cfg.Planned())
 	rc := m.Run
 	rc.Ops = m.Ops

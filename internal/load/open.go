@@ -133,7 +133,8 @@ func (p *pool) work(id int, c Client, host uint8) {
 		if p.ctx.Err() != nil {
 			return // cut short by the end of the run, not a measurement
 		}
-		buf = r.add(buf, rundir.Sample{Start: at, Latency: end - at, Op: op.Kind, Host: host, Outcome: outcome})
+		buf = r.add(buf, rundir.Sample{Start: at, Latency: end - at, Op: op.Kind, Host: host, Outcome: outcome,
+			Involved: r.involved(c)})
 		p.idle.Add(1)
 	}
 }

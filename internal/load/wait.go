@@ -71,3 +71,12 @@ func (c *waitingClient) Do(ctx context.Context, op Op) error {
 	}
 	return nil
 }
+
+// Involved passes on what the client waited for says, so waiting hides
+// nothing of it.
+func (c *waitingClient) Involved() []string {
+	if iv, ok := c.Client.(Involver); ok {
+		return iv.Involved()
+	}
+	return nil
+}

@@ -14,7 +14,8 @@ var csvColumns = []string{"start_s", "latency_ns", "op", "host", "outcome"}
 
 // WriteCSV writes every sample as CSV, one row per request: start_s (the
 // intended start, seconds since the run began), latency_ns, op, host,
-// outcome, then the run's configuration factors, sorted by name, as constant
+// outcome, involved (the hosts the request involved beyond host, joined
+// by "+", when the run's clients reported them), then the run's configuration factors, sorted by name, as constant
 // columns; gait analyze reads it back. A name or value that holds a comma,
 // a quote or a line break is quoted as RFC 4180 says.
 func (r *Run) WriteCSV(out io.Writer) error {
@@ -25,6 +26,10 @@ func (r *Run) WriteCSV(out io.Writer) error {
 	names := slices.Sorted(maps.Keys(r.Config.Factors))
 	w := bufio.NewWriterSize(out, 1<<16)
 	w.WriteString(strings.Join(csvColumns, ","))
+	involved := r.HasInvolved()
+	if involved {
+		w.WriteString(",involved")
+	}
 	var factors []byte // the constant tail of every row
 	for _, n := range names {
 		w.WriteString("," + csvField(n))
@@ -48,6 +53,10 @@ func (r *Run) WriteCSV(out io.Writer) error {
 		buf = append(buf, hosts[s.Host]...)
 		buf = append(buf, ',')
 		buf = append(buf, s.Outcome.String()...)
+		if involved {
+			buf = append(buf, ',')
+			buf = append(buf, csvField(r.involvedNames(s.Involved))...)
+		}
 		buf = append(buf, factors...)
 		buf = append(buf, '\n')
 		if _, err := w.Write(buf); err != nil {

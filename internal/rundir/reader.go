@@ -53,6 +53,9 @@ func Open(dir string) (*Run, error) {
 			dir, cfg.FormatVersion, FormatVersion)
 	}
 	n, err := countSamples(dir)
+	if err == nil {
+		err = checkInvolved(dir, n)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open run directory %s: %w", dir, err)
 	}
@@ -106,6 +109,9 @@ func (r *Run) Samples() ([]Sample, error) {
 	for i := range out {
 		out[i] = Sample{Start: time.Duration(starts[i]), Latency: time.Duration(lats[i]),
 			Op: bytes[0][i], Host: bytes[1][i], Outcome: Outcome(bytes[2][i])}
+	}
+	if err := readInvolved(r.column(involvedColumn), out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -91,6 +91,10 @@ type Sample struct {
 	Op      uint8
 	Host    uint8
 	Outcome Outcome
+	// Involved are the hosts the request involved beyond Host, as its
+	// client reported them (an HDFS write's pipeline); empty when it did
+	// not say.
+	Involved HostSet
 }
 
 // Second is one row of the per-second time series.

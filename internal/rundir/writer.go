@@ -18,6 +18,8 @@ type Writer struct {
 	dir, tmp string
 	cfg      Config
 	columns  [5]*columnWriter // start, latency, op, host, outcome
+	involved involvedWriter   // the optional column
+	err      error            // the first error creating the optional column
 
 	// Per-second latency histograms keyed by completion second, and metrics.
 	seconds map[int]*hdrhistogram.Histogram
@@ -63,6 +65,9 @@ func (w *Writer) Add(s Sample) {
 	w.columns[2].putByte(s.Op)
 	w.columns[3].putByte(s.Host)
 	w.columns[4].putByte(byte(s.Outcome))
+	if err := w.involved.add(filepath.Join(w.tmp, samplesDir), s.Involved); err != nil && w.err == nil {
+		w.err = err
+	}
 	if int(s.Outcome) < len(w.counts) {
 		w.counts[s.Outcome]++
 	}
@@ -99,6 +104,7 @@ func (w *Writer) Close(extra map[string]any) error {
 	for _, c := range w.columns {
 		errs = append(errs, c.close())
 	}
+	errs = append(errs, w.err, w.involved.close())
 	if err := errors.Join(errs...); err != nil {
 		w.Abort()
 		return fmt.Errorf("write samples of %s: %w", w.dir, err)
@@ -131,7 +137,7 @@ func (w *Writer) finish(extra map[string]any) error {
 
 // Abort removes everything written so far.
 func (w *Writer) Abort() {
-	for _, c := range w.columns {
+	for _, c := range append(w.columns[:], w.involved.col) {
 		if c != nil {
 			c.f.Close()
 		}

@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -181,4 +182,72 @@ func TestOptionsCheck(t *testing.T) {
 			t.Errorf("error %v, want %q", err, c.want)
 		}
 	}
+}
+
+// An HDFS write is sent to the NameNode, which does not limp; its
+// pipeline says whether it met the limping DataNode. Writes whose
+// pipeline held it slow down and the rest do not: operation limplock, not
+// node limplock, as the Limplock paper's F6 row has it.
+func TestTallyPipelines(t *testing.T) {
+	limps := func(m string) bool { return strings.Contains(m, "fault") }
+	never := func(string) bool { return false }
+	nn := "namenode, clients"
+	with := []string{"datanode 1", "datanode 3", "datanode 5, fault"}
+	without := []string{"datanode 1", "datanode 2", "datanode 4"}
+	run := func(slow float64, failed int) ([]Request, map[Key]Latency, int) {
+		var reqs []Request
+		for i := range 40 {
+			reqs = append(reqs, Request{Op: "create", Node: nn, Touched: with, Latency: 0.3 * slow * (1 + float64(i%3)/10)},
+				Request{Op: "create", Node: nn, Touched: without, Latency: 0.3 * (1 + float64(i%3)/10)})
+		}
+		for range failed {
+			reqs = append(reqs, Request{Op: "create", Node: nn, Latency: 180}) // timed out: no pipeline reported
+		}
+		sums := map[Key]Latency{}
+		return reqs, sums, Tally(sums, reqs, limps, never)
+	}
+	_, base, _ := run(1, 0)
+	_, now, unplaced := run(100, 3)
+	if unplaced != 3 {
+		t.Errorf("%d requests unplaced, want the 3 that reported no pipeline", unplaced)
+	}
+	var in Input
+	for k, l := range now {
+		in.Groups = append(in.Groups, Group{Op: k.Op, Node: k.Node, Involved: k.Involved, Base: meanOf(base[k]), Now: meanOf(l)})
+	}
+	in.BaseThroughput, in.Throughput = 6, 1.5
+	if len(in.Groups) != 2 {
+		t.Fatalf("groups %+v, want the writes through the limping DataNode and the rest", in.Groups)
+	}
+	v := Judge(in, Defaults())
+	if !slices.Equal(v.Marks(), []string{"OL"}) {
+		t.Errorf("marks %v, want OL only: %+v", v.Marks(), v)
+	}
+	if !strings.Contains(v.Operation.Why, "operation limplock: create on the namenode, clients, through the datanode 5, fault: mean 32.9s against 329ms") {
+		t.Errorf("operation: %s", v.Operation.Why)
+	}
+	if !strings.Contains(v.Node.Why, "no node limplock: the slowest, create on the namenode, clients: mean 329ms against 329ms") {
+		t.Errorf("node: %s", v.Node.Why)
+	}
+
+	// Requests sent to the limping member, or through a limping orderer,
+	// involve it whatever they touched; a system whose clients report
+	// nothing is grouped by where requests were sent, as before.
+	sums := map[Key]Latency{}
+	Tally(sums, []Request{
+		{Op: "get", Node: "follower, fault", Latency: 1},
+		{Op: "get", Node: "follower 2", Latency: 1},
+		{Op: "put", Node: "follower 2", Latency: 1},
+	}, limps, func(op string) bool { return op == "put" })
+	want := map[Key]Latency{{"get", "follower, fault", true}: lat(1, 1), {"get", "follower 2", false}: lat(1, 1), {"put", "follower 2", true}: lat(1, 1)}
+	if !maps.Equal(sums, want) {
+		t.Errorf("groups %v, want %v", sums, want)
+	}
+}
+
+func meanOf(sum Latency) Latency {
+	if sum.N > 0 {
+		sum.Mean /= float64(sum.N)
+	}
+	return sum
 }

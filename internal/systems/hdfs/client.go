@@ -125,6 +125,9 @@ type javaClient struct {
 	// balMu makes balancings run one at a time.
 	first systems.Host
 	balMu sync.Mutex
+	// dataNodeHosts names the DataNodes' hosts by address, for what an
+	// op says it involved.
+	dataNodeHosts map[string]string
 
 	wmu sync.Mutex // guards w: channels write requests from their goroutines
 	w   *bufio.Writer
@@ -139,8 +142,9 @@ type javaClient struct {
 }
 
 type answer struct {
-	data []byte
-	err  error
+	data    []byte
+	touched []string // the DataNodes' addresses the op involved
+	err     error
 }
 
 // startClient runs the client JVM in gait's own namespace (it reaches the
@@ -198,6 +202,10 @@ func startClient(d *Driver, nn systems.Host, dns []systems.Host) (*javaClient, e
 	jc := &javaClient{cmd: cmd, log: logPath, replication: min(d.Replication, dataNodes), dataNodes: dataNodes,
 		exclude: excludeFile(nn), decommissioned: hostPort(dns[0].Address(), dnXferPort),
 		d: d, secondary: dns[len(dns)-1], first: dns[0], nameDir: filepath.Join(site["dfs.namenode.name.dir"], "current"), w: bufio.NewWriterSize(stdin, 1<<16), in: stdin, pending: map[uint64]chan answer{}, done: make(chan struct{})}
+	jc.dataNodeHosts = map[string]string{}
+	for _, h := range dns {
+		jc.dataNodeHosts[h.Address()] = h.Name()
+	}
 	go jc.read(bufio.NewReaderSize(stdout, 1<<16))
 	return jc, nil
 }
@@ -234,9 +242,13 @@ func (jc *javaClient) readAnswers(r *bufio.Reader) error {
 		var a answer
 		switch f[1] {
 		case "ok":
-			n, err := strconv.Atoi(f[2])
+			size, addrs, _ := strings.Cut(f[2], " ")
+			n, err := strconv.Atoi(size)
 			if err != nil || n < 0 {
 				return fmt.Errorf("bad answer %q", line)
+			}
+			if addrs != "" {
+				a.touched = strings.Split(addrs, ",")
 			}
 			a.data = make([]byte, n)
 			if _, err := io.ReadFull(r, a.data); err != nil {
@@ -266,12 +278,18 @@ func (jc *javaClient) failed() error {
 
 // call sends one request on channel ch and waits for its answer or ctx.
 func (jc *javaClient) call(ctx context.Context, ch uint64, op, path string, data []byte) ([]byte, error) {
+	a, err := jc.ask(ctx, ch, op, path, data)
+	return a.data, err
+}
+
+// ask is call with the whole answer: the DataNodes the op involved too.
+func (jc *javaClient) ask(ctx context.Context, ch uint64, op, path string, data []byte) (answer, error) {
 	seq := jc.seq.Add(1)
 	wait := make(chan answer, 1)
 	jc.mu.Lock()
 	if jc.err != nil {
 		jc.mu.Unlock()
-		return nil, jc.err
+		return answer{}, jc.err
 	}
 	jc.pending[seq] = wait
 	jc.mu.Unlock()
@@ -288,19 +306,19 @@ func (jc *javaClient) call(ctx context.Context, ch uint64, op, path string, data
 		jc.mu.Lock()
 		delete(jc.pending, seq)
 		jc.mu.Unlock()
-		return nil, fmt.Errorf("hdfs client: send %s %s: %w", op, path, err)
+		return answer{}, fmt.Errorf("hdfs client: send %s %s: %w", op, path, err)
 	}
 	select {
 	case a := <-wait:
 		if a.err != nil {
-			return nil, fmt.Errorf("hdfs %s %s: %w", op, path, a.err)
+			return answer{}, fmt.Errorf("hdfs %s %s: %w", op, path, a.err)
 		}
-		return a.data, nil
+		return a, nil
 	case <-ctx.Done():
 		jc.mu.Lock()
 		delete(jc.pending, seq)
 		jc.mu.Unlock()
-		return nil, fmt.Errorf("hdfs %s %s: %w", op, path, ctx.Err())
+		return answer{}, fmt.Errorf("hdfs %s %s: %w", op, path, ctx.Err())
 	}
 }
 
@@ -347,9 +365,38 @@ type channel struct {
 	id   uint64
 	n    int    // names created so far, for unique names
 	data []byte // the last generated data, reused while its path's seed is the same
+	// touched names the hosts of the DataNodes the last op involved: the
+	// pipelines of a create, write or append, where a read read from. Nil
+	// after any other op, and after one that got no answer.
+	touched []string
 }
 
-var _ load.Client = (*channel)(nil)
+var (
+	_ load.Client   = (*channel)(nil)
+	_ load.Involver = (*channel)(nil)
+)
+
+// Involved is load.Involver's: the hosts of the DataNodes the last op
+// involved, so a verdict can tell the writes whose pipeline held a
+// limping DataNode from the rest (all are sent to the NameNode).
+func (c *channel) Involved() []string { return c.touched }
+
+// transfer runs an op that moves a file's data and keeps which DataNodes'
+// hosts it involved.
+func (c *channel) transfer(ctx context.Context, op, path string, data []byte) ([]byte, error) {
+	a, err := c.jc.ask(ctx, c.id, op, path, data)
+	if err != nil {
+		return nil, err
+	}
+	for _, addr := range a.touched {
+		name, ok := c.jc.dataNodeHosts[addr]
+		if !ok {
+			name = addr // not a DataNode gait started: kept, and left out by the engine
+		}
+		c.touched = append(c.touched, name)
+	}
+	return a.data, nil
+}
 
 // seed names the tardis stream of the file at path.
 func seed(path string) uint64 {
@@ -366,19 +413,20 @@ func (c *channel) content(path string, n int) []byte {
 
 // Do issues op: see Ops.
 func (c *channel) Do(ctx context.Context, op load.Op) error {
+	c.touched = nil
 	switch op.Kind {
 	case opCreate:
 		c.n++
 		p := fmt.Sprintf("%s/c%d-%d", NewDir, c.id, c.n)
-		_, err := c.jc.call(ctx, c.id, "create", p, c.content(p, len(op.Value)))
+		_, err := c.transfer(ctx, "create", p, c.content(p, len(op.Value)))
 		return err
 	case opWrite, opAppend:
 		p := keyPath(op.Key)
-		_, err := c.jc.call(ctx, c.id, Ops[op.Kind], p, c.content(p, len(op.Value)))
+		_, err := c.transfer(ctx, Ops[op.Kind], p, c.content(p, len(op.Value)))
 		return err
 	case opRead:
 		p := keyPath(op.Key)
-		got, err := c.jc.call(ctx, c.id, "read", p, nil)
+		got, err := c.transfer(ctx, "read", p, nil)
 		if err != nil {
 			return err
 		}

@@ -118,9 +118,33 @@ func TestCluster(t *testing.T) {
 	defer b.Close()
 
 	const size = 300 << 10
+	// Each op that moves data says which DataNodes' hosts it involved:
+	// with replication 3 of 3, a write's pipeline is every DataNode, a
+	// read comes from one of them.
+	var dataNodes []string
+	for _, h := range hosts[1:] {
+		dataNodes = append(dataNodes, h.Name())
+	}
+	// A write's pipeline may lose a DataNode that stalls on a busy machine
+	// (the client goes on with the other two, as HDFS's policy allows with
+	// three DataNodes), and then reports the two; so at least least.
+	involved := func(cl load.Client, least, most int) {
+		t.Helper()
+		got := cl.(load.Involver).Involved()
+		if len(got) < least || len(got) > most || !slices.ContainsFunc(dataNodes, func(n string) bool { return slices.Contains(got, n) }) ||
+			slices.ContainsFunc(got, func(n string) bool { return !slices.Contains(dataNodes, n) }) {
+			t.Errorf("involved %v, want %d to %d of the DataNodes' hosts %v", got, least, most, dataNodes)
+		}
+		if len(got) < most {
+			t.Logf("involved %v: a pipeline went on without a DataNode", got)
+		}
+	}
 	do(t, a, opWrite, "k1", size)
+	involved(a, 2, 3)
 	do(t, b, opRead, "k1", 0) // another channel, another DFSClient, reads it
+	involved(b, 1, 1)
 	do(t, a, opAppend, "k1", size)
+	involved(a, 2, 3)
 	do(t, b, opRead, "k1", 0)
 	do(t, a, opWrite, "small", 10) // shorter than a tardis block header
 	do(t, b, opRead, "small", 0)
@@ -142,8 +166,12 @@ func TestCluster(t *testing.T) {
 	do(t, a, opRead, "shared", 0)
 	do(t, a, opCreate, "", 1000)
 	do(t, a, opCreate, "", 1000)
+	involved(a, 2, 3)
 	do(t, b, opMkdir, "", 0)
 	do(t, b, opStat, "k1", 0)
+	if got := b.(load.Involver).Involved(); got != nil {
+		t.Errorf("a stat involved %v, want no DataNode", got)
+	}
 
 	// a read of data gait did not write fails, as does one of a missing file
 	ch := a.(*channel)

@@ -14,6 +14,8 @@ import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 
@@ -26,7 +28,9 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.permission.FsPermission;
+import org.apache.hadoop.hdfs.DFSOutputStream;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.client.HdfsDataInputStream;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.HdfsConstants.DatanodeReportType;
 
@@ -48,9 +52,12 @@ import org.apache.hadoop.hdfs.protocol.HdfsConstants.DatanodeReportType;
  * once the DataNode is decommissioned, taken back into service the same
  * way. Before that it creates PATH with its data after that line, with a
  * replica on ADDR (a favored node).
- * An answer is "SEQ ok LEN\n" and LEN bytes (what a read read, else
- * nothing) or "SEQ err MESSAGE\n", in the order the ops end. gait times
- * each request from its side.
+ * An answer is "SEQ ok LEN\n" or "SEQ ok LEN ADDRS\n" and LEN bytes (what
+ * a read read, else nothing) or "SEQ err MESSAGE\n", in the order the ops
+ * end. ADDRS are the IP addresses of the DataNodes the op involved, joined
+ * by commas: for create, write and append the pipelines of the blocks it
+ * wrote (see written), for read those it read from (the client's current
+ * DataNode after each buffer). gait times each request from its side.
  *
  * Usage: Client hdfs://namenode:port
  */
@@ -111,19 +118,54 @@ public final class Client {
 
   private void answer(long id, Channel ch, String op, Path path, byte[] data) {
     byte[] result;
+    Set<String> touched = new TreeSet<>();
     try {
-      result = run(ch, op, path, data);
+      result = run(ch, op, path, data, touched);
     } catch (Throwable e) {
       String msg = (e.getClass().getSimpleName() + ": " + e.getMessage()).replace('\n', ' ');
       reply((id + " err " + msg + "\n").getBytes(StandardCharsets.UTF_8), null);
       return;
     }
-    reply((id + " ok " + result.length + "\n").getBytes(StandardCharsets.UTF_8), result);
+    String addrs = touched.isEmpty() ? "" : " " + String.join(",", touched);
+    reply((id + " ok " + result.length + addrs + "\n").getBytes(StandardCharsets.UTF_8), result);
+  }
+
+  /**
+   * Writes data[off, off+len) to o, closes it, and adds to touched the
+   * addresses of the DataNodes its blocks' pipelines went through. The
+   * last block's pipeline is the client's own (getPipeline), taken after
+   * an hflush, when every byte has been acked through it and before close
+   * ends the block: one more round trip of an empty packet than close
+   * alone. The NameNode's locations of the file's blocks after close (one
+   * getBlockLocations) add the earlier blocks' DataNodes; they alone would
+   * not do, as the NameNode lists a replica only once its DataNode has
+   * reported it, which may come after close returns (a slow DataNode's
+   * report later still).
+   */
+  private static void written(FileSystem fs, Path path, FSDataOutputStream o, byte[] data, int off, int len,
+      Set<String> touched) throws IOException {
+    long start;
+    try (o) {
+      start = o.getPos(); // an append's: the file's length before
+      o.write(data, off, len);
+      o.hflush();
+      DatanodeInfo[] pipe = ((DFSOutputStream) o.getWrappedStream()).getPipeline();
+      if (pipe != null) {
+        for (DatanodeInfo dn : pipe) {
+          touched.add(dn.getIpAddr());
+        }
+      }
+    }
+    for (BlockLocation b : fs.getFileBlockLocations(path, start, len)) {
+      for (String name : b.getNames()) { // IP:transfer port
+        touched.add(name.substring(0, name.lastIndexOf(':')));
+      }
+    }
   }
 
   private static final byte[] NONE = new byte[0];
 
-  private byte[] run(Channel ch, String op, Path path, byte[] data) throws IOException {
+  private byte[] run(Channel ch, String op, Path path, byte[] data, Set<String> touched) throws IOException {
     if (op.equals("close")) {
       closeQuietly(ch);
       ch.thread.shutdown();
@@ -135,9 +177,7 @@ public final class Client {
     FileSystem fs = ch.fs;
     switch (op) {
       case "create": // a new file: fails if it exists
-        try (FSDataOutputStream o = fs.create(path, false)) {
-          o.write(data);
-        }
+        written(fs, path, fs.create(path, false), data, 0, data.length, touched);
         return NONE;
       case "write":
         // The file's content replaced as HDFS replaces a file atomically:
@@ -146,20 +186,23 @@ public final class Client {
         // writing the same key meanwhile would fail on it
         // (AlreadyBeingCreatedException) rather than queue behind it.
         Path tmp = new Path(path.getParent(), "." + path.getName() + ".c" + ch.id);
-        try (FSDataOutputStream o = fs.create(tmp, true)) {
-          o.write(data);
-        }
+        written(fs, tmp, fs.create(tmp, true), data, 0, data.length, touched);
         ((DistributedFileSystem) fs).rename(tmp, path, Options.Rename.OVERWRITE);
         return NONE;
       case "append": // in a new block, so the file's block list grows by one
-        try (FSDataOutputStream o = fs.append(path, 4096, null, true)) {
-          o.write(data);
-        }
+        written(fs, path, fs.append(path, 4096, null, true), data, 0, data.length, touched);
         return NONE;
       case "read":
         try (FSDataInputStream i = fs.open(path)) {
           ByteArrayOutputStream b = new ByteArrayOutputStream();
-          i.transferTo(b);
+          byte[] buf = new byte[1 << 16];
+          for (int n; (n = i.read(buf)) > 0; ) {
+            b.write(buf, 0, n);
+            DatanodeInfo dn = ((HdfsDataInputStream) i).getCurrentDatanode();
+            if (dn != null) {
+              touched.add(dn.getIpAddr());
+            }
+          }
           return b.toByteArray();
         }
       case "stat":
