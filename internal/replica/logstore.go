@@ -119,6 +119,9 @@ func (a *Agent) syncLog() {
 		case <-a.done:
 			return
 		case <-t.C:
+			if !a.logStore.unsynced() {
+				continue // idle: no fsync, and no disk time to observe
+			}
 			start := time.Now()
 			a.logs.diskBusy(start)
 			if err := a.logStore.Sync(); err != nil {

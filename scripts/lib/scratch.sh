@@ -1,8 +1,9 @@
 # Sourced by the replica benchmark scripts.
 #   need NAME TOOL...   exits 1 naming the first TOOL not on PATH
 #   scratch             makes a scratch directory ($work) with gait built
-#                       into it; on exit, kills every process whose pid the
-#                       script appended to $pids and removes the directory
+#                       into it (or the binary $GAIT names, built before);
+#                       on exit, kills every process whose pid the script
+#                       appended to $pids and removes the directory
 need() {
 	local name=$1; shift
 	for tool in "$@"; do
@@ -18,5 +19,9 @@ scratch() {
 	work=$(mktemp -d)
 	pids=()
 	trap cleanup EXIT
-	go build -o "$work/gait" ./cmd/gait
+	if [[ -n "${GAIT:-}" ]]; then
+		cp "$GAIT" "$work/gait"
+	else
+		go build -o "$work/gait" ./cmd/gait
+	fi
 }
