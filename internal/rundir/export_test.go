@@ -65,14 +65,7 @@ func TestInvolved(t *testing.T) {
 	pipe.Add(1)
 	pipe.Add(3)
 	dir := write(HostSet{}, pipe)
-	r, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := r.Samples()
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, got := openSamples(t, dir)
 	if !got[0].Involved.Empty() || got[1].Involved != pipe || !slices.Equal(pipe.Hosts(), []uint8{1, 3}) {
 		t.Errorf("involved %v %v, want none then %v", got[0].Involved.Hosts(), got[1].Involved.Hosts(), pipe.Hosts())
 	}

@@ -36,14 +36,7 @@ func TestRoundTrip(t *testing.T) {
 	if _, err := os.Stat(dir + ".partial"); !os.IsNotExist(err) {
 		t.Fatalf("temporary directory left behind: %v", err)
 	}
-	r, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := r.Samples()
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, got := openSamples(t, dir)
 	if len(got) != len(in) {
 		t.Fatalf("got %d samples, want %d", len(got), len(in))
 	}
@@ -249,4 +242,18 @@ func BenchmarkLatencies(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// openSamples opens the run directory dir and reads its samples.
+func openSamples(t *testing.T, dir string) (*Run, []Sample) {
+	t.Helper()
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Samples()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, got
 }
