@@ -31,6 +31,7 @@ type Row struct {
 	Reasons         Reasons  `json:"reasons"`
 	// Warning says the baseline looks broken (see verdict.Verdict).
 	Warning  string `json:"warning,omitempty"`
+	Unplaced int    `json:"unplaced,omitempty"`
 	PaperRow string `json:"paper_row,omitempty"`
 }
 
@@ -42,6 +43,11 @@ type Reasons struct {
 	Backlog   string `json:"hidden_backlog"`
 }
 
+// UnplacedText says why n requests are missing from a step's verdicts.
+func UnplacedText(n int) string {
+	return fmt.Sprintf("%d requests left out of the verdicts: they failed before their client said which members they touched", n)
+}
+
 // Rows lists every experiment's steps after the baseline.
 func Rows(results []Result) []Row {
 	var rows []Row
@@ -50,7 +56,7 @@ func Rows(results []Result) []Row {
 			row := Row{Experiment: r.Experiment, System: r.System, Fault: r.Fault, Target: r.Target, Step: st.Label,
 				Factor: st.Factor, Slowdown: st.Slowdown, Throughput: st.Throughput, ThroughputRatio: st.ThroughputRatio,
 				OperationLL: st.Operation.On, NodeLL: st.Node.On, ClusterLL: st.Cluster.On, HiddenBacklog: st.Backlog.On,
-				Reasons: Reasons{st.Operation.Why, st.Node.Why, st.Cluster.Why, st.Backlog.Why}, Warning: st.Warning}
+				Reasons: Reasons{st.Operation.Why, st.Node.Why, st.Cluster.Why, st.Backlog.Why}, Warning: st.Warning, Unplaced: st.Unplaced}
 			if r.Paper != nil {
 				row.PaperRow = r.Paper.Row
 			}
@@ -148,6 +154,9 @@ func WriteText(w io.Writer, results []Result) error {
 			yes(r.OperationLL), yes(r.NodeLL), yes(r.ClusterLL), yes(r.HiddenBacklog))
 		if r.Warning != "" {
 			warnings = append(warnings, fmt.Sprintf("%s %s: %s", r.Experiment, r.Step, r.Warning))
+		}
+		if r.Unplaced > 0 {
+			warnings = append(warnings, fmt.Sprintf("%s %s: %s", r.Experiment, r.Step, UnplacedText(r.Unplaced)))
 		}
 	}
 	for _, w := range warnings {

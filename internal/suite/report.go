@@ -118,6 +118,9 @@ func section(p *report.Page, r Result) error {
 		if st.Warning != "" {
 			p.Note(st.Label + ": " + st.Warning + ".")
 		}
+		if st.Unplaced > 0 {
+			p.Note(st.Label + ": " + UnplacedText(st.Unplaced) + ".")
+		}
 	}
 	s, runs, err := bench.Reload(r.Dir)
 	if err != nil {

@@ -74,6 +74,8 @@ type Step struct {
 	Throughput      float64  `json:"throughput"`
 	ThroughputRatio float64  `json:"throughput_ratio"`
 	P99             float64  `json:"p99"`
+	// Unplaced counts requests left out of the verdicts (bench.StepVerdict).
+	Unplaced int `json:"unplaced,omitempty"`
 	verdict.Verdict
 }
 
@@ -257,7 +259,7 @@ func judge(s *bench.Scenario, sum bench.Summary, runs []bench.RunResult, o verdi
 		r.BaseMean, r.BaseThroughput = sum.Steps[0].Mean, sum.Steps[0].Throughput
 	}
 	for _, v := range vs {
-		st := Step{Label: v.Label, Factor: v.Factor, Verdict: v.Verdict}
+		st := Step{Label: v.Label, Factor: v.Factor, Unplaced: v.Unplaced, Verdict: v.Verdict}
 		for _, ss := range sum.Steps {
 			if ss.Label == v.Label {
 				st.Slowdown, st.Throughput, st.ThroughputRatio, st.P99 = ss.Slowdown, ss.Throughput, ss.ThroughputRatio, ss.P99

@@ -144,7 +144,7 @@ func TestTable1(t *testing.T) {
 			Steps: []Step{{Label: "10x", Factor: &ten}}},
 		{Experiment: "z3", Paper: &bench.PaperRow{Row: "Z3", Marks: []string{"CL", "OL"}}, Expect: []string{"OL"},
 			Steps: []Step{{Label: "10x", Factor: &ten, Verdict: verdict.Verdict{Operation: on}},
-				{Label: "100x", Factor: &hundred, Verdict: verdict.Verdict{Operation: on, Cluster: on}}}},
+				{Label: "100x", Factor: &hundred, Unplaced: 3, Verdict: verdict.Verdict{Operation: on, Cluster: on}}}},
 	}
 	rows := Table1Rows(rs)
 	if got := rows[0]; got[0] != "Z1" || got[5] != "-" || got[6] != "-" || got[7] != "yes" || got[8] != "" || got[9] != "" {
@@ -154,7 +154,14 @@ func TestTable1(t *testing.T) {
 		t.Errorf("Z3 row %q", got)
 	}
 	js := Rows(rs)
-	if len(js) != 3 || !js[2].OperationLL || !js[2].ClusterLL || js[2].NodeLL || js[2].PaperRow != "Z3" || *js[2].Factor != 100 {
+	if len(js) != 3 || !js[2].OperationLL || !js[2].ClusterLL || js[2].NodeLL || js[2].PaperRow != "Z3" || *js[2].Factor != 100 || js[2].Unplaced != 3 {
 		t.Errorf("rows %+v", js)
+	}
+	var text strings.Builder
+	if err := WriteText(&text, rs); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "z3 100x: 3 requests left out of the verdicts") {
+		t.Errorf("the text does not say what was left out:\n%s", text.String())
 	}
 }
