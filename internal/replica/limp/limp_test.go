@@ -666,7 +666,9 @@ func TestDiskTime(t *testing.T) {
 // appendLimpFloor. It is marked and hands over after Hold, or
 // Hold/strongShorten when it is strongFactor past the factor; a disk slow
 // for every replica alike (the one disk they share, busy with other work),
-// a fast one, or one with no peer to compare with is not marked.
+// a fast one, or one with no peer to compare with is not marked, unless
+// alone it is past diskAloneFloor (a leader whose stalled appends leave its
+// followers nothing to append).
 func TestDiskP75(t *testing.T) {
 	for _, tc := range []struct {
 		name              string
@@ -680,6 +682,8 @@ func TestDiskP75(t *testing.T) {
 		{"shared disk busy", [3]float64{0.03, 0.025, 0.028}, 0, false, false},
 		{"under the floor", [3]float64{0.0009, 0.0002, 0.0002}, 0, false, false},
 		{"no peer appends", [3]float64{0.0022, 0, 0}, 0, false, false},
+		{"no peer appends, disk 1000x", [3]float64{0.15, 0, 0}, 5, true, false},
+		{"no peer appends, past the line", [3]float64{0.06, 0, 0}, 20, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := heldTracker()
