@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -174,7 +175,10 @@ func bool01(b bool) float64 {
 	return 0
 }
 
-// serveMetrics serves /metrics on cfg.Metrics, when set.
+// serveMetrics serves /metrics on cfg.Metrics, when set, and Go's profiles
+// under /debug/pprof/: the agent's CPU per request is measured on running
+// deployments (docs/replica.md, the fast path), where a test's profile
+// would leave out the testbed's network and processes.
 func (a *Agent) serveMetrics() error {
 	if a.cfg.Metrics == "" {
 		return nil
@@ -186,6 +190,8 @@ func (a *Agent) serveMetrics() error {
 	a.metricsLn = ln
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(a.m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	a.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	a.wg.Add(1)
 	go func() { defer a.wg.Done(); a.metricsSrv.Serve(ln) }()
