@@ -259,6 +259,7 @@ type Agent struct {
 	indexes    *indexBatcher
 	lease      *lease
 	futures    chan appliedFuture
+	gate       *gate // holds this leader's own proposals while a group is in raft
 
 	mu      sync.Mutex
 	seq     uint64
@@ -295,6 +296,7 @@ func Start(cfg Config) (*Agent, error) {
 		done: make(chan struct{}), raftUp: make(chan struct{}), pending: map[uint64]waiter{}, writes: map[uint64]*write{},
 		peers: map[string]*peer{}, pacer: newPacer(), conns: map[net.Conn]*clientState{}, reads: newRedisMux(cfg.RedisAddr, 4),
 		futures: make(chan appliedFuture, 4096), slow: newSlowLog()}
+	a.gate = newGate(func(w *write) { a.propose(w, a.raftAddr) })
 	a.incarnation, a.born = newIncarnation(), time.Now()
 	a.budget = resp.NewBudget(int64(cfg.RequestMemory))
 	a.replyBufs = newReplyBuffers()

@@ -35,6 +35,7 @@ type write struct {
 	agreedOn uint64
 	volatile bool // the client gets this replica's reply, not the first
 	waited   bool // a WAITALL waits for every replica to reply
+	gated    bool // proposed through the gate, which has not heard it answered
 }
 
 // retryPause is how long a write whose proposal failed waits before it is
@@ -62,9 +63,25 @@ func (a *Agent) startEntry(e entry) (*write, error) {
 	a.writes[w.id] = w
 	e.proposer, e.seq, e.floor = a.raftAddr+"#"+a.incarnation, w.id, a.lowestUnanswered()
 	w.entry, w.volatile = e.encode(), e.volatile
+	if leader == a.raftAddr {
+		// Held by the gate meanwhile: proposed here, as far as re-proposing goes.
+		w.gated, w.leader, w.sentAt = true, leader, time.Now()
+	}
 	a.mu.Unlock()
-	a.propose(w, leader)
+	if w.gated {
+		a.gate.add(w)
+	} else {
+		a.propose(w, leader)
+	}
 	return w, nil
+}
+
+// ungate tells whether the gate waits to hear that w is answered, and
+// clears that. Called with a.mu held; the caller tells the gate after.
+func (w *write) ungate() bool {
+	was := w.gated
+	w.gated = false
+	return was
 }
 
 // lowestUnanswered is the lowest id of a write still waiting for its first
@@ -107,9 +124,13 @@ func (a *Agent) propose(w *write, leader string) {
 // waits on proposals).
 func (a *Agent) orphan(w *write, err error) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if !w.answered {
 		w.orphaned = err
+	}
+	ungate := w.ungate()
+	a.mu.Unlock()
+	if ungate {
+		a.gate.answered()
 	}
 }
 
@@ -223,7 +244,9 @@ func (a *Agent) onReply(seq uint64, incarnation string, index, digest uint64, fr
 	w.expected[from] = true // a member that joined since the proposal
 	w.digests[from], w.incs[from] = digest, fromInc
 	a.health.observeReply(from, now.Sub(w.start))
+	ungate := false
 	if !w.answered && (!w.volatile || local != nil) {
+		ungate = w.ungate()
 		w.answered, w.index = true, index
 		w.first <- result{raw: raw, index: index, at: now}
 		a.m.commit.Observe(now.Sub(w.start).Seconds())
@@ -249,6 +272,9 @@ func (a *Agent) onReply(seq uint64, incarnation string, index, digest uint64, fr
 		close(w.all)
 	}
 	a.mu.Unlock()
+	if ungate {
+		a.gate.answered()
+	}
 	for _, r := range outvoted {
 		a.health.quarantine(r[0], r[1], fmt.Sprintf("its reply to log index %d differs from the majority's", index))
 	}
@@ -306,6 +332,12 @@ func (a *Agent) sweepWrites(now time.Time) (missing map[string]time.Duration) {
 	for _, r := range a.Replicas() {
 		replicas[r.ID] = r
 	}
+	ungated := 0
+	defer func() {
+		for ; ungated > 0; ungated-- {
+			a.gate.answered()
+		}
+	}()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	missing = map[string]time.Duration{}
@@ -334,6 +366,9 @@ func (a *Agent) sweepWrites(now time.Time) (missing map[string]time.Duration) {
 		}
 		if age > a.cfg.WriteTimeout {
 			delete(a.writes, id)
+			if w.ungate() {
+				ungated++
+			}
 			if !w.answered {
 				w.answered = true
 				err := fmt.Errorf("no replica applied the write within %v", a.cfg.WriteTimeout)
