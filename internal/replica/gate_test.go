@@ -13,7 +13,7 @@ type proposals struct {
 }
 
 func (p *proposals) propose(w *write) { p.mu.Lock(); p.ids = append(p.ids, w.id); p.mu.Unlock() }
-func (p *proposals) count() int      { p.mu.Lock(); defer p.mu.Unlock(); return len(p.ids) }
+func (p *proposals) count() int       { p.mu.Lock(); defer p.mu.Unlock(); return len(p.ids) }
 
 func TestGate(t *testing.T) {
 	var p proposals
