@@ -30,7 +30,9 @@ type gate struct {
 }
 
 // holdMax bounds how long a write waits in the gate: a client that does
-// not come back (it closed, or it reads now) costs the others this much.
+// not come back (it closed, or it reads now) costs the others this much,
+// or up to a millisecond on an otherwise idle agent, whose poller sleeps
+// in whole milliseconds.
 const holdMax = 500 * time.Microsecond
 
 func newGate(propose func(*write)) *gate {
