@@ -65,7 +65,8 @@ var familyCases = map[string][]string{
 // a plain redis-server, and wants the same replies and the same data on every
 // replica; then the commands gait serves its own way.
 func TestFamilies(t *testing.T) {
-	cl := startCluster(t, 3, 0, nil)
+	// The third agent counts its clients' scripts' commands (testScriptStats).
+	cl := startCluster(t, 3, 0, func(c *Config) { c.ScriptCommandStats = c.ID == "r3" })
 	ref, err := redis.StartServer(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -941,10 +942,10 @@ func testBuffers(t *testing.T, cl *cluster) {
 	}
 }
 
-// testScriptStats: the commands a client's script called count in the
-// commandstats of the agent it sent the script to (and only there), as
-// redis counts them, a read-only script's too; gait's own scripts (SPOP)
-// do not.
+// testScriptStats: with ScriptCommandStats, the commands a client's script
+// called count in the commandstats of the agent it sent the script to (and
+// only there), as redis counts them, a read-only script's too; gait's own
+// scripts (SPOP) do not. Without it (the default) they do not count.
 func testScriptStats(t *testing.T, cl *cluster) {
 	ctx := context.Background()
 	c, other := client(t, cl.nodes[2].agent.ClientAddr()), client(t, cl.nodes[0].agent.ClientAddr())
@@ -974,6 +975,12 @@ func testScriptStats(t *testing.T, cl *cluster) {
 	}
 	if stats := other.Info(ctx, "commandstats").Val(); strings.Contains(stats, "geoadd") {
 		t.Errorf("another agent counts the script's commands: %q", stats)
+	}
+	if err := other.Eval(ctx, "return redis.call('hset', KEYS[1], 'f', 1)", []string{"ss:h"}).Err(); err != nil {
+		t.Fatalf("EVAL: %v", err)
+	}
+	if stats := other.Info(ctx, "commandstats").Val(); !strings.Contains(stats, "cmdstat_eval:calls=1,") || strings.Contains(stats, "hset") {
+		t.Errorf("an agent without ScriptCommandStats: INFO commandstats %q, want its EVAL and not the HSET it called", stats)
 	}
 }
 

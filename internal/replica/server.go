@@ -479,7 +479,7 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 		}
 		return a.write(st, entry{replies: 1, payload: resp.AppendCommand(nil, args...), volatile: sp.Volatile})
 	case rediscmd.Read:
-		if readScripts[name] {
+		if readScripts[name] && a.fsm.scripts != nil {
 			// Through the log, as a write whose reply is this replica's, so
 			// this agent sees what the script calls (scriptstats.go).
 			return a.write(st, entry{replies: 1, payload: resp.AppendCommand(nil, args...), volatile: true})
