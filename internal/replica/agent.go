@@ -326,6 +326,7 @@ func (a *Agent) start() error {
 	if err != nil {
 		return err
 	}
+	conn.pause = &a.pause.server
 	a.fsm = newFSM(conn, a.report, a.logger) // Close closes conn from now on
 	if _, err := conn.command("FLUSHALL"); err != nil {
 		return fmt.Errorf("empty local redis: %w", err)
