@@ -108,6 +108,7 @@ func TestFamilies(t *testing.T) {
 	t.Run("ScriptKill", func(t *testing.T) { testScriptKill(t, cl) })
 	t.Run("Tracking", func(t *testing.T) { testTracking(t, cl) })
 	t.Run("Pause", func(t *testing.T) { testPause(t, cl) })
+	t.Run("OwnConfig", func(t *testing.T) { testOwnConfig(t, cl) })
 	cl.sameData()
 }
 
@@ -1088,5 +1089,45 @@ func testObserved(t *testing.T, cl *cluster) {
 	}
 	if n := do("SLOWLOG", "LEN"); n != int64(0) {
 		t.Errorf("SLOWLOG LEN after a BLPOP that waited 300 ms for data: %v, want 0 (%v)", n, do("SLOWLOG", "GET"))
+	}
+}
+
+// testOwnConfig: CONFIG SET of the local redis-server's port to the value
+// CONFIG GET shows is answered OK (with the other settings of the command
+// applied everywhere); to another value it is refused, and every replica
+// goes on serving.
+func testOwnConfig(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	c := client(t, cl.nodes[1].agent.ClientAddr())
+	port := c.ConfigGet(ctx, "port").Val()["port"]
+	if port == "" {
+		t.Fatal("CONFIG GET port: no port")
+	}
+	if err := c.ConfigSet(ctx, "port", port).Err(); err != nil {
+		t.Errorf("CONFIG SET port to its value: %v", err)
+	}
+	if err := c.Do(ctx, "CONFIG", "SET", "port", port, "slowlog-max-len", "129").Err(); err != nil {
+		t.Errorf("CONFIG SET port to its value and slowlog-max-len: %v", err)
+	}
+	for _, n := range cl.nodes {
+		var got string
+		for deadline := time.Now().Add(5 * time.Second); got != "129" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			got = client(t, n.agent.ClientAddr()).ConfigGet(ctx, "slowlog-max-len").Val()["slowlog-max-len"]
+		}
+		if got != "129" {
+			t.Errorf("agent %s: slowlog-max-len %q 5 s after CONFIG SET, want 129", n.agent.cfg.ID, got)
+		}
+	}
+	c.ConfigSet(ctx, "slowlog-max-len", "128")
+	if err := c.Do(ctx, "CONFIG", "SET", "port", "1", "slowlog-max-len", "130").Err(); err == nil || !strings.Contains(err.Error(), "argument 'port'") {
+		t.Errorf("CONFIG SET port 1: %v, want a refusal naming port", err)
+	}
+	for _, n := range cl.nodes {
+		if err := client(t, n.agent.ClientAddr()).Set(ctx, "fconf:"+n.agent.cfg.ID, "v", 0).Err(); err != nil {
+			t.Errorf("SET through agent %s after CONFIG SET port: %v", n.agent.cfg.ID, err)
+		}
+	}
+	if got := c.ConfigGet(ctx, "slowlog-max-len").Val()["slowlog-max-len"]; got != "128" {
+		t.Errorf("slowlog-max-len %q after a refused CONFIG SET, want 128", got)
 	}
 }

@@ -469,6 +469,13 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 			return slot{reply: a.block(st, name, args, d, forever)}
 		}
 	}
+	if name == "CONFIG" && strings.EqualFold(string(args[1]), "SET") {
+		rest, reply := a.ownConfigSet(args)
+		if reply != nil {
+			return slot{reply: reply}
+		}
+		args = rest
+	}
 	switch sp.Kind {
 	case rediscmd.Write:
 		if a.track.active.Load() {
