@@ -1119,7 +1119,7 @@ func testOwnConfig(t *testing.T, cl *cluster) {
 		}
 	}
 	c.ConfigSet(ctx, "slowlog-max-len", "128")
-	if err := c.Do(ctx, "CONFIG", "SET", "port", "1", "slowlog-max-len", "130").Err(); err == nil || !strings.Contains(err.Error(), "argument 'port'") {
+	if err := c.Do(ctx, "CONFIG", "SET", "port", "1", "slowlog-max-len", "130").Err(); err == nil || !strings.Contains(err.Error(), "argument 'port') - Unable to listen on this port") {
 		t.Errorf("CONFIG SET port 1: %v, want a refusal naming port", err)
 	}
 	for _, n := range cl.nodes {

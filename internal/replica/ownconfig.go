@@ -21,7 +21,10 @@ import (
 // other value it is refused, as a whole, as redis refuses a CONFIG SET one
 // of whose settings fails. (Not inside MULTI: a transaction's CONFIG SET
 // goes through the log as it is.)
-var ownConfigs = map[string]bool{"port": true, "tls-port": true, "bind": true, "dir": true}
+// A refusal begins as redis words its failure to apply the setting (for
+// dir redis says why chdir failed).
+var ownConfigs = map[string]string{"port": "Unable to listen on this port", "tls-port": "Unable to listen on this port",
+	"bind": "Failed to bind to specified addresses", "dir": "Unable to change directory"}
 
 // ownConfigSet takes the local server's own settings out of a CONFIG SET
 // (its arguments, from CONFIG): what remains to propose (nil: nothing), or
@@ -33,7 +36,8 @@ func (a *Agent) ownConfigSet(args [][]byte) (rest [][]byte, reply []byte) {
 	rest = args[:2:2]
 	for i := 2; i < len(args); i += 2 {
 		name := strings.ToLower(string(args[i]))
-		if !ownConfigs[name] {
+		failure, own := ownConfigs[name]
+		if !own {
 			rest = append(rest, args[i], args[i+1])
 			continue
 		}
@@ -46,8 +50,8 @@ func (a *Agent) ownConfigSet(args [][]byte) (rest [][]byte, reply []byte) {
 			return nil, resp.Error(fmt.Sprintf("ERR CONFIG SET %s: the local redis-server's CONFIG GET answered %q", name, raw))
 		}
 		if !bytes.Equal(v.Arr[1].Str, args[i+1]) {
-			return nil, resp.Error(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - gait replica: "+
-				"the local redis-server's %s is its agent's (%q), not a client's to change", name, name, v.Arr[1].Str))
+			return nil, resp.Error(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %s: "+
+				"gait replica: the local redis-server's %s is its agent's (%q), not a client's to change", name, failure, name, v.Arr[1].Str))
 		}
 	}
 	if len(rest) == 2 {
