@@ -927,8 +927,10 @@ func testBuffers(t *testing.T, cl *cluster) {
 		}
 	}
 	do("CLIENT SETNAME buffers")
-	if q, f, rbs := field("qbuf"), field("qbuf-free"), field("rbs"); q != 0 || f != 16384 || rbs != 16384 {
-		t.Fatalf("a new connection: qbuf=%d qbuf-free=%d rbs=%d, want 0, 16384, 16384", q, f, rbs)
+	// The reply buffer may have shrunk already: the resizer looks every
+	// 100 ms, and a new connection's peak is one short reply.
+	if q, f, rbs := field("qbuf"), field("qbuf-free"), field("rbs"); q != 0 || f != 16384 || (rbs != 16384 && rbs != 1024) {
+		t.Fatalf("a new connection: qbuf=%d qbuf-free=%d rbs=%d, want 0, 16384, 16384 (or 1024)", q, f, rbs)
 	}
 	do("DEBUG REPLYBUFFER PEAK-RESET-TIME 100")
 	defer r.Do(ctx, "DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "RESET")
