@@ -38,6 +38,10 @@ type redisConn struct {
 	// skip and trail count the replies of those two not yet read.
 	pause       *atomic.Int64
 	skip, trail int
+	// reading says the commands sent now only read (a snapshot's): they
+	// go to a paused server as they are, since a read run between the
+	// brackets would expire the keys it finds expired.
+	reading bool
 }
 
 var unpauseCmd = resp.AppendCommand(nil, []byte("CLIENT"), []byte("UNPAUSE"))
@@ -79,7 +83,7 @@ func (c *redisConn) send(payload []byte) error {
 		}
 	}
 	var until int64
-	if c.pause != nil {
+	if c.pause != nil && !c.reading {
 		until = c.pause.Load()
 	}
 	if until != 0 {
@@ -101,6 +105,22 @@ func (c *redisConn) send(payload []byte) error {
 		return fmt.Errorf("write to redis: %w", err)
 	}
 	return nil
+}
+
+// onlyReads marks what is sent until the returned func runs as reads
+// (see reading).
+func (c *redisConn) onlyReads() func() {
+	c.reading = true
+	return func() { c.reading = false }
+}
+
+// value reads one reply, decoded.
+func (c *redisConn) value() (resp.Value, error) {
+	if err := c.skipPause(); err != nil {
+		return resp.Value{}, err
+	}
+	_, v, err := resp.ReadReply(c.r)
+	return v, err
 }
 
 // skipPause reads the reply of the CLIENT UNPAUSE that went before the
