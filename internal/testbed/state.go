@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -140,22 +141,24 @@ func referencedStates() ([]*state, error) {
 // machineStates lists every run on this machine that gait knows of: those
 // of DefaultStateDir, those it refers to, and those of dir.
 func machineStates(dir string) ([]*state, error) {
+	defaults, err := listStates(DefaultStateDir)
+	if err != nil {
+		return nil, err
+	}
+	referenced, err := referencedStates()
+	if err != nil {
+		return nil, err
+	}
+	own, err := listStates(dir)
+	if err != nil {
+		return nil, err
+	}
 	var all []*state
 	seen := map[string]bool{}
-	for _, list := range []func() ([]*state, error){
-		func() ([]*state, error) { return listStates(DefaultStateDir) },
-		referencedStates,
-		func() ([]*state, error) { return listStates(dir) },
-	} {
-		states, err := list()
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range states {
-			if !seen[s.ID] {
-				seen[s.ID] = true
-				all = append(all, s)
-			}
+	for _, s := range slices.Concat(defaults, referenced, own) {
+		if !seen[s.ID] {
+			seen[s.ID] = true
+			all = append(all, s)
 		}
 	}
 	return all, nil
