@@ -147,8 +147,9 @@ public final class Client {
    * packet than close alone); then the NameNode's locations of the
    * file's blocks after close (one getBlockLocations), which alone would
    * not do, as the NameNode lists a replica only once its DataNode has
-   * reported it, which may come after close returns. A recovery is also
-   * written to the client's log.
+   * reported it, which may come after close returns. An op that went
+   * through more than one pipeline (a recovery, or blocks of its own) is
+   * written to the client's log with them.
    */
   private static void written(FileSystem fs, Path path, FSDataOutputStream o, byte[] data, int off, int len,
       List<String> involved) throws IOException {
