@@ -24,7 +24,9 @@
 # bounds each unit (default 600 s); BASEPORT (default 21111; the gait side
 # uses BASEPORT+100) moves the ports the harness listens on, for two runs side
 # by side. Each unit runs against a new redis-server and a new cluster, the
-# two sides at the same time.
+# two sides at the same time. The cluster runs with --script-commandstats
+# (the commands scripts call count in INFO commandstats, as the suite's
+# tests of them want; off by default, as it costs EVAL a third).
 set -eu
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -76,7 +78,7 @@ start_servers() { # start_servers UNITDIR
 	redis-server --port "$plainport" --bind 127.0.0.1 --save '' --appendonly no --dir "$1" \
 		--enable-debug-command yes --logfile "$1/plain.log" &
 	plainpid=$!
-	"$gait" replica cluster --loopback --voters 3 >"$1/gait.out" 2>"$1/gait.err" &
+	"$gait" replica cluster --loopback --voters 3 --script-commandstats >"$1/gait.out" 2>"$1/gait.err" &
 	gaitpid=$!
 	gaitaddr=
 	for _ in $(seq 1 300); do

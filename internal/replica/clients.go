@@ -61,7 +61,9 @@ func (a *Agent) newClientState(c net.Conn) *clientState {
 	st := &clientState{clientConn: clientConn{id: a.clientIDs.Add(1), conn: c, created: time.Now()}}
 	// Made before the connection is listed: an invalidation redirected to
 	// it may be sent as soon as it is.
-	st.push, st.written = make(chan []byte, pipelineDepth), make(chan struct{})
+	out := newReplyWriter(c)
+	st.out.Store(out)
+	st.replies = newReplyQueue(func(q *replyQueue) { writeReplies(out, q) })
 	st.last.Store(st.created.UnixNano())
 	st.proto.Store(2)
 	// Asked for at once: the kernel stamps only what arrives after.

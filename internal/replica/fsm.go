@@ -412,6 +412,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	}
 	f.run.Lock()
 	defer f.run.Unlock()
+	defer f.conn.onlyReads()() // a paused server stays paused (redisConn.pause)
 	f.mu.Lock()
 	buf := binary.AppendUvarint([]byte(snapshotMagic), f.applied)
 	buf = binary.BigEndian.AppendUint64(buf, f.digest)
@@ -476,8 +477,8 @@ func (f *fsm) dumpKeys(buf []byte, db int, keys []resp.Value) ([]byte, error) {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	for _, k := range keys {
-		_, at, err1 := resp.ReadReply(f.conn.r)
-		_, dump, err2 := resp.ReadReply(f.conn.r)
+		at, err1 := f.conn.value()
+		dump, err2 := f.conn.value()
 		if err := errors.Join(err1, err2); err != nil {
 			return nil, fmt.Errorf("snapshot: %w", err)
 		}

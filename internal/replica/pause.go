@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha1"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,15 +22,22 @@ import (
 // pause ends, as redis holds its clients, and counts them in INFO's
 // blocked_clients. Only the agent's own clients pause: writes through other
 // agents go on (a deployment-wide pause would have to be ordered through
-// the log, which is not done).
+// the log, which is not done). The local redis-server pauses its writes as
+// long, so that it expires no key meanwhile, as redis does not, while the
+// applier's writes go on between a CLIENT UNPAUSE and a CLIENT PAUSE
+// (redisConn.pause): a key read meanwhile is gone to its reader but still
+// held, and expired_keys counts it once the pause ends.
 
 // pauseState is the agent's pause; zero when none. until is read on every
 // command without the lock (the common case: no pause).
 type pauseState struct {
 	until atomic.Int64 // Unix nanoseconds
-	mu    sync.Mutex
-	all   bool
-	end   chan struct{} // closed when the pause ends early (CLIENT UNPAUSE)
+	// server is until for the applier's connection (redisConn.pause),
+	// which clears it once the pause has passed.
+	server atomic.Int64
+	mu     sync.Mutex
+	all    bool
+	end    chan struct{} // closed when the pause ends early (CLIENT UNPAUSE)
 	// readOnly are the SHA1s of scripts seen here with the no-writes flag:
 	// EVALSHA of one does not write.
 	readOnly sync.Map
@@ -69,7 +77,9 @@ func (a *Agent) clientPause(args [][]byte) []byte {
 	}
 	p.all = all
 	p.until.Store(until)
+	p.server.Store(until)
 	p.mu.Unlock()
+	a.pauseServer(nil) // PING, sent between the pause's brackets
 	return resp.Simple("OK")
 }
 
@@ -81,8 +91,29 @@ func (a *Agent) clientUnpause() []byte {
 		close(p.end)
 	}
 	p.until.Store(0)
+	p.server.Store(0)
 	p.mu.Unlock()
+	a.pauseServer(unpauseCmd)
 	return resp.Simple("OK")
+}
+
+// pauseServer brings the local redis-server's pause in line with the
+// agent's (redisConn.pause), on the applier's connection between two of
+// its runs: a pause sent on another connection could hold a run's writes.
+// The client's reply waits for it, so a key it reads next is not expired.
+func (a *Agent) pauseServer(cmd []byte) {
+	if cmd == nil {
+		cmd = resp.AppendCommand(nil, []byte("PING"))
+	}
+	f := a.fsm
+	f.run.Lock()
+	defer f.run.Unlock()
+	if f.failure() != nil {
+		return // the pause is brought in line when redis is back (watchRedis)
+	}
+	if _, _, err := f.conn.do(cmd, 1); err != nil {
+		f.fail(fmt.Errorf("pause the local redis-server: %w", err))
+	}
 }
 
 // paused says whether a pause is in effect.

@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +81,7 @@ func testPause(t *testing.T, cl *cluster) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("SET still held 5 s after CLIENT UNPAUSE in a transaction")
 	}
+	testPauseExpiry(t, cl)
 	// A PAUSE of the wrong arity is refused when queued, as redis does.
 	tx.Do(ctx, "MULTI")
 	if err := tx.Do(ctx, "CLIENT", "PAUSE").Err(); err == nil || !strings.Contains(err.Error(), "wrong number of arguments for 'client|pause'") {
@@ -87,5 +89,53 @@ func testPause(t *testing.T, cl *cluster) {
 	}
 	if err := tx.Do(ctx, "EXEC").Err(); err == nil || !strings.HasPrefix(err.Error(), "EXECABORT") {
 		t.Errorf("EXEC after a refused CLIENT PAUSE: %v, want EXECABORT", err)
+	}
+}
+
+// testPauseExpiry: while an agent's CLIENT PAUSE holds, its redis-server
+// expires no key, actively or when it is read (its expired_keys stays), yet
+// its reader sees the key gone, and another agent's writes still apply
+// there; once the pause ends, reading the key expires it.
+func testPauseExpiry(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	c, other := client(t, cl.nodes[1].agent.ClientAddr()), client(t, cl.nodes[0].agent.ClientAddr())
+	expired := func() int {
+		t.Helper()
+		for _, line := range strings.Split(c.Info(ctx, "stats").Val(), "\r\n") {
+			if v, ok := strings.CutPrefix(line, "expired_keys:"); ok {
+				n, _ := strconv.Atoi(v)
+				return n
+			}
+		}
+		t.Fatal("INFO stats without expired_keys")
+		return 0
+	}
+	before := expired()
+	if err := c.Set(ctx, "fpause:ttl", "v", time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Do(ctx, "CLIENT", "PAUSE", "20000", "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1200 * time.Millisecond) // past the TTL: redis's active expiry would have run
+	// A snapshot reads the paused server on the applier's connection too.
+	if err := cl.nodes[1].agent.Snapshot(); err != nil {
+		t.Fatalf("snapshot during the pause: %v", err)
+	}
+	if err := other.Set(ctx, "fpause:other", "w", 0).Err(); err != nil {
+		t.Fatalf("SET through another agent during the pause: %v", err)
+	}
+	if got := c.MGet(ctx, "fpause:ttl", "fpause:other").Val(); fmt.Sprint(got) != "[<nil> w]" {
+		t.Errorf("GET during the pause: %v, want the expired key gone and the other agent's write", got)
+	}
+	if n := expired(); n != before {
+		t.Errorf("expired_keys %d during the pause, want %d as before it", n, before)
+	}
+	if err := c.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.Get(ctx, "fpause:ttl")
+	if n := expired(); n < before+1 {
+		t.Errorf("expired_keys %d after the pause, want at least %d", n, before+1)
 	}
 }

@@ -30,8 +30,7 @@ var subscribedContext = map[string]bool{
 // request order, once every earlier reply is out); count is written by the
 // goroutine that copies conn's output.
 type pubsub struct {
-	push     chan []byte   // to the reply writer
-	written  chan struct{} // closed once the reply writer is done
+	replies  *replyQueue // the connection's, which pushes go to
 	subConn  *redisConn
 	subCount atomic.Int64 // channels and patterns subscribed, as redis last said; -1 while a SUBSCRIBE is on its way
 }
@@ -95,9 +94,7 @@ func (ps *pubsub) copyPushes(conn *redisConn) {
 			bytes.HasSuffix(bytes.ToLower(v.Arr[0].Str), []byte("subscribe")) {
 			ps.subCount.Store(v.Arr[2].Num)
 		}
-		select {
-		case ps.push <- raw:
-		case <-ps.written:
+		if !ps.replies.push(raw) {
 			return
 		}
 	}

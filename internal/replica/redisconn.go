@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,7 +27,24 @@ type redisConn struct {
 	w *bufio.Writer
 	// rd and wd are a redisMux connection's read and write deadlines.
 	rd, wd lazyDeadline
+	// pause, on the applier's connection, is when the agent's CLIENT PAUSE
+	// ends (Unix nanoseconds; 0: none, pause.go). While it holds, the local
+	// redis-server is paused too, so it expires no key (redis neither
+	// actively nor lazily expires keys while paused), and the applier's
+	// every send goes between CLIENT UNPAUSE and a CLIENT PAUSE WRITE for
+	// what is left: redis runs the commands of one read one after another,
+	// so no expiry happens between them (but one between the reads of a
+	// write over 16 KiB may), and its writes are not held by the pause.
+	// skip and trail count the replies of those two not yet read.
+	pause       *atomic.Int64
+	skip, trail int
+	// reading says the commands sent now only read (a snapshot's): they
+	// go to a paused server as they are, since a read run between the
+	// brackets would expire the keys it finds expired.
+	reading bool
 }
+
+var unpauseCmd = resp.AppendCommand(nil, []byte("CLIENT"), []byte("UNPAUSE"))
 
 func dialRedis(addr string) (*redisConn, error) {
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
@@ -40,6 +58,9 @@ func dialRedis(addr string) (*redisConn, error) {
 // do sends payload and reads n replies; it returns the raw bytes of the last.
 func (c *redisConn) do(payload []byte, n int) ([]byte, resp.Value, error) {
 	if err := c.send(payload); err != nil {
+		return nil, resp.Value{}, err
+	}
+	if err := c.skipPause(); err != nil {
 		return nil, resp.Value{}, err
 	}
 	var raw []byte
@@ -56,11 +77,59 @@ func (c *redisConn) do(payload []byte, n int) ([]byte, resp.Value, error) {
 // send writes payload; the deadline it sets also bounds reading the replies.
 func (c *redisConn) send(payload []byte) error {
 	c.c.SetDeadline(time.Now().Add(redisTimeout))
+	for ; c.trail > 0; c.trail-- {
+		if _, _, err := resp.ReadReply(c.r); err != nil {
+			return fmt.Errorf("read reply of CLIENT PAUSE: %w", err)
+		}
+	}
+	var until int64
+	if c.pause != nil && !c.reading {
+		until = c.pause.Load()
+	}
+	if until != 0 {
+		c.w.Write(unpauseCmd)
+		c.skip = 1
+	}
 	if _, err := c.w.Write(payload); err != nil {
 		return fmt.Errorf("write to redis: %w", err)
 	}
+	if until != 0 {
+		if left := time.Until(time.Unix(0, until)).Milliseconds(); left > 0 {
+			c.w.Write(resp.AppendCommand(nil, []byte("CLIENT"), []byte("PAUSE"), strconv.AppendInt(nil, left, 10), []byte("WRITE")))
+			c.trail = 1
+		} else {
+			c.pause.CompareAndSwap(until, 0)
+		}
+	}
 	if err := c.w.Flush(); err != nil {
 		return fmt.Errorf("write to redis: %w", err)
+	}
+	return nil
+}
+
+// onlyReads marks what is sent until the returned func runs as reads
+// (see reading).
+func (c *redisConn) onlyReads() func() {
+	c.reading = true
+	return func() { c.reading = false }
+}
+
+// value reads one reply, decoded.
+func (c *redisConn) value() (resp.Value, error) {
+	if err := c.skipPause(); err != nil {
+		return resp.Value{}, err
+	}
+	_, v, err := resp.ReadReply(c.r)
+	return v, err
+}
+
+// skipPause reads the reply of the CLIENT UNPAUSE that went before the
+// commands sent last (see pause).
+func (c *redisConn) skipPause() error {
+	for ; c.skip > 0; c.skip-- {
+		if _, _, err := resp.ReadReply(c.r); err != nil {
+			return fmt.Errorf("read reply of CLIENT UNPAUSE: %w", err)
+		}
 	}
 	return nil
 }
@@ -86,6 +155,11 @@ func (c *redisConn) replies(n, after int) ([]byte, error) {
 // applier reads a reply per command it applies, and reading them through
 // ReadReply (two copies each) was a tenth of BenchmarkWriteReplicated's CPU.
 func (c *redisConn) reply() ([]byte, error) {
+	if c.skip > 0 {
+		if err := c.skipPause(); err != nil {
+			return nil, err
+		}
+	}
 	if b, err := c.r.Peek(1); err == nil && (b[0] == '+' || b[0] == '-' || b[0] == ':') {
 		line, err := c.r.ReadSlice('\n')
 		if err != nil {
@@ -453,6 +527,7 @@ func (a *Agent) watchRedis() {
 		}
 		conn, err := dialRedis(a.cfg.RedisAddr)
 		if err == nil {
+			conn.pause = &a.pause.server
 			if _, err = conn.command("PING"); err != nil {
 				conn.close()
 			}

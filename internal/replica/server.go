@@ -99,12 +99,8 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 		delete(a.conns, c)
 		a.mu.Unlock()
 	}()
-	slots := make(chan slot, pipelineDepth)
-	written := st.written
-	out := newReplyWriter(c)
-	st.out.Store(out)
-	go func() { a.writeReplies(out, slots, st.push); close(written) }()
-	defer func() { close(slots); <-written; st.unsubscribeAll() }()
+	out, slots := st.out.Load(), st.replies
+	defer func() { slots.close(); <-slots.done; st.unsubscribeAll() }()
 	sc := &stallConn{Conn: st.stamped, stamped: st.stamped, timeout: a.cfg.RequestTimeout, idleAfter: queryIdle,
 		observe: func(d time.Duration) { a.m.stage("request_read", d) }}
 	rd := resp.NewReader(sc, a.cfg.MaxRequest, maxArgs)
@@ -161,7 +157,7 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 			out.put(reply, true, false)
 		} else {
 			out.owed.Add(1)
-			slots <- s
+			slots.put(s)
 		}
 		if err != nil {
 			a.endConn(out, slots, err)
@@ -175,10 +171,10 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 
 // endConn answers a request that could not be read, if it deserves an
 // answer; the connection then closes.
-func (a *Agent) endConn(out *replyWriter, slots chan slot, err error) {
+func (a *Agent) endConn(out *replyWriter, slots *replyQueue, err error) {
 	if msg := a.requestError(err); msg != "" {
 		out.owed.Add(1)
-		slots <- slot{reply: resp.Error(msg), close: true}
+		slots.put(slot{reply: resp.Error(msg), close: true})
 	}
 }
 
@@ -411,22 +407,23 @@ func (o *replyWriter) isBroken() bool {
 	return o.broken
 }
 
-// writeReplies writes the replies in request order, and between them what
-// the connection's subscriptions push (messages, and redis's answers to
-// SUBSCRIBE and the like), as it comes.
-func (a *Agent) writeReplies(out *replyWriter, slots chan slot, push chan []byte) {
+// writeReplies writes what q holds: the replies in request order, and
+// between them what the connection's subscriptions push (messages, and
+// redis's answers to SUBSCRIBE and the like), as it comes. It returns when
+// q is empty (replyQueue); the last, once q closed, closes the connection.
+func writeReplies(out *replyWriter, q *replyQueue) {
 	for {
-		var s slot
-		select {
-		case m := <-push:
-			out.put(m, true, false)
+		s, push, last, ok, end := q.take()
+		switch {
+		case end:
+			out.c.Close()
+			close(q.done)
+			return
+		case !ok:
+			return
+		case push != nil:
+			out.put(push, true, false)
 			continue
-		case x, ok := <-slots:
-			if !ok {
-				out.c.Close()
-				return
-			}
-			s = x
 		}
 		reply := s.reply
 		broken := out.isBroken()
@@ -439,7 +436,7 @@ func (a *Agent) writeReplies(out *replyWriter, slots chan slot, push chan []byte
 			}
 		}
 		if !broken && (!s.silent || s.close) {
-			out.put(reply, len(slots) == 0 || s.close, s.close)
+			out.put(reply, last || s.close, s.close)
 		}
 		out.owed.Add(-1)
 	}
@@ -469,6 +466,13 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 			return slot{reply: a.block(st, name, args, d, forever)}
 		}
 	}
+	if name == "CONFIG" && strings.EqualFold(string(args[1]), "SET") {
+		rest, reply := a.ownConfigSet(args)
+		if reply != nil {
+			return slot{reply: reply}
+		}
+		args = rest
+	}
 	switch sp.Kind {
 	case rediscmd.Write:
 		if a.track.active.Load() {
@@ -479,7 +483,7 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 		}
 		return a.write(st, entry{replies: 1, payload: resp.AppendCommand(nil, args...), volatile: sp.Volatile})
 	case rediscmd.Read:
-		if readScripts[name] {
+		if readScripts[name] && a.fsm.scripts != nil {
 			// Through the log, as a write whose reply is this replica's, so
 			// this agent sees what the script calls (scriptstats.go).
 			return a.write(st, entry{replies: 1, payload: resp.AppendCommand(nil, args...), volatile: true})

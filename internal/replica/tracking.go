@@ -448,9 +448,7 @@ func (st *clientState) kickLocked() {
 			out := st.outbox
 			st.outbox = nil
 			st.trackState.mu.Unlock()
-			select {
-			case st.push <- out:
-			case <-st.written:
+			if !st.replies.push(out) {
 				return
 			}
 		}

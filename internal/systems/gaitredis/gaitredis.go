@@ -40,6 +40,8 @@ type Driver struct {
 	Fanout     int
 	WriteAll   bool
 	Durability string
+	// ScriptCommandStats is gait replica agent's --script-commandstats.
+	ScriptCommandStats bool
 	// Procs is each agent's --procs (how many threads run its Go code at
 	// once). 0 shares the machine's CPUs among the deployment's agents, at
 	// least one each: every host of a testbed is on this one machine, and
@@ -123,6 +125,9 @@ func (d *Driver) agentArgv(m *member, join string, members int) []string {
 	}
 	if d.WriteAll {
 		argv = append(argv, "--write-all")
+	}
+	if d.ScriptCommandStats {
+		argv = append(argv, "--script-commandstats")
 	}
 	if join == "" {
 		return append(argv, "--bootstrap")
