@@ -128,6 +128,9 @@ type javaClient struct {
 	// dataNodeHosts names the DataNodes' hosts by address, for what an
 	// op says it involved.
 	dataNodeHosts map[string]string
+	// drops counts the ops whose pipeline dropped each DataNode: the
+	// cluster's, kept across client JVMs.
+	drops *dropCounts
 
 	wmu sync.Mutex // guards w: channels write requests from their goroutines
 	w   *bufio.Writer
@@ -144,6 +147,7 @@ type javaClient struct {
 type answer struct {
 	data    []byte
 	touched []string // the DataNodes' addresses the op involved
+	dropped []string // those of them a pipeline recovery dropped (see involvement)
 	err     error
 }
 
@@ -247,8 +251,8 @@ func (jc *javaClient) readAnswers(r *bufio.Reader) error {
 			if err != nil || n < 0 {
 				return fmt.Errorf("bad answer %q", line)
 			}
-			if addrs != "" {
-				a.touched = strings.Split(addrs, ",")
+			if a.touched, a.dropped, err = involvement(addrs); err != nil {
+				return fmt.Errorf("bad answer %q: %w", line, err)
 			}
 			a.data = make([]byte, n)
 			if _, err := io.ReadFull(r, a.data); err != nil {
@@ -388,14 +392,22 @@ func (c *channel) transfer(ctx context.Context, op, path string, data []byte) ([
 	if err != nil {
 		return nil, err
 	}
-	for _, addr := range a.touched {
-		name, ok := c.jc.dataNodeHosts[addr]
+	c.touched = c.jc.hosts(a.touched)
+	c.jc.drops.add(c.jc.hosts(a.dropped))
+	return a.data, nil
+}
+
+// hosts names the hosts of the DataNodes at addrs.
+func (jc *javaClient) hosts(addrs []string) []string {
+	var out []string
+	for _, addr := range addrs {
+		name, ok := jc.dataNodeHosts[addr]
 		if !ok {
 			name = addr // not a DataNode gait started: kept, and left out by the engine
 		}
-		c.touched = append(c.touched, name)
+		out = append(out, name)
 	}
-	return a.data, nil
+	return out
 }
 
 // seed names the tardis stream of the file at path.

@@ -22,6 +22,7 @@ type Cluster struct {
 
 	clientMu sync.Mutex // guards client: started by the first Client call
 	client   *javaClient
+	drops    dropCounts
 }
 
 var _ systems.Cluster = (*Cluster)(nil)
@@ -113,6 +114,7 @@ func (c *Cluster) Client(host string) (load.Client, error) {
 			// a new JVM's channels go on from the last one's.
 			jc.chans.Store(c.client.chans.Load())
 		}
+		jc.drops = &c.drops
 		c.client = jc
 	}
 	return c.client.channel(), nil

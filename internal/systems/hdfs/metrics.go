@@ -75,8 +75,9 @@ const scrapes = 8
 
 // Metrics asks every daemon's /jmx, scrapes at a time, each within
 // jmxTimeout, and returns the attributes nameNodeMetrics and
-// dataNodeMetrics name, keyed "Attr{host=h}". A daemon that does not
-// answer adds nothing but its failure to the error.
+// dataNodeMetrics name, keyed "Attr{host=h}", and the client's
+// ClientPipelineDrops{host=h} of each DataNode (dropCounts). A daemon
+// that does not answer adds nothing but its failure to the error.
 func (c *Cluster) Metrics(ctx context.Context) (map[string]float64, error) {
 	slots := make(chan struct{}, scrapes)
 	out, err := systems.ScrapeAll(len(c.members), func(i int, vals map[string]float64) error {
@@ -101,6 +102,11 @@ func (c *Cluster) Metrics(ctx context.Context) (map[string]float64, error) {
 		}
 		return nil
 	})
+	var dns []string
+	for _, m := range c.members[1:] {
+		dns = append(dns, m.host.Name())
+	}
+	c.drops.report(dns, out)
 	if err != nil {
 		return out, fmt.Errorf("hdfs metrics: %w", err)
 	}

@@ -12,7 +12,9 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -30,6 +32,7 @@ import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.hdfs.DFSOutputStream;
 import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.PipelineWatch;
 import org.apache.hadoop.hdfs.client.HdfsDataInputStream;
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.HdfsConstants.DatanodeReportType;
@@ -54,10 +57,14 @@ import org.apache.hadoop.hdfs.protocol.HdfsConstants.DatanodeReportType;
  * replica on ADDR (a favored node).
  * An answer is "SEQ ok LEN\n" or "SEQ ok LEN ADDRS\n" and LEN bytes (what
  * a read read, else nothing) or "SEQ err MESSAGE\n", in the order the ops
- * end. ADDRS are the IP addresses of the DataNodes the op involved, joined
- * by commas: for create, write and append the pipelines of the blocks it
- * wrote (see written), for read those it read from (the client's current
- * DataNode after each buffer). gait times each request from its side.
+ * end. ADDRS say which DataNodes the op involved: groups of IP addresses
+ * joined by commas, the groups by semicolons. For create, write and
+ * append each pipeline its blocks went through, in order, as
+ * "BLOCKID:IPS" (gait tells a recovery's dropped DataNode from them),
+ * "x:IPS" for DataNodes excluded when setting a pipeline up, and the
+ * blocks' locations after close (see written); for read the DataNodes it
+ * read from (the client's current DataNode after each buffer). gait times
+ * each request from its side.
  *
  * Usage: Client hdfs://namenode:port
  */
@@ -118,54 +125,65 @@ public final class Client {
 
   private void answer(long id, Channel ch, String op, Path path, byte[] data) {
     byte[] result;
-    Set<String> touched = new TreeSet<>();
+    List<String> involved = new ArrayList<>();
     try {
-      result = run(ch, op, path, data, touched);
+      result = run(ch, op, path, data, involved);
     } catch (Throwable e) {
       String msg = (e.getClass().getSimpleName() + ": " + e.getMessage()).replace('\n', ' ');
       reply((id + " err " + msg + "\n").getBytes(StandardCharsets.UTF_8), null);
       return;
     }
-    String addrs = touched.isEmpty() ? "" : " " + String.join(",", touched);
+    String addrs = involved.isEmpty() ? "" : " " + String.join(";", involved);
     reply((id + " ok " + result.length + addrs + "\n").getBytes(StandardCharsets.UTF_8), result);
   }
 
   /**
-   * Writes data[off, off+len) to o, closes it, and adds to touched the
-   * addresses of the DataNodes its blocks' pipelines went through. The
-   * last block's pipeline is the client's own (getPipeline), taken after
-   * an hflush, when every byte has been acked through it and before close
-   * ends the block: one more round trip of an empty packet than close
-   * alone. The NameNode's locations of the file's blocks after close (one
-   * getBlockLocations) add the earlier blocks' DataNodes; they alone would
+   * Writes data[off, off+len) to o, closes it, and adds to involved what
+   * its blocks' pipelines went through: each pipeline a PipelineWatch saw
+   * while it wrote ("BLOCKID:IP,..."; a later one of the same block
+   * without a DataNode is a pipeline recovery that dropped it), the last
+   * one taken after an hflush, when every byte has been acked through it
+   * and before close ends the block (one more round trip of an empty
+   * packet than close alone); then the NameNode's locations of the
+   * file's blocks after close (one getBlockLocations), which alone would
    * not do, as the NameNode lists a replica only once its DataNode has
-   * reported it, which may come after close returns (a slow DataNode's
-   * report later still).
+   * reported it, which may come after close returns. An op that went
+   * through more than one pipeline (a recovery, or blocks of its own) is
+   * written to the client's log with them.
    */
   private static void written(FileSystem fs, Path path, FSDataOutputStream o, byte[] data, int off, int len,
-      Set<String> touched) throws IOException {
+      List<String> involved) throws IOException {
     long start;
-    try (o) {
-      start = o.getPos(); // an append's: the file's length before
-      o.write(data, off, len);
-      o.hflush();
-      DatanodeInfo[] pipe = ((DFSOutputStream) o.getWrappedStream()).getPipeline();
-      if (pipe != null) {
-        for (DatanodeInfo dn : pipe) {
-          touched.add(dn.getIpAddr());
-        }
+    PipelineWatch watch = new PipelineWatch((DFSOutputStream) o.getWrappedStream());
+    List<String> pipes;
+    try {
+      try (o) {
+        start = o.getPos(); // an append's: the file's length before
+        o.write(data, off, len);
+        o.hflush();
+        watch.now();
       }
+    } finally {
+      pipes = watch.stop();
     }
+    involved.addAll(pipes);
+    if (pipes.size() > 1) {
+      System.err.println("gait: " + path + " went through pipelines " + String.join(" ", pipes));
+    }
+    Set<String> at = new TreeSet<>();
     for (BlockLocation b : fs.getFileBlockLocations(path, start, len)) {
       for (String name : b.getNames()) { // IP:transfer port
-        touched.add(name.substring(0, name.lastIndexOf(':')));
+        at.add(name.substring(0, name.lastIndexOf(':')));
       }
+    }
+    if (!at.isEmpty()) {
+      involved.add(String.join(",", at));
     }
   }
 
   private static final byte[] NONE = new byte[0];
 
-  private byte[] run(Channel ch, String op, Path path, byte[] data, Set<String> touched) throws IOException {
+  private byte[] run(Channel ch, String op, Path path, byte[] data, List<String> involved) throws IOException {
     if (op.equals("close")) {
       closeQuietly(ch);
       ch.thread.shutdown();
@@ -177,7 +195,7 @@ public final class Client {
     FileSystem fs = ch.fs;
     switch (op) {
       case "create": // a new file: fails if it exists
-        written(fs, path, fs.create(path, false), data, 0, data.length, touched);
+        written(fs, path, fs.create(path, false), data, 0, data.length, involved);
         return NONE;
       case "write":
         // The file's content replaced as HDFS replaces a file atomically:
@@ -186,15 +204,16 @@ public final class Client {
         // writing the same key meanwhile would fail on it
         // (AlreadyBeingCreatedException) rather than queue behind it.
         Path tmp = new Path(path.getParent(), "." + path.getName() + ".c" + ch.id);
-        written(fs, tmp, fs.create(tmp, true), data, 0, data.length, touched);
+        written(fs, tmp, fs.create(tmp, true), data, 0, data.length, involved);
         ((DistributedFileSystem) fs).rename(tmp, path, Options.Rename.OVERWRITE);
         return NONE;
       case "append": // in a new block, so the file's block list grows by one
-        written(fs, path, fs.append(path, 4096, null, true), data, 0, data.length, touched);
+        written(fs, path, fs.append(path, 4096, null, true), data, 0, data.length, involved);
         return NONE;
       case "read":
         try (FSDataInputStream i = fs.open(path)) {
           ByteArrayOutputStream b = new ByteArrayOutputStream();
+          Set<String> touched = new TreeSet<>();
           byte[] buf = new byte[1 << 16];
           for (int n; (n = i.read(buf)) > 0; ) {
             b.write(buf, 0, n);
@@ -202,6 +221,9 @@ public final class Client {
             if (dn != null) {
               touched.add(dn.getIpAddr());
             }
+          }
+          if (!touched.isEmpty()) {
+            involved.add(String.join(",", touched));
           }
           return b.toByteArray();
         }
