@@ -97,6 +97,14 @@ const (
 	strongShorten = 4
 )
 
+// probeStrongFloor is the probe's strong line, above strongFactor times
+// its floor: on a machine at load average 12 to 16 (2 cores), healthy
+// replicas' probes took 31 to 40 ms against medians of 1.7 to 8.8 ms,
+// about one period of the kernel's scheduler with a dozen runnable tasks,
+// and set off 3 handovers in 18 minutes; links limping at 10x took 72 to
+// 172 ms. Between the two, a probe is marked after the full Hold.
+const probeStrongFloor = 60 * time.Millisecond
+
 // netLimpFloor is the smallest round trip to the nearest peer that counts as
 // a limping link, at Factor times the median; on a LAN or between
 // namespaces a healthy one is well under a millisecond, and a few
@@ -672,7 +680,7 @@ func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 		// lags and least appends of a second came and went on every replica
 		// of a machine at load average 130 to 250, so far past their
 		// thresholds says little there.
-		strongNow := slowP75(strongFactor) || slow(probe, strongFactor*probeLimpFloor, medianProbe, strongFactor*sideFactor)
+		strongNow := slowP75(strongFactor) || slow(probe, probeStrongFloor, medianProbe, strongFactor*sideFactor)
 		healed := !r.stopped && r.lag < cfg.Floor/2 && fine(appendTime, appendLimpFloor, medianAppend, sideFactor) &&
 			fine(net, netLimpFloor, medianNet, cfg.Factor) && fine(probe, probeLimpFloor, medianProbe, sideFactor) &&
 			(alone && p75 < diskAloneFloor/2 || !alone && (medianP75 == 0 || fine(p75, diskP75Floor, medianP75, sideFactor)))
