@@ -97,13 +97,27 @@ const (
 	strongShorten = 4
 )
 
-// probeStrongFloor is the probe's strong line, above strongFactor times
-// its floor: on a machine at load average 12 to 16 (2 cores), healthy
-// replicas' probes took 31 to 40 ms against medians of 1.7 to 8.8 ms,
-// about one period of the kernel's scheduler with a dozen runnable tasks,
-// and set off 3 handovers in 18 minutes; links limping at 10x took 72 to
-// 172 ms. Between the two, a probe is marked after the full Hold.
+// probeStrongFloor is the probe's strong line on its own. Between
+// strongFactor times probeLimpFloor and it, a probe is strong only when
+// the replica's small round trips to its nearest peer are also sideFactor
+// times its peers': on a machine at load average 12 to 16 (2 cores),
+// healthy replicas' probes took 31 to 40 ms against medians of 1.7 to
+// 8.8 ms (about one period of the kernel's scheduler with a dozen runnable
+// tasks) and set off 3 handovers in 18 minutes, while their round trips
+// were 0.8 to 1.8 times their peers' (a busy machine slows every replica
+// alike); a leader limping at 10x took 60 to 98 ms (CPU) and 72 to 172 ms
+// (link), its round trips 4 to 50 times its peers'.
 const probeStrongFloor = 60 * time.Millisecond
+
+// slowProbeStrong tells a probe strongFactor past its line: on its own past
+// probeStrongFloor, or past twice probeLimpFloor with the round trips slow
+// too (probeStrongFloor).
+func slowProbeStrong(probe, medianProbe, net, medianNet time.Duration) bool {
+	if probe <= strongFactor*probeLimpFloor || float64(probe) <= strongFactor*sideFactor*float64(medianProbe) {
+		return false
+	}
+	return probe > probeStrongFloor || medianNet > 0 && float64(net) > sideFactor*float64(medianNet)
+}
 
 // netLimpFloor is the smallest round trip to the nearest peer that counts as
 // a limping link, at Factor times the median; on a LAN or between
@@ -680,7 +694,7 @@ func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 		// lags and least appends of a second came and went on every replica
 		// of a machine at load average 130 to 250, so far past their
 		// thresholds says little there.
-		strongNow := slowP75(strongFactor) || slow(probe, probeStrongFloor, medianProbe, strongFactor*sideFactor)
+		strongNow := slowP75(strongFactor) || slowProbeStrong(probe, medianProbe, net, medianNet)
 		healed := !r.stopped && r.lag < cfg.Floor/2 && fine(appendTime, appendLimpFloor, medianAppend, sideFactor) &&
 			fine(net, netLimpFloor, medianNet, cfg.Factor) && fine(probe, probeLimpFloor, medianProbe, sideFactor) &&
 			(alone && p75 < diskAloneFloor/2 || !alone && (medianP75 == 0 || fine(p75, diskP75Floor, medianP75, sideFactor)))

@@ -315,16 +315,18 @@ func TestModestLeaderLimp(t *testing.T) {
 		name       string
 		probe      bool    // a's probe, else its log append, is slow
 		slow, dips float64 // a's time when slow and during a dip
+		slowNet    bool    // a's nearest peer 4 times its peers' while slow
 		wantMark   int     // the tick a is marked at; 0: never
 	}{
-		{"link 10x", true, 0.028, 0.012, 20},
-		{"link 10x behind appends", true, 0.08, 0.012, 9}, // strong: a quarter of Hold after a dip
+		{"link 10x", true, 0.028, 0.012, false, 20},
+		{"link 10x behind appends", true, 0.08, 0.012, false, 9}, // strong: a quarter of Hold after a dip
 		// the scheduler's period on a machine at load average 12 to 16:
 		// slow, not strong, so only a full Hold of it marks
-		{"busy machine, probes late", true, 0.038, 0.012, 20},
-		{"disk 10x", false, 0.008, 0.005, 20},
-		{"busy machine, link", true, 0.006, 0.006, 0},
-		{"busy machine, disk", false, 0.0055, 0.0055, 0},
+		{"busy machine, probes late", true, 0.038, 0.012, false, 20},
+		{"CPU 10x, probes and round trips late", true, 0.045, 0.012, true, 9},
+		{"disk 10x", false, 0.008, 0.005, false, 20},
+		{"busy machine, link", true, 0.006, 0.006, false, 0},
+		{"busy machine, disk", false, 0.0055, 0.0055, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := heldTracker()
@@ -342,6 +344,9 @@ func TestModestLeaderLimp(t *testing.T) {
 						ProbeSecs: 3.6 * x / 1000, AppendSecs: 3 * x / 1000}
 					if id == "a" && tc.probe {
 						st.ProbeSecs = a
+					}
+					if id == "a" && tc.slowNet && a == tc.slow {
+						st.NetSecs = 0.004
 					}
 					if id == "a" && !tc.probe {
 						st.AppendSecs = a
