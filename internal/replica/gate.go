@@ -69,12 +69,11 @@ func (g *gate) answered() {
 		g.mu.Unlock()
 		return
 	}
+	// The group's clients are back once as many more writes are held as it
+	// had (last is at least 1, so this never holds already: add or the
+	// timer sends).
 	g.expect = len(g.held) + g.last
-	if len(g.held) == 0 || len(g.held) < g.expect {
-		g.mu.Unlock()
-		return
-	}
-	g.send()
+	g.mu.Unlock()
 }
 
 func (g *gate) expire() {
