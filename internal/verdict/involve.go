@@ -29,7 +29,10 @@ type Key struct {
 // some requests of an operation reported what they touched, that is what
 // tells involved from not: every HDFS request is sent to the NameNode,
 // and only its pipeline says whether it met the limping DataNode (its
-// group is named "NODE, through the MEMBER"). A
+// group is named "NODE, through the MEMBER"). A request cut at its
+// timeout is placed by what its client says it was waiting on when cut
+// (an HDFS create stuck in a pipeline through the limping DataNode is
+// involved), its latency the timeout, a bound below its real one. A
 // request of such an operation that reported nothing (it failed before
 // its client could say) cannot be placed, and is counted in unplaced
 // rather than guessed.

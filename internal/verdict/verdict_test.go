@@ -245,6 +245,53 @@ func TestTallyPipelines(t *testing.T) {
 	}
 }
 
+// Creates cut at the timeout (F6 at 1000x: a create through the limping
+// DataNode needs longer than the workload's 3 minutes) are placed by the
+// pipeline they were waiting on when cut, and count with the timeout as
+// their latency: with them, one create that finished is not the group's
+// only request. A create cut before its client met any DataNode stays
+// unplaced.
+func TestTallyTimeouts(t *testing.T) {
+	limps := func(m string) bool { return strings.Contains(m, "fault") }
+	never := func(string) bool { return false }
+	nn := "namenode, clients"
+	with := []string{"datanode 1", "datanode 3", "datanode 5, fault"}
+	without := []string{"datanode 1", "datanode 2", "datanode 4"}
+	base := map[Key]Latency{}
+	var reqs []Request
+	for range 40 {
+		reqs = append(reqs, Request{Op: "create", Node: nn, Touched: with, Latency: 1.4},
+			Request{Op: "create", Node: nn, Touched: without, Latency: 1.4})
+	}
+	Tally(base, reqs, limps, never)
+	now := map[Key]Latency{}
+	unplaced := Tally(now, []Request{
+		{Op: "create", Node: nn, Touched: with, Latency: 162},
+		{Op: "create", Node: nn, Touched: with, Latency: 180}, // cut at the timeout
+		{Op: "create", Node: nn, Touched: with, Latency: 180},
+		{Op: "create", Node: nn, Touched: []string{"datanode 5, fault"}, Latency: 180}, // cut in its first pipeline's setup
+		{Op: "create", Node: nn, Latency: 180},                                         // cut before any pipeline
+	}, limps, never)
+	if unplaced != 1 {
+		t.Errorf("%d unplaced, want the 1 cut before it met a DataNode", unplaced)
+	}
+	through := Key{Op: "create", Node: nn + ", through the datanode 5, fault", Involved: true}
+	if got := meanOf(now[through]); got.N != 4 || got.Mean != (162+3*180)/4.0 {
+		t.Errorf("through the limping DataNode: %+v, want the finished create and the 3 cut while waiting on it", got)
+	}
+	in := Input{BaseThroughput: 2.9, Throughput: 0.02}
+	for k, l := range now {
+		in.Groups = append(in.Groups, Group{Op: k.Op, Node: k.Node, Involved: k.Involved, Base: meanOf(base[k]), Now: meanOf(l)})
+	}
+	v := Judge(in, Defaults())
+	if !slices.Equal(v.Marks(), []string{"OL", "CL"}) {
+		t.Errorf("marks %v, want OL and CL: %+v", v.Marks(), v)
+	}
+	if !strings.Contains(v.Operation.Why, "through the datanode 5, fault: mean 176s against 1.4s") {
+		t.Errorf("operation: %s", v.Operation.Why)
+	}
+}
+
 func meanOf(sum Latency) Latency {
 	if sum.N > 0 {
 		sum.Mean /= float64(sum.N)

@@ -138,8 +138,12 @@ type javaClient struct {
 
 	mu      sync.Mutex
 	pending map[uint64]chan answer
-	err     error         // why the JVM stopped answering, once it has
-	done    chan struct{} // closed once the JVM has exited
+	// seen holds the groups of what a pending op involved so far (its
+	// pipelines, the DataNodes it read from), as the JVM says them while
+	// the op runs: what an op cut at its timeout was waiting on.
+	seen map[uint64][]string
+	err  error         // why the JVM stopped answering, once it has
+	done chan struct{} // closed once the JVM has exited
 
 	seq, chans atomic.Uint64
 }
@@ -205,7 +209,7 @@ func startClient(d *Driver, nn systems.Host, dns []systems.Host) (*javaClient, e
 	}
 	jc := &javaClient{cmd: cmd, log: logPath, replication: min(d.Replication, dataNodes), dataNodes: dataNodes,
 		exclude: excludeFile(nn), decommissioned: hostPort(dns[0].Address(), dnXferPort),
-		d: d, secondary: dns[len(dns)-1], first: dns[0], nameDir: filepath.Join(site["dfs.namenode.name.dir"], "current"), w: bufio.NewWriterSize(stdin, 1<<16), in: stdin, pending: map[uint64]chan answer{}, done: make(chan struct{})}
+		d: d, secondary: dns[len(dns)-1], first: dns[0], nameDir: filepath.Join(site["dfs.namenode.name.dir"], "current"), w: bufio.NewWriterSize(stdin, 1<<16), in: stdin, pending: map[uint64]chan answer{}, seen: map[uint64][]string{}, done: make(chan struct{})}
 	jc.dataNodeHosts = map[string]string{}
 	for _, h := range dns {
 		jc.dataNodeHosts[h.Address()] = h.Name()
@@ -245,6 +249,16 @@ func (jc *javaClient) readAnswers(r *bufio.Reader) error {
 		}
 		var a answer
 		switch f[1] {
+		case "pipe":
+			if _, _, err := involvement(f[2]); err != nil {
+				return fmt.Errorf("bad answer %q: %w", line, err)
+			}
+			jc.mu.Lock()
+			if _, ok := jc.pending[seq]; ok {
+				jc.seen[seq] = append(jc.seen[seq], f[2])
+			}
+			jc.mu.Unlock()
+			continue
 		case "ok":
 			size, addrs, _ := strings.Cut(f[2], " ")
 			n, err := strconv.Atoi(size)
@@ -266,6 +280,7 @@ func (jc *javaClient) readAnswers(r *bufio.Reader) error {
 		jc.mu.Lock()
 		ch := jc.pending[seq]
 		delete(jc.pending, seq)
+		delete(jc.seen, seq)
 		jc.mu.Unlock()
 		if ch != nil {
 			ch <- a
@@ -287,6 +302,8 @@ func (jc *javaClient) call(ctx context.Context, ch uint64, op, path string, data
 }
 
 // ask is call with the whole answer: the DataNodes the op involved too.
+// When ctx ends first, the answer holds what the op involved until then
+// (which pipelines it was waiting on), with ctx's error.
 func (jc *javaClient) ask(ctx context.Context, ch uint64, op, path string, data []byte) (answer, error) {
 	seq := jc.seq.Add(1)
 	wait := make(chan answer, 1)
@@ -320,9 +337,14 @@ func (jc *javaClient) ask(ctx context.Context, ch uint64, op, path string, data 
 		return a, nil
 	case <-ctx.Done():
 		jc.mu.Lock()
+		seen := jc.seen[seq]
 		delete(jc.pending, seq)
+		delete(jc.seen, seq)
 		jc.mu.Unlock()
-		return answer{}, fmt.Errorf("hdfs %s %s: %w", op, path, ctx.Err())
+		var a answer
+		// Each group passed involvement's check as it came.
+		a.touched, a.dropped, _ = involvement(strings.Join(seen, ";"))
+		return a, fmt.Errorf("hdfs %s %s: %w", op, path, ctx.Err())
 	}
 }
 
@@ -370,8 +392,9 @@ type channel struct {
 	n    int    // names created so far, for unique names
 	data []byte // the last generated data, reused while its path's seed is the same
 	// touched names the hosts of the DataNodes the last op involved: the
-	// pipelines of a create, write or append, where a read read from. Nil
-	// after any other op, and after one that got no answer.
+	// pipelines of a create, write or append, where a read read from (of
+	// one cut at its timeout, those it had met by then). Nil after any
+	// other op, and after one that failed before it met a DataNode.
 	touched []string
 }
 
@@ -389,12 +412,10 @@ func (c *channel) Involved() []string { return c.touched }
 // hosts it involved.
 func (c *channel) transfer(ctx context.Context, op, path string, data []byte) ([]byte, error) {
 	a, err := c.jc.ask(ctx, c.id, op, path, data)
-	if err != nil {
-		return nil, err
-	}
+	// An op cut at its timeout involved what it was waiting on.
 	c.touched = c.jc.hosts(a.touched)
 	c.jc.drops.add(c.jc.hosts(a.dropped))
-	return a.data, nil
+	return a.data, err
 }
 
 // hosts names the hosts of the DataNodes at addrs.

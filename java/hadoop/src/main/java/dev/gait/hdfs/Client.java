@@ -20,6 +20,7 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.function.Consumer;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.BlockLocation;
@@ -63,7 +64,11 @@ import org.apache.hadoop.hdfs.protocol.HdfsConstants.DatanodeReportType;
  * "BLOCKID:IPS" (gait tells a recovery's dropped DataNode from them),
  * "x:IPS" for DataNodes excluded when setting a pipeline up, and the
  * blocks' locations after close (see written); for read the DataNodes it
- * read from (the client's current DataNode after each buffer). gait times
+ * read from (the client's current DataNode after each buffer). While a
+ * create, write, append or read runs, "SEQ pipe GROUP\n" says each new
+ * group as it is seen (a pipeline "BLOCKID:IPS", a DataNode read from), so
+ * that an op gait gives up on at its timeout, which it then answers too
+ * late, is still known by the DataNodes it was waiting on. gait times
  * each request from its side.
  *
  * Usage: Client hdfs://namenode:port
@@ -126,8 +131,9 @@ public final class Client {
   private void answer(long id, Channel ch, String op, Path path, byte[] data) {
     byte[] result;
     List<String> involved = new ArrayList<>();
+    Consumer<String> seenNow = g -> reply((id + " pipe " + g + "\n").getBytes(StandardCharsets.UTF_8), null);
     try {
-      result = run(ch, op, path, data, involved);
+      result = run(ch, op, path, data, involved, seenNow);
     } catch (Throwable e) {
       String msg = (e.getClass().getSimpleName() + ": " + e.getMessage()).replace('\n', ' ');
       reply((id + " err " + msg + "\n").getBytes(StandardCharsets.UTF_8), null);
@@ -152,9 +158,9 @@ public final class Client {
    * written to the client's log with them.
    */
   private static void written(FileSystem fs, Path path, FSDataOutputStream o, byte[] data, int off, int len,
-      List<String> involved) throws IOException {
+      List<String> involved, Consumer<String> seenNow) throws IOException {
     long start;
-    PipelineWatch watch = new PipelineWatch((DFSOutputStream) o.getWrappedStream());
+    PipelineWatch watch = new PipelineWatch((DFSOutputStream) o.getWrappedStream(), seenNow);
     List<String> pipes;
     try {
       try (o) {
@@ -183,7 +189,8 @@ public final class Client {
 
   private static final byte[] NONE = new byte[0];
 
-  private byte[] run(Channel ch, String op, Path path, byte[] data, List<String> involved) throws IOException {
+  private byte[] run(Channel ch, String op, Path path, byte[] data, List<String> involved,
+      Consumer<String> seenNow) throws IOException {
     if (op.equals("close")) {
       closeQuietly(ch);
       ch.thread.shutdown();
@@ -195,7 +202,7 @@ public final class Client {
     FileSystem fs = ch.fs;
     switch (op) {
       case "create": // a new file: fails if it exists
-        written(fs, path, fs.create(path, false), data, 0, data.length, involved);
+        written(fs, path, fs.create(path, false), data, 0, data.length, involved, seenNow);
         return NONE;
       case "write":
         // The file's content replaced as HDFS replaces a file atomically:
@@ -204,11 +211,11 @@ public final class Client {
         // writing the same key meanwhile would fail on it
         // (AlreadyBeingCreatedException) rather than queue behind it.
         Path tmp = new Path(path.getParent(), "." + path.getName() + ".c" + ch.id);
-        written(fs, tmp, fs.create(tmp, true), data, 0, data.length, involved);
+        written(fs, tmp, fs.create(tmp, true), data, 0, data.length, involved, seenNow);
         ((DistributedFileSystem) fs).rename(tmp, path, Options.Rename.OVERWRITE);
         return NONE;
       case "append": // in a new block, so the file's block list grows by one
-        written(fs, path, fs.append(path, 4096, null, true), data, 0, data.length, involved);
+        written(fs, path, fs.append(path, 4096, null, true), data, 0, data.length, involved, seenNow);
         return NONE;
       case "read":
         try (FSDataInputStream i = fs.open(path)) {
@@ -218,8 +225,8 @@ public final class Client {
           for (int n; (n = i.read(buf)) > 0; ) {
             b.write(buf, 0, n);
             DatanodeInfo dn = ((HdfsDataInputStream) i).getCurrentDatanode();
-            if (dn != null) {
-              touched.add(dn.getIpAddr());
+            if (dn != null && touched.add(dn.getIpAddr())) {
+              seenNow.accept(dn.getIpAddr());
             }
           }
           if (!touched.isEmpty()) {

@@ -6,6 +6,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
 import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
@@ -21,6 +22,10 @@ import org.apache.hadoop.hdfs.protocol.ExtendedBlock;
  * close hold while they wait for the pipeline. This class is in HDFS's
  * package only to read the streamer's nodes and block, which are
  * package-private; it changes nothing.
+ *
+ * Each new pipeline is also handed to a listener as it is seen, so that
+ * an op cut at gait's timeout, which never answers with its pipelines,
+ * still says which DataNodes it was waiting on.
  */
 public final class PipelineWatch {
   private static final ScheduledExecutorService POLL = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -32,10 +37,13 @@ public final class PipelineWatch {
   private final DataStreamer streamer;
   private final List<String> seen = new ArrayList<>();
   private final ScheduledFuture<?> task;
+  private final Consumer<String> seenNow;
   private String last;
 
-  public PipelineWatch(DFSOutputStream out) {
+  /** Watches out's pipelines; seenNow is told each new one, "BLOCKID:IP,IP,...". */
+  public PipelineWatch(DFSOutputStream out, Consumer<String> seenNow) {
     streamer = out.getStreamer();
+    this.seenNow = seenNow;
     task = POLL.scheduleAtFixedRate(this::look, 0, 10, TimeUnit.MILLISECONDS);
   }
 
@@ -53,6 +61,7 @@ public final class PipelineWatch {
     if (!s.equals(last)) {
       seen.add(s);
       last = s;
+      seenNow.accept(s);
     }
   }
 
