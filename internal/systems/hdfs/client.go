@@ -61,11 +61,16 @@ import (
 //	        it says the cluster is balanced: F10. With datanode_capacity
 //	        small, the new file is an imbalance. Balancings of a cluster
 //	        run one at a time (HDFS refuses a second balancer).
+//	regenerate  the last DataNode dies (stopped) and the NameNode
+//	        re-replicates its blocks from the survivors; the op ends once
+//	        the NameNode has no block short of replicas and the DataNode is
+//	        back (see Cluster.regenerate): F8. Regenerations of a cluster
+//	        run one at a time.
 //
 // The data is tardis's synthetic stream named by the file's path, from
 // offset 0: gait generates it and hands it to the Java client, so what the
 // DataNodes store is what gait's emulating file system recognises.
-var Ops = []string{"create", "write", "read", "append", "mkdir", "stat", "setrep", "decommission", "checkpoint", "balance"}
+var Ops = []string{"create", "write", "read", "append", "mkdir", "stat", "setrep", "decommission", "checkpoint", "balance", "regenerate"}
 
 const (
 	opCreate = iota
@@ -78,6 +83,7 @@ const (
 	opDecommission
 	opCheckpoint
 	opBalance
+	opRegenerate
 )
 
 // The directories the operations work in.
@@ -131,6 +137,8 @@ type javaClient struct {
 	// drops counts the ops whose pipeline dropped each DataNode: the
 	// cluster's, kept across client JVMs.
 	drops *dropCounts
+	// cluster runs the ops that stop and resume its daemons.
+	cluster *Cluster
 
 	wmu sync.Mutex // guards w: channels write requests from their goroutines
 	w   *bufio.Writer
@@ -492,6 +500,8 @@ func (c *channel) Do(ctx context.Context, op load.Op) error {
 		c.n++
 		p := fmt.Sprintf("%s/c%d-%d", BalanceDir, c.id, c.n)
 		return c.balance(ctx, p, c.content(p, len(op.Value)))
+	case opRegenerate:
+		return c.jc.cluster.regenerate(ctx)
 	case opMkdir:
 		c.n++
 		_, err := c.jc.call(ctx, c.id, "mkdir", fmt.Sprintf("%s/c%d-%d", DirsDir, c.id, c.n), nil)

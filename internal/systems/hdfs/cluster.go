@@ -23,6 +23,7 @@ type Cluster struct {
 	clientMu sync.Mutex // guards client: started by the first Client call
 	client   *javaClient
 	drops    dropCounts
+	regenMu  sync.Mutex // makes regenerations run one at a time
 }
 
 var _ systems.Cluster = (*Cluster)(nil)
@@ -115,6 +116,7 @@ func (c *Cluster) Client(host string) (load.Client, error) {
 			jc.chans.Store(c.client.chans.Load())
 		}
 		jc.drops = &c.drops
+		jc.cluster = c
 		c.client = jc
 	}
 	return c.client.channel(), nil

@@ -49,6 +49,10 @@ type Driver struct {
 	// leaves the whole file system, which every DataNode of a testbed
 	// shares, so no few-MiB difference between them is an imbalance.
 	DataNodeCapacity int64
+	// DeadAfter is how long the NameNode hears nothing from a DataNode
+	// before it declares it dead: 2 x the heartbeat recheck interval + 10
+	// heartbeats of 1 s. More than 10 s.
+	DeadAfter time.Duration
 	// Conf is added to hdfs-site.xml last, overriding the driver's values.
 	Conf         map[string]string
 	StartTimeout time.Duration // until every DataNode has registered
@@ -108,6 +112,7 @@ func New() *Driver {
 		},
 		Handlers:     10,
 		Replication:  3,
+		DeadAfter:    30 * time.Second,
 		StartTimeout: 90 * time.Second,
 	}
 }
@@ -195,10 +200,11 @@ func (d *Driver) conf(h, nn systems.Host, dns int) map[string]string {
 		// Testbed addresses have no reverse DNS.
 		"dfs.namenode.datanode.registration.ip-hostname-check": "false",
 		"dfs.namenode.lock.detailed-metrics.enabled":           "true",
-		// A DataNode is declared dead after 2*recheck + 10*heartbeat = 30 s
-		// rather than 10.5 min, so that regeneration rows finish.
+		// A DataNode is declared dead after 2*recheck + 10*heartbeat
+		// (DeadAfter, 30 s by default) rather than 10.5 min, so that
+		// regeneration rows finish.
 		"dfs.heartbeat.interval":                   "1",
-		"dfs.namenode.heartbeat.recheck-interval":  "10000",
+		"dfs.namenode.heartbeat.recheck-interval":  strconv.FormatInt((d.DeadAfter-heartbeats).Milliseconds()/2, 10),
 		"dfs.permissions.enabled":                  "false",
 		"dfs.namenode.redundancy.interval.seconds": "1",
 		// Decommissioning (the decommission op) is through this file,

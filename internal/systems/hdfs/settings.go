@@ -3,6 +3,7 @@ package hdfs
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/systems"
@@ -19,6 +20,10 @@ const (
 	checksumChunk = 512
 	// minCapacity is the least datanode_capacity: a few 1 MiB blocks.
 	minCapacity = 16 << 20
+	// heartbeats is how long ten of the DataNodes' heartbeats take
+	// (dfs.heartbeat.interval, 1 s): the part of the NameNode's dead
+	// interval that dead_after cannot shorten.
+	heartbeats = 10 * time.Second
 )
 
 // Settings a scenario's config: block may give hdfs: the knobs of the
@@ -58,6 +63,12 @@ var Settings = []systems.Setting{
 		}
 		return nil
 	}},
+	{Name: "dead_after", Values: "how long the NameNode hears nothing from a DataNode before it declares it dead and re-replicates its blocks, like 12s: 2 x dfs.namenode.heartbeat.recheck-interval + 10 heartbeats of 1 s, so more than 10s; the driver's default is 30s, Hadoop's 10m30s", Check: func(v string, _ int) error {
+		if d, err := time.ParseDuration(v); err != nil || d <= heartbeats {
+			return fmt.Errorf("%q: want a duration over %v (ten heartbeats)", v, heartbeats)
+		}
+		return nil
+	}},
 	{Name: "replication", Values: "dfs.replication: copies of each block, 1 to the number of DataNodes", Check: func(v string, nodes int) error {
 		n, err := strconv.Atoi(v)
 		switch {
@@ -86,6 +97,8 @@ func (d *Driver) Configure(settings map[string]string) error {
 			d.DataNodeCapacity, err = load.ParseSize(v)
 		case "replication":
 			d.Replication, err = strconv.Atoi(v)
+		case "dead_after":
+			d.DeadAfter, err = time.ParseDuration(v)
 		default:
 			err = fmt.Errorf("unknown setting %q", k)
 		}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"net"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/gait-dev/gait/internal/systems"
@@ -78,6 +79,10 @@ var _ systems.Process = proc{}
 func (a proc) Pid() int     { return a.p.Pid() }
 func (a proc) Stop() error  { return a.p.Stop(StopGrace) }
 func (a proc) Exited() bool { return !a.p.Running() }
+
+// Signal sends sig to the process and what it forked (HDFS's regenerate
+// op stops a DataNode and resumes it).
+func (a proc) Signal(sig syscall.Signal) error { return a.p.Signal(sig) }
 
 // Restart starts the exited process again in place, as the testbed's own
 // crash recovery does: a second process for the same server would be
