@@ -10,6 +10,12 @@
 #     file fsynced (`sync FILE`) inside the timing;
 #   - the same through a second mount with --write-back (the kernel's
 #     write-back cache), as a peer, unless WRITEBACK=0;
+#   - with BENCH (a test binary of internal/limpfs, `go test -c`), its
+#     BenchmarkEmulateWrite beside them in each round, by 1 and by 4
+#     writers: the same bytes copied into memory (memcpy), the raw disk
+#     with O_DIRECT, a FUSE file system that does nothing with its writes
+#     (the ceiling of any FUSE file system here) and an emulating mount,
+#     each writer generating its bytes in process;
 #   - the store's compression ratio (`gait emulate stats`);
 #   - LITERAL bytes of random data (incompressible: the store keeps them
 #     as they are) through a fresh mount, fsync included, as the control
@@ -33,7 +39,7 @@
 #        1GiB), WRITERS (default 2), ROUNDS (default 2), SIZES (default
 #        "64KiB 1MiB"), WRITEBACK (default 1), LITERAL (default 512MiB,
 #        0 for none), RAW_LIMIT (default none: 100MB/s, 100MiB/s or bytes
-#        per second)
+#        per second), BENCH (default none), BENCHTIME (default 2s)
 set -euo pipefail
 
 GAIT=${GAIT:-gait}
@@ -46,6 +52,8 @@ SIZES=${SIZES:-64KiB 1MiB}
 WRITEBACK=${WRITEBACK:-1}
 LITERAL=${LITERAL:-512MiB}
 RAW_LIMIT=${RAW_LIMIT:-}
+BENCH=${BENCH:-}
+BENCHTIME=${BENCHTIME:-2s}
 
 bytes() { # 2GiB -> 2147483648
 	local n=${1%%[KMG]iB} u=${1##*[0-9]}
@@ -173,6 +181,29 @@ write_null() {
 	rate $((size_bytes * n)) "$t0" "$t1"
 }
 
+# ceiling WS: BenchmarkEmulateWrite's peers for writes of WS, 1 and 4
+# writers, on the disk under DIR (its temporary directories there), one
+# line of MB/s.
+ceiling() {
+	local kib=$(($(bytes "$1") >> 10)) out
+	out=$(cd "$DIR" && TMPDIR=$DIR "$BENCH" -test.run '^$' -test.benchtime "$BENCHTIME" \
+		-test.bench "EmulateWrite/^(memcpy|raw-disk-odirect|null-fuse|emulating)\$/^${kib}KiB(-x4)?\$")
+	echo "$out" | awk -v ws="$1" '
+		/^BenchmarkEmulateWrite\// {
+			split($1, n, "/"); sub(/-[0-9]+$/, "", n[3]); w = n[3] ~ /x4/ ? "x4" : "x1"
+			for (i = 2; i < NF; i++) if ($(i + 1) == "MB/s") r[n[2] "," w] = $i
+		}
+		END {
+			printf "  in process, %s writes (MB/s, 1 writer / 4):", ws
+			split("memcpy raw-disk-odirect null-fuse emulating", t, " ")
+			for (k = 1; k <= 4; k++) printf " %s %.0f / %.0f |", t[k], r[t[k] ",x1"], r[t[k] ",x4"]
+			printf " null vs raw %.1fx / %.1fx, emulating vs raw %.1fx / %.1fx, emulating vs null %.2f / %.2f\n",
+				r["null-fuse,x1"] / r["raw-disk-odirect,x1"], r["null-fuse,x4"] / r["raw-disk-odirect,x4"],
+				r["emulating,x1"] / r["raw-disk-odirect,x1"], r["emulating,x4"] / r["raw-disk-odirect,x4"],
+				r["emulating,x1"] / r["null-fuse,x1"], r["emulating,x4"] / r["null-fuse,x4"]
+		}'
+}
+
 echo "file system of $DIR: $(df -T "$DIR" | awk 'NR == 2 { print $1, $2 }'); $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%H:%M) UTC"
 [ -n "$RAW_LIMIT" ] && echo "disk writes limited to $RAW_LIMIT for every process of this script: $limit_how"
 echo "raw: dd if=/dev/zero oflag=direct, $RAW; emulated: gait emulate gen --write-size WS > FILE; sync FILE, $SIZE per writer"
@@ -203,6 +234,7 @@ for round in $(seq "$ROUNDS"); do
 			line+=$(printf " | %s: 1 writer %s (%s), %d writers %s (%s)" "$label" "$(mbs "$one")" "$(times "$one" "$raw")" "$WRITERS" "$(mbs "$par")" "$(times "$par" "$raw")")
 		done
 		echo "$line"
+		[ -z "$BENCH" ] || ceiling "$ws"
 	done
 done
 if command -v fio >/dev/null; then
