@@ -399,10 +399,11 @@ type channel struct {
 	id   uint64
 	n    int    // names created so far, for unique names
 	data []byte // the last generated data, reused while its path's seed is the same
-	// touched names the hosts of the DataNodes the last op involved: the
-	// pipelines of a create, write or append, where a read read from (of
-	// one cut at its timeout, those it had met by then). Nil after any
-	// other op, and after one that failed before it met a DataNode.
+	// touched names the hosts the last op involved beyond the NameNode:
+	// the DataNodes of a create's, write's or append's pipelines, where a
+	// read read from (of one cut at its timeout, those it had met by
+	// then), the host a checkpoint ran on. Nil after any other op, and
+	// after one that failed before it met any.
 	touched []string
 }
 
@@ -495,6 +496,9 @@ func (c *channel) Do(ctx context.Context, op load.Op) error {
 				return err
 			}
 		}
+		// The checkpoint runs on the Secondary's host, whose disk it
+		// reads and writes: an op cut there involved it too.
+		c.touched = []string{c.jc.secondary.Name()}
 		return c.jc.checkpoint(ctx)
 	case opBalance:
 		c.n++
