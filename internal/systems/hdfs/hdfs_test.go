@@ -232,6 +232,9 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("checkpoint: %v", err)
 	}
 	t.Logf("checkpoint (%d mkdirs, then a Secondary NameNode's run) in %v", checkpointTxns, time.Since(t0).Round(time.Millisecond))
+	if got := b.(load.Involver).Involved(); !slices.Equal(got, []string{hosts[len(hosts)-1].Name()}) {
+		t.Errorf("a checkpoint involved %v, want the Secondary's host %s", got, hosts[len(hosts)-1].Name())
+	}
 	secondary := filepath.Join(dir(hosts[len(hosts)-1]), "tmp", "dfs", "namesecondary")
 	images, _ := filepath.Glob(filepath.Join(secondary, "current", "fsimage_*"))
 	if len(images) == 0 {
@@ -242,6 +245,65 @@ func TestCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkStores(t, c, tb, a)
+}
+
+// TestRegenerate runs F8's op on a NameNode and four DataNodes with
+// replication 3: the last DataNode dies, and the op ends once the
+// NameNode has copied every block it held to the other three and it is
+// back; the survivors' metrics say they copied them.
+func TestRegenerate(t *testing.T) {
+	d := driver(t)
+	d.DeadAfter = 11 * time.Second
+	c, hosts := start(t, d, 5)
+	ctx := context.Background()
+	cl, err := c.Client(hosts[0].Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, k := range []string{"k1", "k2", "k3", "k4", "k5", "k6"} {
+		do(t, cl, opWrite, k, 1<<20)
+	}
+	// The NameNode lists a replica once its DataNode has reported it.
+	victim := c.members[len(c.members)-1]
+	var held int
+	for try := 0; try < 50 && held == 0; try++ {
+		if held, err = c.blocksOn(ctx, victim); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if held == 0 {
+		t.Fatalf("%s's DataNode holds none of 6 blocks of 3 replicas over 4 DataNodes", victim.host.Name())
+	}
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := cl.Do(rctx, loadOp(opRegenerate, "", 0)); err != nil {
+		t.Fatalf("regenerate: %v", err)
+	}
+	s, err := c.fsState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.NumLiveDataNodes != 4 || s.NumDeadDataNodes != 0 || s.LowRedundancyBlocks != 0 || s.PendingReconstructionBlocks != 0 {
+		t.Errorf("after regenerate: %+v, want 4 live DataNodes and no block short", s)
+	}
+	// The DataNodes' metrics are cached for up to 10 s.
+	var copied float64
+	for try := 0; try < 30 && copied < float64(held); try++ {
+		m, err := c.Metrics(ctx)
+		if err != nil {
+			t.Logf("scrape %d: %v", try, err)
+		}
+		copied = 0
+		for _, h := range hosts[1:4] {
+			copied += m["BlocksReplicated{host="+h.Name()+"}"]
+		}
+		time.Sleep(time.Second)
+	}
+	if copied < float64(held) {
+		t.Errorf("the survivors copied %v blocks, want the %d %s held", copied, held, victim.host.Name())
+	}
 }
 
 // TestStartFailure: a NameNode that cannot start makes Start fail with the
