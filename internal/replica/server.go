@@ -51,6 +51,8 @@ func (a *Agent) serveClients() {
 		}
 		c = rawIO(c)
 		st := a.newClientState(c)
+		// Watched until its first command is handled (arrivals).
+		a.arrival.watch(st.stamped)
 		a.mu.Lock()
 		a.conns[c] = st
 		a.mu.Unlock()
@@ -98,6 +100,7 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 		a.mu.Lock()
 		delete(a.conns, c)
 		a.mu.Unlock()
+		a.arrival.unwatch(st.stamped)
 	}()
 	out, slots := st.out.Load(), st.replies
 	defer func() { slots.close(); <-slots.done; st.unsubscribeAll() }()
@@ -109,6 +112,7 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 	defer rd.Done()
 	var next [][]byte // read while batching, and not part of the batch
 	var trimmed int64 // when the query buffer was last looked at (Trim)
+	settled := false  // no longer watched as a new connection (arrivals)
 	for {
 		args := next
 		next = nil
@@ -139,6 +143,11 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 		}
 		s = st.obs.done(s)
 		st.serving.Store(0) // handled: no longer in redis's query buffer
+		st.stamped.handled()
+		if !st.stamped.blocker && !settled {
+			a.arrival.unwatch(st.stamped)
+			settled = true
+		}
 		if st.replyOff || st.skipNext > 0 {
 			s.silent = true
 		}
@@ -647,7 +656,7 @@ func (a *Agent) write(st *clientState, e entry) slot {
 	}
 	// A batch's frame is as many commands before as after.
 	e.payload, e.replies, e.after = st.mode().frame(e.payload, e.replies)
-	t := a.arrival.take(false, a.arrival.waitedOn(e.payload) || a.fsm.blocked.mentioned(e.payload), st.arrivedAt())
+	t := a.arrival.take(st.stamped, false, a.arrival.waitedOn(e.payload) || a.fsm.blocked.mentioned(e.payload), st.arrivedAt())
 	a.arrival.turn(t)
 	w, err := a.startEntry(e)
 	a.arrival.release(t)
