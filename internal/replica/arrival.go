@@ -2,8 +2,10 @@ package replica
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -64,6 +66,7 @@ type arrivals struct {
 	// proposal and a peek per watched connection.
 	blockingSeen atomic.Bool
 	listener     syscall.RawConn // nil: no accept queue to look at
+	accepting    atomic.Int64    // connections taken off it and not yet watched
 	watchMu      sync.Mutex
 	watched      map[*stampedConn]struct{}
 }
@@ -113,11 +116,69 @@ func (q *arrivals) unreadBefore(t *ticket, deadline time.Time) {
 	}
 }
 
+// accept takes the next connection off ln, counted as being accepted
+// (acceptQueued) from before the kernel hands it over until accepted is
+// called: in between it is neither in the accept queue nor watched. A
+// listener's raw connection cannot wait to read, so it waits in poll(2)
+// a while at a time (and notices a closed listener when it looks again).
+func (q *arrivals) accept(ln net.Listener) (net.Conn, error) {
+	if q.listener == nil {
+		return ln.Accept()
+	}
+	for {
+		lfd, nfd, aerr := -1, -1, error(nil)
+		if err := q.listener.Control(func(fd uintptr) {
+			lfd = int(fd)
+			q.accepting.Add(1)
+			for {
+				nfd, _, aerr = syscall.Accept4(lfd, syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC)
+				if aerr != syscall.EINTR && aerr != syscall.ECONNABORTED {
+					break
+				}
+			}
+			if aerr != nil {
+				q.accepting.Add(-1)
+			}
+		}); err != nil {
+			return nil, fmt.Errorf("accept a client: %w", err)
+		}
+		switch aerr {
+		case nil:
+			f := os.NewFile(uintptr(nfd), "client")
+			defer f.Close()
+			c, err := net.FileConn(f)
+			if err != nil {
+				q.accepting.Add(-1)
+				return nil, fmt.Errorf("accept a client: %w", err)
+			}
+			return c, nil
+		case syscall.EAGAIN:
+			unix.Poll([]unix.PollFd{{Fd: int32(lfd), Events: unix.POLLIN}}, acceptPoll)
+		default:
+			return nil, fmt.Errorf("accept a client: %w", aerr)
+		}
+	}
+}
+
+// acceptPoll is how long, in ms, accept waits in poll(2) before it looks
+// whether the listener was closed.
+const acceptPoll = 50
+
+// accepted ends accept's count of a connection, once it is watched.
+func (q *arrivals) accepted() {
+	if q.listener != nil {
+		q.accepting.Add(-1)
+	}
+}
+
 // acceptQueued says connections wait in the listener's accept queue (TCP_INFO
-// of a listening socket counts them in tcpi_unacked).
+// of a listening socket counts them in tcpi_unacked) or are being accepted.
 func (q *arrivals) acceptQueued() bool {
 	if q.listener == nil {
 		return false
+	}
+	if q.accepting.Load() > 0 {
+		return true
 	}
 	var queued bool
 	q.listener.Control(func(fd uintptr) {

@@ -842,31 +842,36 @@ func testArrivalOrder(t *testing.T, cl *cluster) {
 
 	// A write sent on a connection the agent reads at once, right after a
 	// blocking XREADGROUP on a new connection whose goroutine has not read
-	// it yet (Redis's "Blocking XREADGROUP: key deleted"): the write waits
-	// for it, so the group's reader blocks first and the DEL ends it.
+	// it yet (Redis's "Blocking XREADGROUP: key deleted" and "key type
+	// changed with SET"): the write waits for it, so the group's reader
+	// blocks first and the DEL or SET ends it.
 	inOrder = 0
-	for round := 0; round < rounds; round++ {
+	for round := 0; round < 2*rounds; round++ {
 		s := fmt.Sprintf("fa:s%d", round)
+		change := "DEL " + s
+		if round%2 == 1 {
+			change = "SET " + s + " val1"
+		}
 		for _, cmd := range []string{"XADD " + s + " 666 f v", "XGROUP CREATE " + s + " g $"} {
 			send(2, cmd)
 			line(2)
 		}
 		dial(0)
 		send(0, "XREADGROUP GROUP g alice BLOCK 0 STREAMS "+s+" >")
-		send(2, "DEL "+s)
+		send(2, change)
 		line(2)
 		got := line(0)
 		conns[0].Close()
 		if strings.Contains(got, "no longer exists") {
 			inOrder++
 		} else {
-			t.Logf("round %d: XREADGROUP got %q", round, got)
+			t.Logf("round %d: XREADGROUP before %s got %q", round, change, got)
 		}
 	}
-	if inOrder < rounds*9/10 {
-		t.Errorf("the XREADGROUP sent before the DEL blocked first in %d rounds of %d", inOrder, rounds)
+	if inOrder < 2*rounds*9/10 {
+		t.Errorf("the XREADGROUP sent before the change blocked first in %d rounds of %d", inOrder, 2*rounds)
 	}
-	t.Logf("the XREADGROUP sent before the DEL blocked first in %d rounds of %d", inOrder, rounds)
+	t.Logf("the XREADGROUP sent before the change blocked first in %d rounds of %d", inOrder, 2*rounds)
 }
 
 // testBlockingStats: INFO commandstats count a blocking command that

@@ -45,7 +45,7 @@ type slot struct {
 
 func (a *Agent) serveClients() {
 	for {
-		c, err := a.clients.Accept()
+		c, err := a.arrival.accept(a.clients)
 		if err != nil {
 			return
 		}
@@ -53,6 +53,7 @@ func (a *Agent) serveClients() {
 		st := a.newClientState(c)
 		// Watched until its first command is handled (arrivals).
 		a.arrival.watch(st.stamped)
+		a.arrival.accepted()
 		a.mu.Lock()
 		a.conns[c] = st
 		a.mu.Unlock()
