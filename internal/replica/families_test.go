@@ -1165,4 +1165,33 @@ func testOwnConfig(t *testing.T, cl *cluster) {
 	if got := c.ConfigGet(ctx, "slowlog-max-len").Val()["slowlog-max-len"]; got != "128" {
 		t.Errorf("slowlog-max-len %q after a refused CONFIG SET, want 128", got)
 	}
+
+	// Inside MULTI alike: in its place in EXEC's reply, the rest runs.
+	var cmds [4]*goredis.Cmd
+	c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		cmds[0] = p.Do(ctx, "CONFIG", "SET", "port", port)
+		cmds[1] = p.Do(ctx, "SET", "fconf:multi", "v")
+		cmds[2] = p.Do(ctx, "CONFIG", "SET", "port", "1", "slowlog-max-len", "130")
+		cmds[3] = p.Do(ctx, "CONFIG", "SET", "slowlog-max-len", "131", "port", port)
+		return nil
+	})
+	for i, want := range []string{"OK", "OK", "argument 'port') - Unable to listen on this port", "OK"} {
+		got, err := cmds[i].Result()
+		if !strings.Contains(fmt.Sprint(got, err), want) {
+			t.Errorf("MULTI's command %d (%v): %v, %v; want %q", i, cmds[i].Args(), got, err, want)
+		}
+	}
+	for _, n := range cl.nodes {
+		var got string
+		for deadline := time.Now().Add(5 * time.Second); got != "131" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			got = client(t, n.agent.ClientAddr()).ConfigGet(ctx, "slowlog-max-len").Val()["slowlog-max-len"]
+		}
+		if got != "131" {
+			t.Errorf("agent %s: slowlog-max-len %q 5 s after EXEC, want 131", n.agent.cfg.ID, got)
+		}
+		if err := client(t, n.agent.ClientAddr()).Set(ctx, "fconf:"+n.agent.cfg.ID, "v", 0).Err(); err != nil {
+			t.Errorf("SET through agent %s after the transaction's CONFIG SET port: %v", n.agent.cfg.ID, err)
+		}
+	}
+	c.ConfigSet(ctx, "slowlog-max-len", "128")
 }

@@ -636,9 +636,9 @@ func (a *Agent) exec(st *clientState) slot {
 	if aborted {
 		return slot{reply: resp.Error("EXECABORT Transaction discarded because of previous errors.")}
 	}
-	queued, own := withoutOwn(queued)
+	queued, own := a.withoutOwn(st, queued)
 	if len(ws) == 0 && readOnly(queued) {
-		return a.runOwn(st, a.readTransaction(st, queued), own)
+		return a.runOwn(a.readTransaction(st, queued), own)
 	}
 	payload, extra := watchPrefix(ws)
 	payload = resp.AppendCommand(payload, []byte("MULTI"))
@@ -646,7 +646,7 @@ func (a *Agent) exec(st *clientState) slot {
 		payload = resp.AppendCommand(payload, q...)
 	}
 	payload = resp.AppendCommand(payload, []byte("EXEC"))
-	return a.runOwn(st, a.execAbortCause(a.write(st, entry{replies: extra + len(queued) + 2, payload: payload, volatile: volatile}), queued), own)
+	return a.runOwn(a.execAbortCause(a.write(st, entry{replies: extra + len(queued) + 2, payload: payload, volatile: volatile}), queued), own)
 }
 
 // write proposes e (its commands) for the connection, in the connection's
