@@ -60,10 +60,13 @@ type arrivals struct {
 	// blocking command, a ticket first waits (up to its patience) while
 	// the listener's accept queue is not empty or a watched connection
 	// holds a request that arrived before it and has no place yet.
-	// Watched are the connections that have not yet had a command handled
-	// and those that sent a blocking command: a workload without blocking
+	// Watched are the connections accepted in the last youngFor (Redis's
+	// suite opens a connection, PINGs, and sends the blocking command) and
+	// those that sent a blocking command: a workload without blocking
 	// commands never looks, and one with them pays a getsockopt per
-	// proposal and a peek per watched connection.
+	// proposal and a peek per watched connection. (A blocking command sent
+	// first on an older connection, a write right after it on another,
+	// is left unordered.)
 	blockingSeen atomic.Bool
 	listener     syscall.RawConn // nil: no accept queue to look at
 	accepting    atomic.Int64    // connections taken off it and not yet watched
@@ -72,8 +75,11 @@ type arrivals struct {
 }
 
 // unreadPoll is how often a ticket looks again for the unread requests it
-// waits for.
-const unreadPoll = 100 * time.Microsecond
+// waits for; youngFor how long a new connection is watched.
+const (
+	unreadPoll = 100 * time.Microsecond
+	youngFor   = time.Second
+)
 
 // watch adds c to the connections whose unread requests tickets wait for.
 func (q *arrivals) watch(c *stampedConn) {
@@ -96,8 +102,7 @@ func (q *arrivals) unwatch(c *stampedConn) {
 // watched from then on; called by c's own goroutine.
 func (q *arrivals) sawBlocking(c *stampedConn) {
 	q.blockingSeen.Store(true)
-	if !c.blocker {
-		c.blocker = true
+	if !c.blocker.Swap(true) {
 		q.watch(c)
 	}
 }
@@ -189,11 +194,17 @@ func (q *arrivals) acceptQueued() bool {
 }
 
 // watchedUnread says a watched connection other than t's holds a request
-// that arrived before t and has no place yet.
+// that arrived before t and has no place yet. It stops watching the
+// connections grown old that never blocked.
 func (q *arrivals) watchedUnread(t *ticket) bool {
 	q.watchMu.Lock()
 	defer q.watchMu.Unlock()
+	old := time.Now().Add(-youngFor).UnixNano()
 	for c := range q.watched {
+		if c.born < old && !c.blocker.Load() {
+			delete(q.watched, c)
+			continue
+		}
 		if c != t.conn && c.unreadBefore(t.at) {
 			return true
 		}
@@ -410,8 +421,9 @@ type stampedConn struct {
 	// waits behind anyway.
 	unhandled atomic.Int64
 	// blocker says it has sent a blocking command: its arrivals are
-	// watched from then on.
-	blocker bool
+	// watched from then on; born is when it was accepted, Unix ns.
+	blocker atomic.Bool
+	born    int64
 }
 
 // blockedHere marks a connection whose blocking command took its place.

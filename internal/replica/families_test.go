@@ -841,8 +841,8 @@ func testArrivalOrder(t *testing.T, cl *cluster) {
 	t.Logf("the EXEC sent before the push committed in %d rounds of %d", inOrder, rounds)
 
 	// A write sent on a connection the agent reads at once, right after a
-	// blocking XREADGROUP on a new connection whose goroutine has not read
-	// it yet (Redis's "Blocking XREADGROUP: key deleted" and "key type
+	// blocking XREADGROUP on a young connection whose goroutine has not
+	// read it yet (Redis's "Blocking XREADGROUP: key deleted" and "key type
 	// changed with SET"): the write waits for it, so the group's reader
 	// blocks first and the DEL or SET ends it.
 	inOrder = 0
@@ -857,6 +857,8 @@ func testArrivalOrder(t *testing.T, cl *cluster) {
 			line(2)
 		}
 		dial(0)
+		send(0, "PING") // as the suite's deferring client, before its first command
+		line(0)
 		send(0, "XREADGROUP GROUP g alice BLOCK 0 STREAMS "+s+" >")
 		send(2, change)
 		line(2)

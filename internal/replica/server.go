@@ -51,7 +51,7 @@ func (a *Agent) serveClients() {
 		}
 		c = rawIO(c)
 		st := a.newClientState(c)
-		// Watched until its first command is handled (arrivals).
+		// Watched while it is young (arrivals).
 		a.arrival.watch(st.stamped)
 		a.arrival.accepted()
 		a.mu.Lock()
@@ -113,7 +113,6 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 	defer rd.Done()
 	var next [][]byte // read while batching, and not part of the batch
 	var trimmed int64 // when the query buffer was last looked at (Trim)
-	settled := false  // no longer watched as a new connection (arrivals)
 	for {
 		args := next
 		next = nil
@@ -145,10 +144,6 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 		s = st.obs.done(s)
 		st.serving.Store(0) // handled: no longer in redis's query buffer
 		st.stamped.handled()
-		if !st.stamped.blocker && !settled {
-			a.arrival.unwatch(st.stamped)
-			settled = true
-		}
 		if st.replyOff || st.skipNext > 0 {
 			s.silent = true
 		}
