@@ -373,10 +373,13 @@ type replyWriter struct {
 	c    net.Conn
 	owed atomic.Int64 // slots handed to writeReplies and not yet done with
 	mu   sync.Mutex   // guards the buffer and broken
-	// The reply buffer (replybuf.go): buf[:n] not yet written; peak the
-	// most it held since peakAt; rbs and rbp its size and peak for CLIENT
-	// LIST.
+	// The reply buffer (replybuf.go): buf[:n] not yet written, made at
+	// its size on the first reply that waits in it (nil until then: an
+	// idle connection, or one answered a reply at a time, holds none);
+	// peak the most it held since peakAt; rbs and rbp its
+	// size and peak for CLIENT LIST.
 	buf      []byte
+	size     int
 	n, peak  int
 	peakAt   time.Time
 	rbs, rbp atomic.Int64
@@ -396,8 +399,14 @@ func (o *replyWriter) put(b []byte, flush, closeAfter bool) {
 	if at, ok := o.deadline.renew(time.Minute); ok {
 		o.c.SetWriteDeadline(at)
 	}
-	err := o.write(b)
-	if err == nil && flush {
+	var err error
+	if flush && o.n == 0 && len(b) <= o.size {
+		// Nothing is buffered and it goes out now: written as it is, not
+		// copied into the buffer first (a connection answered one reply at
+		// a time never needs one), and counted as the buffer counts it.
+		o.peak = max(o.peak, len(b))
+		_, err = o.c.Write(b)
+	} else if err = o.write(b); err == nil && flush {
 		err = o.flush()
 	}
 	if err != nil || closeAfter {
