@@ -7,7 +7,10 @@
 # interleaved SET+GET pairs (time per pair against one unpipelined SET at c=1). Prints
 # one line per measurement and then the medians and ratios the goals name.
 #
-#   scripts/replica-goals.sh [-n REQUESTS] [-r ROUNDS] [-p PAIRS] [-b GAIT] [-- extra 'gait replica cluster' flags]
+#   scripts/replica-goals.sh [-n REQUESTS] [-r ROUNDS] [-p PAIRS] [-b GAIT] [-P] [-- extra 'gait replica cluster' flags]
+#
+# Every other round measures the peers in the reverse order (A B, B A). -P
+# measures the two pipelines only (no redis-benchmark), for their rows.
 #
 # -b GAIT also runs deployments of that gait binary (built from the tree
 # before a change) as peers disk0 and replicated0, alternating with the
@@ -19,9 +22,10 @@
 # to run them on 127.0.0.1 in one process.
 set -euo pipefail
 
-requests=20000 rounds=3 pairs=20000 before=
+requests=20000 rounds=3 pairs=20000 before= pipesonly=
 while [[ $# -gt 0 ]]; do
 	case "$1" in
+	-P) pipesonly=1; shift ;;
 	-b) before=$(realpath "$2"); [[ -x "$before" ]] || { echo "replica-goals: -b $2: not an executable" >&2; exit 2; }; shift 2 ;;
 	-n) requests=$2; shift 2 ;;
 	-p) pairs=$2; shift 2 ;;
@@ -58,12 +62,16 @@ pipe() {
 	awk -v p="$1" -v n="$2" -v s="$start" -v e="$end" 'BEGIN { printf "%s %s 1 %.3f %.3f\n", p, n, e - s, e - s }'
 }
 
-for _ in $(seq "$rounds"); do
-	for peer in "${peers[@]}"; do
+for round in $(seq "$rounds"); do
+	order=("${peers[@]}")
+	((round % 2)) || order=($(printf '%s\n' "${peers[@]}" | tac))
+	for peer in "${order[@]}"; do
 		aim "$peer"
-		bench "$peer" set 8
-		bench "$peer" set 1
-		bench "$peer" get 8
+		if [[ -z "$pipesonly" ]]; then
+			bench "$peer" set 8
+			bench "$peer" set 1
+			bench "$peer" get 8
+		fi
 		pipe "$peer" PIPESET "$work/sets.resp" 20000
 		pipe "$peer" PIPEPAIR "$work/pairs.resp" $((2 * pairs))
 	done
@@ -77,7 +85,8 @@ m() { awk -v p="$1" -v t="$2" -v c="$3" -v f="$4" '$1 == p && $2 == t && $3 == c
 echo
 echo "| goal | gait | peer | ratio | target |"
 echo "| --- | ---: | ---: | ---: | --- |"
-row() { awk -v g="$1" -v a="$2" -v b="$3" -v t="$4" 'BEGIN { printf "| %s | %s | %s | %.3f | %s |\n", g, a, b, a / b, t }'; }
+# row GOAL GAIT PEER TARGET, left out when a side was not measured (-P).
+row() { [[ -n "$2" && -n "$3" ]] || return 0; awk -v g="$1" -v a="$2" -v b="$3" -v t="$4" 'BEGIN { printf "| %s | %s | %s | %.3f | %s |\n", g, a, b, a / b, t }'; }
 for d in "${kinds[@]}"; do
 	case $d in
 	disk*)
@@ -93,5 +102,5 @@ for d in "${kinds[@]}"; do
 	row "$d: redis-cli --pipe 20k SETs, s vs no persistence" "$(m $d PIPESET 1 4)" "$(m plain PIPESET 1 4)" "<= 3"
 	# One pair of the interleaved pipeline against one unpipelined SET at c=1 (1/rps), in ms.
 	row "$d: pipelined SET+GET per pair ms vs unpipelined SET c=1" "$(awk -v s="$(m $d PIPEPAIR 1 4)" -v n="$pairs" 'BEGIN { printf "%.4f", 1000 * s / n }')" \
-		"$(awk -v r="$(m $d SET 1 4)" 'BEGIN { printf "%.4f", 1000 / r }')" "<= 1"
+		"$(m $d SET 1 4 | awk '$1 > 0 { printf "%.4f", 1000 / $1 }')" "<= 1"
 done

@@ -347,7 +347,7 @@ func (a *Agent) start() error {
 	if a.clients, err = net.Listen("tcp", a.cfg.Listen); err != nil {
 		return fmt.Errorf("listen for clients: %w", err)
 	}
-	stampListener(a.clients)
+	a.arrival.listener = stampListener(a.clients)
 	if err := a.serveMetrics(); err != nil {
 		return err
 	}

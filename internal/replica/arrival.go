@@ -2,12 +2,17 @@ package replica
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Commands of different connections reach the log in the order their
@@ -45,6 +50,166 @@ type arrivals struct {
 	// the replicated queues, and a write to its key must wait for it
 	// from then on.
 	waited map[string]int
+
+	// A ticket's order covers the requests the agent has read; one that
+	// arrived earlier on another connection whose goroutine has not read
+	// it yet (a new connection not yet accepted or scheduled, on a busy
+	// machine) would be overtaken: Redis's suite sends a blocking
+	// XREADGROUP on a new connection and a DEL on its old one right
+	// after, and the DEL went first. So once the agent has seen a
+	// blocking command, a ticket first waits (up to its patience) while
+	// the listener's accept queue is not empty or a watched connection
+	// holds a request that arrived before it and has no place yet.
+	// Watched are the connections accepted in the last youngFor (Redis's
+	// suite opens a connection, PINGs, and sends the blocking command) and
+	// those that sent a blocking command: a workload without blocking
+	// commands never looks, and one with them pays a getsockopt per
+	// proposal and a peek per watched connection. (A blocking command sent
+	// first on an older connection, a write right after it on another,
+	// is left unordered.)
+	blockingSeen atomic.Bool
+	listener     syscall.RawConn // nil: no accept queue to look at
+	accepting    atomic.Int64    // connections taken off it and not yet watched
+	watchMu      sync.Mutex
+	watched      map[*stampedConn]struct{}
+}
+
+// unreadPoll is how often a ticket looks again for the unread requests it
+// waits for; youngFor how long a new connection is watched.
+const (
+	unreadPoll = 100 * time.Microsecond
+	youngFor   = time.Second
+)
+
+// watch adds c to the connections whose unread requests tickets wait for.
+func (q *arrivals) watch(c *stampedConn) {
+	q.watchMu.Lock()
+	defer q.watchMu.Unlock()
+	if q.watched == nil {
+		q.watched = map[*stampedConn]struct{}{}
+	}
+	q.watched[c] = struct{}{}
+}
+
+// unwatch ends watch.
+func (q *arrivals) unwatch(c *stampedConn) {
+	q.watchMu.Lock()
+	defer q.watchMu.Unlock()
+	delete(q.watched, c)
+}
+
+// sawBlocking records that a blocking command came, from c, which is
+// watched from then on; called by c's own goroutine.
+func (q *arrivals) sawBlocking(c *stampedConn) {
+	q.blockingSeen.Store(true)
+	if !c.blocker.Swap(true) {
+		q.watch(c)
+	}
+}
+
+// unreadBefore waits until no request that arrived before t has no place
+// yet (see arrivals), or until deadline.
+func (q *arrivals) unreadBefore(t *ticket, deadline time.Time) {
+	if !q.blockingSeen.Load() {
+		return
+	}
+	for q.acceptQueued() || q.watchedUnread(t) {
+		if !time.Now().Before(deadline) {
+			return
+		}
+		time.Sleep(unreadPoll)
+	}
+}
+
+// accept takes the next connection off ln, counted as being accepted
+// (acceptQueued) from before the kernel hands it over until accepted is
+// called: in between it is neither in the accept queue nor watched. A
+// listener's raw connection cannot wait to read, so it waits in poll(2)
+// a while at a time (and notices a closed listener when it looks again).
+func (q *arrivals) accept(ln net.Listener) (net.Conn, error) {
+	if q.listener == nil {
+		return ln.Accept()
+	}
+	for {
+		lfd, nfd, aerr := -1, -1, error(nil)
+		if err := q.listener.Control(func(fd uintptr) {
+			lfd = int(fd)
+			q.accepting.Add(1)
+			for {
+				nfd, _, aerr = syscall.Accept4(lfd, syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC)
+				if aerr != syscall.EINTR && aerr != syscall.ECONNABORTED {
+					break
+				}
+			}
+			if aerr != nil {
+				q.accepting.Add(-1)
+			}
+		}); err != nil {
+			return nil, fmt.Errorf("accept a client: %w", err)
+		}
+		switch aerr {
+		case nil:
+			f := os.NewFile(uintptr(nfd), "client")
+			defer f.Close()
+			c, err := net.FileConn(f)
+			if err != nil {
+				q.accepting.Add(-1)
+				return nil, fmt.Errorf("accept a client: %w", err)
+			}
+			return c, nil
+		case syscall.EAGAIN:
+			unix.Poll([]unix.PollFd{{Fd: int32(lfd), Events: unix.POLLIN}}, acceptPoll)
+		default:
+			return nil, fmt.Errorf("accept a client: %w", aerr)
+		}
+	}
+}
+
+// acceptPoll is how long, in ms, accept waits in poll(2) before it looks
+// whether the listener was closed.
+const acceptPoll = 50
+
+// accepted ends accept's count of a connection, once it is watched.
+func (q *arrivals) accepted() {
+	if q.listener != nil {
+		q.accepting.Add(-1)
+	}
+}
+
+// acceptQueued says connections wait in the listener's accept queue (TCP_INFO
+// of a listening socket counts them in tcpi_unacked) or are being accepted.
+func (q *arrivals) acceptQueued() bool {
+	if q.listener == nil {
+		return false
+	}
+	if q.accepting.Load() > 0 {
+		return true
+	}
+	var queued bool
+	q.listener.Control(func(fd uintptr) {
+		info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+		queued = err == nil && info.Unacked > 0
+	})
+	return queued
+}
+
+// watchedUnread says a watched connection other than t's holds a request
+// that arrived before t and has no place yet. It stops watching the
+// connections grown old that never blocked.
+func (q *arrivals) watchedUnread(t *ticket) bool {
+	q.watchMu.Lock()
+	defer q.watchMu.Unlock()
+	old := time.Now().Add(-youngFor).UnixNano()
+	for c := range q.watched {
+		if c.born < old && !c.blocker.Load() {
+			delete(q.watched, c)
+			continue
+		}
+		if c != t.conn && c.unreadBefore(t.at) {
+			return true
+		}
+	}
+	return false
 }
 
 // blockOn registers keys a blocked command of this agent waits on, until
@@ -86,6 +251,7 @@ func (q *arrivals) waitedOn(payload []byte) bool {
 type ticket struct {
 	n        uint64
 	at       int64 // when its bytes arrived, Unix ns
+	conn     *stampedConn
 	blocking bool
 	// feeds marks a write that names a key a blocked client waits on: it
 	// waits like a blocking command (grace, every earlier write), since
@@ -109,12 +275,12 @@ const (
 // before orders tickets by arrival, then by take.
 func (t *ticket) before(u *ticket) bool { return t.at < u.at || (t.at == u.at && t.n < u.n) }
 
-// take hands out a ticket for a request whose bytes arrived at (Unix ns):
-// a blocking command, a write that feeds one, or another write.
-func (q *arrivals) take(blocking, feeds bool, at int64) *ticket {
+// take hands out a ticket for a request of conn whose bytes arrived at
+// (Unix ns): a blocking command, a write that feeds one, or another write.
+func (q *arrivals) take(conn *stampedConn, blocking, feeds bool, at int64) *ticket {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	t := &ticket{n: q.next, at: at, blocking: blocking, feeds: feeds}
+	t := &ticket{n: q.next, at: at, conn: conn, blocking: blocking, feeds: feeds}
 	q.next++
 	i := len(q.held)
 	for i > 0 && t.before(q.held[i-1]) {
@@ -158,6 +324,11 @@ func (q *arrivals) turn(t *ticket) {
 	if t.blocking || t.feeds {
 		time.Sleep(time.Until(time.Unix(0, t.at+int64(arrivalGrace))))
 	}
+	patience := q.patience
+	if patience == 0 {
+		patience = arrivalWait
+	}
+	q.unreadBefore(t, time.Now().Add(patience))
 	var timeout <-chan time.Time
 	for {
 		q.mu.Lock()
@@ -169,10 +340,6 @@ func (q *arrivals) turn(t *ticket) {
 		wake := t.wake
 		q.mu.Unlock()
 		if timeout == nil {
-			patience := q.patience
-			if patience == 0 {
-				patience = arrivalWait
-			}
 			timer := time.NewTimer(patience)
 			defer timer.Stop()
 			timeout = timer.C
@@ -220,14 +387,21 @@ func (q *arrivals) release(t *ticket) {
 // often arrives before the agent accepts its connection, and the kernel
 // stamps only what arrives after the option is set. Without it (not a TCP
 // listener) each connection asks for itself once accepted.
-func stampListener(ln net.Listener) {
-	if sc, ok := ln.(syscall.Conn); ok {
-		if raw, err := sc.SyscallConn(); err == nil {
-			raw.Control(func(fd uintptr) {
-				syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
-			})
-		}
+// It returns the listener's raw connection (nil if not a socket), whose
+// accept queue arrivals looks at.
+func stampListener(ln net.Listener) syscall.RawConn {
+	sc, ok := ln.(syscall.Conn)
+	if !ok {
+		return nil
 	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	raw.Control(func(fd uintptr) {
+		syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
+	})
+	return raw
 }
 
 // stampedConn reads a client connection with recvmsg, keeping the time the
@@ -240,6 +414,48 @@ type stampedConn struct {
 	raw syscall.RawConn // nil: not a socket, read plainly
 	oob []byte
 	at  int64 // Unix ns of the latest read's bytes
+	// unhandled is, for other connections' tickets (unreadBefore), at
+	// while what the latest read brought is not handled yet; 0 once it is
+	// (its later bytes are then in the socket, to peek at); blockedHere
+	// while a blocking command of it waits, which what it sends after
+	// waits behind anyway.
+	unhandled atomic.Int64
+	// blocker says it has sent a blocking command: its arrivals are
+	// watched from then on; born is when it was accepted, Unix ns.
+	blocker atomic.Bool
+	born    int64
+}
+
+// blockedHere marks a connection whose blocking command took its place.
+const blockedHere = -1
+
+// handled says the commands the latest read brought have their place.
+func (s *stampedConn) handled() { s.unhandled.Store(0) }
+
+// unreadBefore tells whether the connection holds a request that arrived
+// before at (Unix ns) and has no place yet: read and not handled, or in
+// the socket still (a peek at the kernel's stamp of its first byte; a
+// byte without a stamp counts as earlier).
+func (s *stampedConn) unreadBefore(at int64) bool {
+	if u := s.unhandled.Load(); u != 0 {
+		return u != blockedHere && u < at
+	}
+	if s.raw == nil {
+		return false
+	}
+	var b [1]byte
+	var oob [64]byte
+	var n, oobn int
+	s.raw.Control(func(fd uintptr) {
+		n, oobn, _ = rawRecvmsg(fd, b[:], oob[:syscall.CmsgSpace(16)], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	})
+	if n <= 0 {
+		// Read between the two looks: its stamp is unhandled's now.
+		u := s.unhandled.Load()
+		return u != 0 && u != blockedHere && u < at
+	}
+	first, ok := stampOf(oob[:oobn])
+	return !ok || first < at
 }
 
 // stampArrivals reads c with its arrival stamps, asking the kernel for
@@ -268,12 +484,13 @@ func (s *stampedConn) Read(p []byte) (int, error) {
 	if s.raw == nil {
 		n, err := s.Conn.Read(p)
 		s.at = time.Now().UnixNano()
+		s.unhandled.Store(s.at)
 		return n, err
 	}
 	var n, oobn int
 	var rerr error
 	err := s.raw.Read(func(fd uintptr) bool {
-		n, oobn, rerr = rawRecvmsg(fd, p, s.oob)
+		n, oobn, rerr = rawRecvmsg(fd, p, s.oob, 0)
 		return rerr != syscall.EAGAIN
 	})
 	if err == nil {
@@ -289,6 +506,7 @@ func (s *stampedConn) Read(p []byte) (int, error) {
 	if at, ok := stampOf(s.oob[:oobn]); ok {
 		s.at = at
 	}
+	s.unhandled.Store(s.at)
 	return n, nil
 }
 

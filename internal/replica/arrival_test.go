@@ -15,10 +15,10 @@ func TestArrivals(t *testing.T) {
 	q := arrivals{patience: time.Minute}          // the order, not the bound, first
 	at := time.Now().Add(-time.Second).UnixNano() // graces passed
 	// Read in another order than they arrived: b1 came first.
-	w1 := q.take(false, false, at+10)
-	b2 := q.take(true, false, at+40)
-	w2 := q.take(false, false, at+30)
-	b1 := q.take(true, false, at+20)
+	w1 := q.take(nil, false, false, at+10)
+	b2 := q.take(nil, true, false, at+40)
+	w2 := q.take(nil, false, false, at+30)
+	b1 := q.take(nil, true, false, at+20)
 	went := func(tk *ticket) chan struct{} {
 		c := make(chan struct{})
 		go func() { q.turn(tk); close(c) }()
@@ -56,8 +56,8 @@ func TestArrivals(t *testing.T) {
 	}
 
 	// A write that feeds a blocked client waits for an earlier write.
-	w3 := q.take(false, false, at+50)
-	f := q.take(false, true, at+60)
+	w3 := q.take(nil, false, false, at+50)
+	f := q.take(nil, false, true, at+60)
 	gf := went(f)
 	wait(gf, false, "a write that feeds a blocked client, behind an earlier write")
 	q.release(w3)
@@ -76,9 +76,9 @@ func TestArrivals(t *testing.T) {
 
 	// A ticket never given up delays the next at most arrivalWait.
 	q.patience = 0
-	stuck := q.take(true, false, at)
+	stuck := q.take(nil, true, false, at)
 	start := time.Now()
-	late := q.take(true, false, at+1)
+	late := q.take(nil, true, false, at+1)
 	q.turn(late)
 	if d := time.Since(start); d < arrivalWait || d > 20*arrivalWait {
 		t.Errorf("a blocking command behind a stuck one went after %v, want about %v", d, arrivalWait)
@@ -88,7 +88,7 @@ func TestArrivals(t *testing.T) {
 
 	// A blocking command that just arrived waits out its grace.
 	start = time.Now()
-	fresh := q.take(true, false, start.UnixNano())
+	fresh := q.take(nil, true, false, start.UnixNano())
 	q.turn(fresh)
 	if d := time.Since(start); d < arrivalGrace {
 		t.Errorf("a blocking command went %v after its bytes arrived, before its grace of %v", d, arrivalGrace)
@@ -176,7 +176,7 @@ func BenchmarkArrivalTicket(b *testing.B) {
 	b.SetParallelism(4)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			t := q.take(false, false, time.Now().UnixNano())
+			t := q.take(nil, false, false, time.Now().UnixNano())
 			q.turn(t)
 			q.release(t)
 		}

@@ -69,8 +69,10 @@ func blockTimeout(name string, args [][]byte) (d time.Duration, forever, ok bool
 func (a *Agent) block(st *clientState, name string, args [][]byte, d time.Duration, forever bool) []byte {
 	// Its place among other connections' commands (arrival.go); a wait
 	// for the connection's own earlier commands gives it up.
-	t := a.arrival.take(true, false, st.arrivedAt())
+	t := a.arrival.take(st.stamped, true, false, st.arrivedAt())
 	defer a.arrival.release(t)
+	a.arrival.sawBlocking(st.stamped)
+	st.stamped.unhandled.Store(blockedHere)
 	var keys [][]byte
 	for _, i := range orderedKeys(name, args) {
 		keys = append(keys, args[i])

@@ -69,6 +69,7 @@ func (a *Agent) newClientState(c net.Conn) *clientState {
 	// Asked for at once: the kernel stamps only what arrives after.
 	st.stamped = stampArrivals(c)
 	st.stamped.at = st.created.UnixNano() // idle from its start (stallConn)
+	st.stamped.born = st.stamped.at
 	return st
 }
 

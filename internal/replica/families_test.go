@@ -839,6 +839,41 @@ func testArrivalOrder(t *testing.T, cl *cluster) {
 		t.Errorf("the EXEC sent before the push committed in %d rounds of %d", inOrder, rounds)
 	}
 	t.Logf("the EXEC sent before the push committed in %d rounds of %d", inOrder, rounds)
+
+	// A write sent on a connection the agent reads at once, right after a
+	// blocking XREADGROUP on a young connection whose goroutine has not
+	// read it yet (Redis's "Blocking XREADGROUP: key deleted" and "key type
+	// changed with SET"): the write waits for it, so the group's reader
+	// blocks first and the DEL or SET ends it.
+	inOrder = 0
+	for round := 0; round < 2*rounds; round++ {
+		s := fmt.Sprintf("fa:s%d", round)
+		change := "DEL " + s
+		if round%2 == 1 {
+			change = "SET " + s + " val1"
+		}
+		for _, cmd := range []string{"XADD " + s + " 666 f v", "XGROUP CREATE " + s + " g $"} {
+			send(2, cmd)
+			line(2)
+		}
+		dial(0)
+		send(0, "PING") // as the suite's deferring client, before its first command
+		line(0)
+		send(0, "XREADGROUP GROUP g alice BLOCK 0 STREAMS "+s+" >")
+		send(2, change)
+		line(2)
+		got := line(0)
+		conns[0].Close()
+		if strings.Contains(got, "no longer exists") {
+			inOrder++
+		} else {
+			t.Logf("round %d: XREADGROUP before %s got %q", round, change, got)
+		}
+	}
+	if inOrder < 2*rounds*9/10 {
+		t.Errorf("the XREADGROUP sent before the change blocked first in %d rounds of %d", inOrder, 2*rounds)
+	}
+	t.Logf("the XREADGROUP sent before the change blocked first in %d rounds of %d", inOrder, 2*rounds)
 }
 
 // testBlockingStats: INFO commandstats count a blocking command that
@@ -1132,4 +1167,33 @@ func testOwnConfig(t *testing.T, cl *cluster) {
 	if got := c.ConfigGet(ctx, "slowlog-max-len").Val()["slowlog-max-len"]; got != "128" {
 		t.Errorf("slowlog-max-len %q after a refused CONFIG SET, want 128", got)
 	}
+
+	// Inside MULTI alike: in its place in EXEC's reply, the rest runs.
+	var cmds [4]*goredis.Cmd
+	c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		cmds[0] = p.Do(ctx, "CONFIG", "SET", "port", port)
+		cmds[1] = p.Do(ctx, "SET", "fconf:multi", "v")
+		cmds[2] = p.Do(ctx, "CONFIG", "SET", "port", "1", "slowlog-max-len", "130")
+		cmds[3] = p.Do(ctx, "CONFIG", "SET", "slowlog-max-len", "131", "port", port)
+		return nil
+	})
+	for i, want := range []string{"OK", "OK", "argument 'port') - Unable to listen on this port", "OK"} {
+		got, err := cmds[i].Result()
+		if !strings.Contains(fmt.Sprint(got, err), want) {
+			t.Errorf("MULTI's command %d (%v): %v, %v; want %q", i, cmds[i].Args(), got, err, want)
+		}
+	}
+	for _, n := range cl.nodes {
+		var got string
+		for deadline := time.Now().Add(5 * time.Second); got != "131" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			got = client(t, n.agent.ClientAddr()).ConfigGet(ctx, "slowlog-max-len").Val()["slowlog-max-len"]
+		}
+		if got != "131" {
+			t.Errorf("agent %s: slowlog-max-len %q 5 s after EXEC, want 131", n.agent.cfg.ID, got)
+		}
+		if err := client(t, n.agent.ClientAddr()).Set(ctx, "fconf:"+n.agent.cfg.ID, "v", 0).Err(); err != nil {
+			t.Errorf("SET through agent %s after the transaction's CONFIG SET port: %v", n.agent.cfg.ID, err)
+		}
+	}
+	c.ConfigSet(ctx, "slowlog-max-len", "128")
 }

@@ -165,19 +165,32 @@ func (a *Agent) ownCommand(st *clientState, q [][]byte) []byte {
 
 // withoutOwn replaces the agent-run commands of a transaction with PING,
 // so the redis-servers run the rest at the same positions, and returns
-// them by position.
-func withoutOwn(queued [][][]byte) (out [][][]byte, own map[int][][]byte) {
-	for i, q := range queued {
-		if !ownQueued(q) {
-			continue
-		}
+// how to answer them, by position. A CONFIG SET of the local server's own
+// settings (ownConfigSet) is looked at now, as EXEC runs it: answered here
+// when that is all it sets, or refused whole; else it goes on without them.
+func (a *Agent) withoutOwn(st *clientState, queued [][][]byte) (out [][][]byte, own map[int]func() []byte) {
+	out = queued
+	put := func(i int, q [][]byte, reply func() []byte) {
 		if own == nil {
-			out, own = slices.Clone(queued), map[int][][]byte{}
+			out, own = slices.Clone(queued), map[int]func() []byte{}
 		}
-		own[i], out[i] = q, [][]byte{[]byte("PING")}
+		out[i] = q
+		if reply != nil {
+			own[i] = reply
+		}
 	}
-	if own == nil {
-		return queued, nil
+	for i, q := range queued {
+		switch {
+		case ownQueued(q):
+			put(i, [][]byte{[]byte("PING")}, func() []byte { return a.ownCommand(st, q) })
+		case len(q) >= 2 && strings.EqualFold(string(q[0]), "CONFIG") && strings.EqualFold(string(q[1]), "SET"):
+			rest, reply := a.ownConfigSet(q)
+			if reply != nil {
+				put(i, [][]byte{[]byte("PING")}, func() []byte { return reply })
+			} else if len(rest) != len(q) {
+				put(i, rest, nil)
+			}
+		}
 	}
 	return out, own
 }
@@ -185,7 +198,7 @@ func withoutOwn(queued [][][]byte) (out [][][]byte, own map[int][][]byte) {
 // runOwn has the agent run its commands of a transaction once the
 // transaction ran (a nil or error reply: it did not, and neither do they),
 // in order, and puts their replies in EXEC's array in place of the PINGs.
-func (a *Agent) runOwn(st *clientState, s slot, own map[int][][]byte) slot {
+func (a *Agent) runOwn(s slot, own map[int]func() []byte) slot {
 	if own == nil || s.fill == nil {
 		return s
 	}
@@ -207,8 +220,8 @@ func (a *Agent) runOwn(st *clientState, s slot, own map[int][][]byte) slot {
 			if err != nil {
 				return raw
 			}
-			if q, ok := own[i]; ok {
-				elem = a.ownCommand(st, q)
+			if reply, ok := own[i]; ok {
+				elem = reply()
 			}
 			out = append(out, elem...)
 		}

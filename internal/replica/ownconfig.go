@@ -19,8 +19,9 @@ import (
 // move their listener away from their agent. So CONFIG SET of one of these
 // to the value it has is answered here and left out of the log; to any
 // other value it is refused, as a whole, as redis refuses a CONFIG SET one
-// of whose settings fails. (Not inside MULTI: a transaction's CONFIG SET
-// goes through the log as it is.)
+// of whose settings fails. Inside MULTI alike, at EXEC (withoutOwn): the
+// transaction's CONFIG SET is answered or refused in its place in EXEC's
+// reply, and the rest of the transaction runs.
 // A refusal begins as redis words its failure to apply the setting (for
 // dir redis says why chdir failed).
 var ownConfigs = map[string]string{"port": "Unable to listen on this port", "tls-port": "Unable to listen on this port",

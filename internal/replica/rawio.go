@@ -105,8 +105,9 @@ func netOp(err error, op string) error {
 }
 
 // rawRecvmsg is recvmsg(2) on a non-blocking socket as a raw system call
-// (see rawTCP): the bytes read into p, the control bytes into oob.
-func rawRecvmsg(fd uintptr, p, oob []byte) (n, oobn int, err error) {
+// (see rawTCP) with flags: the bytes read into p, the control bytes into
+// oob.
+func rawRecvmsg(fd uintptr, p, oob []byte, flags int) (n, oobn int, err error) {
 	var iov syscall.Iovec
 	if len(p) > 0 {
 		iov.Base = &p[0]
@@ -119,7 +120,7 @@ func rawRecvmsg(fd uintptr, p, oob []byte) (n, oobn int, err error) {
 		msg.SetControllen(len(oob))
 	}
 	for {
-		r, _, e := syscall.RawSyscall(syscall.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&msg)), 0)
+		r, _, e := syscall.RawSyscall(syscall.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&msg)), uintptr(flags))
 		if e == syscall.EINTR {
 			continue
 		}

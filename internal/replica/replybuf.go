@@ -41,12 +41,15 @@ func newReplyBuffers() *replyBuffers {
 // reply list takes the rest), and b itself when it is larger than the
 // buffer. Called with o.mu held.
 func (o *replyWriter) write(b []byte) error {
-	if o.n+len(b) > len(o.buf) {
-		o.peak = len(o.buf)
+	if o.buf == nil {
+		o.buf = make([]byte, o.size)
+	}
+	if o.n+len(b) > o.size {
+		o.peak = o.size
 		if err := o.flush(); err != nil {
 			return err
 		}
-		if len(b) > len(o.buf) {
+		if len(b) > o.size {
 			_, err := o.c.Write(b)
 			return err
 		}
@@ -71,20 +74,23 @@ func (o *replyWriter) resize(now time.Time, set *replyBuffers) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	size := 0
-	switch shrink, grow := len(o.buf)/2, len(o.buf)*2; {
+	switch shrink, grow := o.size/2, o.size*2; {
 	case set.noResize.Load():
 	case shrink >= replyMin && o.peak < shrink:
 		size = max(replyMin, o.peak+1)
-	case grow < 2*replyChunk && o.peak == len(o.buf):
+	case grow < 2*replyChunk && o.peak == o.size:
 		size = min(replyChunk, grow)
 	}
 	if reset := time.Duration(set.peakReset.Load()); reset >= 0 && now.Sub(o.peakAt) >= reset {
 		o.peak, o.peakAt = o.n, now
 	}
 	if size > 0 {
-		buf := make([]byte, size)
-		copy(buf, o.buf[:o.n])
-		o.buf = buf
+		if o.buf != nil {
+			buf := make([]byte, size)
+			copy(buf, o.buf[:o.n])
+			o.buf = buf
+		}
+		o.size = size
 		o.rbs.Store(int64(size))
 	}
 	o.rbp.Store(int64(o.peak))
@@ -146,9 +152,9 @@ func (a *Agent) debugReplyBuffer(args [][]byte) []byte {
 }
 
 // newReplyWriter is a connection's reply writer, its buffer at redis's
-// first size.
+// first size (made on the first reply).
 func newReplyWriter(c net.Conn) *replyWriter {
-	o := &replyWriter{c: c, buf: make([]byte, replyChunk), peakAt: time.Now()}
+	o := &replyWriter{c: c, size: replyChunk, peakAt: time.Now()}
 	o.rbs.Store(replyChunk)
 	return o
 }

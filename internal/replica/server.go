@@ -45,12 +45,15 @@ type slot struct {
 
 func (a *Agent) serveClients() {
 	for {
-		c, err := a.clients.Accept()
+		c, err := a.arrival.accept(a.clients)
 		if err != nil {
 			return
 		}
 		c = rawIO(c)
 		st := a.newClientState(c)
+		// Watched while it is young (arrivals).
+		a.arrival.watch(st.stamped)
+		a.arrival.accepted()
 		a.mu.Lock()
 		a.conns[c] = st
 		a.mu.Unlock()
@@ -98,6 +101,7 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 		a.mu.Lock()
 		delete(a.conns, c)
 		a.mu.Unlock()
+		a.arrival.unwatch(st.stamped)
 	}()
 	out, slots := st.out.Load(), st.replies
 	defer func() { slots.close(); <-slots.done; st.unsubscribeAll() }()
@@ -139,6 +143,7 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 		}
 		s = st.obs.done(s)
 		st.serving.Store(0) // handled: no longer in redis's query buffer
+		st.stamped.handled()
 		if st.replyOff || st.skipNext > 0 {
 			s.silent = true
 		}
@@ -368,10 +373,13 @@ type replyWriter struct {
 	c    net.Conn
 	owed atomic.Int64 // slots handed to writeReplies and not yet done with
 	mu   sync.Mutex   // guards the buffer and broken
-	// The reply buffer (replybuf.go): buf[:n] not yet written; peak the
-	// most it held since peakAt; rbs and rbp its size and peak for CLIENT
-	// LIST.
+	// The reply buffer (replybuf.go): buf[:n] not yet written, made at
+	// its size on the first reply that waits in it (nil until then: an
+	// idle connection, or one answered a reply at a time, holds none);
+	// peak the most it held since peakAt; rbs and rbp its
+	// size and peak for CLIENT LIST.
 	buf      []byte
+	size     int
 	n, peak  int
 	peakAt   time.Time
 	rbs, rbp atomic.Int64
@@ -391,8 +399,14 @@ func (o *replyWriter) put(b []byte, flush, closeAfter bool) {
 	if at, ok := o.deadline.renew(time.Minute); ok {
 		o.c.SetWriteDeadline(at)
 	}
-	err := o.write(b)
-	if err == nil && flush {
+	var err error
+	if flush && o.n == 0 && len(b) <= o.size {
+		// Nothing is buffered and it goes out now: written as it is, not
+		// copied into the buffer first (a connection answered one reply at
+		// a time never needs one), and counted as the buffer counts it.
+		o.peak = max(o.peak, len(b))
+		_, err = o.c.Write(b)
+	} else if err = o.write(b); err == nil && flush {
 		err = o.flush()
 	}
 	if err != nil || closeAfter {
@@ -626,9 +640,9 @@ func (a *Agent) exec(st *clientState) slot {
 	if aborted {
 		return slot{reply: resp.Error("EXECABORT Transaction discarded because of previous errors.")}
 	}
-	queued, own := withoutOwn(queued)
+	queued, own := a.withoutOwn(st, queued)
 	if len(ws) == 0 && readOnly(queued) {
-		return a.runOwn(st, a.readTransaction(st, queued), own)
+		return a.runOwn(a.readTransaction(st, queued), own)
 	}
 	payload, extra := watchPrefix(ws)
 	payload = resp.AppendCommand(payload, []byte("MULTI"))
@@ -636,7 +650,7 @@ func (a *Agent) exec(st *clientState) slot {
 		payload = resp.AppendCommand(payload, q...)
 	}
 	payload = resp.AppendCommand(payload, []byte("EXEC"))
-	return a.runOwn(st, a.execAbortCause(a.write(st, entry{replies: extra + len(queued) + 2, payload: payload, volatile: volatile}), queued), own)
+	return a.runOwn(a.execAbortCause(a.write(st, entry{replies: extra + len(queued) + 2, payload: payload, volatile: volatile}), queued), own)
 }
 
 // write proposes e (its commands) for the connection, in the connection's
@@ -647,7 +661,7 @@ func (a *Agent) write(st *clientState, e entry) slot {
 	}
 	// A batch's frame is as many commands before as after.
 	e.payload, e.replies, e.after = st.mode().frame(e.payload, e.replies)
-	t := a.arrival.take(false, a.arrival.waitedOn(e.payload) || a.fsm.blocked.mentioned(e.payload), st.arrivedAt())
+	t := a.arrival.take(st.stamped, false, a.arrival.waitedOn(e.payload) || a.fsm.blocked.mentioned(e.payload), st.arrivedAt())
 	a.arrival.turn(t)
 	w, err := a.startEntry(e)
 	a.arrival.release(t)
