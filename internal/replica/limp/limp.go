@@ -119,6 +119,28 @@ func slowProbeStrong(probe, medianProbe, net, medianNet time.Duration) bool {
 	return probe > probeStrongFloor || medianNet > 0 && float64(net) > sideFactor*float64(medianNet)
 }
 
+// A replica judging itself has a second view of its link and CPU besides
+// the probes it reports: its own round trips to its nearest peer (NetSecs),
+// through the same agent. When both are past their strong lines at once
+// (agreeProbes fresh probes to every peer past strongFactor times the probe
+// line, and the round trip strongFactor*sideFactor times its peers' and past
+// agreeNetFloor), the replica is marked with no hold at all. A leader at a
+// tenth of a CPU had probes of 43 to 98 ms and round trips of 18 to 49 ms
+// against its peers' 1.6 to 2 ms, and was marked 0.86 to 1.01 s into the
+// step, by the least of probeKeep probes and then Hold/strongShorten; its
+// clients' slow writes of that second were a quarter of a 10-s step's
+// 1 %, and the p99 sat at the 1.5x line. A busy machine does not give both:
+// its healthy replicas' probes reached 31 to 40 ms while their round trips
+// stayed 0.8 to 1.8 times their peers' (probeStrongFloor), and one stall of
+// an agent slows one probe per peer (the next goes out after it,
+// probeConfirm), so two in a row need the agent slow for two probes' time.
+// Only this agent's own probes are kept here, so it judges itself alone
+// this way; that is the judgement that hands leadership over.
+const (
+	agreeProbes   = 2
+	agreeNetFloor = 10 * time.Millisecond
+)
+
 // netLimpFloor is the smallest round trip to the nearest peer that counts as
 // a limping link, at Factor times the median; on a LAN or between
 // namespaces a healthy one is well under a millisecond, and a few
@@ -215,6 +237,7 @@ type Mark struct {
 	AppendP75, MedianP75 time.Duration // its appends' 75th percentile (DiskTime)
 	Stopped              bool          // it cannot apply at all
 	Strong               bool          // marked after the shorter hold (strongFactor)
+	Agreed               bool          // marked at once, its probes and round trips agreeing (agreeProbes)
 }
 
 // Transfer names the voter a limping leader should hand leadership to.
@@ -463,6 +486,34 @@ func (t *Tracker) NearestProbe() float64 {
 	return best
 }
 
+// recentProbe is this agent's probe round trip to its nearest peer by its
+// freshest agreeProbes probes to each peer; zero until a probe came back
+// from every peer (NearestProbe).
+func (t *Tracker) recentProbe() time.Duration {
+	best, any := 0.0, false
+	for id, r := range t.replicas {
+		if id == t.cfg.Self || r.addr == "" {
+			continue
+		}
+		if len(r.probes) == 0 {
+			return 0
+		}
+		if d := slices.Min(r.probes[max(0, len(r.probes)-agreeProbes):]); !any || d < best {
+			best, any = d, true
+		}
+	}
+	return seconds(best)
+}
+
+// selfAgrees tells whether this agent's fresh probes and its round trips to
+// its nearest peer are both past their strong lines (agreeProbes).
+func (t *Tracker) selfAgrees(net, medianNet, medianProbe time.Duration) bool {
+	line := strongFactor * sideFactor
+	probe := t.recentProbe()
+	return probe > strongFactor*probeLimpFloor && float64(probe) > line*float64(medianProbe) &&
+		net > agreeNetFloor && float64(net) > line*float64(medianNet)
+}
+
 // Echoes are the stamps to send back to every peer with an address.
 func (t *Tracker) Echoes(now time.Time) []Echo {
 	var out []Echo
@@ -648,7 +699,8 @@ func median(ds []time.Duration) time.Duration {
 // under the thresholds' lower halves. A mark needs the replica to have
 // looked slow for Hold, or for Hold/strongShorten when its probe or its
 // appends' 75th percentile is strongFactor times past its factor
-// throughout.
+// throughout; this agent's own replica is marked at once when its fresh
+// probes and its round trips agree (agreeProbes).
 func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 	cfg := t.cfg
 	var appends, nets, probes, p75s []time.Duration
@@ -695,7 +747,12 @@ func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 		// of a machine at load average 130 to 250, so far past their
 		// thresholds says little there.
 		strongNow := slowP75(strongFactor) || slowProbeStrong(probe, medianProbe, net, medianNet)
-		healed := !r.stopped && r.lag < cfg.Floor/2 && fine(appendTime, appendLimpFloor, medianAppend, sideFactor) &&
+		agreed := r.id == cfg.Self && t.selfAgrees(net, medianNet, medianProbe)
+		slowNow = slowNow || agreed
+		// A replica marked on its fresh probes (agreed) heals on them too,
+		// not on the least of probeKeep, which lags them.
+		healed := !r.stopped && !agreed && (r.id != cfg.Self || fine(t.recentProbe(), probeLimpFloor, medianProbe, sideFactor)) &&
+			r.lag < cfg.Floor/2 && fine(appendTime, appendLimpFloor, medianAppend, sideFactor) &&
 			fine(net, netLimpFloor, medianNet, cfg.Factor) && fine(probe, probeLimpFloor, medianProbe, sideFactor) &&
 			(alone && p75 < diskAloneFloor/2 || !alone && (medianP75 == 0 || fine(p75, diskP75Floor, medianP75, sideFactor)))
 		switch {
@@ -715,13 +772,14 @@ func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 			r.strongSince = now
 		}
 		strong := strongNow && now.Sub(r.strongSince) >= cfg.Hold/strongShorten
-		held := slowNow && (now.Sub(r.slowSince) >= cfg.Hold || strong)
+		held := agreed || slowNow && (now.Sub(r.slowSince) >= cfg.Hold || strong)
 		if (!r.limping && (r.stopped || held)) || (r.limping && healed) {
 			r.limping = !r.limping
 			marks = append(marks, Mark{ID: r.id, Limping: r.limping, Lag: r.lag, MedianLag: medianLag,
 				Append: appendTime, MedianAppend: medianAppend, Net: net, MedianNet: medianNet,
 				Probe: probe, MedianProbe: medianProbe, AppendP75: p75, MedianP75: medianP75,
-				Stopped: r.stopped, Strong: r.limping && strong && now.Sub(r.slowSince) < cfg.Hold})
+				Stopped: r.stopped, Strong: r.limping && strong && now.Sub(r.slowSince) < cfg.Hold,
+				Agreed: r.limping && agreed && !strong && now.Sub(r.slowSince) < cfg.Hold})
 		}
 	}
 	sort.Slice(marks, func(i, j int) bool { return marks[i].ID < marks[j].ID })
