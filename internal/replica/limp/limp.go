@@ -124,7 +124,8 @@ func slowProbeStrong(probe, medianProbe, net, medianNet time.Duration) bool {
 // through the same agent. When both are past their strong lines at once
 // (agreeProbes fresh probes to every peer past strongFactor times the probe
 // line, and the round trip strongFactor*sideFactor times its peers' and past
-// agreeNetFloor), the replica is marked with no hold at all. A leader at a
+// agreeNetFloor), the replica is marked after agreeHold status intervals,
+// not Hold/strongShorten. A leader at a
 // tenth of a CPU had probes of 43 to 98 ms and round trips of 18 to 49 ms
 // against its peers' 1.6 to 2 ms, and was marked 0.86 to 1.01 s into the
 // step, by the least of probeKeep probes and then Hold/strongShorten; its
@@ -136,9 +137,22 @@ func slowProbeStrong(probe, medianProbe, net, medianNet time.Duration) bool {
 // probeConfirm), so two in a row need the agent slow for two probes' time.
 // Only this agent's own probes are kept here, so it judges itself alone
 // this way; that is the judgement that hands leadership over.
+//
+// At first agreement marked with no hold, and on a machine at load average
+// 10 to 20 (2 cores; three other helpers building and measuring) it handed
+// leadership over 4 times in 16 minutes: one agent starved of CPU for a
+// second is a replica at a tenth of a CPU for that second, probes and
+// round trips alike (round trips 25 to 88 ms). But then its peers were
+// slow too: their median round trip was 6 to 20 ms in six of the seven
+// marks, where a 10x leader's peers had 1.7 to 3.8 ms at the same load
+// averages. So agreement counts only while the peers' median is under
+// agreeCalm, and only once it has lasted agreeHold status intervals, no
+// gaps bridged (the seventh mark's peers were at 3 ms).
 const (
 	agreeProbes   = 2
 	agreeNetFloor = 10 * time.Millisecond
+	agreeCalm     = 5 * time.Millisecond
+	agreeHold     = 2
 )
 
 // netLimpFloor is the smallest round trip to the nearest peer that counts as
@@ -321,6 +335,7 @@ type replica struct {
 	slowSince   time.Time // since when it has looked slow (gaps under Hold/4 bridged); zero while it does not
 	slowLast    time.Time // the last tick it looked slow
 	strongSince time.Time // since when it has looked slow by strongFactor (no gaps bridged); zero while it does not
+	agreeSince  time.Time // since when this agent's own signals have agreed (agreeProbes); zero while they do not
 	paced       bool      // this agent paces its sending to it (Pace)
 	fineSince   time.Time // since when a paced replica has not been marked limping
 	seen        time.Time // its last status
@@ -506,12 +521,13 @@ func (t *Tracker) recentProbe() time.Duration {
 }
 
 // selfAgrees tells whether this agent's fresh probes and its round trips to
-// its nearest peer are both past their strong lines (agreeProbes).
+// its nearest peer are both past their strong lines (agreeProbes) while
+// its peers' round trips are calm.
 func (t *Tracker) selfAgrees(net, medianNet, medianProbe time.Duration) bool {
 	line := strongFactor * sideFactor
 	probe := t.recentProbe()
 	return probe > strongFactor*probeLimpFloor && float64(probe) > line*float64(medianProbe) &&
-		net > agreeNetFloor && float64(net) > line*float64(medianNet)
+		net > agreeNetFloor && float64(net) > line*float64(medianNet) && medianNet < agreeCalm
 }
 
 // Echoes are the stamps to send back to every peer with an address.
@@ -699,8 +715,8 @@ func median(ds []time.Duration) time.Duration {
 // under the thresholds' lower halves. A mark needs the replica to have
 // looked slow for Hold, or for Hold/strongShorten when its probe or its
 // appends' 75th percentile is strongFactor times past its factor
-// throughout; this agent's own replica is marked at once when its fresh
-// probes and its round trips agree (agreeProbes).
+// throughout; this agent's own replica is marked sooner still when its
+// fresh probes and its round trips agree (agreeProbes).
 func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 	cfg := t.cfg
 	var appends, nets, probes, p75s []time.Duration
@@ -747,11 +763,18 @@ func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 		// of a machine at load average 130 to 250, so far past their
 		// thresholds says little there.
 		strongNow := slowP75(strongFactor) || slowProbeStrong(probe, medianProbe, net, medianNet)
-		agreed := r.id == cfg.Self && t.selfAgrees(net, medianNet, medianProbe)
-		slowNow = slowNow || agreed
+		agreeNow := r.id == cfg.Self && t.selfAgrees(net, medianNet, medianProbe)
+		switch {
+		case !agreeNow:
+			r.agreeSince = time.Time{}
+		case r.agreeSince.IsZero():
+			r.agreeSince = now
+		}
+		agreed := agreeNow && now.Sub(r.agreeSince) >= agreeHold*cfg.StatusInterval
+		slowNow = slowNow || agreeNow
 		// A replica marked on its fresh probes (agreed) heals on them too,
 		// not on the least of probeKeep, which lags them.
-		healed := !r.stopped && !agreed && (r.id != cfg.Self || fine(t.recentProbe(), probeLimpFloor, medianProbe, sideFactor)) &&
+		healed := !r.stopped && !agreeNow && (r.id != cfg.Self || fine(t.recentProbe(), probeLimpFloor, medianProbe, sideFactor)) &&
 			r.lag < cfg.Floor/2 && fine(appendTime, appendLimpFloor, medianAppend, sideFactor) &&
 			fine(net, netLimpFloor, medianNet, cfg.Factor) && fine(probe, probeLimpFloor, medianProbe, sideFactor) &&
 			(alone && p75 < diskAloneFloor/2 || !alone && (medianP75 == 0 || fine(p75, diskP75Floor, medianP75, sideFactor)))

@@ -457,7 +457,7 @@ func TestSlowLinkFound(t *testing.T) {
 		{"10x behind appends", 72 * time.Millisecond, 250 * time.Millisecond, 900 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := slowMarked(func(time.Duration) time.Duration { return tc.slow }, nil)
+			got := slowMarked(func(time.Duration) time.Duration { return tc.slow }, nil, 0)
 			if got < tc.earliest || got > tc.latest {
 				t.Errorf("handed over %v after the slowdown, want %v to %v", got, tc.earliest, tc.latest)
 			}
@@ -468,9 +468,9 @@ func TestSlowLinkFound(t *testing.T) {
 // slowMarked is how long after a leader slows, 3 s into the run, it hands
 // over: from then its probes sent at d after the slowdown take probe(d)
 // (3 ms before), and its round trip to its nearest peer is net(d) (1 ms
-// before, and always when net is nil); its peers' are 1 ms, their probes
-// 3 ms.
-func slowMarked(probe, net func(d time.Duration) time.Duration) time.Duration {
+// before, and always when net is nil); its peers' are peersNet (1 ms if
+// zero), their probes 3 ms.
+func slowMarked(probe, net func(d time.Duration) time.Duration, peersNet time.Duration) time.Duration {
 	tr := heldTracker()
 	slowAt := 3 * time.Second
 	type flight struct {
@@ -480,7 +480,10 @@ func slowMarked(probe, net func(d time.Duration) time.Duration) time.Duration {
 	}
 	var inFlight []flight
 	for now := t0; now.Before(t0.Add(10 * time.Second)); now = now.Add(10 * time.Millisecond) {
-		rtt, aNet := 3*time.Millisecond, 0.001
+		rtt, aNet, pNet := 3*time.Millisecond, 0.001, 0.001
+		if peersNet > 0 {
+			pNet = peersNet.Seconds()
+		}
 		if d := now.Sub(t0) - slowAt; d >= 0 {
 			rtt = probe(d)
 			if net != nil {
@@ -497,11 +500,11 @@ func slowMarked(probe, net func(d time.Duration) time.Duration) time.Duration {
 				left = append(left, f)
 				continue
 			}
-			tr.Observe(Status{ID: f.id, Incarnation: "inc-" + f.id, NetSecs: 0.001, ProbeEcho: f.p.Stamp, ProbeSecs: 0.003}, f.back)
+			tr.Observe(Status{ID: f.id, Incarnation: "inc-" + f.id, NetSecs: pNet, ProbeEcho: f.p.Stamp, ProbeSecs: 0.003}, f.back)
 		}
 		inFlight = left
 		for _, id := range []string{"b", "c"} {
-			tr.Observe(Status{ID: id, Incarnation: "inc-" + id, NetSecs: 0.001, ProbeSecs: 0.003}, now)
+			tr.Observe(Status{ID: id, Incarnation: "inc-" + id, NetSecs: pNet, ProbeSecs: 0.003}, now)
 		}
 		tr.Observe(Status{ID: "a", Incarnation: "inc-a", NetSecs: aNet, ProbeSecs: tr.NearestProbe()}, now)
 		if d := tr.Tick(now, true, nil); d.Transfer != nil {
@@ -513,9 +516,10 @@ func slowMarked(probe, net func(d time.Duration) time.Duration) time.Duration {
 
 // TestAgreement: a leader whose fresh probes and round trips to its
 // nearest peer are both past their strong lines (a tenth of a CPU: every
-// message waits for its agent's share of the CPU) hands over at once, with
-// no hold; either alone, or a busy machine's late probes, or one stall of
-// the agent, waits for the holds as before.
+// message waits for its agent's share of the CPU) hands over after
+// agreeHold status intervals; either alone, or a busy machine's late probes, or one stall of
+// the agent, or a busy machine whose every agent is slow, waits for the
+// holds as before.
 func TestAgreement(t *testing.T) {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	steady := func(v time.Duration) func(time.Duration) time.Duration {
@@ -538,20 +542,25 @@ func TestAgreement(t *testing.T) {
 	for _, tc := range []struct {
 		name             string
 		probe, net       func(time.Duration) time.Duration
+		peersNet         time.Duration
 		earliest, latest time.Duration // after the slowdown
 	}{
-		{"CPU 10x: probes 70 ms, round trips 20 ms", steady(ms(70)), steady(ms(20)), ms(100), ms(450)},
-		{"probes 70 ms alone: the least of three, then the short hold", steady(ms(70)), nil, ms(550), ms(1000)},
-		{"round trips 3 times their peers': the short hold", steady(ms(70)), steady(ms(3)), ms(550), ms(1000)},
-		{"round trips under agreeNetFloor: the short hold", steady(ms(70)), steady(ms(9)), ms(550), ms(1000)},
+		{"CPU 10x: probes 70 ms, round trips 20 ms", steady(ms(70)), steady(ms(20)), 0, ms(100), ms(450)},
+		{"probes 70 ms alone: the least of three, then the short hold", steady(ms(70)), nil, 0, ms(550), ms(1000)},
+		{"round trips 3 times their peers': the short hold", steady(ms(70)), steady(ms(3)), 0, ms(550), ms(1000)},
+		{"round trips under agreeNetFloor: the short hold", steady(ms(70)), steady(ms(9)), 0, ms(550), ms(1000)},
 		// probes 38 ms, round trips 1.5 times their peers': slow, not
 		// strong, so only after the full hold
-		{"busy machine, probes late", steady(ms(38)), steady(ms(1) + ms(1)/2), time.Second, ms(1400)},
-		{"round trips 20 ms, probes fine", steady(ms(3)), steady(ms(20)), time.Hour, time.Hour},
-		{"one stall of 150 ms", stallProbe, stallNet, time.Hour, time.Hour},
+		{"busy machine, probes late", steady(ms(38)), steady(ms(1) + ms(1)/2), 0, time.Second, ms(1400)},
+		{"round trips 20 ms, probes fine", steady(ms(3)), steady(ms(20)), 0, time.Hour, time.Hour},
+		{"one stall of 150 ms", stallProbe, stallNet, 0, time.Hour, time.Hour},
+		// one agent starved on a busy machine whose every agent is slow:
+		// its probes 70 ms (strong on their own: the short hold), its round
+		// trips 40 ms against its peers' 8 ms
+		{"busy machine, one agent starved", steady(ms(70)), steady(ms(40)), ms(8), ms(550), ms(1000)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := slowMarked(tc.probe, tc.net)
+			got := slowMarked(tc.probe, tc.net, tc.peersNet)
 			if got < tc.earliest || got > tc.latest {
 				t.Errorf("handed over %v after the slowdown, want %v to %v", got, tc.earliest, tc.latest)
 			}
