@@ -107,13 +107,26 @@ const (
 // were 0.8 to 1.8 times their peers' (a busy machine slows every replica
 // alike); a leader limping at 10x took 60 to 98 ms (CPU) and 72 to 172 ms
 // (link), its round trips 4 to 50 times its peers'.
-const probeStrongFloor = 60 * time.Millisecond
+//
+// Neither counts while the replicas' median round trip is past strongCalm:
+// at load average 11 to 22 (round 8: three other helpers building and
+// measuring beside a healthy deployment) healthy replicas' probes took 60
+// to 247 ms, past the line on their own, and handed leadership over 4
+// times in 16 minutes; in every such mark logged the median round trip was
+// 10.8 to 49.5 ms, where beside a leader limping at 10x (CPU or link) it
+// was 1.6 to 5.2 ms. On so busy a machine a limping replica is marked after
+// the full hold instead.
+const (
+	probeStrongFloor = 60 * time.Millisecond
+	strongCalm       = 8 * time.Millisecond
+)
 
 // slowProbeStrong tells a probe strongFactor past its line: on its own past
 // probeStrongFloor, or past twice probeLimpFloor with the round trips slow
-// too (probeStrongFloor).
+// too, while the round trips are calm (probeStrongFloor).
 func slowProbeStrong(probe, medianProbe, net, medianNet time.Duration) bool {
-	if probe <= strongFactor*probeLimpFloor || float64(probe) <= strongFactor*sideFactor*float64(medianProbe) {
+	if probe <= strongFactor*probeLimpFloor || float64(probe) <= strongFactor*sideFactor*float64(medianProbe) ||
+		medianNet >= strongCalm {
 		return false
 	}
 	return probe > probeStrongFloor || medianNet > 0 && float64(net) > sideFactor*float64(medianNet)

@@ -554,10 +554,13 @@ func TestAgreement(t *testing.T) {
 		{"busy machine, probes late", steady(ms(38)), steady(ms(1) + ms(1)/2), 0, time.Second, ms(1400)},
 		{"round trips 20 ms, probes fine", steady(ms(3)), steady(ms(20)), 0, time.Hour, time.Hour},
 		{"one stall of 150 ms", stallProbe, stallNet, 0, time.Hour, time.Hour},
-		// one agent starved on a busy machine whose every agent is slow:
-		// its probes 70 ms (strong on their own: the short hold), its round
-		// trips 40 ms against its peers' 8 ms
-		{"busy machine, one agent starved", steady(ms(70)), steady(ms(40)), ms(8), ms(550), ms(1000)},
+		// one agent starved on a busy machine whose every agent is slow: its
+		// probes 70 ms, its round trips 40 ms against its peers' 12 ms; past
+		// strongCalm, so only after the full hold
+		{"busy machine, one agent starved", steady(ms(70)), steady(ms(40)), ms(12), time.Second, ms(1400)},
+		// peers at 6 ms: not calm enough to agree, calm enough for the
+		// probe's short hold
+		{"peers' round trips 6 ms", steady(ms(70)), steady(ms(40)), ms(6), ms(550), ms(1000)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := slowMarked(tc.probe, tc.net, tc.peersNet)
