@@ -66,11 +66,11 @@ func (h *health) tick(now time.Time) {
 	for _, m := range d.Marks {
 		if m.Limping {
 			a.m.limpMarks.Inc()
-			a.logger.Printf("replica %s limps: apply lag %v (median %v), log append %v (median %v), append p75 %v (median %v), nearest peer %v (median %v), probe %v (median %v), stopped applying %v, short hold %v",
+			a.logger.Printf("replica %s limps: apply lag %v (median %v), log append %v (median %v), append p75 %v (median %v), nearest peer %v (median %v), probe %v (median %v), stopped applying %v, short hold %v, agreed %v",
 				m.ID, m.Lag.Round(time.Millisecond), m.MedianLag.Round(time.Millisecond), m.Append, m.MedianAppend,
 				m.AppendP75.Round(10*time.Microsecond), m.MedianP75.Round(10*time.Microsecond),
 				m.Net.Round(100*time.Microsecond), m.MedianNet.Round(100*time.Microsecond),
-				m.Probe.Round(100*time.Microsecond), m.MedianProbe.Round(100*time.Microsecond), m.Stopped, m.Strong)
+				m.Probe.Round(100*time.Microsecond), m.MedianProbe.Round(100*time.Microsecond), m.Stopped, m.Strong, m.Agreed)
 		} else {
 			a.logger.Printf("replica %s recovered: apply lag %v, nearest peer %v, probe %v", m.ID, m.Lag.Round(time.Millisecond),
 				m.Net.Round(100*time.Microsecond), m.Probe.Round(100*time.Microsecond))

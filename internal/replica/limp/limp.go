@@ -107,17 +107,66 @@ const (
 // were 0.8 to 1.8 times their peers' (a busy machine slows every replica
 // alike); a leader limping at 10x took 60 to 98 ms (CPU) and 72 to 172 ms
 // (link), its round trips 4 to 50 times its peers'.
-const probeStrongFloor = 60 * time.Millisecond
+//
+// Neither counts while the replicas' median round trip is past strongCalm:
+// at load average 11 to 22 (round 8: three other helpers building and
+// measuring beside a healthy deployment) healthy replicas' probes took 60
+// to 247 ms, past the line on their own, and handed leadership over 4
+// times in 16 minutes; in every such mark logged the median round trip was
+// 10.8 to 49.5 ms, where beside a leader limping at 10x (CPU or link) it
+// was 1.6 to 5.2 ms. On so busy a machine a limping replica is marked after
+// the full hold instead.
+const (
+	probeStrongFloor = 60 * time.Millisecond
+	strongCalm       = 8 * time.Millisecond
+)
 
 // slowProbeStrong tells a probe strongFactor past its line: on its own past
 // probeStrongFloor, or past twice probeLimpFloor with the round trips slow
-// too (probeStrongFloor).
+// too, while the round trips are calm (probeStrongFloor).
 func slowProbeStrong(probe, medianProbe, net, medianNet time.Duration) bool {
-	if probe <= strongFactor*probeLimpFloor || float64(probe) <= strongFactor*sideFactor*float64(medianProbe) {
+	if probe <= strongFactor*probeLimpFloor || float64(probe) <= strongFactor*sideFactor*float64(medianProbe) ||
+		medianNet >= strongCalm {
 		return false
 	}
 	return probe > probeStrongFloor || medianNet > 0 && float64(net) > sideFactor*float64(medianNet)
 }
+
+// A replica judging itself has a second view of its link and CPU besides
+// the probes it reports: its own round trips to its nearest peer (NetSecs),
+// through the same agent. When both are past their strong lines at once
+// (agreeProbes fresh probes to every peer past strongFactor times the probe
+// line, and the round trip strongFactor*sideFactor times its peers' and past
+// agreeNetFloor), the replica is marked after agreeHold status intervals,
+// not Hold/strongShorten. A leader at a
+// tenth of a CPU had probes of 43 to 98 ms and round trips of 18 to 49 ms
+// against its peers' 1.6 to 2 ms, and was marked 0.86 to 1.01 s into the
+// step, by the least of probeKeep probes and then Hold/strongShorten; its
+// clients' slow writes of that second were a quarter of a 10-s step's
+// 1 %, and the p99 sat at the 1.5x line. A busy machine does not give both:
+// its healthy replicas' probes reached 31 to 40 ms while their round trips
+// stayed 0.8 to 1.8 times their peers' (probeStrongFloor), and one stall of
+// an agent slows one probe per peer (the next goes out after it,
+// probeConfirm), so two in a row need the agent slow for two probes' time.
+// Only this agent's own probes are kept here, so it judges itself alone
+// this way; that is the judgement that hands leadership over.
+//
+// At first agreement marked with no hold, and on a machine at load average
+// 10 to 20 (2 cores; three other helpers building and measuring) it handed
+// leadership over 4 times in 16 minutes: one agent starved of CPU for a
+// second is a replica at a tenth of a CPU for that second, probes and
+// round trips alike (round trips 25 to 88 ms). But then its peers were
+// slow too: their median round trip was 6 to 20 ms in six of the seven
+// marks, where a 10x leader's peers had 1.7 to 3.8 ms at the same load
+// averages. So agreement counts only while the peers' median is under
+// agreeCalm, and only once it has lasted agreeHold status intervals, no
+// gaps bridged (the seventh mark's peers were at 3 ms).
+const (
+	agreeProbes   = 2
+	agreeNetFloor = 10 * time.Millisecond
+	agreeCalm     = 5 * time.Millisecond
+	agreeHold     = 2
+)
 
 // netLimpFloor is the smallest round trip to the nearest peer that counts as
 // a limping link, at Factor times the median; on a LAN or between
@@ -215,6 +264,7 @@ type Mark struct {
 	AppendP75, MedianP75 time.Duration // its appends' 75th percentile (DiskTime)
 	Stopped              bool          // it cannot apply at all
 	Strong               bool          // marked after the shorter hold (strongFactor)
+	Agreed               bool          // marked at once, its probes and round trips agreeing (agreeProbes)
 }
 
 // Transfer names the voter a limping leader should hand leadership to.
@@ -298,6 +348,7 @@ type replica struct {
 	slowSince   time.Time // since when it has looked slow (gaps under Hold/4 bridged); zero while it does not
 	slowLast    time.Time // the last tick it looked slow
 	strongSince time.Time // since when it has looked slow by strongFactor (no gaps bridged); zero while it does not
+	agreeSince  time.Time // since when this agent's own signals have agreed (agreeProbes); zero while they do not
 	paced       bool      // this agent paces its sending to it (Pace)
 	fineSince   time.Time // since when a paced replica has not been marked limping
 	seen        time.Time // its last status
@@ -461,6 +512,35 @@ func (t *Tracker) NearestProbe() float64 {
 		}
 	}
 	return best
+}
+
+// recentProbe is this agent's probe round trip to its nearest peer by its
+// freshest agreeProbes probes to each peer; zero until a probe came back
+// from every peer (NearestProbe).
+func (t *Tracker) recentProbe() time.Duration {
+	best, any := 0.0, false
+	for id, r := range t.replicas {
+		if id == t.cfg.Self || r.addr == "" {
+			continue
+		}
+		if len(r.probes) == 0 {
+			return 0
+		}
+		if d := slices.Min(r.probes[max(0, len(r.probes)-agreeProbes):]); !any || d < best {
+			best, any = d, true
+		}
+	}
+	return seconds(best)
+}
+
+// selfAgrees tells whether this agent's fresh probes and its round trips to
+// its nearest peer are both past their strong lines (agreeProbes) while
+// its peers' round trips are calm.
+func (t *Tracker) selfAgrees(net, medianNet, medianProbe time.Duration) bool {
+	line := strongFactor * sideFactor
+	probe := t.recentProbe()
+	return probe > strongFactor*probeLimpFloor && float64(probe) > line*float64(medianProbe) &&
+		net > agreeNetFloor && float64(net) > line*float64(medianNet) && medianNet < agreeCalm
 }
 
 // Echoes are the stamps to send back to every peer with an address.
@@ -648,7 +728,8 @@ func median(ds []time.Duration) time.Duration {
 // under the thresholds' lower halves. A mark needs the replica to have
 // looked slow for Hold, or for Hold/strongShorten when its probe or its
 // appends' 75th percentile is strongFactor times past its factor
-// throughout.
+// throughout; this agent's own replica is marked sooner still when its
+// fresh probes and its round trips agree (agreeProbes).
 func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 	cfg := t.cfg
 	var appends, nets, probes, p75s []time.Duration
@@ -695,7 +776,19 @@ func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 		// of a machine at load average 130 to 250, so far past their
 		// thresholds says little there.
 		strongNow := slowP75(strongFactor) || slowProbeStrong(probe, medianProbe, net, medianNet)
-		healed := !r.stopped && r.lag < cfg.Floor/2 && fine(appendTime, appendLimpFloor, medianAppend, sideFactor) &&
+		agreeNow := r.id == cfg.Self && t.selfAgrees(net, medianNet, medianProbe)
+		switch {
+		case !agreeNow:
+			r.agreeSince = time.Time{}
+		case r.agreeSince.IsZero():
+			r.agreeSince = now
+		}
+		agreed := agreeNow && now.Sub(r.agreeSince) >= agreeHold*cfg.StatusInterval
+		slowNow = slowNow || agreeNow
+		// A replica marked on its fresh probes (agreed) heals on them too,
+		// not on the least of probeKeep, which lags them.
+		healed := !r.stopped && !agreeNow && (r.id != cfg.Self || fine(t.recentProbe(), probeLimpFloor, medianProbe, sideFactor)) &&
+			r.lag < cfg.Floor/2 && fine(appendTime, appendLimpFloor, medianAppend, sideFactor) &&
 			fine(net, netLimpFloor, medianNet, cfg.Factor) && fine(probe, probeLimpFloor, medianProbe, sideFactor) &&
 			(alone && p75 < diskAloneFloor/2 || !alone && (medianP75 == 0 || fine(p75, diskP75Floor, medianP75, sideFactor)))
 		switch {
@@ -715,13 +808,14 @@ func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 			r.strongSince = now
 		}
 		strong := strongNow && now.Sub(r.strongSince) >= cfg.Hold/strongShorten
-		held := slowNow && (now.Sub(r.slowSince) >= cfg.Hold || strong)
+		held := agreed || slowNow && (now.Sub(r.slowSince) >= cfg.Hold || strong)
 		if (!r.limping && (r.stopped || held)) || (r.limping && healed) {
 			r.limping = !r.limping
 			marks = append(marks, Mark{ID: r.id, Limping: r.limping, Lag: r.lag, MedianLag: medianLag,
 				Append: appendTime, MedianAppend: medianAppend, Net: net, MedianNet: medianNet,
 				Probe: probe, MedianProbe: medianProbe, AppendP75: p75, MedianP75: medianP75,
-				Stopped: r.stopped, Strong: r.limping && strong && now.Sub(r.slowSince) < cfg.Hold})
+				Stopped: r.stopped, Strong: r.limping && strong && now.Sub(r.slowSince) < cfg.Hold,
+				Agreed: r.limping && agreed && !strong && now.Sub(r.slowSince) < cfg.Hold})
 		}
 	}
 	sort.Slice(marks, func(i, j int) bool { return marks[i].ID < marks[j].ID })

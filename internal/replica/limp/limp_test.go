@@ -457,7 +457,7 @@ func TestSlowLinkFound(t *testing.T) {
 		{"10x behind appends", 72 * time.Millisecond, 250 * time.Millisecond, 900 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := slowLinkMarked(tc.slow)
+			got := slowMarked(func(time.Duration) time.Duration { return tc.slow }, nil, 0)
 			if got < tc.earliest || got > tc.latest {
 				t.Errorf("handed over %v after the slowdown, want %v to %v", got, tc.earliest, tc.latest)
 			}
@@ -465,9 +465,12 @@ func TestSlowLinkFound(t *testing.T) {
 	}
 }
 
-// slowLinkMarked is how long after its link's probes slow to rtt (from
-// 3 ms) a leader hands over.
-func slowLinkMarked(slow time.Duration) time.Duration {
+// slowMarked is how long after a leader slows, 3 s into the run, it hands
+// over: from then its probes sent at d after the slowdown take probe(d)
+// (3 ms before), and its round trip to its nearest peer is net(d) (1 ms
+// before, and always when net is nil); its peers' are peersNet (1 ms if
+// zero), their probes 3 ms.
+func slowMarked(probe, net func(d time.Duration) time.Duration, peersNet time.Duration) time.Duration {
 	tr := heldTracker()
 	slowAt := 3 * time.Second
 	type flight struct {
@@ -477,9 +480,15 @@ func slowLinkMarked(slow time.Duration) time.Duration {
 	}
 	var inFlight []flight
 	for now := t0; now.Before(t0.Add(10 * time.Second)); now = now.Add(10 * time.Millisecond) {
-		rtt := 3 * time.Millisecond
-		if now.Sub(t0) >= slowAt {
-			rtt = slow
+		rtt, aNet, pNet := 3*time.Millisecond, 0.001, 0.001
+		if peersNet > 0 {
+			pNet = peersNet.Seconds()
+		}
+		if d := now.Sub(t0) - slowAt; d >= 0 {
+			rtt = probe(d)
+			if net != nil {
+				aNet = net(d).Seconds()
+			}
 		}
 		for _, p := range tr.Probes(now) {
 			inFlight = append(inFlight, flight{p, p.Addr[:1], now.Add(rtt)})
@@ -491,18 +500,138 @@ func slowLinkMarked(slow time.Duration) time.Duration {
 				left = append(left, f)
 				continue
 			}
-			tr.Observe(Status{ID: f.id, Incarnation: "inc-" + f.id, NetSecs: 0.001, ProbeEcho: f.p.Stamp, ProbeSecs: 0.003}, f.back)
+			tr.Observe(Status{ID: f.id, Incarnation: "inc-" + f.id, NetSecs: pNet, ProbeEcho: f.p.Stamp, ProbeSecs: 0.003}, f.back)
 		}
 		inFlight = left
 		for _, id := range []string{"b", "c"} {
-			tr.Observe(Status{ID: id, Incarnation: "inc-" + id, NetSecs: 0.001, ProbeSecs: 0.003}, now)
+			tr.Observe(Status{ID: id, Incarnation: "inc-" + id, NetSecs: pNet, ProbeSecs: 0.003}, now)
 		}
-		tr.Observe(Status{ID: "a", Incarnation: "inc-a", NetSecs: 0.001, ProbeSecs: tr.NearestProbe()}, now)
+		tr.Observe(Status{ID: "a", Incarnation: "inc-a", NetSecs: aNet, ProbeSecs: tr.NearestProbe()}, now)
 		if d := tr.Tick(now, true, nil); d.Transfer != nil {
 			return now.Sub(t0) - slowAt
 		}
 	}
 	return time.Hour
+}
+
+// TestAgreement: a leader whose fresh probes and round trips to its
+// nearest peer are both past their strong lines (a tenth of a CPU: every
+// message waits for its agent's share of the CPU) hands over after
+// agreeHold status intervals; either alone, or a busy machine's late probes, or one stall of
+// the agent, or a busy machine whose every agent is slow, waits for the
+// holds as before.
+func TestAgreement(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	steady := func(v time.Duration) func(time.Duration) time.Duration {
+		return func(time.Duration) time.Duration { return v }
+	}
+	// A stall of 150 ms at the slowdown: what is sent in it comes back
+	// after it, and the smoothed round trip is high for 300 ms.
+	stallProbe := func(d time.Duration) time.Duration {
+		if d < ms(150) {
+			return ms(153) - d
+		}
+		return ms(3)
+	}
+	stallNet := func(d time.Duration) time.Duration {
+		if d < ms(300) {
+			return ms(30)
+		}
+		return ms(1)
+	}
+	for _, tc := range []struct {
+		name             string
+		probe, net       func(time.Duration) time.Duration
+		peersNet         time.Duration
+		earliest, latest time.Duration // after the slowdown
+	}{
+		{"CPU 10x: probes 70 ms, round trips 20 ms", steady(ms(70)), steady(ms(20)), 0, ms(100), ms(450)},
+		{"probes 70 ms alone: the least of three, then the short hold", steady(ms(70)), nil, 0, ms(550), ms(1000)},
+		{"round trips 3 times their peers': the short hold", steady(ms(70)), steady(ms(3)), 0, ms(550), ms(1000)},
+		{"round trips under agreeNetFloor: the short hold", steady(ms(70)), steady(ms(9)), 0, ms(550), ms(1000)},
+		// probes 38 ms, round trips 1.5 times their peers': slow, not
+		// strong, so only after the full hold
+		{"busy machine, probes late", steady(ms(38)), steady(ms(1) + ms(1)/2), 0, time.Second, ms(1400)},
+		{"round trips 20 ms, probes fine", steady(ms(3)), steady(ms(20)), 0, time.Hour, time.Hour},
+		{"one stall of 150 ms", stallProbe, stallNet, 0, time.Hour, time.Hour},
+		// one agent starved on a busy machine whose every agent is slow: its
+		// probes 70 ms, its round trips 40 ms against its peers' 12 ms; past
+		// strongCalm, so only after the full hold
+		{"busy machine, one agent starved", steady(ms(70)), steady(ms(40)), ms(12), time.Second, ms(1400)},
+		// peers at 6 ms: not calm enough to agree, calm enough for the
+		// probe's short hold
+		{"peers' round trips 6 ms", steady(ms(70)), steady(ms(40)), ms(6), ms(550), ms(1000)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := slowMarked(tc.probe, tc.net, tc.peersNet)
+			if got < tc.earliest || got > tc.latest {
+				t.Errorf("handed over %v after the slowdown, want %v to %v", got, tc.earliest, tc.latest)
+			}
+		})
+	}
+}
+
+// TestAgreedHeals: a leader marked on its fresh probes is marked while the
+// least of its probeKeep still holds a fast one from before, is not lifted
+// while they stay slow though its round trips come back, and is once its
+// probes come back too.
+func TestAgreedHeals(t *testing.T) {
+	tr := heldTracker()
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	type flight struct {
+		p    Probe
+		back time.Time
+	}
+	var inFlight []flight
+	var marked, recovered time.Duration
+	for d := time.Duration(0); d < 5*time.Second; d += ms(10) {
+		now := t0.Add(d)
+		// Probes 70 ms from 1 s to 2.5 s, round trips 20 ms from 1 s to 2 s;
+		// else 10 ms (a probe comes back at the next step) and 1 ms, as
+		// their peers'.
+		rtt, net := ms(10), 0.001
+		if d >= time.Second && d < ms(2500) {
+			rtt = ms(70)
+		}
+		if d >= time.Second && d < 2*time.Second {
+			net = 0.02
+		}
+		for _, p := range tr.Probes(now) {
+			inFlight = append(inFlight, flight{p, now.Add(rtt)})
+		}
+		var left []flight
+		for _, f := range inFlight {
+			if now.Before(f.back) {
+				left = append(left, f)
+				continue
+			}
+			tr.Observe(Status{ID: f.p.Addr[:1], Incarnation: "inc-" + f.p.Addr[:1], NetSecs: 0.001, ProbeEcho: f.p.Stamp, ProbeSecs: 0.01}, now)
+		}
+		inFlight = left
+		for _, id := range []string{"b", "c"} {
+			tr.Observe(Status{ID: id, Incarnation: "inc-" + id, NetSecs: 0.001, ProbeSecs: 0.01}, now)
+		}
+		tr.Observe(Status{ID: "a", Incarnation: "inc-a", NetSecs: net, ProbeSecs: tr.NearestProbe()}, now)
+		for _, m := range tr.Tick(now, true, nil).Marks {
+			switch {
+			case m.Limping && marked == 0:
+				if !m.Agreed || m.Probe != ms(10) {
+					t.Errorf("at %v: %+v, want a marked on agreement while the least of its probes was 10 ms", d, m)
+				}
+				marked = d
+			case !m.Limping && recovered == 0:
+				recovered = d
+			default:
+				t.Errorf("at %v: %+v, want one mark and one recovery", d, m)
+			}
+		}
+	}
+	if marked < time.Second || marked > ms(1500) {
+		t.Errorf("marked at %v, want within 0.5 s of the slowdown at 1 s", marked)
+	}
+	if recovered < ms(2500) || recovered > 4*time.Second {
+		t.Errorf("recovered at %v, want after the probes came back at 2.5 s", recovered)
+	}
 }
 
 // TestLateProbe: one probe late on a busy machine (120 ms against 3 ms)
