@@ -129,6 +129,25 @@ type LogStore interface {
 	DeleteRange(min, max uint64) error
 }
 
+// DeferredSyncLogStore is an optional interface (gait: added) for a
+// LogStore whose appends can be written first and made durable after. A
+// leader whose store implements it writes new entries with WriteLogs, sends
+// them to its followers, and only then calls SyncLogs, counting itself
+// towards a commit once that returned: its disk works while the entries
+// travel (Raft dissertation §10.2.1). An entry still counts as committed
+// only when a majority holds it durably. Followers store with StoreLogs.
+type DeferredSyncLogStore interface {
+	LogStore
+	// DeferredSync tells whether WriteLogs and SyncLogs are to be used;
+	// a store that makes appends durable later anyway says false.
+	DeferredSync() bool
+	// WriteLogs stores logs as StoreLogs does, readable at once with
+	// GetLog, but not necessarily durable until SyncLogs returns.
+	WriteLogs(logs []*Log) error
+	// SyncLogs makes every log written so far durable.
+	SyncLogs() error
+}
+
 // MonotonicLogStore is an optional interface for LogStore implementations that
 // cannot tolerate gaps in between the Index values of consecutive log entries. For example,
 // this may allow more efficient indexing because the Index values are densely populated. If true is

@@ -77,6 +77,29 @@ func (c *LogCache) StoreLogs(logs []*Log) error {
 	return nil
 }
 
+// DeferredSync, WriteLogs and SyncLogs forward DeferredSyncLogStore
+// (gait: added), caching what WriteLogs stored as StoreLogs does.
+func (c *LogCache) DeferredSync() bool {
+	s, ok := c.store.(DeferredSyncLogStore)
+	return ok && s.DeferredSync()
+}
+
+func (c *LogCache) WriteLogs(logs []*Log) error {
+	if err := c.store.(DeferredSyncLogStore).WriteLogs(logs); err != nil {
+		return fmt.Errorf("unable to store logs within log store, err: %q", err)
+	}
+	c.l.Lock()
+	for _, l := range logs {
+		c.cache[l.Index%uint64(len(c.cache))] = l
+	}
+	c.l.Unlock()
+	return nil
+}
+
+func (c *LogCache) SyncLogs() error {
+	return c.store.(DeferredSyncLogStore).SyncLogs()
+}
+
 func (c *LogCache) FirstIndex() (uint64, error) {
 	return c.store.FirstIndex()
 }

@@ -1262,6 +1262,13 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 		r.leaderState.inflight.PushBack(applyLog)
 	}
 
+	// gait: with a DeferredSyncLogStore, write the entries, send them, and
+	// count this server towards their commit once its own disk holds them.
+	if s, ok := r.logs.(DeferredSyncLogStore); ok && s.DeferredSync() {
+		r.dispatchDeferred(s, applyLogs, logs, lastIndex, term)
+		return
+	}
+
 	// Write the log entry locally
 	if err := r.logs.StoreLogs(logs); err != nil {
 		r.logger.Error("failed to commit logs", "error", err)
@@ -1280,6 +1287,35 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 	for _, f := range r.leaderState.replState {
 		asyncNotifyCh(f.triggerCh)
 	}
+}
+
+// dispatchDeferred is dispatchLogs's end for a DeferredSyncLogStore (gait:
+// added): the followers get the entries while this server's disk syncs
+// them, and this server's match index moves only after the sync, so a
+// commit still needs a majority that holds the entries durably.
+func (r *Raft) dispatchDeferred(s DeferredSyncLogStore, applyLogs []*logFuture, logs []*Log, lastIndex, term uint64) {
+	fail := func(err error) {
+		r.logger.Error("failed to commit logs", "error", err)
+		for _, applyLog := range applyLogs {
+			applyLog.respond(err)
+		}
+		r.setState(Follower)
+	}
+	if err := s.WriteLogs(logs); err != nil {
+		fail(err)
+		return
+	}
+	r.setLastLog(lastIndex, term)
+	for _, f := range r.leaderState.replState {
+		asyncNotifyCh(f.triggerCh)
+	}
+	if err := s.SyncLogs(); err != nil {
+		// The followers may hold and commit them: a proposer that hears
+		// of this failure must treat the entries as possibly applied.
+		fail(err)
+		return
+	}
+	r.leaderState.commitment.match(r.localID, lastIndex)
 }
 
 // processLogs is used to apply all the committed entries that haven't been
