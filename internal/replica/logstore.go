@@ -27,6 +27,11 @@ type timedLogStore struct {
 	// none): an append slower than the window leaves nothing in it, and a
 	// disk at 1000x, whose appends take seconds, read as idle and fine.
 	busySince time.Time
+	// writeStart and written are the last WriteLogs's start and entries,
+	// for the SyncLogs that follows it: raft's leader loop, the only
+	// caller, makes the two calls in turn.
+	writeStart time.Time
+	written    int
 }
 
 // appendWindow is how long the least append time is kept: longer than the
@@ -49,6 +54,31 @@ func (s *timedLogStore) StoreLogs(logs []*raft.Log) error {
 	}
 	if s.observe != nil {
 		s.observe(d, len(logs))
+	}
+	return err
+}
+
+// DeferredSync, WriteLogs and SyncLogs pass raft.DeferredSyncLogStore on to
+// the log, timed as one append from the write to the end of its fdatasync
+// (raft's leader sends the entries in between): the disk's time, as
+// StoreLogs times it.
+func (s *timedLogStore) DeferredSync() bool {
+	d, ok := s.LogStore.(raft.DeferredSyncLogStore)
+	return ok && d.DeferredSync()
+}
+
+func (s *timedLogStore) WriteLogs(logs []*raft.Log) error {
+	s.writeStart, s.written = time.Now(), len(logs)
+	s.diskBusy(s.writeStart)
+	return s.LogStore.(raft.DeferredSyncLogStore).WriteLogs(logs)
+}
+
+func (s *timedLogStore) SyncLogs() error {
+	err := s.LogStore.(raft.DeferredSyncLogStore).SyncLogs()
+	d := time.Since(s.writeStart)
+	s.observeDisk(d)
+	if s.observe != nil {
+		s.observe(d, s.written)
 	}
 	return err
 }

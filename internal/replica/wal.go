@@ -52,7 +52,8 @@ type walLog struct {
 	segs        []*segment // ascending; the last one is appended to
 	first, last uint64     // 0, 0 when empty
 	buf         []byte
-	dirty       bool // written since the last fdatasync (only without sync)
+	dirty       bool  // written since the last fdatasync
+	broken      error // set by a failed SyncLogs: every later append and read fails
 }
 
 // segment is one file: records of consecutive indexes from first.
@@ -194,6 +195,10 @@ func (w *walLog) LastIndex() (uint64, error) {
 
 func (w *walLog) GetLog(index uint64, l *raft.Log) error {
 	w.mu.Lock()
+	if w.broken != nil {
+		w.mu.Unlock()
+		return w.broken
+	}
 	if index < w.first || index > w.last || w.first == 0 {
 		w.mu.Unlock()
 		return raft.ErrLogNotFound
@@ -215,12 +220,42 @@ func (w *walLog) GetLog(index uint64, l *raft.Log) error {
 
 func (w *walLog) StoreLog(l *raft.Log) error { return w.StoreLogs([]*raft.Log{l}) }
 
-func (w *walLog) StoreLogs(logs []*raft.Log) error {
+func (w *walLog) StoreLogs(logs []*raft.Log) error { return w.append(logs, w.sync) }
+
+// DeferredSync tells raft's leader to write its new entries, send them, and
+// sync them while they travel (raft.DeferredSyncLogStore): with sync every
+// append is fdatasynced, and this takes that wait off the followers' path.
+// Without sync a background fdatasync makes appends durable anyway.
+func (w *walLog) DeferredSync() bool { return w.sync }
+
+// WriteLogs appends logs without an fdatasync; SyncLogs follows.
+func (w *walLog) WriteLogs(logs []*raft.Log) error { return w.append(logs, false) }
+
+// SyncLogs fdatasyncs what WriteLogs wrote. A failed one breaks the log for
+// good: raft has counted the entries as written and would let this replica
+// acknowledge them to a later leader without storing them again, and after
+// a failed fdatasync the kernel may have dropped the pages it could not
+// write. A restart reads what the disk holds.
+func (w *walLog) SyncLogs() error {
+	if err := w.Sync(); err != nil {
+		w.mu.Lock()
+		w.broken = fmt.Errorf("raft log: an fsync failed, restart the agent: %w", err)
+		w.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// append writes logs, fdatasynced when sync is set.
+func (w *walLog) append(logs []*raft.Log, sync bool) error {
 	if len(logs) == 0 {
 		return nil
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.broken != nil {
+		return w.broken
+	}
 	if w.last != 0 && logs[0].Index != w.last+1 {
 		if logs[0].Index <= w.last {
 			return fmt.Errorf("raft log: append at index %d after %d; delete the conflicting suffix first", logs[0].Index, w.last)
@@ -250,7 +285,7 @@ func (w *walLog) StoreLogs(logs []*raft.Log) error {
 	if err := w.pwrite(s.f, w.buf, s.size); err != nil {
 		return fmt.Errorf("raft log: append: %w", err)
 	}
-	if w.sync {
+	if sync {
 		if err := fdatasync(s.f); err != nil {
 			return fmt.Errorf("raft log: fsync: %w", err)
 		}
@@ -258,7 +293,7 @@ func (w *walLog) StoreLogs(logs []*raft.Log) error {
 	s.size += int64(len(w.buf))
 	s.alloc = max(s.alloc, s.size) // not preallocated on FUSE
 	s.offs = append(s.offs, offs...)
-	w.dirty = !w.sync
+	w.dirty = !sync
 	if w.first == 0 {
 		w.first = logs[0].Index
 	}
