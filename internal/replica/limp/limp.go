@@ -498,26 +498,17 @@ func (t *Tracker) ObserveProbe(id string, stamp int64, now time.Time) {
 // a busy machine a healthy peer's echo is sometimes late by 100 ms or more
 // and would raise this agent's figure, and with it the median its peers
 // are judged against.
-func (t *Tracker) NearestProbe() float64 {
-	best, any := 0.0, false
-	for id, r := range t.replicas {
-		if id == t.cfg.Self || r.addr == "" {
-			continue
-		}
-		if len(r.probes) == 0 {
-			return 0
-		}
-		if d := slices.Min(r.probes); !any || d < best {
-			best, any = d, true
-		}
-	}
-	return best
-}
+func (t *Tracker) NearestProbe() float64 { return t.nearestProbeOf(0) }
 
 // recentProbe is this agent's probe round trip to its nearest peer by its
 // freshest agreeProbes probes to each peer; zero until a probe came back
 // from every peer (NearestProbe).
-func (t *Tracker) recentProbe() time.Duration {
+func (t *Tracker) recentProbe() time.Duration { return seconds(t.nearestProbeOf(agreeProbes)) }
+
+// nearestProbeOf is the least probe round trip to the nearest peer over
+// each peer's last n probes (all of them when n is 0), in seconds; zero
+// until a probe came back from every peer.
+func (t *Tracker) nearestProbeOf(n int) float64 {
 	best, any := 0.0, false
 	for id, r := range t.replicas {
 		if id == t.cfg.Self || r.addr == "" {
@@ -526,11 +517,15 @@ func (t *Tracker) recentProbe() time.Duration {
 		if len(r.probes) == 0 {
 			return 0
 		}
-		if d := slices.Min(r.probes[max(0, len(r.probes)-agreeProbes):]); !any || d < best {
+		probes := r.probes
+		if n > 0 {
+			probes = probes[max(0, len(probes)-n):]
+		}
+		if d := slices.Min(probes); !any || d < best {
 			best, any = d, true
 		}
 	}
-	return seconds(best)
+	return best
 }
 
 // selfAgrees tells whether this agent's fresh probes and its round trips to
