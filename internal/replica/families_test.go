@@ -1146,15 +1146,7 @@ func testOwnConfig(t *testing.T, cl *cluster) {
 	if err := c.Do(ctx, "CONFIG", "SET", "port", port, "slowlog-max-len", "129").Err(); err != nil {
 		t.Errorf("CONFIG SET port to its value and slowlog-max-len: %v", err)
 	}
-	for _, n := range cl.nodes {
-		var got string
-		for deadline := time.Now().Add(5 * time.Second); got != "129" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			got = client(t, n.agent.ClientAddr()).ConfigGet(ctx, "slowlog-max-len").Val()["slowlog-max-len"]
-		}
-		if got != "129" {
-			t.Errorf("agent %s: slowlog-max-len %q 5 s after CONFIG SET, want 129", n.agent.cfg.ID, got)
-		}
-	}
+	waitSlowlogMaxLen(t, cl, "129", "CONFIG SET")
 	c.ConfigSet(ctx, "slowlog-max-len", "128")
 	if err := c.Do(ctx, "CONFIG", "SET", "port", "1", "slowlog-max-len", "130").Err(); err == nil || !strings.Contains(err.Error(), "argument 'port') - Unable to listen on this port") {
 		t.Errorf("CONFIG SET port 1: %v, want a refusal naming port", err)
@@ -1183,17 +1175,27 @@ func testOwnConfig(t *testing.T, cl *cluster) {
 			t.Errorf("MULTI's command %d (%v): %v, %v; want %q", i, cmds[i].Args(), got, err, want)
 		}
 	}
+	waitSlowlogMaxLen(t, cl, "131", "EXEC")
 	for _, n := range cl.nodes {
-		var got string
-		for deadline := time.Now().Add(5 * time.Second); got != "131" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			got = client(t, n.agent.ClientAddr()).ConfigGet(ctx, "slowlog-max-len").Val()["slowlog-max-len"]
-		}
-		if got != "131" {
-			t.Errorf("agent %s: slowlog-max-len %q 5 s after EXEC, want 131", n.agent.cfg.ID, got)
-		}
 		if err := client(t, n.agent.ClientAddr()).Set(ctx, "fconf:"+n.agent.cfg.ID, "v", 0).Err(); err != nil {
 			t.Errorf("SET through agent %s after the transaction's CONFIG SET port: %v", n.agent.cfg.ID, err)
 		}
 	}
 	c.ConfigSet(ctx, "slowlog-max-len", "128")
+}
+
+// waitSlowlogMaxLen waits up to 5 s for every agent's redis-server to show
+// slowlog-max-len want, as a CONFIG SET (sent by what) reaches each alike.
+func waitSlowlogMaxLen(t *testing.T, cl *cluster, want, what string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, n := range cl.nodes {
+		var got string
+		for deadline := time.Now().Add(5 * time.Second); got != want && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			got = client(t, n.agent.ClientAddr()).ConfigGet(ctx, "slowlog-max-len").Val()["slowlog-max-len"]
+		}
+		if got != want {
+			t.Errorf("agent %s: slowlog-max-len %q 5 s after %s, want %s", n.agent.cfg.ID, got, what, want)
+		}
+	}
 }
