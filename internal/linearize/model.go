@@ -1,14 +1,18 @@
 // Package linearize checks histories of Redis operations for
 // linearizability with porcupine: a model of a key-value store of integer
 // registers (GET, SET, INCR, and compare-and-set by WATCH/MULTI/EXEC or by a
-// script), partitioned by key, a concurrent history
-// recorder, and a checker that explains a violation with an excerpt of the
-// history.
+// script) and of queues (RPUSH, LPOP, BLPOP, LRANGE), partitioned by key, a
+// concurrent history recorder, and a checker that explains a violation with
+// an excerpt of the history. Pub/sub, which is not one object's history, has
+// its own checker (pubsub.go).
 package linearize
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -28,6 +32,30 @@ const (
 	// ScriptCas is one EVAL that sets k to v when it holds Expect: it
 	// swaps exactly when the key holds Expect.
 	ScriptCas
+	// Push is RPUSH k v: Value is v, the output's Value the list's new
+	// length.
+	Push
+	// Pop is LPOP k: the output is the head it removed, or nothing when
+	// the list was empty.
+	Pop
+	// BlockingPop is BLPOP k timeout, modelled as a Pop that takes effect at
+	// one instant between its call and its return. Redis serves a blocked
+	// client right after the command that gave its list an item, before
+	// any other command, so the pop happens while the item is the head:
+	// that instant is inside the call. A nil answer comes when the timeout
+	// passes while the client still waits, and it still waits only if the
+	// list was empty then (gait cancels the wait with a log entry, at which
+	// point nobody had served it): that instant is inside the call too. What
+	// the model cannot claim is the order in which blocked clients are
+	// served (first blocked, first served): when a client started waiting is
+	// not in its call and return times, so two overlapping pops may take
+	// two items in either order. A pop whose client gave up may still be
+	// served later (gait keeps a waiting client's place until its
+	// connection's close reaches the log, or its agent's lease runs out),
+	// so an unknown pop is a write like any other.
+	BlockingPop
+	// Range is LRANGE k 0 -1: the output's Items are the whole list.
+	Range
 )
 
 func (k Kind) String() string {
@@ -42,11 +70,23 @@ func (k Kind) String() string {
 		return "WATCH-CAS"
 	case ScriptCas:
 		return "EVAL-CAS"
+	case Push:
+		return "RPUSH"
+	case Pop:
+		return "LPOP"
+	case BlockingPop:
+		return "BLPOP"
+	case Range:
+		return "LRANGE"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
 
-// Input is what a client asked: Value is the value a SET or a CAS writes;
+// Reads reports whether k changes nothing, so that a failed one can be left
+// out of a history.
+func (k Kind) Reads() bool { return k == Get || k == Range }
+
+// Input is what a client asked: Value is the value a SET, a CAS or an RPUSH writes;
 // a CAS writes it only over Expect (ExpectNone: over no key).
 type Input struct {
 	Kind       Kind
@@ -57,26 +97,58 @@ type Input struct {
 }
 
 // Output is what a client was told. Exists is false when a GET found no
-// key. Unknown marks a write whose outcome the client never learnt (an
+// key or a pop an empty list. Unknown marks a write whose outcome the client never learnt (an
 // error or a timeout): it may have taken effect, at any time after its
 // call, or never.
 type Output struct {
 	Value   int64
 	Exists  bool
 	Unknown bool
-	Swapped bool // a CAS wrote its value
+	Swapped bool    // a CAS wrote its value
+	Items   []int64 // what LRANGE read
 }
 
-// state is one key's value; the model is partitioned by key.
+// state is one key's value; the model is partitioned by key. A list key's
+// items are in queue, each in decimal followed by a comma, oldest first: a
+// string, so that states compare with ==.
 type state struct {
 	Value  int64
 	Exists bool
+	queue  string
+}
+
+func (s state) push(v int64) state {
+	s.queue = string(strconv.AppendInt([]byte(s.queue), v, 10)) + ","
+	return s
+}
+
+// head returns the list's first item and the state without it; false when
+// the list is empty.
+func (s state) head() (int64, state, bool) {
+	first, rest, ok := strings.Cut(s.queue, ",")
+	if !ok {
+		return 0, s, false
+	}
+	v, _ := strconv.ParseInt(first, 10, 64) // push wrote it
+	s.queue = rest
+	return v, s, true
+}
+
+func (s state) items() []int64 {
+	var out []int64
+	for rest := s.queue; rest != ""; {
+		v, next, _ := state{queue: rest}.head()
+		out = append(out, v)
+		rest = next.queue
+	}
+	return out
 }
 
 // Model is the sequential specification of one Redis database of integer
 // registers: GET returns the last value set or incremented (or nothing),
 // SET replaces it, INCR adds one to it (a missing key counts as 0) and
-// returns the sum. Histories are split by key, so each key is checked on
+// returns the sum; a list key is a queue (RPUSH appends, LPOP and BLPOP take
+// the head, LRANGE reads it whole). Histories are split by key, so each key is checked on
 // its own.
 var Model = porcupine.Model{
 	Partition: partitionByKey,
@@ -88,6 +160,9 @@ var Model = porcupine.Model{
 	},
 	DescribeState: func(s any) string {
 		st := s.(state)
+		if st.queue != "" {
+			return fmt.Sprint(st.items())
+		}
 		if !st.Exists {
 			return "(none)"
 		}
@@ -120,6 +195,18 @@ func step(s, in, out any) (bool, any) {
 			return holds, next
 		}
 		return i.Kind == WatchCas || !holds, st
+	case Push:
+		next := st.push(i.Value)
+		return o.Unknown || o.Value == int64(strings.Count(next.queue, ",")), next
+	case Pop, BlockingPop:
+		v, next, ok := st.head()
+		if o.Unknown {
+			// It took the head here, or it never ran (then it goes last).
+			return true, next
+		}
+		return o.Exists == ok && (!ok || o.Value == v), next
+	case Range:
+		return slices.Equal(o.Items, st.items()), st
 	}
 	return false, st
 }
@@ -146,8 +233,8 @@ func partitionByKey(history []porcupine.Operation) [][]porcupine.Operation {
 func describe(in Input, out Output) string {
 	var call string
 	switch in.Kind {
-	case Set:
-		call = fmt.Sprintf("SET %s %d", in.Key, in.Value)
+	case Set, Push:
+		call = fmt.Sprintf("%s %s %d", in.Kind, in.Key, in.Value)
 	case WatchCas, ScriptCas:
 		was := fmt.Sprint(in.Expect)
 		if in.ExpectNone {
@@ -162,6 +249,10 @@ func describe(in Input, out Output) string {
 		return call + " -> ?"
 	case in.Kind == Set:
 		return call + " -> OK"
+	case in.Kind == Push:
+		return fmt.Sprintf("%s -> %d", call, out.Value)
+	case in.Kind == Range:
+		return fmt.Sprintf("%s -> %v", call, out.Items)
 	case in.Kind == WatchCas || in.Kind == ScriptCas:
 		if out.Swapped {
 			return call + " -> swapped"
