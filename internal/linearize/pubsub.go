@@ -24,10 +24,11 @@ import (
 //     judged: the message may have been committed and not yet applied by the
 //     subscriber's replica when the connection failed.
 //
-// A PUBLISH acknowledged before a subscription began may still reach it on
-// a replicated deployment (the subscriber's replica applies the log later
-// than the replica that answered the publisher; redis does not do that);
-// such deliveries are counted, not judged.
+// A PUBLISH acknowledged before a SUBSCRIBE was sent does not reach that
+// subscription on redis; on a replicated deployment it may, when the
+// subscriber's replica lags behind the one that answered the publisher
+// (gait's agent catches up before it subscribes, as far as its read mode
+// asks). Such deliveries are counted, not judged.
 
 // Publish is one PUBLISH of a message no other PUBLISH sends. Acked is false
 // when the client did not learn the outcome; Return is then Never.
@@ -37,14 +38,15 @@ type Publish struct {
 	Acked        bool
 }
 
-// Session is one subscription: from Start, when the subscriber read its
-// SUBSCRIBE's answer, to End, when its connection failed (Broken) or the
-// subscriber stopped after the last message; Msgs are what it got, in order.
+// Session is one subscription: asked for at Asked, from Start, when the
+// subscriber read its SUBSCRIBE's answer, to End, when its connection
+// failed (Broken) or the subscriber stopped after the last message; Msgs
+// are what it got, in order.
 type Session struct {
-	Subscriber string
-	Start, End int64
-	Broken     bool
-	Msgs       []string
+	Subscriber        string
+	Asked, Start, End int64
+	Broken            bool
+	Msgs              []string
 }
 
 // PubSubReport counts what CheckPubSub found; Lost, Foreign, Duplicates,
@@ -62,7 +64,7 @@ type PubSubReport struct {
 	Lost       int // acknowledged after an unbroken session began and never delivered to it
 
 	MissedByBroken  int // acknowledged after a broken session began, before it broke, not delivered
-	BeforeSubscribe int // delivered though acknowledged before the session began
+	BeforeSubscribe int // delivered though acknowledged before its SUBSCRIBE was sent
 
 	Examples []string // the first few violations, described
 }
@@ -80,7 +82,7 @@ func (r PubSubReport) String() string {
 	slices.Sort(subs)
 	return fmt.Sprintf("%d published (%d acknowledged), %d sessions (%d broken), delivered: %s; "+
 		"violations %d (lost %d, foreign %d, duplicates %d, reorders %d, in cycles %d, against real time %d); "+
-		"missed by broken sessions %d, acknowledged before their session began %d",
+		"missed by broken sessions %d, acknowledged before their SUBSCRIBE %d",
 		r.Published, r.Acked, r.Sessions, r.Broken, strings.Join(subs, ", "),
 		r.Violations(), r.Lost, r.Foreign, r.Duplicates, r.Reorders, r.Cycles, r.LateOrder,
 		r.MissedByBroken, r.BeforeSubscribe)
@@ -123,7 +125,7 @@ func CheckPubSub(pubs []Publish, sessions []Session) PubSubReport {
 			if !ok {
 				continue
 			}
-			if p.Acked && p.Return < s.Start {
+			if p.Acked && p.Return < s.Asked {
 				r.BeforeSubscribe++
 			}
 			if p.Acked && latestCall > p.Return {

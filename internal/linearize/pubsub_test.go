@@ -10,8 +10,9 @@ func pub(msg string, call, ret int64) Publish {
 	return Publish{Msg: msg, Call: call * 1e6, Return: ret * 1e6, Acked: true}
 }
 
+// session asked for at start and answered 1 ms later.
 func session(sub string, start, end int64, msgs ...string) Session {
-	return Session{Subscriber: sub, Start: start * 1e6, End: end * 1e6, Msgs: msgs}
+	return Session{Subscriber: sub, Asked: start * 1e6, Start: (start + 1) * 1e6, End: end * 1e6, Msgs: msgs}
 }
 
 func TestPubSubClean(t *testing.T) {
