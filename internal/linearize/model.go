@@ -1,7 +1,8 @@
 // Package linearize checks histories of Redis operations for
 // linearizability with porcupine: a model of a key-value store of integer
 // registers (GET, SET, INCR, and compare-and-set by WATCH/MULTI/EXEC or by a
-// script) and of queues (RPUSH, LPOP, BLPOP, LRANGE), partitioned by key, a
+// script) and of queues (RPUSH, LPOP, BLPOP, BLMOVE, LRANGE), partitioned by
+// key (keys a BLMOVE links go together), a
 // concurrent history recorder, and a checker that explains a violation with
 // an excerpt of the history. Pub/sub, which is not one object's history, has
 // its own checker (pubsub.go).
@@ -9,6 +10,7 @@ package linearize
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -56,6 +58,10 @@ const (
 	BlockingPop
 	// Range is LRANGE k 0 -1: the output's Items are the whole list.
 	Range
+	// BlockingMove is BLMOVE k Dest LEFT RIGHT timeout: a BlockingPop of k
+	// that pushes what it took onto Dest in the same instant (redis then
+	// serves Dest's blocked clients, as after an RPUSH).
+	BlockingMove
 )
 
 func (k Kind) String() string {
@@ -78,6 +84,8 @@ func (k Kind) String() string {
 		return "BLPOP"
 	case Range:
 		return "LRANGE"
+	case BlockingMove:
+		return "BLMOVE"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -91,6 +99,7 @@ func (k Kind) Reads() bool { return k == Get || k == Range }
 type Input struct {
 	Kind       Kind
 	Key        string
+	Dest       string // where a BLMOVE pushes
 	Value      int64
 	Expect     int64
 	ExpectNone bool
@@ -108,38 +117,72 @@ type Output struct {
 	Items   []int64 // what LRANGE read
 }
 
-// state is one key's value; the model is partitioned by key. A list key's
-// items are in queue, each in decimal followed by a comma, oldest first: a
-// string, so that states compare with ==.
+// state is one key's value, or the lists of the keys BLMOVEs link; the
+// model is partitioned by key. lists holds each non-empty list as its key,
+// "=", and its items, each in decimal followed by a comma, oldest first,
+// then "|", in key order: a string, so that states compare with ==.
 type state struct {
 	Value  int64
 	Exists bool
-	queue  string
+	lists  string
 }
 
-func (s state) push(v int64) state {
-	s.queue = string(strconv.AppendInt([]byte(s.queue), v, 10)) + ","
+// list returns key's items as lists encodes them.
+func (s state) list(key string) string {
+	for rest := s.lists; rest != ""; {
+		var one string
+		one, rest, _ = strings.Cut(rest, "|")
+		if k, items, _ := strings.Cut(one, "="); k == key {
+			return items
+		}
+	}
+	return ""
+}
+
+// withList returns s with key's items replaced.
+func (s state) withList(key, items string) state {
+	byKey := map[string]string{key: items}
+	for rest := s.lists; rest != ""; {
+		var one string
+		one, rest, _ = strings.Cut(rest, "|")
+		if k, its, _ := strings.Cut(one, "="); k != key {
+			byKey[k] = its
+		}
+	}
+	keys := slices.Sorted(maps.Keys(byKey))
+	var b strings.Builder
+	for _, k := range keys {
+		if byKey[k] != "" {
+			b.WriteString(k + "=" + byKey[k] + "|")
+		}
+	}
+	s.lists = b.String()
 	return s
 }
 
-// head returns the list's first item and the state without it; false when
-// the list is empty.
-func (s state) head() (int64, state, bool) {
-	first, rest, ok := strings.Cut(s.queue, ",")
+// push appends v to key's list, and returns its new length too.
+func (s state) push(key string, v int64) (state, int64) {
+	items := string(strconv.AppendInt([]byte(s.list(key)), v, 10)) + ","
+	return s.withList(key, items), int64(strings.Count(items, ","))
+}
+
+// head returns the first item of key's list and the state without it;
+// false when the list is empty.
+func (s state) head(key string) (int64, state, bool) {
+	first, rest, ok := strings.Cut(s.list(key), ",")
 	if !ok {
 		return 0, s, false
 	}
 	v, _ := strconv.ParseInt(first, 10, 64) // push wrote it
-	s.queue = rest
-	return v, s, true
+	return v, s.withList(key, rest), true
 }
 
-func (s state) items() []int64 {
+func (s state) items(key string) []int64 {
 	var out []int64
-	for rest := s.queue; rest != ""; {
-		v, next, _ := state{queue: rest}.head()
-		out = append(out, v)
-		rest = next.queue
+	for _, v := range strings.Split(strings.TrimSuffix(s.list(key), ","), ",") {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			out = append(out, n)
+		}
 	}
 	return out
 }
@@ -148,7 +191,8 @@ func (s state) items() []int64 {
 // registers: GET returns the last value set or incremented (or nothing),
 // SET replaces it, INCR adds one to it (a missing key counts as 0) and
 // returns the sum; a list key is a queue (RPUSH appends, LPOP and BLPOP take
-// the head, LRANGE reads it whole). Histories are split by key, so each key is checked on
+// the head, BLMOVE moves it to another list's tail, LRANGE reads it whole).
+// Histories are split by key, so each key is checked on
 // its own.
 var Model = porcupine.Model{
 	Partition: partitionByKey,
@@ -160,8 +204,8 @@ var Model = porcupine.Model{
 	},
 	DescribeState: func(s any) string {
 		st := s.(state)
-		if st.queue != "" {
-			return fmt.Sprint(st.items())
+		if st.lists != "" {
+			return strings.TrimSuffix(st.lists, "|")
 		}
 		if !st.Exists {
 			return "(none)"
@@ -196,26 +240,50 @@ func step(s, in, out any) (bool, any) {
 		}
 		return i.Kind == WatchCas || !holds, st
 	case Push:
-		next := st.push(i.Value)
-		return o.Unknown || o.Value == int64(strings.Count(next.queue, ",")), next
-	case Pop, BlockingPop:
-		v, next, ok := st.head()
+		next, n := st.push(i.Key, i.Value)
+		return o.Unknown || o.Value == n, next
+	case Pop, BlockingPop, BlockingMove:
+		v, next, ok := st.head(i.Key)
+		if ok && i.Kind == BlockingMove {
+			next, _ = next.push(i.Dest, v)
+		}
 		if o.Unknown {
 			// It took the head here, or it never ran (then it goes last).
 			return true, next
 		}
 		return o.Exists == ok && (!ok || o.Value == v), next
 	case Range:
-		return slices.Equal(o.Items, st.items()), st
+		return slices.Equal(o.Items, st.items(i.Key)), st
 	}
 	return false, st
 }
 
-// partitionByKey splits a history by key, in key order.
+// partitionByKey splits a history by key, keys a BLMOVE links together,
+// in key order (of the least key of each part).
 func partitionByKey(history []porcupine.Operation) [][]porcupine.Operation {
+	// root names each key's part: its least linked key.
+	root := map[string]string{}
+	var find func(k string) string
+	find = func(k string) string {
+		r, ok := root[k]
+		if !ok || r == k {
+			return k
+		}
+		r = find(r)
+		root[k] = r
+		return r
+	}
+	for _, op := range history {
+		in := op.Input.(Input)
+		if in.Dest == "" {
+			continue
+		}
+		a, b := find(in.Key), find(in.Dest)
+		root[max(a, b)] = min(a, b)
+	}
 	byKey := map[string][]porcupine.Operation{}
 	for _, op := range history {
-		k := op.Input.(Input).Key
+		k := find(op.Input.(Input).Key)
 		byKey[k] = append(byKey[k], op)
 	}
 	keys := make([]string, 0, len(byKey))
@@ -235,6 +303,8 @@ func describe(in Input, out Output) string {
 	switch in.Kind {
 	case Set, Push:
 		call = fmt.Sprintf("%s %s %d", in.Kind, in.Key, in.Value)
+	case BlockingMove:
+		call = fmt.Sprintf("BLMOVE %s %s", in.Key, in.Dest)
 	case WatchCas, ScriptCas:
 		was := fmt.Sprint(in.Expect)
 		if in.ExpectNone {

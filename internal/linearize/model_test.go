@@ -32,6 +32,7 @@ func push(k string, v int64) Input { return Input{Kind: Push, Key: k, Value: v} 
 func pop(k string) Input           { return Input{Kind: Pop, Key: k} }
 func bpop(k string) Input          { return Input{Kind: BlockingPop, Key: k} }
 func lrange(k string) Input        { return Input{Kind: Range, Key: k} }
+func bmove(k, dest string) Input   { return Input{Kind: BlockingMove, Key: k, Dest: dest} }
 func length(n int64) Output        { return Output{Value: n} }
 func items(vs ...int64) Output     { return Output{Items: vs} }
 
@@ -148,6 +149,19 @@ func TestLinearizable(t *testing.T) {
 			op(0, push("q", 1), 0, Never, unknown()),
 			op(1, push("q", 2), 5, 6, length(2)),
 		},
+		// The move's push serves a pop that waits on its destination.
+		"blocking move served, then serves a blocked pop": {
+			op(0, bmove("q", "r"), 0, 10, val(1)),
+			op(1, bpop("r"), 0, 10, val(1)),
+			op(3, push("q", 1), 5, 6, length(1)),
+			op(3, lrange("r"), 11, 12, items()),
+			op(3, lrange("q"), 13, 14, items()),
+		},
+		"unknown move took an item to its destination": {
+			op(0, push("q", 1), 0, 1, length(1)),
+			op(1, bmove("q", "r"), 2, Never, unknown()),
+			op(2, lrange("r"), 5, 6, items(1)),
+		},
 		"lists and registers apart": {
 			op(0, push("q", 1), 0, 1, length(1)),
 			op(0, set("a", 1), 0, 1, ok()),
@@ -226,6 +240,16 @@ func TestNotLinearizable(t *testing.T) {
 		"acknowledged push lost": {
 			op(0, push("a", 1), 0, 1, length(1)),
 			op(1, lrange("a"), 2, 3, items()),
+		},
+		"moved item missing from its destination": {
+			op(0, push("a", 1), 0, 1, length(1)),
+			op(1, bmove("a", "b"), 2, 3, val(1)),
+			op(2, lrange("b"), 4, 5, items()),
+		},
+		"moved item still in its source": {
+			op(0, push("a", 1), 0, 1, length(1)),
+			op(1, bmove("a", "b"), 2, 3, val(1)),
+			op(2, lrange("a"), 4, 5, items(1)),
 		},
 		"length counts a push twice": {
 			op(0, push("a", 1), 0, 1, length(1)),

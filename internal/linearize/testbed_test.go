@@ -55,8 +55,8 @@ const (
 	checkTimeout   = 60 * time.Second // porcupine, per schedule
 	registers      = 4                // keys with GET, SET and INCR
 	counters       = 2                // keys with INCR and GET only
-	queues         = 2                // list keys with RPUSH, LPOP and BLPOP
-	blockFor       = time.Second      // BLPOP's timeout
+	queues         = 2                // list keys with RPUSH, LPOP, BLPOP and BLMOVE from one to the other
+	blockFor       = time.Second      // BLPOP's and BLMOVE's timeout
 )
 
 // TestRandomized runs randomized fault schedules against a gait-redis
@@ -556,7 +556,8 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // next draws an operation: on a register GET 35%, SET 35%, INCR 10%, a
 // compare-and-set by WATCH/MULTI/EXEC 10% and by a script 10%; on a counter
-// GET 30%, INCR 70%; on a queue RPUSH 45%, LPOP 15%, BLPOP 40%. Every SET,
+// GET 30%, INCR 70%; on a queue RPUSH 40%, LPOP 15%, BLPOP 30%, BLMOVE to
+// the other queue 15%. Every SET,
 // CAS and RPUSH writes a value that no other writes, at least
 // linearize.Spread from any other, so Prune applies.
 func (c *client) next(k keys) linearize.Input {
@@ -565,14 +566,17 @@ func (c *client) next(k keys) linearize.Input {
 	unique := (int64(c.id)<<24 + c.seq) * linearize.Spread
 	switch n := c.rng.IntN(registers + counters + queues); {
 	case n < queues:
-		key := k.queues[c.rng.IntN(len(k.queues))]
+		q := c.rng.IntN(len(k.queues))
+		key := k.queues[q]
 		switch {
-		case p < 45:
+		case p < 40:
 			return linearize.Input{Kind: linearize.Push, Key: key, Value: unique}
-		case p < 60:
+		case p < 55:
 			return linearize.Input{Kind: linearize.Pop, Key: key}
+		case p < 85:
+			return linearize.Input{Kind: linearize.BlockingPop, Key: key}
 		}
-		return linearize.Input{Kind: linearize.BlockingPop, Key: key}
+		return linearize.Input{Kind: linearize.BlockingMove, Key: key, Dest: k.queues[(q+1)%len(k.queues)]}
 	case n < queues+counters:
 		key := k.counters[c.rng.IntN(len(k.counters))]
 		if p < 30 {
@@ -657,6 +661,9 @@ func (c *client) do(ctx context.Context, in linearize.Input) (linearize.Input, l
 			v = kv[1]
 		}
 		out, err := popped(v, err)
+		return in, out, err
+	case linearize.BlockingMove:
+		out, err := popped(c.rdb.BLMove(ctx, in.Key, in.Dest, "LEFT", "RIGHT", blockFor).Result())
 		return in, out, err
 	}
 	v, err := c.rdb.Incr(ctx, in.Key).Result()
@@ -876,32 +883,38 @@ func dumpAll(addr string) (map[string]string, error) {
 // what they answered.
 func kindCounts(ops []porcupine.Operation) string {
 	n := map[linearize.Kind]int{}
-	var pops [2][3]int // LPOP, BLPOP × item, nil, unknown
+	pops := map[linearize.Kind]*[3]int{} // item, nil, unknown
 	for _, op := range ops {
 		in, out := op.Input.(linearize.Input), op.Output.(linearize.Output)
 		n[in.Kind]++
-		if in.Kind != linearize.Pop && in.Kind != linearize.BlockingPop {
+		if in.Kind != linearize.Pop && in.Kind != linearize.BlockingPop && in.Kind != linearize.BlockingMove {
 			continue
 		}
-		k := 0
-		if in.Kind == linearize.BlockingPop {
-			k = 1
+		if pops[in.Kind] == nil {
+			pops[in.Kind] = &[3]int{}
 		}
 		switch {
 		case out.Unknown:
-			pops[k][2]++
+			pops[in.Kind][2]++
 		case out.Exists:
-			pops[k][0]++
+			pops[in.Kind][0]++
 		default:
-			pops[k][1]++
+			pops[in.Kind][1]++
 		}
 	}
 	var parts []string
-	for kind := linearize.Get; kind <= linearize.Range; kind++ {
+	for kind := linearize.Get; kind <= linearize.BlockingMove; kind++ {
 		parts = append(parts, fmt.Sprintf("%s %d", kind, n[kind]))
 	}
-	return fmt.Sprintf("%s; LPOP item/nil/unknown %d/%d/%d, BLPOP %d/%d/%d", strings.Join(parts, ", "),
-		pops[0][0], pops[0][1], pops[0][2], pops[1][0], pops[1][1], pops[1][2])
+	s := strings.Join(parts, ", ") + "; item/nil/unknown:"
+	for _, kind := range []linearize.Kind{linearize.Pop, linearize.BlockingPop, linearize.BlockingMove} {
+		p := pops[kind]
+		if p == nil {
+			p = &[3]int{}
+		}
+		s += fmt.Sprintf(" %s %d/%d/%d", kind, p[0], p[1], p[2])
+	}
+	return s
 }
 
 // casOutcomes counts the history's CAS operations by kind and outcome, to
