@@ -36,7 +36,8 @@ type pubsubRun struct {
 	pubs     []linearize.Publish
 	sessions []linearize.Session
 
-	stop    chan struct{} // closed when the subscribers must end, got the sentinel or not
+	stop    chan struct{} // closed (by halt) when the subscribers must end, got the sentinel or not
+	halted  sync.Once
 	subs    sync.WaitGroup
 	started sync.WaitGroup // every subscriber's first subscription is answered
 }
@@ -210,14 +211,20 @@ func (p *pubsubRun) drain(addr string) (linearize.PubSubReport, error) {
 	case <-done:
 	case <-time.After(drainTimeout):
 	}
-	close(p.stop)
-	p.subs.Wait()
+	p.halt()
 	if err != nil {
 		err = fmt.Errorf("publish the sentinel through %s: %w", addr, err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return linearize.CheckPubSub(p.pubs, p.sessions), err
+}
+
+// halt ends the subscribers and waits for them; a run that stops early
+// (t.Fatal) defers it.
+func (p *pubsubRun) halt() {
+	p.halted.Do(func() { close(p.stop) })
+	p.subs.Wait()
 }
 
 // logPubSub reports a run's counts and fails t on a violation.

@@ -309,6 +309,7 @@ func (d *deployment) run(t *testing.T, sc schedule) result {
 		addrs = append(addrs, d.c.AgentAddr(name))
 	}
 	ps := startPubSub(h.Now, keys.channel, addrs)
+	defer ps.halt()
 	var faultsDone, published sync.WaitGroup
 	faultsDone.Go(func() { limp.Run(ctx, d.faults(t, sc), record) })
 	published.Go(func() { ps.publish(ctx, addrs) })
