@@ -2,10 +2,10 @@
 // linearizability with porcupine: a model of a key-value store of integer
 // registers (GET, SET, INCR, and compare-and-set by WATCH/MULTI/EXEC or by a
 // script) and of queues (RPUSH, LPOP, BLPOP, BLMOVE, LRANGE), partitioned by
-// key (keys a BLMOVE links go together), a
-// concurrent history recorder, and a checker that explains a violation with
-// an excerpt of the history. Pub/sub, which is not one object's history, has
-// its own checker (pubsub.go).
+// key (keys a BLMOVE links go together), a concurrent history recorder, and
+// a checker that explains a violation with an excerpt of the history.
+// Pub/sub, which is not one object's history, has its own checker
+// (pubsub.go).
 package linearize
 
 import (
@@ -94,8 +94,8 @@ func (k Kind) String() string {
 // out of a history.
 func (k Kind) Reads() bool { return k == Get || k == Range }
 
-// Input is what a client asked: Value is the value a SET, a CAS or an RPUSH writes;
-// a CAS writes it only over Expect (ExpectNone: over no key).
+// Input is what a client asked: Value is the value a SET, a CAS or an RPUSH
+// writes; a CAS writes it only over Expect (ExpectNone: over no key).
 type Input struct {
 	Kind       Kind
 	Key        string
@@ -106,9 +106,9 @@ type Input struct {
 }
 
 // Output is what a client was told. Exists is false when a GET found no
-// key or a pop an empty list. Unknown marks a write whose outcome the client never learnt (an
-// error or a timeout): it may have taken effect, at any time after its
-// call, or never.
+// key or a pop an empty list. Unknown marks a write whose outcome the
+// client never learnt (an error or a timeout): it may have taken effect, at
+// any time after its call, or never.
 type Output struct {
 	Value   int64
 	Exists  bool
@@ -192,8 +192,8 @@ func (s state) items(key string) []int64 {
 // SET replaces it, INCR adds one to it (a missing key counts as 0) and
 // returns the sum; a list key is a queue (RPUSH appends, LPOP and BLPOP take
 // the head, BLMOVE moves it to another list's tail, LRANGE reads it whole).
-// Histories are split by key, so each key is checked on
-// its own.
+// Histories are split by key, so each key (or the keys BLMOVEs link) is
+// checked on its own.
 var Model = porcupine.Model{
 	Partition: partitionByKey,
 	Init:      func() any { return state{} },
