@@ -28,7 +28,8 @@ import (
 // subscription on redis; on a replicated deployment it may, when the
 // subscriber's replica lags behind the one that answered the publisher
 // (gait's agent catches up before it subscribes, as far as its read mode
-// asks). Such deliveries are counted, not judged.
+// asks: under linearizable reads it does not happen). Such deliveries are
+// counted; the caller judges them where they are promised.
 
 // Publish is one PUBLISH of a message no other PUBLISH sends. Acked is false
 // when the client did not learn the outcome; Return is then Never.
@@ -127,6 +128,8 @@ func CheckPubSub(pubs []Publish, sessions []Session) PubSubReport {
 			}
 			if p.Acked && p.Return < s.Asked {
 				r.BeforeSubscribe++
+				r.example("session %d of %s, asked for at %.3fms, got %q, acknowledged at %.3fms",
+					si, s.Subscriber, float64(s.Asked)/1e6, m, float64(p.Return)/1e6)
 			}
 			if p.Acked && latestCall > p.Return {
 				r.LateOrder++

@@ -121,8 +121,9 @@ func envInt(t *testing.T, name string, def int) int {
 
 // deployment is a gait-redis cluster on testbed hosts.
 type deployment struct {
-	tb *testbed.Testbed
-	c  *gaitredis.Cluster
+	tb   *testbed.Testbed
+	c    *gaitredis.Cluster
+	read string // the read mode
 }
 
 func deploy(t *testing.T, read string) *deployment {
@@ -155,7 +156,7 @@ func deploy(t *testing.T, read string) *deployment {
 	}
 	t.Cleanup(func() { c.Stop() })
 	t.Logf("3 voters and 1 duplicate, %s reads, ready in %v", read, time.Since(t0).Round(time.Millisecond))
-	return &deployment{tb: tb, c: c.(*gaitredis.Cluster)}
+	return &deployment{tb: tb, c: c.(*gaitredis.Cluster), read: read}
 }
 
 // fault is one planned injection, its target a role resolved when it strikes.
@@ -328,7 +329,7 @@ func (d *deployment) run(t *testing.T, sc schedule) result {
 	res := result{applied: applied}
 	var err error
 	res.pubsub, err = ps.drain(addrs[0])
-	logPubSub(t, fmt.Sprintf("schedule %d", sc.n+1), res.pubsub, err)
+	logPubSub(t, fmt.Sprintf("schedule %d", sc.n+1), res.pubsub, err, d.read == "linearizable")
 	res.ops, res.unknown, res.droppedReads = h.Counts()
 	t.Logf("schedule %d: operations by kind: %s", sc.n+1, kindCounts(h.Operations()))
 	t.Logf("schedule %d: compare-and-set (swapped/not): %s", sc.n+1, casOutcomes(h.Operations()))
