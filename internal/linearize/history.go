@@ -49,7 +49,7 @@ func (h *History) Done(client int, in Input, call int64, out Output, ret int64) 
 func (h *History) Failed(client int, in Input, call int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if in.Kind == Get {
+	if in.Kind.Reads() {
 		h.dropped++
 		return
 	}

@@ -28,6 +28,14 @@ func unknown() Output             { return Output{Unknown: true} }
 func swapped() Output             { return Output{Swapped: true} }
 func notSwapped() Output          { return Output{} }
 
+func push(k string, v int64) Input { return Input{Kind: Push, Key: k, Value: v} }
+func pop(k string) Input           { return Input{Kind: Pop, Key: k} }
+func bpop(k string) Input          { return Input{Kind: BlockingPop, Key: k} }
+func lrange(k string) Input        { return Input{Kind: Range, Key: k} }
+func bmove(k, dest string) Input   { return Input{Kind: BlockingMove, Key: k, Dest: dest} }
+func length(n int64) Output        { return Output{Value: n} }
+func items(vs ...int64) Output     { return Output{Items: vs} }
+
 func cas(kind Kind, k string, was, v int64) Input {
 	return Input{Kind: kind, Key: k, Expect: was, Value: v}
 }
@@ -100,6 +108,66 @@ func TestLinearizable(t *testing.T) {
 			op(0, cas(WatchCas, "a", 1, 2), 2, 3, notSwapped()),
 			op(0, cas(ScriptCas, "a", 2, 3), 4, 5, notSwapped()),
 		},
+		"queue in order": {
+			op(0, push("q", 1), 0, 1, length(1)),
+			op(0, push("q", 2), 2, 3, length(2)),
+			op(1, pop("q"), 4, 5, val(1)),
+			op(1, lrange("q"), 6, 7, items(2)),
+			op(1, pop("q"), 8, 9, val(2)),
+			op(1, pop("q"), 10, 11, missing()),
+		},
+		// A blocked pop is served by the push that overlaps it...
+		"blocking pop served by a later push": {
+			op(0, bpop("q"), 0, 10, val(1)),
+			op(1, push("q", 1), 5, 6, length(1)),
+			op(1, lrange("q"), 11, 12, items()),
+		},
+		// ... and times out while the list is empty, although an item came
+		// and went during its wait.
+		"blocking pop times out on an emptied list": {
+			op(0, bpop("q"), 0, 10, missing()),
+			op(1, push("q", 1), 2, 3, length(1)),
+			op(2, pop("q"), 4, 5, val(1)),
+		},
+		// Two waiting pops may be served in either order: when each began
+		// to wait is not in the history.
+		"overlapping blocking pops take items in either order": {
+			op(0, bpop("q"), 0, 10, val(2)),
+			op(1, bpop("q"), 0, 10, val(1)),
+			op(2, push("q", 1), 2, 3, length(1)),
+			op(2, push("q", 2), 4, 5, length(1)),
+		},
+		// A pop whose client gave up may have taken the head, at any time.
+		"unknown pop took an item": {
+			op(0, push("q", 1), 0, 1, length(1)),
+			op(0, push("q", 2), 2, 3, length(2)),
+			op(1, bpop("q"), 4, Never, unknown()),
+			op(2, lrange("q"), 20, 21, items(1, 2)),
+			op(2, pop("q"), 22, 23, val(2)),
+		},
+		"unknown push counted in a length": {
+			op(0, push("q", 1), 0, Never, unknown()),
+			op(1, push("q", 2), 5, 6, length(2)),
+		},
+		// The move's push serves a pop that waits on its destination.
+		"blocking move served, then serves a blocked pop": {
+			op(0, bmove("q", "r"), 0, 10, val(1)),
+			op(1, bpop("r"), 0, 10, val(1)),
+			op(3, push("q", 1), 5, 6, length(1)),
+			op(3, lrange("r"), 11, 12, items()),
+			op(3, lrange("q"), 13, 14, items()),
+		},
+		"unknown move took an item to its destination": {
+			op(0, push("q", 1), 0, 1, length(1)),
+			op(1, bmove("q", "r"), 2, Never, unknown()),
+			op(2, lrange("r"), 5, 6, items(1)),
+		},
+		"lists and registers apart": {
+			op(0, push("q", 1), 0, 1, length(1)),
+			op(0, set("a", 1), 0, 1, ok()),
+			op(1, get("a"), 2, 3, val(1)),
+			op(1, pop("q"), 2, 3, val(1)),
+		},
 	}
 	for name, ops := range cases {
 		if good, why := check(t, ops); !good {
@@ -148,6 +216,44 @@ func TestNotLinearizable(t *testing.T) {
 			op(0, set("a", 1), 0, 1, ok()),
 			op(1, set("a", 2), 2, Never, unknown()),
 			op(2, get("a"), 5, 6, val(3)),
+		},
+		"queue out of order": {
+			op(0, push("a", 1), 0, 1, length(1)),
+			op(0, push("a", 2), 2, 3, length(2)),
+			op(1, pop("a"), 4, 5, val(2)),
+		},
+		"item popped twice": {
+			op(0, push("a", 1), 0, 1, length(1)),
+			op(1, bpop("a"), 2, 3, val(1)),
+			op(2, bpop("a"), 4, 5, val(1)),
+		},
+		"blocking pop of an item nobody pushed": {
+			op(0, bpop("a"), 0, 10, val(9)),
+			op(1, push("a", 1), 2, 3, length(1)),
+		},
+		// Redis would have served the waiting client with the item.
+		"blocking pop times out on a list that held an item all along": {
+			op(0, push("a", 1), 0, 1, length(1)),
+			op(1, bpop("a"), 2, 10, missing()),
+			op(2, lrange("a"), 11, 12, items(1)),
+		},
+		"acknowledged push lost": {
+			op(0, push("a", 1), 0, 1, length(1)),
+			op(1, lrange("a"), 2, 3, items()),
+		},
+		"moved item missing from its destination": {
+			op(0, push("a", 1), 0, 1, length(1)),
+			op(1, bmove("a", "b"), 2, 3, val(1)),
+			op(2, lrange("b"), 4, 5, items()),
+		},
+		"moved item still in its source": {
+			op(0, push("a", 1), 0, 1, length(1)),
+			op(1, bmove("a", "b"), 2, 3, val(1)),
+			op(2, lrange("a"), 4, 5, items(1)),
+		},
+		"length counts a push twice": {
+			op(0, push("a", 1), 0, 1, length(1)),
+			op(0, push("a", 2), 2, 3, length(3)),
 		},
 	}
 	for name, ops := range cases {

@@ -55,12 +55,16 @@ const (
 	checkTimeout   = 60 * time.Second // porcupine, per schedule
 	registers      = 4                // keys with GET, SET and INCR
 	counters       = 2                // keys with INCR and GET only
+	queues         = 2                // list keys with RPUSH, LPOP, BLPOP and BLMOVE from one to the other
+	blockFor       = time.Second      // BLPOP's and BLMOVE's timeout
 )
 
 // TestRandomized runs randomized fault schedules against a gait-redis
 // deployment of 3 voters and 1 duplicate on testbed hosts while clients on
-// every agent read and write, and checks each schedule's history for
-// linearizability, that no acknowledged write was lost and that the
+// every agent read and write registers and queues (blocking pops among
+// them) and publish to and subscribe to a channel, and checks each
+// schedule's history for linearizability, that no acknowledged write was
+// lost, what pub/sub promises (linearize.CheckPubSub) and that the
 // replicas' redis-servers hold the same data. GAIT_LIN_SCHEDULES sets the
 // number of schedules (default 3), GAIT_LIN_SEED the random seed, and
 // GAIT_LIN_READ the deployment's read mode (default linearizable; "any",
@@ -117,8 +121,9 @@ func envInt(t *testing.T, name string, def int) int {
 
 // deployment is a gait-redis cluster on testbed hosts.
 type deployment struct {
-	tb *testbed.Testbed
-	c  *gaitredis.Cluster
+	tb   *testbed.Testbed
+	c    *gaitredis.Cluster
+	read string // the read mode
 }
 
 func deploy(t *testing.T, read string) *deployment {
@@ -151,7 +156,7 @@ func deploy(t *testing.T, read string) *deployment {
 	}
 	t.Cleanup(func() { c.Stop() })
 	t.Logf("3 voters and 1 duplicate, %s reads, ready in %v", read, time.Since(t0).Round(time.Millisecond))
-	return &deployment{tb: tb, c: c.(*gaitredis.Cluster)}
+	return &deployment{tb: tb, c: c.(*gaitredis.Cluster), read: read}
 }
 
 // fault is one planned injection, its target a role resolved when it strikes.
@@ -250,16 +255,18 @@ type result struct {
 	verdict                    porcupine.CheckResult
 	check                      time.Duration
 	applied                    []string
+	pubsub                     linearize.PubSubReport
 }
 
 func (r result) String() string {
-	return fmt.Sprintf("%d operations (%d writes of unknown outcome, %d of them never observable; %d failed reads left out), linearizable: %s (checked in %v); faults: %s",
-		r.ops, r.unknown, r.pruned, r.droppedReads, linearize.Verdict(r.verdict), r.check.Round(time.Millisecond), strings.Join(r.applied, "; "))
+	return fmt.Sprintf("%d operations (%d writes of unknown outcome, %d of them never observable; %d failed reads left out), linearizable: %s (checked in %v); pub/sub violations %d; faults: %s",
+		r.ops, r.unknown, r.pruned, r.droppedReads, linearize.Verdict(r.verdict), r.check.Round(time.Millisecond), r.pubsub.Violations(), strings.Join(r.applied, "; "))
 }
 
 type totals struct {
 	schedules, ops, unknown int
 	verdicts                map[string]int
+	published, violations   int
 }
 
 func (t *totals) add(r result) {
@@ -270,10 +277,13 @@ func (t *totals) add(r result) {
 		t.verdicts = map[string]int{}
 	}
 	t.verdicts[linearize.Verdict(r.verdict)]++
+	t.published += r.pubsub.Published
+	t.violations += r.pubsub.Violations()
 }
 
 func (t totals) String() string {
-	return fmt.Sprintf("%d operations, %d of unknown outcome; verdicts %v", t.ops, t.unknown, t.verdicts)
+	return fmt.Sprintf("%d operations, %d of unknown outcome; verdicts %v; %d messages published, %d pub/sub violations",
+		t.ops, t.unknown, t.verdicts, t.published, t.violations)
 }
 
 // run runs one schedule on fresh keys and checks what it recorded.
@@ -295,9 +305,17 @@ func (d *deployment) run(t *testing.T, sc schedule) result {
 		}
 		applied = append(applied, s)
 	}
-	var faultsDone sync.WaitGroup
+	var addrs []string
+	for _, name := range d.c.Hosts() {
+		addrs = append(addrs, d.c.AgentAddr(name))
+	}
+	ps := startPubSub(h.Now, keys.channel, addrs)
+	defer ps.halt()
+	var faultsDone, published sync.WaitGroup
 	faultsDone.Go(func() { limp.Run(ctx, d.faults(t, sc), record) })
+	published.Go(func() { ps.publish(ctx, addrs) })
 	counts := d.drive(ctx, h, keys)
+	published.Wait()
 	faultsDone.Wait() // every fault cleared, crashed hosts restarted
 	for msg, n := range counts.errors {
 		t.Logf("schedule %d: %d× %s", sc.n+1, n, msg)
@@ -309,7 +327,11 @@ func (d *deployment) run(t *testing.T, sc schedule) result {
 	d.checkReplicasAgree(t)
 
 	res := result{applied: applied}
+	var err error
+	res.pubsub, err = ps.drain(addrs[0])
+	logPubSub(t, fmt.Sprintf("schedule %d", sc.n+1), res.pubsub, err, d.read == "linearizable")
 	res.ops, res.unknown, res.droppedReads = h.Counts()
+	t.Logf("schedule %d: operations by kind: %s", sc.n+1, kindCounts(h.Operations()))
 	t.Logf("schedule %d: compare-and-set (swapped/not): %s", sc.n+1, casOutcomes(h.Operations()))
 	t0 := time.Now()
 	ops := linearize.Prune(h.Operations())
@@ -339,21 +361,27 @@ func (d *deployment) picture(t *testing.T, sc schedule, v linearize.Violation) {
 	t.Logf("schedule %d: porcupine's picture of %s's %d operations up to the violation: %s", sc.n+1, v.Key, len(v.Ops), path)
 }
 
-// keys of one schedule, apart from every other schedule's.
-type keys struct{ registers, counters []string }
+// keys of one schedule, and its channel, apart from every other schedule's.
+type keys struct {
+	registers, counters, queues []string
+	channel                     string
+}
 
 func newKeys(n int) keys {
-	var k keys
+	k := keys{channel: fmt.Sprintf("s%d:ch", n)}
 	for i := range registers {
 		k.registers = append(k.registers, fmt.Sprintf("s%d:r%d", n, i))
 	}
 	for i := range counters {
 		k.counters = append(k.counters, fmt.Sprintf("s%d:c%d", n, i))
 	}
+	for i := range queues {
+		k.queues = append(k.queues, fmt.Sprintf("s%d:q%d", n, i))
+	}
 	return k
 }
 
-func (k keys) all() []string { return slices.Concat(k.registers, k.counters) }
+func (k keys) all() []string { return slices.Concat(k.registers, k.counters, k.queues) }
 
 // faults turns a schedule into limp faults whose targets are resolved by
 // asking the agents for their roles when the fault strikes.
@@ -530,11 +558,28 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // next draws an operation: on a register GET 35%, SET 35%, INCR 10%, a
 // compare-and-set by WATCH/MULTI/EXEC 10% and by a script 10%; on a counter
-// GET 30%, INCR 70%. Every SET and CAS writes a value that no other writes,
-// at least linearize.Spread from any other, so Prune applies.
+// GET 30%, INCR 70%; on a queue RPUSH 40%, LPOP 15%, BLPOP 30%, BLMOVE to
+// the other queue 15%. Every SET,
+// CAS and RPUSH writes a value that no other writes, at least
+// linearize.Spread from any other, so Prune applies.
 func (c *client) next(k keys) linearize.Input {
 	p := c.rng.IntN(100)
-	if c.rng.IntN(registers+counters) < counters {
+	c.seq++
+	unique := (int64(c.id)<<24 + c.seq) * linearize.Spread
+	switch n := c.rng.IntN(registers + counters + queues); {
+	case n < queues:
+		q := c.rng.IntN(len(k.queues))
+		key := k.queues[q]
+		switch {
+		case p < 40:
+			return linearize.Input{Kind: linearize.Push, Key: key, Value: unique}
+		case p < 55:
+			return linearize.Input{Kind: linearize.Pop, Key: key}
+		case p < 85:
+			return linearize.Input{Kind: linearize.BlockingPop, Key: key}
+		}
+		return linearize.Input{Kind: linearize.BlockingMove, Key: key, Dest: k.queues[(q+1)%len(k.queues)]}
+	case n < queues+counters:
 		key := k.counters[c.rng.IntN(len(k.counters))]
 		if p < 30 {
 			return linearize.Input{Kind: linearize.Get, Key: key}
@@ -555,8 +600,7 @@ func (c *client) next(k keys) linearize.Input {
 	default:
 		kind = linearize.ScriptCas
 	}
-	c.seq++
-	return linearize.Input{Kind: kind, Key: key, Value: (int64(c.id)<<24 + c.seq) * linearize.Spread}
+	return linearize.Input{Kind: kind, Key: key, Value: unique}
 }
 
 // errNothingWritten marks a CAS that failed before it sent its write.
@@ -606,9 +650,42 @@ func (c *client) do(ctx context.Context, in linearize.Input) (linearize.Input, l
 		}
 		n, err := c.rdb.Eval(ctx, casScript, []string{in.Key}, was, in.Value).Int()
 		return in, linearize.Output{Swapped: n == 1}, err
+	case linearize.Push:
+		n, err := c.rdb.RPush(ctx, in.Key, in.Value).Result()
+		return in, linearize.Output{Value: n}, err
+	case linearize.Pop:
+		out, err := popped(c.rdb.LPop(ctx, in.Key).Result())
+		return in, out, err
+	case linearize.BlockingPop:
+		kv, err := c.rdb.BLPop(ctx, blockFor, in.Key).Result()
+		v := ""
+		if len(kv) == 2 {
+			v = kv[1]
+		}
+		out, err := popped(v, err)
+		return in, out, err
+	case linearize.BlockingMove:
+		out, err := popped(c.rdb.BLMove(ctx, in.Key, in.Dest, "LEFT", "RIGHT", blockFor).Result())
+		return in, out, err
 	}
 	v, err := c.rdb.Incr(ctx, in.Key).Result()
 	return in, linearize.Output{Value: v, Exists: true}, err
+}
+
+// popped is the output of a pop that answered v (goredis.Nil: an empty
+// list).
+func popped(v string, err error) (linearize.Output, error) {
+	switch {
+	case errors.Is(err, goredis.Nil):
+		return linearize.Output{}, nil
+	case err != nil:
+		return linearize.Output{}, err
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return linearize.Output{}, fmt.Errorf("popped %q: %w", v, err)
+	}
+	return linearize.Output{Value: n, Exists: true}, nil
 }
 
 // expect sets what a CAS expects from the GET it read; a failed GET wrote
@@ -677,16 +754,15 @@ func (d *deployment) finalReads(t *testing.T, h *linearize.History, k keys) {
 			rdb := goredis.NewClient(redis.Options(d.c.AgentAddr(name)))
 			ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 			in := linearize.Input{Kind: linearize.Get, Key: key}
+			if slices.Contains(k.queues, key) {
+				in.Kind = linearize.Range
+			}
 			call := h.Now()
-			v, err := rdb.Get(ctx, key).Int64()
+			out, err := finalRead(ctx, rdb, in)
 			ret := h.Now()
 			cancel()
 			rdb.Close()
-			out := linearize.Output{Value: v, Exists: true}
-			switch {
-			case errors.Is(err, goredis.Nil):
-				out = linearize.Output{}
-			case err != nil:
+			if err != nil {
 				t.Errorf("final read of %s through %s: %v", key, name, err)
 				continue
 			}
@@ -697,6 +773,20 @@ func (d *deployment) finalReads(t *testing.T, h *linearize.History, k keys) {
 			}
 		}
 	}
+}
+
+// finalRead reads a register with GET, a queue with LRANGE.
+func finalRead(ctx context.Context, rdb *goredis.Client, in linearize.Input) (linearize.Output, error) {
+	if in.Kind == linearize.Range {
+		var out linearize.Output
+		err := rdb.LRange(ctx, in.Key, 0, -1).ScanSlice(&out.Items)
+		return out, err
+	}
+	v, err := rdb.Get(ctx, in.Key).Int64()
+	if errors.Is(err, goredis.Nil) {
+		return linearize.Output{}, nil
+	}
+	return linearize.Output{Value: v, Exists: true}, err
 }
 
 func sameAnswer(seen []string) bool {
@@ -789,6 +879,44 @@ func dumpAll(addr string) (map[string]string, error) {
 		out[iter.Val()] = v
 	}
 	return out, iter.Err()
+}
+
+// kindCounts counts the history's operations by kind, and the pops by
+// what they answered.
+func kindCounts(ops []porcupine.Operation) string {
+	n := map[linearize.Kind]int{}
+	pops := map[linearize.Kind]*[3]int{} // item, nil, unknown
+	for _, op := range ops {
+		in, out := op.Input.(linearize.Input), op.Output.(linearize.Output)
+		n[in.Kind]++
+		if in.Kind != linearize.Pop && in.Kind != linearize.BlockingPop && in.Kind != linearize.BlockingMove {
+			continue
+		}
+		if pops[in.Kind] == nil {
+			pops[in.Kind] = &[3]int{}
+		}
+		switch {
+		case out.Unknown:
+			pops[in.Kind][2]++
+		case out.Exists:
+			pops[in.Kind][0]++
+		default:
+			pops[in.Kind][1]++
+		}
+	}
+	var parts []string
+	for kind := linearize.Get; kind <= linearize.BlockingMove; kind++ {
+		parts = append(parts, fmt.Sprintf("%s %d", kind, n[kind]))
+	}
+	s := strings.Join(parts, ", ") + "; item/nil/unknown:"
+	for _, kind := range []linearize.Kind{linearize.Pop, linearize.BlockingPop, linearize.BlockingMove} {
+		p := pops[kind]
+		if p == nil {
+			p = &[3]int{}
+		}
+		s += fmt.Sprintf(" %s %d/%d/%d", kind, p[0], p[1], p[2])
+	}
+	return s
 }
 
 // casOutcomes counts the history's CAS operations by kind and outcome, to

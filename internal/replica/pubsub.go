@@ -2,6 +2,8 @@ package replica
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -30,9 +32,12 @@ var subscribedContext = map[string]bool{
 // request order, once every earlier reply is out); count is written by the
 // goroutine that copies conn's output.
 type pubsub struct {
-	replies  *replyQueue // the connection's, which pushes go to
-	subConn  *redisConn
-	subCount atomic.Int64 // channels and patterns subscribed, as redis last said; -1 while a SUBSCRIBE is on its way
+	replies *replyQueue // the connection's, which pushes go to
+	subConn *redisConn
+	// subClosing is set when the agent closes subConn itself (the client
+	// reset or left), so copyPushes tells that from the server going away.
+	subClosing *atomic.Bool
+	subCount   atomic.Int64 // channels and patterns subscribed, as redis last said; -1 while a SUBSCRIBE is on its way
 }
 
 // subscribed says whether the connection is in redis's subscribed context.
@@ -43,20 +48,32 @@ func (ps *pubsub) subscribed() bool { return ps.subCount.Load() != 0 }
 // come back through push.
 func (a *Agent) subscribeSlot(st *clientState, args [][]byte) slot {
 	name := strings.ToUpper(string(args[0]))
-	if strings.HasSuffix(name, "SUBSCRIBE") && !strings.Contains(name, "UNSUB") && st.subCount.Load() == 0 {
+	subscribes := strings.HasSuffix(name, "SUBSCRIBE") && !strings.Contains(name, "UNSUB")
+	if subscribes && st.subCount.Load() == 0 {
 		st.subCount.Store(-1) // later commands of this pipeline are in the subscribed context already
 	}
 	proto := st.proto.Load()
 	payload := resp.AppendCommand(nil, args...)
 	return slot{fill: func() []byte {
+		if subscribes {
+			if err := a.catchUpToSubscribe(st); err != nil {
+				st.subCount.CompareAndSwap(-1, 0)
+				return resp.Error("ERR gait replica: " + err.Error())
+			}
+		}
 		if st.subConn == nil {
 			conn, err := a.dialSubscriber(proto)
 			if err != nil {
 				st.subCount.Store(0)
 				return resp.Error("ERR gait replica: " + err.Error())
 			}
-			st.subConn = conn
-			go st.copyPushes(conn)
+			closing := new(atomic.Bool)
+			st.subConn, st.subClosing = conn, closing
+			go st.copyPushes(conn, func() {
+				if !closing.Load() {
+					st.conn.Close()
+				}
+			})
 		}
 		st.subConn.c.SetWriteDeadline(time.Now().Add(redisTimeout))
 		if _, err := st.subConn.w.Write(payload); err != nil || st.subConn.w.Flush() != nil {
@@ -64,6 +81,25 @@ func (a *Agent) subscribeSlot(st *clientState, args [][]byte) slot {
 		}
 		return nil // redis's answer comes through push
 	}}
+}
+
+// catchUpToSubscribe waits until this replica has applied every write
+// acknowledged before now (the index a read of st waits for), so that a
+// subscription it makes next gets no message whose PUBLISH was acknowledged
+// before the SUBSCRIBE, as with redis: a replica that lags, or restarted and
+// replays the log, would otherwise publish old messages to it as it
+// catches up (TestRandomized saw thousands after a restart).
+func (a *Agent) catchUpToSubscribe(st *clientState) error {
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.RequestTimeout)
+	defer cancel()
+	index, err := a.minIndex(ctx, st)
+	if err == nil {
+		err = a.fsm.waitApplied(ctx, index)
+	}
+	if err != nil {
+		return fmt.Errorf("subscribe: %w", err)
+	}
+	return nil
 }
 
 // dialSubscriber opens a subscriber connection in protocol proto.
@@ -83,11 +119,17 @@ func (a *Agent) dialSubscriber(proto int64) (*redisConn, error) {
 }
 
 // copyPushes copies what redis sends on conn to the client, keeping subCount
-// up to date from the subscription answers, until conn closes.
-func (ps *pubsub) copyPushes(conn *redisConn) {
+// up to date from the subscription answers, until conn closes; then lost
+// ends the client's connection unless the agent closed conn itself. A
+// redis-server killed behind its agent takes its subscriptions with it, and
+// an agent restarts it empty: its client must learn that it subscribes to
+// nothing any more, as redis's own clients learn when their server dies
+// (the connection closes), or it would wait for messages that never come.
+func (ps *pubsub) copyPushes(conn *redisConn, lost func()) {
 	for {
 		raw, v, err := resp.ReadReply(conn.r)
 		if err != nil {
+			lost()
 			return
 		}
 		if (v.Kind == '*' || v.Kind == '>') && len(v.Arr) == 3 && v.Arr[2].Kind == ':' &&
@@ -104,6 +146,7 @@ func (ps *pubsub) copyPushes(conn *redisConn) {
 // ended or was reset.
 func (ps *pubsub) unsubscribeAll() {
 	if ps.subConn != nil {
+		ps.subClosing.Store(true)
 		ps.subConn.close()
 		ps.subConn = nil
 	}
