@@ -22,12 +22,12 @@ func TestObservePure(t *testing.T) {
 	for i := 3; i <= 33; i++ {
 		args = append(args, []byte(strings.Repeat("x", i*5)))
 	}
-	got := unpackArgs(packArgs(args))
+	got := unpackArgs(packArgs(nil, args))
 	if len(got) != slowMaxArgs || string(got[31]) != "... (2 more arguments)" ||
 		string(got[30]) != strings.Repeat("x", slowMaxBytes)+"... (27 more bytes)" || string(got[2]) != "xxxxxxxxxxxxxxx" {
 		t.Errorf("trimmed: %d args, last %q, before it %q", len(got), got[len(got)-1], got[len(got)-2])
 	}
-	conf := unpackArgs(packArgs([][]byte{[]byte("config"), []byte("set"), []byte("masterauth"), []byte("pw"), []byte("maxmemory"), []byte("1")}))
+	conf := unpackArgs(packArgs(nil, [][]byte{[]byte("config"), []byte("set"), []byte("masterauth"), []byte("pw"), []byte("maxmemory"), []byte("1")}))
 	if string(conf[3]) != "(redacted)" || string(conf[5]) != "1" {
 		t.Errorf("CONFIG SET redacted as %q", conf)
 	}
