@@ -106,6 +106,22 @@ func (e entry) encodePlain() []byte {
 	return append(b, e.payload...)
 }
 
+// compressReplyAbove is the size from which a replica's reply to another
+// agent's write goes compressed (REPLYS2): every replica sends the
+// proposer its replies, so a pipelined batch's thousand "+OK" came back
+// twice, in full, over the proposer's link, beside its clients' requests.
+const compressReplyAbove = 1 << 10
+
+// compressReply is raw compressed (s2), if it is large enough to bother
+// and that makes it smaller.
+func compressReply(raw []byte) ([]byte, bool) {
+	if len(raw) < compressReplyAbove {
+		return nil, false
+	}
+	c := s2.Encode(nil, raw)
+	return c, len(c) < len(raw)
+}
+
 func decodeEntry(b []byte) (entry, error) {
 	if len(b) > 0 && b[0] == compressedVersion {
 		plain, err := s2.Decode(nil, b[1:])
