@@ -58,6 +58,25 @@ func TestObservePure(t *testing.T) {
 		}
 	}
 
+	// A batch's slow entries pushed together leave what a push of each
+	// would: the ids run on, and slowlog-max-len keeps the newest.
+	l := newSlowLog()
+	l.maxLen.Store(3)
+	l.push([]slowEntry{{usec: 1}})
+	var slow []slowEntry
+	for i := range 5 {
+		slow = append(slow, slowEntry{usec: int64(i + 2), args: packArgs(nil, [][]byte{[]byte("SET"), fmt.Appendf(nil, "k%d", i)})})
+	}
+	l.push(slow)
+	if len(l.entries) != 3 || l.nextID != 6 {
+		t.Fatalf("%d entries, next id %d; want 3 and 6", len(l.entries), l.nextID)
+	}
+	for i, e := range l.entries {
+		if e.id != int64(i+3) || e.usec != int64(i+4) || string(unpackArgs(e.args)[1]) != fmt.Sprintf("k%d", i+2) {
+			t.Errorf("entry %d: id %d, %d µs, %q", i, e.id, e.usec, unpackArgs(e.args))
+		}
+	}
+
 	var s cmdStat
 	for _, d := range []time.Duration{500 * time.Nanosecond, 3 * time.Microsecond, 3 * time.Microsecond, 5 * time.Millisecond} {
 		s.record(d, false)

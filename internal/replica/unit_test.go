@@ -14,6 +14,7 @@ import (
 
 	"github.com/gait-dev/gait/internal/rediscmd"
 	"github.com/gait-dev/gait/internal/resp"
+	"github.com/klauspost/compress/s2"
 )
 
 func TestEntry(t *testing.T) {
@@ -47,6 +48,16 @@ func TestEntry(t *testing.T) {
 		if got, err := decodeEntry(enc); err != nil || !got.batch || got.replies != 1000 || got.reads[0] != 999 || !bytes.Equal(got.payload, p) {
 			t.Errorf("large batch round trip: %d bytes, %v", len(got.payload), err)
 		}
+	}
+	// A batch's replies to another agent go compressed, a short one as it is.
+	oks := bytes.Repeat([]byte("+OK\r\n"), 1000)
+	if c, ok := compressReply(oks); !ok || len(c) > len(oks)/10 {
+		t.Errorf("a batch's replies compressed to %d bytes of %d (%v)", len(c), len(oks), ok)
+	} else if plain, err := s2.Decode(nil, c); err != nil || !bytes.Equal(plain, oks) {
+		t.Errorf("a batch's replies came back as %d bytes, %v", len(plain), err)
+	}
+	if _, ok := compressReply(oks[:50]); ok {
+		t.Error("a short reply compressed")
 	}
 	for _, bad := range [][]byte{nil, {9}, {1, 200}, {1, 5, 'a'}, {1, 0, 1, 9}, {3, 0, 1, 0, 2, 3}, {3, 0, 1, 0, 2, 1, 2}, {compressedVersion, 1, 2, 3}} {
 		if _, err := decodeEntry(bad); err == nil {
