@@ -277,16 +277,26 @@ func rewriteSet(args [][]byte, now time.Time) [][]byte { return rewriteOptions(a
 // rewriteGetex turns GETEX's EX and PX options into PXAT.
 func rewriteGetex(args [][]byte, now time.Time) [][]byte { return rewriteOptions(args, 2, now) }
 
+// rewriteOptions copies args only once it rewrites one: most SETs (every
+// one of a redis-cli --pipe of SETs) have no expiry.
 func rewriteOptions(args [][]byte, from int, now time.Time) [][]byte {
-	out := slicesClone(args)
-	for i := from; i < len(out)-1; i++ {
-		unit := map[string]int64{"EX": 1000, "PX": 1}[strings.ToUpper(string(out[i]))]
-		if unit == 0 {
+	out, copied := args, false
+	for i := from; i < len(args)-1; i++ {
+		var unit int64
+		switch {
+		case bytes.EqualFold(args[i], []byte("EX")):
+			unit = 1000
+		case bytes.EqualFold(args[i], []byte("PX")):
+			unit = 1
+		default:
 			continue
 		}
-		at, ok := absolute(out[i+1], unit, now)
-		if !ok || bytes.HasPrefix(out[i+1], []byte("-")) || string(out[i+1]) == "0" {
+		at, ok := absolute(args[i+1], unit, now)
+		if !ok || bytes.HasPrefix(args[i+1], []byte("-")) || string(args[i+1]) == "0" {
 			return args // redis answers "invalid expire time" on every replica
+		}
+		if !copied {
+			out, copied = slicesClone(args), true
 		}
 		out[i], out[i+1] = []byte("PXAT"), at
 		i++

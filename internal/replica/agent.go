@@ -678,9 +678,13 @@ func (a *Agent) report(aps []applied) {
 		if _, ok := msgs[addr]; !ok {
 			to = append(to, addr)
 		}
-		msgs[addr] = resp.AppendCommand(msgs[addr], []byte("REPLY"), strconv.AppendUint(nil, ap.entry.seq, 10),
+		verb, raw := []byte("REPLY"), ap.raw
+		if c, ok := compressReply(raw); ok {
+			verb, raw = []byte("REPLYS2"), c
+		}
+		msgs[addr] = resp.AppendCommand(msgs[addr], verb, strconv.AppendUint(nil, ap.entry.seq, 10),
 			[]byte(incarnation), strconv.AppendUint(nil, ap.index, 10), strconv.AppendUint(nil, ap.digest, 16),
-			[]byte(a.cfg.ID), []byte(a.incarnation), ap.raw)
+			[]byte(a.cfg.ID), []byte(a.incarnation), raw)
 	}
 	for _, addr := range to {
 		a.peer(addr).send(peerMsg{data: msgs[addr]})

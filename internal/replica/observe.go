@@ -127,10 +127,13 @@ const (
 
 // slowEntry is one slow log entry, as SLOWLOG GET shows it.
 type slowEntry struct {
-	id         int64
-	at         int64 // Unix seconds
-	usec       int64
-	args       [][]byte
+	id   int64
+	at   int64 // Unix seconds
+	usec int64
+	// args are packed (packArgs): most entries of a busy slow log are
+	// pushed out before anyone reads them, so trimming and redacting
+	// wait for SLOWLOG GET.
+	args       []byte
 	addr, name string
 }
 
@@ -154,12 +157,21 @@ func newSlowLog() *slowLog {
 	return l
 }
 
-func (l *slowLog) push(e slowEntry) {
+// push logs entries, oldest first, as many pushes of one would: each
+// takes the next id, but only those slowlog-max-len keeps are stored (a
+// pipelined batch of a thousand slow commands keeps 128 by default).
+func (l *slowLog) push(entries []slowEntry) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e.id = l.nextID
-	l.nextID++
-	l.entries = append(l.entries, e)
+	skip := max(len(entries)-int(max(l.maxLen.Load(), 0)), 0)
+	for i := range entries[skip:] {
+		e := entries[skip+i]
+		e.id = l.nextID + int64(skip+i)
+		// Its own copy: the packed arguments share their observation's buffer.
+		e.args = slices.Clone(e.args)
+		l.entries = append(l.entries, e)
+	}
+	l.nextID += int64(len(entries))
 	l.trim()
 }
 
@@ -177,21 +189,21 @@ func (l *slowLog) reset() {
 	l.mu.Unlock()
 }
 
-// packArgs copies what the slow log keeps of args (32 arguments of 128
-// bytes at most) in one allocation: the argument count, then each kept
-// argument's full length and kept bytes. Most commands are never slow,
-// so trimming waits for unpackArgs.
-func packArgs(args [][]byte) []byte {
+// packArgs appends to dst what the slow log keeps of args (32 arguments
+// of 128 bytes at most): the argument count, then each kept argument's
+// full length and kept bytes. Most commands are never slow, so trimming
+// waits for unpackArgs.
+func packArgs(dst []byte, args [][]byte) []byte {
 	n := min(len(args), slowMaxArgs)
 	size := binary.MaxVarintLen64
 	for _, a := range args[:n] {
 		size += binary.MaxVarintLen64 + min(len(a), slowMaxBytes)
 	}
-	p := binary.AppendUvarint(make([]byte, 0, size), uint64(len(args)))
+	dst = binary.AppendUvarint(slices.Grow(dst, size), uint64(len(args)))
 	for _, a := range args[:n] {
-		p = append(binary.AppendUvarint(p, uint64(len(a))), a[:min(len(a), slowMaxBytes)]...)
+		dst = append(binary.AppendUvarint(dst, uint64(len(a))), a[:min(len(a), slowMaxBytes)]...)
 	}
-	return p
+	return dst
 }
 
 // unpackArgs is a packed command as redis shows it in a slow log entry:
@@ -243,7 +255,9 @@ func redact(args [][]byte) [][]byte {
 // noted is one command an observation covers.
 type noted struct {
 	name string // commandstats' name; "" for a command redis does not know
-	args []byte // packed for the slow log (packArgs); nil when it is off
+	// args are packed for the slow log (packArgs), in the observation's
+	// packed buffer; nil when the slow log is off.
+	args []byte
 	// oomFails: an EVAL of a script without a shebang, which redis never
 	// refuses for memory: an OOM reply is the script's own failure.
 	oomFails bool
@@ -260,6 +274,17 @@ type observation struct {
 	held  time.Duration
 	cmds  []noted
 	one   [1]noted // cmds' room for the usual one command
+	// packed holds the packed arguments of cmds: one buffer for a whole
+	// pipelined batch rather than an allocation per command.
+	packed []byte
+	// slow are the entries the observation logs, pushed together when
+	// its reply is counted.
+	slow []slowEntry
+	// stat is the commandstats entry of the last command counted (named
+	// statName), for a batch of one command repeated.
+	stat     *cmdStat
+	statName string
+	bufs     *batchBufs // a pipelined batch's buffers, from batchPool
 	// queued: the command joins a transaction, and only a refusal counts;
 	// exec: cmds[0] is EXEC, the rest the transaction's commands, which
 	// count by EXEC's reply's elements.
@@ -276,7 +301,7 @@ func (a *Agent) observe(st *clientState, args [][]byte) *observation {
 	switch {
 	case st.inMulti && is("EXEC"):
 		o.exec = true
-		o.cmds = append(append(o.cmds, a.note(args)), st.queuedNotes...)
+		o.cmds = append(append(o.cmds, o.note(args)), st.queuedNotes...)
 		st.queuedNotes = nil
 		return o
 	case !st.inMulti && is("MULTI"):
@@ -284,14 +309,45 @@ func (a *Agent) observe(st *clientState, args [][]byte) *observation {
 	case st.inMulti && !is("DISCARD") && !is("MULTI") && !is("QUIT") && !is("RESET"):
 		o.queued = true
 	}
-	o.cmds = append(o.cmds, a.note(args))
+	o.cmds = append(o.cmds, o.note(args))
 	return o
 }
 
 // join adds a command pipelined into the same slot.
-func (o *observation) join(args [][]byte) { o.cmds = append(o.cmds, o.a.note(args)) }
+func (o *observation) join(args [][]byte) {
+	if o.bufs == nil {
+		o.bufs = batchPool.Get().(*batchBufs)
+		o.cmds = append(o.bufs.cmds, o.cmds...)
+		o.packed, o.slow = o.bufs.packed, o.bufs.slow
+	}
+	o.cmds = append(o.cmds, o.note(args))
+}
 
-func (a *Agent) note(args [][]byte) noted {
+// batchBufs are the buffers of a pipelined batch's observation, reused by
+// the next batch: a batch of a thousand commands would otherwise grow
+// them from nothing each time.
+type batchBufs struct {
+	cmds   []noted
+	packed []byte
+	slow   []slowEntry
+}
+
+var batchPool = sync.Pool{New: func() any { return new(batchBufs) }}
+
+// release hands a batch's buffers back once its commands are counted
+// (the slow log keeps copies of what it logs).
+func (o *observation) release() {
+	if o.bufs == nil {
+		return
+	}
+	clear(o.cmds)
+	clear(o.slow)
+	*o.bufs = batchBufs{cmds: o.cmds[:0], packed: o.packed[:0], slow: o.slow[:0]}
+	batchPool.Put(o.bufs)
+	o.bufs, o.cmds, o.packed, o.slow = nil, nil, nil, nil
+}
+
+func (o *observation) note(args [][]byte) noted {
 	n := noted{name: statName(args[0])}
 	if n.name == "" {
 		return n
@@ -300,8 +356,11 @@ func (a *Agent) note(args [][]byte) noted {
 		n.name += "|" + strings.ToLower(string(args[1]))
 	}
 	n.oomFails = (n.name == "eval" || n.name == "eval_ro") && len(args) > 1 && !bytes.HasPrefix(args[1], []byte("#!"))
-	if a.slow.threshold.Load() >= 0 || n.name == "config|set" { // CONFIG SET may turn the slow log on
-		n.args = packArgs(args)
+	if o.a.slow.threshold.Load() >= 0 || n.name == "config|set" { // CONFIG SET may turn the slow log on
+		from := len(o.packed)
+		o.packed = packArgs(o.packed, args)
+		// Capped: appending to the buffer must not write over it.
+		n.args = o.packed[from:len(o.packed):len(o.packed)]
 	}
 	return n
 }
@@ -360,6 +419,7 @@ func (o *observation) done(s slot) slot {
 // leaves it out.
 func (o *observation) end(raw []byte, waited time.Duration) {
 	d := max(time.Duration(time.Now().UnixNano()-o.start)-o.held-waited, 0) // 0 if the clock stepped back
+	defer o.logSlow()
 	switch {
 	case o.queued:
 		if bytes.HasPrefix(raw, []byte("-")) && o.cmds[0].name != "" && !unknownSub(raw) {
@@ -395,9 +455,16 @@ func (o *observation) end(raw []byte, waited time.Duration) {
 		o.count(o.cmds[0], raw, d, true)
 		return
 	}
-	for i, r := range splitReplies(raw, len(o.cmds)) {
-		o.count(o.cmds[i], r, d, true)
+	for _, c := range o.cmds {
+		k, ok := resp.Skip(raw)
+		if len(raw) == 0 || !ok {
+			break
+		}
+		o.count(c, raw[:k], d, true)
+		raw = raw[k:]
 	}
+	o.logSlow()
+	o.release()
 }
 
 // count notes one command's reply: in commandstats, and in the slow log
@@ -414,16 +481,34 @@ func (o *observation) count(c noted, reply []byte, d time.Duration, log bool) {
 	}
 	if !isErr && c.name == "config|resetstat" { // as the servers' (also inside MULTI)
 		a.stats.reset()
+		o.stat = nil
 	}
-	a.stats.get(c.name).record(d, isErr)
+	if o.stat == nil || o.statName != c.name {
+		o.stat, o.statName = a.stats.get(c.name), c.name
+	}
+	o.stat.record(d, isErr)
 	if !isErr && c.name == "config|set" {
+		o.logSlow() // the entries before it, under the settings before it
 		a.slow.configure(unpackArgs(c.args))
 		a.slow.set.Add(1)
 		a.slow.setAt.Store(o.st.lastIndex.Load())
 	}
 	if t := a.slow.threshold.Load(); log && c.args != nil && t >= 0 && d.Microseconds() >= t && c.name != "exec" {
-		a.slow.push(slowEntry{at: time.Now().Unix(), usec: d.Microseconds(), args: unpackArgs(c.args),
-			addr: o.st.conn.RemoteAddr().String(), name: o.st.getName()})
+		e := slowEntry{usec: d.Microseconds(), args: c.args}
+		if len(o.slow) > 0 { // the client and the second are the observation's
+			e.at, e.addr, e.name = o.slow[0].at, o.slow[0].addr, o.slow[0].name
+		} else {
+			e.at, e.addr, e.name = time.Now().Unix(), o.st.conn.RemoteAddr().String(), o.st.getName()
+		}
+		o.slow = append(o.slow, e)
+	}
+}
+
+// logSlow pushes the slow log entries noted so far.
+func (o *observation) logSlow() {
+	if len(o.slow) > 0 {
+		o.a.slow.push(o.slow)
+		o.slow = o.slow[:0]
 	}
 }
 
@@ -593,7 +678,7 @@ func (a *Agent) slowlogCommand(st *clientState, args [][]byte) []byte {
 		for i := range count { // newest first
 			e := entries[int64(len(entries))-1-i]
 			argv := resp.Value{Kind: '*'}
-			for _, arg := range e.args {
+			for _, arg := range unpackArgs(e.args) {
 				argv.Arr = append(argv.Arr, resp.Value{Kind: '$', Str: arg})
 			}
 			out.Arr = append(out.Arr, resp.Value{Kind: '*', Arr: []resp.Value{{Kind: ':', Num: e.id}, {Kind: ':', Num: e.at},

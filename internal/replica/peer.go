@@ -13,6 +13,7 @@ import (
 	"github.com/gait-dev/gait/internal/replica/limp"
 	"github.com/gait-dev/gait/internal/resp"
 	"github.com/hashicorp/raft"
+	"github.com/klauspost/compress/s2"
 )
 
 // peerMagic starts every agent-to-agent connection on the raft port; raft's
@@ -267,6 +268,15 @@ func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
 		case "PROPOSE":
 			a.proposeForPeer(id, arg(msg, 2), fail)
 		case "REPLY":
+			a.peerReply(msg)
+		case "REPLYS2": // REPLY with its reply compressed (compressReply)
+			if len(msg) == 8 {
+				raw, err := s2.Decode(nil, msg[7])
+				if err != nil {
+					continue // malformed, as a REPLY peerReply drops
+				}
+				msg[7] = raw
+			}
 			a.peerReply(msg)
 		case "STATUS":
 			a.health.onStatus(parseStatus(msg))

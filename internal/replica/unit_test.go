@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/gait-dev/gait/internal/rediscmd"
 	"github.com/gait-dev/gait/internal/resp"
+	"github.com/klauspost/compress/s2"
 )
 
 func TestEntry(t *testing.T) {
@@ -27,7 +30,36 @@ func TestEntry(t *testing.T) {
 	if got, err := decodeEntry(b.encode()); err != nil || !got.batch || len(got.reads) != 2 || got.reads[1] != 3 || string(got.payload) != "x" {
 		t.Errorf("batch round trip: %+v, %v", got, err)
 	}
-	for _, bad := range [][]byte{nil, {9}, {1, 200}, {1, 5, 'a'}, {1, 0, 1, 9}, {3, 0, 1, 0, 2, 3}, {3, 0, 1, 0, 2, 1, 2}} {
+	// A pipelined batch of a thousand SETs is stored compressed, a random
+	// value of the same size as it is; both come back whole.
+	var sets []byte
+	for i := range 1000 {
+		sets = resp.AppendCommand(sets, []byte("SET"), []byte("k"+strconv.Itoa(i)), []byte("v"))
+	}
+	random := make([]byte, len(sets))
+	rand.NewChaCha8([32]byte{1}).Read(random)
+	for _, p := range [][]byte{sets, random} {
+		e := entry{proposer: "p#i", seq: 8, replies: 1000, batch: true, reads: []int{999}, payload: p}
+		enc := e.encode()
+		compressed := enc[0] == compressedVersion
+		if compressed != bytes.Equal(p, sets) || compressed && len(enc) > len(p)/3 {
+			t.Errorf("entry of %d bytes encoded in %d, compressed %v", len(p), len(enc), compressed)
+		}
+		if got, err := decodeEntry(enc); err != nil || !got.batch || got.replies != 1000 || got.reads[0] != 999 || !bytes.Equal(got.payload, p) {
+			t.Errorf("large batch round trip: %d bytes, %v", len(got.payload), err)
+		}
+	}
+	// A batch's replies to another agent go compressed, a short one as it is.
+	oks := bytes.Repeat([]byte("+OK\r\n"), 1000)
+	if c, ok := compressReply(oks); !ok || len(c) > len(oks)/10 {
+		t.Errorf("a batch's replies compressed to %d bytes of %d (%v)", len(c), len(oks), ok)
+	} else if plain, err := s2.Decode(nil, c); err != nil || !bytes.Equal(plain, oks) {
+		t.Errorf("a batch's replies came back as %d bytes, %v", len(plain), err)
+	}
+	if _, ok := compressReply(oks[:50]); ok {
+		t.Error("a short reply compressed")
+	}
+	for _, bad := range [][]byte{nil, {9}, {1, 200}, {1, 5, 'a'}, {1, 0, 1, 9}, {3, 0, 1, 0, 2, 3}, {3, 0, 1, 0, 2, 1, 2}, {compressedVersion, 1, 2, 3}} {
 		if _, err := decodeEntry(bad); err == nil {
 			t.Errorf("%v: no error", bad)
 		}

@@ -114,6 +114,7 @@ func (rd *Reader) ReadCommand() ([][]byte, error) {
 func (rd *Reader) readBulks(n int) ([][]byte, error) {
 	args := make([][]byte, 0, min(n, 1024))
 	total := 0
+	var slab []byte // the small arguments' bytes (readBulk)
 	for range n {
 		line, err := rd.readLine()
 		if errors.Is(err, io.EOF) {
@@ -137,7 +138,7 @@ func (rd *Reader) readBulks(n int) ([][]byte, error) {
 			return nil, &ProtocolError{Msg: fmt.Sprintf("request larger than the agent's limit of %d bytes", rd.maxBytes)}
 		}
 		total += int(size)
-		buf, err := rd.readBulk(int(size) + 2)
+		buf, err := rd.readBulk(int(size)+2, &slab)
 		if err != nil {
 			return nil, err
 		}
@@ -229,11 +230,16 @@ func unhex(c byte) byte {
 	return c - 'A' + 10
 }
 
+// slabBytes is the room one allocation gives a request's small arguments:
+// a SET of a short key and value takes one, not three.
+const slabBytes = 32
+
 // readBulk reads the next n bytes. With a budget they are charged to it
 // before they are allocated, in one piece: the budget, not the bytes that
-// came, bounds what a length that promises more than comes may cost.
-// Without one, the buffer grows as the bytes arrive.
-func (rd *Reader) readBulk(n int) ([]byte, error) {
+// came, bounds what a length that promises more than comes may cost; an
+// argument that fits is read into the request's slab (made on its first
+// small argument). Without one, the buffer grows as the bytes arrive.
+func (rd *Reader) readBulk(n int, slab *[]byte) ([]byte, error) {
 	if rd.Budget == nil {
 		var buf []byte
 		return buf, appendRead(rd, &buf, n)
@@ -245,7 +251,21 @@ func (rd *Reader) readBulk(n int) ([]byte, error) {
 	if n >= bigArg {
 		return rd.bigBulk(n)
 	}
-	buf := make([]byte, n)
+	var buf []byte
+	switch s := *slab; {
+	case n <= cap(s)-len(s):
+		buf, *slab = s[len(s):len(s)+n], s[:len(s)+n]
+	case n <= slabBytes/2:
+		*slab = make([]byte, n, slabBytes)
+		buf = *slab
+	default:
+		buf = make([]byte, n)
+	}
+	if rd.r+n <= rd.w { // buffered already, as a pipeline's requests are
+		copy(buf, rd.buf[rd.r:rd.r+n])
+		rd.r += n
+		return buf, nil
+	}
 	_, err := io.ReadFull(rd, buf)
 	return buf, err
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -115,5 +116,26 @@ func TestBudget(t *testing.T) {
 	two.Release()
 	if b.Held() != 0 {
 		t.Errorf("%d bytes held after release", b.Held())
+	}
+}
+
+// BenchmarkReadCommand parses what redis-cli --pipe of SETs sends (1,000
+// commands per iteration), with a budget as the agent reads.
+func BenchmarkReadCommand(b *testing.B) {
+	var in []byte
+	for i := range 1000 {
+		in = AppendCommand(in, []byte("SET"), []byte("k"+strconv.Itoa(i)), []byte("v"))
+	}
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for range b.N {
+		rd := NewReader(bytes.NewReader(in), 1<<20, 1024)
+		rd.Budget = NewBudget(1 << 30)
+		for range 1000 {
+			if _, err := rd.ReadCommand(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		rd.Done()
 	}
 }
