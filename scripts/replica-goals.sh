@@ -18,8 +18,10 @@
 # one run on a shared machine.
 #
 # Without extra flags the voters run on testbed hosts (root; the client runs
-# in the root namespace and reaches them over their veths); pass --loopback
-# to run them on 127.0.0.1 in one process.
+# in the root namespace and reaches them over their veths), and a plain
+# redis-server on a testbed host of its own behind the same link (peer
+# plainlink) shows what the link alone costs; pass --loopback to run the
+# voters on 127.0.0.1 in one process.
 set -euo pipefail
 
 requests=20000 rounds=3 pairs=20000 before= pipesonly=
@@ -100,6 +102,7 @@ for d in "${kinds[@]}"; do
 done
 for d in "${kinds[@]}"; do
 	row "$d: redis-cli --pipe 20k SETs, s vs no persistence" "$(m $d PIPESET 1 4)" "$(m plain PIPESET 1 4)" "<= 3"
+	row "$d: redis-cli --pipe 20k SETs, s vs no persistence behind the same link" "$(m $d PIPESET 1 4)" "$(m plainlink PIPESET 1 4)" "(link's share)"
 	# One pair of the interleaved pipeline against one unpipelined SET at c=1 (1/rps), in ms.
 	row "$d: pipelined SET+GET per pair ms vs unpipelined SET c=1" "$(awk -v s="$(m $d PIPEPAIR 1 4)" -v n="$pairs" 'BEGIN { printf "%.4f", 1000 * s / n }')" \
 		"$(m $d SET 1 4 | awk '$1 > 0 { printf "%.4f", 1000 / $1 }')" "<= 1"

@@ -59,6 +59,29 @@ aim() {
 	echo "${0##*/}: $1: no agent says it leads; measuring through ${target[$1]}" >&2
 }
 
+# linked PORT BANDWIDTH starts a redis-server without persistence on a
+# testbed host of its own (a 'gait testbed up' of one host, its link shaped
+# to BANDWIDTH), so a deployment on testbed hosts has a peer whose clients
+# cross the same kind of link: what the link costs is then not counted as
+# gait's. Sets target[plainlink].
+linked() {
+	local port=$1 bandwidth=$2 host addr ns rest
+	mkfifo "$work/testbed.out"
+	"$work/gait" testbed up --hosts 1 --bandwidth "$bandwidth" >"$work/testbed.out" 2>"$work/testbed.log" &
+	pids+=($!)
+	exec {fd}<"$work/testbed.out"
+	while read -r -t 60 host addr ns rest <&"$fd"; do
+		[[ $host == h0 ]] && break
+	done
+	[[ ${host:-} == h0 ]] || { echo "${0##*/}: testbed host for plainlink did not start" >&2; cat "$work/testbed.log" >&2; exit 1; }
+	mkdir -p "$work/r$port"
+	ip netns exec "$ns" redis-server --port "$port" --bind "$addr" --save "" --appendonly no --protected-mode no --dir "$work/r$port" >/dev/null &
+	pids+=($!)
+	for _ in $(seq 50); do [[ $(redis-cli -h "$addr" -p "$port" ping 2>/dev/null) == PONG ]] && break; sleep 0.1; done
+	[[ $(redis-cli -h "$addr" -p "$port" ping 2>/dev/null) == PONG ]] || { echo "${0##*/}: redis-server on $ns did not start" >&2; exit 1; }
+	target[plainlink]="$addr:$port"
+}
+
 # start_peers BEFORE FLAGS... starts what the replica scripts compare: a
 # redis-server with appendfsync always (aof) and one without persistence
 # (plain) on loopback, and gait deployments with --durability disk and
@@ -76,10 +99,17 @@ start_peers() {
 	target+=([aof]="127.0.0.1:$base" [plain]="127.0.0.1:$((base + 1))")
 	declare -gA peerpid=([aof]=$(eval echo "\$pid_$base") [plain]=$(eval echo "\$pid_$((base + 1))") [disk]=$pid_disk [replicated]=$pid_replicated)
 	peers=(aof plain disk replicated) kinds=(disk replicated)
+	# On testbed hosts (no --loopback) also plain redis behind the same link.
+	if [[ " $* " != *" --loopback "* ]]; then
+		local bandwidth=100Mbit/s prev=
+		for f in "$@"; do [[ $prev == --bandwidth ]] && bandwidth=$f; [[ $f == --bandwidth=* ]] && bandwidth=${f#--bandwidth=}; prev=$f; done
+		linked "$((base + 2))" "$bandwidth"
+		peers+=(plainlink)
+	fi
 	if [[ -n "$before" ]]; then
 		gait disk0 "$before" --durability disk "$@"
 		gait replicated0 "$before" --durability replicated "$@"
 		peerpid+=([disk0]=$pid_disk0 [replicated0]=$pid_replicated0)
-		peers=(aof plain disk0 disk replicated0 replicated) kinds=(disk0 disk replicated0 replicated)
+		peers=(aof plain ${target[plainlink]:+plainlink} disk0 disk replicated0 replicated) kinds=(disk0 disk replicated0 replicated)
 	fi
 }
