@@ -52,7 +52,7 @@ func newHealth(a *Agent) *health {
 	return h
 }
 
-// throttled is the share of the last moments this agent's cgroup was held
+// throttled is the share of the last 150 ms this agent's cgroup was held
 // back by its CPU quota (limp.Throttle).
 func (h *health) throttled(now time.Time) float64 {
 	if h.cpu == nil {

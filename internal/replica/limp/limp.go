@@ -183,7 +183,9 @@ const (
 // quota period, and when a probe lands in a burst it comes back at once, so
 // the least of a few is fast (round 8: marked 2.7 and 5.35 s into the step
 // in two runs of ten, probes of 3 to 18 ms, against 0.7 s when they were
-// slow). It does not see a CPU slowed without a quota (a slower or
+// slow); with this rule, leaders at a tenth and a hundredth of a CPU were
+// marked 0.28 to 0.48 s into the step, round 8's rules beside them 0.77 to
+// 2.17 s (round 9, docs/replica.md). It does not see a CPU slowed without a quota (a slower or
 // overheating core, another process's hyperthread, a VM's stolen time),
 // which is left to the probes and round trips; and replicas that all run
 // at their quota (a deployment too small for its load) are alike, so none
