@@ -11,7 +11,7 @@
 # step, the leadership transfers the agents decided (their logs), the
 # leader changes of any cause (the leader gauge second by second, from the
 # run's first leader) and when each replica was first marked limping, in
-# seconds from the step's start ("short": after the short hold).
+# seconds from the step's start, and by which rule (rule below).
 #
 #   sudo scripts/limping-matrix.sh [OUT]     # default runs/limping-matrix
 #   env: GAIT (default bin/gait), SYSTEMS (default "gait-redis etcd"),
@@ -71,6 +71,17 @@ for s in $systems; do
 	done
 done
 
+# rule LINE names the rule of a "limps:" line: the short hold, agreement,
+# the CPU quota, else the full hold (or a stopped redis-server).
+rule() {
+	case $1 in
+	*"short hold true"*) echo short ;;
+	*"agreed true"*) echo agreed ;;
+	*"quota true"*) echo quota ;;
+	*) echo hold ;;
+	esac
+}
+
 # handovers RUN prints a gait-redis step's transfers, leader changes and
 # first marks. The time series' header quotes the fault's name, which holds
 # a comma: it is replaced before splitting on commas.
@@ -88,8 +99,7 @@ handovers() {
 	printf '%-19s  ' "$transfers / $changes"
 	{ grep -h " limps: " "$hosts"/*/log/gait-replica.stderr || true; } | while read -r line; do
 		read -r _ _ day clock _ id _ <<<"$line"
-		printf '%s %.2f %s\n' "$id" "$(echo "$(date -d "$day $clock" +%s.%N) - $start" | bc)" \
-			"$(grep -q 'short hold true' <<<"$line" && echo short || echo hold)"
+		printf '%s %.2f %s\n' "$id" "$(echo "$(date -d "$day $clock" +%s.%N) - $start" | bc)" "$(rule "$line")"
 	done | sort -k1,1 -k2,2n | awk '!seen[$1]++ { printf "%s %ss (%s)  ", $1, $2, $3 } END { print "" }'
 }
 

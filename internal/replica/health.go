@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gait-dev/gait/internal/cgroupcpu"
 	"github.com/gait-dev/gait/internal/replica/limp"
 	"github.com/gait-dev/gait/internal/resp"
 	"github.com/hashicorp/raft"
@@ -23,12 +24,46 @@ type health struct {
 
 	// membersChanged is set when a configuration entry commits.
 	membersChanged atomic.Bool
+
+	// cpu and cgroup are this agent's CPU cgroup, whose throttled time
+	// (read every status interval; only the heartbeat touches throttle)
+	// tells a CPU quota held it back; cpu is nil where there is none to
+	// read, and the signal is off.
+	cpu      *cgroupcpu.Controller
+	cgroup   string
+	throttle limp.Throttle
 }
 
 func newHealth(a *Agent) *health {
 	cfg := limp.Config{Self: a.cfg.ID, StatusInterval: a.cfg.StatusInterval, Floor: a.cfg.LimpFloor,
 		Factor: a.cfg.LimpFactor, Hold: a.cfg.LimpHold, PeerInflight: a.cfg.PeerInflight, Born: a.born}
-	return &health{a: a, t: limp.New(cfg, a.incarnation)}
+	h := &health{a: a, t: limp.New(cfg, a.incarnation)}
+	if c := cgroupcpu.Find(); c != nil {
+		dir, err := c.SelfDir()
+		if err == nil {
+			_, err = c.Throttled(dir)
+		}
+		if err != nil {
+			a.logger.Printf("no cpu quota signal: %v", err)
+		} else {
+			h.cpu, h.cgroup = c, dir
+		}
+	}
+	return h
+}
+
+// throttled is the share of the last 150 ms this agent's cgroup was held
+// back by its CPU quota (limp.Throttle).
+func (h *health) throttled(now time.Time) float64 {
+	if h.cpu == nil {
+		return 0
+	}
+	total, err := h.cpu.Throttled(h.cgroup)
+	if err != nil {
+		return 0 // the cgroup went away with the host being torn down; nothing to judge
+	}
+	h.throttle.Observe(total, now)
+	return h.throttle.Share()
 }
 
 // with runs f with the tracker locked.
@@ -66,11 +101,12 @@ func (h *health) tick(now time.Time) {
 	for _, m := range d.Marks {
 		if m.Limping {
 			a.m.limpMarks.Inc()
-			a.logger.Printf("replica %s limps: apply lag %v (median %v), log append %v (median %v), append p75 %v (median %v), nearest peer %v (median %v), probe %v (median %v), stopped applying %v, short hold %v, agreed %v",
+			a.logger.Printf("replica %s limps: apply lag %v (median %v), log append %v (median %v), append p75 %v (median %v), nearest peer %v (median %v), probe %v (median %v), throttled %.2f (median %.2f), stopped applying %v, short hold %v, agreed %v, quota %v",
 				m.ID, m.Lag.Round(time.Millisecond), m.MedianLag.Round(time.Millisecond), m.Append, m.MedianAppend,
 				m.AppendP75.Round(10*time.Microsecond), m.MedianP75.Round(10*time.Microsecond),
 				m.Net.Round(100*time.Microsecond), m.MedianNet.Round(100*time.Microsecond),
-				m.Probe.Round(100*time.Microsecond), m.MedianProbe.Round(100*time.Microsecond), m.Stopped, m.Strong, m.Agreed)
+				m.Probe.Round(100*time.Microsecond), m.MedianProbe.Round(100*time.Microsecond), m.Throttled, m.MedianThrottled,
+				m.Stopped, m.Strong, m.Agreed, m.Quota)
 		} else {
 			a.logger.Printf("replica %s recovered: apply lag %v, nearest peer %v, probe %v", m.ID, m.Lag.Round(time.Millisecond),
 				m.Net.Round(100*time.Microsecond), m.Probe.Round(100*time.Microsecond))
@@ -103,7 +139,7 @@ func (h *health) sendStatus(now time.Time) {
 	a := h.a
 	self := limp.Status{ID: a.cfg.ID, Incarnation: a.incarnation, Applied: a.fsm.appliedIndex(),
 		AppendSecs: a.logs.leastSeconds(), Stopped: a.fsm.failure() != nil}
-	self.AppendP75Secs = a.logs.p75Seconds()
+	self.AppendP75Secs, self.Throttled = a.logs.p75Seconds(), h.throttled(now)
 	var echoes []limp.Echo
 	var probes []limp.Probe
 	var quarantined [][]byte
@@ -118,7 +154,7 @@ func (h *health) sendStatus(now time.Time) {
 			strconv.AppendInt(nil, self.Stamp, 10), strconv.AppendInt(nil, e.Echo, 10), strconv.AppendInt(nil, e.Hold, 10),
 			strconv.AppendFloat(nil, self.NetSecs, 'g', 6, 64), strconv.AppendInt(nil, e.ProbeEcho, 10),
 			strconv.AppendInt(nil, e.ProbeHold, 10), strconv.AppendFloat(nil, self.ProbeSecs, 'g', 6, 64),
-			strconv.AppendFloat(nil, self.AppendP75Secs, 'g', 6, 64)}
+			strconv.AppendFloat(nil, self.AppendP75Secs, 'g', 6, 64), strconv.AppendFloat(nil, self.Throttled, 'g', 4, 64)}
 		a.peer(e.Addr).send(peerMsg{data: resp.AppendCommand(nil, append(status, quarantined...)...)})
 	}
 	for _, p := range probes {

@@ -112,6 +112,7 @@ var (
 	descNetwork     = desc("network_seconds", "The replica's round trip to its nearest peer, smoothed: slow on every link means its own link limps.", "replica")
 	descProbe       = desc("probe_seconds", "The replica's probe round trip to its nearest peer (the least of the last five): a slow link shows in the time its bytes take.", "replica")
 	descDiskP75     = desc("log_append_p75_seconds", "The 75th percentile of the replica's raft log appends over the last 0.5 to 1 s, as it reports: a log disk slower than its peers' shows in it.", "replica")
+	descThrottled   = desc("cpu_throttled_share", "The share of the last 0.3 s the replica's cgroup was held back by its CPU quota, per CPU, as it reports: 0 without a quota.", "replica")
 	descPeerQueue   = desc("peer_queue_length", "Messages queued for the agent at this raft address.", "peer")
 	descApplyQueue  = desc("apply_queue_length", "Committed entries waiting for the local redis-server.")
 	descWrites      = desc("pending_writes", "Writes proposed here and not yet replied to by every replica.")
@@ -127,7 +128,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLag, descApplied, descLimping, descQuarantined, descInflight,
-		descReplyDelay, descNetwork, descProbe, descDiskP75, descPeerQueue, descApplyQueue, descWrites, descRequests, descHeld, descLeader, descFollows} {
+		descReplyDelay, descNetwork, descProbe, descDiskP75, descThrottled, descPeerQueue, descApplyQueue, descWrites, descRequests, descHeld, descLeader, descFollows} {
 		ch <- d
 	}
 }
@@ -147,6 +148,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descNetwork, r.NetSecs, r.ID)
 		gauge(descProbe, r.ProbeSecs, r.ID)
 		gauge(descDiskP75, r.AppendP75Secs, r.ID)
+		gauge(descThrottled, r.Throttled, r.ID)
 	}
 	a.mu.Lock()
 	for addr, p := range a.peers {

@@ -336,10 +336,11 @@ func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
 }
 
 // statusFields is how many fields of STATUS precede its quarantine list.
-const statusFields = 13
+const statusFields = 14
 
 // parseStatus reads STATUS id incarnation applied append-seconds stamp echo
-// hold net-seconds probe-echo probe-hold probe-seconds append-p75, the
+// hold net-seconds probe-echo probe-hold probe-seconds append-p75
+// throttled-share, the
 // fields
 // health.sendStatus writes. A malformed number
 // reads as zero, which no check mistakes for limping.
@@ -349,7 +350,7 @@ func parseStatus(msg [][]byte) limp.Status {
 	f := func(i int) float64 { v, _ := strconv.ParseFloat(string(arg(msg, i)), 64); return v }
 	return limp.Status{ID: string(arg(msg, 1)), Incarnation: string(arg(msg, 2)), Applied: u(3), AppendSecs: f(4),
 		Stamp: n(5), Echo: n(6), Hold: n(7), NetSecs: f(8), ProbeEcho: n(9), ProbeHold: n(10), ProbeSecs: f(11),
-		AppendP75Secs: f(12)}
+		AppendP75Secs: f(12), Throttled: f(13)}
 }
 
 // peerReply takes REPLY seq incarnation index digest replica replica-incarnation raw.

@@ -1,7 +1,6 @@
 package testbed
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gait-dev/gait/internal/cgroupcpu"
 )
 
 // ErrNoCPUCgroup means this machine offers no cgroup CPU controller that
@@ -29,61 +30,14 @@ var (
 	cpuCtl     *cpuController
 )
 
-// findCPUController reads /proc/self/mountinfo once for a cgroup2 mount
-// whose controllers include cpu, else a cgroup v1 mount of cpu.
+// findCPUController is cgroupcpu.Find's controller, nil when there is none.
 func findCPUController() *cpuController {
 	cpuCtlOnce.Do(func() {
-		f, err := os.Open("/proc/self/mountinfo")
-		if err != nil {
-			return
+		if c := cgroupcpu.Find(); c != nil {
+			cpuCtl = &cpuController{root: c.Root, v2: c.V2}
 		}
-		defer f.Close()
-		var v1 *cpuController
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			mnt, fstype, opts, ok := parseMountinfo(sc.Text())
-			if !ok {
-				continue
-			}
-			switch fstype {
-			case "cgroup2":
-				ctl, _ := os.ReadFile(filepath.Join(mnt, "cgroup.controllers"))
-				if hasWord(string(ctl), "cpu", " \n") {
-					cpuCtl = &cpuController{root: mnt, v2: true}
-					return
-				}
-			case "cgroup":
-				if v1 == nil && hasWord(opts, "cpu", ",") {
-					v1 = &cpuController{root: mnt}
-				}
-			}
-		}
-		cpuCtl = v1
 	})
 	return cpuCtl
-}
-
-// parseMountinfo returns a mountinfo line's mount point, file system
-// type and super options (see proc(5)).
-func parseMountinfo(line string) (mnt, fstype, opts string, ok bool) {
-	pre, post, found := strings.Cut(line, " - ")
-	if !found {
-		return "", "", "", false
-	}
-	a, b := strings.Fields(pre), strings.Fields(post)
-	if len(a) < 5 || len(b) < 3 {
-		return "", "", "", false
-	}
-	return a[4], b[0], b[2], true
-}
-
-func hasWord(s, word, seps string) bool {
-	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(seps, r) }) {
-		if w == word {
-			return true
-		}
-	}
-	return false
 }
 
 // newCgroup creates the cgroup for one host, below a "gait" group that

@@ -11,11 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gait-dev/gait/internal/cgroupcpu"
 	"github.com/gait-dev/gait/internal/gaitbin"
 	"github.com/gait-dev/gait/internal/procstat"
 	"github.com/vishvananda/netlink"
@@ -571,5 +573,52 @@ func TestStop(t *testing.T) {
 	}
 	if d := time.Since(start); d < 300*time.Millisecond {
 		t.Errorf("SIGKILL came after %s, before the 300ms grace", d)
+	}
+}
+
+// TestCPUThrottled: a process spinning in a host's cgroup is never held
+// back without a quota, however busy the machine, and is at a tenth of a
+// CPU (cpu.stat's throttled time rises); its /proc/PID/cgroup names that
+// cgroup, which is how a replica agent finds its own.
+func TestCPUThrottled(t *testing.T) {
+	tb := up(t, Options{Hosts: 1, Dir: t.TempDir()})
+	h := tb.Hosts[0]
+	ctl := cgroupcpu.Find()
+	if !h.HasCPUCgroup() || ctl == nil {
+		t.Skip("no cpu cgroup on this machine")
+	}
+	p, err := h.Start(ProcSpec{Name: "spin", Path: "sh", Args: []string{"-c", "while :; do :; done"}, LogDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.KillAll() })
+	// The process joins the cgroup as its first step (startScript).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		dir, err := ctl.DirOf(strconv.Itoa(p.Pid()))
+		if err == nil && dir == h.cgroup {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cgroup of the spinning process: %q, %v; want %q", dir, err, h.cgroup)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // a few quota periods' worth, had there been a quota
+	if d, err := ctl.Throttled(h.cgroup); err != nil || d != 0 {
+		t.Errorf("throttled %v, %v without a quota; want 0", d, err)
+	}
+	if err := h.LimitCPU(0.1); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		d, err := ctl.Throttled(h.cgroup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a process spinning at a tenth of a CPU was never throttled")
+		}
 	}
 }

@@ -168,6 +168,33 @@ const (
 	agreeHold     = 2
 )
 
+// A replica whose cgroup the kernel held back by its CPU quota for more
+// than throttleFloor of the last throttleWindow (Status.Throttled), and
+// sideFactor times its peers' median share, is marked once that has lasted
+// throttleHold status intervals, no gaps bridged (logged as "quota"): the
+// quota ran out in two or three periods in a row, not in one (a burst of
+// work such as a garbage collection, which clients barely feel). This
+// is the kernel's own word, not an inference from timing: the replica's
+// processes were ready to run and were not let. A busy machine without a
+// quota shows none, however late it runs them, and so never sets it off,
+// while every timing signal here (probes, round trips) is slowed by both
+// alike. It is what a container at its CPU limit looks like in production.
+// Probes missed it: a leader at a tenth of a CPU serves in bursts, one per
+// quota period, and when a probe lands in a burst it comes back at once, so
+// the least of a few is fast (round 8: marked 2.7 and 5.35 s into the step
+// in two runs of ten, probes of 3 to 18 ms, against 0.7 s when they were
+// slow); with this rule, leaders at a tenth and a hundredth of a CPU were
+// marked 0.28 to 0.48 s into the step, round 8's rules beside them 0.77 to
+// 2.17 s (round 9, docs/replica.md). It does not see a CPU slowed without a quota (a slower or
+// overheating core, another process's hyperthread, a VM's stolen time),
+// which is left to the probes and round trips; and replicas that all run
+// at their quota (a deployment too small for its load) are alike, so none
+// is marked: handing over would not help.
+const (
+	throttleFloor = 0.2
+	throttleHold  = 4
+)
+
 // netLimpFloor is the smallest round trip to the nearest peer that counts as
 // a limping link, at Factor times the median; on a LAN or between
 // namespaces a healthy one is well under a millisecond, and a few
@@ -249,6 +276,9 @@ type Status struct {
 	// stopped at once and the median lag is stuck too. Only this agent's
 	// own status carries it.
 	Stopped bool
+	// Throttled is the share of the last throttleWindow the replica's
+	// cgroup was held back by its CPU quota (Throttle); zero without one.
+	Throttled float64
 }
 
 // Mark is a change in whether a replica limps, with what it was judged on.
@@ -265,6 +295,10 @@ type Mark struct {
 	Stopped              bool          // it cannot apply at all
 	Strong               bool          // marked after the shorter hold (strongFactor)
 	Agreed               bool          // marked at once, its probes and round trips agreeing (agreeProbes)
+	// Its share of time held back by its CPU quota, its peers' median, and
+	// whether that marked it (throttleFloor).
+	Throttled, MedianThrottled float64
+	Quota                      bool
 }
 
 // Transfer names the voter a limping leader should hand leadership to.
@@ -334,6 +368,7 @@ type Replica struct {
 	NetSecs       float64 // its round trip to its nearest peer
 	ProbeSecs     float64 // its probe round trip to its nearest peer
 	AppendP75Secs float64 // its raft log appends' 75th percentile, as it reports
+	Throttled     float64 // its share of time held back by its CPU quota, as it reports
 }
 
 // replica is what the tracker knows of one replica (this agent's included).
@@ -349,6 +384,8 @@ type replica struct {
 	slowLast    time.Time // the last tick it looked slow
 	strongSince time.Time // since when it has looked slow by strongFactor (no gaps bridged); zero while it does not
 	agreeSince  time.Time // since when this agent's own signals have agreed (agreeProbes); zero while they do not
+	throttled   float64   // its share of time held back by its CPU quota, as it reports (Status.Throttled)
+	quotaSince  time.Time // since when that share has been past throttleFloor (no gaps bridged); zero while it is not
 	paced       bool      // this agent paces its sending to it (Pace)
 	fineSince   time.Time // since when a paced replica has not been marked limping
 	seen        time.Time // its last status
@@ -435,7 +472,7 @@ func (t *Tracker) Observe(st Status, now time.Time) {
 	}
 	r.incarnation, r.applied, r.appendSecs, r.seen = st.Incarnation, st.Applied, st.AppendSecs, now
 	r.netSecs, r.echo, r.echoAt, r.stopped = st.NetSecs, st.Stamp, now, st.Stopped
-	r.probeSecs, r.appendP75 = st.ProbeSecs, st.AppendP75Secs
+	r.probeSecs, r.appendP75, r.throttled = st.ProbeSecs, st.AppendP75Secs, st.Throttled
 	if st.Echo > 0 {
 		if rtt := t.Stamp(now) - st.Echo - st.Hold; rtt > 0 {
 			r.rttSecs = EWMA(r.rttSecs, time.Duration(rtt).Seconds())
@@ -728,7 +765,9 @@ func median(ds []time.Duration) time.Duration {
 func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 	cfg := t.cfg
 	var appends, nets, probes, p75s []time.Duration
+	var throttles []float64
 	for _, r := range t.replicas {
+		throttles = append(throttles, r.throttled)
 		appends = append(appends, seconds(r.appendSecs))
 		nets = append(nets, seconds(r.netSecs))
 		probes = append(probes, seconds(r.probeSecs))
@@ -737,6 +776,11 @@ func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 		}
 	}
 	medianAppend, medianNet, medianProbe := median(appends), median(nets), median(probes)
+	slices.Sort(throttles)
+	medianThrottled := 0.0
+	if len(throttles) > 0 {
+		medianThrottled = throttles[len(throttles)/2]
+	}
 	// Only the replicas that appended lately say what an append costs;
 	// with fewer than two of them there is nothing to compare.
 	medianP75 := time.Duration(0)
@@ -779,10 +823,19 @@ func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 			r.agreeSince = now
 		}
 		agreed := agreeNow && now.Sub(r.agreeSince) >= agreeHold*cfg.StatusInterval
-		slowNow = slowNow || agreeNow
+		quotaNow := r.throttled > throttleFloor && r.throttled > sideFactor*medianThrottled
+		switch {
+		case !quotaNow:
+			r.quotaSince = time.Time{}
+		case r.quotaSince.IsZero():
+			r.quotaSince = now
+		}
+		quota := quotaNow && now.Sub(r.quotaSince) >= throttleHold*cfg.StatusInterval
+		slowNow = slowNow || agreeNow || quotaNow
 		// A replica marked on its fresh probes (agreed) heals on them too,
 		// not on the least of probeKeep, which lags them.
-		healed := !r.stopped && !agreeNow && (r.id != cfg.Self || fine(t.recentProbe(), probeLimpFloor, medianProbe, sideFactor)) &&
+		healed := !r.stopped && !agreeNow && (r.throttled < throttleFloor/2 || r.throttled < (1+sideFactor)/2*medianThrottled) &&
+			(r.id != cfg.Self || fine(t.recentProbe(), probeLimpFloor, medianProbe, sideFactor)) &&
 			r.lag < cfg.Floor/2 && fine(appendTime, appendLimpFloor, medianAppend, sideFactor) &&
 			fine(net, netLimpFloor, medianNet, cfg.Factor) && fine(probe, probeLimpFloor, medianProbe, sideFactor) &&
 			(alone && p75 < diskAloneFloor/2 || !alone && (medianP75 == 0 || fine(p75, diskP75Floor, medianP75, sideFactor)))
@@ -803,14 +856,16 @@ func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 			r.strongSince = now
 		}
 		strong := strongNow && now.Sub(r.strongSince) >= cfg.Hold/strongShorten
-		held := agreed || slowNow && (now.Sub(r.slowSince) >= cfg.Hold || strong)
+		held := agreed || quota || slowNow && (now.Sub(r.slowSince) >= cfg.Hold || strong)
 		if (!r.limping && (r.stopped || held)) || (r.limping && healed) {
 			r.limping = !r.limping
 			marks = append(marks, Mark{ID: r.id, Limping: r.limping, Lag: r.lag, MedianLag: medianLag,
 				Append: appendTime, MedianAppend: medianAppend, Net: net, MedianNet: medianNet,
 				Probe: probe, MedianProbe: medianProbe, AppendP75: p75, MedianP75: medianP75,
 				Stopped: r.stopped, Strong: r.limping && strong && now.Sub(r.slowSince) < cfg.Hold,
-				Agreed: r.limping && agreed && !strong && now.Sub(r.slowSince) < cfg.Hold})
+				Agreed:    r.limping && agreed && !strong && now.Sub(r.slowSince) < cfg.Hold,
+				Throttled: r.throttled, MedianThrottled: medianThrottled,
+				Quota: r.limping && quota && !agreed && !strong && now.Sub(r.slowSince) < cfg.Hold})
 		}
 	}
 	sort.Slice(marks, func(i, j int) bool { return marks[i].ID < marks[j].ID })
@@ -995,7 +1050,7 @@ func (t *Tracker) Replicas() []Replica {
 	for id, r := range t.replicas {
 		out = append(out, Replica{ID: id, Voter: r.voter, Applied: r.applied, Lag: r.lag, Limping: r.limping,
 			Quarantined: t.isQuarantined(id, r.incarnation), Inflight: r.inflight, ReplySecs: r.replySecs, NetSecs: r.netSecs,
-			ProbeSecs: r.probeSecs, AppendP75Secs: r.appendP75})
+			ProbeSecs: r.probeSecs, AppendP75Secs: r.appendP75, Throttled: r.throttled})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out

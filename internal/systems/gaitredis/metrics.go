@@ -41,6 +41,7 @@ var ReplicaGauges = []string{
 	"gait_replica_network_seconds",
 	"gait_replica_probe_seconds",
 	"gait_replica_log_append_p75_seconds",
+	"gait_replica_cpu_throttled_share",
 }
 
 // Counters are reported as the agent's running total since it started.
