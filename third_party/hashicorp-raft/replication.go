@@ -532,8 +532,25 @@ func (r *Raft) pipelineSend(s *followerReplication, p AppendPipeline, nextIdx *u
 
 // pipelineDecode is used to decode the responses of pipelined requests.
 func (r *Raft) pipelineDecode(s *followerReplication, p AppendPipeline, stopCh, finishCh chan struct{}) {
-	defer close(finishCh)
 	respCh := p.Consumer()
+	// gait: once it stops (a failed or stale response), it goes on taking
+	// responses, unused, until pipelineReplicate closes stopCh. The
+	// transport's pipeline channels are unbuffered (MaxRPCsInFlight 2):
+	// with no one taking from respCh, the pipeline's decoder waits to hand
+	// over the next response, and the send pipelineReplicate may still
+	// start before it sees finishCh (its select also finds triggerCh
+	// ready) waits for that decoder, forever: replication to that peer
+	// stopped for good, and Shutdown waited on it.
+	defer func() {
+		close(finishCh)
+		for {
+			select {
+			case <-respCh:
+			case <-stopCh:
+				return
+			}
+		}
+	}()
 	for {
 		select {
 		case ready := <-respCh:

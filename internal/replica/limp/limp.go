@@ -984,7 +984,9 @@ func (t *Tracker) Size() int { return len(t.replicas) }
 // ReadTargets picks up to k replicas for a read at now: this one first when
 // it may answer, then peers that neither limp, nor are quarantined, nor had
 // a read hedged away from them lately, nor have PeerInflight reads
-// outstanding, lowest read latency first. tried are left out.
+// outstanding, lowest read latency first. tried are left out. When no
+// other may answer, peers a read was hedged away from lately are picked
+// all the same.
 func (t *Tracker) ReadTargets(k int, tried map[string]bool, now time.Time) []Target {
 	var out []Target
 	self := t.replicas[t.cfg.Self]
@@ -994,13 +996,27 @@ func (t *Tracker) ReadTargets(k int, tried map[string]bool, now time.Time) []Tar
 	if len(out) >= k {
 		return out // every read asks the local replica first: no peer to rank (one per read at --fanout 1)
 	}
-	var peers []*replica
+	var peers, avoided []*replica
 	for id, r := range t.replicas {
 		if id == t.cfg.Self || tried[id] || r.limping || r.addr == "" || t.isQuarantined(id, r.incarnation) ||
-			now.Sub(r.readLimped) < readAvoid || r.inflight >= t.cfg.PeerInflight {
+			r.inflight >= t.cfg.PeerInflight {
+			continue
+		}
+		if now.Sub(r.readLimped) < readAvoid {
+			avoided = append(avoided, r)
 			continue
 		}
 		peers = append(peers, r)
+	}
+	if len(out) == 0 && len(peers) == 0 {
+		// A hedge fires after a tenth of the limp floor (20 ms at a floor
+		// of 200 ms), which a healthy peer's answer takes on a loaded
+		// machine: with the local replica limping, the two reads a
+		// connection's HELLO hedged left every peer avoided, and the next
+		// read was refused ("every one limps", TestLimping at load average
+		// 14). Avoiding is a preference among replicas that may answer;
+		// only limping, quarantine or a full queue make one unfit.
+		peers = avoided
 	}
 	sort.Slice(peers, func(i, j int) bool {
 		if peers[i].readSecs != peers[j].readSecs {

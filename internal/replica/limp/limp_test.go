@@ -212,7 +212,8 @@ func TestQuarantine(t *testing.T) {
 }
 
 // TestReadTargets: peers are ordered by read latency, skipped when tried,
-// full (PeerInflight), or hedged away from within the last second.
+// full (PeerInflight), or hedged away from within the last second unless
+// no other replica may answer.
 func TestReadTargets(t *testing.T) {
 	tr := newTracker(100*time.Millisecond, 10*time.Millisecond)
 	report(tr, t0, map[string]uint64{"a": 1, "b": 1, "c": 1})
@@ -244,6 +245,24 @@ func TestReadTargets(t *testing.T) {
 	}
 	if got := ids(tr.ReadTargets(3, nil, t0.Add(2*time.Second))); got != "ac" {
 		t.Errorf("b has 8 reads outstanding: targets %s, want ac", got)
+	}
+
+	// With this replica tried, reads go to the peers hedged away from
+	// lately rather than to none; a full one stays left out.
+	t3 := t0.Add(3 * time.Second)
+	tr.ReadLimp("c", 50*time.Millisecond, t3)
+	if got := ids(tr.ReadTargets(2, map[string]bool{"a": true}, t3)); got != "c" {
+		t.Errorf("a tried, b full, c hedged away from: targets %s, want c", got)
+	}
+	for range 8 {
+		tr.ReadDone("b", 0, false)
+	}
+	tr.ReadLimp("b", 150*time.Millisecond, t3)
+	if got := ids(tr.ReadTargets(2, map[string]bool{"a": true}, t3)); got != "cb" {
+		t.Errorf("a tried, b and c hedged away from: targets %s, want cb (c reads faster)", got)
+	}
+	if got := ids(tr.ReadTargets(3, nil, t3)); got != "a" {
+		t.Errorf("b and c hedged away from: targets %s, want a alone (it may answer)", got)
 	}
 }
 
