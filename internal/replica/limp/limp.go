@@ -816,21 +816,9 @@ func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 		// thresholds says little there.
 		strongNow := slowP75(strongFactor) || slowProbeStrong(probe, medianProbe, net, medianNet)
 		agreeNow := r.id == cfg.Self && t.selfAgrees(net, medianNet, medianProbe)
-		switch {
-		case !agreeNow:
-			r.agreeSince = time.Time{}
-		case r.agreeSince.IsZero():
-			r.agreeSince = now
-		}
-		agreed := agreeNow && now.Sub(r.agreeSince) >= agreeHold*cfg.StatusInterval
+		agreed := agreeNow && heldFor(agreeNow, &r.agreeSince, now) >= agreeHold*cfg.StatusInterval
 		quotaNow := r.throttled > throttleFloor && r.throttled > sideFactor*medianThrottled
-		switch {
-		case !quotaNow:
-			r.quotaSince = time.Time{}
-		case r.quotaSince.IsZero():
-			r.quotaSince = now
-		}
-		quota := quotaNow && now.Sub(r.quotaSince) >= throttleHold*cfg.StatusInterval
+		quota := quotaNow && heldFor(quotaNow, &r.quotaSince, now) >= throttleHold*cfg.StatusInterval
 		slowNow = slowNow || agreeNow || quotaNow
 		// A replica marked on its fresh probes (agreed) heals on them too,
 		// not on the least of probeKeep, which lags them.
@@ -1070,4 +1058,17 @@ func (t *Tracker) Replicas() []Replica {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// heldFor is how long a condition has held without a gap as of now: since
+// records when it began, and is cleared when it does not hold.
+func heldFor(holds bool, since *time.Time, now time.Time) time.Duration {
+	if !holds {
+		*since = time.Time{}
+		return 0
+	}
+	if since.IsZero() {
+		*since = now
+	}
+	return now.Sub(*since)
 }
