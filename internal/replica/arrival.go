@@ -424,6 +424,12 @@ type stampedConn struct {
 	// watched from then on; born is when it was accepted, Unix ns.
 	blocker atomic.Bool
 	born    int64
+	// recv is Read's recvmsg, made once, and what it reads into and sets:
+	// a closure per Read was four allocations.
+	recv      func(fd uintptr) bool
+	rp        []byte
+	rn, roobn int
+	rerr      error
 }
 
 // blockedHere marks a connection whose blocking command took its place.
@@ -477,6 +483,10 @@ func stampArrivals(c net.Conn) *stampedConn {
 		return s
 	}
 	s.raw, s.oob = raw, make([]byte, syscall.CmsgSpace(16))
+	s.recv = func(fd uintptr) bool {
+		s.rn, s.roobn, s.rerr = rawRecvmsg(fd, s.rp, s.oob, 0)
+		return s.rerr != syscall.EAGAIN
+	}
 	return s
 }
 
@@ -487,12 +497,10 @@ func (s *stampedConn) Read(p []byte) (int, error) {
 		s.unhandled.Store(s.at)
 		return n, err
 	}
-	var n, oobn int
-	var rerr error
-	err := s.raw.Read(func(fd uintptr) bool {
-		n, oobn, rerr = rawRecvmsg(fd, p, s.oob, 0)
-		return rerr != syscall.EAGAIN
-	})
+	s.rp = p
+	err := s.raw.Read(s.recv)
+	n, oobn, rerr := s.rn, s.roobn, s.rerr
+	s.rp = nil // the caller's buffer, not kept
 	if err == nil {
 		err = rerr
 	}
@@ -502,9 +510,10 @@ func (s *stampedConn) Read(p []byte) (int, error) {
 	if n == 0 && len(p) > 0 {
 		return 0, io.EOF
 	}
-	s.at = time.Now().UnixNano()
 	if at, ok := stampOf(s.oob[:oobn]); ok {
 		s.at = at
+	} else {
+		s.at = time.Now().UnixNano()
 	}
 	s.unhandled.Store(s.at)
 	return n, nil

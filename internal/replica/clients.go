@@ -27,6 +27,10 @@ type clientConn struct {
 	// last is the time and name of the latest command, for idle= and cmd=.
 	last    atomic.Int64
 	lastCmd atomic.Value
+	// cmdSeen is the name last stored in lastCmd, kept by the reading
+	// goroutine: a client repeating one command stores it once, not a
+	// boxed string per request.
+	cmdSeen string
 	// proto and db are the connection's mode (HELLO, SELECT); only its
 	// own goroutine changes them, CLIENT LIST of others reads them.
 	proto, db atomic.Int64
@@ -74,14 +78,21 @@ func (a *Agent) newClientState(c net.Conn) *clientState {
 }
 
 // touch records a command's arrival for CLIENT LIST's idle=, cmd=, qbuf=
-// and argv-mem=.
-func (cl *clientConn) touch(args [][]byte) {
-	cl.last.Store(time.Now().UnixNano())
-	cmd := strings.ToLower(string(args[0]))
+// and argv-mem=; at is when its bytes arrived (Unix ns), so touching reads
+// no clock.
+func (cl *clientConn) touch(args [][]byte, at int64) {
+	cl.last.Store(at)
+	cmd := statName(args[0]) // lower case, cached for the commands redis knows
+	if cmd == "" {
+		cmd = strings.ToLower(string(args[0]))
+	}
 	if containers[cmd] && len(args) > 1 {
 		cmd += "|" + strings.ToLower(string(args[1]))
 	}
-	cl.lastCmd.Store(cmd)
+	if cmd != cl.cmdSeen {
+		cl.cmdSeen = cmd
+		cl.lastCmd.Store(cmd)
+	}
 	encoded, mem := len(strconv.Itoa(len(args)))+3, 0
 	for _, a := range args {
 		encoded += len(strconv.Itoa(len(a))) + len(a) + 5

@@ -245,9 +245,8 @@ func (h *health) selfQuarantined() (q bool) {
 	return q
 }
 
-// readTargets picks up to k replicas for a read (limp.Tracker.ReadTargets).
-func (h *health) readTargets(k int, tried map[string]bool) (out []limp.Target) {
-	now := time.Now()
+// readTargets picks up to k replicas for a read at now (limp.Tracker.ReadTargets).
+func (h *health) readTargets(k int, tried map[string]bool, now time.Time) (out []limp.Target) {
 	h.with(func(t *limp.Tracker) { out = t.ReadTargets(k, tried, now) })
 	return out
 }

@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gait-dev/gait/internal/clip"
 	"github.com/gait-dev/gait/internal/resp"
 )
 
@@ -149,26 +148,27 @@ func (c *redisConn) replies(n, after int) ([]byte, error) {
 	return kept, nil
 }
 
-// reply reads one reply's raw bytes, valid until the next read. A
-// one-line status, error or integer (what writes mostly answer) is taken
-// as it is in the buffer; anything else is read by resp.ReadReply. An
-// applier reads a reply per command it applies, and reading them through
-// ReadReply (two copies each) was a tenth of BenchmarkWriteReplicated's CPU.
+// reply reads one reply's raw bytes, valid until the next read. A reply
+// whole in the buffer (what replies mostly are) is measured (resp.Skip)
+// and taken as it is there; anything else is read by resp.ReadReply. An
+// applier reads a reply per command it applies, and the reads' mux one per
+// read: reading them through ReadReply (two copies each, and a third for a
+// bulk) was a tenth of BenchmarkWriteReplicated's CPU.
 func (c *redisConn) reply() ([]byte, error) {
 	if c.skip > 0 {
 		if err := c.skipPause(); err != nil {
 			return nil, err
 		}
 	}
-	if b, err := c.r.Peek(1); err == nil && (b[0] == '+' || b[0] == '-' || b[0] == ':') {
-		line, err := c.r.ReadSlice('\n')
-		if err != nil {
+	if c.r.Buffered() == 0 {
+		if _, err := c.r.Peek(1); err != nil {
 			return nil, fmt.Errorf("read reply: %w", err)
 		}
-		if len(line) < 3 || line[len(line)-2] != '\r' {
-			return nil, fmt.Errorf("malformed reply line %s", clip.Quote(line))
-		}
-		return line, nil
+	}
+	b, _ := c.r.Peek(c.r.Buffered())
+	if k, ok := resp.Skip(b); ok && k >= 2 && b[k-2] == '\r' && b[k-1] == '\n' {
+		c.r.Discard(k)
+		return b[:k], nil
 	}
 	raw, _, err := resp.ReadReply(c.r)
 	return raw, err
@@ -478,8 +478,8 @@ func (c *muxConn) read(conn *redisConn, broken chan struct{}) {
 				conn.c.SetReadDeadline(at)
 			}
 			var raw []byte
-			if raw, _, err = resp.ReadReply(conn.r); i == call.keep {
-				call.raw = raw
+			if raw, err = conn.reply(); i == call.keep && err == nil {
+				call.raw = bytes.Clone(raw)
 			}
 		}
 		call.err = err

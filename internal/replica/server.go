@@ -136,7 +136,7 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 				a.endConn(out, slots, err)
 				return
 			}
-			st.touch(args)
+			st.touch(args, st.arrivedAt())
 		}
 		if t := st.last.Load(); t-trimmed >= int64(trimEvery) {
 			rd.Trim()
@@ -236,7 +236,7 @@ func (a *Agent) pipelined(st *clientState, rd *resp.Reader, sc *stallConn, args 
 		}
 		sc.end()
 		if !add(next) {
-			st.touch(next)
+			st.touch(next, st.arrivedAt())
 			break
 		}
 		st.obs.join(next)
@@ -245,8 +245,8 @@ func (a *Agent) pipelined(st *clientState, rd *resp.Reader, sc *stallConn, args 
 	sc.end()
 	if last != nil {
 		// CLIENT LIST shows a connection's last command: the batch's last
-		// stands for all of it (touch reads the clock, per call).
-		st.touch(last)
+		// stands for all of it.
+		st.touch(last, st.arrivedAt())
 	}
 	if e.replies == 1 {
 		return a.handle(st, args), next, err

@@ -659,7 +659,7 @@ func (a *Agent) trackedHandle(st *clientState, args [][]byte) slot {
 func (a *Agent) trackSync() error {
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.WriteTimeout)
 	defer cancel()
-	index, ok := a.leaseIndex()
+	index, _, ok := a.leaseIndex()
 	if !ok {
 		var err error
 		if index, err = a.indexes.get(ctx); err != nil {
