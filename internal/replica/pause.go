@@ -116,8 +116,12 @@ func (a *Agent) pauseServer(cmd []byte) {
 	}
 }
 
-// paused says whether a pause is in effect.
-func (a *Agent) paused() bool { return time.Now().UnixNano() < a.pause.until.Load() }
+// paused says whether a pause is in effect; with none ever set it reads
+// no clock (it is asked for every request).
+func (a *Agent) paused() bool {
+	until := a.pause.until.Load()
+	return until != 0 && time.Now().UnixNano() < until
+}
 
 // holdIfPaused waits, before a command is served, while a pause holds it.
 func (a *Agent) holdIfPaused(st *clientState, args [][]byte) {

@@ -153,8 +153,8 @@ func (a *Agent) fastRead(st *clientState, payload []byte, pinned bool) (slot, bo
 		return slot{}, false
 	}
 	// One clock read times the read, its hedge wait and the limp
-	// tracker's choice: each read of the clock costs 0.1 to 0.3 µs on this
-	// machine's VM, and a GET took nine.
+	// tracker's choice: a read of the clock costs 0.1 to 0.3 µs on this
+	// machine's VM, and a GET read it about a dozen times.
 	var index uint64
 	var start time.Time
 	switch a.cfg.Read {
