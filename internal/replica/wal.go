@@ -48,7 +48,12 @@ type walLog struct {
 	fuse     bool
 	segBytes int64 // segmentBytes; tests make it small
 
-	mu          sync.Mutex
+	mu sync.Mutex
+	// syncMu is held by a Sync across its fdatasync, which runs without mu
+	// so that appends go on meanwhile (raft's leader writes its next batch
+	// while its sync goroutine syncs the last), and by whatever closes a
+	// segment, taken after mu.
+	syncMu      sync.Mutex
 	segs        []*segment // ascending; the last one is appended to
 	first, last uint64     // 0, 0 when empty
 	buf         []byte
@@ -417,6 +422,8 @@ func (w *walLog) DeleteRange(min, max uint64) error {
 
 // dropSegments closes and removes segments [from, to). Called with mu held.
 func (w *walLog) dropSegments(from, to int) error {
+	w.syncMu.Lock()
+	defer w.syncMu.Unlock()
 	var errs []error
 	for _, s := range w.segs[from:to] {
 		errs = append(errs, s.f.Close(), os.Remove(s.f.Name()))
@@ -426,20 +433,32 @@ func (w *walLog) dropSegments(from, to int) error {
 }
 
 // Sync makes every append so far durable (DurableReplicated's background
-// fsync); earlier segments were synced when the next one began. With
-// nothing appended since the last Sync it does nothing: an idle agent made
-// 100 fdatasyncs a second for nothing, each a system call that wakes Go's
-// sysmon, and one that ext4 may answer with a flush of the device's cache.
+// fsync, and SyncLogs); earlier segments were synced when the next one
+// began. With nothing appended since the last Sync it does nothing: an idle
+// agent made 100 fdatasyncs a second for nothing, each a system call that
+// wakes Go's sysmon, and one that ext4 may answer with a flush of the
+// device's cache. Appends go on while it syncs, and are left for the next
+// Sync; a failed one leaves the log to sync again.
 func (w *walLog) Sync() error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if n := len(w.segs); n > 0 && w.dirty {
-		if err := fdatasync(w.segs[n-1].f); err != nil {
-			return err
-		}
+	n := len(w.segs)
+	if n == 0 || !w.dirty {
+		w.dirty = false
+		w.mu.Unlock()
+		return nil
 	}
+	s := w.segs[n-1]
 	w.dirty = false
-	return nil
+	w.syncMu.Lock()
+	w.mu.Unlock()
+	err := fdatasync(s.f)
+	w.syncMu.Unlock()
+	if err != nil {
+		w.mu.Lock()
+		w.dirty = true
+		w.mu.Unlock()
+	}
+	return err
 }
 
 // unsynced tells whether anything was appended since the last Sync.
@@ -452,6 +471,8 @@ func (w *walLog) unsynced() bool {
 func (w *walLog) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.syncMu.Lock()
+	defer w.syncMu.Unlock()
 	var errs []error
 	if n := len(w.segs); n > 0 {
 		errs = append(errs, w.segs[n-1].cut())
