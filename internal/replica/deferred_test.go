@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"io"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -47,6 +48,66 @@ func TestWALDeferredSync(t *testing.T) {
 	}
 	if err := w.GetLog(2, &l); err == nil {
 		t.Error("a read after a failed sync succeeded: raft would take the unsynced entry as held")
+	}
+}
+
+// TestWALDeferredWritesReopen hands batches to WriteLogs while another
+// goroutine syncs, across new segments, as raft's leader loop and its sync
+// goroutine do: every entry reads back at once, and from disk after a
+// reopen.
+func TestWALDeferredWritesReopen(t *testing.T) {
+	dir := t.TempDir()
+	w, err := openWAL(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.segBytes = 4 << 10
+	const n = 400
+	kick, synced := make(chan struct{}, 1), make(chan error)
+	go func() {
+		for range kick {
+			if err := w.SyncLogs(); err != nil {
+				synced <- err
+				return
+			}
+		}
+		synced <- w.SyncLogs()
+	}()
+	var l raft.Log
+	for i := uint64(1); i <= n; i += 4 {
+		var batch []*raft.Log
+		for j := i; j < i+4; j++ {
+			batch = append(batch, &raft.Log{Index: j, Term: 1, Type: raft.LogCommand, Data: []byte(strconv.FormatUint(j, 10))})
+		}
+		if err := w.WriteLogs(batch); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+		if err := w.GetLog(i+2, &l); err != nil || string(l.Data) != strconv.FormatUint(i+2, 10) {
+			t.Fatalf("index %d written, not yet synced: %q, %v", i+2, l.Data, err)
+		}
+	}
+	close(kick)
+	if err := <-synced; err != nil {
+		t.Fatal(err)
+	}
+	if len(w.segs) < 3 {
+		t.Fatalf("%d segments: the test meant to cross into new ones", len(w.segs))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if w, err = openWAL(dir, true); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := uint64(1); i <= n; i++ {
+		if err := w.GetLog(i, &l); err != nil || string(l.Data) != strconv.FormatUint(i, 10) {
+			t.Fatalf("index %d after a reopen: %q, %v", i, l.Data, err)
+		}
 	}
 }
 

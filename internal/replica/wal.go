@@ -49,11 +49,17 @@ type walLog struct {
 	segBytes int64 // segmentBytes; tests make it small
 
 	mu sync.Mutex
-	// syncMu is held by a Sync across its fdatasync, which runs without mu
-	// so that appends go on meanwhile (raft's leader writes its next batch
-	// while its sync goroutine syncs the last), and by whatever closes a
-	// segment, taken after mu.
-	syncMu      sync.Mutex
+	// syncMu is held by a Sync across its write and fdatasync, which run
+	// without mu so that appends go on meanwhile (raft's leader hands over
+	// its next batch while its sync goroutine writes and syncs the last),
+	// and by whatever else writes pend or closes a segment, taken after mu.
+	syncMu sync.Mutex
+	// pend holds the records WriteLogs appended to the last segment and no
+	// Sync wrote yet, from offset pendAt: raft's leader loop hands its
+	// entries over without waiting for the disk (on a limping one, a write
+	// takes as long as a sync), and GetLog reads them from here.
+	pend        []byte
+	pendAt      int64
 	segs        []*segment // ascending; the last one is appended to
 	first, last uint64     // 0, 0 when empty
 	buf         []byte
@@ -215,6 +221,11 @@ func (w *walLog) GetLog(index uint64, l *raft.Log) error {
 	if k := index - s.first + 1; k < uint64(len(s.offs)) {
 		end = s.offs[k]
 	}
+	if s == w.segs[len(w.segs)-1] && len(w.pend) > 0 && off >= w.pendAt {
+		rec := append([]byte(nil), w.pend[off-w.pendAt:end-w.pendAt]...)
+		w.mu.Unlock()
+		return decodeRecord(rec[walHeader:], l)
+	}
 	w.mu.Unlock()
 	rec := make([]byte, end-off)
 	if _, err := s.f.ReadAt(rec, off); err != nil {
@@ -225,7 +236,7 @@ func (w *walLog) GetLog(index uint64, l *raft.Log) error {
 
 func (w *walLog) StoreLog(l *raft.Log) error { return w.StoreLogs([]*raft.Log{l}) }
 
-func (w *walLog) StoreLogs(logs []*raft.Log) error { return w.append(logs, w.sync) }
+func (w *walLog) StoreLogs(logs []*raft.Log) error { return w.append(logs, true, w.sync) }
 
 // DeferredSync tells raft's leader to write its new entries, send them, and
 // sync them while they travel (raft.DeferredSyncLogStore): with sync every
@@ -233,10 +244,10 @@ func (w *walLog) StoreLogs(logs []*raft.Log) error { return w.append(logs, w.syn
 // Without sync a background fdatasync makes appends durable anyway.
 func (w *walLog) DeferredSync() bool { return w.sync }
 
-// WriteLogs appends logs without an fdatasync; SyncLogs follows.
-func (w *walLog) WriteLogs(logs []*raft.Log) error { return w.append(logs, false) }
+// WriteLogs appends logs in memory (pend); SyncLogs writes and syncs them.
+func (w *walLog) WriteLogs(logs []*raft.Log) error { return w.append(logs, false, false) }
 
-// SyncLogs fdatasyncs what WriteLogs wrote. A failed one breaks the log for
+// SyncLogs writes and fdatasyncs what WriteLogs appended. A failed one breaks the log for
 // good: raft has counted the entries as written and would let this replica
 // acknowledge them to a later leader without storing them again, and after
 // a failed fdatasync the kernel may have dropped the pages it could not
@@ -251,8 +262,9 @@ func (w *walLog) SyncLogs() error {
 	return nil
 }
 
-// append writes logs, fdatasynced when sync is set.
-func (w *walLog) append(logs []*raft.Log, sync bool) error {
+// append writes logs, fdatasynced when sync is set, or with write unset
+// keeps them in pend for the next Sync.
+func (w *walLog) append(logs []*raft.Log, write, sync bool) error {
 	if len(logs) == 0 {
 		return nil
 	}
@@ -287,13 +299,23 @@ func (w *walLog) append(logs []*raft.Log, sync bool) error {
 			return err
 		}
 	}
-	if err := w.pwrite(s.f, w.buf, s.size); err != nil {
-		return fmt.Errorf("raft log: append: %w", err)
-	}
-	if sync {
-		if err := fdatasync(s.f); err != nil {
-			return fmt.Errorf("raft log: fsync: %w", err)
+	if write {
+		if err := w.flushLocked(); err != nil {
+			return err
 		}
+		if err := w.pwrite(s.f, w.buf, s.size); err != nil {
+			return fmt.Errorf("raft log: append: %w", err)
+		}
+		if sync {
+			if err := fdatasync(s.f); err != nil {
+				return fmt.Errorf("raft log: fsync: %w", err)
+			}
+		}
+	} else {
+		if len(w.pend) == 0 {
+			w.pendAt = s.size
+		}
+		w.pend = append(w.pend, w.buf...)
 	}
 	s.size += int64(len(w.buf))
 	s.alloc = max(s.alloc, s.size) // not preallocated on FUSE
@@ -345,6 +367,9 @@ func (w *walLog) tail(index uint64) (*segment, error) {
 		// Whatever the next segment holds must not reach the disk before
 		// this one's last records, nor this one's preallocated zeros,
 		// which on open would read as a torn tail and drop what follows.
+		if err := w.flushLocked(); err != nil {
+			return nil, err
+		}
 		if err := w.segs[n-1].cut(); err != nil {
 			return nil, err
 		}
@@ -389,6 +414,9 @@ func (w *walLog) DeleteRange(min, max uint64) error {
 		}
 		return w.dropSegments(0, n)
 	case max >= w.last:
+		if err := w.flushLocked(); err != nil {
+			return err
+		}
 		i := sort.Search(len(w.segs), func(i int) bool { return w.segs[i].first > min }) - 1
 		s := w.segs[i]
 		k := min - s.first
@@ -424,6 +452,9 @@ func (w *walLog) DeleteRange(min, max uint64) error {
 func (w *walLog) dropSegments(from, to int) error {
 	w.syncMu.Lock()
 	defer w.syncMu.Unlock()
+	if to == len(w.segs) {
+		w.pend = nil // the last segment's, gone with it
+	}
 	var errs []error
 	for _, s := range w.segs[from:to] {
 		errs = append(errs, s.f.Close(), os.Remove(s.f.Name()))
@@ -447,18 +478,49 @@ func (w *walLog) Sync() error {
 		w.mu.Unlock()
 		return nil
 	}
-	s := w.segs[n-1]
+	s, data, at := w.segs[n-1], w.pend, w.pendAt
 	w.dirty = false
 	w.syncMu.Lock()
 	w.mu.Unlock()
-	err := fdatasync(s.f)
+	var err error
+	if len(data) > 0 {
+		if err = w.pwrite(s.f, data, at); err != nil {
+			err = fmt.Errorf("raft log: append: %w", err)
+		}
+	}
+	if err == nil {
+		err = fdatasync(s.f)
+	}
 	w.syncMu.Unlock()
-	if err != nil {
-		w.mu.Lock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case err != nil:
 		w.dirty = true
-		w.mu.Unlock()
+	case len(data) > 0 && w.pendAt == at && len(w.segs) > 0 && w.segs[len(w.segs)-1] == s:
+		// Nothing else wrote pend meanwhile (flushLocked): what was
+		// appended since stays for the next Sync.
+		w.pend, w.pendAt = w.pend[len(data):], at+int64(len(data))
 	}
 	return err
+}
+
+// flushLocked writes pend to the last segment, for an append, a new
+// segment or a truncation that must follow it. Called with mu held. A
+// failure breaks the log: raft holds those entries as written.
+func (w *walLog) flushLocked() error {
+	if len(w.pend) == 0 {
+		return nil
+	}
+	w.syncMu.Lock()
+	defer w.syncMu.Unlock()
+	if err := w.pwrite(w.segs[len(w.segs)-1].f, w.pend, w.pendAt); err != nil {
+		w.broken = fmt.Errorf("raft log: a write failed, restart the agent: %w", err)
+		return w.broken
+	}
+	w.pendAt += int64(len(w.pend))
+	w.pend = nil
+	return nil
 }
 
 // unsynced tells whether anything was appended since the last Sync.
@@ -471,9 +533,9 @@ func (w *walLog) unsynced() bool {
 func (w *walLog) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	errs := []error{w.flushLocked()}
 	w.syncMu.Lock()
 	defer w.syncMu.Unlock()
-	var errs []error
 	if n := len(w.segs); n > 0 {
 		errs = append(errs, w.segs[n-1].cut())
 	}
