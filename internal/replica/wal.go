@@ -85,6 +85,12 @@ const segmentBytes = 64 << 20
 // one append in this many bytes of log writes that much more.
 const preallocBytes = 1 << 20
 
+// pendBytes bounds what WriteLogs keeps in memory for the leader's sync
+// goroutine: a leader whose disk limps at 1000x (80 KB/s) had about 6 MB
+// pending when it handed over (docs/replica.md, round 10), and what it
+// holds it must write before it serves as a follower.
+const pendBytes = 8 << 20
+
 // zeros is what preallocation writes.
 var zeros = make([]byte, preallocBytes)
 
@@ -312,6 +318,13 @@ func (w *walLog) append(logs []*raft.Log, write, sync bool) error {
 			}
 		}
 	} else {
+		if len(w.pend) >= pendBytes {
+			// A disk that cannot keep up holds the appends up here, not
+			// the agent's memory.
+			if err := w.flushLocked(); err != nil {
+				return err
+			}
+		}
 		if len(w.pend) == 0 {
 			w.pendAt = s.size
 		}
