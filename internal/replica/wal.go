@@ -86,10 +86,11 @@ const segmentBytes = 64 << 20
 const preallocBytes = 1 << 20
 
 // pendBytes bounds what WriteLogs keeps in memory for the leader's sync
-// goroutine: a leader whose disk limps at 1000x (80 KB/s) had about 6 MB
-// pending when it handed over (docs/replica.md, round 10), and what it
-// holds it must write before it serves as a follower.
-const pendBytes = 8 << 20
+// goroutine. A leader whose disk limped at 1000x (80 KB/s) handed over
+// 2.1 s into the fault at about 3,000 SETs of 1 KiB a second
+// (docs/replica.md, round 10): some 7 MB pending, which it writes before
+// it serves as a follower. Past the bound the disk holds the leader up.
+const pendBytes = 16 << 20
 
 // zeros is what preallocation writes.
 var zeros = make([]byte, preallocBytes)
