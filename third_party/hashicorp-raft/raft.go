@@ -508,13 +508,8 @@ func (r *Raft) runLeader() {
 	// Cleanup state on step down
 	defer func() {
 		close(stopCh)
-
-		// gait: what this leader wrote is durable before it answers
-		// another leader as a follower.
-		if r.leaderState.sync != nil {
-			r.leaderState.sync.stopAndWait()
-			r.leaderState.sync = nil
-		}
+		lsync := r.leaderState.sync // gait: stopped below
+		r.leaderState.sync = nil
 
 		// Since we were the leader previously, we update our
 		// last contact time when we step down, so that we are not
@@ -570,6 +565,13 @@ func (r *Raft) runLeader() {
 				default:
 				}
 			}
+		}
+
+		// gait: what this leader wrote is durable before it answers
+		// another leader as a follower (after telling its observers that
+		// it no longer leads: a limping disk's last sync may be long).
+		if lsync != nil {
+			lsync.stopAndWait()
 		}
 	}()
 
