@@ -27,11 +27,13 @@ type timedLogStore struct {
 	// none): an append slower than the window leaves nothing in it, and a
 	// disk at 1000x, whose appends take seconds, read as idle and fine.
 	busySince time.Time
-	// writeStart and written are the last WriteLogs's start and entries,
-	// for the SyncLogs that follows it: raft's leader loop, the only
-	// caller, makes the two calls in turn.
-	writeStart time.Time
-	written    int
+	// writeStart and written are the first start and the entries of the
+	// WriteLogs not yet handed to a SyncLogs, and syncEnd is when the last
+	// SyncLogs returned: raft's leader writes in its leader loop and syncs
+	// in a goroutine of its own, one sync at a time, each covering what
+	// was written before it began.
+	writeStart, syncEnd time.Time
+	written             int
 }
 
 // appendWindow is how long the least append time is kept: longer than the
@@ -59,8 +61,9 @@ func (s *timedLogStore) StoreLogs(logs []*raft.Log) error {
 }
 
 // DeferredSync, WriteLogs and SyncLogs pass raft.DeferredSyncLogStore on to
-// the log, timed as one append from the write to the end of its fdatasync
-// (raft's leader sends the entries in between): the disk's time, as
+// the log, timed as one append from the first write a sync covers to the
+// end of that sync (raft's leader sends the entries in between), less the
+// time the write waited for the sync before it: the disk's time, as
 // StoreLogs times it.
 func (s *timedLogStore) DeferredSync() bool {
 	d, ok := s.LogStore.(raft.DeferredSyncLogStore)
@@ -68,17 +71,42 @@ func (s *timedLogStore) DeferredSync() bool {
 }
 
 func (s *timedLogStore) WriteLogs(logs []*raft.Log) error {
-	s.writeStart, s.written = time.Now(), len(logs)
-	s.diskBusy(s.writeStart)
+	now := time.Now()
+	s.mu.Lock()
+	if s.written == 0 {
+		s.writeStart = now
+		if s.busySince.IsZero() {
+			s.busySince = now
+		}
+	}
+	s.written += len(logs)
+	s.mu.Unlock()
 	return s.LogStore.(raft.DeferredSyncLogStore).WriteLogs(logs)
 }
 
 func (s *timedLogStore) SyncLogs() error {
+	s.mu.Lock()
+	start, n := s.writeStart, s.written
+	if s.syncEnd.After(start) {
+		start = s.syncEnd
+	}
+	s.written = 0
+	s.mu.Unlock()
 	err := s.LogStore.(raft.DeferredSyncLogStore).SyncLogs()
-	d := time.Since(s.writeStart)
+	if n == 0 {
+		return err // the last sync took these writes: no disk time here
+	}
+	end := time.Now()
+	d := end.Sub(start)
 	s.observeDisk(d)
+	s.mu.Lock()
+	s.syncEnd = end
+	if s.written > 0 {
+		s.busySince = end // written meanwhile: the next sync begins now
+	}
+	s.mu.Unlock()
 	if s.observe != nil {
-		s.observe(d, s.written)
+		s.observe(d, n)
 	}
 	return err
 }

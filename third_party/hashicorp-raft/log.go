@@ -144,7 +144,9 @@ type DeferredSyncLogStore interface {
 	// WriteLogs stores logs as StoreLogs does, readable at once with
 	// GetLog, but not necessarily durable until SyncLogs returns.
 	WriteLogs(logs []*Log) error
-	// SyncLogs makes every log written so far durable.
+	// SyncLogs makes every log written before it was called durable. The
+	// leader calls it from a goroutine of its own (gait_leadersync.go), one
+	// call at a time, while WriteLogs and GetLog go on.
 	SyncLogs() error
 }
 

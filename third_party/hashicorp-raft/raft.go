@@ -94,6 +94,9 @@ type leaderState struct {
 	replState                    map[ServerID]*followerReplication
 	notify                       map[*verifyFuture]struct{}
 	stepDown                     chan struct{}
+	// sync runs SyncLogs off the leader loop (gait: added); nil unless the
+	// log store is a DeferredSyncLogStore that defers its syncs.
+	sync *leaderSync
 }
 
 // setLeader is used to modify the current leader Address and ID of the cluster
@@ -461,6 +464,10 @@ func (r *Raft) setupLeaderState() {
 	r.leaderState.replState = make(map[ServerID]*followerReplication)
 	r.leaderState.notify = make(map[*verifyFuture]struct{})
 	r.leaderState.stepDown = make(chan struct{}, 1)
+	// gait: a leader's syncs run in a goroutine of its own (gait_leadersync.go).
+	if s, ok := r.logs.(DeferredSyncLogStore); ok && s.DeferredSync() {
+		r.leaderState.sync = r.startLeaderSync(s)
+	}
 }
 
 // runLeader runs the main loop while in leader state. Do the setup here and drop into
@@ -501,6 +508,8 @@ func (r *Raft) runLeader() {
 	// Cleanup state on step down
 	defer func() {
 		close(stopCh)
+		lsync := r.leaderState.sync // gait: stopped below
+		r.leaderState.sync = nil
 
 		// Since we were the leader previously, we update our
 		// last contact time when we step down, so that we are not
@@ -556,6 +565,13 @@ func (r *Raft) runLeader() {
 				default:
 				}
 			}
+		}
+
+		// gait: what this leader wrote is durable before it answers
+		// another leader as a follower (after telling its observers that
+		// it no longer leads: a limping disk's last sync may be long).
+		if lsync != nil {
+			lsync.stopAndWait()
 		}
 	}()
 
@@ -687,6 +703,10 @@ func (r *Raft) leaderLoop() {
 		case <-r.leaderState.stepDown:
 			r.mainThreadSaturation.working()
 			r.setState(Follower)
+
+		case res := <-r.leaderState.sync.results(): // gait: added
+			r.mainThreadSaturation.working()
+			r.leaderSynced(res)
 
 		case future := <-r.leadershipTransferCh:
 			r.mainThreadSaturation.working()
@@ -1264,8 +1284,8 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 
 	// gait: with a DeferredSyncLogStore, write the entries, send them, and
 	// count this server towards their commit once its own disk holds them.
-	if s, ok := r.logs.(DeferredSyncLogStore); ok && s.DeferredSync() {
-		r.dispatchDeferred(s, applyLogs, logs, lastIndex, term)
+	if r.leaderState.sync != nil {
+		r.dispatchDeferred(applyLogs, logs, lastIndex, term)
 		return
 	}
 
@@ -1290,32 +1310,24 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 }
 
 // dispatchDeferred is dispatchLogs's end for a DeferredSyncLogStore (gait:
-// added): the followers get the entries while this server's disk syncs
-// them, and this server's match index moves only after the sync, so a
-// commit still needs a majority that holds the entries durably.
-func (r *Raft) dispatchDeferred(s DeferredSyncLogStore, applyLogs []*logFuture, logs []*Log, lastIndex, term uint64) {
-	fail := func(err error) {
+// added): the followers get the entries while this server's sync goroutine
+// makes them durable (gait_leadersync.go), and this server's match index
+// moves only once that sync returned, so a commit still needs a majority
+// that holds the entries durably, and two followers that do make one.
+func (r *Raft) dispatchDeferred(applyLogs []*logFuture, logs []*Log, lastIndex, term uint64) {
+	if err := r.leaderState.sync.store.WriteLogs(logs); err != nil {
 		r.logger.Error("failed to commit logs", "error", err)
 		for _, applyLog := range applyLogs {
 			applyLog.respond(err)
 		}
 		r.setState(Follower)
-	}
-	if err := s.WriteLogs(logs); err != nil {
-		fail(err)
 		return
 	}
 	r.setLastLog(lastIndex, term)
 	for _, f := range r.leaderState.replState {
 		asyncNotifyCh(f.triggerCh)
 	}
-	if err := s.SyncLogs(); err != nil {
-		// The followers may hold and commit them: a proposer that hears
-		// of this failure must treat the entries as possibly applied.
-		fail(err)
-		return
-	}
-	r.leaderState.commitment.match(r.localID, lastIndex)
+	r.leaderState.sync.wrote(lastIndex)
 }
 
 // processLogs is used to apply all the committed entries that haven't been
