@@ -58,8 +58,13 @@ type walLog struct {
 	// Sync wrote yet, from offset pendAt: raft's leader loop hands its
 	// entries over without waiting for the disk (on a limping one, a write
 	// takes as long as a sync), and GetLog reads them from here.
-	pend        []byte
-	pendAt      int64
+	pend   []byte
+	pendAt int64
+	// pendEpoch counts the times pend's head moved (written out, dropped
+	// or trimmed by a Sync), so that a Sync can tell whether what it wrote
+	// is still pend's head when it is done (offsets alone can repeat once
+	// a truncation cut the segment back).
+	pendEpoch   uint64
 	segs        []*segment // ascending; the last one is appended to
 	first, last uint64     // 0, 0 when empty
 	buf         []byte
@@ -468,6 +473,7 @@ func (w *walLog) dropSegments(from, to int) error {
 	defer w.syncMu.Unlock()
 	if to == len(w.segs) {
 		w.pend = nil // the last segment's, gone with it
+		w.pendEpoch++
 	}
 	var errs []error
 	for _, s := range w.segs[from:to] {
@@ -492,7 +498,7 @@ func (w *walLog) Sync() error {
 		w.mu.Unlock()
 		return nil
 	}
-	s, data, at := w.segs[n-1], w.pend, w.pendAt
+	s, data, at, epoch := w.segs[n-1], w.pend, w.pendAt, w.pendEpoch
 	w.dirty = false
 	w.syncMu.Lock()
 	w.mu.Unlock()
@@ -511,10 +517,11 @@ func (w *walLog) Sync() error {
 	switch {
 	case err != nil:
 		w.dirty = true
-	case len(data) > 0 && w.pendAt == at && len(w.segs) > 0 && w.segs[len(w.segs)-1] == s:
-		// Nothing else wrote pend meanwhile (flushLocked): what was
-		// appended since stays for the next Sync.
+	case len(data) > 0 && w.pendEpoch == epoch:
+		// Nothing else wrote pend meanwhile: what was appended since
+		// stays for the next Sync.
 		w.pend, w.pendAt = w.pend[len(data):], at+int64(len(data))
+		w.pendEpoch++
 	}
 	return err
 }
@@ -534,6 +541,7 @@ func (w *walLog) flushLocked() error {
 	}
 	w.pendAt += int64(len(w.pend))
 	w.pend = nil
+	w.pendEpoch++
 	return nil
 }
 
