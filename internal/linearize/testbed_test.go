@@ -404,7 +404,8 @@ func (d *deployment) faults(t *testing.T, sc schedule) []limp.Fault {
 }
 
 // redisCrash kills a host's redis-server behind its running agent and, once
-// cleared, starts a new one, empty, which the agent re-attaches and refills.
+// cleared, starts a new one, empty, which the agent re-attaches and refills
+// (waitHealthy, after every fault cleared, waits until it serves).
 type redisCrash struct{ c *gaitredis.Cluster }
 
 func (redisCrash) Kind() string { return "redis-crash" }
@@ -412,9 +413,7 @@ func (redisCrash) Kind() string { return "redis-crash" }
 func (r redisCrash) Apply(h *testbed.Host, _ float64) error { return r.c.KillRedis(h.Name) }
 
 func (r redisCrash) Clear(h *testbed.Host) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	return r.c.Restart(ctx, h.Name)
+	return r.c.RestartRedis(context.Background(), h.Name)
 }
 
 func (d *deployment) target(t *testing.T, role string) limp.Target {

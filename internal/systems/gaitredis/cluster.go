@@ -207,6 +207,29 @@ func (c *Cluster) Restart(ctx context.Context, host string) error {
 	return c.waitServes(ctx, m)
 }
 
+// RestartRedis starts host's exited redis-server again, empty, and returns
+// once it answers on its host. The agent, which still runs, re-attaches and
+// refills it on its own; WaitServing tells when it serves again. Unlike
+// Restart it does not wait for that: a fault schedule clears its faults one
+// at a time, and an agent behind a link limping at 1000x may take longer to
+// serve than the limp left on its link.
+func (c *Cluster) RestartRedis(ctx context.Context, host string) error {
+	m, err := c.member(host)
+	if err != nil {
+		return err
+	}
+	r, _ := m.procs()
+	if !r.Exited() {
+		return fmt.Errorf("gait-redis on %s: redis-server pid %d still runs", host, r.Pid())
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.d.StartTimeout)
+	defer cancel()
+	if err := c.restartRedis(ctx, m, r); err != nil {
+		return fmt.Errorf("gait-redis on %s: restart redis-server: %w", host, err)
+	}
+	return nil
+}
+
 // restartRedis starts m's exited redis-server r again: in place when its
 // host can (a testbed's processes: its crash recovery restarts every process
 // it knows, and must not find two for one server), else as a new process.
