@@ -324,6 +324,19 @@ func answer(t *testing.T, f raft.ApplyFuture) error {
 	}
 }
 
+// applyOneStored holds follower b's appends, proposes an entry, and
+// returns once follower c stored it: only one replica of three holds it
+// durably while the leader's sync (leaderSync) and b's append (follower)
+// wait for the test to release them.
+func (c *heldCluster) applyOneStored(t *testing.T) (f raft.ApplyFuture, index uint64, leaderSync chan error, follower chan struct{}) {
+	c.stores[c.b].holdStores.Store(true)
+	f, index = c.apply("x")
+	leaderSync = c.nextSync(t)
+	follower = c.nextStore(t, c.b)
+	c.waitStored(t, c.c, index)
+	return f, index, leaderSync, follower
+}
+
 // apply proposes one entry on the leader; it is the log index returned.
 func (c *heldCluster) apply(data string) (raft.ApplyFuture, uint64) {
 	last, _ := c.stores[c.lead].LastIndex()
@@ -336,11 +349,7 @@ func (c *heldCluster) apply(data string) (raft.ApplyFuture, uint64) {
 // leader's sync returns.
 func TestLeaderSendsBeforeSync(t *testing.T) {
 	c := startHeld(t)
-	c.stores[c.b].holdStores.Store(true)
-	f, want := c.apply("x")
-	leaderSync := c.nextSync(t)
-	follower := c.nextStore(t, c.b)
-	c.waitStored(t, c.c, want)
+	f, want, leaderSync, follower := c.applyOneStored(t)
 	c.noneApplied(t, "while the leader's sync of it and one follower's append were held")
 	leaderSync <- nil
 	if err := answer(t, f); err != nil {
@@ -388,11 +397,7 @@ func TestFollowersCommitWithoutLeaderSync(t *testing.T) {
 // error and steps down; with one follower's append held, nothing commits.
 func TestLeaderSyncFailureNotCounted(t *testing.T) {
 	c := startHeld(t)
-	c.stores[c.b].holdStores.Store(true)
-	f, want := c.apply("x")
-	leaderSync := c.nextSync(t)
-	follower := c.nextStore(t, c.b)
-	c.waitStored(t, c.c, want)
+	f, _, leaderSync, follower := c.applyOneStored(t)
 	errDisk := errors.New("disk failed")
 	leaderSync <- errDisk
 	if err := answer(t, f); !errors.Is(err, errDisk) {
