@@ -340,9 +340,7 @@ const statusFields = 14
 
 // parseStatus reads STATUS id incarnation applied append-seconds stamp echo
 // hold net-seconds probe-echo probe-hold probe-seconds append-p75
-// throttled-share, the
-// fields
-// health.sendStatus writes. A malformed number
+// throttled-share, the fields health.sendStatus writes. A malformed number
 // reads as zero, which no check mistakes for limping.
 func parseStatus(msg [][]byte) limp.Status {
 	u := func(i int) uint64 { v, _ := strconv.ParseUint(string(arg(msg, i)), 10, 64); return v }

@@ -180,7 +180,7 @@ func (a *Agent) fastRead(st *clientState, payload []byte, pinned bool) (slot, bo
 	done := make(chan struct{})
 	st.lastRead = done // closed once fill, fallback included, ran
 	return slot{done: done, direct: true, fill: func() []byte {
-		if (closed(call.done) || answered(call.done, a.hedgeAfter()-time.Since(start))) && call.err == nil {
+		if answered(call.done, start.Add(a.hedgeAfter())) && call.err == nil {
 			a.m.read.Observe(time.Since(start).Seconds())
 			return call.raw
 		}
@@ -206,14 +206,14 @@ var hedgeTimers = sync.Pool{New: func() any {
 	return t
 }}
 
-// answered tells whether done closes within d; one closed already wins
-// even when d has passed.
-func answered(done chan struct{}, d time.Duration) bool {
+// answered tells whether done closes by deadline; one closed already wins
+// even when the deadline has passed, and reads no clock.
+func answered(done chan struct{}, deadline time.Time) bool {
 	if closed(done) {
 		return true
 	}
 	t := hedgeTimers.Get().(*time.Timer)
-	t.Reset(d)
+	t.Reset(time.Until(deadline))
 	defer func() { t.Stop(); hedgeTimers.Put(t) }()
 	select {
 	case <-done:
