@@ -816,9 +816,9 @@ func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 		// thresholds says little there.
 		strongNow := slowP75(strongFactor) || slowProbeStrong(probe, medianProbe, net, medianNet)
 		agreeNow := r.id == cfg.Self && t.selfAgrees(net, medianNet, medianProbe)
-		agreed := agreeNow && heldFor(agreeNow, &r.agreeSince, now) >= agreeHold*cfg.StatusInterval
+		agreed := heldFor(agreeNow, &r.agreeSince, now, agreeHold*cfg.StatusInterval)
 		quotaNow := r.throttled > throttleFloor && r.throttled > sideFactor*medianThrottled
-		quota := quotaNow && heldFor(quotaNow, &r.quotaSince, now) >= throttleHold*cfg.StatusInterval
+		quota := heldFor(quotaNow, &r.quotaSince, now, throttleHold*cfg.StatusInterval)
 		slowNow = slowNow || agreeNow || quotaNow
 		// A replica marked on its fresh probes (agreed) heals on them too,
 		// not on the least of probeKeep, which lags them.
@@ -837,13 +837,7 @@ func (t *Tracker) markLimping(now time.Time, medianLag time.Duration) []Mark {
 			r.slowSince = time.Time{}
 		}
 		// The strong spell is held by its own start, with no gaps bridged.
-		switch {
-		case !strongNow:
-			r.strongSince = time.Time{}
-		case r.strongSince.IsZero():
-			r.strongSince = now
-		}
-		strong := strongNow && now.Sub(r.strongSince) >= cfg.Hold/strongShorten
+		strong := heldFor(strongNow, &r.strongSince, now, cfg.Hold/strongShorten)
 		held := agreed || quota || slowNow && (now.Sub(r.slowSince) >= cfg.Hold || strong)
 		if (!r.limping && (r.stopped || held)) || (r.limping && healed) {
 			r.limping = !r.limping
@@ -1060,15 +1054,16 @@ func (t *Tracker) Replicas() []Replica {
 	return out
 }
 
-// heldFor is how long a condition has held without a gap as of now: since
-// records when it began, and is cleared when it does not hold.
-func heldFor(holds bool, since *time.Time, now time.Time) time.Duration {
+// heldFor tells whether a condition has held without a gap for at least d
+// as of now: since records when it began, and is cleared whenever it does
+// not hold, so it must be called at every tick, held or not.
+func heldFor(holds bool, since *time.Time, now time.Time, d time.Duration) bool {
 	if !holds {
 		*since = time.Time{}
-		return 0
+		return false
 	}
 	if since.IsZero() {
 		*since = now
 	}
-	return now.Sub(*since)
+	return now.Sub(*since) >= d
 }

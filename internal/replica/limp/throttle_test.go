@@ -89,6 +89,8 @@ func TestQuotaMarks(t *testing.T) {
 			peers: none, earliest: ms(1150), latest: ms(1500), quota: true, lifted: 3 * time.Second},
 		{name: "one period spent at 1 s", self: quotaKernel(func(end time.Duration) bool { return end == ms(1100) }), peers: none,
 			earliest: time.Hour, latest: time.Hour},
+		{name: "one period spent at 1 s and one at 2 s", self: quotaKernel(func(end time.Duration) bool { return end == ms(1100) || end == ms(2100) }),
+			peers: none, earliest: time.Hour, latest: time.Hour}, // two spells apart are not one held
 		{name: "every replica at its quota", self: quotaKernel(from(time.Second)), peers: quotaKernel(from(time.Second)),
 			earliest: time.Hour, latest: time.Hour},
 		{name: "busy machine, no quota, one agent starved from 1 s", self: none, peers: none, busy: true,
