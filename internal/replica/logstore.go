@@ -129,7 +129,13 @@ func (s *timedLogStore) observeDisk(d time.Duration) {
 	s.busySince = time.Time{}
 }
 
-// p75Seconds is the 75th percentile of the appends (limp.DiskTime).
+// p75Seconds is the 75th percentile of the appends (limp.DiskTime), or the
+// age of the one in flight when it is older than p75Window. The disk's
+// operations run one at a time, so one that old has left the window
+// empty, and it will end as an append at least that slow: a leader's
+// merged sync at 1000x ends only seconds later, and until it does, the
+// percentile alone said nothing and the leader was marked only on its
+// least append, after the full hold.
 func (s *timedLogStore) p75Seconds() float64 {
 	if s == nil {
 		return 0
@@ -139,7 +145,21 @@ func (s *timedLogStore) p75Seconds() float64 {
 	if s.p75 == nil {
 		return 0
 	}
-	return s.p75.Value(time.Now())
+	now := time.Now()
+	v := s.p75.Value(now)
+	if age := s.busyFor(now); age > p75Window {
+		v = max(v, age.Seconds())
+	}
+	return v
+}
+
+// busyFor is how long the disk operation in flight has run; 0 when none.
+// Called with mu held.
+func (s *timedLogStore) busyFor(now time.Time) time.Duration {
+	if s.busySince.IsZero() {
+		return 0
+	}
+	return now.Sub(s.busySince)
 }
 
 // diskBusy notes that a disk operation observeDisk will time began at
@@ -207,7 +227,7 @@ func (s *timedLogStore) leastSeconds() float64 {
 	}
 	now := time.Now()
 	v := s.least.Value(now)
-	if age := now.Sub(s.busySince); !s.busySince.IsZero() && (v == 0 || age > appendWindow) {
+	if age := s.busyFor(now); age > 0 && (v == 0 || age > appendWindow) {
 		v = max(v, age.Seconds())
 	}
 	return v
