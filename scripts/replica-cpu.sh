@@ -64,7 +64,7 @@ arg() { tr '\0' '\n' <"/proc/$2/cmdline" 2>/dev/null | awk -v f="$1" 'p { print;
 # being the one whose --listen is target[PEER].
 kinds() {
 	local p=$1 pid leaderredis=
-	if [[ $p == aof || $p == plain ]]; then
+	if [[ $p == aof || $p == plain || $p == plainlink ]]; then
 		echo "${peerpid[$p]} leader"
 		return
 	fi

@@ -104,6 +104,7 @@ start_peers() {
 		local bandwidth=100Mbit/s prev=
 		for f in "$@"; do [[ $prev == --bandwidth ]] && bandwidth=$f; [[ $f == --bandwidth=* ]] && bandwidth=${f#--bandwidth=}; prev=$f; done
 		linked "$((base + 2))" "$bandwidth"
+		peerpid[plainlink]=${pids[-1]} # its redis-server (ip netns exec execs it)
 		peers+=(plainlink)
 	fi
 	if [[ -n "$before" ]]; then
