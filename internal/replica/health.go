@@ -97,7 +97,11 @@ func (h *health) tick(now time.Time) {
 	h.sendStatus(now)
 	var d limp.Decision
 	leader := a.IsLeader()
-	h.with(func(t *limp.Tracker) { d = t.Tick(now, leader, missing) })
+	rate := a.logs.bytesPerSec(now)
+	h.with(func(t *limp.Tracker) {
+		t.ObserveLogRate(rate)
+		d = t.Tick(now, leader, missing)
+	})
 	for _, m := range d.Marks {
 		if m.Limping {
 			a.m.limpMarks.Inc()

@@ -23,6 +23,7 @@ type timedLogStore struct {
 	mu          sync.Mutex
 	least       *limp.Least    // the least append of the last 1 to 2 s (appendWindow)
 	p75         *limp.DiskTime // appends' 75th percentile (p75Window)
+	grows       *limp.Rate     // bytes appended per second (logRateWindow)
 	// busySince is when the disk operation in flight began (zero when
 	// none): an append slower than the window leaves nothing in it, and a
 	// disk at 1000x, whose appends take seconds, read as idle and fine.
@@ -40,12 +41,18 @@ type timedLogStore struct {
 // limp tracker's hold would only delay finding a limping disk.
 const appendWindow = time.Second
 
+// logRateWindow is the window of the log's byte rate: a leader paces a
+// limping follower by it (limp.Tracker.ObserveLogRate), so it follows a
+// change of load within a second or two.
+const logRateWindow = time.Second
+
 // p75Window is the window of the appends' 75th percentile: the limp
 // tracker's hold confirms it over two.
 const p75Window = 500 * time.Millisecond
 
 func (s *timedLogStore) StoreLogs(logs []*raft.Log) error {
 	start := time.Now()
+	s.countBytes(logs, start)
 	if !s.syncedLater {
 		s.diskBusy(start)
 	}
@@ -72,6 +79,7 @@ func (s *timedLogStore) DeferredSync() bool {
 
 func (s *timedLogStore) WriteLogs(logs []*raft.Log) error {
 	now := time.Now()
+	s.countBytes(logs, now)
 	s.mu.Lock()
 	if s.written == 0 {
 		s.writeStart = now
@@ -127,6 +135,33 @@ func (s *timedLogStore) observeDisk(d time.Duration) {
 	s.least.Observe(d.Seconds(), now)
 	s.p75.Observe(d.Seconds(), now)
 	s.busySince = time.Time{}
+}
+
+// countBytes adds the entries' bytes to the log's byte rate.
+func (s *timedLogStore) countBytes(logs []*raft.Log, now time.Time) {
+	n := 0
+	for _, l := range logs {
+		n += len(l.Data)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.grows == nil {
+		s.grows = limp.NewRate(logRateWindow)
+	}
+	s.grows.Observe(float64(n), now)
+}
+
+// bytesPerSec is how fast the log grew over the last 1 to 2 s.
+func (s *timedLogStore) bytesPerSec(now time.Time) float64 {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.grows == nil {
+		return 0
+	}
+	return s.grows.Value(now)
 }
 
 // p75Seconds is the 75th percentile of the appends (limp.DiskTime), or the

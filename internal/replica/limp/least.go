@@ -12,21 +12,49 @@ import (
 // disk is not slow, while a limping disk makes every append slow. It is not
 // safe for concurrent use.
 type Least struct {
-	window    time.Duration
-	start     time.Time // the current bucket's start
-	cur, prev float64   // the least in each bucket; 0 when it saw nothing
+	buckets // the least in each bucket; 0 when it saw nothing
 }
 
 // NewLeast returns a Least over window.
-func NewLeast(window time.Duration) *Least { return &Least{window: window} }
+func NewLeast(window time.Duration) *Least { return &Least{buckets{window: window}} }
 
-func (l *Least) roll(now time.Time) {
-	switch since := now.Sub(l.start); {
-	case since >= 2*l.window:
-		l.prev, l.cur, l.start = 0, 0, now
-	case since >= l.window:
-		l.prev, l.cur, l.start = l.cur, 0, l.start.Add(l.window)
+// buckets are the two buckets of a window each that Least and Rate keep.
+type buckets struct {
+	window    time.Duration
+	start     time.Time // the current bucket's start
+	cur, prev float64
+}
+
+func (b *buckets) roll(now time.Time) {
+	switch since := now.Sub(b.start); {
+	case since >= 2*b.window:
+		b.prev, b.cur, b.start = 0, 0, now
+	case since >= b.window:
+		b.prev, b.cur, b.start = b.cur, 0, b.start.Add(b.window)
 	}
+}
+
+// Rate is how fast something grows, per second, over the last one to two
+// windows: an agent's raft log, in bytes, which a follower must take to
+// keep up (Tracker.ObserveLogRate). It is not safe for concurrent use.
+type Rate struct {
+	buckets // what each bucket added
+}
+
+// NewRate returns a Rate over window.
+func NewRate(window time.Duration) *Rate { return &Rate{buckets{window: window}} }
+
+// Observe adds n at now.
+func (r *Rate) Observe(n float64, now time.Time) {
+	r.roll(now)
+	r.cur += n
+}
+
+// Value is what the last bucket and the current one's part so far added,
+// per second of that span; 0 before anything was added.
+func (r *Rate) Value(now time.Time) float64 {
+	r.roll(now)
+	return (r.prev + r.cur) / (r.window + now.Sub(r.start)).Seconds()
 }
 
 // Observe adds a value seen at now.

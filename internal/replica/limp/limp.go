@@ -12,6 +12,7 @@
 package limp
 
 import (
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -326,13 +327,27 @@ type Pace struct {
 
 // The limping replica's share of this agent's link, estimated from the
 // probe time to its nearest peer (ProbeBytes across the link and a small
-// echo back, so an underestimate); at least minPace, and defaultPace while
-// no probe time is known (half of a 100 Mbit/s link).
+// echo back); at least minPace, and defaultPace while no probe time is
+// known (half of a 100 Mbit/s link). At most paceHeadroom times what the
+// log grows by (ObserveLogRate): the probe overestimates a shaped link,
+// whose token bucket lets most of a probe through at once (the testbed's
+// holds 2 ms, 25 KB at 100 Mbit/s), so half the link by the probe was 5 to
+// 11.8 MB/s of a 12.5 MB/s link. The leader's link carries the healthy
+// follower's appends beside the paced one's bursts: with a leader at a
+// tenth of a CPU handed over and paced as a follower, in 14 runs of that
+// cell at 4.7 MB/s of log (rounds 9 to 11), every pace up to 6.9 MB/s kept
+// the clients' p99 at 1.01 to 1.21 times the healthy run's, and five of six
+// at 7.4 MB/s or more missed 1.5 (1.41 to 2.29). A quarter above the log's
+// rate is what a follower that keeps up needs and a margin to catch up.
+// A pace more than paceRetune off the rate the replica is paced at is
+// set again.
 const (
-	paceShare   = 0.5
-	minPace     = 1 << 20
-	defaultPace = 100e6 / 8 * paceShare
-	paceHold    = 5 * time.Second
+	paceShare    = 0.5
+	minPace      = 1 << 20
+	defaultPace  = 100e6 / 8 * paceShare
+	paceHeadroom = 1.25
+	paceRetune   = 0.25
+	paceHold     = 5 * time.Second
 )
 
 // Echo is what this agent's next status to one peer carries back: the
@@ -387,6 +402,7 @@ type replica struct {
 	throttled   float64   // its share of time held back by its CPU quota, as it reports (Status.Throttled)
 	quotaSince  time.Time // since when that share has been past throttleFloor (no gaps bridged); zero while it is not
 	paced       bool      // this agent paces its sending to it (Pace)
+	paceRate    uint64    // at this rate, while paced
 	fineSince   time.Time // since when a paced replica has not been marked limping
 	seen        time.Time // its last status
 	lag         time.Duration
@@ -430,6 +446,7 @@ type Tracker struct {
 	selfQuar    bool
 	selfInc     string
 	transferred time.Time
+	logRate     float64 // bytes per second this agent's raft log grows by (ObserveLogRate)
 }
 
 // New returns a tracker that knows no replica yet; selfIncarnation is this
@@ -645,7 +662,8 @@ func (t *Tracker) Tick(now time.Time, leader bool, missing map[string]time.Durat
 // (three times of five at the 1-MiB/s floor, their own probes being slow)
 // 0.02 to 0.7 s before they marked themselves and handed over, to that
 // follower or past it.
-// Losing leadership ends every pace.
+// A paced replica's rate follows the log's (paceRate, set again when it
+// moved by more than paceRetune). Losing leadership ends every pace.
 func (t *Tracker) paces(now time.Time, leader bool, medianLag time.Duration) []Pace {
 	self := t.replicas[t.cfg.Self]
 	selfSlow := self != nil && (self.limping || self.slowLast.Equal(now))
@@ -675,13 +693,17 @@ func (t *Tracker) paces(now time.Time, leader bool, medianLag time.Duration) []P
 		switch {
 		case leader && (r.limping || lagging):
 			r.fineSince = time.Time{}
+			rate := t.paceRate()
 			if !r.paced {
 				r.paced = true
 				if r.voter {
 					unpaced--
 				}
-				out = append(out, Pace{Addr: r.addr, BytesPerSec: t.paceRate()})
+			} else if math.Abs(float64(rate)-float64(r.paceRate)) <= paceRetune*float64(r.paceRate) {
+				continue
 			}
+			r.paceRate = rate
+			out = append(out, Pace{Addr: r.addr, BytesPerSec: rate})
 		case r.paced:
 			if r.fineSince.IsZero() {
 				r.fineSince = now
@@ -699,6 +721,11 @@ func (t *Tracker) paces(now time.Time, leader bool, medianLag time.Duration) []P
 	return out
 }
 
+// ObserveLogRate tells the tracker how fast this agent's raft log grows,
+// in bytes per second: what a follower takes to keep up, and so what a
+// paced one is given (paceRate).
+func (t *Tracker) ObserveLogRate(bytesPerSec float64) { t.logRate = bytesPerSec }
+
 // paceLag is the apply lag from which a leader paces a replica: two
 // status intervals, past what a healthy replica's reports lag behind.
 func (t *Tracker) paceLag() time.Duration { return 2 * t.cfg.StatusInterval }
@@ -709,6 +736,9 @@ func (t *Tracker) paceRate() uint64 {
 	rate := defaultPace
 	if probe := t.NearestProbe(); probe > 0 {
 		rate = paceShare * ProbeBytes / probe
+	}
+	if t.logRate > 0 {
+		rate = min(rate, paceHeadroom*t.logRate)
 	}
 	return uint64(max(minPace, rate))
 }

@@ -868,3 +868,52 @@ func TestDiskP75(t *testing.T) {
 		})
 	}
 }
+
+// TestPaceFollowsLogRate: a leader paces a lagging follower at a quarter
+// above what its log grows by, when that is under half its link by the
+// probe; the pace is set again once the log's rate moved by more than
+// paceRetune, and not for a smaller move.
+func TestPaceFollowsLogRate(t *testing.T) {
+	tr := newTracker(250*time.Millisecond, 50*time.Millisecond)
+	for _, id := range []string{"b", "c"} { // half the link by the probe: 6.3 MB/s
+		tr.Probes(t0)
+		tr.Observe(Status{ID: id, Incarnation: "inc-" + id, ProbeEcho: tr.Stamp(t0), Applied: 1}, t0.Add(2600*time.Microsecond))
+	}
+	paces := func(at time.Duration, logRate float64, top, c uint64) []Pace {
+		now := t0.Add(at)
+		report(tr, now, map[string]uint64{"a": top, "b": top, "c": c})
+		tr.ObserveLogRate(logRate)
+		return tr.Tick(now, true, nil).Paces
+	}
+	paces(100*time.Millisecond, 4e6, 20, 10)
+	if p := paces(200*time.Millisecond, 4e6, 30, 10); len(p) != 1 || p[0] != (Pace{Addr: "c:1", BytesPerSec: 5e6}) {
+		t.Fatalf("c lags, the log grows 4 MB/s: paces %+v, want c:1 at 5 MB/s", p)
+	}
+	if p := paces(300*time.Millisecond, 4.8e6, 40, 10); len(p) != 0 {
+		t.Fatalf("log at 4.8 MB/s (pace 6 MB/s, a fifth more): paces %+v, want none", p)
+	}
+	if p := paces(400*time.Millisecond, 2e6, 50, 10); len(p) != 1 || p[0] != (Pace{Addr: "c:1", BytesPerSec: 2.5e6}) {
+		t.Fatalf("log down to 2 MB/s: paces %+v, want c:1 at 2.5 MB/s", p)
+	}
+	p := paces(500*time.Millisecond, 20e6, 60, 10)
+	if len(p) != 1 || p[0].Addr != "c:1" || p[0].BytesPerSec < 6.2e6 || p[0].BytesPerSec > 6.4e6 {
+		t.Fatalf("log at 20 MB/s: paces %+v, want c:1 at half the link, 6.3 MB/s", p)
+	}
+}
+
+func TestRate(t *testing.T) {
+	r := NewRate(time.Second)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	if got := r.Value(at(0)); got != 0 {
+		t.Fatalf("nothing added: %v, want 0", got)
+	}
+	for ms := 0; ms < 3000; ms += 100 {
+		r.Observe(1000, at(ms)) // 10 000 a second
+	}
+	if got := r.Value(at(2999)); got < 9000 || got > 11000 {
+		t.Errorf("after 3 s at 10 000/s: %v", got)
+	}
+	if got := r.Value(at(6000)); got != 0 {
+		t.Errorf("3 s after the last: %v, want 0", got)
+	}
+}
