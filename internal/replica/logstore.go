@@ -43,7 +43,7 @@ const appendWindow = time.Second
 
 // logRateWindow is the window of the log's byte rate: a leader paces a
 // limping follower by it (limp.Tracker.ObserveLogRate), so it follows a
-// change of load within a second or two.
+// change of load a second or two later.
 const logRateWindow = time.Second
 
 // p75Window is the window of the appends' 75th percentile: the limp
@@ -151,7 +151,7 @@ func (s *timedLogStore) countBytes(logs []*raft.Log, now time.Time) {
 	s.grows.Observe(float64(n), now)
 }
 
-// bytesPerSec is how fast the log grew over the last 1 to 2 s.
+// bytesPerSec is how fast the log grew over the last whole logRateWindow.
 func (s *timedLogStore) bytesPerSec(now time.Time) float64 {
 	if s == nil {
 		return 0

@@ -34,9 +34,11 @@ func (b *buckets) roll(now time.Time) {
 	}
 }
 
-// Rate is how fast something grows, per second, over the last one to two
-// windows: an agent's raft log, in bytes, which a follower must take to
-// keep up (Tracker.ObserveLogRate). It is not safe for concurrent use.
+// Rate is how fast something grew, per second, over the last whole window:
+// an agent's raft log, in bytes, which a follower must take to keep up
+// (Tracker.ObserveLogRate). The window in progress does not count, so the
+// value holds steady for a window at a time. It is not safe for
+// concurrent use.
 type Rate struct {
 	buckets // what each bucket added
 }
@@ -50,11 +52,11 @@ func (r *Rate) Observe(n float64, now time.Time) {
 	r.cur += n
 }
 
-// Value is what the last bucket and the current one's part so far added,
-// per second of that span; 0 before anything was added.
+// Value is what the last whole window added, per second; 0 until one
+// ended, and after a whole window added nothing.
 func (r *Rate) Value(now time.Time) float64 {
 	r.roll(now)
-	return (r.prev + r.cur) / (r.window + now.Sub(r.start)).Seconds()
+	return r.prev / r.window.Seconds()
 }
 
 // Observe adds a value seen at now.

@@ -909,11 +909,17 @@ func TestRate(t *testing.T) {
 	}
 	for ms := 0; ms < 3000; ms += 100 {
 		r.Observe(1000, at(ms)) // 10 000 a second
+		if got := r.Value(at(ms)); ms < 1000 && got != 0 {
+			t.Fatalf("at %d ms, before a whole window ended: %v, want 0", ms, got)
+		}
 	}
-	if got := r.Value(at(2999)); got < 9000 || got > 11000 {
+	if got := r.Value(at(2999)); got != 10000 {
 		t.Errorf("after 3 s at 10 000/s: %v", got)
 	}
-	if got := r.Value(at(6000)); got != 0 {
-		t.Errorf("3 s after the last: %v, want 0", got)
+	if got := r.Value(at(3500)); got != 10000 {
+		t.Errorf("the last window at 10 000/s, the current one without: %v", got)
+	}
+	if got := r.Value(at(4500)); got != 0 {
+		t.Errorf("a whole window with nothing: %v, want 0", got)
 	}
 }
