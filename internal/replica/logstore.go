@@ -52,10 +52,12 @@ const p75Window = 500 * time.Millisecond
 
 func (s *timedLogStore) StoreLogs(logs []*raft.Log) error {
 	start := time.Now()
-	s.countBytes(logs, start)
+	s.mu.Lock()
+	s.countBytesLocked(logs, start)
 	if !s.syncedLater {
-		s.diskBusy(start)
+		s.busySince = start // as diskBusy, under the same lock
 	}
+	s.mu.Unlock()
 	err := s.LogStore.StoreLogs(logs)
 	d := time.Since(start)
 	if !s.syncedLater {
@@ -79,8 +81,8 @@ func (s *timedLogStore) DeferredSync() bool {
 
 func (s *timedLogStore) WriteLogs(logs []*raft.Log) error {
 	now := time.Now()
-	s.countBytes(logs, now)
 	s.mu.Lock()
+	s.countBytesLocked(logs, now)
 	if s.written == 0 {
 		s.writeStart = now
 		if s.busySince.IsZero() {
@@ -137,14 +139,13 @@ func (s *timedLogStore) observeDisk(d time.Duration) {
 	s.busySince = time.Time{}
 }
 
-// countBytes adds the entries' bytes to the log's byte rate.
-func (s *timedLogStore) countBytes(logs []*raft.Log, now time.Time) {
+// countBytesLocked adds the entries' bytes to the log's byte rate; called
+// with mu held, inside the lock an append takes anyway.
+func (s *timedLogStore) countBytesLocked(logs []*raft.Log, now time.Time) {
 	n := 0
 	for _, l := range logs {
 		n += len(l.Data)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.grows == nil {
 		s.grows = limp.NewRate(logRateWindow)
 	}
