@@ -36,6 +36,9 @@ func Report(results []Result, o verdict.Options) (*report.Page, error) {
 	p.Table(Table1Header, Table1Rows(results))
 	p.Paragraph("gait: every verdict any step of the experiment gave. paper: the Limplock paper's marks for the row; " +
 		"same: whether gait's are the same. base tput: the baseline's throughput in requests per second. expected: what a regression scenario of a reported bug predicts.")
+	if err := studies(p, results); err != nil {
+		return nil, err
+	}
 	for _, r := range results {
 		if err := section(p, r); err != nil {
 			return nil, err

@@ -74,7 +74,8 @@ func WithProgress(ctx context.Context, show func(string)) context.Context {
 	return context.WithValue(ctx, progressKey{}, show)
 }
 
-func progress(ctx context.Context) func(string) {
+// Progress is where ctx's progress lines go (nowhere when it has none).
+func Progress(ctx context.Context) func(string) {
 	if show, ok := ctx.Value(progressKey{}).(func(string)); ok {
 		return show
 	}
@@ -124,7 +125,20 @@ func launch(m Member) error {
 	return m.Launch()
 }
 
-func (f *Fleet) all() []Member { return append(append([]Member(nil), f.Masters...), f.Workers...) }
+func (f *Fleet) all() []Member { return f.started(len(f.Workers)) }
+
+// started is the masters, the first next workers and every later worker
+// that runs already: the members whose servers must not have exited. (A
+// worker not launched yet may still hold an earlier server that ended.)
+func (f *Fleet) started(next int) []Member {
+	out := append(append([]Member(nil), f.Masters...), f.Workers[:next]...)
+	for _, m := range f.Workers[next:] {
+		if m.Launch == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
 
 // interval is how often readiness is asked: often for a few members, so
 // tests are quick; once a second for many, so the asking does not load
@@ -187,11 +201,11 @@ func (f *Fleet) workers(ctx context.Context, begin time.Time) error {
 	if wave <= 0 {
 		wave = WaveSize()
 	}
-	show := progress(ctx)
+	show := Progress(ctx)
 	next, shown := 0, time.Now()
 	var registered map[string]bool
 	for {
-		if err := exited(f.all()); err != nil {
+		if err := exited(f.started(next)); err != nil {
 			return f.failed(err, begin, nil)
 		}
 		reg, err := f.Registered(ctx)
@@ -221,7 +235,7 @@ func (f *Fleet) workers(ctx context.Context, begin time.Time) error {
 		}
 		select {
 		case <-ctx.Done():
-			if err != nil {
+			if registered == nil { // the masters never answered
 				return f.failed(&timedOut{err}, begin, nil)
 			}
 			first, miss := f.missing(registered)

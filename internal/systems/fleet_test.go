@@ -163,6 +163,7 @@ func TestMeaningful(t *testing.T) {
 		"************************************************************/",
 		"10:00:00.000 INFO NameNode: createNameNode []",
 		"",
+		`08:03:09.018 INFO namenode: 198.18.0.1 - - [28/Nov/2026:08:03:08 +0000] "GET /jmx?qry=Hadoop%3Aservice%3DNameNode HTTP/1.1" 200 38503 "-" "Go-http-client/1.1"`,
 		"10:00:01.000 ERROR NameNode: Failed to start namenode.",
 		"java.net.BindException: Address already in use",
 		strings.Join(frames, "\n"),
