@@ -185,3 +185,31 @@ func TestMeaningful(t *testing.T) {
 		t.Errorf("Meaningful(2) = %q; want the last two lines", got)
 	}
 }
+
+// A worker whose earlier server has ended (a DataNode stopped after it
+// made the class-data archive) is started again in its wave, not taken
+// for one that exited while starting.
+func TestFleetRestartsAnEndedWorker(t *testing.T) {
+	f, _ := fleetOf(t, 3, func(i int) string { return "sleep 0.2; touch $DIR/up; exec sleep 60" })
+	f.Wave = 1
+	last := &f.Workers[2]
+	ended, err := loopback.New("old", "127.0.0.1", t.TempDir()).Start("old", []string{"true"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !ended.Exited() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	launch, proc := last.Launch, last.Proc
+	launched := false
+	last.Proc = func() systems.Process {
+		if !launched {
+			return ended
+		}
+		return proc()
+	}
+	last.Launch = func() error { launched = true; return launch() }
+	if err := f.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
