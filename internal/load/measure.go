@@ -47,7 +47,9 @@ type Measurement struct {
 
 // Measured is what a measurement found.
 type Measured struct {
-	Summary       rundir.Summary
+	Summary rundir.Summary // of the samples: the accesses, for requests of several
+	// Requests summarises the requests of several accesses, nil otherwise.
+	Requests      *rundir.Summary
 	Result        Result
 	MaxThroughput float64 // the calibrated maximum, 0 without calibration
 }
@@ -170,7 +172,15 @@ func Measure(ctx context.Context, m Measurement) (Measured, error) {
 	if err != nil {
 		return out, err
 	}
-	out.Summary, err = run.Summary()
+	if out.Summary, err = run.Summary(); err != nil || reqs == nil {
+		return out, err
+	}
+	rr, err := rundir.Open(filepath.Join(m.Dir, RequestsDir))
+	if err != nil {
+		return out, err
+	}
+	sum, err := rr.Summary()
+	out.Requests = &sum
 	return out, err
 }
 

@@ -16,6 +16,11 @@ import (
 // while arrivals find every worker busy, up to cfg.MaxInFlight.
 const initialWorkers = 16
 
+// initialRequesters are the request workers of requests of several
+// accesses dialed before the run (a connection per access of the widest
+// phase each).
+const initialRequesters = 4
+
 // openLoop runs a dispatcher that fixes each request's intended start from the
 // arrival schedule and queues it for a pool of workers. Neither a busy pool nor
 // a full queue moves an intended start: a dispatcher that fell behind hands out
@@ -24,12 +29,12 @@ func (r *run) openLoop(ctx context.Context, begin func()) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	p := &pool{run: r, ctx: ctx, fail: cancel, queue: make(chan time.Duration, r.queueSize())}
-	if r.cfg.Shape.FanOut() {
-		// A request worker dials a client per access of the widest phase:
-		// the first dial errors before the run; the rest as arrivals need them.
-		q, err := r.newRequester(ctx, 0)
+	for p.workers < min(initialRequesters, r.cfg.MaxInFlight) && r.cfg.Shape.FanOut() {
+		// A request worker dials a client per access of the widest phase.
+		q, err := r.newRequester(ctx, p.workers)
 		if err != nil {
 			close(p.queue)
+			p.wg.Wait()
 			return err
 		}
 		p.spawnRequester(func() (*requester, error) { return q, nil })

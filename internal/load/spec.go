@@ -86,7 +86,8 @@ func (s Spec) Resolve() (Spec, error) {
 	}
 	s.Keys = orDefault(s.Keys, DefaultKeys)
 	if s.OpenLoop() {
-		s.MaxInFlight = orDefault(s.MaxInFlight, DefaultMaxInFlight)
+		// A request in flight holds a connection per access of its widest phase.
+		s.MaxInFlight = orDefault(s.MaxInFlight, max(4, DefaultMaxInFlight/s.Shape.Width()))
 		if s.Rate.Share > 0 {
 			s.Calibrate = orDefault(s.Calibrate, DefaultCalibrate)
 			s.CalibrateClients = orDefault(s.CalibrateClients, DefaultCalibrateClients)
