@@ -240,6 +240,7 @@ type Agent struct {
 	raftAddr    string
 	raft        *raft.Raft
 	fsm         *fsm
+	redis       *redisBackend         // the fsm's backend, for what the Redis session asks of it
 	store       *raftboltdb.BoltStore // raft's stable store: terms and votes
 	logStore    *walLog               // raft's log
 	snaps       raft.SnapshotStore
@@ -324,20 +325,19 @@ func newIncarnation() string {
 }
 
 func (a *Agent) start() error {
-	conn, err := dialRedis(a.cfg.RedisAddr)
-	if err != nil {
+	var err error
+	if a.redis, err = openRedis(a.cfg.RedisAddr, &a.pause.server, a.reads, a.logger); err != nil {
 		return err
 	}
-	conn.pause = &a.pause.server
-	a.fsm = newFSM(conn, a.report, a.logger) // Close closes conn from now on
-	if _, err := conn.command("FLUSHALL"); err != nil {
+	a.fsm = newFSM(a.redis, a.report, a.logger) // Close closes the backend from now on
+	if err := a.redis.Reset(); err != nil {
 		return fmt.Errorf("empty local redis: %w", err)
 	}
 	a.fsm.observe = a.m.observeApply
 	a.fsm.onConfig = func() { a.health.membersChanged.Store(true) }
 	if a.cfg.ScriptCommandStats {
-		a.fsm.scripts = &scriptCounting{self: "#" + a.incarnation, add: a.addScriptCalls}
-		a.fsm.scripts.busyReply.Store(5000) // redis's default, until followSlowlogConfig reads it
+		a.redis.scripts = &scriptCounting{self: "#" + a.incarnation, add: a.addScriptCalls}
+		a.redis.scripts.busyReply.Store(5000) // redis's default, until followSlowlogConfig reads it
 	}
 	a.wg.Add(1)
 	go func() { defer a.wg.Done(); a.fsm.runApplier() }()
@@ -355,7 +355,7 @@ func (a *Agent) start() error {
 	go func() { defer a.wg.Done(); a.followSlowlogConfig() }()
 	go func() { defer a.wg.Done(); a.resizeBuffers() }()
 	go func() { defer a.wg.Done(); a.runLease() }()
-	go func() { defer a.wg.Done(); a.watchRedis() }()
+	go func() { defer a.wg.Done(); a.watchServer() }()
 	go func() { defer a.wg.Done(); a.serveClients() }()
 	// Not waited for by Close: a proposal raft took into its buffered
 	// apply channel just before it shut down is never answered
@@ -776,12 +776,12 @@ func (a *Agent) Close() error {
 		if a.transport != nil {
 			errs = append(errs, a.transport.Close())
 		}
-		if a.fsm != nil {
-			a.fsm.closeConn()
+		if a.redis != nil {
+			a.redis.Close()
 		}
 		a.wg.Wait()
-		if a.fsm != nil {
-			a.fsm.closeConn() // again: a reattach may have swapped it meanwhile
+		if a.redis != nil {
+			a.redis.Close() // again: a reattach may have swapped its connection meanwhile
 		}
 		if a.logStore != nil {
 			errs = append(errs, a.logStore.Sync(), a.logStore.Close())
@@ -795,4 +795,31 @@ func (a *Agent) Close() error {
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// reattachPause is how often an agent whose server failed tries it again.
+const reattachPause = 500 * time.Millisecond
+
+// watchServer re-attaches the applier once the local server answers again
+// after a failure (it was restarted, or came back), and rebuilds its data;
+// meanwhile the replica limps and the others serve.
+func (a *Agent) watchServer() {
+	t := time.NewTicker(reattachPause)
+	defer t.Stop()
+	var last string
+	for {
+		select {
+		case <-a.done:
+			return
+		case <-t.C:
+		}
+		if a.fsm.failure() == nil {
+			last = ""
+			continue
+		}
+		if err := a.fsm.reattach(a.snaps, a.logs); err != nil && err.Error() != last {
+			last = err.Error()
+			a.logger.Printf("server not back yet: %v", err)
+		}
+	}
 }

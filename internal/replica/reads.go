@@ -251,7 +251,7 @@ func (a *Agent) read(st *clientState, md mode, payload []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &fanout{a: a, ctx: ctx, md: md, payload: payload, index: index, tried: map[string]bool{},
+	f := &fanout{a: a, ctx: ctx, data: encodeRead(md, payload), index: index, tried: map[string]bool{},
 		answers: make(chan result, a.health.size()+1), sentAt: map[string]time.Time{}}
 	raw, err := f.run()
 	if err == nil {
@@ -264,8 +264,7 @@ func (a *Agent) read(st *clientState, md mode, payload []byte) ([]byte, error) {
 type fanout struct {
 	a       *Agent
 	ctx     context.Context
-	md      mode
-	payload []byte
+	data    []byte // the read, as the backend takes it
 	index   uint64
 	tried   map[string]bool
 	sentAt  map[string]time.Time // replicas asked and not yet answered
@@ -328,7 +327,7 @@ func (f *fanout) launch(t limp.Target) {
 	f.sentAt[t.ID] = time.Now()
 	if t.Local {
 		go func() {
-			raw, err := a.localRead(f.ctx, f.md, f.payload, f.index)
+			raw, err := a.localRead(f.ctx, f.data, f.index)
 			select {
 			case f.answers <- result{raw: raw, err: err, from: t.ID}:
 			default: // a member that joined mid-read filled the room; the read has other answers
@@ -347,12 +346,10 @@ func (f *fanout) launch(t limp.Target) {
 		}
 	})
 	msg := resp.AppendCommand(nil, []byte("READ"), strconv.AppendUint(nil, id, 10),
-		strconv.AppendUint(nil, f.index, 10), f.payload, strconv.AppendInt(nil, int64(f.md.proto), 10),
-		strconv.AppendInt(nil, int64(f.md.db), 10))
+		strconv.AppendUint(nil, f.index, 10), f.data)
 	a.peer(t.Addr).send(peerMsg{data: msg, id: id})
 }
 
-// localRead answers from the local redis once it has applied index.
 // readHere answers a read from this replica's own server only, at the index
 // the read mode asks: a SCAN cursor means something only to the server that
 // returned it (each server hashes with a seed of its own).
@@ -363,15 +360,17 @@ func (a *Agent) readHere(st *clientState, md mode, payload []byte) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	return a.localRead(ctx, md, payload, index)
+	return a.localRead(ctx, encodeRead(md, payload), index)
 }
 
-func (a *Agent) localRead(ctx context.Context, md mode, payload []byte, index uint64) ([]byte, error) {
+// localRead answers a read (Backend.Read's data) from the local server
+// once it has applied index.
+func (a *Agent) localRead(ctx context.Context, data []byte, index uint64) ([]byte, error) {
 	if a.health.selfQuarantined() {
 		return nil, errors.New("replica quarantined")
 	}
 	if err := a.fsm.waitApplied(ctx, index); err != nil {
 		return nil, err
 	}
-	return a.reads.do(md, payload)
+	return a.fsm.backend.Read(ctx, data)
 }

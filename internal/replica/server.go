@@ -210,7 +210,7 @@ const (
 // the batch (nil if none), and an error reading the connection (after the
 // batch's slot).
 func (a *Agent) pipelined(st *clientState, rd *resp.Reader, sc *stallConn, args [][]byte) (slot, [][]byte, error) {
-	e := entry{batch: true}
+	e := redisRecord{batch: true}
 	// add encodes a command into the batch if it may join it.
 	add := func(args [][]byte) bool {
 		payload, read, ok := a.batchable(st, args, e.payload)
@@ -507,12 +507,12 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 		if sp.Rewrite != nil {
 			args = sp.Rewrite(args, time.Now())
 		}
-		return a.write(st, entry{replies: 1, payload: resp.AppendCommand(nil, args...), volatile: sp.Volatile})
+		return a.write(st, redisRecord{replies: 1, payload: resp.AppendCommand(nil, args...), volatile: sp.Volatile})
 	case rediscmd.Read:
-		if readScripts[name] && a.fsm.scripts != nil {
+		if readScripts[name] && a.redis.scripts != nil {
 			// Through the log, as a write whose reply is this replica's, so
 			// this agent sees what the script calls (scriptstats.go).
-			return a.write(st, entry{replies: 1, payload: resp.AppendCommand(nil, args...), volatile: true})
+			return a.write(st, redisRecord{replies: 1, payload: resp.AppendCommand(nil, args...), volatile: true})
 		}
 		return a.readSlot(st, resp.AppendCommand(nil, args...), sp.Pinned)
 	case rediscmd.Local:
@@ -662,20 +662,20 @@ func (a *Agent) exec(st *clientState) slot {
 		payload = resp.AppendCommand(payload, q...)
 	}
 	payload = resp.AppendCommand(payload, []byte("EXEC"))
-	return a.runOwn(a.execAbortCause(a.write(st, entry{replies: extra + len(queued) + 2, payload: payload, volatile: volatile}), queued), own)
+	return a.runOwn(a.execAbortCause(a.write(st, redisRecord{replies: extra + len(queued) + 2, payload: payload, volatile: volatile}), queued), own)
 }
 
 // write proposes e (its commands) for the connection, in the connection's
 // mode, and returns the slot its reply goes into.
-func (a *Agent) write(st *clientState, e entry) slot {
+func (a *Agent) write(st *clientState, e redisRecord) slot {
 	if st.lastRead != nil {
 		<-st.lastRead
 	}
 	// A batch's frame is as many commands before as after.
 	e.payload, e.replies, e.after = st.mode().frame(e.payload, e.replies)
-	t := a.arrival.take(st.stamped, false, a.arrival.waitedOn(e.payload) || a.fsm.blocked.mentioned(e.payload), st.arrivedAt())
+	t := a.arrival.take(st.stamped, false, a.arrival.waitedOn(e.payload) || a.redis.blocked.mentioned(e.payload), st.arrivedAt())
 	a.arrival.turn(t)
-	w, err := a.startEntry(e)
+	w, err := a.startEntry(e.encode(), e.volatile)
 	a.arrival.release(t)
 	if err != nil {
 		return slot{reply: resp.Error("TRYAGAIN gait replica: " + err.Error())}
