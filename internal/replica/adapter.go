@@ -30,9 +30,13 @@ import (
 // zookeeper); the core imports none of them, and none imports another.
 //
 // Wiring picks the adapter: Start(Config{..., Adapter: a, ServerAddr:
-// addr}). An adapter that must propose with no client connection (expiring
-// a ZooKeeper session) takes a Client from Agent.NewClient; Agent.IsLeader
-// tells whether this agent leads.
+// addr}); the core accepts client connections and hands each to
+// ServeConn, which reads it through the core (so the core knows when each
+// request's bytes arrived, and proposes the writes of different
+// connections in that order). An adapter that must propose with no client
+// connection (expiring a ZooKeeper session) takes a Client from
+// Agent.NewClient; Agent.IsLeader tells whether this agent leads.
+// adapter_test.go's lineAdapter is the smallest complete example.
 
 // Class says how the core serves a command.
 type Class uint8
@@ -75,9 +79,6 @@ type Command struct {
 	// cursor means something to the server that returned it; a ZooKeeper
 	// read that sets a watch must be served where the watch will fire).
 	Pinned bool
-	// Arrived is when the command's first byte arrived (zero: now). The
-	// core proposes the writes of different connections in arrival order.
-	Arrived time.Time
 }
 
 // Committed is one committed write as a Backend applies it.

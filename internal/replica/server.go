@@ -61,6 +61,10 @@ func (a *Agent) serveClients() {
 		if tc, ok := c.(*net.TCPConn); ok {
 			tc.SetReadBuffer(clientReadBuffer) // a failure leaves the kernel's default
 		}
+		if a.cfg.Adapter != nil {
+			a.serveAdapter(c)
+			continue
+		}
 		c = rawIO(c)
 		st := a.newClientState(c)
 		// Watched while it is young (arrivals).
@@ -673,10 +677,7 @@ func (a *Agent) write(st *clientState, e redisRecord) slot {
 	}
 	// A batch's frame is as many commands before as after.
 	e.payload, e.replies, e.after = st.mode().frame(e.payload, e.replies)
-	t := a.arrival.take(st.stamped, false, a.arrival.waitedOn(e.payload) || a.redis.blocked.mentioned(e.payload), st.arrivedAt())
-	a.arrival.turn(t)
-	w, err := a.startEntry(e.encode(), e.volatile)
-	a.arrival.release(t)
+	w, err := a.proposeArrived(st.stamped, e.encode(), e.volatile, a.arrival.waitedOn(e.payload) || a.redis.blocked.mentioned(e.payload))
 	if err != nil {
 		return slot{reply: resp.Error("TRYAGAIN gait replica: " + err.Error())}
 	}
@@ -711,15 +712,20 @@ func (a *Agent) readSlot(st *clientState, payload []byte, pinned bool) slot {
 			<-after
 		}
 		var err error
-		read := a.read
-		if pinned {
-			read = a.readHere
-		}
-		if raw, err = read(st, md, payload); err != nil {
+		if raw, err = a.redisRead(st, md, payload, pinned); err != nil {
 			raw = resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
 		}
 	}()
 	return slot{fill: func() []byte { <-done; return raw }}
+}
+
+// redisRead serves a read of st's in mode md: pinned, from the local
+// redis-server only.
+func (a *Agent) redisRead(st *clientState, md mode, payload []byte, pinned bool) ([]byte, error) {
+	if pinned {
+		return a.readHere(context.Background(), st.lastIndex.Load(), encodeRead(md, payload))
+	}
+	return a.read(context.Background(), st.lastIndex.Load(), encodeRead(md, payload))
 }
 
 // ownWritesFirst has a command about the local redis-server wait until that
