@@ -205,3 +205,15 @@ func TestHeartbeatTimeout(t *testing.T) {
 	}
 	c.in.Close()
 }
+
+func TestChecks(t *testing.T) {
+	if err := testbed.NeedRoot(); err != nil {
+		t.Skip(err)
+	}
+	for _, c := range Checks(t.TempDir(), CheckArgs{Binaries: []string{"sh", "no-such-program-gait"}}) {
+		t.Logf("%s: %q %s", c.Name, c.Problem, c.Detail)
+		if bad := c.Problem != ""; bad != (c.Name == "binary no-such-program-gait") {
+			t.Errorf("%s: problem %q", c.Name, c.Problem)
+		}
+	}
+}

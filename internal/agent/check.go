@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/gait-dev/gait/internal/cgroupcpu"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 )
 
 // DefaultMinFree is the free space preflight asks for under the root when
@@ -28,8 +30,8 @@ func Checks(root string, a CheckArgs) []Check {
 	var out []Check
 	for _, q := range []string{"tbf", "htb"} {
 		c := Check{Name: "tc " + q}
-		if !kernelHas("sch_" + q) {
-			c.Problem = fmt.Sprintf("the kernel has no %s queueing discipline (module sch_%s): NIC limpware cannot shape links", q, q)
+		if err := tryQdisc(q); err != nil {
+			c.Problem = fmt.Sprintf("cannot add a %s queueing discipline to a veth link (%v): NIC limpware cannot shape links (module sch_%s)", q, err, q)
 		}
 		out = append(out, c)
 	}
@@ -67,7 +69,7 @@ func Checks(root string, a CheckArgs) []Check {
 	for _, b := range a.Binaries {
 		c := Check{Name: "binary " + b}
 		if p, err := exec.LookPath(b); err != nil {
-			c.Problem = fmt.Sprintf("%s is not installed (not in PATH %s)", b, os.Getenv("PATH"))
+			c.Problem = fmt.Sprintf("%s is not installed (not in the PATH sudo gives root)", b)
 		} else {
 			c.Detail = p
 		}
@@ -76,20 +78,44 @@ func Checks(root string, a CheckArgs) []Check {
 	return out
 }
 
-// kernelHas tells whether a kernel module is loaded, built in, or
-// installed to be loaded on demand.
-func kernelHas(module string) bool {
-	if _, err := os.Stat("/sys/module/" + module); err == nil {
-		return true
-	}
-	rel := kernel()
-	for _, list := range []string{"modules.builtin", "modules.dep"} {
-		data, err := os.ReadFile(filepath.Join("/lib/modules", rel, list))
-		if err == nil && strings.Contains(string(data), "/"+module+".ko") {
-			return true
+// tryQdisc adds a qdisc of kind tbf or htb to a veth pair inside a
+// network namespace of its own, made for the check and unnamed, so the
+// kernel removes it all when the thread that holds it ends, even if the
+// agent is killed meanwhile.
+func tryQdisc(kind string) error {
+	errc := make(chan error, 1)
+	go func() {
+		// The thread stays locked: it ends with this goroutine, and the
+		// namespace with it.
+		runtime.LockOSThread()
+		if _, err := netns.New(); err != nil {
+			errc <- fmt.Errorf("new network namespace: %w", err)
+			return
 		}
-	}
-	return false
+		h, err := netlink.NewHandle()
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer h.Close()
+		veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "check0"}, PeerName: "check1"}
+		if err := h.LinkAdd(veth); err != nil {
+			errc <- fmt.Errorf("veth: %w", err)
+			return
+		}
+		l, err := h.LinkByName("check0")
+		if err != nil {
+			errc <- err
+			return
+		}
+		attrs := netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Handle: netlink.MakeHandle(1, 0), Parent: netlink.HANDLE_ROOT}
+		var q netlink.Qdisc = netlink.NewHtb(attrs)
+		if kind == "tbf" {
+			q = &netlink.Tbf{QdiscAttrs: attrs, Rate: 1_000_000, Limit: 10_000, Buffer: 10_000}
+		}
+		errc <- h.QdiscAdd(q)
+	}()
+	return <-errc
 }
 
 // runLink is how the testbed names its links and bridges: g<run id>-...

@@ -184,6 +184,10 @@ func newAgentCmd() *cobra.Command {
 			if !filepath.IsAbs(root) {
 				return fmt.Errorf("--root %q: want an absolute path", root)
 			}
+			// A closed connection closes stdout and stderr too: a write
+			// there must fail, not kill the agent (SIGPIPE) halfway
+			// through its teardown.
+			signal.Ignore(syscall.SIGPIPE)
 			// sudo passes SIGHUP, SIGINT and SIGTERM on; each ends the
 			// agent as a closed connection does.
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)

@@ -80,12 +80,12 @@ func Connect(ctx context.Context, m inventory.Machine, o Options) (*Machine, err
 			client.Close()
 		}
 	}()
-	if out, err := rm.run("sudo -n true", nil); err != nil {
-		return fail(StepSudo, sudoProblem(m, out, err))
+	if _, stderr, err := rm.run("sudo -n true", nil); err != nil {
+		return fail(StepSudo, sudoProblem(m, stderr, err))
 	}
-	out, err := rm.run("uname -m", nil)
+	out, stderr, err := rm.run("uname -m", nil)
 	if err != nil {
-		return fail(StepArch, fmt.Errorf("uname -m: %w", err))
+		return fail(StepArch, fmt.Errorf("uname -m: %w: %s", err, stderr))
 	}
 	rm.Arch = strings.TrimSpace(out)
 	if goArch(rm.Arch) != runtime.GOARCH {
@@ -135,24 +135,29 @@ func goArch(uname string) string {
 	return uname
 }
 
-// run runs a command in a session of its own and returns its output,
-// stdout and stderr together.
-func (m *Machine) run(cmd string, stdin io.Reader) (string, error) {
+// run runs a command in a session of its own and returns its stdout
+// and stderr.
+func (m *Machine) run(cmd string, stdin io.Reader) (stdout, stderr string, err error) {
 	s, err := m.client.NewSession()
 	if err != nil {
-		return "", fmt.Errorf("new SSH session: %w", err)
+		return "", "", fmt.Errorf("new SSH session: %w", err)
 	}
 	defer s.Close()
-	var out bytes.Buffer
-	s.Stdout, s.Stderr, s.Stdin = &out, &out, stdin
+	var out, errOut bytes.Buffer
+	s.Stdout, s.Stderr, s.Stdin = &out, &errOut, stdin
 	err = s.Run(cmd)
-	return out.String(), err
+	return out.String(), strings.TrimSpace(errOut.String()), err
 }
 
 // Run runs a shell command on the machine as its SSH user, in a session
-// of its own, and returns its output. gait's own commands use it to
-// fetch run directories (tar); tests use it to look around.
-func (m *Machine) Run(cmd string, stdin io.Reader) (string, error) { return m.run(cmd, stdin) }
+// of its own, and returns its stdout, or an error with its stderr.
+func (m *Machine) Run(cmd string, stdin io.Reader) (string, error) {
+	out, stderr, err := m.run(cmd, stdin)
+	if err != nil {
+		return out, fmt.Errorf("%s on %s: %w: %s", cmd, m.Name, err, stderr)
+	}
+	return out, nil
+}
 
 // Stream runs a command on the machine and writes its stdout to w.
 func (m *Machine) Stream(cmd string, w io.Writer) error {
@@ -186,14 +191,14 @@ func (m *Machine) push(path string) (string, error) {
 	sum := sha256.Sum256(data)
 	hash := hex.EncodeToString(sum[:])
 	bin := fmt.Sprintf("%s/bin/gait-%s", m.Root, hash[:16])
-	if _, err := m.run("sudo -n test -x "+bin, nil); err == nil {
+	if _, _, err := m.run("sudo -n test -x "+bin, nil); err == nil {
 		return bin, nil
 	}
 	tmp := fmt.Sprintf("%s/bin/.gait-%s.%d", m.Root, hash[:16], time.Now().UnixNano())
 	script := fmt.Sprintf("sudo -n sh -c 'umask 022 && mkdir -p %s/bin && cat > %s && echo \"%s  %s\" | sha256sum -c --quiet - && chmod 755 %s && mv %s %s' || { sudo -n rm -f %s; exit 1; }",
 		m.Root, tmp, hash, tmp, tmp, tmp, bin, tmp)
-	if out, err := m.run(script, bytes.NewReader(data)); err != nil {
-		return "", fmt.Errorf("copy %s (%d MiB) to %s: %v: %s", path, len(data)>>20, bin, err, strings.TrimSpace(out))
+	if _, stderr, err := m.run(script, bytes.NewReader(data)); err != nil {
+		return "", fmt.Errorf("copy %s (%d MiB) to %s: %v: %s", path, len(data)>>20, bin, err, stderr)
 	}
 	return bin, nil
 }
