@@ -27,6 +27,7 @@ is gone. It also removes what a killed 'gait replica cluster
 no root. A run whose gait process still runs is left alone unless
 --all is given.`,
 		Example: `  sudo gait clean
+  # needs: a machine no one else runs gait on: it removes their runs too
   sudo gait clean --all   # also runs still in progress`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
