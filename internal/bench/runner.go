@@ -178,7 +178,8 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 		return res, err
 	}
 	t0 := time.Now()
-	if lr.cluster, err = drv.Start(ctx, tbhost.Hosts(tb, logs)); err != nil {
+	progress := systems.WithProgress(ctx, func(line string) { r.logf("  %s", line) })
+	if lr.cluster, err = drv.Start(progress, tbhost.Hosts(tb, logs)); err != nil {
 		return res, err
 	}
 	res.Ready = time.Since(t0)

@@ -44,7 +44,7 @@ ip netns exec NAMESPACE COMMAND.`,
 			}
 			ctx, stop := testbed.SignalContext(cmd.Context())
 			defer stop()
-			tb, err := testbed.Up(testbed.Options{Hosts: hosts, Bandwidth: bps, Dir: dir, Disk: disk, StateDir: stateDir})
+			tb, err := testbed.Up(testbed.Options{Hosts: hosts, Bandwidth: bps, Dir: dir, Disk: disk, StateDir: stateDir, Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}
@@ -59,6 +59,7 @@ ip netns exec NAMESPACE COMMAND.`,
 			w.Flush()
 			fmt.Fprintln(out, "press Ctrl-C to remove them")
 			<-ctx.Done()
+			fmt.Fprintf(out, "removing run %s\n", tb.ID)
 			if err := tb.Close(); err != nil {
 				return err
 			}
