@@ -92,7 +92,9 @@ type Driver struct {
 	// CommitlogSync is periodic (Cassandra's default: a write returns
 	// before its commit log is synced) or batch (it waits for the sync).
 	CommitlogSync string
-	StartTimeout  time.Duration
+	// StartTimeout bounds a small cluster's start; StartPerNode is what
+	// one more node may add on one CPU (systems.Fleet).
+	StartTimeout, StartPerNode time.Duration
 }
 
 // New returns a driver with Cassandra's defaults but for the heap (small
@@ -121,6 +123,7 @@ func New() *Driver {
 		Write:         "quorum",
 		CommitlogSync: "periodic",
 		StartTimeout:  180 * time.Second,
+		StartPerNode:  60 * time.Second,
 	}
 }
 
@@ -301,28 +304,61 @@ func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Clust
 			return nil, err
 		}
 	}
-	for _, m := range c.members {
-		if err := m.launch(d); err != nil {
-			c.Stop()
-			return nil, err
-		}
-	}
-	if err := c.waitReady(ctx, c.members, true); err != nil {
+	if err := c.fleet().Start(ctx); err != nil {
 		c.Stop()
 		return nil, err
 	}
 	return c, nil
 }
 
-// StartTimeoutFor grows the start's limit with the cluster: nodes start
-// together on few cores.
-func (d *Driver) startTimeout(n int) time.Duration {
-	return d.StartTimeout + time.Duration(max(0, n-3))*30*time.Second
+// fleet starts the coordinator, the seed, and the replicas at once after
+// it (a replica retries the seed until it answers, and nodes with tokens
+// given need not join one by one); the cluster is ready once the
+// coordinator knows every replica (system.peers_v2), has created the
+// keyspace, and a write at consistency all succeeds through it: every
+// node is up in its view.
+func (c *Cluster) fleet() *systems.Fleet {
+	co := c.members[0]
+	launch := func(m *member) func() error { return func() error { return m.launch(c.d) } }
+	f := &systems.Fleet{System: "cassandra", Noun: "replicas",
+		Masters: []systems.Member{{Host: co.host.Name(), Launch: launch(co), Proc: co.current}},
+		Base:    c.d.StartTimeout, PerWorker: c.d.StartPerNode}
+	for _, m := range c.members[1:] {
+		f.Workers = append(f.Workers, systems.Member{Host: m.host.Name(), Launch: launch(m), Proc: m.current})
+	}
+	blame := func(err error) error { return &systems.NotReady{Host: co.host.Name(), Proc: co.current(), Err: err} }
+	f.Registered = func(ctx context.Context) (map[string]bool, error) {
+		s, err := session(co.host.Address(), "", 2*time.Second)
+		if err != nil {
+			return nil, blame(err)
+		}
+		defer s.Close()
+		known := map[string]bool{}
+		var peer string
+		it := s.Query("SELECT peer FROM system.peers_v2").WithContext(ctx).Iter()
+		for it.Scan(&peer) {
+			known[c.peer(peer)] = true
+		}
+		if err := it.Close(); err != nil {
+			return nil, blame(fmt.Errorf("read system.peers_v2: %w", err))
+		}
+		return known, nil
+	}
+	created := false
+	f.Settled = func(ctx context.Context) error {
+		if !created {
+			if err := c.createSchema(ctx); err != nil {
+				return blame(err)
+			}
+			created = true
+		}
+		return c.writeAll(ctx)
+	}
+	return f
 }
 
-// waitReady polls until each of ms serves CQL; with schema, it then
-// creates the keyspace and checks a write at consistency all.
-func (c *Cluster) waitReady(ctx context.Context, ms []*member, schema bool) error {
+// waitReady polls until each of ms serves CQL (after a restart).
+func (c *Cluster) waitReady(ctx context.Context, ms []*member) error {
 	members := func() []systems.Starting {
 		out := make([]systems.Starting, len(ms))
 		for i, m := range ms {
@@ -330,22 +366,12 @@ func (c *Cluster) waitReady(ctx context.Context, ms []*member, schema bool) erro
 		}
 		return out
 	}
-	created := false
-	return systems.WaitReady(ctx, "cassandra", c.d.startTimeout(len(c.members)), members, func(ctx context.Context) error {
+	return systems.WaitReady(ctx, "cassandra", c.d.StartTimeout, members, func(ctx context.Context) error {
 		for _, m := range ms {
 			if err := c.serves(ctx, m); err != nil {
 				return err
 			}
 		}
-		if !schema {
-			return nil
-		}
-		if !created {
-			if err := c.createSchema(ctx); err != nil {
-				return &systems.NotReady{Host: c.members[0].host.Name(), Proc: c.members[0].current(), Err: err}
-			}
-			created = true
-		}
-		return c.writeAll(ctx)
+		return nil
 	})
 }

@@ -135,7 +135,7 @@ func (c *Cluster) Restart(ctx context.Context, host string) error {
 	if err := m.launch(c.d); err != nil {
 		return fmt.Errorf("restart: %w", err)
 	}
-	return c.waitReady(ctx, []*member{m}, false)
+	return c.waitReady(ctx, []*member{m})
 }
 
 // Stop ends every node at once.
