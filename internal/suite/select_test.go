@@ -100,7 +100,7 @@ func TestLoadReportsEveryMistake(t *testing.T) {
 	dir := t.TempDir()
 	bad1 := write(t, dir, "a.yaml", strings.Replace(named("a"), "target: leader", "target: master", 1))
 	good := write(t, dir, "b.yaml", named("b"))
-	bad2 := write(t, dir, "c.yaml", strings.Replace(named("c"), "system: etcd", "system: cassandra", 1))
+	bad2 := write(t, dir, "c.yaml", strings.Replace(named("c"), "system: etcd", "system: nosuchdb", 1))
 	dup := write(t, dir, "d.yaml", named("b"))
 	_, err := Load([]string{bad1, good, bad2, dup}, Selection{})
 	if err == nil {
@@ -108,7 +108,7 @@ func TestLoadReportsEveryMistake(t *testing.T) {
 	}
 	for _, want := range []string{
 		bad1 + `:6: inject[0].target: "master" is neither a role of etcd`,
-		bad2 + `:2: system: unknown system "cassandra"`,
+		bad2 + `:2: system: unknown system "nosuchdb"`,
 		dup + ": name b is taken by " + good,
 	} {
 		if !strings.Contains(err.Error(), want) {
