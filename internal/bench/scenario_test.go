@@ -92,11 +92,12 @@ repeat: 2
 }
 
 func TestVerdictKeys(t *testing.T) {
-	s, err := Parse("z.yaml", []byte(good+"paper: {row: Z3, marks: [OL, CL]}\nquick: true\nexpect: []\n"))
+	why := strings.Repeat("a measured reason ", 20) // prose, longer than a word
+	s, err := Parse("z.yaml", []byte(good+"paper: {row: Z3, marks: [OL, CL], differs: "+why+"}\nquick: true\nexpect: []\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Paper == nil || s.Paper.Row != "Z3" || !slices.Equal(s.Paper.Marks, []string{"OL", "CL"}) || !s.Quick ||
+	if s.Paper == nil || s.Paper.Row != "Z3" || !slices.Equal(s.Paper.Marks, []string{"OL", "CL"}) || s.Paper.Differs != strings.TrimSpace(why) || !s.Quick ||
 		s.Expect == nil || len(s.Expect) != 0 {
 		t.Errorf("paper %+v, quick %v, expect %#v", s.Paper, s.Quick, s.Expect)
 	}
