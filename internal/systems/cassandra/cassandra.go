@@ -122,7 +122,7 @@ func New() *Driver {
 		Read:          "quorum",
 		Write:         "quorum",
 		CommitlogSync: "periodic",
-		StartTimeout:  180 * time.Second,
+		StartTimeout:  300 * time.Second,
 		StartPerNode:  60 * time.Second,
 	}
 }
