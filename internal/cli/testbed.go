@@ -42,7 +42,7 @@ ip netns exec NAMESPACE COMMAND.`,
 			}
 			ctx, stop := testbed.SignalContext(cmd.Context())
 			defer stop()
-			tb, err := testbed.Up(testbed.Options{Hosts: hosts, Bandwidth: bps, Dir: dir, Disk: disk, StateDir: stateDir})
+			tb, err := testbed.Up(testbed.Options{Hosts: hosts, Bandwidth: bps, Dir: dir, Disk: disk, StateDir: stateDir, Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}
@@ -57,6 +57,7 @@ ip netns exec NAMESPACE COMMAND.`,
 			w.Flush()
 			fmt.Fprintln(out, "press Ctrl-C to remove them")
 			<-ctx.Done()
+			fmt.Fprintf(out, "removing run %s\n", tb.ID)
 			if err := tb.Close(); err != nil {
 				return err
 			}
