@@ -288,7 +288,7 @@ func TestMalformed(t *testing.T) {
 		{"bad paper row", with(7, "paper: {row: table one, marks: []}"),
 			`f.yaml:7: paper.row: "table one": want a row id`},
 		{"unknown paper field", with(7, "paper: {row: Z1, marks: [], figure: 4}"),
-			"f.yaml:7: paper.figure: unknown field (known here: row, marks)"},
+			"f.yaml:7: paper.figure: unknown field (known here: row, marks, differs)"},
 		{"expect not a list", with(7, "expect: OL"),
 			`f.yaml:7: expect: want a list of marks (any of OL, NL, CL, backlog, [] for none), got "OL"`},
 		{"unknown expected mark", with(7, "expect: [limplock]"),
