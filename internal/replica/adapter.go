@@ -152,7 +152,7 @@ type Adapter interface {
 	// decodes requests, answers refused and local commands itself, hands
 	// reads and writes to cl and writes their replies, in request order
 	// (pipelining as the protocol allows). It owns c and closes it.
-	ServeConn(c net.Conn, cl *Client)
+	ServeConn(c net.Conn, cl Client)
 }
 
 // Client is the core's side of one client connection, as net/http's
