@@ -23,6 +23,13 @@ var (
 	ErrBadLength = errors.New("zkwire: bad length")
 )
 
+// outOfRange says whether a runtime error is a read or write past the
+// buffer's end: the record is longer than the packet.
+func outOfRange(e runtime.Error) bool {
+	m := e.Error()
+	return strings.HasPrefix(m, "runtime error: slice bounds out of range") || strings.HasPrefix(m, "runtime error: index out of range")
+}
+
 type decoder interface {
 	Decode(buf []byte) (int, error)
 }
@@ -35,7 +42,7 @@ type encoder interface {
 func Decode(buf []byte, st any) (n int, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			if e, ok := r.(runtime.Error); ok && strings.HasPrefix(e.Error(), "runtime error: slice bounds out of range") {
+			if e, ok := r.(runtime.Error); ok && outOfRange(e) {
 				err = ErrShortBuffer
 			} else {
 				panic(r)
@@ -137,7 +144,7 @@ func decodeValue(buf []byte, v reflect.Value) (int, error) {
 func Encode(buf []byte, st any) (n int, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			if e, ok := r.(runtime.Error); ok && strings.HasPrefix(e.Error(), "runtime error: slice bounds out of range") {
+			if e, ok := r.(runtime.Error); ok && outOfRange(e) {
 				err = ErrShortBuffer
 			} else {
 				panic(r)

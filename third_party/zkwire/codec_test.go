@@ -80,6 +80,10 @@ func TestDecodeShortAndHostile(t *testing.T) {
 	if _, err := Decode([]byte{0, 0, 0, 9, '/'}, &c); err != ErrShortBuffer {
 		t.Fatalf("short path: %v", err)
 	}
+	var w PathWatchRequest
+	if _, err := Decode([]byte{0, 0, 0, 1, '/'}, &w); err != ErrShortBuffer {
+		t.Fatalf("missing watch flag: %v", err)
+	}
 	// an ACL vector claiming two billion entries in a 12-byte packet
 	b := []byte{0, 0, 0, 1, '/', 0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff}
 	if _, err := Decode(b, &c); err != ErrBadLength {

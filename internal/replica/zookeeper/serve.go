@@ -97,6 +97,7 @@ type clientConn struct {
 	timeout time.Duration
 	out     chan outgoing
 	closed  chan struct{}
+	written chan struct{} // closed once the writer has stopped
 	once    sync.Once
 	touched time.Time // when this connection last proposed a keep-alive
 }
@@ -146,7 +147,7 @@ func (a *Adapter) ServeConn(nc net.Conn, cl replica.Client) {
 		return // an expired session is told so and hung up on
 	}
 	c := &clientConn{c: nc, cl: cl, session: resp.SessionID, timeout: time.Duration(resp.TimeOut) * time.Millisecond,
-		out: make(chan outgoing, 1024), closed: make(chan struct{}), touched: time.Now()}
+		out: make(chan outgoing, 1024), closed: make(chan struct{}), written: make(chan struct{}), touched: time.Now()}
 	a.attach(c)
 	defer a.detach(c)
 	go c.writeLoop()
@@ -182,6 +183,7 @@ func (a *Adapter) detach(c *clientConn) {
 }
 
 func (c *clientConn) writeLoop() {
+	defer close(c.written)
 	w := bufio.NewWriter(c.c)
 	for {
 		var o outgoing
@@ -226,6 +228,12 @@ func (c *clientConn) readLoop(r *bufio.Reader) {
 			return
 		}
 		if !c.serve(hdr, append([]byte(nil), p[n:]...)) {
+			// The last reply, then hang up (closeSession, an expired
+			// session, a refused setAuth).
+			select {
+			case <-c.written:
+			case <-time.After(readTimeout):
+			}
 			return
 		}
 	}
@@ -281,8 +289,11 @@ func isRead(op int32) bool {
 // pinned says whether a read sets a watch (or re-sets them), which only
 // this agent's server may serve: the watch fires where it was set.
 func pinned(op int32, record []byte) bool {
-	if op == zkwire.OpSetWatches {
+	switch op {
+	case zkwire.OpSetWatches:
 		return true
+	case zkwire.OpGetACL:
+		return false
 	}
 	var r zkwire.PathWatchRequest
 	_, err := zkwire.Decode(record, &r)
