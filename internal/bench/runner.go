@@ -178,7 +178,8 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 		return res, err
 	}
 	t0 := time.Now()
-	if lr.cluster, err = drv.Start(ctx, tbhost.Hosts(tb, logs)); err != nil {
+	progress := systems.WithProgress(ctx, func(line string) { r.logf("  %s", line) })
+	if lr.cluster, err = drv.Start(progress, tbhost.Hosts(tb, logs)); err != nil {
 		return res, err
 	}
 	res.Ready = time.Since(t0)
@@ -405,6 +406,9 @@ func (lr *liveRun) measure(ctx context.Context, res RunResult) (rundir.Summary, 
 	sum := out.Summary
 	lr.logf("  %d requests, %s, mean %s, p99 %s, %d errors, %d timeouts", sum.Requests, units.Rate(sum.Throughput),
 		units.Seconds(sum.Mean), units.Seconds(sum.P99), sum.Errors, sum.Timeouts)
+	if warn := sum.Generator.Warning(); warn != "" {
+		lr.logf("  warning: %s", warn)
+	}
 	return sum, events, nil
 }
 

@@ -271,6 +271,17 @@ func printLoadSummary(w io.Writer, dir string, m load.Measured) error {
 	if m.Result.FirstError != nil {
 		line += fmt.Sprintf(" (first: %v)", m.Result.FirstError)
 	}
+	if g := s.Generator; g != nil {
+		if warn := g.Warning(); warn != "" {
+			advice := "lower --rate"
+			if g.HeldBack > 0 {
+				advice = "raise --max-in-flight or lower --rate"
+			}
+			line += "\nwarning: " + warn + ": " + advice
+		} else {
+			line += "\n" + g.Kept()
+		}
+	}
 	_, err := fmt.Fprintln(w, line)
 	return err
 }

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/gait-dev/gait/internal/rundir"
 )
 
@@ -101,6 +102,34 @@ type Result struct {
 	Elapsed                    time.Duration // from the start to the last completion
 	Throughput                 float64       // completed requests per second, failures included
 	FirstError                 error         // the first failed request's error, if any
+	// Lag is how well an open loop kept its schedule; nil for a closed loop.
+	Lag *Lag
+}
+
+// ScheduleTolerance is the p99 send lateness within which an open loop
+// counts as having kept its schedule.
+const ScheduleTolerance = time.Millisecond
+
+// Lag is the open-loop generator's own lateness, kept apart from the
+// latency it is also part of: how late requests were sent after their
+// intended start, and how many waited because the in-flight limit was
+// reached.
+type Lag struct {
+	Sent          int // requests whose send lateness was measured
+	P50, P99, Max time.Duration
+	HeldBack      int // arrivals that found all MaxInFlight workers busy
+	MaxInFlight   int
+	Workers       int // the pool's size at the end, at most MaxInFlight
+}
+
+// Kept says whether the schedule was kept within ScheduleTolerance at p99.
+func (l Lag) Kept() bool { return l.P99 <= ScheduleTolerance }
+
+// Record is l as summary.json keeps it.
+func (l Lag) Record() rundir.Generator {
+	return rundir.Generator{Sent: l.Sent, SendLateP50: l.P50.Seconds(), SendLateP99: l.P99.Seconds(),
+		SendLateMax: l.Max.Seconds(), HeldBack: l.HeldBack, MaxInFlight: l.MaxInFlight, Workers: l.Workers,
+		Tolerance: ScheduleTolerance.Seconds(), KeptSchedule: l.Kept()}
 }
 
 // Mode names the loop of c for display: "closed loop, 8 clients" or "open loop, 2000/s fixed".
@@ -158,6 +187,9 @@ func Run(ctx context.Context, cfg Config, dial Dialer, rec Recorder) (Result, er
 	close(r.out)
 	res := <-recorded
 	res.FirstError = r.firstError()
+	if res.Lag != nil {
+		res.Lag.HeldBack, res.Lag.MaxInFlight, res.Lag.Workers = int(r.heldBack.Load()), cfg.MaxInFlight, r.workers
+	}
 	if cfg.Progress != nil && !r.start.IsZero() {
 		cfg.Progress(Progress{Elapsed: time.Since(r.start), Done: int64(res.Requests), Final: true})
 	}
@@ -176,6 +208,9 @@ type run struct {
 	out    chan batch // to the recording goroutine
 	done   atomic.Int64
 	claims atomic.Int64 // closed loop: requests handed out, for cfg.Requests
+	// heldBack counts open-loop arrivals that found the in-flight limit reached.
+	heldBack atomic.Int64
+	workers  int // open loop: the pool's size once the run is over
 	// hostIndex is cfg.Hosts by name.
 	hostIndex map[string]uint8
 
@@ -183,10 +218,12 @@ type run struct {
 	firstErr error
 }
 
-// batch carries samples and metrics to the one goroutine that records them.
+// batch carries samples, metrics and open-loop send lateness to the one
+// goroutine that records them.
 type batch struct {
 	samples []rundir.Sample
 	metrics []metric
+	late    []time.Duration
 }
 
 type metric struct {
@@ -281,11 +318,37 @@ func (r *run) flush(buf []rundir.Sample) {
 	}
 }
 
+// addLate buffers one open-loop send lateness and ships full batches.
+func (r *run) addLate(buf []time.Duration, late time.Duration) []time.Duration {
+	buf = append(buf, late)
+	if len(buf) == batchSize {
+		r.out <- batch{late: buf}
+		buf = make([]time.Duration, 0, batchSize)
+	}
+	return buf
+}
+
+func (r *run) flushLate(buf []time.Duration) {
+	if len(buf) > 0 {
+		r.out <- batch{late: buf}
+	}
+}
+
 // record is the only goroutine touching rec.
 func (r *run) record(rec Recorder) Result {
 	var res Result
 	var end time.Duration
+	var late *hdrhistogram.Histogram
+	if r.cfg.Rate > 0 {
+		// 1 ns to 1 h at 3 significant digits; later is clamped to the top.
+		late = hdrhistogram.New(1, int64(time.Hour), 3)
+	}
 	for b := range r.out {
+		for _, l := range b.late {
+			if late.RecordValue(max(int64(l), 1)) != nil {
+				late.RecordValue(late.HighestTrackableValue())
+			}
+		}
 		for _, s := range b.samples {
 			rec.Add(s)
 			res.Requests++
@@ -302,6 +365,10 @@ func (r *run) record(rec Recorder) Result {
 		}
 	}
 	res.Elapsed = end
+	if late != nil {
+		res.Lag = &Lag{Sent: int(late.TotalCount()), P50: time.Duration(late.ValueAtQuantile(50)),
+			P99: time.Duration(late.ValueAtQuantile(99)), Max: time.Duration(late.Max())}
+	}
 	if end > 0 {
 		res.Throughput = float64(res.Requests) / end.Seconds()
 	}

@@ -123,6 +123,9 @@ func Measure(ctx context.Context, m Measurement) (Measured, error) {
 	if out.Result.FirstError != nil {
 		extra["first_error"] = out.Result.FirstError.Error()
 	}
+	if lag := out.Result.Lag; lag != nil {
+		w.SetGenerator(lag.Record())
+	}
 	if err := w.Close(extra); err != nil {
 		return out, err
 	}

@@ -40,6 +40,7 @@ func (r *run) openLoop(ctx context.Context, begin func()) error {
 	<-dispatched
 	close(p.queue)
 	p.wg.Wait()
+	r.workers = p.workers
 	if err := context.Cause(ctx); err != ctx.Err() {
 		return err // a worker's dial failed
 	}
@@ -77,11 +78,15 @@ func (p *pool) dispatch() {
 		if !sleepUntil(p.ctx, timer, r.start.Add(at)) {
 			return
 		}
-		if p.idle.Load() == 0 && p.workers < r.cfg.MaxInFlight {
-			// The new worker dials on its own goroutine: the schedule
-			// must not wait for a connection.
-			id := p.workers
-			p.spawn(func() (Client, uint8, error) { return r.dial(id) })
+		if p.idle.Load() == 0 {
+			if p.workers < r.cfg.MaxInFlight {
+				// The new worker dials on its own goroutine: the schedule
+				// must not wait for a connection.
+				id := p.workers
+				p.spawn(func() (Client, uint8, error) { return r.dial(id) })
+			} else {
+				r.heldBack.Add(1)
+			}
 		}
 		select {
 		case p.queue <- at:
@@ -124,10 +129,14 @@ func (p *pool) work(id int, c Client, host uint8) {
 	r := p.run
 	gen := r.cfg.Workload.generator(r.cfg.Seed, id, r.value)
 	buf := make([]rundir.Sample, 0, batchSize)
-	defer func() { r.flush(buf) }()
+	late := make([]time.Duration, 0, batchSize)
+	defer func() { r.flush(buf); r.flushLate(late) }()
 	for at := range p.queue {
 		p.idle.Add(-1)
 		op := gen.next()
+		// The generator's own lag, measured apart from the latency it is
+		// also part of: the dispatcher's delay plus the wait in the queue.
+		late = r.addLate(late, time.Since(r.start)-at)
 		outcome := r.do(p.ctx, c, op)
 		end := time.Since(r.start)
 		if p.ctx.Err() != nil {

@@ -30,9 +30,13 @@ import (
 // zookeeper); the core imports none of them, and none imports another.
 //
 // Wiring picks the adapter: Start(Config{..., Adapter: a, ServerAddr:
-// addr}). An adapter that must propose with no client connection (expiring
-// a ZooKeeper session) takes a Client from Agent.NewClient; Agent.IsLeader
-// tells whether this agent leads.
+// addr}); the core accepts client connections and hands each to
+// ServeConn, which reads it through the core (so the core knows when each
+// request's bytes arrived, and proposes the writes of different
+// connections in that order). An adapter that must propose with no client
+// connection (expiring a ZooKeeper session) takes a Client from
+// Agent.NewClient; Agent.IsLeader tells whether this agent leads.
+// adapter_test.go's lineAdapter is the smallest complete example.
 
 // Class says how the core serves a command.
 type Class uint8
@@ -75,9 +79,6 @@ type Command struct {
 	// cursor means something to the server that returned it; a ZooKeeper
 	// read that sets a watch must be served where the watch will fire).
 	Pinned bool
-	// Arrived is when the command's first byte arrived (zero: now). The
-	// core proposes the writes of different connections in arrival order.
-	Arrived time.Time
 }
 
 // Committed is one committed write as a Backend applies it.
@@ -91,6 +92,11 @@ type Committed struct {
 	// behind its predecessor's: an adapter that needs it to grow keeps the
 	// largest it has seen, which is the same on every replica too.
 	Time time.Time
+	// Proposer names the agent run that proposed the write ("" for none)
+	// and Seq its request number: together they name the write alike on
+	// every replica (Redis names a blocked client by its first attempt).
+	Proposer string
+	Seq      uint64
 	// Data is Command.Data as the proposer encoded it.
 	Data []byte
 }
@@ -101,9 +107,9 @@ type Result struct {
 	Reply []byte
 	// Digest is what the replica's chained digest takes in: the bytes
 	// of the reply that every replica in the same state gives alike (for
-	// most commands, Reply). nil leaves the digest as it was (a write that
-	// ran nothing; a volatile reply). Replicas whose digests differ at the
-	// same index diverged, and the minority is quarantined.
+	// most commands, Reply; empty for a volatile reply). nil leaves the
+	// digest as it was (a write that ran nothing). Replicas whose digests
+	// differ at the same index diverged, and the minority is quarantined.
 	Digest []byte
 }
 
@@ -113,13 +119,15 @@ type Result struct {
 // in log order. Apply, Snapshot, Restore and Reset are never called
 // concurrently with each other; Read is, from many goroutines.
 type Backend interface {
-	// Apply runs a batch of committed writes on the server in log order,
-	// each exactly once (the core has dropped duplicates and entries a
-	// restored snapshot covers), and returns one Result per write. It may
-	// send the whole batch at once. On the server's failure it returns the
-	// Results of the writes applied before it and the error; the core then
-	// stops applying, Opens the server again once it answers, and rebuilds
-	// it from the newest snapshot and the log.
+	// Apply runs committed writes on the server in log order, each
+	// exactly once (the core has dropped duplicates and entries a restored
+	// snapshot covers), and returns one Result per write it ran. It may
+	// send many at once, and may run only the first few (at least one):
+	// the core marks those applied and calls it again with the rest. On
+	// the server's failure it returns the Results of the writes applied
+	// before it and the error; the core then stops applying, calls Alive
+	// until the server answers, and rebuilds it from the newest snapshot
+	// and the log.
 	Apply(batch []Committed) ([]Result, error)
 	// Read runs a read command (Command.Data of a ClassRead) on the server
 	// and returns the client's reply. The core calls it once the replica
@@ -134,7 +142,11 @@ type Backend interface {
 	Restore(r io.Reader) error
 	// Reset empties the server: the state before the first log entry.
 	Reset() error
-	// Alive tells whether the server answers, and why not.
+	// Alive reconnects to the server now at the Backend's address
+	// (restarted, empty or not) and tells whether it answers, and why
+	// not. The core calls it every so often once Apply failed; once it
+	// returns nil, the core rebuilds the server (Restore or Reset, then
+	// Apply of the log after the snapshot).
 	Alive(ctx context.Context) error
 	// Close releases the Backend's connections; the server stays up.
 	Close() error
@@ -145,8 +157,7 @@ type Adapter interface {
 	// Name names the server ("redis", "zookeeper") in logs and metrics.
 	Name() string
 	// Open connects to the local server at addr and returns a Backend for
-	// it. Open is called again, for a fresh Backend, when the server comes
-	// back after a failure.
+	// it, once per agent.
 	Open(addr string) (Backend, error)
 	// ServeConn serves one client connection until it ends: it reads and
 	// decodes requests, answers refused and local commands itself, hands

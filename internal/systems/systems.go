@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -64,22 +62,6 @@ type Cluster interface {
 	// Restart starts the member on host again after a crash.
 	Restart(ctx context.Context, host string) error
 	Stop() error
-}
-
-// LogTail returns the last lines of p's output for an error message, or a
-// pointer to the host's output when p does not say where its output is.
-func LogTail(p Process) string {
-	lp, ok := p.(interface{ LogPath() string })
-	if !ok {
-		return " (see the host's output)"
-	}
-	b, err := os.ReadFile(lp.LogPath())
-	if err != nil {
-		return fmt.Sprintf(" (log: %v)", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	lines = lines[max(0, len(lines)-15):]
-	return "; last lines of " + lp.LogPath() + ":\n  " + strings.Join(lines, "\n  ")
 }
 
 // ScrapeAll runs scrape for members 0..n-1 at once, each into a map of its

@@ -138,45 +138,72 @@ func (c *Cluster) Restart(ctx context.Context, host string) error {
 	if err != nil {
 		return err
 	}
-	if err := m.launch(c.d); err != nil {
+	f := c.fleet(nil)
+	if m.role == RoleNameNode {
+		f.Masters[0].Launch = func() error { return m.launch(c.d) }
+		f.Workers = c.fleet(c.members[1:]).Workers
+	} else {
+		f.Workers = c.fleet([]*member{m}).Workers
+		f.Workers[0].Launch = func() error { return m.launch(c.d) }
+	}
+	if err := f.Start(ctx); err != nil {
 		return fmt.Errorf("restart: %w", err)
 	}
-	ms := []*member{m}
-	if m.role == RoleNameNode {
-		ms = c.members
-	}
-	return c.waitReady(ctx, ms)
+	return nil
 }
 
-// waitReady polls until the NameNode has left safe mode and counts every
-// DataNode of ms live.
-func (c *Cluster) waitReady(ctx context.Context, ms []*member) error {
-	members := func() []systems.Starting {
-		out := []systems.Starting{{Host: c.nn.host.Name(), Proc: c.nn.current()}}
-		for _, m := range ms {
-			if m != c.nn {
-				out = append(out, systems.Starting{Host: m.host.Name(), Proc: m.current()})
-			}
-		}
-		return out
+// fleet is the start of the NameNode and of the DataNodes dns, none of
+// them launched by it (Start and Restart say which are).
+func (c *Cluster) fleet(dns []*member) *systems.Fleet {
+	f := &systems.Fleet{
+		System: "hdfs", Noun: "DataNodes",
+		Masters: []systems.Member{{Host: c.nn.host.Name(), Proc: c.nn.current}},
+		Base:    c.d.StartTimeout, PerWorker: c.d.StartPerDataNode,
 	}
-	return systems.WaitReady(ctx, "hdfs", c.d.StartTimeout, members, func(ctx context.Context) error {
+	byAddr := map[string]string{}
+	for _, m := range dns {
+		f.Workers = append(f.Workers, systems.Member{Host: m.host.Name(), Proc: m.current})
+		byAddr[m.host.Address()] = m.host.Name()
+	}
+	blame := func(err error) error {
+		return &systems.NotReady{Host: c.nn.host.Name(), Proc: c.nn.current(), Err: err}
+	}
+	f.MastersReady = func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, jmxTimeout)
 		defer cancel()
-		live, safemode, err := c.nameNodeInfo(ctx)
-		if err != nil {
-			return &systems.NotReady{Host: c.nn.host.Name(), Proc: c.nn.current(), Err: err}
-		}
-		for _, m := range ms {
-			if m.role == RoleDataNode && !live[m.host.Address()] {
-				return &systems.NotReady{Host: m.host.Name(), Proc: m.current(), Err: errors.New("DataNode not registered with the NameNode")}
-			}
-		}
-		if safemode != "" {
-			return &systems.NotReady{Host: c.nn.host.Name(), Proc: c.nn.current(), Err: fmt.Errorf("NameNode in safe mode: %s", safemode)}
+		if _, _, err := c.nameNodeInfo(ctx); err != nil {
+			return blame(err)
 		}
 		return nil
-	})
+	}
+	f.Registered = func(ctx context.Context) (map[string]bool, error) {
+		ctx, cancel := context.WithTimeout(ctx, jmxTimeout)
+		defer cancel()
+		live, _, err := c.nameNodeInfo(ctx)
+		if err != nil {
+			return nil, blame(err)
+		}
+		hosts := map[string]bool{}
+		for addr := range live {
+			if h, ok := byAddr[addr]; ok {
+				hosts[h] = true
+			}
+		}
+		return hosts, nil
+	}
+	f.Settled = func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, jmxTimeout)
+		defer cancel()
+		_, safemode, err := c.nameNodeInfo(ctx)
+		switch {
+		case err != nil:
+			return blame(err)
+		case safemode != "":
+			return blame(fmt.Errorf("NameNode in safe mode: %s", safemode))
+		}
+		return nil
+	}
+	return f
 }
 
 // Stop ends the client and every daemon at once.

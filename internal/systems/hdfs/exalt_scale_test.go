@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,31 +104,28 @@ func envPeers(t *testing.T, name, def string) []exaltPeer {
 }
 
 // growDataNodes starts a DataNode on every host of hosts that c does not
-// run one on yet, in batches of five per CPU (a hundred JVMs starting at
-// once took the load average past 250), each batch live before the next.
+// run one on yet, through the driver's start path (a wave at a time).
 func growDataNodes(t *testing.T, c *Cluster, hosts []systems.Host) {
 	t.Helper()
-	batch := 5 * runtime.NumCPU()
-	for len(c.members) < len(hosts) {
-		var added []*member
-		for _, h := range hosts[len(c.members):min(len(hosts), len(c.members)+batch)] {
-			if err := os.RemoveAll(dir(h)); err != nil {
-				t.Fatal(err)
-			}
-			if err := writeConf(h, c.d.conf(h, c.nn.host, len(hosts)-1)); err != nil {
-				t.Fatal(err)
-			}
-			m := &member{host: h, role: RoleDataNode}
-			c.members = append(c.members, m)
-			c.byName[h.Name()] = m
-			if err := m.launch(c.d); err != nil {
-				t.Fatal(err)
-			}
-			added = append(added, m)
-		}
-		if err := c.waitReady(context.Background(), added); err != nil {
+	var added []*member
+	for _, h := range hosts[len(c.members):] {
+		if err := os.RemoveAll(dir(h)); err != nil {
 			t.Fatal(err)
 		}
+		if err := writeConf(h, c.d.conf(h, c.nn.host, len(hosts)-1)); err != nil {
+			t.Fatal(err)
+		}
+		m := &member{host: h, role: RoleDataNode}
+		c.members = append(c.members, m)
+		c.byName[h.Name()] = m
+		added = append(added, m)
+	}
+	f := c.fleet(added)
+	for i, m := range added {
+		f.Workers[i].Launch = func() error { return m.launch(c.d) }
+	}
+	if err := f.Start(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
 

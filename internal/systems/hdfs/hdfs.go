@@ -54,8 +54,11 @@ type Driver struct {
 	// heartbeats of 1 s. More than 10 s.
 	DeadAfter time.Duration
 	// Conf is added to hdfs-site.xml last, overriding the driver's values.
-	Conf         map[string]string
-	StartTimeout time.Duration // until every DataNode has registered
+	Conf map[string]string
+	// StartTimeout bounds the NameNode's start and a small cluster's;
+	// StartPerDataNode is what each DataNode adds on one CPU (see
+	// systems.Fleet).
+	StartTimeout, StartPerDataNode time.Duration
 }
 
 // The daemons' ports: Hadoop 3's defaults. Every host has its own address,
@@ -110,10 +113,11 @@ func New() *Driver {
 			"-XX:ReservedCodeCacheSize=32m", "-XX:MaxMetaspaceSize=96m",
 			"-Xss512k", "-XX:+UseCompressedOops",
 		},
-		Handlers:     10,
-		Replication:  3,
-		DeadAfter:    30 * time.Second,
-		StartTimeout: 90 * time.Second,
+		Handlers:         10,
+		Replication:      3,
+		DeadAfter:        30 * time.Second,
+		StartTimeout:     90 * time.Second,
+		StartPerDataNode: 10 * time.Second,
 	}
 }
 
@@ -333,9 +337,10 @@ const (
 )
 
 // Start formats a new namespace on the first host, starts the NameNode
-// there and a DataNode on every other host, and returns once every
-// DataNode has registered and the NameNode has left safe mode, or fails
-// with the tail of a daemon's log.
+// there and, once it answers, a DataNode on every other host, a wave at a
+// time (systems.Fleet), and returns once every DataNode has registered
+// and the NameNode has left safe mode, or fails with the tail of a
+// daemon's log.
 func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Cluster, error) {
 	if len(hosts) < 2 {
 		return nil, fmt.Errorf("hdfs: needs at least 2 hosts (a NameNode and a DataNode), got %d", len(hosts))
@@ -367,13 +372,16 @@ func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Clust
 	if err := d.format(ctx, c.nn, nameDir); err != nil {
 		return nil, err
 	}
-	for _, m := range c.members {
-		if err := m.launch(d); err != nil {
-			c.Stop()
-			return nil, err
+	f := c.fleet(c.members[1:])
+	for i, m := range c.members {
+		launch := func() error { return m.launch(d) }
+		if i == 0 {
+			f.Masters[0].Launch = launch
+		} else {
+			f.Workers[i-1].Launch = launch
 		}
 	}
-	if err := c.waitReady(ctx, c.members); err != nil {
+	if err := f.Start(ctx); err != nil {
 		c.Stop()
 		return nil, err
 	}
