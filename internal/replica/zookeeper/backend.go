@@ -58,6 +58,11 @@ type backend struct {
 	clock    int64 // ms: the largest leader time in the log so far
 	applied  atomic.Uint64
 
+	// stale is set once the adapter reconnected to a server that may have
+	// lost its data, until the core rebuilds it: reads fail meanwhile.
+	stale       atomic.Bool
+	reconnected func() // tells the adapter its clients' watches are gone
+
 	rmu      sync.Mutex // guards readers, watchers
 	readers  []*zkConn
 	next     atomic.Uint32
@@ -240,6 +245,9 @@ func (b *backend) Read(ctx context.Context, data []byte) ([]byte, error) {
 	if err != nil || cmd.kind != kindRequest {
 		return nil, fmt.Errorf("zookeeper read: not a request")
 	}
+	if b.stale.Load() {
+		return nil, fmt.Errorf("zookeeper at %s: being rebuilt", b.addr)
+	}
 	if cmd.opcode == zkwire.OpSetWatches {
 		return b.setWatches(cmd)
 	}
@@ -264,7 +272,7 @@ func (b *backend) Read(ctx context.Context, data []byte) ([]byte, error) {
 			return nil, err
 		}
 	} else {
-		conn = b.readers[b.next.Add(1)%readers]
+		conn = b.reader()
 	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -310,6 +318,12 @@ func (b *backend) Read(ctx context.Context, data []byte) ([]byte, error) {
 	return packet(out, resp), nil
 }
 
+func (b *backend) reader() *zkConn {
+	b.rmu.Lock()
+	defer b.rmu.Unlock()
+	return b.readers[b.next.Add(1)%readers]
+}
+
 // watcher is the local server session that holds a client session's
 // watches: a watch fires where the read that set it was served.
 func (b *backend) watcher(id int64) (*zkConn, error) {
@@ -341,13 +355,21 @@ func (b *backend) dropWatches(id int64) {
 	}
 }
 
-// Alive asks the server whether the root exists.
+// Alive tells whether the server answers, reconnecting first if any of
+// the adapter's sessions on it failed. A reconnected server may have
+// restarted empty: reads fail until the core rebuilds it (Reset or
+// Restore), and the clients connected here are hung up on, since their
+// watches lived on the old sessions: they reconnect and set them again.
 func (b *backend) Alive(ctx context.Context) error {
-	conn := b.readers[b.next.Add(1)%readers]
+	if b.broken() {
+		if err := b.reconnect(); err != nil {
+			return err
+		}
+	}
+	conn := b.reader()
 	body, _ := zkwire.Append(nil, &zkwire.PathWatchRequest{Path: "/"})
-	ch := conn.send(zkwire.OpExists, body)
 	select {
-	case r := <-ch:
+	case r := <-conn.send(zkwire.OpExists, body):
 		if r.err != nil {
 			return fmt.Errorf("zookeeper at %s: %w", b.addr, r.err)
 		}
@@ -355,6 +377,63 @@ func (b *backend) Alive(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("zookeeper at %s: no answer: %w", b.addr, ctx.Err())
 	}
+}
+
+func (b *backend) broken() bool {
+	b.rmu.Lock()
+	defer b.rmu.Unlock()
+	if b.applier.alive() != nil {
+		return true
+	}
+	for _, r := range b.readers {
+		if r.alive() != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// reconnect replaces every session of the adapter's on the server.
+func (b *backend) reconnect() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	applier, err := dialZK(b.addr, serverSessionTimeout, nil)
+	if err != nil {
+		return err
+	}
+	var fresh []*zkConn
+	for range readers {
+		r, err := dialZK(b.addr, serverSessionTimeout, nil)
+		if err != nil {
+			applier.drop()
+			for _, f := range fresh {
+				f.drop()
+			}
+			return err
+		}
+		fresh = append(fresh, r)
+	}
+	b.applier.drop()
+	b.applier = applier
+	for id, c := range b.owners {
+		c.drop()
+		delete(b.owners, id)
+	}
+	b.rmu.Lock()
+	for _, r := range b.readers {
+		r.drop()
+	}
+	b.readers = fresh
+	for id, c := range b.watchers {
+		c.drop()
+		delete(b.watchers, id)
+	}
+	b.rmu.Unlock()
+	b.stale.Store(true)
+	if b.reconnected != nil {
+		b.reconnected()
+	}
+	return nil
 }
 
 // Close drops every connection; the server's sessions end when they time

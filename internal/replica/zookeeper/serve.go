@@ -38,28 +38,32 @@ type Adapter struct {
 // Name is "zookeeper".
 func (a *Adapter) Name() string { return "zookeeper" }
 
-// Open connects to the local ZooKeeper server. Watches lived on the
-// previous server's sessions, so the clients connected here are
-// disconnected: they reconnect and set their watches again.
+// Open connects to the local ZooKeeper server.
 func (a *Adapter) Open(addr string) (replica.Backend, error) {
 	b, err := openBackend(addr, a.deliver)
 	if err != nil {
 		return nil, err
 	}
+	b.reconnected = a.hangUp
 	a.mu.Lock()
-	old := a.backend
 	a.backend = b
-	var drop []*clientConn
-	if old != nil {
-		for _, c := range a.conns {
-			drop = append(drop, c)
-		}
+	a.mu.Unlock()
+	return b, nil
+}
+
+// hangUp disconnects every client connected here: their watches lived on
+// sessions of a server the backend had to reconnect to. They reconnect
+// and set their watches again (setWatches).
+func (a *Adapter) hangUp() {
+	a.mu.Lock()
+	var all []*clientConn
+	for _, c := range a.conns {
+		all = append(all, c)
 	}
 	a.mu.Unlock()
-	for _, c := range drop {
-		c.c.Close()
+	for _, c := range all {
+		c.close()
 	}
-	return b, nil
 }
 
 func (a *Adapter) current() *backend {

@@ -122,9 +122,14 @@ func TestGoClientThroughTwoAgents(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two ZooKeeper servers")
 	}
-	agents := startAgents(t, startServers(t, 2))
+	goClientChecks(t, startAgents(t, startServers(t, 2)))
+}
+
+// goClientChecks runs go-zookeeper/zk clients through the first and the
+// last agent.
+func goClientChecks(t *testing.T, agents []string) {
 	c1, _ := connect(t, agents[0])
-	c2, _ := connect(t, agents[1])
+	c2, _ := connect(t, agents[len(agents)-1])
 	acl := zk.WorldACL(zk.PermAll)
 
 	if _, err := c1.Create("/q", []byte("queue"), 0, acl); err != nil {
@@ -182,7 +187,7 @@ func TestGoClientThroughTwoAgents(t *testing.T) {
 
 	// An ephemeral node of c3 (on agent 2) vanishes when c3 closes; c1 sees
 	// it go through its exists watch.
-	c3, _ := connect(t, agents[1])
+	c3, _ := connect(t, agents[len(agents)-1])
 	if _, err := c3.Create("/q/lock", nil, zk.FlagEphemeral, acl); err != nil {
 		t.Fatal(err)
 	}

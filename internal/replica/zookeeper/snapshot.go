@@ -143,6 +143,7 @@ func (b *backend) Restore(r io.Reader) error {
 	m.aversionBase -= root.Aversion
 	b.tree.nodes["/"] = m
 	b.applied.Store(s.Applied)
+	b.stale.Store(false)
 	all := append([]snapNode{s.Root}, s.Nodes...)
 	for i := len(all) - 1; i >= 0; i-- {
 		n := all[i]
@@ -204,7 +205,7 @@ func (b *backend) Reset() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for id, c := range b.owners {
-		c.closeSession()
+		c.closeSession() // a failed connection's session ends by its timeout
 		delete(b.owners, id)
 	}
 	b.rmu.Lock()
@@ -228,6 +229,7 @@ func (b *backend) Reset() error {
 	// count begins at zero.
 	b.tree.nodes["/"].versionBase, b.tree.nodes["/"].aversionBase = -root.Version, -root.Aversion
 	b.applied.Store(0)
+	b.stale.Store(false)
 	return nil
 }
 
