@@ -116,15 +116,6 @@ func connect(t *testing.T, addr string) (*zk.Conn, <-chan zk.Event) {
 	return c, ev
 }
 
-// The Go client through two agents at once: sequential names agree, an
-// ephemeral node vanishes when its session closes, a watch fires once.
-func TestGoClientThroughTwoAgents(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts two ZooKeeper servers")
-	}
-	goClientChecks(t, startAgents(t, startServers(t, 2)))
-}
-
 // goClientChecks runs go-zookeeper/zk clients through the first and the
 // last agent.
 func goClientChecks(t *testing.T, agents []string) {
