@@ -67,17 +67,28 @@ func WritePredictions(w io.Writer, sys model.System, preds []model.Prediction) e
 	return nil
 }
 
-// WriteSimulations is gait model simulate's table.
+// WriteSimulations is gait model simulate's table; for requests of several
+// accesses it adds their latency's percentiles.
 func WriteSimulations(w io.Writer, sys model.System, rows []model.SimRow) error {
 	fmt.Fprintln(w, Describe(sys))
 	tw := table(w)
-	fmt.Fprintln(tw, "duplicates\treplicas\tnodes\tutilization\tsla\tstderr\t")
+	head := "duplicates\treplicas\tnodes\tutilization\tsla\tstderr\t"
+	if sys.Request.FanOut() {
+		for _, q := range model.PercentileLevels {
+			head += fmt.Sprintf("p%g\t", 100*q)
+		}
+	}
+	fmt.Fprintln(tw, head)
 	for _, r := range rows {
 		s := "unstable"
 		if !r.Unstable {
 			s = Pct(r.SLA)
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%.5f\t\n", r.Duplicates, r.Replicas, r.Nodes, utilization(r.Utilization), s, r.StdErr)
+		line := fmt.Sprintf("%d\t%d\t%d\t%s\t%s\t%.5f\t", r.Duplicates, r.Replicas, r.Nodes, utilization(r.Utilization), s, r.StdErr)
+		for _, p := range r.Percentiles {
+			line += units.Seconds(p) + "\t"
+		}
+		fmt.Fprintln(tw, line)
 	}
 	return tw.Flush()
 }
