@@ -41,6 +41,9 @@ func SimulateRequests(sys System, cfg Config, bounds []float64, opt SimOptions) 
 	if err := firstErr(sys.validateShape(), validateRate(sys.Rate), cfg.Validate(), sys.Request.Validate(), opt.validate()); err != nil {
 		return RequestSim{}, err
 	}
+	if b := sys.Request.batch(); b > opt.Requests {
+		return RequestSim{}, inputError("batch", b, "more requests per arrival than the %d requests simulated", opt.Requests)
+	}
 	if opt.Split != SplitRandom {
 		return RequestSim{}, inputError("split", opt.Split.String(), "requests of several accesses are split at random only")
 	}
