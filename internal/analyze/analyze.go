@@ -8,6 +8,8 @@
 package analyze
 
 import (
+	"fmt"
+
 	"github.com/gait-dev/gait/internal/latency"
 	"github.com/gait-dev/gait/internal/stats"
 )
@@ -43,18 +45,21 @@ type Configuration struct {
 	Factors map[string]string `json:"factors"`
 	Source  string            `json:"source"`
 	Note    string            `json:"note,omitempty"`
-	Count   int               `json:"count"`
-	Mean    float64           `json:"mean"`
-	Std     float64           `json:"std"`
-	Min     float64           `json:"min"`
-	P50     float64           `json:"p50"`
-	P90     float64           `json:"p90"`
-	P99     float64           `json:"p99"`
-	P999    float64           `json:"p99_9"`
-	Max     float64           `json:"max"`
-	C1      C1                `json:"c1"`
-	C2      C2                `json:"c2"`
-	Haircut Haircut           `json:"haircut"`
+	// Warning says why the latencies are not the server's alone (the
+	// load generator fell behind its schedule); omitted when there is none.
+	Warning string  `json:"warning,omitempty"`
+	Count   int     `json:"count"`
+	Mean    float64 `json:"mean"`
+	Std     float64 `json:"std"`
+	Min     float64 `json:"min"`
+	P50     float64 `json:"p50"`
+	P90     float64 `json:"p90"`
+	P99     float64 `json:"p99"`
+	P999    float64 `json:"p99_9"`
+	Max     float64 `json:"max"`
+	C1      C1      `json:"c1"`
+	C2      C2      `json:"c2"`
+	Haircut Haircut `json:"haircut"`
 	// P99OverMean is null when the mean is 0.
 	P99OverMean *float64 `json:"p99_over_mean"`
 	P99CI95     Interval `json:"p99_ci95"`
@@ -183,6 +188,10 @@ func Run(configs []latency.Configuration, opt Options) Result {
 	}
 	res.SingleLevelFactors = nonNil(comparison.SingleLevel)
 	res.Headline = headline(comparison.Headline)
+	if n := len(res.warnings()); n > 0 {
+		res.Headline.Verdict += fmt.Sprintf("; but in %d of %d configurations the load generator fell behind "+
+			"its schedule, so their tail is the generator's, not the server's (see the warning)", n, len(res.Configurations))
+	}
 	if opt.Bound > 0 {
 		res.Bound = &opt.Bound
 	}
@@ -207,7 +216,7 @@ func levelNames(levels []string) []string {
 
 func configuration(c latency.Configuration, d stats.Description) Configuration {
 	out := Configuration{
-		Name: c.Name, Factors: c.Factors, Source: c.Source, Note: c.Note,
+		Name: c.Name, Factors: c.Factors, Source: c.Source, Note: c.Note, Warning: c.Warning,
 		Count: d.Count, Mean: d.Mean, Std: d.Std, Min: d.Min,
 		P50: d.P50, P90: d.P90, P99: d.P99, P999: d.P999, Max: d.Max,
 		C1:          C1{Unpredictable: d.C1, MaxOverMean: overMean(d.MaxOverMean, d.Mean)},

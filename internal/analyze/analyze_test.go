@@ -336,3 +336,30 @@ func TestMissingLevelIsNamed(t *testing.T) {
 		t.Errorf("text lists a blank level:\n%s", text.String())
 	}
 }
+
+// TestGeneratorWarning: a configuration whose load generator fell behind
+// is flagged before the table, in the headline and in the HTML report.
+func TestGeneratorWarning(t *testing.T) {
+	cs := []latency.Configuration{
+		{Name: "load=open", Factors: map[string]string{"load": "open"}, Latencies: []float64{0.2, 0.3, 0.25},
+			Warning: "the load generator fell behind its schedule"},
+		{Name: "load=closed", Factors: map[string]string{"load": "closed"}, Latencies: []float64{0.001, 0.002, 0.001}},
+	}
+	res := Run(cs, Options{})
+	var text, html bytes.Buffer
+	if err := res.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(text.String(), "WARNING: load=open: the load generator fell behind its schedule.\n") {
+		t.Errorf("text does not open with the warning:\n%s", text.String())
+	}
+	if !strings.Contains(res.Headline.Verdict, "in 1 of 2 configurations the load generator fell behind") {
+		t.Errorf("headline %q does not say it", res.Headline.Verdict)
+	}
+	if err := res.WriteHTML(&html, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(html.String(), "WARNING: load=open: the load generator fell behind") {
+		t.Errorf("HTML lacks the warning")
+	}
+}

@@ -23,6 +23,9 @@ func (r Result) WriteHTML(w io.Writer, title string) error {
 	p.Paragraph(fmt.Sprintf("%d configurations, %d requests. Criteria of \"Middleware, Fault-Tolerance and the "+
 		"Magical 1%%\": C1, the maximum exceeds %d x the mean; C2, samples beyond mean + 3σ; C3, a factor "+
 		"influences the latency (one-way ANOVA, p < 0.01).", len(r.Configurations), r.requests(), stats.C1Factor))
+	for _, warn := range r.warnings() {
+		p.Note("WARNING: " + warn + ".")
+	}
 	p.Note("Headline: " + r.Headline.Verdict + ".")
 
 	order := r.byMean()

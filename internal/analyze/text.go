@@ -29,6 +29,9 @@ func (r Result) WriteJSON(w io.Writer) error {
 // criteria in words.
 func (r Result) WriteText(w io.Writer) error {
 	b := bufio.NewWriter(w)
+	for _, warn := range r.warnings() {
+		b.WriteString("WARNING: " + warn + ".\n")
+	}
 	writeAligned(b, r.table())
 	b.WriteString("\n")
 	for _, line := range r.summary() {
@@ -150,6 +153,18 @@ func (r Result) summary() []string {
 		lines = append(lines, "Note: "+n+".")
 	}
 	return lines
+}
+
+// warnings returns, first thing to read, each configuration whose latencies
+// are not the server's alone, and why.
+func (r Result) warnings() []string {
+	var out []string
+	for _, c := range r.Configurations {
+		if c.Warning != "" {
+			out = append(out, c.Name+": "+c.Warning)
+		}
+	}
+	return out
 }
 
 // notes returns the configurations' reading notes, each once, with the

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/limp"
-	"github.com/gait-dev/gait/internal/testbed"
 )
 
 // Event is something the fault schedule did during a run, at T seconds
@@ -109,15 +108,19 @@ func (s *schedule) started(t time.Time) {
 
 // target resolves fault i's target when limp applies it.
 func (s *schedule) target(ctx context.Context, i int) limp.Target {
-	return func() (*testbed.Host, error) {
+	return func() (limp.Host, error) {
 		name, role, err := s.lr.resolve(ctx, s.faults[i].Target)
 		if err != nil {
 			return nil, err
 		}
+		h := s.lr.tb.Host(name)
+		if h == nil {
+			return nil, fmt.Errorf("%s resolved to %s, which is no host of the testbed", s.faults[i].Target, name)
+		}
 		s.mu.Lock()
 		s.roles[i] = role
 		s.mu.Unlock()
-		return s.lr.tb.Host(name), nil
+		return h, nil
 	}
 }
 

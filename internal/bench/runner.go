@@ -406,6 +406,9 @@ func (lr *liveRun) measure(ctx context.Context, res RunResult) (rundir.Summary, 
 	sum := out.Summary
 	lr.logf("  %d requests, %s, mean %s, p99 %s, %d errors, %d timeouts", sum.Requests, units.Rate(sum.Throughput),
 		units.Seconds(sum.Mean), units.Seconds(sum.P99), sum.Errors, sum.Timeouts)
+	if warn := sum.Generator.Warning(); warn != "" {
+		lr.logf("  warning: %s", warn)
+	}
 	return sum, events, nil
 }
 

@@ -55,12 +55,22 @@ func TestLoadRedis(t *testing.T) {
 	}
 
 	open := filepath.Join(dir, "open")
-	if _, stderr, err := runGait("load", "--addr", srv.Addr, "--rate", "50%", "--poisson", "--calibrate", "200ms",
-		"--requests", "300", "--out", open); err != nil || !strings.Contains(stderr, "maximum throughput") {
+	stdout, stderr, err = runGait("load", "--addr", srv.Addr, "--rate", "50%", "--poisson", "--calibrate", "200ms",
+		"--requests", "300", "--out", open)
+	if err != nil || !strings.Contains(stderr, "maximum throughput") {
 		t.Fatalf("open loop: %v\n%s", err, stderr)
 	}
-	if run, err := rundir.Open(open); err != nil || run.Config.Workload["loop"] != "open" {
+	// Whether this busy machine kept the schedule or not, the summary says
+	// which, with the figure.
+	if !strings.Contains(stdout, "p99 of send lateness") {
+		t.Errorf("open loop's summary does not tell the generator's lag:\n%s", stdout)
+	}
+	run, err = rundir.Open(open)
+	if err != nil || run.Config.Workload["loop"] != "open" {
 		t.Fatalf("open loop run: %v", err)
+	}
+	if s, err := run.Summary(); err != nil || s.Generator == nil || s.Generator.Sent != 300 || s.Generator.Tolerance != 0.001 {
+		t.Errorf("open loop's summary.json: %+v, %v; want its generator's lag for 300 requests", s.Generator, err)
 	}
 }
 

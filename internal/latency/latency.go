@@ -30,6 +30,9 @@ type Configuration struct {
 	// Note records an assumption made while reading, such as the unit of
 	// a histogram log's values; empty when there was none.
 	Note string
+	// Warning says why the latencies are not the server's alone: the
+	// open-loop generator fell behind its schedule (rundir.Generator).
+	Warning string
 }
 
 // Options tell Load how to read CSV files and histogram logs.

@@ -449,3 +449,39 @@ func TestLoadAllDisambiguatesSources(t *testing.T) {
 		t.Fatalf("distinct names changed: %+v %v", cs, err)
 	}
 }
+
+// TestRunDirectoryGeneratorBehind: a run whose open-loop generator fell
+// behind its schedule says so, so that its tail is not read as the server's.
+func TestRunDirectoryGeneratorBehind(t *testing.T) {
+	root := t.TempDir()
+	for _, kept := range []bool{true, false} {
+		dir := filepath.Join(root, fmt.Sprint(kept))
+		w, err := rundir.Create(dir, rundir.Config{System: "redis", Factors: map[string]string{"kept": fmt.Sprint(kept)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Add(rundir.Sample{Latency: time.Millisecond})
+		g := rundir.Generator{Sent: 1, SendLateP99: 0.0002, Tolerance: 0.001, KeptSchedule: true}
+		if !kept {
+			g = rundir.Generator{Sent: 100, SendLateP99: 0.25, SendLateMax: 0.3, HeldBack: 40, MaxInFlight: 1024,
+				Tolerance: 0.001}
+		}
+		w.SetGenerator(g)
+		if err := w.Close(nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, err := Load(root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 2 || cs[0].Factors["kept"] != "false" {
+		t.Fatalf("got %+v", cs)
+	}
+	if w := cs[0].Warning; !strings.Contains(w, "p99 of send lateness 250ms") || !strings.Contains(w, "held back 40 of 100") {
+		t.Errorf("behind: warning %q", w)
+	}
+	if cs[1].Warning != "" {
+		t.Errorf("kept its schedule, yet warned %q", cs[1].Warning)
+	}
+}

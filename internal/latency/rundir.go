@@ -1,6 +1,7 @@
 package latency
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -83,5 +84,24 @@ func loadRun(dir string) (Configuration, error) {
 	if cfg.Repetition != 0 {
 		set("repetition", strconv.Itoa(cfg.Repetition))
 	}
-	return Configuration{Name: nameOf(factors, nil, dir), Factors: factors, Latencies: lat, Source: dir}, nil
+	warning, err := generatorWarning(run)
+	if err != nil {
+		return Configuration{}, err
+	}
+	return Configuration{Name: nameOf(factors, nil, dir), Factors: factors, Latencies: lat, Source: dir,
+		Warning: warning}, nil
+}
+
+// generatorWarning reads whether the run's open-loop generator fell behind
+// its schedule, so that its tail is not taken for the server's. A run
+// without summary.json (written by another tool) has nothing to say.
+func generatorWarning(run *rundir.Run) (string, error) {
+	sum, err := run.Summary()
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return sum.Generator.Warning(), nil
 }

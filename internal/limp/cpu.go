@@ -2,8 +2,6 @@ package limp
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -34,24 +32,24 @@ type CPU struct {
 	Mode string // "cgroup", "signal" or "" for cgroup when available
 
 	mu     sync.Mutex
-	cycles map[*testbed.Host]chan struct{}
+	cycles map[Host]chan struct{}
 }
 
 func (c *CPU) Kind() string { return "cpu" }
 
-func (c *CPU) useCgroup(h *testbed.Host) (bool, error) {
+func (c *CPU) useCgroup(h Host) (bool, error) {
 	switch {
 	case c.Mode == "signal":
 		return false, nil
 	case h.HasCPUCgroup():
 		return true, nil
 	case c.Mode == "cgroup":
-		return false, fmt.Errorf("cpu on %s: %w", h.Name, testbed.ErrNoCPUCgroup)
+		return false, fmt.Errorf("cpu on %s: %w", h.HostName(), testbed.ErrNoCPUCgroup)
 	}
 	return false, nil
 }
 
-func (c *CPU) Apply(h *testbed.Host, factor float64) error {
+func (c *CPU) Apply(h Host, factor float64) error {
 	if err := checkFactor("cpu", h, factor); err != nil {
 		return err
 	}
@@ -69,7 +67,7 @@ func (c *CPU) Apply(h *testbed.Host, factor float64) error {
 	stop := make(chan struct{})
 	c.mu.Lock()
 	if c.cycles == nil {
-		c.cycles = map[*testbed.Host]chan struct{}{}
+		c.cycles = map[Host]chan struct{}{}
 	}
 	c.cycles[h] = stop
 	c.mu.Unlock()
@@ -77,7 +75,7 @@ func (c *CPU) Apply(h *testbed.Host, factor float64) error {
 	return nil
 }
 
-func (c *CPU) Clear(h *testbed.Host) error {
+func (c *CPU) Clear(h Host) error {
 	cg, err := c.useCgroup(h)
 	if err != nil {
 		return err
@@ -90,7 +88,7 @@ func (c *CPU) Clear(h *testbed.Host) error {
 }
 
 // stopCycle ends a duty cycle and lets the processes run again.
-func (c *CPU) stopCycle(h *testbed.Host) {
+func (c *CPU) stopCycle(h Host) {
 	c.mu.Lock()
 	stop, ok := c.cycles[h]
 	delete(c.cycles, h)
@@ -110,19 +108,17 @@ func (c *CPU) stopCycle(h *testbed.Host) {
 // compete with gait for the CPU; the stop grows to match, up to ten
 // periods, so that one pathological delay does not freeze the host for
 // minutes.
-func dutyCycle(h *testbed.Host, factor float64, stop chan struct{}) {
+func dutyCycle(h Host, factor float64, stop chan struct{}) {
 	period, slice := cpuPeriod(factor)
-	signalAll := func(sig syscall.Signal) {
-		for _, p := range h.Procs() {
-			p.Signal(sig)
-		}
-	}
+	// A failed signal (a process that just exited) is tried again at the
+	// next slice; there is no one to tell about it meanwhile.
+	signalAll := func(sig syscall.Signal) { _ = h.SignalAll(sig) }
 	defer signalAll(syscall.SIGCONT)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
 	for {
-		began, before := time.Now(), cpuTime(h)
+		began, before := time.Now(), h.CPUTime()
 		signalAll(syscall.SIGCONT)
 		timer.Reset(slice)
 		select {
@@ -131,7 +127,7 @@ func dutyCycle(h *testbed.Host, factor float64, stop chan struct{}) {
 		case <-timer.C:
 		}
 		signalAll(syscall.SIGSTOP)
-		used := max(0, cpuTime(h)-before)
+		used := max(0, h.CPUTime()-before)
 		stall := min(time.Duration(float64(used)*factor)-time.Since(began), 10*period)
 		if stall <= 0 {
 			continue
@@ -143,28 +139,6 @@ func dutyCycle(h *testbed.Host, factor float64, stop chan struct{}) {
 		case <-timer.C:
 		}
 	}
-}
-
-// cpuTime returns the CPU time the host's processes (all their threads,
-// not their children) have used, from /proc/PID/task/TID/schedstat,
-// which counts nanoseconds where /proc/PID/stat counts 10 ms ticks.
-func cpuTime(h *testbed.Host) time.Duration {
-	var total time.Duration
-	for _, p := range h.Procs() {
-		if !p.Running() {
-			continue
-		}
-		files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", p.Pid()))
-		for _, f := range files {
-			var ns int64
-			if data, err := os.ReadFile(f); err == nil {
-				if _, err := fmt.Sscan(string(data), &ns); err == nil {
-					total += time.Duration(ns)
-				}
-			}
-		}
-	}
-	return total
 }
 
 // cpuPeriod returns the duty cycle's period and running slice for a

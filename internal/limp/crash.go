@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/gait-dev/gait/internal/testbed"
 )
 
 func init() {
@@ -27,20 +25,20 @@ type Crash struct {
 	RestartAfter time.Duration
 
 	mu     sync.Mutex
-	timers map[*testbed.Host]*time.Timer
+	timers map[Host]*time.Timer
 }
 
 func (c *Crash) Kind() string { return "crash" }
 
-func (c *Crash) Apply(h *testbed.Host, _ float64) error {
+func (c *Crash) Apply(h Host, _ float64) error {
 	c.cancel(h)
 	if err := h.KillAll(); err != nil {
-		return fmt.Errorf("crash %s: %w", h.Name, err)
+		return fmt.Errorf("crash %s: %w", h.HostName(), err)
 	}
 	if c.RestartAfter > 0 {
 		c.mu.Lock()
 		if c.timers == nil {
-			c.timers = map[*testbed.Host]*time.Timer{}
+			c.timers = map[Host]*time.Timer{}
 		}
 		c.timers[h] = time.AfterFunc(c.RestartAfter, func() { restart(h) })
 		c.mu.Unlock()
@@ -49,12 +47,12 @@ func (c *Crash) Apply(h *testbed.Host, _ float64) error {
 }
 
 // Clear restarts whatever of the host is still down.
-func (c *Crash) Clear(h *testbed.Host) error {
+func (c *Crash) Clear(h Host) error {
 	c.cancel(h)
 	return restart(h)
 }
 
-func (c *Crash) cancel(h *testbed.Host) {
+func (c *Crash) cancel(h Host) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if t, ok := c.timers[h]; ok {
@@ -63,16 +61,9 @@ func (c *Crash) cancel(h *testbed.Host) {
 	}
 }
 
-func restart(h *testbed.Host) error {
-	var first error
-	for _, p := range h.Procs() {
-		if p.Running() {
-			continue
-		}
-		// Someone else may have restarted it meanwhile; that is fine.
-		if err := p.Restart(); err != nil && !p.Running() && first == nil {
-			first = fmt.Errorf("restart after crash: %w", err)
-		}
+func restart(h Host) error {
+	if err := h.RestartStopped(); err != nil {
+		return fmt.Errorf("restart after crash: %w", err)
 	}
-	return first
+	return nil
 }

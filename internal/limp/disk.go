@@ -1,6 +1,7 @@
 package limp
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/gait-dev/gait/internal/testbed"
@@ -21,20 +22,21 @@ type Disk struct{}
 
 func (Disk) Kind() string { return "disk" }
 
-func (Disk) Apply(h *testbed.Host, factor float64) error {
+func (Disk) Apply(h Host, factor float64) error {
 	if err := checkFactor("disk", h, factor); err != nil {
 		return err
 	}
-	d := h.Disk()
-	if d == nil {
-		return fmt.Errorf("disk on %s: the host's data directory is not on limpfs (testbed made without Disk)", h.Name)
+	if err := h.SetDiskFactor(factor); err != nil {
+		return fmt.Errorf("disk on %s: %w", h.HostName(), err)
 	}
-	return d.SetFactor(factor)
+	return nil
 }
 
-func (Disk) Clear(h *testbed.Host) error {
-	if d := h.Disk(); d != nil {
-		return d.SetFactor(1)
+// Clear brings the disk back to its baseline; a host without limpfs has
+// nothing to clear.
+func (Disk) Clear(h Host) error {
+	if err := h.SetDiskFactor(1); err != nil && !errors.Is(err, testbed.ErrNoDisk) {
+		return fmt.Errorf("disk on %s: %w", h.HostName(), err)
 	}
 	return nil
 }

@@ -1,6 +1,10 @@
-// Package limp injects limpware into testbed hosts: a NIC, disk or CPU
-// slowed by a factor, a crash, or a network partition. Every injector has
-// the same two verbs, and Run applies a list of them on a schedule.
+// Package limp injects limpware into hosts: a NIC, disk or CPU slowed by
+// a factor, a crash, or a network partition. Every injector has the same
+// two verbs, and Run applies a list of them on a schedule.
+//
+// An injector acts on a Host, the few kernel-level primitives a host
+// offers: a testbed host on this machine (*testbed.Host) has them, and so
+// does a host on another machine, reached through its agent.
 //
 // Each kind of fault lives in a file of its own (nic.go, disk.go, cpu.go,
 // crash.go, partition.go) and registers itself there, once, with Register:
@@ -15,10 +19,48 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gait-dev/gait/internal/testbed"
 )
+
+// A testbed host is a Host.
+var _ Host = (*testbed.Host)(nil)
+
+// Host is what an injector acts on. *testbed.Host implements it on this
+// machine; a remote host implements it by asking the agent on its
+// machine to do the same there.
+type Host interface {
+	// HostName names the host in errors and events: h0, h1, ...
+	HostName() string
+	// Baseline is the rate of the host's link in bit/s, what a NIC
+	// factor divides.
+	Baseline() uint64
+	// SetBandwidth shapes the host's link to bps bit/s, both directions.
+	SetBandwidth(bps uint64) error
+	// SetLinkUp takes the host's link up or down; down cuts it off from
+	// every other host, its shaping kept for when it comes back.
+	SetLinkUp(up bool) error
+	// SetDiskFactor slows the host's data directory's disk by factor (1
+	// is the baseline); testbed.ErrNoDisk when it is not on limpfs.
+	SetDiskFactor(factor float64) error
+	// HasCPUCgroup says whether LimitCPU can limit the host's processes.
+	HasCPUCgroup() bool
+	// LimitCPU lets the host's processes use cpus CPUs together; 0
+	// lifts the limit.
+	LimitCPU(cpus float64) error
+	// SignalAll sends sig to every running process of the host.
+	SignalAll(sig syscall.Signal) error
+	// CPUTime is the CPU time the host's running processes have used.
+	CPUTime() time.Duration
+	// KillAll kills every process of the host with SIGKILL and waits
+	// until they are gone.
+	KillAll() error
+	// RestartStopped starts again every process of the host that is not
+	// running.
+	RestartStopped() error
+}
 
 // Injector slows one kind of resource of a host.
 type Injector interface {
@@ -28,9 +70,9 @@ type Injector interface {
 	// Apply slows the host's resource by factor (>= 1), replacing
 	// whatever factor this injector applied before. A kind that takes no
 	// factor (see Kind.Factor) ignores it.
-	Apply(h *testbed.Host, factor float64) error
+	Apply(h Host, factor float64) error
 	// Clear brings the resource back to its baseline.
-	Clear(h *testbed.Host) error
+	Clear(h Host) error
 }
 
 // Options tune the injectors New makes; each kind reads the fields that
@@ -118,9 +160,9 @@ func New(kind string, opts Options) (Injector, error) {
 	return k.New(opts)
 }
 
-func checkFactor(kind string, h *testbed.Host, factor float64) error {
+func checkFactor(kind string, h Host, factor float64) error {
 	if !(factor >= 1) || math.IsInf(factor, 0) {
-		return fmt.Errorf("%s on %s: factor %g must be a number >= 1", kind, h.Name, factor)
+		return fmt.Errorf("%s on %s: factor %g must be a number >= 1", kind, h.HostName(), factor)
 	}
 	return nil
 }

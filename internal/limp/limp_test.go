@@ -729,7 +729,7 @@ func TestSchedule(t *testing.T) {
 	faults := []Fault{
 		{Injector: nic, Target: On(h0), Factor: 10, At: 100 * time.Millisecond, For: 300 * time.Millisecond},
 		{Injector: nic, Target: On(h1), Factor: 100, At: 200 * time.Millisecond},
-		{Injector: nic, Target: func() (*testbed.Host, error) { return nil, errors.New("no leader") }, Factor: 10},
+		{Injector: nic, Target: func() (Host, error) { return nil, errors.New("no leader") }, Factor: 10},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

@@ -20,15 +20,15 @@ type NIC struct{}
 
 func (NIC) Kind() string { return "nic" }
 
-func (NIC) Apply(h *testbed.Host, factor float64) error {
+func (NIC) Apply(h Host, factor float64) error {
 	if err := checkFactor("nic", h, factor); err != nil {
 		return err
 	}
 	bps := float64(h.Baseline()) / factor
 	if bps < testbed.MinBandwidth {
-		return fmt.Errorf("nic on %s: %d bit/s / %g is below the %d bit/s a link can be shaped to", h.Name, h.Baseline(), factor, testbed.MinBandwidth)
+		return fmt.Errorf("nic on %s: %d bit/s / %g is below the %d bit/s a link can be shaped to", h.HostName(), h.Baseline(), factor, testbed.MinBandwidth)
 	}
 	return h.SetBandwidth(uint64(bps))
 }
 
-func (NIC) Clear(h *testbed.Host) error { return h.SetBandwidth(h.Baseline()) }
+func (NIC) Clear(h Host) error { return h.SetBandwidth(h.Baseline()) }

@@ -1,10 +1,6 @@
 package limp
 
-import (
-	"fmt"
-
-	"github.com/gait-dev/gait/internal/testbed"
-)
+import "fmt"
 
 func init() {
 	Register(Kind{
@@ -23,14 +19,14 @@ type Partition struct{}
 
 func (Partition) Kind() string { return "partition" }
 
-func (Partition) Apply(h *testbed.Host, _ float64) error {
+func (Partition) Apply(h Host, _ float64) error {
 	if err := h.SetLinkUp(false); err != nil {
 		return fmt.Errorf("partition: %w", err)
 	}
 	return nil
 }
 
-func (Partition) Clear(h *testbed.Host) error {
+func (Partition) Clear(h Host) error {
 	if err := h.SetLinkUp(true); err != nil {
 		return fmt.Errorf("heal partition: %w", err)
 	}

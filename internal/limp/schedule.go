@@ -6,17 +6,15 @@ import (
 	"fmt"
 	"sort"
 	"time"
-
-	"github.com/gait-dev/gait/internal/testbed"
 )
 
 // Target picks the host a fault hits when the fault starts, so that a
 // role such as "leader" is resolved at that moment.
-type Target func() (*testbed.Host, error)
+type Target func() (Host, error)
 
 // On targets a fixed host.
-func On(h *testbed.Host) Target {
-	return func() (*testbed.Host, error) { return h, nil }
+func On(h Host) Target {
+	return func() (Host, error) { return h, nil }
 }
 
 // Fault is one injection on the schedule.
@@ -56,7 +54,7 @@ func Run(ctx context.Context, faults []Fault, record func(Event)) error {
 		return err
 	}
 	start := time.Now()
-	hosts := make([]*testbed.Host, len(faults)) // where each applied fault is
+	hosts := make([]Host, len(faults)) // where each applied fault is
 	var errs []error
 	do := func(s step) {
 		f := faults[s.fault]
@@ -65,14 +63,14 @@ func Run(ctx context.Context, faults []Fault, record func(Event)) error {
 			ev.Action, ev.Factor = "apply", f.Factor
 			h, err := f.Target()
 			if err == nil {
-				ev.Host = h.Name
+				ev.Host = h.HostName()
 				if err = f.Injector.Apply(h, f.Factor); err == nil {
 					hosts[s.fault] = h
 				}
 			}
 			ev.Err = err
 		} else if h := hosts[s.fault]; h != nil {
-			ev.Host = h.Name
+			ev.Host = h.HostName()
 			ev.Err = f.Injector.Clear(h)
 			hosts[s.fault] = nil
 		} else {
@@ -103,7 +101,7 @@ func Run(ctx context.Context, faults []Fault, record func(Event)) error {
 	return errors.Join(errs...)
 }
 
-func clearAll(n int, hosts []*testbed.Host, do func(step)) {
+func clearAll(n int, hosts []Host, do func(step)) {
 	for i := range n {
 		if hosts[i] != nil {
 			do(step{fault: i})

@@ -410,14 +410,14 @@ type redisCrash struct{ c *gaitredis.Cluster }
 
 func (redisCrash) Kind() string { return "redis-crash" }
 
-func (r redisCrash) Apply(h *testbed.Host, _ float64) error { return r.c.KillRedis(h.Name) }
+func (r redisCrash) Apply(h limp.Host, _ float64) error { return r.c.KillRedis(h.HostName()) }
 
-func (r redisCrash) Clear(h *testbed.Host) error {
-	return r.c.RestartRedis(context.Background(), h.Name)
+func (r redisCrash) Clear(h limp.Host) error {
+	return r.c.RestartRedis(context.Background(), h.HostName())
 }
 
 func (d *deployment) target(t *testing.T, role string) limp.Target {
-	return func() (*testbed.Host, error) {
+	return func() (limp.Host, error) {
 		var roles map[string]string
 		var err error
 		// Each try is short: an agent behind a limping NIC answers late,

@@ -12,10 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/gait-dev/gait/internal/rundir"
 )
 
@@ -82,6 +84,12 @@ type Config struct {
 	// the hosts an Involver names are recorded by index.
 	Hosts  []string
 	Probes []Probe
+	// Shape makes each arrival requests of several accesses (phases,
+	// batches, a trace, delayed accesses); then Rate and Requests count
+	// requests, the samples are the accesses, and each request goes to
+	// RequestRecorder too.
+	Shape           Shape
+	RequestRecorder Recorder
 	// Progress, if set, is called every ProgressEvery (default 1s) and once at the end.
 	Progress      func(Progress)
 	ProgressEvery time.Duration
@@ -101,6 +109,34 @@ type Result struct {
 	Elapsed                    time.Duration // from the start to the last completion
 	Throughput                 float64       // completed requests per second, failures included
 	FirstError                 error         // the first failed request's error, if any
+	// Lag is how well an open loop kept its schedule; nil for a closed loop.
+	Lag *Lag
+}
+
+// ScheduleTolerance is the p99 send lateness within which an open loop
+// counts as having kept its schedule.
+const ScheduleTolerance = time.Millisecond
+
+// Lag is the open-loop generator's own lateness, kept apart from the
+// latency it is also part of: how late requests were sent after their
+// intended start, and how many waited because the in-flight limit was
+// reached.
+type Lag struct {
+	Sent          int // requests whose send lateness was measured
+	P50, P99, Max time.Duration
+	HeldBack      int // arrivals that found all MaxInFlight workers busy
+	MaxInFlight   int
+	Workers       int // the pool's size at the end, at most MaxInFlight
+}
+
+// Kept says whether the schedule was kept within ScheduleTolerance at p99.
+func (l Lag) Kept() bool { return l.P99 <= ScheduleTolerance }
+
+// Record is l as summary.json keeps it.
+func (l Lag) Record() rundir.Generator {
+	return rundir.Generator{Sent: l.Sent, SendLateP50: l.P50.Seconds(), SendLateP99: l.P99.Seconds(),
+		SendLateMax: l.Max.Seconds(), HeldBack: l.HeldBack, MaxInFlight: l.MaxInFlight, Workers: l.Workers,
+		Tolerance: ScheduleTolerance.Seconds(), KeptSchedule: l.Kept()}
 }
 
 // Mode names the loop of c for display: "closed loop, 8 clients" or "open loop, 2000/s fixed".
@@ -110,9 +146,19 @@ func (c Config) Mode() string {
 		if c.Poisson {
 			kind = "poisson"
 		}
-		return fmt.Sprintf("open loop, %g/s %s", c.Rate, kind)
+		return fmt.Sprintf("open loop, %s %s", FormatRate(c.Rate), kind)
 	}
 	return fmt.Sprintf("closed loop, %d clients", c.Clients)
+}
+
+// FormatRate writes a rate of arrivals for people: whole requests per
+// second from 100/s up (a calibrated rate has no meaningful decimals),
+// three significant digits below.
+func FormatRate(perSecond float64) string {
+	if perSecond >= 100 {
+		return strconv.FormatFloat(perSecond, 'f', 0, 64) + "/s"
+	}
+	return strconv.FormatFloat(perSecond, 'g', 3, 64) + "/s"
 }
 
 func (c Config) validate() error {
@@ -129,6 +175,13 @@ func (c Config) validate() error {
 		return errors.New("load: duration, requests, timeout and max in flight must not be negative")
 	case c.Poisson && c.Rate <= 0:
 		return errors.New("load: poisson arrivals need a rate (open loop)")
+	case c.Shape.FanOut() && c.RequestRecorder == nil:
+		return errors.New("load: requests of several accesses need a recorder of requests")
+	case c.Shape.Trace != nil && c.Rate <= 0:
+		return errors.New("load: an arrival trace is an open loop")
+	}
+	if err := c.Shape.check(); err != nil {
+		return fmt.Errorf("load: %w", err)
 	}
 	return c.Workload.validate()
 }
@@ -141,7 +194,8 @@ func Run(ctx context.Context, cfg Config, dial Dialer, rec Recorder) (Result, er
 		return Result{}, err
 	}
 	if cfg.MaxInFlight == 0 {
-		cfg.MaxInFlight = DefaultMaxInFlight
+		// A request in flight holds a connection per access of its widest phase.
+		cfg.MaxInFlight = max(4, DefaultMaxInFlight/cfg.Shape.Width())
 	}
 	if cfg.ProgressEvery <= 0 {
 		cfg.ProgressEvery = time.Second
@@ -158,6 +212,9 @@ func Run(ctx context.Context, cfg Config, dial Dialer, rec Recorder) (Result, er
 	close(r.out)
 	res := <-recorded
 	res.FirstError = r.firstError()
+	if res.Lag != nil {
+		res.Lag.HeldBack, res.Lag.MaxInFlight, res.Lag.Workers = int(r.heldBack.Load()), cfg.MaxInFlight, r.workers
+	}
 	if cfg.Progress != nil && !r.start.IsZero() {
 		cfg.Progress(Progress{Elapsed: time.Since(r.start), Done: int64(res.Requests), Final: true})
 	}
@@ -176,6 +233,9 @@ type run struct {
 	out    chan batch // to the recording goroutine
 	done   atomic.Int64
 	claims atomic.Int64 // closed loop: requests handed out, for cfg.Requests
+	// heldBack counts open-loop arrivals that found the in-flight limit reached.
+	heldBack atomic.Int64
+	workers  int // open loop: the pool's size once the run is over
 	// hostIndex is cfg.Hosts by name.
 	hostIndex map[string]uint8
 
@@ -183,10 +243,13 @@ type run struct {
 	firstErr error
 }
 
-// batch carries samples and metrics to the one goroutine that records them.
+// batch carries samples, metrics and open-loop send lateness to the one
+// goroutine that records them.
 type batch struct {
-	samples []rundir.Sample
-	metrics []metric
+	samples  []rundir.Sample
+	requests []rundir.Sample // of several accesses each
+	metrics  []metric
+	late     []time.Duration
 }
 
 type metric struct {
@@ -266,7 +329,9 @@ func (r *run) firstError() error {
 
 // add buffers one sample of a worker and ships full batches.
 func (r *run) add(buf []rundir.Sample, s rundir.Sample) []rundir.Sample {
-	r.done.Add(1)
+	if !r.cfg.Shape.FanOut() {
+		r.done.Add(1)
+	}
 	buf = append(buf, s)
 	if len(buf) == batchSize {
 		r.out <- batch{samples: buf}
@@ -281,11 +346,54 @@ func (r *run) flush(buf []rundir.Sample) {
 	}
 }
 
+// addRequest buffers one request's sample and ships full batches.
+func (r *run) addRequest(buf []rundir.Sample, s rundir.Sample) []rundir.Sample {
+	r.done.Add(1)
+	buf = append(buf, s)
+	if len(buf) == batchSize {
+		r.out <- batch{requests: buf}
+		buf = make([]rundir.Sample, 0, batchSize)
+	}
+	return buf
+}
+
+func (r *run) flushRequests(buf []rundir.Sample) {
+	if len(buf) > 0 {
+		r.out <- batch{requests: buf}
+	}
+}
+
+// addLate buffers one open-loop send lateness and ships full batches.
+func (r *run) addLate(buf []time.Duration, late time.Duration) []time.Duration {
+	buf = append(buf, late)
+	if len(buf) == batchSize {
+		r.out <- batch{late: buf}
+		buf = make([]time.Duration, 0, batchSize)
+	}
+	return buf
+}
+
+func (r *run) flushLate(buf []time.Duration) {
+	if len(buf) > 0 {
+		r.out <- batch{late: buf}
+	}
+}
+
 // record is the only goroutine touching rec.
 func (r *run) record(rec Recorder) Result {
 	var res Result
 	var end time.Duration
+	var late *hdrhistogram.Histogram
+	if r.cfg.Rate > 0 {
+		// 1 ns to 1 h at 3 significant digits; later is clamped to the top.
+		late = hdrhistogram.New(1, int64(time.Hour), 3)
+	}
 	for b := range r.out {
+		for _, l := range b.late {
+			if late.RecordValue(max(int64(l), 1)) != nil {
+				late.RecordValue(late.HighestTrackableValue())
+			}
+		}
 		for _, s := range b.samples {
 			rec.Add(s)
 			res.Requests++
@@ -297,11 +405,18 @@ func (r *run) record(rec Recorder) Result {
 			}
 			end = max(end, s.Start+s.Latency)
 		}
+		for _, s := range b.requests {
+			r.cfg.RequestRecorder.Add(s)
+		}
 		for _, m := range b.metrics {
 			rec.AddMetric(m.t, m.name, m.value)
 		}
 	}
 	res.Elapsed = end
+	if late != nil {
+		res.Lag = &Lag{Sent: int(late.TotalCount()), P50: time.Duration(late.ValueAtQuantile(50)),
+			P99: time.Duration(late.ValueAtQuantile(99)), Max: time.Duration(late.Max())}
+	}
 	if end > 0 {
 		res.Throughput = float64(res.Requests) / end.Seconds()
 	}

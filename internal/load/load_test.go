@@ -493,3 +493,75 @@ func TestInvolvedHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenLoopReportsItsOwnLag drives a system that takes 2 ms a request at
+// 2000/s through at most 2 workers: the generator cannot keep its schedule
+// (it can send 1000/s), and must say so apart from the latency, with how
+// late it sent and how often the in-flight limit held a request back.
+func TestOpenLoopReportsItsOwnLag(t *testing.T) {
+	sys := &fakeSystem{do: func(ctx context.Context, op Op) error {
+		time.Sleep(2 * time.Millisecond)
+		return nil
+	}}
+	var dialed, closed atomic.Int64
+	cfg := Config{Workload: testWorkload(t, "get"), Rate: 2000, Requests: 400, MaxInFlight: 2}
+	res, err := Run(context.Background(), cfg, sys.dialer(&dialed, &closed), &memRecorder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lag := res.Lag
+	if lag == nil {
+		t.Fatal("an open loop reported no lag")
+	}
+	// 400 requests due in 200 ms take at least 400 ms to send two at a
+	// time: the last ones go out about 200 ms late.
+	if lag.Sent != 400 || lag.Kept() || lag.P99 < 100*time.Millisecond || lag.Max < lag.P99 {
+		t.Errorf("lag %+v: want 400 sent, p99 >= 100ms, schedule not kept", *lag)
+	}
+	if lag.HeldBack < 300 || lag.MaxInFlight != 2 || lag.Workers != 2 {
+		t.Errorf("lag %+v: want >= 300 held back by the limit of 2 workers", *lag)
+	}
+	g := lag.Record()
+	if g.KeptSchedule || !strings.Contains(g.Warning(), "held back") {
+		t.Errorf("record %+v warns %q, want a warning naming the held-back requests", g, g.Warning())
+	}
+
+	closedRes, err := Run(context.Background(), Config{Workload: testWorkload(t, "get"), Clients: 1, Requests: 10},
+		(&fakeSystem{}).dialer(&dialed, &closed), &memRecorder{})
+	if err != nil || closedRes.Lag != nil {
+		t.Errorf("closed loop: lag %+v, err %v; want none (it has no schedule)", closedRes.Lag, err)
+	}
+}
+
+// TestOpenLoopKeepsItsSchedule is the other side: a system that answers at
+// once, loaded at 200/s, leaves the generator on schedule; its lag is
+// measured for every request and nothing is held back.
+func TestOpenLoopKeepsItsSchedule(t *testing.T) {
+	var dialed, closed atomic.Int64
+	cfg := Config{Workload: testWorkload(t, "get"), Rate: 200, Requests: 100}
+	res, err := Run(context.Background(), cfg, (&fakeSystem{}).dialer(&dialed, &closed), &memRecorder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Lag == nil || res.Lag.Sent != 100 || res.Lag.HeldBack != 0 || res.Lag.MaxInFlight != DefaultMaxInFlight {
+		t.Fatalf("lag %+v, want 100 sent, none held back", res.Lag)
+	}
+	// A shared 2-core machine may delay a wake-up now and then, so the
+	// bound here is loose; the 1 ms tolerance is for the p99 on a real run.
+	if res.Lag.P50 > 20*time.Millisecond {
+		t.Errorf("median send lateness %v at 200/s with an instant system", res.Lag.P50)
+	}
+}
+
+// TestModeRate: a calibrated rate is written as people read it, not with
+// every digit of a float (73321.09319698153/s).
+func TestModeRate(t *testing.T) {
+	for _, c := range []struct {
+		rate float64
+		want string
+	}{{73321.09319698153, "open loop, 73321/s poisson"}, {2000, "open loop, 2000/s poisson"}, {12.345, "open loop, 12.3/s poisson"}} {
+		if got := (Config{Rate: c.rate, Poisson: true}).Mode(); got != c.want {
+			t.Errorf("rate %v: %q, want %q", c.rate, got, c.want)
+		}
+	}
+}

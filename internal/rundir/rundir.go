@@ -119,6 +119,9 @@ type Summary struct {
 	P50           float64 `json:"p50"`
 	P99           float64 `json:"p99"`
 	Max           float64 `json:"max"`
+	// Generator is how well an open loop kept its schedule; nil for a
+	// closed loop and for runs not driven by gait's load engine.
+	Generator *Generator `json:"generator,omitempty"`
 	// Extra holds figures a particular producer adds (slowdown, verdicts...).
 	Extra map[string]any `json:"extra,omitempty"`
 }

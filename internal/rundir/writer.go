@@ -26,6 +26,7 @@ type Writer struct {
 	metrics map[int]map[string]float64
 	counts  [3]int // per outcome
 	end     time.Duration
+	gen     *Generator
 }
 
 // Create starts a run directory at dir, which must not exist yet.
@@ -97,6 +98,10 @@ func (w *Writer) AddMetric(t int, name string, value float64) {
 	m[name] = value
 }
 
+// SetGenerator records how well an open-loop generator kept its schedule,
+// for summary.json.
+func (w *Writer) SetGenerator(g Generator) { w.gen = &g }
+
 // Close writes the time series and the summary and moves the run directory
 // into place. extra is stored in summary.json for the producer's own figures.
 func (w *Writer) Close(extra map[string]any) error {
@@ -131,7 +136,7 @@ func (w *Writer) finish(extra map[string]any) error {
 	if err != nil {
 		return err
 	}
-	sum.Extra = extra
+	sum.Extra, sum.Generator = extra, w.gen
 	return writeJSON(filepath.Join(w.tmp, summaryFile), sum)
 }
 

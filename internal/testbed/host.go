@@ -3,13 +3,23 @@ package testbed
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
 	"github.com/gait-dev/gait/internal/limpfs"
+	"github.com/gait-dev/gait/internal/procstat"
 	"github.com/vishvananda/netlink"
 )
+
+// ErrNoDisk means the host's data directory is not on limpfs (the
+// testbed was made without Options.Disk), so its disk cannot be slowed.
+var ErrNoDisk = errors.New("the host's data directory is not on limpfs (testbed made without Disk)")
+
+// HostName returns the host's name (h0, h1, ...), as limp.Host asks.
+func (h *Host) HostName() string { return h.Name }
 
 // Do runs f inside the host's network namespace. Sockets f opens stay
 // in the namespace, so a listener or connection made in f can be used
@@ -71,6 +81,15 @@ func (h *Host) Baseline() uint64 { return h.tb.Bandwidth }
 // Disk returns the host's limpfs, or nil when the testbed has none.
 func (h *Host) Disk() *limpfs.FS { return h.disk }
 
+// SetDiskFactor slows the host's limpfs by factor (1 is its baseline);
+// ErrNoDisk when the host has none.
+func (h *Host) SetDiskFactor(factor float64) error {
+	if h.disk == nil {
+		return ErrNoDisk
+	}
+	return h.disk.SetFactor(factor)
+}
+
 // HasCPUCgroup reports whether the host's processes run in a CPU cgroup
 // that LimitCPU can limit.
 func (h *Host) HasCPUCgroup() bool { return h.cgroup != "" }
@@ -107,8 +126,57 @@ func (h *Host) Procs() []*Proc {
 	return append([]*Proc(nil), h.procs...)
 }
 
+// SignalAll sends sig to every running process of the host (each one's
+// process group).
+func (h *Host) SignalAll(sig syscall.Signal) error {
+	var errs []error
+	for _, p := range h.Procs() {
+		errs = append(errs, p.Signal(sig))
+	}
+	return errors.Join(errs...)
+}
+
+// CPUTime returns the CPU time the host's processes (all their threads,
+// not their children) have used, from /proc/PID/task/TID/schedstat,
+// which counts nanoseconds where /proc/PID/stat counts 10 ms ticks.
+func (h *Host) CPUTime() time.Duration {
+	var total time.Duration
+	for _, p := range h.Procs() {
+		if !p.Running() {
+			continue
+		}
+		files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", p.Pid()))
+		for _, f := range files {
+			var ns int64
+			if data, err := os.ReadFile(f); err == nil {
+				if _, err := fmt.Sscan(string(data), &ns); err == nil {
+					total += time.Duration(ns)
+				}
+			}
+		}
+	}
+	return total
+}
+
+// RestartStopped starts again every process of the host that is not
+// running (after KillAll, say), each with its own spec.
+func (h *Host) RestartStopped() error {
+	var errs []error
+	for _, p := range h.Procs() {
+		if p.Running() {
+			continue
+		}
+		// Someone else may have restarted it meanwhile; that is fine.
+		if err := p.Restart(); err != nil && !p.Running() {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // KillAll kills every process of the host with SIGKILL, also what they
-// forked, and waits for them to exit.
+// forked and whatever else runs in its cgroup or namespace (a process a
+// user started with `ip netns exec`), and waits for them to exit.
 func (h *Host) KillAll() error {
 	var errs []error
 	for _, p := range h.Procs() {
@@ -116,7 +184,8 @@ func (h *Host) KillAll() error {
 			errs = append(errs, err)
 		}
 	}
-	for _, pid := range cgroupPids(h.cgroup) {
+	others := slices.Concat(cgroupPids(h.cgroup), namespacePids(h.Namespace))
+	for _, pid := range others {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 			errs = append(errs, fmt.Errorf("kill pid %d on %s: %w", pid, h.Name, err))
 		}
@@ -126,7 +195,27 @@ func (h *Host) KillAll() error {
 			errs = append(errs, err)
 		}
 	}
+	if err := waitGone(others, 5*time.Second); err != nil {
+		errs = append(errs, fmt.Errorf("on %s: %w", h.Name, err))
+	}
 	return errors.Join(errs...)
+}
+
+// running lists the host's processes that still run, its supervised ones
+// and the others in its cgroup or namespace.
+func (h *Host) running() []int {
+	var pids []int
+	for _, p := range h.Procs() {
+		if p.Running() {
+			pids = append(pids, p.Pid())
+		}
+	}
+	for _, pid := range slices.Concat(cgroupPids(h.cgroup), namespacePids(h.Namespace)) {
+		if procstat.Running(pid) && !slices.Contains(pids, pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // QueueStats describe one direction of a host's link: what its shaper
