@@ -124,7 +124,7 @@ func New() *Driver {
 		Handlers:         10,
 		Replication:      3,
 		DeadAfter:        30 * time.Second,
-		StartTimeout:     3 * time.Minute,
+		StartTimeout:     5 * time.Minute,
 		StartPerDataNode: 20 * time.Second,
 	}
 }
