@@ -221,7 +221,7 @@ func (m *Machine) startAgent(bin string, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	m.stderr = &lastLines{}
+	m.stderr = &lastLines{agent.Tail{Max: 2048}}
 	s.Stderr = m.stderr
 	cmd := fmt.Sprintf("sudo -n %s agent --stdio --root %s --timeout %s", bin, m.Root, timeout)
 	if err := s.Start(cmd); err != nil {
@@ -395,25 +395,10 @@ func (m *Machine) Close() error {
 
 // lastLines keeps the end of what the agent wrote to stderr, for the
 // error that says it exited.
-type lastLines struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (l *lastLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf = append(l.buf, p...)
-	if len(l.buf) > 2048 {
-		l.buf = bytes.Clone(l.buf[len(l.buf)-2048:])
-	}
-	return len(p), nil
-}
+type lastLines struct{ agent.Tail }
 
 func (l *lastLines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := strings.TrimSpace(string(l.buf))
+	s := strings.TrimSpace(l.Tail.String())
 	if s == "" {
 		return "none"
 	}

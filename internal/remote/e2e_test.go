@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -395,6 +396,13 @@ func TestManyMachines(t *testing.T) {
 		}
 	})
 
+	t.Run("bench over the inventory", func(t *testing.T) {
+		if os.Getenv("GAIT_MANY") == "" {
+			t.Skip("set GAIT_MANY=1 to run a quick etcd suite over the three machines, one machine lost on the way (minutes)")
+		}
+		benchOverInventory(t, f)
+	})
+
 	t.Run("killed agent, then gait clean --inventory", func(t *testing.T) {
 		m, err := Connect(ctx, f.machines[1], f.opts)
 		if err != nil {
@@ -422,14 +430,7 @@ func TestManyMachines(t *testing.T) {
 		if left := f.scan(t, 1, []string{tb.ID}); len(left) == 0 {
 			t.Fatal("a killed agent left nothing: the test proves nothing")
 		}
-		inv := filepath.Join(f.dir, "inventory.yaml")
-		var b strings.Builder
-		b.WriteString("machines:\n")
-		for _, m := range f.machines {
-			fmt.Fprintf(&b, "  - {name: %s, address: %s, user: %s, key: %s, root: %s}\n", m.Name, m.Addr, m.User, m.Key, m.Root)
-		}
-		os.WriteFile(inv, []byte(b.String()), 0o644)
-		out, err := exec.Command(f.opts.Binary, "clean", "--inventory", inv, "--known-hosts", f.opts.KnownHosts[0], "--ssh-config", "none").CombinedOutput()
+		out, err := f.gait("clean").CombinedOutput()
 		t.Logf("gait clean --inventory:\n%s", out)
 		if err != nil {
 			t.Fatal(err)
@@ -460,4 +461,115 @@ func inNetns(name string, f func() error) error {
 		errc <- f()
 	}()
 	return <-errc
+}
+
+// gait is the gait command with args over the fleet's inventory, as a
+// user would type it.
+func (f *fleet) gait(args ...string) *exec.Cmd {
+	inv := filepath.Join(f.dir, "inventory.yaml")
+	var b strings.Builder
+	b.WriteString("machines:\n")
+	for _, m := range f.machines {
+		fmt.Fprintf(&b, "  - {name: %s, address: %s, user: %s, key: %s, root: %s}\n", m.Name, m.Addr, m.User, m.Key, m.Root)
+	}
+	os.WriteFile(inv, []byte(b.String()), 0o644)
+	args = append(args, "--inventory", inv, "--known-hosts", f.opts.KnownHosts[0], "--ssh-config", "none", "--agent-timeout", f.opts.AgentTimeout.String())
+	return exec.Command(f.opts.Binary, args...)
+}
+
+// benchOverInventory runs the quick etcd experiments with gait bench
+// --inventory; the machine that takes the first one has its agent killed
+// once it runs, so that experiment must run again on another machine and
+// be marked so. Each experiment's rows must be as a one-machine run's:
+// its steps, judged from the run directories gathered back.
+func benchOverInventory(t *testing.T, f *fleet) {
+	out := filepath.Join(f.dir, "bench")
+	cmd := f.gait("bench", "../../scenarios/limpbench", "--quick", "--only", "*etcd*", "--out", out, "--format", "json")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	begin := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var log []string
+	killed := ""
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		line := sc.Text()
+		log = append(log, line)
+		t.Log(line)
+		// "     3s m2: etcd-put-leader-nic started": kill that agent a
+		// few seconds into its experiment.
+		if fields := strings.Fields(line); killed == "" && len(fields) == 4 && fields[3] == "started" {
+			killed = strings.TrimSuffix(fields[1], ":")
+			go func(name string) {
+				time.Sleep(8 * time.Second)
+				for i, m := range f.machines {
+					if m.Name == name {
+						for _, p := range agentPids(f.machines[i].Root) {
+							syscall.Kill(p, syscall.SIGKILL)
+						}
+					}
+				}
+			}(killed)
+		}
+	}
+	err = cmd.Wait()
+	t.Logf("gait bench --inventory: %.0fs, exit %v", time.Since(begin).Seconds(), err)
+	if err != nil {
+		t.Fatalf("gait bench --inventory: %v\n%s", err, stdout.String())
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(stdout.String()), &rows); err != nil {
+		t.Fatalf("rows: %v: %s", err, stdout.String())
+	}
+	got := map[string]int{}
+	for _, r := range rows {
+		got[fmt.Sprint(r["experiment"])]++
+	}
+	t.Logf("rows per experiment: %v", got)
+	for _, name := range []string{"etcd-put-leader-nic", "bug-etcd-14501-follower-disk"} {
+		if got[name] != 2 {
+			t.Errorf("%s: %d rows, want 2 (the quick suite's smallest and largest factor)", name, got[name])
+		}
+		if _, err := os.Stat(filepath.Join(out, name, "result.json")); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(out, "machines.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("machines.json: %s", data)
+	if !strings.Contains(strings.Join(log, "\n"), "ran again on") || !strings.Contains(string(data), `"lost"`) {
+		t.Errorf("the experiment of the lost machine %s is not marked as run again", killed)
+	}
+	for i, m := range f.machines {
+		if left := f.scan(t, i, nil); len(left) > 0 && m.Name != killed {
+			t.Errorf("%s after the suite: %q", m.Name, left)
+		}
+	}
+}
+
+// agentPids are the agents running from a root's binaries.
+func agentPids(root string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err != nil || !strings.HasPrefix(exe, root+"/bin/gait-") {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if strings.Contains(string(cmdline), "agent\x00--stdio") {
+			var pid int
+			fmt.Sscan(e.Name(), &pid)
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
