@@ -118,7 +118,7 @@ func upFleet(t *testing.T) *fleet {
 	for _, u := range []string{e2eUser, e2eUserPw} {
 		if exec.Command("id", u).Run() != nil {
 			// "*": no password, yet not locked, so sshd lets a key in.
-			run("useradd", "--system", "--no-create-home", "--shell", "/bin/sh", "--password", "*", u)
+			run("useradd", "--system", "--no-create-home", "--home-dir", dir, "--shell", "/bin/sh", "--password", "*", u)
 			t.Cleanup(func() { exec.Command("userdel", u).Run() })
 		}
 	}
@@ -215,28 +215,37 @@ func TestManyMachines(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("preflight bad machines", func(t *testing.T) {
-		stranger, wrongKey, pwSudo := f.machines[0], f.machines[1], f.machines[2]
-		stranger.Name, wrongKey.Name, pwSudo.Name = "stranger", "wrongkey", "pwsudo"
-		wrongKey.Key = f.otherKey
-		pwSudo.User = e2eUserPw
-		opts := f.opts
+		// gait preflight as a user runs it, over an inventory of three
+		// machines that each fail differently.
 		unknown := filepath.Join(f.dir, "known_hosts_without_m1")
 		all, _ := os.ReadFile(f.opts.KnownHosts[0])
 		os.WriteFile(unknown, []byte(strings.SplitN(string(all), "\n", 2)[1]), 0o644)
-		opts.KnownHosts = []string{unknown}
-		reports, ready := Preflight(ctx, []inventory.Machine{stranger, wrongKey, pwSudo}, opts, agent.CheckArgs{})
-		for _, m := range ready {
-			m.Close()
+		inv := filepath.Join(f.dir, "bad.ini")
+		os.WriteFile(inv, []byte(fmt.Sprintf(`[bad]
+stranger ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_root=%s
+wrongkey ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_root=%s
+pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_root=%s
+`, f.machines[0].Addr, e2eUser, f.machines[0].Key, f.machines[0].Root,
+			f.machines[1].Addr, e2eUser, f.otherKey, f.machines[1].Root,
+			f.machines[2].Addr, e2eUserPw, f.machines[2].Key, f.machines[2].Root)), 0o644)
+		out, err := exec.Command(f.opts.Binary, "preflight", "--inventory", inv, "--known-hosts", unknown, "--ssh-config", "none").CombinedOutput()
+		t.Logf("gait preflight --inventory bad.ini:\n%s", out)
+		if err == nil {
+			t.Error("preflight passed three bad machines")
 		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 		want := []string{
-			"stranger: ssh: SSH to " + stranger.Addr + ":22: its host key is not in",
-			"wrongkey: ssh: SSH to " + wrongKey.Addr + ":22 as gait-e2e: the machine refused every key offered (" + f.otherKey + ")",
+			"stranger: ssh: SSH to " + f.machines[0].Addr + ":22: its host key is not in",
+			"wrongkey: ssh: SSH to " + f.machines[1].Addr + ":22 as gait-e2e: the machine refused every key offered (" + f.otherKey + ")",
 			"pwsudo: sudo: sudo asks for a password",
+			"gait: preflight: 3 of 3 machines not ready",
 		}
-		for i, r := range reports {
-			t.Logf("preflight says: %s", strings.Join(r.Problems, " / "))
-			if len(r.Problems) != 1 || !strings.HasPrefix(r.Problems[0], want[i]) {
-				t.Errorf("%s: got %q, want one line starting %q", r.Machine, r.Problems, want[i])
+		if len(lines) != len(want) {
+			t.Fatalf("got %d lines, want one per machine and the verdict", len(lines))
+		}
+		for i, w := range want {
+			if !strings.HasPrefix(lines[i], w) {
+				t.Errorf("line %d: %q, want it to start %q", i+1, lines[i], w)
 			}
 		}
 	})
@@ -397,10 +406,29 @@ func TestManyMachines(t *testing.T) {
 	})
 
 	t.Run("bench over the inventory", func(t *testing.T) {
-		if os.Getenv("GAIT_MANY") == "" {
-			t.Skip("set GAIT_MANY=1 to run a quick etcd suite over the three machines, one machine lost on the way (minutes)")
+		switch os.Getenv("GAIT_MANY") {
+		case "":
+			t.Skip("set GAIT_MANY=1 to run the quick etcd experiments over the three machines, one machine lost on the way, or GAIT_MANY=quick for the whole quick suite over them and on this machine alone (minutes)")
+		case "quick":
+			begin := time.Now()
+			many := benchOverInventory(t, f, "*", false)
+			manyWall := time.Since(begin)
+			begin = time.Now()
+			out := filepath.Join(f.dir, "bench-one")
+			cmd := exec.Command(f.opts.Binary, "bench", "../../scenarios/limpbench", "--quick", "--out", out, "--format", "json")
+			var stdout strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("gait bench on one machine: %v", err)
+			}
+			one := stepsOf(t, stdout.String())
+			t.Logf("quick suite: %.0fs over the three machines, %.0fs on this machine alone (load average %s)", manyWall.Seconds(), time.Since(begin).Seconds(), loadAverage())
+			if fmt.Sprint(one) != fmt.Sprint(many) {
+				t.Errorf("rows differ in form:\n three machines %v\n one machine    %v", many, one)
+			}
+		default:
+			benchOverInventory(t, f, "*etcd*", true)
 		}
-		benchOverInventory(t, f)
 	})
 
 	t.Run("killed agent, then gait clean --inventory", func(t *testing.T) {
@@ -453,12 +481,27 @@ func inNetns(name string, f func() error) error {
 	defer ns.Close()
 	errc := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		if err := netns.Set(ns); err != nil {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			runtime.UnlockOSThread()
 			errc <- err
 			return
 		}
-		errc <- f()
+		defer orig.Close()
+		if err := netns.Set(ns); err != nil {
+			runtime.UnlockOSThread()
+			errc <- err
+			return
+		}
+		ferr := f()
+		// The thread goes back before it serves anything else; if it
+		// cannot, it stays locked and ends with the goroutine. (A thread
+		// left in a run's namespace would be killed with the run.)
+		if netns.Set(orig) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- ferr
 	}()
 	return <-errc
 }
@@ -477,14 +520,14 @@ func (f *fleet) gait(args ...string) *exec.Cmd {
 	return exec.Command(f.opts.Binary, args...)
 }
 
-// benchOverInventory runs the quick etcd experiments with gait bench
-// --inventory; the machine that takes the first one has its agent killed
-// once it runs, so that experiment must run again on another machine and
-// be marked so. Each experiment's rows must be as a one-machine run's:
-// its steps, judged from the run directories gathered back.
-func benchOverInventory(t *testing.T, f *fleet) {
+// benchOverInventory runs the quick experiments that match only with gait
+// bench --inventory. With kill, the machine that takes the first one has
+// its agent killed 8 s into it, so that experiment must run again on
+// another machine and be marked so. Each experiment must come back whole:
+// its result.json, and its rows, which it returns (experiment: steps).
+func benchOverInventory(t *testing.T, f *fleet, only string, kill bool) map[string][]string {
 	out := filepath.Join(f.dir, "bench")
-	cmd := f.gait("bench", "../../scenarios/limpbench", "--quick", "--only", "*etcd*", "--out", out, "--format", "json")
+	cmd := f.gait("bench", "../../scenarios/limpbench", "--quick", "--only", only, "--out", out, "--format", "json")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -502,15 +545,14 @@ func benchOverInventory(t *testing.T, f *fleet) {
 		line := sc.Text()
 		log = append(log, line)
 		t.Log(line)
-		// "     3s m2: etcd-put-leader-nic started": kill that agent a
-		// few seconds into its experiment.
-		if fields := strings.Fields(line); killed == "" && len(fields) == 4 && fields[3] == "started" {
+		// "     3s m2: etcd-put-leader-nic started"
+		if fields := strings.Fields(line); kill && killed == "" && len(fields) == 4 && fields[3] == "started" {
 			killed = strings.TrimSuffix(fields[1], ":")
 			go func(name string) {
 				time.Sleep(8 * time.Second)
-				for i, m := range f.machines {
+				for _, m := range f.machines {
 					if m.Name == name {
-						for _, p := range agentPids(f.machines[i].Root) {
+						for _, p := range agentPids(m.Root) {
 							syscall.Kill(p, syscall.SIGKILL)
 						}
 					}
@@ -523,18 +565,11 @@ func benchOverInventory(t *testing.T, f *fleet) {
 	if err != nil {
 		t.Fatalf("gait bench --inventory: %v\n%s", err, stdout.String())
 	}
-	var rows []map[string]any
-	if err := json.Unmarshal([]byte(stdout.String()), &rows); err != nil {
-		t.Fatalf("rows: %v: %s", err, stdout.String())
-	}
-	got := map[string]int{}
-	for _, r := range rows {
-		got[fmt.Sprint(r["experiment"])]++
-	}
-	t.Logf("rows per experiment: %v", got)
-	for _, name := range []string{"etcd-put-leader-nic", "bug-etcd-14501-follower-disk"} {
-		if got[name] != 2 {
-			t.Errorf("%s: %d rows, want 2 (the quick suite's smallest and largest factor)", name, got[name])
+	steps := stepsOf(t, stdout.String())
+	t.Logf("rows: %v", steps)
+	for name, labels := range steps {
+		if len(labels) != 2 {
+			t.Errorf("%s: rows %v, want 2 (the quick suite's smallest and largest factor)", name, labels)
 		}
 		if _, err := os.Stat(filepath.Join(out, name, "result.json")); err != nil {
 			t.Errorf("%s: %v", name, err)
@@ -545,7 +580,7 @@ func benchOverInventory(t *testing.T, f *fleet) {
 		t.Fatal(err)
 	}
 	t.Logf("machines.json: %s", data)
-	if !strings.Contains(strings.Join(log, "\n"), "ran again on") || !strings.Contains(string(data), `"lost"`) {
+	if kill && (!strings.Contains(strings.Join(log, "\n"), "ran again on") || !strings.Contains(string(data), `"lost"`)) {
 		t.Errorf("the experiment of the lost machine %s is not marked as run again", killed)
 	}
 	for i, m := range f.machines {
@@ -553,6 +588,25 @@ func benchOverInventory(t *testing.T, f *fleet) {
 			t.Errorf("%s after the suite: %q", m.Name, left)
 		}
 	}
+	return steps
+}
+
+// stepsOf reads gait bench's JSON rows as experiment: step labels.
+func stepsOf(t *testing.T, js string) map[string][]string {
+	var rows []struct{ Experiment, Step string }
+	if err := json.Unmarshal([]byte(js), &rows); err != nil {
+		t.Fatalf("rows: %v: %s", err, js)
+	}
+	steps := map[string][]string{}
+	for _, r := range rows {
+		steps[r.Experiment] = append(steps[r.Experiment], r.Step)
+	}
+	return steps
+}
+
+func loadAverage() string {
+	data, _ := os.ReadFile("/proc/loadavg")
+	return strings.Join(strings.Fields(string(data))[:3], " ")
 }
 
 // agentPids are the agents running from a root's binaries.
