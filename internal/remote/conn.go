@@ -107,7 +107,7 @@ func sudoProblem(m inventory.Machine, out string, err error) error {
 	out = strings.TrimSpace(out)
 	switch {
 	case strings.Contains(out, "password is required"):
-		return fmt.Errorf("sudo asks for a password (%q): gait needs passwordless sudo for %s, e.g. a line '%s ALL=(root) NOPASSWD: %s/bin/*' in /etc/sudoers.d/gait", out, userOr(m.User), userOr(m.User), m.Root)
+		return fmt.Errorf("sudo asks for a password (%q): gait needs passwordless sudo for %s, e.g. a line '%s ALL=(root) NOPASSWD: ALL' in /etc/sudoers.d/gait", out, userOr(m.User), userOr(m.User))
 	case strings.Contains(out, "not found"):
 		return fmt.Errorf("sudo is not installed (%q)", out)
 	}
