@@ -71,6 +71,8 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 		return err
 	}
 	defer s.teardown()
+	// The timeout counts from here: prepare's cleaning may have taken
+	// longer than it, and the control node's first ping waits in stdin.
 	frames := make(chan []byte)
 	readErr := make(chan error, 1)
 	go func() {

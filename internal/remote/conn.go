@@ -229,12 +229,14 @@ func (m *Machine) startAgent(bin string, timeout time.Duration) error {
 	}
 	m.sess, m.in = s, in
 	go m.read(out)
-	go m.heartbeat(timeout)
+	// The agent first removes what an earlier one left, which may take
+	// a while on a busy machine; heartbeats begin once it answers.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := m.Call(ctx, "ping", "", "", nil, nil); err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
+	go m.heartbeat(timeout)
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -52,7 +53,8 @@ func TestMain(m *testing.M) {
 
 // control is the helper control node: it connects to every machine of the
 // fleet, makes a testbed with a process on each, says "ready" with the
-// run ids, and waits to be killed.
+// run ids, and waits to be killed; SIGINT makes it close its machines, as
+// gait's commands do, and exit.
 func control(spec string) int {
 	var f struct {
 		Machines []inventory.Machine
@@ -63,12 +65,14 @@ func control(spec string) int {
 		return 2
 	}
 	var ids []string
+	var conns []*Machine
 	for _, m := range f.Machines {
 		c, err := Connect(context.Background(), m, f.Opts)
 		if err != nil {
 			fmt.Println(err)
 			return 1
 		}
+		conns = append(conns, c)
 		tb, err := c.Up(context.Background(), agent.UpArgs{Hosts: 1})
 		if err != nil {
 			fmt.Println(err)
@@ -80,8 +84,14 @@ func control(spec string) int {
 		}
 		ids = append(ids, tb.ID)
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT)
+	defer stop()
 	fmt.Println("ready", strings.Join(ids, " "))
-	select {}
+	<-ctx.Done()
+	for _, c := range conns {
+		c.Close()
+	}
+	return 0
 }
 
 func needTools(t *testing.T) {
@@ -180,7 +190,7 @@ LogLevel VERBOSE
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup)
-	f.opts = Options{KnownHosts: []string{knownHosts}, SSHConfig: "none", NoAgent: true, Binary: bin, AgentTimeout: 2 * time.Second}
+	f.opts = Options{KnownHosts: []string{knownHosts}, SSHConfig: "none", NoAgent: true, Binary: bin, AgentTimeout: 3 * time.Second}
 	// sshd takes a moment to listen.
 	deadline := time.Now().Add(10 * time.Second)
 	for _, m := range f.machines {
@@ -369,7 +379,7 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 
 	t.Run("killed control leaves nothing", func(t *testing.T) {
 		spec, _ := json.Marshal(map[string]any{"Machines": f.machines, "Opts": f.opts})
-		for _, how := range []syscall.Signal{syscall.SIGKILL, syscall.SIGSTOP} {
+		for _, how := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL, syscall.SIGSTOP} {
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), "GAIT_E2E_CONTROL="+string(spec))
 			ids, err := gaitbin.StartReady(cmd, "ready")
@@ -382,8 +392,9 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 					t.Fatalf("%s: the scan sees nothing of a live run", f.machines[i].Name)
 				}
 			}
-			// SIGKILL closes the control's TCP connections; SIGSTOP keeps
-			// them open and silent, so only the heartbeat tells.
+			// SIGINT closes the sessions; SIGKILL closes the control's TCP
+			// connections; SIGSTOP keeps them open and silent, so only
+			// the heartbeat tells.
 			cmd.Process.Signal(how)
 			start := time.Now()
 			clean := false
