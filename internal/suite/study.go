@@ -59,10 +59,26 @@ func studies(p *report.Page, results []Result) error {
 		p.Heading(title)
 		chart := report.LineChart{X: report.Axis{Label: axisLabel(f.study.X)}, Y: report.Axis{Label: axisLabel(f.study.Y), Unit: axisUnit(f.study.Y)},
 			Series: f.series, Markers: f.study.PerExperiment()}
+		if f.study.PerExperiment() {
+			// From 0, so that points are compared by their size, not
+			// their difference.
+			chart.X.Max, chart.Y.Max = 1.1*f.most(func(s report.Series) []float64 { return s.X }), 1.1*f.most(func(s report.Series) []float64 { return s.Y })
+		}
 		p.Figure(f.caption(), chart)
 		p.Table([]string{"series", "experiment", axisLabel(f.study.X), axisLabel(f.study.Y)}, f.rows)
 	}
 	return nil
+}
+
+// most is the largest of one axis' values over the figure's series.
+func (f *studyFigure) most(axis func(report.Series) []float64) float64 {
+	m := 0.0
+	for _, s := range f.series {
+		for _, v := range axis(s) {
+			m = max(m, v)
+		}
+	}
+	return m
 }
 
 func (f *studyFigure) caption() string {
