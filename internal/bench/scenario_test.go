@@ -408,7 +408,7 @@ func TestBundled(t *testing.T) {
 	// Every directory of bundled scenarios but limpbench (TestLimpbench's)
 	// must hold some; a renamed directory would otherwise check nothing.
 	var paths []string
-	for _, dir := range []string{"etcd", "gait-redis", "redis", "hdfs"} {
+	for _, dir := range []string{"etcd", "gait-redis", "redis", "hdfs", "hdfs-scale"} {
 		found, err := filepath.Glob("../../scenarios/" + dir + "/*.yaml")
 		if err != nil || len(found) == 0 {
 			t.Fatalf("bundled %s scenarios: %v %v", dir, found, err)
