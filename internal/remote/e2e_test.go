@@ -29,10 +29,14 @@ import (
 // own. The control node is this process (or, to be killed, a helper
 // process: the test binary with GAIT_E2E_CONTROL set).
 
-const (
-	e2eUser   = "gait-e2e"    // passwordless sudo
-	e2eUserPw = "gait-e2e-pw" // sudo asks for a password
-	sshd      = "/usr/sbin/sshd"
+const sshd = "/usr/sbin/sshd"
+
+// The test's users, named per test process so that two runs at once
+// (two worktrees) do not remove each other's: one with passwordless sudo,
+// one that sudo asks for a password.
+var (
+	e2eUser   = fmt.Sprintf("gait-e2e-%d", os.Getpid())
+	e2eUserPw = fmt.Sprintf("gait-e2e-pw-%d", os.Getpid())
 )
 
 // fleet is the three machines and what reaches them.
@@ -126,11 +130,9 @@ func upFleet(t *testing.T) *fleet {
 		}
 	}
 	for _, u := range []string{e2eUser, e2eUserPw} {
-		if exec.Command("id", u).Run() != nil {
-			// "*": no password, yet not locked, so sshd lets a key in.
-			run("useradd", "--system", "--no-create-home", "--home-dir", dir, "--shell", "/bin/sh", "--password", "*", u)
-			t.Cleanup(func() { exec.Command("userdel", u).Run() })
-		}
+		// "*": no password, yet not locked, so sshd lets a key in.
+		run("useradd", "--system", "--no-create-home", "--home-dir", dir, "--shell", "/bin/sh", "--password", "*", u)
+		t.Cleanup(func() { exec.Command("userdel", u).Run() })
 	}
 	sudoers := "/etc/sudoers.d/" + e2eUser
 	if err := os.WriteFile(sudoers, []byte(e2eUser+" ALL=(root) NOPASSWD: ALL\n"), 0o440); err != nil {
@@ -246,7 +248,7 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 		want := []string{
 			"stranger: ssh: SSH to " + f.machines[0].Addr + ":22: its host key is not in",
-			"wrongkey: ssh: SSH to " + f.machines[1].Addr + ":22 as gait-e2e: the machine refused every key offered (" + f.otherKey + ")",
+			"wrongkey: ssh: SSH to " + f.machines[1].Addr + ":22 as " + e2eUser + ": the machine refused every key offered (" + f.otherKey + ")",
 			"pwsudo: sudo: sudo asks for a password",
 			"gait: preflight: 3 of 3 machines not ready",
 		}
