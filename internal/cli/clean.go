@@ -31,7 +31,9 @@ With --inventory, clean every machine of the inventory instead: each
 machine's agent removes what a killed control node or agent left under
 its gait_root, then scans for anything left (one line per machine).`,
 		Example: `  sudo gait clean
+  # needs: a machine no one else runs gait on: it removes their runs too
   sudo gait clean --all   # also runs still in progress
+  # needs: an inventory of your machines (docs/many-machines.md)
   gait clean --inventory hosts.ini`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

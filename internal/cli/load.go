@@ -56,8 +56,10 @@ closed-loop calibration run.
 Every key is written once before the run (unless --no-preload), so reads hit.
 --pid samples a process's CPU, memory, threads, context switches and page faults
 from /proc once a second into the run's time series. See docs/load.md.`,
-		Example: `  gait load --addr 127.0.0.1:6379 --clients 8 --mix get:50,set:50 --value-size 1KiB \
+		Example: `  # needs: a Redis server at 127.0.0.1:6379 (docs/load.md starts one)
+  gait load --addr 127.0.0.1:6379 --clients 8 --mix get:50,set:50 --value-size 1KiB \
       --duration 10s --out runs/redis-c8 --factor clients=8 --factor value_size=1KiB
+  # needs: a Redis server at 127.0.0.1:6379
   gait load --addr 127.0.0.1:6379 --rate 50% --poisson --requests 100000 --out runs/redis-half`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -145,9 +146,19 @@ func (c Config) Mode() string {
 		if c.Poisson {
 			kind = "poisson"
 		}
-		return fmt.Sprintf("open loop, %g/s %s", c.Rate, kind)
+		return fmt.Sprintf("open loop, %s %s", FormatRate(c.Rate), kind)
 	}
 	return fmt.Sprintf("closed loop, %d clients", c.Clients)
+}
+
+// FormatRate writes a rate of arrivals for people: whole requests per
+// second from 100/s up (a calibrated rate has no meaningful decimals),
+// three significant digits below.
+func FormatRate(perSecond float64) string {
+	if perSecond >= 100 {
+		return strconv.FormatFloat(perSecond, 'f', 0, 64) + "/s"
+	}
+	return strconv.FormatFloat(perSecond, 'g', 3, 64) + "/s"
 }
 
 func (c Config) validate() error {

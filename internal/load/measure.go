@@ -94,7 +94,7 @@ func Measure(ctx context.Context, m Measurement) (Measured, error) {
 			out.MaxThroughput = max
 		}
 		rate = s.Rate.Share * out.MaxThroughput
-		logf("maximum throughput %.0f/s, so %s is %.0f/s", out.MaxThroughput, s.Rate, rate)
+		logf("maximum throughput %s, so %s is %s", FormatRate(out.MaxThroughput), s.Rate, FormatRate(rate))
 	}
 	cfg := s.Config(rate)
 	cfg.Probes, cfg.Progress = m.Probes, m.Progress
