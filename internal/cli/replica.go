@@ -10,6 +10,7 @@ import (
 	"github.com/gait-dev/gait/internal/interrupt"
 	"github.com/gait-dev/gait/internal/replica"
 	"github.com/gait-dev/gait/internal/systems/gaitredis"
+	"github.com/gait-dev/gait/internal/systems/gaitzookeeper"
 	"github.com/gait-dev/gait/internal/testbed"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -153,6 +154,8 @@ this process, without root; its files go to one directory in $TMPDIR.`,
 	fs.StringVar(&f.bandwidth, "bandwidth", "100Mbit/s", "each testbed host's link rate, both directions")
 	fs.StringVar(&f.stateDir, "state-dir", testbed.DefaultStateDir, "where the testbed keeps its state file")
 	fs.BoolVar(&f.loopback, "loopback", false, "run every replica on 127.0.0.1 in this process, without root or testbed hosts")
+	fs.StringVar(&f.server, "server", "redis", "the server behind every agent: redis, or zookeeper (with --loopback; docs/systems/gait-zookeeper.md)")
+	fs.IntVar(&f.groupSize, "group-size", 1, "with --server zookeeper: ZooKeeper servers per replica, 1 (standalone) or 3 (an ensemble)")
 	return cmd
 }
 
@@ -161,6 +164,8 @@ type clusterFlags struct {
 	voters, duplicates        int
 	read, bandwidth, stateDir string
 	metrics, loopback         bool
+	server                    string
+	groupSize                 int
 	cfg                       replica.Config
 	bps                       uint64 // --bandwidth, parsed
 }
@@ -185,6 +190,9 @@ func (f *clusterFlags) check(cmd *cobra.Command) error {
 		return err
 	}
 	changed := cmd.Flags().Changed
+	if err := f.checkServer(changed); err != nil {
+		return err
+	}
 	if f.loopback {
 		for _, name := range []string{"bandwidth", "state-dir"} {
 			if changed(name) {
@@ -197,6 +205,27 @@ func (f *clusterFlags) check(cmd *cobra.Command) error {
 		return fmt.Errorf("--bandwidth: %w", err)
 	}
 	return replica.CheckDir("--state-dir", f.stateDir)
+}
+
+// checkServer checks --server and --group-size.
+func (f *clusterFlags) checkServer(changed func(string) bool) error {
+	switch f.server {
+	case "redis":
+		if changed("group-size") {
+			return fmt.Errorf("--group-size is for --server zookeeper (each replica's ZooKeeper servers)")
+		}
+		return nil
+	case "zookeeper":
+	default:
+		return fmt.Errorf("--server %q: want redis or zookeeper", f.server)
+	}
+	if err := gaitzookeeper.CheckGroupSize(f.groupSize); err != nil {
+		return fmt.Errorf("--group-size %d: want 1 (a standalone server per replica) or 3 (an ensemble per replica)", f.groupSize)
+	}
+	if !f.loopback {
+		return fmt.Errorf("--server zookeeper runs with --loopback for now (testbed hosts run redis only)")
+	}
+	return nil
 }
 
 // replicaTestbed runs the deployment on testbed hosts, one per replica.
@@ -218,7 +247,7 @@ func replicaTestbed(cmd *cobra.Command, f clusterFlags) error {
 		return in.End(stderr, err)
 	}
 	defer dep.Close()
-	printCluster(cmd, dep.Addresses(), dep.MetricsURLs(), f.metrics)
+	printCluster(cmd, f.server, dep.Addresses(), dep.MetricsURLs(), f.metrics)
 	<-in.Context().Done()
 	if err := dep.Close(); err != nil {
 		return in.End(stderr, err)
@@ -237,9 +266,11 @@ func replicaLoopback(cmd *cobra.Command, f clusterFlags) error {
 	}
 	in := clusterSignals(cmd)
 	defer in.Stop()
-	l, err := gaitredis.StartLocalWith(in.Context(), gaitredis.LocalOptions{
-		Voters: f.voters, Duplicates: f.duplicates, Base: cfg, Kill: in.Hurry(), Progress: stderr,
-	})
+	opts := gaitredis.LocalOptions{Voters: f.voters, Duplicates: f.duplicates, Base: cfg, Kill: in.Hurry(), Progress: stderr}
+	if f.server == "zookeeper" {
+		opts.Server, _ = gaitzookeeper.LocalServer(f.groupSize) // checked
+	}
+	l, err := gaitredis.StartLocalWith(in.Context(), opts)
 	if err != nil {
 		return in.End(stderr, err)
 	}
@@ -251,7 +282,7 @@ func replicaLoopback(cmd *cobra.Command, f clusterFlags) error {
 			urls = append(urls, "http://"+m+"/metrics")
 		}
 	}
-	printCluster(cmd, addrs, urls, f.metrics)
+	printCluster(cmd, f.server, addrs, urls, f.metrics)
 	<-in.Context().Done()
 	if err := l.Close(); err != nil {
 		return in.End(stderr, err)
@@ -280,12 +311,12 @@ func how(s *interrupt.Signals) string {
 	return "stopped"
 }
 
-// printCluster prints one "redis ADDRESS" line per agent, then, with
-// metrics, one "metrics URL" line per agent.
-func printCluster(cmd *cobra.Command, addrs, metricsURLs []string, metrics bool) {
+// printCluster prints one "SERVER ADDRESS" line per agent ("redis" or
+// "zookeeper"), then, with metrics, one "metrics URL" line per agent.
+func printCluster(cmd *cobra.Command, server string, addrs, metricsURLs []string, metrics bool) {
 	out := cmd.OutOrStdout()
 	for _, a := range addrs {
-		fmt.Fprintf(out, "redis %s\n", a)
+		fmt.Fprintf(out, "%s %s\n", server, a)
 	}
 	if metrics {
 		for _, u := range metricsURLs {
