@@ -9,6 +9,7 @@ import (
 
 	"github.com/gait-dev/gait/internal/interrupt"
 	"github.com/gait-dev/gait/internal/replica"
+	"github.com/gait-dev/gait/internal/replica/zookeeper"
 	"github.com/gait-dev/gait/internal/systems/gaitredis"
 	"github.com/gait-dev/gait/internal/systems/gaitzookeeper"
 	"github.com/gait-dev/gait/internal/testbed"
@@ -31,10 +32,10 @@ reply any replica produced.`,
 
 func newReplicaAgentCmd() *cobra.Command {
 	var cfg replica.Config
-	var read string
+	var read, server, zkAddr string
 	var procs int
 	cmd := &cobra.Command{
-		Use:   "agent --id ID --raft ADDR --redis ADDR --listen ADDR (--bootstrap | --join ADDR) [flags]",
+		Use:   "agent --id ID --raft ADDR (--redis ADDR | --server zookeeper --zookeeper ADDR) --listen ADDR (--bootstrap | --join ADDR) [flags]",
 		Short: "Run one agent beside one redis-server until SIGINT or SIGTERM",
 		Long: `Run one agent beside one redis-server until SIGINT or SIGTERM. The agent owns
 that redis-server: it empties it at start and rebuilds it from the raft log.
@@ -48,6 +49,9 @@ member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 				return err
 			}
 			cfg.Read = mode
+			if err := agentServer(&cfg, server, zkAddr); err != nil {
+				return err
+			}
 			if err := cfg.Check(); err != nil {
 				return err
 			}
@@ -65,7 +69,7 @@ member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "redis %s\n", a.ClientAddr())
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", server, a.ClientAddr())
 			if m := a.MetricsAddr(); m != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "metrics http://%s/metrics\n", m)
 			}
@@ -87,11 +91,31 @@ member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 	f.IntVar(&cfg.RequestMemory, "request-memory", 0, fmt.Sprintf("bytes the requests of all clients together may hold while they arrive; one over it is refused (default %d MiB, or --max-request if larger)", replica.DefaultRequestMemory>>20))
 	f.IntVar(&procs, "procs", 0, "threads that run the agent's Go code at once (GOMAXPROCS); 0: one per CPU. Agents sharing a machine do better with their share of its CPUs")
 	f.DurationVar(&cfg.RequestTimeout, "request-timeout", 10*time.Second, "longest pause within a request before the agent answers an error and closes the connection")
+	f.StringVar(&server, "server", "redis", "the server the agent fronts: redis (--redis), or zookeeper (--zookeeper)")
+	f.StringVar(&zkAddr, "zookeeper", "", "with --server zookeeper: HOST:PORT of the local ZooKeeper server (its data is replaced)")
 	deploymentFlags(f, &cfg, &read)
-	for _, name := range []string{"id", "raft", "redis", "listen"} {
+	for _, name := range []string{"id", "raft", "listen"} {
 		cmd.MarkFlagRequired(name)
 	}
 	return cmd
+}
+
+// agentServer sets the agent's server from --server, --redis and --zookeeper.
+func agentServer(cfg *replica.Config, server, zkAddr string) error {
+	switch server {
+	case "redis":
+		if cfg.RedisAddr == "" || zkAddr != "" {
+			return errors.New("--server redis takes --redis HOST:PORT (and no --zookeeper)")
+		}
+	case "zookeeper":
+		if zkAddr == "" || cfg.RedisAddr != "" {
+			return errors.New("--server zookeeper takes --zookeeper HOST:PORT (and no --redis)")
+		}
+		cfg.Adapter, cfg.ServerAddr = &zookeeper.Adapter{}, zkAddr
+	default:
+		return fmt.Errorf("--server %q: want redis or zookeeper", server)
+	}
+	return nil
 }
 
 // parseReadFlag reads --read.
