@@ -12,6 +12,7 @@ all: build
 deps:
 	@scripts/install-deps.sh
 	@scripts/fetch-hadoop.sh
+	@scripts/fetch-cassandra.sh
 
 build:
 	$(GO) build -o $(BIN) ./cmd/gait
