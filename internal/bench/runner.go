@@ -148,14 +148,11 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 	begin := time.Now()
 	res.ID, res.Dir = id, filepath.Join(r.opt.Out, id.Dir())
 	r.logf("[%d/%d] %s %s: starting %d hosts", r.current+1, len(r.runs), r.s.Name, id, r.s.Nodes)
-	opts, err := r.testbedOptions(id)
-	if err != nil {
-		return res, err
-	}
+	opts := r.testbedOptions(id)
 	logs := filepath.Join(r.opt.Out, "hosts", id.Dir())
 	tb, err := testbed.Up(opts)
 	if err != nil {
-		return res, errors.Join(err, r.removeScratch(opts.Dir, logs))
+		return res, err
 	}
 	lr := &liveRun{runner: r, id: id, tb: tb}
 	defer func() {
@@ -170,9 +167,18 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 		if r.s.Storage == StorageEmulated && ctx.Err() == nil {
 			lr.logStores()
 		}
-		err = errors.Join(err, tb.Close(), r.removeScratch(opts.Dir, logs))
+		if ctx.Err() == nil {
+			err = errors.Join(err, tb.Keep(logs)) // a finished or failed run's logs stay
+		}
+		err = errors.Join(err, tb.Close())
 		res.Wall = time.Since(begin)
 	}()
+	// An interrupted run leaves nothing, after Ctrl-C or, through the
+	// testbed's state, after SIGKILL and gait clean: not its servers' logs,
+	// not its half-written run directory.
+	if err := errors.Join(tb.MkdirAll(logs), tb.Scratch(logs), tb.Scratch(res.Dir+rundir.PartialSuffix)); err != nil {
+		return res, err
+	}
 	drv, err := r.s.sys.Driver(r.s.Config)
 	if err != nil {
 		return res, err
@@ -199,41 +205,24 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 // testbedOptions puts the hosts' directories in a fresh directory on a
 // tmpfs when the scenario keeps data in memory, else under the output
 // directory.
-func (r *runner) testbedOptions(id RunID) (testbed.Options, error) {
+func (r *runner) testbedOptions(id RunID) testbed.Options {
 	o := testbed.Options{Hosts: r.s.Nodes, Bandwidth: r.s.Bandwidth, StateDir: r.opt.StateDir,
-		Dir: filepath.Join(r.opt.Out, "hosts", id.Dir())}
+		Dir: filepath.Join(r.opt.Out, "hosts", id.Dir()), Log: r.log}
 	if d := r.s.Disk; d != nil {
 		o.Disk, o.DiskBandwidth, o.DiskLatency = true, d.Bandwidth, d.Latency
 	}
 	o.Emulate = r.s.Storage == StorageEmulated
 	if r.s.Data == DataMemory {
-		parent := os.TempDir()
+		o.Dir = "" // the testbed's own, removed with it
 		if st, err := os.Stat(memoryDir); err == nil && st.IsDir() {
-			parent = memoryDir
+			o.TempDir = memoryDir
 		}
-		dir, err := os.MkdirTemp(parent, "gait-"+r.s.Name+"-"+id.Dir()+"-")
-		if err != nil {
-			return o, fmt.Errorf("hosts' directory: %w", err)
-		}
-		o.Dir = dir
 	}
-	return o, nil
+	return o
 }
 
 // memoryDir is a tmpfs on most Linux systems.
 const memoryDir = "/dev/shm"
-
-// removeScratch removes the hosts' directories kept in memory (the
-// testbed removes their data; this is the rest).
-func (r *runner) removeScratch(dir, logs string) error {
-	if dir == logs {
-		return nil
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("remove the hosts' directory: %w", err)
-	}
-	return nil
-}
 
 func rolesText(roles map[string]string) string {
 	var parts []string
