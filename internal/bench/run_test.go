@@ -226,4 +226,3 @@ func buildGait(t *testing.T) string {
 	}
 	return bin
 }
-
