@@ -59,7 +59,9 @@ type RunResult struct {
 	Roles   map[string]string
 	Clients []string // hosts the clients talked to
 	Events  []Event
-	Wall    time.Duration // the whole run, setup and teardown included
+	// RoleChanges are the members' role changes during the workload.
+	RoleChanges []RoleChange
+	Wall        time.Duration // the whole run, setup and teardown included
 }
 
 // Run executes every run of s, one after the other, each on a fresh testbed
@@ -198,7 +200,7 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 		return res, fmt.Errorf("no member to connect the clients to: connect is %s, the roles are %s", r.s.Workload.Connect, rolesText(res.Roles))
 	}
 	r.logf("  cluster ready in %v; %s; clients on %v", res.Ready.Round(time.Millisecond), rolesText(res.Roles), lr.clients)
-	res.Summary, res.Events, err = lr.measure(ctx, res)
+	res.Summary, res.Events, res.RoleChanges, err = lr.measure(ctx, res)
 	return res, err
 }
 
@@ -363,22 +365,26 @@ func (lr *liveRun) preloadDialer(roles map[string]string) load.Dialer {
 // measure preloads the keys, calibrates once for a rate given as a share
 // of the maximum, drives the workload with the faults on schedule and
 // writes the run directory.
-func (lr *liveRun) measure(ctx context.Context, res RunResult) (rundir.Summary, []Event, error) {
+func (lr *liveRun) measure(ctx context.Context, res RunResult) (rundir.Summary, []Event, []RoleChange, error) {
 	sched := newSchedule(lr, lr.id.Step.Faults)
 	var events []Event
+	var changes []RoleChange
 	around := func(ctx context.Context) (func() map[string]any, error) {
 		if err := sched.start(ctx); err != nil {
 			sched.stop()
 			return nil, err
 		}
-		sched.started(time.Now())
+		t0 := time.Now()
+		sched.started(t0)
+		watch := lr.watchRoles(ctx, t0, res.Roles)
 		return func() map[string]any {
 			events = sched.stop()
 			rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 			after, _ := lr.cluster.Roles(rctx)
 			cancel()
+			changes = watch.stop(after)
 			return map[string]any{"events": events, "ready_seconds": res.Ready.Seconds(), "clients_on": lr.clients,
-				"roles_after": after}
+				"roles_after": after, "role_changes": changes}
 		}, nil
 	}
 	out, err := load.Measure(ctx, load.Measurement{
@@ -390,7 +396,7 @@ func (lr *liveRun) measure(ctx context.Context, res RunResult) (rundir.Summary, 
 	})
 	lr.maxSeen = out.MaxThroughput
 	if err != nil {
-		return rundir.Summary{}, events, err
+		return rundir.Summary{}, events, changes, err
 	}
 	sum := out.Summary
 	lr.logf("  %d requests, %s, mean %s, p99 %s, %d errors, %d timeouts", sum.Requests, units.Rate(sum.Throughput),
@@ -398,7 +404,7 @@ func (lr *liveRun) measure(ctx context.Context, res RunResult) (rundir.Summary, 
 	if warn := sum.Generator.Warning(); warn != "" {
 		lr.logf("  warning: %s", warn)
 	}
-	return sum, events, nil
+	return sum, events, changes, nil
 }
 
 func (lr *liveRun) rundirConfig(roles map[string]string) rundir.Config {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -41,8 +42,12 @@ type StepSummary struct {
 	// LongestGap is the longest time in any of the runs during which no
 	// request completed (from the workload's start to its planned end): a
 	// stall, such as a failover after a crash.
-	LongestGap float64  `json:"longest_gap"`
-	Dirs       []string `json:"dirs"` // the run directories
+	LongestGap float64 `json:"longest_gap"`
+	// RoleChanges counts the members' role changes in the step's runs
+	// (RunRecord.RoleChanges says which): where leadership moved, the
+	// figures are of two arrangements of the cluster, not one.
+	RoleChanges int      `json:"role_changes"`
+	Dirs        []string `json:"dirs"` // the run directories
 }
 
 // Summary is what gait run prints and keeps as summary.json in the output
@@ -66,6 +71,7 @@ type RunRecord struct {
 	Roles        map[string]string `json:"roles"`
 	Clients      []string          `json:"clients_on"`
 	Events       []Event           `json:"events"`
+	RoleChanges  []RoleChange      `json:"role_changes,omitempty"`
 }
 
 // Summarize pools each step's runs, reading their latencies back from the
@@ -98,6 +104,7 @@ func Summarize(s *Scenario, out string, results []RunResult) (Summary, error) {
 			ss.Requests += r.Summary.Requests
 			ss.Errors += r.Summary.Errors
 			ss.Timeouts += r.Summary.Timeouts
+			ss.RoleChanges += len(r.RoleChanges)
 			dur += r.Summary.Duration
 			ss.Dirs = append(ss.Dirs, r.Dir)
 		}
@@ -125,7 +132,7 @@ func Summarize(s *Scenario, out string, results []RunResult) (Summary, error) {
 	for _, r := range results {
 		sum.Runs = append(sum.Runs, RunRecord{Dir: r.Dir, Step: r.ID.Step.Label(), Repetition: r.ID.Rep,
 			ReadySeconds: r.Ready.Seconds(), WallSeconds: r.Wall.Seconds(), Roles: r.Roles, Clients: r.Clients,
-			Events: r.Events})
+			Events: r.Events, RoleChanges: r.RoleChanges})
 	}
 	return sum, nil
 }
@@ -179,7 +186,7 @@ func (s Summary) Save() error {
 }
 
 // TableHeader and TableRows are the summary table, as printed and reported.
-var TableHeader = []string{"step", "runs", "requests", "throughput", "mean", "p50", "p99", "max", "slowdown", "longest gap", "errors", "timeouts"}
+var TableHeader = []string{"step", "runs", "requests", "throughput", "mean", "p50", "p99", "max", "slowdown", "longest gap", "errors", "timeouts", "role changes"}
 
 func (s Summary) TableRows() [][]string {
 	var rows [][]string
@@ -187,7 +194,7 @@ func (s Summary) TableRows() [][]string {
 		rows = append(rows, []string{st.Label, strconv.Itoa(st.Runs), strconv.Itoa(st.Requests),
 			units.Rate(st.Throughput), units.Seconds(st.Mean), units.Seconds(st.P50),
 			units.Seconds(st.P99), units.Seconds(st.Max), fmt.Sprintf("%.2fx", st.Slowdown), units.Seconds(st.LongestGap),
-			strconv.Itoa(st.Errors), strconv.Itoa(st.Timeouts)})
+			strconv.Itoa(st.Errors), strconv.Itoa(st.Timeouts), strconv.Itoa(st.RoleChanges)})
 	}
 	return rows
 }
@@ -206,7 +213,35 @@ func (s Summary) WriteText(w io.Writer) error {
 	for _, r := range s.TableRows() {
 		line(r)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if lines := s.RoleLines(); len(lines) > 0 {
+		fmt.Fprintln(w, "Roles changed during these runs; their figures are of more than one arrangement of the cluster:")
+		for _, l := range lines {
+			fmt.Fprintln(w, "  "+l)
+		}
+	}
+	return nil
+}
+
+// RoleLines says, for each run whose members' roles changed, who had
+// which role at the start and what changed when.
+func (s Summary) RoleLines() []string {
+	var lines []string
+	for _, r := range s.Runs {
+		if len(r.RoleChanges) == 0 {
+			continue
+		}
+		var began []string
+		for _, h := range sortedKeys(r.Roles) {
+			began = append(began, h+" "+r.Roles[h])
+		}
+		slices.SortFunc(began, func(a, b string) int { return hostOrder(strings.Fields(a)[0]) - hostOrder(strings.Fields(b)[0]) })
+		lines = append(lines, fmt.Sprintf("%s (%s): at the start %s; %s", r.Step, filepath.Base(r.Dir),
+			strings.Join(began, ", "), strings.Join(DescribeRoleChanges(r.RoleChanges), "; ")))
+	}
+	return lines
 }
 
 // Reload reads a finished output directory back (its scenario.yaml,
@@ -247,7 +282,7 @@ func Reload(out string) (*Scenario, []RunResult, error) {
 			return nil, nil, err
 		}
 		results = append(results, RunResult{ID: id, Dir: dir, Summary: sum, Roles: rec.Roles, Clients: rec.Clients,
-			Events: rec.Events, Ready: seconds(rec.ReadySeconds), Wall: seconds(rec.WallSeconds)})
+			Events: rec.Events, RoleChanges: rec.RoleChanges, Ready: seconds(rec.ReadySeconds), Wall: seconds(rec.WallSeconds)})
 	}
 	return s, results, nil
 }
