@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -37,6 +38,9 @@ type Options struct {
 	// Status, if set, replaces the status line: it is called every second
 	// while a workload runs.
 	Status func(Status)
+	// Resume keeps the runs an earlier, interrupted Run of the same
+	// scenario finished in Out, and runs the rest.
+	Resume bool
 }
 
 // Status is where a scenario is, for a progress display.
@@ -72,7 +76,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) ([]RunResult, error) {
 	if err := testbed.NeedRoot(); err != nil {
 		return nil, err
 	}
-	if err := prepareOut(opt.Out, s); err != nil {
+	if err := prepareOut(opt.Out, s, opt.Resume); err != nil {
 		return nil, err
 	}
 	r := &runner{s: s, opt: opt, log: opt.Log, started: time.Now(), runs: s.Runs()}
@@ -82,6 +86,20 @@ func Run(ctx context.Context, s *Scenario, opt Options) ([]RunResult, error) {
 	var results []RunResult
 	for i, id := range r.runs {
 		r.current = i
+		if opt.Resume {
+			res, err := finishedRun(id, filepath.Join(opt.Out, id.Dir()))
+			if err == nil {
+				r.logf("[%d/%d] %s %s: finished before, kept", i+1, len(r.runs), s.Name, id)
+				results = append(results, res)
+				continue
+			}
+			if !errors.Is(err, os.ErrNotExist) {
+				return results, fmt.Errorf("resume: %w; remove it to run it again", err)
+			}
+			// What an interrupted attempt left, if gait clean did not
+			// remove it: its servers' logs.
+			os.RemoveAll(filepath.Join(opt.Out, "hosts", id.Dir()))
+		}
 		res, err := r.one(ctx, id)
 		if err != nil {
 			return results, fmt.Errorf("%s: %w", id, err)
@@ -92,13 +110,25 @@ func Run(ctx context.Context, s *Scenario, opt Options) ([]RunResult, error) {
 	return results, nil
 }
 
-// prepareOut creates the output directory and keeps the scenario beside the runs.
-func prepareOut(out string, s *Scenario) error {
+// prepareOut creates the output directory and keeps the scenario beside
+// the runs. To resume, a directory that is not empty must hold the same
+// scenario.
+func prepareOut(out string, s *Scenario, resume bool) error {
 	if out == "" {
 		return errors.New("no output directory")
 	}
 	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
-		return fmt.Errorf("output directory %s: exists and is not empty", out)
+		if !resume {
+			return fmt.Errorf("output directory %s: exists and is not empty (--resume runs what an interrupted run left to do)", out)
+		}
+		had, err := os.ReadFile(filepath.Join(out, "scenario.yaml"))
+		if err != nil {
+			return fmt.Errorf("resume in %s: %w (not the output directory of gait run?)", out, err)
+		}
+		if !bytes.Equal(had, s.Source) {
+			return fmt.Errorf("resume in %s: its scenario.yaml differs from %s; resume with the scenario it ran", out, s.File)
+		}
+		return nil
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("output directory: %w", err)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -244,21 +245,26 @@ func (s Summary) RoleLines() []string {
 	return lines
 }
 
-// Reload reads a finished output directory back (its scenario.yaml,
-// summary.json and run directories), so its summary and report can be
-// written again without running anything. The directory may have moved.
+// Reload reads an output directory back (its scenario.yaml, summary.json
+// and run directories), so its summary and report can be written again
+// without running anything. The directory may have moved. Of an
+// interrupted run, which wrote no summary.json, it reads the runs that
+// finished.
 func Reload(out string) (*Scenario, []RunResult, error) {
-	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	src, err := os.ReadFile(filepath.Join(out, "scenario.yaml"))
 	if err != nil {
-		return nil, nil, fmt.Errorf("reload %s: %w (not a finished gait run output?)", out, err)
+		return nil, nil, fmt.Errorf("reload %s: %w (not the output directory of gait run?)", out, err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return reloadFinished(out, src)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("reload %s: %w", out, err)
 	}
 	var old Summary
 	if err := json.Unmarshal(b, &old); err != nil {
 		return nil, nil, fmt.Errorf("reload %s: summary.json: %w", out, err)
-	}
-	src, err := os.ReadFile(filepath.Join(out, "scenario.yaml"))
-	if err != nil {
-		return nil, nil, fmt.Errorf("reload %s: %w", out, err)
 	}
 	s, err := Parse(old.Scenario, src)
 	if err != nil {
@@ -288,3 +294,63 @@ func Reload(out string) (*Scenario, []RunResult, error) {
 }
 
 func seconds(v float64) time.Duration { return time.Duration(v * float64(time.Second)) }
+
+// reloadFinished reads the runs of an interrupted output directory that
+// finished, from their run directories alone.
+func reloadFinished(out string, src []byte) (*Scenario, []RunResult, error) {
+	s, err := Parse(filepath.Join(out, "scenario.yaml"), src)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reload %s: %w", out, err)
+	}
+	var results []RunResult
+	for _, id := range s.Runs() {
+		res, err := finishedRun(id, filepath.Join(out, id.Dir()))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // not run, or interrupted
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("reload %s: %w", out, err)
+		}
+		results = append(results, res)
+	}
+	if len(results) == 0 {
+		return nil, nil, fmt.Errorf("reload %s: no run finished there", out)
+	}
+	return s, results, nil
+}
+
+// finishedRun reads a finished run back from its run directory: its
+// summary, and what the runner kept in it (roles, clients, fault events,
+// role changes). An error wrapping os.ErrNotExist means there is none.
+func finishedRun(id RunID, dir string) (RunResult, error) {
+	res := RunResult{ID: id, Dir: dir}
+	if _, err := os.Stat(filepath.Join(dir, "run.json")); err != nil {
+		return res, err
+	}
+	run, err := rundir.Open(dir)
+	if err != nil {
+		return res, err
+	}
+	if res.Summary, err = run.Summary(); err != nil {
+		return res, err
+	}
+	res.Roles = map[string]string{}
+	for _, h := range run.Config.Hosts {
+		res.Roles[h.Name] = h.Role
+	}
+	var kept struct {
+		Events      []Event      `json:"events"`
+		Ready       float64      `json:"ready_seconds"`
+		Clients     []string     `json:"clients_on"`
+		RoleChanges []RoleChange `json:"role_changes"`
+	}
+	b, err := json.Marshal(res.Summary.Extra)
+	if err == nil {
+		err = json.Unmarshal(b, &kept)
+	}
+	if err != nil {
+		return res, fmt.Errorf("run directory %s: %w", dir, err)
+	}
+	res.Events, res.Ready, res.Clients, res.RoleChanges = kept.Events, seconds(kept.Ready), kept.Clients, kept.RoleChanges
+	return res, nil
+}

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -259,4 +260,54 @@ func TestLeftoversReplicaCluster(t *testing.T) {
 		args:  []string{"replica", "cluster", "--voters", "3", "--state-dir", "STATE"},
 		ready: "redis 198.1",
 	})
+}
+
+// An interrupted gait run can be reported (--report-from: the runs that
+// finished) and resumed (--resume: only the runs left), and the interrupted
+// run leaves nothing in the output directory.
+func TestRunInterruptedThenReportedAndResumed(t *testing.T) {
+	needRootCLI(t)
+	needEtcd(t)
+	dir := t.TempDir()
+	scenario, out := filepath.Join(dir, "s.yaml"), filepath.Join(dir, "out")
+	src := strings.NewReplacer("30s", "3s", "t-leftover", "t-resume").Replace(leftoverScenario)
+	if err := os.WriteFile(scenario, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := gaitProgram(t)
+	run := exec.Command(bin, "run", scenario, "--out", out, "--state-dir", t.TempDir())
+	var output lockedBuffer
+	run.Stdout, run.Stderr = &output, &output
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Interrupt the second run, the 10x one, once its workload is under way.
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(output.String(), "[2/2] 10x r1: 1s of 3s"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			run.Process.Kill()
+			run.Wait()
+			t.Fatalf("the second run did not start:\n%s", output.String())
+		}
+	}
+	run.Process.Signal(syscall.SIGINT)
+	if err := run.Wait(); err == nil || !strings.Contains(output.String(), "1 of 2 runs finished") {
+		t.Fatalf("interrupted run: %v\n%s", err, output.String())
+	}
+	if entries, _ := filepath.Glob(filepath.Join(out, "*")); !slices.Equal(entries, []string{filepath.Join(out, "f1-r1"), filepath.Join(out, "hosts"), filepath.Join(out, "scenario.yaml")}) {
+		t.Errorf("after the interruption the output directory holds %v, want the baseline's run and logs and scenario.yaml", entries)
+	}
+	if logs, _ := filepath.Glob(filepath.Join(out, "hosts", "*")); !slices.Equal(logs, []string{filepath.Join(out, "hosts", "f1-r1")}) {
+		t.Errorf("servers' logs %v, want only the finished run's", logs)
+	}
+
+	b, err := exec.Command(bin, "run", "--report-from", out).CombinedOutput()
+	if err != nil || !strings.Contains(string(b), "holds 1 of the scenario's 2 runs") || !regexp.MustCompile(`(?m)^\s*baseline\s+1\s`).Match(b) {
+		t.Errorf("--report-from of the interrupted run: %v\n%s", err, b)
+	}
+
+	b, err = exec.Command(bin, "run", scenario, "--out", out, "--resume", "--state-dir", t.TempDir()).CombinedOutput()
+	if err != nil || !strings.Contains(string(b), "[1/2] t-resume baseline, repetition 1: finished before, kept") ||
+		strings.Count(string(b), "starting 1 hosts") != 1 || !regexp.MustCompile(`(?m)^\s*10x\s+1\s`).Match(b) {
+		t.Errorf("--resume: %v\n%s", err, b)
+	}
 }
