@@ -22,6 +22,7 @@ import (
 	"github.com/gait-dev/gait/internal/clip"
 	"github.com/gait-dev/gait/internal/limp"
 	_ "github.com/gait-dev/gait/internal/systems/all" // the systems a scenario may name
+	"github.com/gait-dev/gait/internal/verdict"
 
 	"github.com/gait-dev/gait/internal/limpfs"
 	"github.com/gait-dev/gait/internal/load"
@@ -75,12 +76,17 @@ type Scenario struct {
 type PaperRow struct {
 	Row   string   // the table's id, like Z1
 	Marks []string // the paper's marks, of Marks; empty: none
+	// Differs says why gait's verdicts differ from the paper's marks, from
+	// what gait measured (another version's behaviour, a mitigation that
+	// exists now, a metric the version no longer exposes); reports show it
+	// where the two differ.
+	Differs string `json:",omitempty"`
 }
 
 // Marks are the verdicts a scenario's paper: marks and expect: name:
 // operation, node and cluster limplock (the paper's OL, NL, CL) and a
 // hidden backlog.
-var Marks = []string{"OL", "NL", "CL", "backlog"}
+var Marks = verdict.MarkNames
 
 // Disk is the emulated disk of every host at factor 1.
 type Disk struct {
@@ -641,7 +647,7 @@ func (s *Scenario) parseVerdicts(top object) error {
 		return err
 	}
 	if n, ok := top.values["paper"]; ok {
-		o, err := top.mapping(n, "paper", "row", "marks")
+		o, err := top.mapping(n, "paper", "row", "marks", "differs")
 		if err != nil {
 			return err
 		}
@@ -654,6 +660,9 @@ func (s *Scenario) parseVerdicts(top object) error {
 			return o.errorf(rn, "paper.row", "%s: want a row id of the paper's Table 1, like Z1 or H3", clip.Quote(p.Row))
 		}
 		if p.Marks, err = marks(o, "marks", true); err != nil {
+			return err
+		}
+		if p.Differs, _, err = o.str("differs", ""); err != nil {
 			return err
 		}
 		s.Paper = p

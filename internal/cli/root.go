@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -23,6 +24,7 @@ every command that analyses reads one.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(
+		newAgentCmd(),
 		newAnalyzeCmd(),
 		newBenchCmd(),
 		newCleanCmd(),
@@ -30,6 +32,7 @@ every command that analyses reads one.`,
 		newExportCmd(),
 		newLoadCmd(),
 		newModelCmd(),
+		newPreflightCmd(),
 		newReplicaCmd(),
 		newRunCmd(),
 		newTestbedCmd(),
@@ -43,6 +46,11 @@ func Main(args []string) int {
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "gait:", err)
+		// gait replica run passes its task's exit status on.
+		var status exitStatus
+		if errors.As(err, &status) {
+			return int(status)
+		}
 		return 1
 	}
 	return 0

@@ -41,10 +41,14 @@ what the interrupted run wrote (a second Ctrl-C removes them at once);
 --resume runs the rest into the same directory, --report-from reports
 what finished. The scenario format is in docs/run.md; bundled ones are
 in scenarios/.`,
-		Example: `  sudo gait run scenarios/etcd/leader-nic.yaml
+		Example: `  # long: a few minutes, root
+  sudo gait run scenarios/etcd/leader-nic.yaml
+  # long: a few minutes, root
   sudo gait run scenarios/etcd/follower-disk.yaml --out runs/fd --format json > fd.json
   gait run --dry-run scenarios/etcd/leader-crash.yaml     # check it and list the runs
+  # needs: the output directory of an earlier run
   gait run --report-from runs/etcd-leader-nic-20250101-120000  # summary and report again
+  # needs: the output directory of an interrupted run
   sudo gait run scenarios/etcd/leader-nic.yaml --out runs/ln --resume   # after Ctrl-C: the runs left`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if f.reportFrom != "" && len(args) > 0 {

@@ -29,7 +29,9 @@ func newTestbedUpCmd() *cobra.Command {
 directory (on limpfs, the slow-disk layer, with --disk). The hosts stay up
 until SIGINT or SIGTERM, then everything is removed. Use them with
 ip netns exec NAMESPACE COMMAND.`,
-		Example: `  sudo gait testbed up --hosts 3 --bandwidth 100Mbit/s
+		Example: `  # long: runs until Ctrl-C, root
+  sudo gait testbed up --hosts 3 --bandwidth 100Mbit/s
+  # needs: the testbed above, under the name it printed
   sudo ip netns exec g1a2b3-h0 ping -c1 198.18.0.3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

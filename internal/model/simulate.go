@@ -143,6 +143,9 @@ type SimRow struct {
 	StdErr   float64 `json:"stderr"`
 	Requests int     `json:"requests"`
 	Split    string  `json:"split"`
+	// Percentiles of a request's latency at PercentileLevels, for
+	// requests of several accesses only.
+	Percentiles []float64 `json:"percentiles_s,omitempty"`
 }
 
 // MarshalJSON writes "unstable" in place of an unstable configuration's SLA.
@@ -153,14 +156,15 @@ func (r SimRow) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(struct {
 		Config
-		Nodes       int     `json:"nodes"`
-		Utilization float64 `json:"utilization"`
-		Unstable    bool    `json:"unstable"`
-		SLA         any     `json:"sla"`
-		StdErr      float64 `json:"stderr"`
-		Requests    int     `json:"requests"`
-		Split       string  `json:"split"`
-	}{r.Config, r.Nodes, r.Utilization, r.Unstable, sla, r.StdErr, r.Requests, r.Split})
+		Nodes       int       `json:"nodes"`
+		Utilization float64   `json:"utilization"`
+		Unstable    bool      `json:"unstable"`
+		SLA         any       `json:"sla"`
+		StdErr      float64   `json:"stderr"`
+		Requests    int       `json:"requests"`
+		Split       string    `json:"split"`
+		Percentiles []float64 `json:"percentiles_s,omitempty"`
+	}{r.Config, r.Nodes, r.Utilization, r.Unstable, sla, r.StdErr, r.Requests, r.Split, r.Percentiles})
 }
 
 // SimulateConfigs simulates every duplicates x replicas pair, replica
@@ -188,6 +192,13 @@ func SimulateConfigs(sys System, duplicates, replicas []int, opt SimOptions) ([]
 		}
 	}
 	progress, done := opt.Progress, 0.0
+	if sys.Request.FanOut() {
+		// A request's accesses cost the run, not the request.
+		total *= float64(sys.Request.Accesses())
+		for i := range work {
+			work[i] *= float64(sys.Request.Accesses())
+		}
+	}
 	for i := range rows {
 		row := &rows[i]
 		if row.Unstable {
@@ -197,6 +208,15 @@ func SimulateConfigs(sys System, duplicates, replicas []int, opt SimOptions) ([]
 		o.Progress = progress.stage(fmt.Sprintf("%d duplicates x %d replicas (%d of %d)", row.Duplicates, row.Replicas, i+1, len(rows)), done/total, work[i]/total)
 		if o.Progress != nil {
 			o.Progress("", 0)
+		}
+		if sys.Request.FanOut() {
+			res, err := SimulateRequests(sys, row.Config, []float64{sys.Bound}, o)
+			if err != nil {
+				return nil, err
+			}
+			row.SLA, row.StdErr, row.Percentiles = res.SLA[0], res.StdErr[0], res.Percentiles
+			done += work[i]
+			continue
 		}
 		res, err := simulate(sys, row.Replicas, row.Duplicates, o, []int{row.Duplicates})
 		if err != nil {

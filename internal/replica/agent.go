@@ -91,12 +91,17 @@ type Config struct {
 	ID        string // raft server ID, unique in the deployment
 	RaftAddr  string // host:port for raft and agent-to-agent messages; port 0 picks one
 	RedisAddr string // the local redis-server, which the agent owns: its data is replaced
-	Listen    string // host:port for clients; port 0 picks one
-	DataDir   string // raft log, stable store and snapshots; empty: a temporary directory
-	Bootstrap bool   // start a new deployment with this agent as its only voter
-	Join      string // raft address of any member, to join through
-	NonVoter  bool   // join as a non-voting duplicate
-	Read      ReadMode
+	// Adapter, when set, serves clients and fronts the server at
+	// ServerAddr (adapter.go) instead of the built-in Redis serving;
+	// the agent owns that server too.
+	Adapter    Adapter
+	ServerAddr string
+	Listen     string // host:port for clients; port 0 picks one
+	DataDir    string // raft log, stable store and snapshots; empty: a temporary directory
+	Bootstrap  bool   // start a new deployment with this agent as its only voter
+	Join       string // raft address of any member, to join through
+	NonVoter   bool   // join as a non-voting duplicate
+	Read       ReadMode
 	// Fanout is how many replicas a read goes to (the local one first, then
 	// the peers with the lowest recent latency); the first fitting answer wins.
 	Fanout int
@@ -148,7 +153,10 @@ type Config struct {
 }
 
 func (c *Config) setDefaults() error {
-	if c.ID == "" || c.RaftAddr == "" || c.RedisAddr == "" || c.Listen == "" {
+	if c.Adapter != nil && (c.ID == "" || c.RaftAddr == "" || c.ServerAddr == "" || c.Listen == "") {
+		return errors.New("replica agent: ID, RaftAddr, ServerAddr and Listen are required")
+	}
+	if c.Adapter == nil && (c.ID == "" || c.RaftAddr == "" || c.RedisAddr == "" || c.Listen == "") {
 		return errors.New("replica agent: ID, RaftAddr, RedisAddr and Listen are required")
 	}
 	if c.Read == "" {
@@ -240,6 +248,7 @@ type Agent struct {
 	raftAddr    string
 	raft        *raft.Raft
 	fsm         *fsm
+	redis       *redisBackend         // the fsm's backend, for what the Redis session asks of it
 	store       *raftboltdb.BoltStore // raft's stable store: terms and votes
 	logStore    *walLog               // raft's log
 	snaps       raft.SnapshotStore
@@ -275,6 +284,8 @@ type Agent struct {
 	peers   map[string]*peer
 	pacer   *pacer // caps the rate to replicas marked limping (pace.go)
 	conns   map[net.Conn]*clientState
+	// adapterConns are the connections an Adapter serves.
+	adapterConns map[net.Conn]struct{}
 	// clientIDs numbers client connections, for CLIENT ID and CLIENT LIST.
 	clientIDs atomic.Uint64
 	// blockedClients counts connections waiting in a blocking command.
@@ -300,7 +311,7 @@ func Start(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, logger: log.New(cfg.Log, "replica "+cfg.ID+": ", log.LstdFlags|log.Lmicroseconds),
 		done: make(chan struct{}), raftUp: make(chan struct{}), pending: map[uint64]waiter{}, writes: map[uint64]*write{},
-		peers: map[string]*peer{}, pacer: newPacer(), conns: map[net.Conn]*clientState{}, reads: newRedisMux(cfg.RedisAddr, 4),
+		peers: map[string]*peer{}, pacer: newPacer(), conns: map[net.Conn]*clientState{}, adapterConns: map[net.Conn]struct{}{}, reads: newRedisMux(cfg.RedisAddr, 4),
 		futures: make(chan appliedFuture, 4096), slow: newSlowLog()}
 	a.gate = newGate(func(w *write) { a.propose(w, a.raftAddr) })
 	a.incarnation, a.born = newIncarnation(), time.Now()
@@ -324,20 +335,19 @@ func newIncarnation() string {
 }
 
 func (a *Agent) start() error {
-	conn, err := dialRedis(a.cfg.RedisAddr)
+	backend, err := a.openBackend()
 	if err != nil {
 		return err
 	}
-	conn.pause = &a.pause.server
-	a.fsm = newFSM(conn, a.report, a.logger) // Close closes conn from now on
-	if _, err := conn.command("FLUSHALL"); err != nil {
-		return fmt.Errorf("empty local redis: %w", err)
+	a.fsm = newFSM(backend, a.report, a.logger) // Close closes the backend from now on
+	if err := backend.Reset(); err != nil {
+		return fmt.Errorf("empty the local server: %w", err)
 	}
 	a.fsm.observe = a.m.observeApply
 	a.fsm.onConfig = func() { a.health.membersChanged.Store(true) }
-	if a.cfg.ScriptCommandStats {
-		a.fsm.scripts = &scriptCounting{self: "#" + a.incarnation, add: a.addScriptCalls}
-		a.fsm.scripts.busyReply.Store(5000) // redis's default, until followSlowlogConfig reads it
+	if a.cfg.ScriptCommandStats && a.redis != nil {
+		a.redis.scripts = &scriptCounting{self: "#" + a.incarnation, add: a.addScriptCalls}
+		a.redis.scripts.busyReply.Store(5000) // redis's default, until followSlowlogConfig reads it
 	}
 	a.wg.Add(1)
 	go func() { defer a.wg.Done(); a.fsm.runApplier() }()
@@ -351,11 +361,14 @@ func (a *Agent) start() error {
 	if err := a.serveMetrics(); err != nil {
 		return err
 	}
-	a.wg.Add(7)
-	go func() { defer a.wg.Done(); a.followSlowlogConfig() }()
-	go func() { defer a.wg.Done(); a.resizeBuffers() }()
+	if a.redis != nil {
+		a.wg.Add(2)
+		go func() { defer a.wg.Done(); a.followSlowlogConfig() }()
+		go func() { defer a.wg.Done(); a.resizeBuffers() }()
+	}
+	a.wg.Add(5)
 	go func() { defer a.wg.Done(); a.runLease() }()
-	go func() { defer a.wg.Done(); a.watchRedis() }()
+	go func() { defer a.wg.Done(); a.watchServer() }()
 	go func() { defer a.wg.Done(); a.serveClients() }()
 	// Not waited for by Close: a proposal raft took into its buffered
 	// apply channel just before it shut down is never answered
@@ -369,6 +382,23 @@ func (a *Agent) start() error {
 		return a.join()
 	}
 	return nil
+}
+
+// openBackend opens the adapter's backend for its server, or the built-in
+// Redis serving's for its redis-server.
+func (a *Agent) openBackend() (Backend, error) {
+	if a.cfg.Adapter != nil {
+		b, err := a.cfg.Adapter.Open(a.cfg.ServerAddr)
+		if err != nil {
+			return nil, fmt.Errorf("open %s at %s: %w", a.cfg.Adapter.Name(), a.cfg.ServerAddr, err)
+		}
+		return b, nil
+	}
+	var err error
+	if a.redis, err = openRedis(a.cfg.RedisAddr, &a.pause.server, a.reads, a.logger); err != nil {
+		return nil, err
+	}
+	return a.redis, nil
 }
 
 func (a *Agent) startRaft() error {
@@ -766,6 +796,9 @@ func (a *Agent) Close() error {
 		for c := range a.conns {
 			c.Close()
 		}
+		for c := range a.adapterConns {
+			c.Close()
+		}
 		a.mu.Unlock()
 		if a.fsm != nil {
 			a.fsm.close() // before raft: a full apply queue must not hold up its shutdown
@@ -777,11 +810,11 @@ func (a *Agent) Close() error {
 			errs = append(errs, a.transport.Close())
 		}
 		if a.fsm != nil {
-			a.fsm.closeConn()
+			a.fsm.backend.Close()
 		}
 		a.wg.Wait()
 		if a.fsm != nil {
-			a.fsm.closeConn() // again: a reattach may have swapped it meanwhile
+			a.fsm.backend.Close() // again: a reattach may have swapped its connection meanwhile
 		}
 		if a.logStore != nil {
 			errs = append(errs, a.logStore.Sync(), a.logStore.Close())
@@ -795,4 +828,31 @@ func (a *Agent) Close() error {
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// reattachPause is how often an agent whose server failed tries it again.
+const reattachPause = 500 * time.Millisecond
+
+// watchServer re-attaches the applier once the local server answers again
+// after a failure (it was restarted, or came back), and rebuilds its data;
+// meanwhile the replica limps and the others serve.
+func (a *Agent) watchServer() {
+	t := time.NewTicker(reattachPause)
+	defer t.Stop()
+	var last string
+	for {
+		select {
+		case <-a.done:
+			return
+		case <-t.C:
+		}
+		if a.fsm.failure() == nil {
+			last = ""
+			continue
+		}
+		if err := a.fsm.reattach(a.snaps, a.logs); err != nil && err.Error() != last {
+			last = err.Error()
+			a.logger.Printf("server not back yet: %v", err)
+		}
+	}
 }

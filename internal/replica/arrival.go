@@ -561,9 +561,13 @@ func stampOf(oob []byte) (int64, bool) {
 }
 
 // arrivedAt is when the bytes of the connection's latest request arrived.
-func (st *clientState) arrivedAt() int64 {
-	if st.stamped == nil {
+func (st *clientState) arrivedAt() int64 { return arrivedAt(st.stamped) }
+
+// arrivedAt is when the bytes of c's latest request arrived; now for no
+// connection.
+func arrivedAt(c *stampedConn) int64 {
+	if c == nil {
 		return time.Now().UnixNano()
 	}
-	return st.stamped.at
+	return c.at
 }

@@ -152,9 +152,9 @@ func (b *blockedCall) timedOut() []byte {
 
 // try proposes one attempt and waits for its reply: EXEC's element, and
 // whether it is nil (no data yet).
-func (b *blockedCall) try(e entry) (w *write, r result, reply []byte, empty bool, errReply []byte) {
+func (b *blockedCall) try(e redisRecord) (w *write, r result, reply []byte, empty bool, errReply []byte) {
 	b.a.arrival.turn(b.ticket)
-	w, err := b.a.startEntry(e)
+	w, err := b.a.startEntry(e.encode(), e.volatile)
 	b.a.arrival.release(b.ticket)
 	b.ticket = nil
 	if err != nil {
@@ -184,7 +184,7 @@ func (b *blockedCall) ordered() []byte {
 	var first uint64 // the first attempt's sequence number: names the waiter
 	propose := func(cancel bool) (*write, result, []byte, bool, []byte) {
 		at := &attempt{waiter: first, cancel: cancel, at: time.Now().UnixMilli(), md: md, args: b.args}
-		return b.try(entry{replies: n, after: after, block: at})
+		return b.try(redisRecord{replies: n, after: after, block: at})
 	}
 	// leave cancels the wait; the reply is what the client was served
 	// meanwhile, if anything.
@@ -224,7 +224,7 @@ func (b *blockedCall) ordered() []byte {
 				}
 				return end
 			}
-			served, waiting, changed := a.fsm.blocked.servedTo(id)
+			served, waiting, changed := a.redis.blocked.servedTo(id)
 			if served || time.Since(last) > waiterLease/2 || (!waiting && a.fsm.appliedIndex() >= r.index) {
 				break // collect the reply, renew the lease, or queue again
 			}

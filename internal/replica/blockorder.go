@@ -425,15 +425,15 @@ func (ws *blockQueues) mentioned(payload []byte) bool {
 // send to redis at once: an attempt goes alone, since its gate reads the
 // table the entries before it left, and an entry that names a waited key
 // ends the run, since the waiters are served right after it.
-func (ws *blockQueues) runLength(batch []queued) int {
-	if batch[0].entry.block != nil {
+func (ws *blockQueues) runLength(batch []applying) int {
+	if batch[0].rec.block != nil {
 		return 1
 	}
 	for i, q := range batch {
-		if q.entry.block != nil {
+		if q.rec.block != nil {
 			return i
 		}
-		if q.ok && ws.mentioned(q.entry.payload) {
+		if q.ok() && ws.mentioned(q.rec.payload) {
 			return i + 1
 		}
 	}
@@ -492,9 +492,9 @@ func (ws *blockQueues) serve(h head, raw []byte, index uint64) bool {
 // heading a queue, in one round trip, until a round serves nobody: as
 // redis, right after a command that pushed, serves the clients blocked on
 // what it pushed (a BLMOVE's push serves the next).
-func (f *fsm) serveWaiters(index uint64) error {
+func (b *redisBackend) serveWaiters(index uint64) error {
 	for {
-		hs := f.blocked.heads()
+		hs := b.blocked.heads()
 		if len(hs) == 0 {
 			return nil
 		}
@@ -502,12 +502,12 @@ func (f *fsm) serveWaiters(index uint64) error {
 		for _, h := range hs {
 			payload = append(payload, h.payload...)
 		}
-		if err := f.conn.send(payload); err != nil {
+		if err := b.conn.send(payload); err != nil {
 			return fmt.Errorf("serve blocked clients: %w", err)
 		}
 		raws := make([][]byte, len(hs))
 		for i, h := range hs {
-			raw, err := f.conn.replies(h.replies, h.after)
+			raw, err := b.conn.replies(h.replies, h.after)
 			if err != nil {
 				return fmt.Errorf("serve blocked clients: %w", err)
 			}
@@ -518,11 +518,11 @@ func (f *fsm) serveWaiters(index uint64) error {
 			raw := raws[i]
 			if h.group {
 				var err error
-				if raw, err = f.groupError(h, raw); err != nil {
+				if raw, err = b.groupError(h, raw); err != nil {
 					return fmt.Errorf("serve blocked clients: %w", err)
 				}
 			}
-			progress = f.blocked.serve(h, raw, index) || progress
+			progress = b.blocked.serve(h, raw, index) || progress
 		}
 		if !progress {
 			return nil
@@ -536,7 +536,7 @@ func (f *fsm) serveWaiters(index uint64) error {
 // and later runs still mean "after the call began". A stream that does
 // not exist yet has 0-0; a key of another type keeps "$" (XREAD answers
 // WRONGTYPE). The attempt is alone in its run: the connection is idle.
-func (f *fsm) lastIDs(at *attempt) error {
+func (b *redisBackend) lastIDs(at *attempt) error {
 	if at.waiter != 0 || at.cancel || !strings.EqualFold(string(at.args[0]), "XREAD") {
 		return nil
 	}
@@ -556,12 +556,12 @@ func (f *fsm) lastIDs(at *attempt) error {
 	if len(dollars) == 0 {
 		return nil
 	}
-	if err := f.conn.send(payload); err != nil {
+	if err := b.conn.send(payload); err != nil {
 		return fmt.Errorf("read XREAD's last IDs: %w", err)
 	}
 	args := slices.Clone(at.args)
 	for _, i := range dollars {
-		raw, err := f.conn.replies(n, after)
+		raw, err := b.conn.replies(n, after)
 		if err != nil {
 			return fmt.Errorf("read XREAD's last IDs: %w", err)
 		}
@@ -582,7 +582,7 @@ func (f *fsm) lastIDs(at *attempt) error {
 // stream under it changed: WRONGTYPE, or NOGROUP for a stream that no
 // longer exists, is "no longer exists"; NOGROUP for a stream whose group
 // went (XGROUP DESTROY, a RENAME over it) stays NOGROUP.
-func (f *fsm) groupError(h head, raw []byte) ([]byte, error) {
+func (b *redisBackend) groupError(h head, raw []byte) ([]byte, error) {
 	reply, _ := execElement(raw)
 	if bytes.HasPrefix(reply, []byte("-WRONGTYPE")) {
 		return unblockedStream, nil
@@ -593,10 +593,10 @@ func (f *fsm) groupError(h head, raw []byte) ([]byte, error) {
 		return raw, nil
 	}
 	p, n, after := h.w.md.frame(resp.AppendCommand(nil, []byte("EXISTS"), key), 1)
-	if err := f.conn.send(p); err != nil {
+	if err := b.conn.send(p); err != nil {
 		return nil, err
 	}
-	exists, err := f.conn.replies(n, after)
+	exists, err := b.conn.replies(n, after)
 	if err != nil {
 		return nil, err
 	}

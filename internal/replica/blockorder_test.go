@@ -18,8 +18,12 @@ func words(s string) [][]byte {
 
 func TestAttemptEntry(t *testing.T) {
 	at := &attempt{waiter: 9, cancel: true, at: 1700000000123, md: mode{proto: 3, db: 4}, args: words("BLPOP a b 0")}
-	got, err := decodeEntry(entry{proposer: "p#i", seq: 12, replies: 7, after: 2, block: at}.encode())
-	if err != nil || got.block == nil || got.seq != 12 || got.replies != 7 || got.after != 2 {
+	e, err := decodeEntry(entry{proposer: "p#i", seq: 12, data: redisRecord{replies: 7, after: 2, block: at}.encode()}.encode())
+	if err != nil || e.seq != 12 {
+		t.Fatalf("entry round trip: %+v, %v", e, err)
+	}
+	got, err := decodeRedisRecord(e.data)
+	if err != nil || got.block == nil || got.replies != 7 || got.after != 2 {
 		t.Fatalf("round trip: %+v, %v", got, err)
 	}
 	b := got.block

@@ -431,7 +431,7 @@ func (a *Agent) hello(st *clientState, args [][]byte) []byte {
 	}
 	// Any replica answers, as a read does: the local redis-server may be the
 	// one that limps or is gone, and clients send HELLO on every connect.
-	raw, err := a.read(st, mode{proto: proto}, resp.AppendCommand(nil, []byte("HELLO"), []byte(strconv.Itoa(proto))))
+	raw, err := a.redisRead(st, mode{proto: proto}, resp.AppendCommand(nil, []byte("HELLO"), []byte(strconv.Itoa(proto))), false)
 	if err != nil {
 		return resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
 	}

@@ -59,6 +59,9 @@ func (cl *cluster) add(cfg Config) *node {
 		cl.t.Fatal(err)
 	}
 	cfg.RedisAddr = srv.Addr
+	if cfg.Adapter != nil {
+		cfg.ServerAddr = srv.Addr
+	}
 	a, err := Start(cfg)
 	if err != nil {
 		srv.Close()

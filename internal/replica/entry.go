@@ -8,17 +8,16 @@ import (
 	"github.com/klauspost/compress/s2"
 )
 
-// entryVersion marks an entry whose client gets the last reply but after;
-// batchVersion one whose client gets every reply, in order (a pipelined
-// batch of one connection's commands), and which names its reads;
-// attemptVersion a blocking command's attempt, whose payload the applier
-// builds (blockorder.go).
-// compressedVersion wraps another entry's encoding, compressed.
+// entryVersion marks an entry of the core's format: the proposer, its
+// request number and floor, then the adapter's data (adapter.go).
+// compressedVersion wraps another entry's encoding, compressed. Versions 4
+// to 6 are the format from before the adapter seam, when the core knew
+// Redis: the same header, and after it what is now the Redis adapter's
+// record with its kind (those same numbers) in front; they decode as that.
 const (
-	entryVersion      = 4
-	batchVersion      = 5
-	attemptVersion    = 6
+	oldestVersion     = 4
 	compressedVersion = 7
+	entryVersion      = 8
 )
 
 // compressAbove is the size from which an entry is stored and sent
@@ -28,7 +27,7 @@ const (
 // write, whose latency is the point, is far below it and pays nothing.
 const compressAbove = 8 << 10
 
-// entry is one raft log entry: commands to send to every replica's redis.
+// entry is one raft log entry: a command for every replica's server.
 type entry struct {
 	// proposer is the raft address of the agent whose client waits for the
 	// reply; every replica sends it the reply it got. Empty: nobody waits.
@@ -38,25 +37,9 @@ type entry struct {
 	// reply when this entry was proposed: no entry of the proposer below it
 	// will ever be proposed again, so replicas forget those sequence numbers.
 	floor uint64
-	// replies is how many replies payload makes redis send; the client gets
-	// the last but after (EXEC's, for a transaction; the command's, when the
-	// payload ends by switching the connection back to RESP2 and database
-	// 0). Zero marks a no-op entry. In a batch, after is the frame: as many
-	// replies before the client's as after them.
-	replies, after int
-	// volatile marks a reply that differs between replicas though their
-	// data agree (PUBLISH counts the local server's subscribers): the
-	// digest leaves it out, and the proposer answers with its own replica's.
-	volatile bool
-	// batch: the client gets every reply, concatenated in order. reads are
-	// the positions (from 0) of the batch's replies that come from reads:
-	// they stay out of the digest, since a read may answer differently on
-	// each replica (TTL, RANDOMKEY) without the replicas diverging.
-	batch   bool
-	reads   []int
-	payload []byte // RESP commands, sent to redis as they are
-	// block, in a blocking command's attempt, stands for payload.
-	block *attempt
+	// data is the adapter's encoding of the command (Command.Data); empty
+	// marks a no-op entry, which only moves the applied index.
+	data []byte
 }
 
 func (e entry) encode() []byte {
@@ -74,36 +57,13 @@ func (e entry) encode() []byte {
 }
 
 func (e entry) encodePlain() []byte {
-	b := make([]byte, 0, 1+4*binary.MaxVarintLen64+len(e.proposer)+len(e.payload))
-	switch {
-	case e.block != nil:
-		b = append(b, attemptVersion)
-	case e.batch:
-		b = append(b, batchVersion)
-	default:
-		b = append(b, entryVersion)
-	}
+	b := make([]byte, 0, 1+3*binary.MaxVarintLen64+len(e.proposer)+len(e.data))
+	b = append(b, entryVersion)
 	b = binary.AppendUvarint(b, uint64(len(e.proposer)))
 	b = append(b, e.proposer...)
 	b = binary.AppendUvarint(b, e.seq)
 	b = binary.AppendUvarint(b, e.floor)
-	b = binary.AppendUvarint(b, uint64(e.replies))
-	b = binary.AppendUvarint(b, uint64(e.after))
-	if e.volatile {
-		b = append(b, 1)
-	} else {
-		b = append(b, 0)
-	}
-	if e.batch {
-		b = binary.AppendUvarint(b, uint64(len(e.reads)))
-		for _, r := range e.reads {
-			b = binary.AppendUvarint(b, uint64(r))
-		}
-	}
-	if e.block != nil {
-		return e.block.appendTo(b)
-	}
-	return append(b, e.payload...)
+	return append(b, e.data...)
 }
 
 // compressReplyAbove is the size from which a replica's reply to another
@@ -133,12 +93,12 @@ func decodeEntry(b []byte) (entry, error) {
 		}
 		b = plain
 	}
-	if len(b) == 0 || b[0] < entryVersion || b[0] > attemptVersion {
+	if len(b) == 0 || b[0] < oldestVersion || b[0] > entryVersion {
 		return entry{}, errors.New("log entry: unknown version")
 	}
 	var e entry
 	version := b[0]
-	e.batch, b = version == batchVersion, b[1:]
+	b = b[1:]
 	n, err := uvarint(&b)
 	if err != nil || n > uint64(len(b)) {
 		return entry{}, fmt.Errorf("log entry: bad proposer length")
@@ -150,38 +110,12 @@ func decodeEntry(b []byte) (entry, error) {
 	if e.floor, err = uvarint(&b); err != nil {
 		return entry{}, fmt.Errorf("log entry: bad floor")
 	}
-	r, err := uvarint(&b)
-	if err != nil || r > uint64(len(b)) {
-		return entry{}, fmt.Errorf("log entry: bad reply count")
-	}
-	a, err := uvarint(&b)
-	if err != nil || a >= max(r, 1) {
-		return entry{}, fmt.Errorf("log entry: bad count of replies after the client's")
-	}
-	if len(b) == 0 || b[0] > 1 {
-		return entry{}, fmt.Errorf("log entry: bad flags")
-	}
-	e.replies, e.after, e.volatile, b = int(r), int(a), b[0] == 1, b[1:]
-	if e.batch {
-		n, err := uvarint(&b)
-		if err != nil || n > r {
-			return entry{}, fmt.Errorf("log entry: bad read count")
-		}
-		for range n {
-			p, err := uvarint(&b)
-			if err != nil || p >= r {
-				return entry{}, fmt.Errorf("log entry: bad read position")
-			}
-			e.reads = append(e.reads, int(p))
-		}
-	}
-	if version == attemptVersion {
-		if e.block, err = decodeAttempt(&b); err != nil {
-			return entry{}, fmt.Errorf("log entry: %w", err)
-		}
+	if version < compressedVersion {
+		// The Redis record of the format before the seam: its kind was the version.
+		e.data = append([]byte{version}, b...)
 		return e, nil
 	}
-	e.payload = b
+	e.data = b
 	return e, nil
 }
 

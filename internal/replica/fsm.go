@@ -2,6 +2,7 @@ package replica
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -9,29 +10,27 @@ import (
 	"hash/fnv"
 	"io"
 	"log"
-	"strconv"
-	"strings"
+
 	"sync"
-	"sync/atomic"
+
 	"time"
 
-	"github.com/gait-dev/gait/internal/resp"
 	"github.com/hashicorp/raft"
 )
 
 const snapshotMagic = "GAITSNAP5"
 
-// applyQueueBytes bounds the committed payload bytes waiting for the local
-// redis-server. raft hands entries over without waiting for redis, so a slow
-// redis never stalls raft's own loop (and with it heartbeats and leadership
+// applyQueueBytes bounds the committed bytes waiting for the local
+// server. raft hands entries over without waiting for the server, so a slow
+// server never stalls raft's own loop (and with it heartbeats and leadership
 // transfer); past this bound the hand-over blocks, so the backlog stays bounded.
 const applyQueueBytes = 64 << 20
 
-// applied is one entry the local redis has run, as the proposer learns it.
+// applied is one entry the local server has run, as the proposer learns it.
 type applied struct {
 	entry  entry
 	index  uint64
-	raw    []byte // the last reply (EXEC's for a transaction)
+	raw    []byte // the client's reply (Result.Reply)
 	digest uint64 // chained digest of every reply up to this entry
 	// When raft handed the entry over as committed, and when the batch it
 	// was applied in went to redis: the write's stages, on this clock.
@@ -46,28 +45,22 @@ type applied struct {
 type queued struct {
 	index     uint64
 	entry     entry
-	ok        bool      // entry decoded and has replies to run
-	counted   bool      // a script whose commands this agent counts (scriptstats.go)
+	ok        bool      // entry decoded and has data to apply
 	committed time.Time // when raft handed it over
 	appended  time.Time // raft.Log.AppendedAt: when the leader took it into its log
 }
 
 // fsm is raft's state machine: it queues committed entries and one applier
-// goroutine runs them on the local redis-server in log order, in batches,
-// over one connection only it uses.
+// goroutine hands them to the adapter's Backend in log order, in batches,
+// skipping duplicates, and chains the replies into the digest.
 type fsm struct {
-	// conn is the applier's connection to redis, replaced when it
-	// re-attaches (under run and connMu; the applier reads it under run).
-	conn   *redisConn
-	connMu sync.Mutex
-	report func([]applied) // hands a batch's replies to their waiting proposers
-	logger *log.Logger
-	// observe, when set, learns how long each batch took on redis.
+	backend Backend
+	report  func([]applied) // hands a batch's replies to their waiting proposers
+	logger  *log.Logger
+	// observe, when set, learns how long each batch took on the server.
 	observe func(d time.Duration, entries int)
 	// onConfig, when set, runs when a configuration entry is committed.
 	onConfig func()
-	// scripts, when set, counts the commands of this agent's clients' scripts.
-	scripts *scriptCounting
 
 	qmu      sync.Mutex
 	qcond    *sync.Cond // signals queue changes, both ways
@@ -76,26 +69,20 @@ type fsm struct {
 	enqueued uint64 // last index handed over by raft
 	closed   bool
 
-	// run is held while the applier talks to redis, so a snapshot or a
-	// restore sees no half-applied batch. It guards sessions too.
+	// run is held while the applier talks to the server, so a snapshot or
+	// a restore sees no half-applied batch. It guards sessions too.
 	run      sync.Mutex
 	sessions *sessions
-	// blocked orders blocked clients; the applier changes it, in log order.
-	blocked *blockQueues
 
 	mu      sync.Mutex
-	applied uint64        // last log index whose effect redis holds
+	applied uint64        // last log index whose effect the server holds
 	digest  uint64        // chained digest of every reply up to applied
 	changed chan struct{} // closed and replaced whenever applied moves
-	failed  error         // set once redis failed mid-apply; applying stops until reattach
-
-	// busySince is when the batch now on redis was sent (Unix ns), 0 while
-	// none is: a long one is a script redis may be answering BUSY for.
-	busySince atomic.Int64
+	failed  error         // set once the server failed mid-apply; applying stops until reattach
 }
 
-func newFSM(conn *redisConn, report func([]applied), logger *log.Logger) *fsm {
-	f := &fsm{conn: conn, report: report, logger: logger, changed: make(chan struct{}), sessions: newSessions(), blocked: newBlockQueues()}
+func newFSM(backend Backend, report func([]applied), logger *log.Logger) *fsm {
+	f := &fsm{backend: backend, report: report, logger: logger, changed: make(chan struct{}), sessions: newSessions()}
 	f.qcond = sync.NewCond(&f.qmu)
 	return f
 }
@@ -122,7 +109,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 			f.qcond.Wait()
 		}
 		f.queue = append(f.queue, q)
-		f.qbytes += len(q.entry.payload)
+		f.qbytes += len(q.entry.data)
 		f.enqueued = l.Index
 	}
 	f.qcond.Broadcast()
@@ -138,7 +125,7 @@ func (f *fsm) toQueued(l *raft.Log, committed time.Time) queued {
 			// Every replica decodes the same bytes the same way, so skipping keeps them equal.
 			f.logger.Printf("log index %d: %v; skipped", l.Index, err)
 		}
-		q.entry, q.ok = e, err == nil && e.replies > 0
+		q.entry, q.ok = e, err == nil && len(e.data) > 0
 	}
 	return q
 }
@@ -170,137 +157,82 @@ func (f *fsm) runApplier() {
 	}
 }
 
-// applyBatch sends every payload of the batch to redis in one write and
-// reads the replies. A replica whose redis fails stops applying for good
-// rather than skip an entry and diverge silently.
+// applyBatch hands the batch's new entries, each first copy once, to the
+// backend, which applies them in one or more runs. A replica whose server
+// fails stops applying rather than skip an entry and diverge silently.
 func (f *fsm) applyBatch(batch []queued) {
-	for len(batch) > 0 {
-		n := f.countRun(batch[:f.blocked.runLength(batch)])
-		f.applyRun(batch[:n])
-		batch = batch[n:]
-	}
-}
-
-// applyRun applies entries that go to redis together (blockQueues.runLength).
-func (f *fsm) applyRun(batch []queued) {
 	if f.failure() != nil {
 		return
 	}
-	start := time.Now()
 	f.mu.Lock()
 	from := f.applied
 	f.mu.Unlock()
-	defer f.notifyApplied() // once per batch, not per entry
-	// The replies go out once per batch too: one message to each other
-	// proposer, not one per entry (reported also when the batch fails
-	// part way: those before the failure were applied).
+	var cmds []Committed
+	run := make([]bool, len(batch)) // entries to apply: new, decoded, first copies
+	for i, q := range batch {
+		if q.ok && q.index > from && f.sessions.admit(q.entry.proposer, q.entry.seq, q.entry.floor, q.index) {
+			run[i] = true
+			cmds = append(cmds, Committed{Index: q.index, Time: q.appended, Proposer: q.entry.proposer, Seq: q.entry.seq, Data: q.entry.data})
+		}
+	}
+	i := 0 // batch[:i] are accounted for
+	for len(cmds) > 0 {
+		start := time.Now()
+		results, err := f.backend.Apply(cmds)
+		if err == nil && len(results) == 0 {
+			err = errors.New("the adapter applied nothing")
+		}
+		f.account(batch, run, &i, from, results, start)
+		if err != nil {
+			f.fail(fmt.Errorf("apply log index %d: %w", cmds[len(results)].Index, err))
+			return
+		}
+		if f.observe != nil {
+			f.observe(time.Since(start), len(results))
+		}
+		cmds = cmds[len(results):]
+	}
+	f.account(batch, run, &i, from, nil, time.Time{})
+}
+
+// account moves the applied index past batch[*i:], entry by entry, up to
+// and including the entry of the last of results (with none: to the end),
+// folds each result into the digest, and reports the replies to their
+// proposers and the new index to its waiters. sent is when the results'
+// run went to the server.
+func (f *fsm) account(batch []queued, run []bool, i *int, from uint64, results []Result, sent time.Time) {
+	// The replies go out once per run, not once per entry: one message to
+	// each other proposer.
 	var reports []applied
+	first := *i
 	defer func() {
+		if *i > first {
+			f.notifyApplied()
+		}
 		if len(reports) > 0 {
 			f.report(reports)
 		}
 	}()
-	var payload []byte
-	n := 0
-	run := make([]bool, len(batch)) // entries to send to redis: new, decoded, first copies
-	var g gated                     // the attempt's, when batch[0] is one
-	for i, q := range batch {
-		if q.ok && q.index > from && f.sessions.admit(q.entry.proposer, q.entry.seq, q.entry.floor, q.index) {
-			run[i] = true
-			if q.entry.block != nil {
-				if err := f.lastIDs(q.entry.block); err != nil {
-					f.fail(fmt.Errorf("apply log index %d: %w", q.index, err))
-					return
-				}
-				if g = f.blocked.gate(q.entry.proposer, q.entry.seq, q.entry.block); g.skip {
-					continue
-				}
-				q.entry.payload = g.payload
-			}
-			if q.counted {
-				payload = appendCounted(payload, q.entry)
-			} else {
-				payload = append(payload, q.entry.payload...)
-			}
-			n++
-		}
-	}
-	if n > 0 {
-		f.busySince.Store(start.UnixNano())
-		defer f.busySince.Store(0)
-		if err := f.conn.send(payload); err != nil {
-			f.fail(fmt.Errorf("apply log index %d: %w", batch[0].index, err))
-			return
-		}
-	}
-	for i, q := range batch {
+	for ; *i < len(batch); *i++ {
+		q := batch[*i]
 		if q.index <= from {
 			continue // already in a restored snapshot
 		}
-		if !run[i] {
+		if !run[*i] {
 			f.setApplied(q.index, nil)
 			continue
 		}
-		var raw, digested []byte
-		var err error
-		serve := false // the waiters are served before the entry counts as applied
-		switch {
-		case q.entry.block == nil:
-			raw, digested, err = f.entryReplies(q, start)
-			f.blocked.touched(q.index, q.entry.payload)
-			serve = i == len(batch)-1 && f.blocked.mentioned(q.entry.payload)
-		case g.skip:
-			// Nothing ran: the digest stays as it was.
-			if raw = g.served; raw == nil {
-				raw = skippedReply
-			}
-			serve = f.blocked.settle(q.index, g, nil)
-		default:
-			raw, digested, err = f.entryReplies(q, start)
-			serve = f.blocked.settle(q.index, g, raw)
+		if len(results) == 0 {
+			break
 		}
-		if err == nil && serve {
-			err = f.serveWaiters(q.index)
-		}
-		if err != nil {
-			f.fail(fmt.Errorf("apply log index %d: %w", q.index, err))
-			return
-		}
-		d := f.setApplied(q.index, digested)
+		r := results[0]
+		results = results[1:]
+		d := f.setApplied(q.index, r.Digest)
 		if q.entry.proposer != "" {
-			reports = append(reports, applied{entry: q.entry, index: q.index, raw: raw, digest: d, committed: q.committed,
-				sent: start, appended: q.appended})
+			reports = append(reports, applied{entry: q.entry, index: q.index, raw: r.Reply, digest: d, committed: q.committed,
+				sent: sent, appended: q.appended})
 		}
 	}
-	if f.observe != nil && n > 0 {
-		f.observe(time.Since(start), n)
-	}
-}
-
-// busyFor is how long the batch now on redis has run (0 while none is).
-func (f *fsm) busyFor() time.Duration {
-	if t := f.busySince.Load(); t != 0 {
-		return time.Since(time.Unix(0, t))
-	}
-	return 0
-}
-
-// entryReplies reads an entry's replies: what its client gets, and what
-// goes into the digest. sent is when its run went to redis.
-func (f *fsm) entryReplies(q queued, sent time.Time) (raw, digested []byte, err error) {
-	e := q.entry
-	switch {
-	case e.batch:
-		return f.conn.batchReplies(e.replies, e.after, e.reads) // reads only: the digest stays as it was
-	case q.counted:
-		raw, err = f.countedReplies(e, sent)
-	default:
-		raw, err = f.conn.replies(e.replies, e.after)
-	}
-	if e.volatile {
-		return raw, []byte{}, err // the same on every replica
-	}
-	return raw, raw, err
 }
 
 // chain folds one reply into the running digest: replicas that applied the
@@ -403,100 +335,32 @@ func (f *fsm) drained(limit time.Duration) error {
 	return f.waitApplied(ctx, target)
 }
 
-// Snapshot copies every key of every database with DUMP and its absolute
-// expiry, plus the applied index, digest and sessions. raft calls it between two hand-overs; it waits
-// for the applier to catch up so the copy is the state at raft's index.
+// snapshotWait bounds how long a snapshot waits for the applier to catch up.
+const snapshotWait = 30 * time.Second
+
+// Snapshot holds the applied index, the digest and the sessions, then the
+// backend's copy of the server's state. raft calls it between two
+// hand-overs; it waits for the applier to catch up so the copy is the
+// state at raft's index.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	if err := f.drained(redisTimeout); err != nil {
+	if err := f.drained(snapshotWait); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	f.run.Lock()
 	defer f.run.Unlock()
-	defer f.conn.onlyReads()() // a paused server stays paused (redisConn.pause)
 	f.mu.Lock()
 	buf := binary.AppendUvarint([]byte(snapshotMagic), f.applied)
 	buf = binary.BigEndian.AppendUint64(buf, f.digest)
 	f.mu.Unlock()
-	buf = f.sessions.appendTo(buf)
-	buf = f.blocked.appendTo(buf)
-	dbs, err := f.databases()
-	if err != nil {
+	w := bytes.NewBuffer(f.sessions.appendTo(buf))
+	if err := f.backend.Snapshot(w); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	// The applier's connection is in database 0 between entries; it is
-	// again when this returns.
-	defer f.conn.command("SELECT", "0")
-	for _, db := range dbs {
-		if _, err := f.conn.command("SELECT", strconv.Itoa(db)); err != nil {
-			return nil, fmt.Errorf("snapshot: %w", err)
-		}
-		cursor := "0"
-		for {
-			v, err := f.conn.command("SCAN", cursor, "COUNT", "1000")
-			if err != nil {
-				return nil, fmt.Errorf("snapshot: %w", err)
-			}
-			if len(v.Arr) != 2 {
-				return nil, errors.New("snapshot: malformed SCAN reply")
-			}
-			if buf, err = f.dumpKeys(buf, db, v.Arr[1].Arr); err != nil {
-				return nil, err
-			}
-			if cursor = string(v.Arr[0].Str); cursor == "0" {
-				break
-			}
-		}
-	}
-	return &snapshot{data: buf}, nil
+	return &snapshot{data: w.Bytes()}, nil
 }
 
-// databases lists the databases that hold keys, from INFO keyspace
-// ("db3:keys=1,..." lines).
-func (f *fsm) databases() ([]int, error) {
-	v, err := f.conn.command("INFO", "keyspace")
-	if err != nil {
-		return nil, err
-	}
-	var dbs []int
-	for _, line := range strings.Split(string(v.Str), "\n") {
-		name, _, ok := strings.Cut(line, ":")
-		if n, err := strconv.Atoi(strings.TrimPrefix(name, "db")); ok && strings.HasPrefix(name, "db") && err == nil {
-			dbs = append(dbs, n)
-		}
-	}
-	return dbs, nil
-}
-
-func (f *fsm) dumpKeys(buf []byte, db int, keys []resp.Value) ([]byte, error) {
-	var payload []byte
-	for _, k := range keys {
-		payload = resp.AppendCommand(payload, []byte("PEXPIRETIME"), k.Str)
-		payload = resp.AppendCommand(payload, []byte("DUMP"), k.Str)
-	}
-	if err := f.conn.send(payload); err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
-	}
-	for _, k := range keys {
-		at, err1 := f.conn.value()
-		dump, err2 := f.conn.value()
-		if err := errors.Join(err1, err2); err != nil {
-			return nil, fmt.Errorf("snapshot: %w", err)
-		}
-		if dump.Null || dump.Kind != '$' { // expired between SCAN and DUMP
-			continue
-		}
-		buf = binary.AppendUvarint(buf, uint64(db))
-		buf = binary.AppendUvarint(buf, uint64(len(k.Str)))
-		buf = append(buf, k.Str...)
-		buf = binary.AppendVarint(buf, at.Num)
-		buf = binary.AppendUvarint(buf, uint64(len(dump.Str)))
-		buf = append(buf, dump.Str...)
-	}
-	return buf, nil
-}
-
-// Restore replaces redis's contents with a snapshot; queued entries the
-// snapshot already covers are skipped by the applier.
+// Restore replaces the server's state with a snapshot's; queued entries
+// the snapshot already covers are skipped by the applier.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.run.Lock()
 	defer f.run.Unlock()
@@ -523,35 +387,8 @@ func (f *fsm) restore(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("restore snapshot: %w", err)
 	}
-	if err := f.blocked.load(r); err != nil {
+	if err := f.backend.Restore(r); err != nil {
 		return fmt.Errorf("restore snapshot: %w", err)
-	}
-	if _, err := f.conn.command("FLUSHALL"); err != nil {
-		return fmt.Errorf("restore snapshot: %w", err)
-	}
-	db := 0
-	defer f.conn.command("SELECT", "0")
-	for {
-		kdb, key, at, dump, err := readRecord(r)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("restore snapshot: %w", err)
-		}
-		if kdb != db {
-			if _, err := f.conn.command("SELECT", strconv.Itoa(kdb)); err != nil {
-				return fmt.Errorf("restore snapshot: %w", err)
-			}
-			db = kdb
-		}
-		ttl := "0"
-		if at > 0 {
-			ttl = strconv.FormatInt(at, 10)
-		}
-		if _, err := f.conn.command("RESTORE", key, ttl, dump, "ABSTTL", "REPLACE"); err != nil {
-			return fmt.Errorf("restore snapshot key %q: %w", key, err)
-		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -559,42 +396,6 @@ func (f *fsm) restore(rc io.ReadCloser) error {
 	close(f.changed)
 	f.changed = make(chan struct{})
 	return nil
-}
-
-// readRecord reads one key: its database, name, absolute expiry (0: none) and DUMP.
-func readRecord(r *bufio.Reader) (db int, key string, at int64, dump string, err error) {
-	d, err := binary.ReadUvarint(r)
-	if err != nil {
-		return 0, "", 0, "", err // io.EOF here is the clean end
-	}
-	if d >= databases {
-		return 0, "", 0, "", fmt.Errorf("database %d out of range", d)
-	}
-	n, err := binary.ReadUvarint(r)
-	if err != nil {
-		return 0, "", 0, "", noEOF(err)
-	}
-	k, err := readN(r, n)
-	if err != nil {
-		return 0, "", 0, "", err
-	}
-	if at, err = binary.ReadVarint(r); err != nil {
-		return 0, "", 0, "", noEOF(err)
-	}
-	if n, err = binary.ReadUvarint(r); err != nil {
-		return 0, "", 0, "", noEOF(err)
-	}
-	dump, err = readN(r, n)
-	return int(d), k, at, dump, err
-}
-
-func readN(r *bufio.Reader, n uint64) (string, error) {
-	if n > 1<<32 {
-		return "", errors.New("record length out of range")
-	}
-	b := make([]byte, n)
-	_, err := io.ReadFull(r, b)
-	return string(b), noEOF(err)
 }
 
 func noEOF(err error) error {
@@ -616,21 +417,21 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 
 func (s *snapshot) Release() {}
 
-// reattach brings a replica whose redis-server failed back: on conn, a
-// connection to the redis-server now at its address (restarted, empty or
-// not), it rebuilds the state at raft's last handed-over index from the
-// newest local snapshot (none: from empty) and the log after it, then
-// applies again. raft keeps every entry after its newest snapshot, so the
-// log holds what the snapshot lacks. The applier waits meanwhile; entries
-// it dropped while failed are replayed here.
-func (f *fsm) reattach(conn *redisConn, snaps raft.SnapshotStore, logs raft.LogStore) error {
+// reattach brings a replica whose server failed back, once the backend
+// answers again (Backend.Alive: restarted, empty or not): it rebuilds the
+// state at raft's last handed-over index from the newest local snapshot
+// (none: from empty) and the log after it, then applies again. raft keeps
+// every entry after its newest snapshot, so the log holds what the
+// snapshot lacks. The applier waits meanwhile; entries it dropped while
+// failed are replayed here.
+func (f *fsm) reattach(snaps raft.SnapshotStore, logs raft.LogStore) error {
 	f.run.Lock()
 	defer f.run.Unlock()
-	f.connMu.Lock()
-	old := f.conn
-	f.conn = conn
-	f.connMu.Unlock()
-	old.close()
+	ctx, cancel := context.WithTimeout(context.Background(), snapshotWait)
+	defer cancel()
+	if err := f.backend.Alive(ctx); err != nil {
+		return err
+	}
 	metas, err := snaps.List()
 	if err != nil {
 		return fmt.Errorf("reattach: list snapshots: %w", err)
@@ -644,13 +445,12 @@ func (f *fsm) reattach(conn *redisConn, snaps raft.SnapshotStore, logs raft.LogS
 			return fmt.Errorf("reattach: %w", err)
 		}
 	} else {
-		if _, err := f.conn.command("FLUSHALL"); err != nil {
+		if err := f.backend.Reset(); err != nil {
 			return fmt.Errorf("reattach: %w", err)
 		}
 		f.mu.Lock()
 		f.applied, f.digest, f.sessions = 0, 0, newSessions()
 		f.mu.Unlock()
-		f.blocked.reset()
 	}
 	f.qmu.Lock()
 	target := f.enqueued
@@ -677,13 +477,6 @@ func (f *fsm) reattach(conn *redisConn, snaps raft.SnapshotStore, logs raft.LogS
 			}
 		}
 	}
-	f.logger.Printf("replica applying again: redis rebuilt to log index %d (snapshot at %d) after: %v", target, from, failed)
+	f.logger.Printf("replica applying again: server rebuilt to log index %d (snapshot at %d) after: %v", target, from, failed)
 	return nil
-}
-
-// closeConn closes the applier's connection, unblocking it.
-func (f *fsm) closeConn() {
-	f.connMu.Lock()
-	defer f.connMu.Unlock()
-	f.conn.close()
 }

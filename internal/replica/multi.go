@@ -42,7 +42,7 @@ func (a *Agent) probeQueued(args [][]byte) string {
 // script, as redis answers it: the transaction is discarded. "" when it does
 // not.
 func (a *Agent) execBusy() string {
-	if a.fsm.busyFor() <= busyCheck {
+	if a.redis.busyFor() <= busyCheck {
 		return ""
 	}
 	raw, err := a.reads.do(defaultMode, resp.AppendCommand(nil, []byte("PING")))
@@ -72,7 +72,7 @@ func readOnly(queued [][][]byte) bool {
 // commands, so they see one state, as EXEC's do. The client gets EXEC's
 // array of their replies.
 func (a *Agent) readTransaction(st *clientState, queued [][][]byte) slot {
-	e := entry{batch: true, replies: len(queued)}
+	e := redisRecord{batch: true, replies: len(queued)}
 	for i, q := range queued {
 		e.payload = resp.AppendCommand(e.payload, q...)
 		e.reads = append(e.reads, i)

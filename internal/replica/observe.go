@@ -566,9 +566,9 @@ func (a *Agent) followSlowlogConfig() {
 		args := [][]byte{[]byte("CONFIG"), []byte("SET")}
 		for i, e := range v.Arr {
 			args = append(args, e.Str)
-			if string(e.Str) == "busy-reply-threshold" && i+1 < len(v.Arr) && a.fsm.scripts != nil {
+			if string(e.Str) == "busy-reply-threshold" && i+1 < len(v.Arr) && a.redis.scripts != nil {
 				if ms, err := strconv.ParseInt(string(v.Arr[i+1].Str), 10, 64); err == nil {
-					a.fsm.scripts.busyReply.Store(ms)
+					a.redis.scripts.busyReply.Store(ms)
 				}
 			}
 		}

@@ -111,7 +111,7 @@ func (a *Agent) pauseServer(cmd []byte) {
 	if f.failure() != nil {
 		return // the pause is brought in line when redis is back (watchRedis)
 	}
-	if _, _, err := f.conn.do(cmd, 1); err != nil {
+	if _, _, err := a.redis.conn.do(cmd, 1); err != nil {
 		f.fail(fmt.Errorf("pause the local redis-server: %w", err))
 	}
 }

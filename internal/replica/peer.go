@@ -307,16 +307,11 @@ func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
 			}()
 		case "READ":
 			index, _ := strconv.ParseUint(string(arg(msg, 2)), 10, 64)
-			payload := arg(msg, 3)
-			md := defaultMode
-			if p, err := strconv.Atoi(string(arg(msg, 4))); err == nil && p == 3 {
-				md.proto = 3
-			}
-			md.db, _ = strconv.Atoi(string(arg(msg, 5)))
+			data := arg(msg, 3)
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), a.cfg.WriteTimeout)
 				defer cancel()
-				raw, err := a.localRead(ctx, md, payload, index)
+				raw, err := a.localRead(ctx, data, index)
 				if err != nil {
 					fail(id, err)
 					return

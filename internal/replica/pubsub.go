@@ -92,7 +92,7 @@ func (a *Agent) subscribeSlot(st *clientState, args [][]byte) slot {
 func (a *Agent) catchUpToSubscribe(st *clientState) error {
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.RequestTimeout)
 	defer cancel()
-	index, err := a.minIndex(ctx, st)
+	index, err := a.minIndex(ctx, st.lastIndex.Load())
 	if err == nil {
 		err = a.fsm.waitApplied(ctx, index)
 	}

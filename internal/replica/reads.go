@@ -125,8 +125,9 @@ func (a *Agent) leaseIndex() (index uint64, now time.Time, ok bool) {
 }
 
 // minIndex is the log index a replica must have applied to answer a read
-// of this connection in the deployment's read mode.
-func (a *Agent) minIndex(ctx context.Context, st *clientState) (uint64, error) {
+// in the deployment's read mode, of a connection whose acknowledged writes
+// go up to own.
+func (a *Agent) minIndex(ctx context.Context, own uint64) (uint64, error) {
 	switch a.cfg.Read {
 	case Linearizable:
 		if index, _, ok := a.leaseIndex(); ok {
@@ -134,7 +135,7 @@ func (a *Agent) minIndex(ctx context.Context, st *clientState) (uint64, error) {
 		}
 		return a.indexes.get(ctx)
 	case Session:
-		return st.lastIndex.Load(), nil
+		return own, nil
 	}
 	return 0, nil
 }
@@ -184,11 +185,7 @@ func (a *Agent) fastRead(st *clientState, payload []byte, pinned bool) (slot, bo
 			a.m.read.Observe(time.Since(start).Seconds())
 			return call.raw
 		}
-		read := a.read
-		if pinned {
-			read = a.readHere
-		}
-		raw, err := read(st, md, payload)
+		raw, err := a.redisRead(st, md, payload, pinned)
 		if err != nil {
 			return resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
 		}
@@ -240,18 +237,20 @@ func closed(ch chan struct{}) bool {
 // more: a tenth of the limping threshold.
 func (a *Agent) hedgeAfter() time.Duration { return max(a.cfg.LimpFloor/10, time.Millisecond) }
 
-// read answers a read: from the first of Fanout replicas that has applied
-// the read's index. A replica that fails, or is slower than hedgeAfter, is
-// replaced by one not yet tried, never the one that just limped.
-func (a *Agent) read(st *clientState, md mode, payload []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.WriteTimeout)
+// read answers a read (Backend.Read's data) of a connection whose
+// acknowledged writes go up to own: from the first of Fanout replicas that
+// has applied the read's index. A replica that fails, or is slower than
+// hedgeAfter, is replaced by one not yet tried, never the one that just
+// limped.
+func (a *Agent) read(ctx context.Context, own uint64, data []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.WriteTimeout)
 	defer cancel()
 	start := time.Now()
-	index, err := a.minIndex(ctx, st)
+	index, err := a.minIndex(ctx, own)
 	if err != nil {
 		return nil, err
 	}
-	f := &fanout{a: a, ctx: ctx, md: md, payload: payload, index: index, tried: map[string]bool{},
+	f := &fanout{a: a, ctx: ctx, data: data, index: index, tried: map[string]bool{},
 		answers: make(chan result, a.health.size()+1), sentAt: map[string]time.Time{}}
 	raw, err := f.run()
 	if err == nil {
@@ -264,8 +263,7 @@ func (a *Agent) read(st *clientState, md mode, payload []byte) ([]byte, error) {
 type fanout struct {
 	a       *Agent
 	ctx     context.Context
-	md      mode
-	payload []byte
+	data    []byte // the read, as the backend takes it
 	index   uint64
 	tried   map[string]bool
 	sentAt  map[string]time.Time // replicas asked and not yet answered
@@ -328,7 +326,7 @@ func (f *fanout) launch(t limp.Target) {
 	f.sentAt[t.ID] = time.Now()
 	if t.Local {
 		go func() {
-			raw, err := a.localRead(f.ctx, f.md, f.payload, f.index)
+			raw, err := a.localRead(f.ctx, f.data, f.index)
 			select {
 			case f.answers <- result{raw: raw, err: err, from: t.ID}:
 			default: // a member that joined mid-read filled the room; the read has other answers
@@ -347,31 +345,31 @@ func (f *fanout) launch(t limp.Target) {
 		}
 	})
 	msg := resp.AppendCommand(nil, []byte("READ"), strconv.AppendUint(nil, id, 10),
-		strconv.AppendUint(nil, f.index, 10), f.payload, strconv.AppendInt(nil, int64(f.md.proto), 10),
-		strconv.AppendInt(nil, int64(f.md.db), 10))
+		strconv.AppendUint(nil, f.index, 10), f.data)
 	a.peer(t.Addr).send(peerMsg{data: msg, id: id})
 }
 
-// localRead answers from the local redis once it has applied index.
 // readHere answers a read from this replica's own server only, at the index
 // the read mode asks: a SCAN cursor means something only to the server that
 // returned it (each server hashes with a seed of its own).
-func (a *Agent) readHere(st *clientState, md mode, payload []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.WriteTimeout)
+func (a *Agent) readHere(ctx context.Context, own uint64, data []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.WriteTimeout)
 	defer cancel()
-	index, err := a.minIndex(ctx, st)
+	index, err := a.minIndex(ctx, own)
 	if err != nil {
 		return nil, err
 	}
-	return a.localRead(ctx, md, payload, index)
+	return a.localRead(ctx, data, index)
 }
 
-func (a *Agent) localRead(ctx context.Context, md mode, payload []byte, index uint64) ([]byte, error) {
+// localRead answers a read (Backend.Read's data) from the local server
+// once it has applied index.
+func (a *Agent) localRead(ctx context.Context, data []byte, index uint64) ([]byte, error) {
 	if a.health.selfQuarantined() {
 		return nil, errors.New("replica quarantined")
 	}
 	if err := a.fsm.waitApplied(ctx, index); err != nil {
 		return nil, err
 	}
-	return a.reads.do(md, payload)
+	return a.fsm.backend.Read(ctx, data)
 }

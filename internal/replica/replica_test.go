@@ -473,8 +473,8 @@ func TestSnapshotCatchUp(t *testing.T) {
 	// before the snapshot, once after it. Every replica, the one restored
 	// from the snapshot included, must apply it once.
 	leader := cl.waitLeader().agent
-	resent := entry{proposer: leader.RaftAddr() + "#earlier-run", seq: 5, floor: 5, replies: 1,
-		payload: resp.AppendCommand(nil, []byte("INCR"), []byte("resent"))}.encode()
+	resent := entry{proposer: leader.RaftAddr() + "#earlier-run", seq: 5, floor: 5,
+		data: redisRecord{replies: 1, payload: resp.AppendCommand(nil, []byte("INCR"), []byte("resent"))}.encode()}.encode()
 	if err := leader.raft.Apply(resent, 5*time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func (a *Agent) pingSlot(st *clientState, args [][]byte) slot {
 	if len(args) == 2 {
 		pong = resp.AppendBulk(nil, args[1])
 	}
-	if a.fsm.busyFor() <= busyCheck {
+	if a.redis.busyFor() <= busyCheck {
 		return slot{reply: pong}
 	}
 	after := st.lastWriteDone
@@ -89,7 +89,7 @@ func (a *Agent) pingSlot(st *clientState, args [][]byte) slot {
 		ctx, cancel := context.WithTimeout(context.Background(), a.cfg.WriteTimeout)
 		a.fsm.waitApplied(ctx, st.lastIndex.Load())
 		cancel()
-		if a.fsm.busyFor() <= busyCheck {
+		if a.redis.busyFor() <= busyCheck {
 			return pong
 		}
 		raw, err := a.reads.do(defaultMode, resp.AppendCommand(nil, args...))

@@ -63,12 +63,12 @@ type scriptCounting struct {
 // countRun is how many entries from the start of run go to redis together
 // when this agent counts scripts: a counted script goes alone (marked
 // counted), and ends the run before it.
-func (f *fsm) countRun(run []queued) int {
-	if f.scripts == nil {
+func (b *redisBackend) countRun(run []applying) int {
+	if b.scripts == nil {
 		return len(run)
 	}
 	for i, q := range run {
-		if f.countable(q.entry) {
+		if q.ok() && b.countable(q.Proposer, q.rec) {
 			if i == 0 {
 				run[0].counted = true
 				return 1
@@ -79,12 +79,12 @@ func (f *fsm) countRun(run []queued) int {
 	return len(run)
 }
 
-// countable says whether e is a script this agent's client sent (EVAL,
+// countable says whether e, proposed by proposer, is a script this agent's client sent (EVAL,
 // EVALSHA, FCALL and their _RO forms; not a script gait made of another
 // command, nor one inside a transaction or a pipelined batch), small
 // enough to count.
-func (f *fsm) countable(e entry) bool {
-	if e.batch || e.block != nil || !strings.HasSuffix(e.proposer, f.scripts.self) || len(e.payload)+2*len(infoStats) > countedMax {
+func (b *redisBackend) countable(proposer string, e redisRecord) bool {
+	if e.batch || e.block != nil || !strings.HasSuffix(proposer, b.scripts.self) || len(e.payload)+2*len(infoStats) > countedMax {
 		return false
 	}
 	start, end, ok := commandAt(e.payload, e.replies-1-e.after)
@@ -140,7 +140,7 @@ func commandAt(payload []byte, i int) (start, end int, ok bool) {
 
 // appendCounted appends e's payload with INFO commandstats right before and
 // right after its script command.
-func appendCounted(dst []byte, e entry) []byte {
+func appendCounted(dst []byte, e redisRecord) []byte {
 	start, end, _ := commandAt(e.payload, e.replies-1-e.after)
 	dst = append(append(dst, e.payload[:start]...), infoStats...)
 	dst = append(append(dst, e.payload[start:end]...), infoStats...)
@@ -150,11 +150,12 @@ func appendCounted(dst []byte, e entry) []byte {
 // countedReplies reads the replies of a counted script's entry (two more
 // than its own: the INFOs around the script), adds what the script called
 // to the agent's counts, and returns the client's reply.
-func (f *fsm) countedReplies(e entry, sent time.Time) ([]byte, error) {
+func (b *redisBackend) countedReplies(q applying, sent time.Time) ([]byte, error) {
+	e := q.rec
 	at := e.replies - 1 - e.after // the INFO before the script
 	var before, raw []byte
 	for i := range e.replies + 2 {
-		r, err := f.conn.reply()
+		r, err := b.conn.reply()
 		if err != nil {
 			return nil, err
 		}
@@ -164,8 +165,8 @@ func (f *fsm) countedReplies(e entry, sent time.Time) ([]byte, error) {
 		case at + 1:
 			raw = bytes.Clone(r)
 		case at + 2:
-			if time.Since(sent) < time.Duration(f.scripts.busyReply.Load())*time.Millisecond {
-				f.scripts.add(scriptCalls(before, r, e))
+			if time.Since(sent) < time.Duration(b.scripts.busyReply.Load())*time.Millisecond {
+				b.scripts.add(scriptCalls(before, r, e))
 			}
 		}
 	}
@@ -174,7 +175,7 @@ func (f *fsm) countedReplies(e entry, sent time.Time) ([]byte, error) {
 
 // scriptCalls is what the script between two INFO commandstats replies
 // called: their difference, less the first INFO and the script command.
-func scriptCalls(before, after []byte, e entry) map[string]callCounts {
+func scriptCalls(before, after []byte, e redisRecord) map[string]callCounts {
 	b, a := parseCommandStats(before), parseCommandStats(after)
 	start, end, _ := commandAt(e.payload, e.replies-1-e.after)
 	name, _ := bulkAfter(e.payload[start:end], bytes.IndexByte(e.payload[start:end], '\n')+1)

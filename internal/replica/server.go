@@ -61,6 +61,10 @@ func (a *Agent) serveClients() {
 		if tc, ok := c.(*net.TCPConn); ok {
 			tc.SetReadBuffer(clientReadBuffer) // a failure leaves the kernel's default
 		}
+		if a.cfg.Adapter != nil {
+			a.serveAdapter(c)
+			continue
+		}
 		c = rawIO(c)
 		st := a.newClientState(c)
 		// Watched while it is young (arrivals).
@@ -210,7 +214,7 @@ const (
 // the batch (nil if none), and an error reading the connection (after the
 // batch's slot).
 func (a *Agent) pipelined(st *clientState, rd *resp.Reader, sc *stallConn, args [][]byte) (slot, [][]byte, error) {
-	e := entry{batch: true}
+	e := redisRecord{batch: true}
 	// add encodes a command into the batch if it may join it.
 	add := func(args [][]byte) bool {
 		payload, read, ok := a.batchable(st, args, e.payload)
@@ -507,12 +511,12 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 		if sp.Rewrite != nil {
 			args = sp.Rewrite(args, time.Now())
 		}
-		return a.write(st, entry{replies: 1, payload: resp.AppendCommand(nil, args...), volatile: sp.Volatile})
+		return a.write(st, redisRecord{replies: 1, payload: resp.AppendCommand(nil, args...), volatile: sp.Volatile})
 	case rediscmd.Read:
-		if readScripts[name] && a.fsm.scripts != nil {
+		if readScripts[name] && a.redis.scripts != nil {
 			// Through the log, as a write whose reply is this replica's, so
 			// this agent sees what the script calls (scriptstats.go).
-			return a.write(st, entry{replies: 1, payload: resp.AppendCommand(nil, args...), volatile: true})
+			return a.write(st, redisRecord{replies: 1, payload: resp.AppendCommand(nil, args...), volatile: true})
 		}
 		return a.readSlot(st, resp.AppendCommand(nil, args...), sp.Pinned)
 	case rediscmd.Local:
@@ -662,21 +666,18 @@ func (a *Agent) exec(st *clientState) slot {
 		payload = resp.AppendCommand(payload, q...)
 	}
 	payload = resp.AppendCommand(payload, []byte("EXEC"))
-	return a.runOwn(a.execAbortCause(a.write(st, entry{replies: extra + len(queued) + 2, payload: payload, volatile: volatile}), queued), own)
+	return a.runOwn(a.execAbortCause(a.write(st, redisRecord{replies: extra + len(queued) + 2, payload: payload, volatile: volatile}), queued), own)
 }
 
 // write proposes e (its commands) for the connection, in the connection's
 // mode, and returns the slot its reply goes into.
-func (a *Agent) write(st *clientState, e entry) slot {
+func (a *Agent) write(st *clientState, e redisRecord) slot {
 	if st.lastRead != nil {
 		<-st.lastRead
 	}
 	// A batch's frame is as many commands before as after.
 	e.payload, e.replies, e.after = st.mode().frame(e.payload, e.replies)
-	t := a.arrival.take(st.stamped, false, a.arrival.waitedOn(e.payload) || a.fsm.blocked.mentioned(e.payload), st.arrivedAt())
-	a.arrival.turn(t)
-	w, err := a.startEntry(e)
-	a.arrival.release(t)
+	w, err := a.proposeArrived(st.stamped, e.encode(), e.volatile, a.arrival.waitedOn(e.payload) || a.redis.blocked.mentioned(e.payload))
 	if err != nil {
 		return slot{reply: resp.Error("TRYAGAIN gait replica: " + err.Error())}
 	}
@@ -711,15 +712,20 @@ func (a *Agent) readSlot(st *clientState, payload []byte, pinned bool) slot {
 			<-after
 		}
 		var err error
-		read := a.read
-		if pinned {
-			read = a.readHere
-		}
-		if raw, err = read(st, md, payload); err != nil {
+		if raw, err = a.redisRead(st, md, payload, pinned); err != nil {
 			raw = resp.Error("ERR gait replica: " + strings.TrimSpace(err.Error()))
 		}
 	}()
 	return slot{fill: func() []byte { <-done; return raw }}
+}
+
+// redisRead serves a read of st's in mode md: pinned, from the local
+// redis-server only.
+func (a *Agent) redisRead(st *clientState, md mode, payload []byte, pinned bool) ([]byte, error) {
+	if pinned {
+		return a.readHere(context.Background(), st.lastIndex.Load(), encodeRead(md, payload))
+	}
+	return a.read(context.Background(), st.lastIndex.Load(), encodeRead(md, payload))
 }
 
 // ownWritesFirst has a command about the local redis-server wait until that

@@ -18,16 +18,26 @@ import (
 )
 
 func TestEntry(t *testing.T) {
-	e := entry{proposer: "127.0.0.1:1#ab", seq: 1 << 40, replies: 3, payload: []byte("*1\r\n$4\r\nPING\r\n")}
+	r := redisRecord{replies: 3, payload: []byte("*1\r\n$4\r\nPING\r\n")}
+	e := entry{proposer: "127.0.0.1:1#ab", seq: 1 << 40, floor: 7, data: r.encode()}
 	got, err := decodeEntry(e.encode())
-	if err != nil || got.proposer != e.proposer || got.seq != e.seq || got.replies != 3 || !bytes.Equal(got.payload, e.payload) {
+	if err != nil || got.proposer != e.proposer || got.seq != e.seq || got.floor != 7 || !bytes.Equal(got.data, e.data) {
 		t.Fatalf("round trip: %+v, %v", got, err)
 	}
-	if got, err := decodeEntry(entry{}.encode()); err != nil || got.replies != 0 {
+	if rec, err := decodeRedisRecord(got.data); err != nil || rec.replies != 3 || !bytes.Equal(rec.payload, r.payload) {
+		t.Fatalf("record round trip: %+v, %v", rec, err)
+	}
+	if got, err := decodeEntry(entry{}.encode()); err != nil || len(got.data) != 0 {
 		t.Errorf("no-op entry: %+v, %v", got, err)
 	}
-	b := entry{proposer: "p#i", seq: 7, replies: 4, batch: true, reads: []int{1, 3}, payload: []byte("x")}
-	if got, err := decodeEntry(b.encode()); err != nil || !got.batch || len(got.reads) != 2 || got.reads[1] != 3 || string(got.payload) != "x" {
+	// An entry of the format before the adapter seam (version 4: the
+	// header, then the record without its kind) decodes as the same record.
+	old := append([]byte{commandRecord, 3, 'p', '#', 'i', 9, 2}, r.encode()[1:]...)
+	if got, err := decodeEntry(old); err != nil || got.proposer != "p#i" || got.seq != 9 || got.floor != 2 || !bytes.Equal(got.data, r.encode()) {
+		t.Errorf("entry of the old format: %+v, %v", got, err)
+	}
+	b := redisRecord{replies: 4, batch: true, reads: []int{1, 3}, payload: []byte("x")}
+	if got, err := decodeRedisRecord(b.encode()); err != nil || !got.batch || len(got.reads) != 2 || got.reads[1] != 3 || string(got.payload) != "x" {
 		t.Errorf("batch round trip: %+v, %v", got, err)
 	}
 	// A pipelined batch of a thousand SETs is stored compressed, a random
@@ -39,14 +49,18 @@ func TestEntry(t *testing.T) {
 	random := make([]byte, len(sets))
 	rand.NewChaCha8([32]byte{1}).Read(random)
 	for _, p := range [][]byte{sets, random} {
-		e := entry{proposer: "p#i", seq: 8, replies: 1000, batch: true, reads: []int{999}, payload: p}
-		enc := e.encode()
+		r := redisRecord{replies: 1000, batch: true, reads: []int{999}, payload: p}
+		enc := entry{proposer: "p#i", seq: 8, data: r.encode()}.encode()
 		compressed := enc[0] == compressedVersion
 		if compressed != bytes.Equal(p, sets) || compressed && len(enc) > len(p)/3 {
 			t.Errorf("entry of %d bytes encoded in %d, compressed %v", len(p), len(enc), compressed)
 		}
-		if got, err := decodeEntry(enc); err != nil || !got.batch || got.replies != 1000 || got.reads[0] != 999 || !bytes.Equal(got.payload, p) {
-			t.Errorf("large batch round trip: %d bytes, %v", len(got.payload), err)
+		got, err := decodeEntry(enc)
+		if err != nil {
+			t.Fatalf("large batch: %v", err)
+		}
+		if rec, err := decodeRedisRecord(got.data); err != nil || !rec.batch || rec.replies != 1000 || rec.reads[0] != 999 || !bytes.Equal(rec.payload, p) {
+			t.Errorf("large batch round trip: %d bytes, %v", len(rec.payload), err)
 		}
 	}
 	// A batch's replies to another agent go compressed, a short one as it is.
@@ -62,6 +76,11 @@ func TestEntry(t *testing.T) {
 	for _, bad := range [][]byte{nil, {9}, {1, 200}, {1, 5, 'a'}, {1, 0, 1, 9}, {3, 0, 1, 0, 2, 3}, {3, 0, 1, 0, 2, 1, 2}, {compressedVersion, 1, 2, 3}} {
 		if _, err := decodeEntry(bad); err == nil {
 			t.Errorf("%v: no error", bad)
+		}
+	}
+	for _, bad := range [][]byte{nil, {9}, {commandRecord, 200}, {commandRecord, 1, 1, 0}, {commandRecord, 1, 0, 2}, {batchRecord, 2, 0, 0, 3}, {batchRecord, 2, 0, 0, 1, 2}} {
+		if _, err := decodeRedisRecord(bad); err == nil {
+			t.Errorf("record %v: no error", bad)
 		}
 	}
 }
@@ -94,13 +113,17 @@ func FuzzRequest(f *testing.F) {
 	})
 }
 
-// FuzzEntry checks that decoding any bytes as a log entry fails cleanly.
+// FuzzEntry checks that decoding any bytes as a log entry, and its data as
+// a Redis record, fails cleanly.
 func FuzzEntry(f *testing.F) {
-	f.Add(entry{proposer: "a#b", seq: 3, replies: 1, payload: []byte("x")}.encode())
+	f.Add(entry{proposer: "a#b", seq: 3, data: redisRecord{replies: 1, payload: []byte("x")}.encode()}.encode())
 	f.Fuzz(func(t *testing.T, in []byte) {
 		e, err := decodeEntry(in)
-		if err == nil && e.replies > len(in) {
-			t.Fatalf("reply count %d from %d bytes", e.replies, len(in))
+		if err != nil {
+			return
+		}
+		if r, err := decodeRedisRecord(e.data); err == nil && r.replies > len(in) {
+			t.Fatalf("reply count %d from %d bytes", r.replies, len(in))
 		}
 	})
 }

@@ -51,7 +51,7 @@ func (a *Agent) watch(st *clientState, args [][]byte) []byte {
 		<-st.lastWriteDone // the connection's own writes come before
 	}
 	for _, k := range args[1:] {
-		raw, err := a.read(st, st.mode(), resp.AppendCommand(nil, []byte("EVAL_RO"), []byte(watchRead), []byte("1"), k))
+		raw, err := a.redisRead(st, st.mode(), resp.AppendCommand(nil, []byte("EVAL_RO"), []byte(watchRead), []byte("1"), k), false)
 		if err != nil {
 			return resp.Error("ERR gait replica: " + err.Error())
 		}

@@ -42,10 +42,10 @@ type write struct {
 // proposed to the same leader again; a new leader gets it at once.
 const retryPause = 200 * time.Millisecond
 
-// startEntry proposes e, its proposer, sequence number and floor filled
-// in, and returns the write, whose first channel gets the first replica's
-// reply.
-func (a *Agent) startEntry(e entry) (*write, error) {
+// startEntry proposes an entry of the adapter's data, its proposer,
+// sequence number and floor filled in, and returns the write, whose first
+// channel gets the first replica's reply (its own, when volatile).
+func (a *Agent) startEntry(data []byte, volatile bool) (*write, error) {
 	leader := a.leaderAddr()
 	if leader == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*a.cfg.HeartbeatTimeout+time.Second)
@@ -61,8 +61,8 @@ func (a *Agent) startEntry(e entry) (*write, error) {
 	a.seq++
 	w.id = a.seq
 	a.writes[w.id] = w
-	e.proposer, e.seq, e.floor = a.raftAddr+"#"+a.incarnation, w.id, a.lowestUnanswered()
-	w.entry, w.volatile = e.encode(), e.volatile
+	e := entry{proposer: a.raftAddr + "#" + a.incarnation, seq: w.id, floor: a.lowestUnanswered(), data: data}
+	w.entry, w.volatile = e.encode(), volatile
 	if leader == a.raftAddr {
 		// Held by the gate meanwhile: proposed here, as far as re-proposing goes.
 		w.gated, w.leader, w.sentAt = true, leader, time.Now()

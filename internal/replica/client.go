@@ -1,0 +1,122 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// coreClient is the core's Client for one connection an Adapter serves, or
+// for none (Agent.NewClient).
+type coreClient struct {
+	a       *Agent
+	stamped *stampedConn // when the connection's bytes arrived; nil without one
+	// last is the connection's latest write: a read waits for its reply.
+	// Only the goroutine that reads the connection touches it.
+	last *pending
+	// own is the highest log index of the connection's acknowledged
+	// writes: a session read needs a replica that has applied it.
+	own atomic.Uint64
+}
+
+// NewClient is a Client with no connection, for what an adapter proposes
+// on its own (expiring a session whose client went silent).
+func (a *Agent) NewClient() Client { return &coreClient{a: a} }
+
+func (c *coreClient) Write(cmd Command) Pending {
+	if cmd.Class != ClassWrite {
+		return &pending{err: fmt.Errorf("gait replica: Client.Write of a command of class %d", cmd.Class)}
+	}
+	w, err := c.a.proposeArrived(c.stamped, cmd.Data, cmd.Volatile, false)
+	p := &pending{c: c, w: w, err: err}
+	c.last = p
+	return p
+}
+
+func (c *coreClient) Read(ctx context.Context, cmd Command) ([]byte, error) {
+	if cmd.Class != ClassRead {
+		return nil, fmt.Errorf("gait replica: Client.Read of a command of class %d", cmd.Class)
+	}
+	if c.last != nil {
+		c.last.Wait() // read-your-writes; a failed write leaves nothing to wait for
+	}
+	if cmd.Pinned {
+		return c.a.readHere(ctx, c.own.Load(), cmd.Data)
+	}
+	return c.a.read(ctx, c.own.Load(), cmd.Data)
+}
+
+func (c *coreClient) WaitAll(ctx context.Context) (int, error) {
+	if c.last == nil || c.last.w == nil {
+		return len(c.a.health.expectedReplicas()), nil
+	}
+	if _, _, err := c.last.Wait(); err != nil {
+		return 0, err
+	}
+	timeout := c.a.cfg.WriteTimeout
+	if at, ok := ctx.Deadline(); ok {
+		timeout = time.Until(at)
+	}
+	return c.a.waitAll(c.last.w, timeout), ctx.Err()
+}
+
+// pending is a Client's proposed write; Wait may be called from any
+// goroutine, any number of times: the first waits, the rest get its answer.
+type pending struct {
+	c     *coreClient
+	w     *write
+	once  sync.Once
+	reply []byte
+	index uint64
+	err   error
+}
+
+func (p *pending) Wait() ([]byte, uint64, error) {
+	p.once.Do(func() {
+		if p.err != nil {
+			return
+		}
+		r, err := p.c.a.awaitWrite(p.w)
+		if err != nil {
+			p.err = err
+			return
+		}
+		p.reply, p.index = r.raw, r.index
+		if r.index > p.c.own.Load() {
+			p.c.own.Store(r.index)
+		}
+		p.c.a.m.stage("reply", time.Since(r.at))
+	})
+	return p.reply, p.index, p.err
+}
+
+// proposeArrived proposes an entry of data for a connection (stamped: nil
+// for none), in the order of arrival among connections (arrival.go);
+// urgent says it may serve a client blocked on this agent.
+func (a *Agent) proposeArrived(stamped *stampedConn, data []byte, volatile, urgent bool) (*write, error) {
+	t := a.arrival.take(stamped, false, urgent, arrivedAt(stamped))
+	a.arrival.turn(t)
+	w, err := a.startEntry(data, volatile)
+	a.arrival.release(t)
+	return w, err
+}
+
+// serveAdapter hands a client's connection to the adapter.
+func (a *Agent) serveAdapter(c net.Conn) {
+	stamped := stampArrivals(c)
+	a.arrival.accepted()
+	a.mu.Lock()
+	a.adapterConns[c] = struct{}{}
+	a.mu.Unlock()
+	go func() {
+		defer func() {
+			a.mu.Lock()
+			delete(a.adapterConns, c)
+			a.mu.Unlock()
+		}()
+		a.cfg.Adapter.ServeConn(stamped, &coreClient{a: a, stamped: stamped})
+	}()
+}
