@@ -28,7 +28,9 @@ HdrHistogram interval log; several PATHs are analysed together.
             one named latency_ns, latency_us, latency_ms or latency_s (the
             suffix is the unit), or the one --latency-column names. Every
             other column is a factor (clients, payload, ...): rows with equal
-            factor values form one configuration.
+            factor values form one configuration. In gait export's CSV,
+            start_s, host, outcome and involved describe each request and
+            are not factors; op and the run's factors are.
   histogram an HdrHistogram interval log (HistogramLogWriter, jHiccup, wrk2
             forks); each Tag= is a configuration. The log does not record its
             unit: gait infers ns or µs and says so; --unit overrides.
