@@ -21,8 +21,10 @@ func newAnalyzeCmd() *cobra.Command {
 		Long: `Analyze latency measurements the way "Middleware, Fault-Tolerance and the
 Magical 1%" does, and tell how predictable they are.
 
-PATH is a run directory, a directory of run directories, a CSV file or an
-HdrHistogram interval log; several PATHs are analysed together.
+PATH is a run directory, a directory holding run directories (up to three
+levels down: runs/RUN, runs/SCENARIO/RUN, runs/SUITE/EXPERIMENT/RUN; what is
+skipped is said on standard error), a CSV file or an HdrHistogram interval
+log; several PATHs are analysed together.
 
   CSV       a header row, then one row per request. The latency column is the
             one named latency_ns, latency_us, latency_ms or latency_s (the
@@ -78,6 +80,9 @@ every field.`,
 					return fmt.Errorf("analyze: --bound %q: want a positive duration such as 10ms", bound)
 				}
 				aopt.Bound = b.Seconds()
+			}
+			opt.Skipped = func(path, why string) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "gait analyze: skipped %s: %s\n", path, why)
 			}
 			configs, err := latency.LoadAll(args, opt)
 			if err != nil {

@@ -45,6 +45,9 @@ type Options struct {
 	// Empty means the column name's suffix for CSV and an inferred unit
 	// for histogram logs.
 	Unit string
+	// Skipped, if set, is told of each directory passed over while
+	// looking for run directories under a path, and why.
+	Skipped func(path, why string)
 }
 
 // units maps unit names to the number of units in one second; dividing by it
@@ -82,7 +85,11 @@ func Load(path string, opt Options) ([]Configuration, error) {
 		return nil, err
 	}
 	if st.IsDir() {
-		return loadDir(path)
+		skip := opt.Skipped
+		if skip == nil {
+			skip = func(string, string) {}
+		}
+		return loadDir(path, skip)
 	}
 	f, err := os.Open(path)
 	if err != nil {

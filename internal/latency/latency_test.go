@@ -535,3 +535,46 @@ func TestExportedCSVIsOneConfigurationPerOp(t *testing.T) {
 		t.Errorf("own CSV: %+v %v", cs, err)
 	}
 }
+
+// TestRunDirectoriesDeeper: runs/ holding run directories beside a
+// scenario's output (runs/SCENARIO/RUN) and a suite's
+// (runs/SUITE/EXPERIMENT/RUN) reads them all, and names what it skipped.
+func TestRunDirectoriesDeeper(t *testing.T) {
+	root := t.TempDir()
+	cfg := func(name string) rundir.Config {
+		return rundir.Config{System: "etcd", Factors: map[string]string{"run": name}}
+	}
+	writeRun(t, filepath.Join(root, "a"), cfg("a"), time.Millisecond)
+	writeRun(t, filepath.Join(root, "leader-nic", "f1-r1"), cfg("s1"), time.Millisecond)
+	writeRun(t, filepath.Join(root, "leader-nic", "f10-r1"), cfg("s10"), time.Millisecond)
+	writeRun(t, filepath.Join(root, "bench", "zk-leader", "f1-r1"), cfg("b1"), time.Millisecond)
+	writeRun(t, filepath.Join(root, "too", "deep", "down", "f1-r1"), cfg("deep"), time.Millisecond)
+	os.MkdirAll(filepath.Join(root, "leader-nic", "hosts", "f1-r1", "h0"), 0o755) // the servers' logs
+	os.MkdirAll(filepath.Join(root, "empty", "dir"), 0o755)
+	writeRun(t, filepath.Join(root, "leader-nic", "f100-r1"), cfg("killed"), time.Millisecond)
+	os.Rename(filepath.Join(root, "leader-nic", "f100-r1"), filepath.Join(root, "leader-nic", "f100-r1"+rundir.PartialSuffix))
+
+	var skipped []string
+	cs, err := Load(root, Options{Skipped: func(path, why string) {
+		rel, _ := filepath.Rel(root, path)
+		skipped = append(skipped, rel+": "+why)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cs {
+		got = append(got, c.Factors["run"])
+	}
+	if want := []string{"a", "b1", "s1", "s10"}; !slices.Equal(got, want) {
+		t.Errorf("runs read %v, want %v", got, want)
+	}
+	want := []string{
+		"empty: holds no run directory (no run.json)",
+		"leader-nic/f100-r1.partial: an unfinished run directory (its writer stopped before the end)",
+		"too/deep/down: not a run directory, and gait analyze looks 3 levels down at most",
+	}
+	if !slices.Equal(skipped, want) {
+		t.Errorf("skipped:\n%s\nwant:\n%s", strings.Join(skipped, "\n"), strings.Join(want, "\n"))
+	}
+}
