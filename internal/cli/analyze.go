@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/gait-dev/gait/internal/analyze"
 	"github.com/gait-dev/gait/internal/latency"
+	"github.com/gait-dev/gait/internal/units"
 	"github.com/spf13/cobra"
 )
 
@@ -75,11 +75,14 @@ every field.`,
 			}
 			var aopt analyze.Options
 			if bound != "" {
-				b, err := time.ParseDuration(bound)
-				if err != nil || b <= 0 {
-					return fmt.Errorf("analyze: --bound %q: want a positive duration such as 10ms", bound)
+				b, err := units.ParseDuration(bound)
+				if err != nil {
+					return fmt.Errorf("--bound: %w", err)
 				}
-				aopt.Bound = b.Seconds()
+				if b <= 0 {
+					return fmt.Errorf("--bound %q: want a positive duration such as 10ms", bound)
+				}
+				aopt.Bound = b
 			}
 			opt.Skipped = func(path, why string) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "gait analyze: skipped %s: %s\n", path, why)

@@ -5,9 +5,12 @@
 package units
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Seconds writes a latency in seconds with three significant digits and the
@@ -50,3 +53,25 @@ func Sig(v float64) string {
 // Rate writes a throughput per second as Sig does: 4062/s, 12.3/s, and
 // 0.213/s for an operation that takes seconds (a rounded "0/s" would hide it).
 func Rate(v float64) string { return Sig(v) + "/s" }
+
+// ErrNoUnit is the error of a duration written without its unit: a bare
+// number would mean seconds to some readers and milliseconds to others.
+var ErrNoUnit = errors.New("a duration needs a unit")
+
+// ParseDuration reads a duration with its unit (Go's syntax: 10ms, 1.5s,
+// 500us or 500µs, 2m) into seconds. A bare number other than 0 is refused
+// with ErrNoUnit, the same wherever gait reads a duration.
+func ParseDuration(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if f == 0 {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("%q: %w, such as %sms or %ss", s, ErrNoUnit, s, s)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q: not a duration (want a number and a unit: ns, us, ms, s, m or h, such as 10ms)", s)
+	}
+	return d.Seconds(), nil
+}

@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"time"
+
+	"github.com/gait-dev/gait/internal/units"
+	"github.com/spf13/pflag"
+)
+
+// durationFlag is a duration flag read by units.ParseDuration, so a bare
+// number is refused with the same error as everywhere else in gait
+// (`--timeout 10` would be seconds to one reader, milliseconds to another).
+type durationFlag struct{ d *time.Duration }
+
+// String writes no duration as "0", which --help takes for "no default".
+func (f durationFlag) String() string {
+	if *f.d == 0 {
+		return "0"
+	}
+	return f.d.String()
+}
+
+func (f durationFlag) Type() string { return "duration" }
+
+func (f durationFlag) Set(s string) error {
+	sec, err := units.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*f.d = time.Duration(sec * 1e9)
+	return nil
+}
+
+// durationVar defines a duration flag as pflag's DurationVar does.
+func durationVar(fl *pflag.FlagSet, d *time.Duration, name string, value time.Duration, usage string) {
+	*d = value
+	fl.Var(durationFlag{d}, name, usage)
+}
