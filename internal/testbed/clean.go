@@ -12,6 +12,7 @@ import (
 	"github.com/gait-dev/gait/internal/limpfs"
 	"github.com/gait-dev/gait/internal/procstat"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 )
 
 // Clean removes what runs recorded in stateDir ("" means DefaultStateDir)
@@ -82,10 +83,8 @@ func teardown(s *state) error {
 			errs = append(errs, err)
 		}
 	}
-	for _, name := range append(append([]string{}, s.Links...), s.Bridge) {
-		if err := deleteLink(name); err != nil {
-			errs = append(errs, err)
-		}
+	if err := deleteLinks(s); err != nil {
+		errs = append(errs, err)
 	}
 	for _, name := range s.Namespaces {
 		if err := deleteNamespace(name); err != nil {
@@ -158,6 +157,27 @@ func describePids(pids []int) string {
 		parts = append(parts, fmt.Sprintf("%s (pid %d)", strings.TrimSpace(string(comm)), pid))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// deleteLinks deletes the run's links and bridge, inside the network
+// namespace the run was made in. When that namespace is gone, so are they.
+func deleteLinks(s *state) error {
+	del := func() error {
+		var errs []error
+		for _, name := range append(append([]string{}, s.Links...), s.Bridge) {
+			errs = append(errs, deleteLink(name))
+		}
+		return errors.Join(errs...)
+	}
+	if s.Netns == "" || s.Netns == currentNetns() {
+		return del()
+	}
+	ns, err := netns.GetFromName(s.Netns)
+	if err != nil {
+		return nil
+	}
+	defer ns.Close()
+	return inNamespace(ns, del)
 }
 
 func deleteLink(name string) error {

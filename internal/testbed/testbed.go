@@ -173,7 +173,8 @@ func register(opts Options) (*Testbed, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &state{ID: id, Owner: os.Getpid(), OwnerStart: procstat.Identify(os.Getpid()).Start, Subnet: subnet.String(), dir: opts.StateDir}
+	st := &state{ID: id, Owner: os.Getpid(), OwnerStart: procstat.Identify(os.Getpid()).Start, Subnet: subnet.String(),
+		Netns: currentNetns(), dir: opts.StateDir}
 	if err := refer(id, opts.StateDir); err != nil {
 		return nil, err
 	}
