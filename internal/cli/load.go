@@ -293,6 +293,10 @@ func runLoad(ctx context.Context, cmd *cobra.Command, f loadFlags) error {
 		m.Probes = []load.Probe{procstat.NewSampler(p.targets...).Sample}
 	}
 	out, err := load.Measure(ctx, m)
+	if err != nil && ctx.Err() != nil {
+		// Ctrl-C or SIGTERM, not a failure of the server: say that.
+		return fmt.Errorf("load %s: interrupted (nothing written)", f.out)
+	}
 	if err != nil {
 		return fmt.Errorf("load %s: %w (nothing written)", f.out, err)
 	}

@@ -174,8 +174,10 @@ const (
 )
 
 // sniff tells a histogram log from a CSV file by its first line: a log opens
-// with a '#' comment, its legend, a Tag= or an interval whose fourth field is
-// an encoded histogram ("HIST..."); a CSV file opens with its header.
+// with a "#[" comment (#[StartTime: ...], #[Histogram log format version
+// ...]), its legend, a Tag= or an interval whose fourth field is an encoded
+// histogram ("HIST..."); a CSV file opens with its header. A mere '#' is not
+// enough: a Markdown file opens with one too.
 func sniff(r *bufio.Reader) (kind, error) {
 	head, err := r.Peek(4096)
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
@@ -187,7 +189,7 @@ func sniff(r *bufio.Reader) (kind, error) {
 	}
 	line, _, _ := bytes.Cut(head, []byte{'\n'})
 	switch {
-	case line[0] == '#', bytes.HasPrefix(line, []byte(`"StartTimestamp"`)), bytes.HasPrefix(line, []byte("Tag=")):
+	case bytes.HasPrefix(line, []byte("#[")), bytes.HasPrefix(line, []byte(`"StartTimestamp"`)), bytes.HasPrefix(line, []byte("Tag=")):
 		return kindHistogramLog, nil
 	}
 	fields := bytes.Split(line, []byte{','})

@@ -578,3 +578,14 @@ func TestRunDirectoriesDeeper(t *testing.T) {
 		t.Errorf("skipped:\n%s\nwant:\n%s", strings.Join(skipped, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestMarkdownIsNotAHistogramLog: a file opening with "# title" is not
+// taken for an HdrHistogram log (whose comments open "#["), so the error
+// is about what it lacks as a CSV, not about interval-log fields.
+func TestMarkdownIsNotAHistogramLog(t *testing.T) {
+	path := writeFile(t, "README.md", "# gait\n\nsome text, with a comma\n")
+	_, err := Load(path, Options{})
+	if err == nil || strings.Contains(err.Error(), "interval") || !strings.Contains(err.Error(), "no latency column") {
+		t.Errorf("README.md: %v, want a CSV error naming the missing latency column", err)
+	}
+}

@@ -44,3 +44,22 @@ func TestParseDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestCount(t *testing.T) {
+	if got := Count(1, "run") + ", " + Count(4, "run") + ", " + Count(0, "run"); got != "1 run, 4 runs, 0 runs" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestParseDurationBeyondTimeDuration(t *testing.T) {
+	for in, want := range map[string]float64{"1e-300s": 1e-300, "1e300s": 1e300, "2562048h": 2562048 * 3600, "1.5e3ms": 1.5} {
+		if got, err := ParseDuration(in); err != nil || got != want {
+			t.Errorf("%q: %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"1e400s", "1e3", "5xs", "e5ms"} {
+		if _, err := ParseDuration(in); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+}
