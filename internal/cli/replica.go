@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
 	"strconv"
 	"time"
@@ -110,6 +111,11 @@ func agentServer(cfg *replica.Config, server, zkAddr string) error {
 	case "zookeeper":
 		if zkAddr == "" || cfg.RedisAddr != "" {
 			return errors.New("--server zookeeper takes --zookeeper HOST:PORT (and no --redis)")
+		}
+		if host, port, err := net.SplitHostPort(zkAddr); err != nil || host == "" {
+			return fmt.Errorf("--zookeeper %q: want HOST:PORT", zkAddr)
+		} else if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			return fmt.Errorf("--zookeeper %q: want a port from 1 to 65535", zkAddr)
 		}
 		cfg.Adapter, cfg.ServerAddr = &zookeeper.Adapter{}, zkAddr
 	default:

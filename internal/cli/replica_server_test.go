@@ -20,6 +20,8 @@ func TestReplicaServerFlags(t *testing.T) {
 		{append(agent, "--server", "zookeeper"), "--server zookeeper takes --zookeeper HOST:PORT"},
 		{append(agent, "--server", "zookeeper", "--zookeeper", "127.0.0.1:2181", "--redis", "127.0.0.1:6379"), "--server zookeeper takes --zookeeper HOST:PORT (and no --redis)"},
 		{agent, "--server redis takes --redis HOST:PORT"},
+		{append(agent, "--server", "zookeeper", "--zookeeper", "localhost"), `--zookeeper "localhost": want HOST:PORT`},
+		{append(agent, "--server", "zookeeper", "--zookeeper", "127.0.0.1:0"), `--zookeeper "127.0.0.1:0": want a port from 1 to 65535`},
 		{append(agent, "--server", "mongo", "--redis", "127.0.0.1:6379"), `--server "mongo": want redis or zookeeper`},
 	} {
 		cmd := newReplicaCmd()
