@@ -1,11 +1,15 @@
-// Package replica is gait's replication agent for unmodified Redis: agents
-// beside redis-servers agree on the order of client commands with raft
+// Package replica is gait's replication agent for unmodified servers:
+// agents beside the servers agree on the order of client commands with raft
 // (hashicorp/raft, log in a write-ahead log on disk), each applies the
-// committed commands to its own redis in log order, and a client talking RESP
+// committed commands to its own server in log order, and a client talking
 // to any agent gets the first reply any replica produced (TRIPOD §4; RP
 // ZooKeeper). Replies carry digests, so a replica that diverges is
-// quarantined; a replica that limps is found by comparison with its peers and
-// is not waited on (Limplock §3, §6).
+// quarantined; a replica that limps is found by comparison with its peers
+// and is not waited on (Limplock §3, §6).
+//
+// The package is the protocol-neutral core; a server's protocol is an
+// Adapter (adapter.go). Redis's is built in, in the files named redis_*.go,
+// and serves when Config.Adapter is nil.
 package replica
 
 import (
@@ -144,7 +148,7 @@ type Config struct {
 	// PeerInflight bounds the reads outstanding at one peer (default 256).
 	PeerInflight int
 	// ScriptCommandStats counts in INFO commandstats the commands this
-	// agent's clients' scripts call, as redis does (scriptstats.go). Off by
+	// agent's clients' scripts call, as redis does (redis_scriptstats.go). Off by
 	// default: it costs every script two INFO commandstats on the local
 	// redis-server and a round trip of its own, about a third of EVAL's
 	// throughput, and read-only scripts go through the log.
@@ -293,12 +297,12 @@ type Agent struct {
 	// arrival orders the proposals of writes and blocking commands of
 	// different connections as the agent read them (arrival.go).
 	arrival arrivals
-	// track is CLIENT TRACKING's state (tracking.go).
+	// track is CLIENT TRACKING's state (redis_tracking.go).
 	track tracker
-	// pause is CLIENT PAUSE's (pause.go).
+	// pause is CLIENT PAUSE's (redis_pause.go).
 	pause pauseState
 	// stats and slow are the commandstats and the slow log of the agent's
-	// clients' commands (observe.go).
+	// clients' commands (redis_observe.go).
 	stats cmdStats
 	slow  *slowLog
 }

@@ -43,7 +43,7 @@ type clientConn struct {
 	serving atomic.Int64
 	query   atomic.Pointer[resp.Reader]
 	out     atomic.Pointer[replyWriter]
-	// obs observes the command being read (observe.go); blockedFor is how
+	// obs observes the command being read (redis_observe.go); blockedFor is how
 	// long a blocking one waited for data, pausedFor how long CLIENT PAUSE
 	// held it. Only the connection's own goroutine touches them.
 	obs                   *observation

@@ -389,7 +389,7 @@ type replyWriter struct {
 	c    net.Conn
 	owed atomic.Int64 // slots handed to writeReplies and not yet done with
 	mu   sync.Mutex   // guards the buffer and broken
-	// The reply buffer (replybuf.go): buf[:n] not yet written, made at
+	// The reply buffer (redis_replybuf.go): buf[:n] not yet written, made at
 	// its size on the first reply that waits in it (nil until then: an
 	// idle connection, or one answered a reply at a time, holds none);
 	// peak the most it held since peakAt; rbs and rbp its
@@ -515,7 +515,7 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 	case rediscmd.Read:
 		if readScripts[name] && a.redis.scripts != nil {
 			// Through the log, as a write whose reply is this replica's, so
-			// this agent sees what the script calls (scriptstats.go).
+			// this agent sees what the script calls (redis_scriptstats.go).
 			return a.write(st, redisRecord{replies: 1, payload: resp.AppendCommand(nil, args...), volatile: true})
 		}
 		return a.readSlot(st, resp.AppendCommand(nil, args...), sp.Pinned)
