@@ -96,8 +96,8 @@ type Config struct {
 	RaftAddr  string // host:port for raft and agent-to-agent messages; port 0 picks one
 	RedisAddr string // the local redis-server, which the agent owns: its data is replaced
 	// Adapter, when set, serves clients and fronts the server at
-	// ServerAddr (adapter.go) instead of the built-in Redis serving;
-	// the agent owns that server too.
+	// ServerAddr (adapter.go); without it the built-in Redis serving
+	// fronts the redis-server at RedisAddr. The agent owns that server.
 	Adapter    Adapter
 	ServerAddr string
 	Listen     string // host:port for clients; port 0 picks one
@@ -162,6 +162,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Adapter == nil && (c.ID == "" || c.RaftAddr == "" || c.RedisAddr == "" || c.Listen == "") {
 		return errors.New("replica agent: ID, RaftAddr, RedisAddr and Listen are required")
+	}
+	if c.Adapter == nil {
+		c.ServerAddr = c.RedisAddr
 	}
 	if c.Read == "" {
 		c.Read = Linearizable
@@ -288,8 +291,11 @@ type Agent struct {
 	peers   map[string]*peer
 	pacer   *pacer // caps the rate to replicas marked limping (pace.go)
 	conns   map[net.Conn]*clientState
-	// adapterConns are the connections an Adapter serves.
-	adapterConns map[net.Conn]struct{}
+	// open are the client connections being served.
+	open map[net.Conn]struct{}
+	// adapter serves the clients and the local server (Config.Adapter, or
+	// the built-in Redis serving).
+	adapter Adapter
 	// clientIDs numbers client connections, for CLIENT ID and CLIENT LIST.
 	clientIDs atomic.Uint64
 	// blockedClients counts connections waiting in a blocking command.
@@ -315,7 +321,7 @@ func Start(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, logger: log.New(cfg.Log, "replica "+cfg.ID+": ", log.LstdFlags|log.Lmicroseconds),
 		done: make(chan struct{}), raftUp: make(chan struct{}), pending: map[uint64]waiter{}, writes: map[uint64]*write{},
-		peers: map[string]*peer{}, pacer: newPacer(), conns: map[net.Conn]*clientState{}, adapterConns: map[net.Conn]struct{}{}, reads: newRedisMux(cfg.RedisAddr, 4),
+		peers: map[string]*peer{}, pacer: newPacer(), conns: map[net.Conn]*clientState{}, open: map[net.Conn]struct{}{},
 		futures: make(chan appliedFuture, 4096), slow: newSlowLog()}
 	a.gate = newGate(func(w *write) { a.propose(w, a.raftAddr) })
 	a.incarnation, a.born = newIncarnation(), time.Now()
@@ -339,7 +345,11 @@ func newIncarnation() string {
 }
 
 func (a *Agent) start() error {
-	backend, err := a.openBackend()
+	a.adapter = a.cfg.Adapter
+	if a.adapter == nil {
+		a.adapter = redisServing{a}
+	}
+	backend, err := a.adapter.Open(a.cfg.ServerAddr)
 	if err != nil {
 		return err
 	}
@@ -349,10 +359,6 @@ func (a *Agent) start() error {
 	}
 	a.fsm.observe = a.m.observeApply
 	a.fsm.onConfig = func() { a.health.membersChanged.Store(true) }
-	if a.cfg.ScriptCommandStats && a.redis != nil {
-		a.redis.scripts = &scriptCounting{self: "#" + a.incarnation, add: a.addScriptCalls}
-		a.redis.scripts.busyReply.Store(5000) // redis's default, until followSlowlogConfig reads it
-	}
 	a.wg.Add(1)
 	go func() { defer a.wg.Done(); a.fsm.runApplier() }()
 	if err := a.startRaft(); err != nil {
@@ -386,23 +392,6 @@ func (a *Agent) start() error {
 		return a.join()
 	}
 	return nil
-}
-
-// openBackend opens the adapter's backend for its server, or the built-in
-// Redis serving's for its redis-server.
-func (a *Agent) openBackend() (Backend, error) {
-	if a.cfg.Adapter != nil {
-		b, err := a.cfg.Adapter.Open(a.cfg.ServerAddr)
-		if err != nil {
-			return nil, fmt.Errorf("open %s at %s: %w", a.cfg.Adapter.Name(), a.cfg.ServerAddr, err)
-		}
-		return b, nil
-	}
-	var err error
-	if a.redis, err = openRedis(a.cfg.RedisAddr, &a.pause.server, a.reads, a.logger); err != nil {
-		return nil, err
-	}
-	return a.redis, nil
 }
 
 func (a *Agent) startRaft() error {
@@ -800,7 +789,7 @@ func (a *Agent) Close() error {
 		for c := range a.conns {
 			c.Close()
 		}
-		for c := range a.adapterConns {
+		for c := range a.open {
 			c.Close()
 		}
 		a.mu.Unlock()
@@ -826,7 +815,9 @@ func (a *Agent) Close() error {
 		if a.store != nil {
 			errs = append(errs, a.store.Close())
 		}
-		a.reads.close()
+		if a.reads != nil {
+			a.reads.close()
+		}
 		if a.tmpDir != "" {
 			errs = append(errs, os.RemoveAll(a.tmpDir))
 		}
