@@ -26,7 +26,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gait-dev/gait/internal/resp"
@@ -255,23 +254,17 @@ type Agent struct {
 	raftAddr    string
 	raft        *raft.Raft
 	fsm         *fsm
-	redis       *redisBackend         // the fsm's backend, for what the Redis session asks of it
 	store       *raftboltdb.BoltStore // raft's stable store: terms and votes
 	logStore    *walLog               // raft's log
 	snaps       raft.SnapshotStore
 	// raftUp is closed once raft runs: peer messages wait for it, because
 	// another agent may talk to a restarting one before its raft exists.
-	raftUp    chan struct{}
-	logs      *timedLogStore
-	transport *raft.NetworkTransport
-	clients   net.Listener
-	// budget caps the bytes all client requests hold (Config.RequestMemory).
-	budget *resp.Budget
-	// replyBufs are DEBUG REPLYBUFFER's settings for the clients' reply buffers.
-	replyBufs  *replyBuffers
+	raftUp     chan struct{}
+	logs       *timedLogStore
+	transport  *raft.NetworkTransport
+	clients    net.Listener
 	metricsSrv *http.Server
 	metricsLn  net.Listener
-	reads      *redisMux
 	tmpDir     string
 	done       chan struct{}
 	closeOnce  sync.Once
@@ -290,27 +283,16 @@ type Agent struct {
 	writes  map[uint64]*write
 	peers   map[string]*peer
 	pacer   *pacer // caps the rate to replicas marked limping (pace.go)
-	conns   map[net.Conn]*clientState
 	// open are the client connections being served.
 	open map[net.Conn]struct{}
 	// adapter serves the clients and the local server (Config.Adapter, or
 	// the built-in Redis serving).
 	adapter Adapter
-	// clientIDs numbers client connections, for CLIENT ID and CLIENT LIST.
-	clientIDs atomic.Uint64
-	// blockedClients counts connections waiting in a blocking command.
-	blockedClients atomic.Int64
 	// arrival orders the proposals of writes and blocking commands of
 	// different connections as the agent read them (arrival.go).
 	arrival arrivals
-	// track is CLIENT TRACKING's state (redis_tracking.go).
-	track tracker
-	// pause is CLIENT PAUSE's (redis_pause.go).
-	pause pauseState
-	// stats and slow are the commandstats and the slow log of the agent's
-	// clients' commands (redis_observe.go).
-	stats cmdStats
-	slow  *slowLog
+	// redisState is the built-in Redis serving's (redis_server.go).
+	*redisState
 }
 
 // Start starts an agent: it empties the local redis (the log rebuilds it),
@@ -321,12 +303,10 @@ func Start(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, logger: log.New(cfg.Log, "replica "+cfg.ID+": ", log.LstdFlags|log.Lmicroseconds),
 		done: make(chan struct{}), raftUp: make(chan struct{}), pending: map[uint64]waiter{}, writes: map[uint64]*write{},
-		peers: map[string]*peer{}, pacer: newPacer(), conns: map[net.Conn]*clientState{}, open: map[net.Conn]struct{}{},
-		futures: make(chan appliedFuture, 4096), slow: newSlowLog()}
+		peers: map[string]*peer{}, pacer: newPacer(), open: map[net.Conn]struct{}{},
+		futures: make(chan appliedFuture, 4096), redisState: newRedisState(cfg)}
 	a.gate = newGate(func(w *write) { a.propose(w, a.raftAddr) })
 	a.incarnation, a.born = newIncarnation(), time.Now()
-	a.budget = resp.NewBudget(int64(cfg.RequestMemory))
-	a.replyBufs = newReplyBuffers()
 	a.m = newMetrics(a)
 	a.health = newHealth(a)
 	a.indexes = &indexBatcher{fetch: a.fetchReadIndex, timeout: cfg.WriteTimeout}

@@ -43,6 +43,34 @@ type slot struct {
 	direct bool
 }
 
+// redisState is what the built-in Redis serving keeps in its agent.
+type redisState struct {
+	redis *redisBackend // the fsm's backend, for what the session asks of it
+	reads *redisMux     // connections to the local redis-server for reads
+	// budget caps the bytes all client requests hold (Config.RequestMemory).
+	budget *resp.Budget
+	// replyBufs are DEBUG REPLYBUFFER's settings for the clients' reply buffers.
+	replyBufs *replyBuffers
+	conns     map[net.Conn]*clientState // under Agent.mu
+	// clientIDs numbers client connections, for CLIENT ID and CLIENT LIST.
+	clientIDs atomic.Uint64
+	// blockedClients counts connections waiting in a blocking command.
+	blockedClients atomic.Int64
+	// track is CLIENT TRACKING's state (redis_tracking.go).
+	track tracker
+	// pause is CLIENT PAUSE's (redis_pause.go).
+	pause pauseState
+	// stats and slow are the commandstats and the slow log of the agent's
+	// clients' commands (redis_observe.go).
+	stats cmdStats
+	slow  *slowLog
+}
+
+func newRedisState(cfg Config) *redisState {
+	return &redisState{budget: resp.NewBudget(int64(cfg.RequestMemory)), replyBufs: newReplyBuffers(),
+		conns: map[net.Conn]*clientState{}, slow: newSlowLog()}
+}
+
 // redisServing is the built-in Redis adapter: the agent's own RESP
 // session (this file and the other redis_*.go) and redisBackend. It keeps
 // each connection's ordering state in its clientState, as it did before the
