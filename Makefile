@@ -53,6 +53,7 @@ test: deps build vet
 	$(GO) test -run '^$$' -fuzz '^FuzzRESPRequest$$' -fuzztime 40000x ./internal/resp/
 	$(GO) test -run '^$$' -fuzz '^FuzzRESPReply$$' -fuzztime 40000x ./internal/resp/
 	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime 300000x ./internal/tardis/
+	$(GO) test -run '^$$' -fuzz '^FuzzInventory$$' -fuzztime 100000x ./internal/inventory/
 
 # Benchmarks are not part of test: they are run on purpose, on a quiet machine.
 bench: build

@@ -2,7 +2,7 @@
 # Installs the Debian packages gait needs, only those missing; safe to run
 # again. apt-get update runs only when something must be installed.
 set -eu
-packages="redis-server redis-sentinel redis-tools etcd-server etcd-client zookeeper fuse3 iproute2 util-linux python3-numpy python3-scipy fio bc jq stress-ng maven openjdk-17-jdk-headless"
+packages="redis-server redis-sentinel redis-tools etcd-server etcd-client zookeeper fuse3 iproute2 util-linux python3-numpy python3-scipy fio bc jq stress-ng maven openjdk-17-jdk-headless openssh-server sudo"
 missing=""
 for p in $packages; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -16,7 +16,8 @@ echo "install-deps: installing$missing"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends $missing >/dev/null
-# The packaged servers must not run as system services: gait starts its own.
-for s in redis-server redis-sentinel etcd zookeeper; do
+# The packaged servers must not run as system services: gait starts its own
+# (sshd too: the many-machines test runs its own, one per test machine).
+for s in redis-server redis-sentinel etcd zookeeper ssh; do
 	systemctl disable --now "$s" >/dev/null 2>&1 || service "$s" stop >/dev/null 2>&1 || true
 done

@@ -54,12 +54,15 @@ every field.`,
   gait analyze testdata/traces/redis-loopback.csv --format json > analysis.json
 
   # every run of a scenario, and a CSV whose latency column is "rtt" in ms
+  # needs: your own runs and trace
   gait analyze runs/etcd-leader-nic/ trace.csv --latency-column rtt --unit ms
 
   # the measured SLA: the share of requests within 2 ms, per configuration
+  # needs: your own runs
   gait analyze runs/replica-k1 runs/replica-k2 --bound 2ms
 
   # an HdrHistogram log recorded in microseconds
+  # needs: your own log
   gait analyze wrk2.hlog --unit us`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

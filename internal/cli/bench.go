@@ -40,7 +40,9 @@ gait's marks beside the paper's, and a section per experiment.
 --quick runs the scenarios marked quick: with each fault's smallest and
 largest factor, at most 5 s of workload per run, once. The rules and
 thresholds are in docs/bench.md. Needs root.`,
-		Example: `  sudo gait bench --quick
+		Example: `  # long: a few minutes, root
+  sudo gait bench --quick
+  # long: many minutes, root
   sudo gait bench scenarios/limpbench --only 'zk-*' --format json > zk.json
   gait bench --dry-run            # check every scenario and list the experiments`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runBench(cmd, args, f) },

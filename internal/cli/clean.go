@@ -12,8 +12,9 @@ import (
 func newCleanCmd() *cobra.Command {
 	var all bool
 	var stateDir string
+	var machines machineFlags
 	cmd := &cobra.Command{
-		Use:   "clean [--all]",
+		Use:   "clean [--all] [--inventory FILE]",
 		Short: "Remove the hosts that crashed gait runs left behind",
 		Long: `Remove what gait runs left behind when they could not clean up after
 themselves (killed with SIGKILL, machine trouble): their processes, FUSE
@@ -25,12 +26,21 @@ clean reads those files and follows the references of runs whose owner
 is gone. It also removes what a killed 'gait replica cluster
 --loopback' left in $TMPDIR (its redis-servers and directory), which needs
 no root. A run whose gait process still runs is left alone unless
---all is given.`,
+--all is given.
+With --inventory, clean every machine of the inventory instead: each
+machine's agent removes what a killed control node or agent left under
+its gait_root, then scans for anything left (one line per machine).`,
 		Example: `  sudo gait clean
-  sudo gait clean --all   # also runs still in progress`,
+  # needs: a machine no one else runs gait on: it removes their runs too
+  sudo gait clean --all   # also runs still in progress
+  # needs: an inventory of your machines (docs/many-machines.md)
+  gait clean --inventory hosts.ini`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
+			if machines.inventory != "" {
+				return cleanInventory(cmd.Context(), out, machines)
+			}
 			// Loopback replica deployments need no root; testbed runs do.
 			local, err := gaitredis.CleanLocal("", all)
 			for _, dir := range local {
@@ -64,5 +74,6 @@ no root. A run whose gait process still runs is left alone unless
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "also remove runs whose gait process still runs")
 	cmd.Flags().StringVar(&stateDir, "state-dir", testbed.DefaultStateDir, "where runs keep their state files")
+	machines.add(cmd.Flags())
 	return cmd
 }

@@ -39,9 +39,13 @@ crashes). It serves until SIGINT or SIGTERM, then unmounts. 'mounted DIR'
 on standard output says it is ready. With --bandwidth, --latency or
 --factor it is also a slow disk. If the command is killed, 'gait clean'
 unmounts DIR.`,
-		Example: `  sudo gait emulate mount /mnt/big --store /var/tmp/big &
+		Example: `  # long: minutes, root: writes 10 GiB through the mount
+  sudo gait emulate mount /mnt/big --store /var/tmp/big &
+  # needs: the mount above
   gait emulate gen --seed 1 --bytes 10GiB > /mnt/big/data
+  # needs: the mount above
   gait emulate stats /var/tmp/big
+  # needs: the mount above
   kill %1`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -98,8 +102,11 @@ func newEmulateGenCmd() *cobra.Command {
 		Long: `Write N bytes of the synthetic stream named by seed S, from stream offset
 --offset, to standard output: what workloads write onto an emulating file
 system.`,
-		Example: `  gait emulate gen --seed 7 --bytes 1GiB > /mnt/big/f
+		Example: `  # needs: an emulating mount at /mnt/big (gait emulate mount --help)
+  gait emulate gen --seed 7 --bytes 1GiB > /mnt/big/f
+  # needs: an emulating mount at /mnt/big
   gait emulate gen --seed 7 --bytes 1GiB --write-size 64KiB > /mnt/big/g
+  # needs: an emulating mount at /mnt/big
   gait emulate gen --seed 7 --bytes 64KiB --offset 1MiB | cmp - <(dd if=/mnt/big/f bs=64K skip=16 count=1 status=none)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -136,7 +143,9 @@ bytes (what the store takes on disk: literal bytes and metadata) and their
 ratio. It reads what was last committed (on close, fsync or truncate) and
 checks every metadata file on the way; a damaged one is named with the
 offset of the damage.`,
-		Example: `  gait emulate stats /var/tmp/big
+		Example: `  # needs: a store an emulating mount used (gait emulate mount --help)
+  gait emulate stats /var/tmp/big
+  # needs: a store an emulating mount used
   gait emulate stats /var/tmp/big --format json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

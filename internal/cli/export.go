@@ -17,8 +17,9 @@ func newExportCmd() *cobra.Command {
 start_s (intended start, seconds since the run began), latency_ns, op, host,
 outcome, followed by the run's configuration factors as constant columns, so
 the output can be fed back to gait analyze or to any other tool.`,
-		Example: `  gait export runs/etcd-leader-nic/f100-r1 --csv > samples.csv`,
-		Args:    cobra.ExactArgs(1),
+		Example: `  # needs: a run directory, such as one of gait run's
+  gait export runs/etcd-leader-nic/f100-r1 --csv > samples.csv`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !csvOut {
 				return fmt.Errorf("export: choose an output format (--csv)")

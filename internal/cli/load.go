@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,6 +32,9 @@ type loadFlags struct {
 	waitTimeout                   time.Duration
 	seed                          uint64
 	factors, pids                 []string
+	// What one arrival is (load.Shape).
+	phases, arrivals, delay, preset string
+	batch                           int
 }
 
 func newLoadCmd() *cobra.Command {
@@ -52,8 +56,10 @@ closed-loop calibration run.
 Every key is written once before the run (unless --no-preload), so reads hit.
 --pid samples a process's CPU, memory, threads, context switches and page faults
 from /proc once a second into the run's time series. See docs/load.md.`,
-		Example: `  gait load --addr 127.0.0.1:6379 --clients 8 --mix get:50,set:50 --value-size 1KiB \
+		Example: `  # needs: a Redis server at 127.0.0.1:6379 (docs/load.md starts one)
+  gait load --addr 127.0.0.1:6379 --clients 8 --mix get:50,set:50 --value-size 1KiB \
       --duration 10s --out runs/redis-c8 --factor clients=8 --factor value_size=1KiB
+  # needs: a Redis server at 127.0.0.1:6379
   gait load --addr 127.0.0.1:6379 --rate 50% --poisson --requests 100000 --out runs/redis-half`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -87,6 +93,11 @@ from /proc once a second into the run's time series. See docs/load.md.`,
 	fl.StringArrayVar(&f.pids, "pid", nil, "sample process [LABEL=]PID from /proc once a second (repeatable)")
 	fl.StringVar(&f.name, "name", "", "run name (default load-SYSTEM)")
 	fl.StringVar(&f.out, "out", "", "run directory to create (required; must not exist)")
+	fl.StringVar(&f.phases, "phases", "", "a request is phases of parallel accesses with a barrier between them: 30,20 (ops from --mix) or 4:get,3:set; --rate and --requests then count requests")
+	fl.IntVar(&f.batch, "batch", 0, "open loop: requests arriving together at each instant")
+	fl.StringVar(&f.arrivals, "arrivals", "", "open loop: replay arrival instants from FILE (seconds from the start, one a line) instead of the rate's schedule")
+	fl.StringVar(&f.delay, "delay", "", "add a delay to a share of accesses, SHARE%:DURATION like 2%:10ms (the Zoolander thesis's Figure 2)")
+	fl.StringVar(&f.preset, "preset", "", "a workload of the Zoolander thesis: olio (phases 30,20, Poisson) or gridlabd (phases 4 reads, 3 writes, batches of 8, Poisson); flags given override it")
 	return cmd
 }
 
@@ -128,7 +139,7 @@ func resolveLoad(cmd *cobra.Command, f loadFlags) (loadPlan, error) {
 	if _, err := os.Stat(f.out); err == nil {
 		return p, fmt.Errorf("--out %s: already exists", f.out)
 	}
-	if p.spec, err = loadSpec(cmd, f, p.sys.Ops); err != nil {
+	if p.spec, err = loadSpec(cmd, f, p.sys.Ops, p.sys.Write); err != nil {
 		return p, err
 	}
 	if p.factors, err = parseFactors(f.factors); err != nil {
@@ -140,7 +151,7 @@ func resolveLoad(cmd *cobra.Command, f loadFlags) (loadPlan, error) {
 
 // loadSpec reads the workload flags into load's one spec and resolves it
 // there, naming a wrong field by its flag.
-func loadSpec(cmd *cobra.Command, f loadFlags, ops []string) (load.Spec, error) {
+func loadSpec(cmd *cobra.Command, f loadFlags, ops []string, write string) (load.Spec, error) {
 	s := load.NewSpec()
 	var err error
 	if s.Mix, err = load.ParseMix(f.mix, ops); err != nil {
@@ -162,13 +173,19 @@ func loadSpec(cmd *cobra.Command, f loadFlags, ops []string) (load.Spec, error) 
 	s.Calibrate, s.CalibrateClients, s.Preload, s.Seed = f.calibrate, f.calibrateClients, !f.noPreload, f.seed
 	s.Duration, s.Requests, s.Timeout = f.duration, f.requests, f.timeout
 	s.Wait = load.Wait{Replicas: f.waitReplicas, Timeout: f.waitTimeout}
+	if s.Shape, err = loadShape(cmd, f, ops, write); err != nil {
+		return s, err
+	}
+	if f.preset != "" && !cmd.Flags().Changed("poisson") && s.OpenLoop() {
+		s.Poisson = true
+	}
 	// A flag left at 0 takes its default, so 0 given on purpose is refused.
 	for _, v := range []struct {
 		flag  string
 		value int64
 	}{{"keys", int64(f.keys)}, {"clients", int64(f.clients)}, {"max-in-flight", int64(f.maxInFlight)},
 		{"calibrate-clients", int64(f.calibrateClients)}, {"requests", int64(f.requests)}, {"duration", int64(f.duration)},
-		{"timeout", int64(f.timeout)}, {"calibrate", int64(f.calibrate)}, {"wait-replicas", int64(f.waitReplicas)}} {
+		{"timeout", int64(f.timeout)}, {"calibrate", int64(f.calibrate)}, {"wait-replicas", int64(f.waitReplicas)}, {"batch", int64(f.batch)}} {
 		if v.value < 0 || (v.value == 0 && cmd.Flags().Changed(v.flag)) {
 			return s, fmt.Errorf("--%s %s: want a positive value", v.flag, cmd.Flags().Lookup(v.flag).Value)
 		}
@@ -180,6 +197,40 @@ func loadSpec(cmd *cobra.Command, f loadFlags, ops []string) (load.Spec, error) 
 		}
 	}
 	return s, err
+}
+
+// loadShape reads what one arrival is: a preset, then the flags given.
+func loadShape(cmd *cobra.Command, f loadFlags, ops []string, write string) (load.Shape, error) {
+	var sh load.Shape
+	var err error
+	if f.preset != "" {
+		p, err := load.FindPreset(f.preset)
+		if err != nil {
+			return sh, fmt.Errorf("--preset: %w", err)
+		}
+		if sh, err = p.Shape(ops, write); err != nil {
+			return sh, fmt.Errorf("--preset: %w", err)
+		}
+	}
+	if cmd.Flags().Changed("phases") {
+		if sh.Phases, err = load.ParsePhases(f.phases, ops); err != nil {
+			return sh, fmt.Errorf("--phases: %w", err)
+		}
+	}
+	if cmd.Flags().Changed("batch") {
+		sh.Batch = f.batch
+	}
+	if f.arrivals != "" {
+		if sh.Trace, err = load.ReadTrace(f.arrivals); err != nil {
+			return sh, fmt.Errorf("--arrivals: %w", err)
+		}
+	}
+	if cmd.Flags().Changed("delay") {
+		if sh.Delay, err = load.ParseDelay(f.delay); err != nil {
+			return sh, fmt.Errorf("--delay: %w", err)
+		}
+	}
+	return sh, nil
 }
 
 // parseFactors reads NAME=VALUE pairs. Names and values end up as CSV cells
@@ -266,8 +317,16 @@ func loadProgress(status *statusLine) func(load.Progress) {
 func printLoadSummary(w io.Writer, dir string, m load.Measured) error {
 	s := m.Summary
 	ms := func(sec float64) string { return strconv.FormatFloat(sec*1e3, 'f', 3, 64) + "ms" }
-	line := fmt.Sprintf("%s: %d requests in %.2fs (%.0f/s), mean %s p50 %s p99 %s max %s, %d errors, %d timeouts",
-		dir, s.Requests, s.Duration, s.Throughput, ms(s.Mean), ms(s.P50), ms(s.P99), ms(s.Max), s.Errors, s.Timeouts)
+	what := "requests"
+	if m.Requests != nil {
+		what = "accesses"
+	}
+	line := fmt.Sprintf("%s: %d %s in %.2fs (%.0f/s), mean %s p50 %s p99 %s max %s, %d errors, %d timeouts",
+		dir, s.Requests, what, s.Duration, s.Throughput, ms(s.Mean), ms(s.P50), ms(s.P99), ms(s.Max), s.Errors, s.Timeouts)
+	if q := m.Requests; q != nil {
+		line += fmt.Sprintf("\n%s: %d requests (intended start to the end of the last phase), mean %s p50 %s p99 %s max %s, %d failed",
+			filepath.Join(dir, load.RequestsDir), q.Requests, ms(q.Mean), ms(q.P50), ms(q.P99), ms(q.Max), q.Errors+q.Timeouts)
+	}
 	if m.Result.FirstError != nil {
 		line += fmt.Sprintf(" (first: %v)", m.Result.FirstError)
 	}

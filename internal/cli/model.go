@@ -42,6 +42,9 @@ type modelInputs struct {
 	service, net, bound, config string
 	rate, util                  float64
 	load                        latency.Options
+	phases                      []int
+	batch                       int
+	fs                          *pflag.FlagSet
 }
 
 func (in *modelInputs) register(fs *pflag.FlagSet) {
@@ -53,6 +56,18 @@ func (in *modelInputs) register(fs *pflag.FlagSet) {
 	fs.StringVar(&in.config, "config", "", "when PATH holds several configurations, the one to use")
 	fs.StringVar(&in.load.LatencyColumn, "latency-column", "", "CSV column holding the latency")
 	fs.StringVar(&in.load.Unit, "unit", "", "unit of the CSV column or histogram log (ns, us, ms, s)")
+	fs.IntSliceVar(&in.phases, "phases", nil, "a request is phases of parallel accesses with a barrier between them, e.g. 30,20 (default: one access)")
+	fs.IntVar(&in.batch, "batch", 1, "requests arriving together at each Poisson instant")
+	in.fs = fs
+}
+
+// request is the request the flags describe; --rate counts requests.
+func (in *modelInputs) request() model.Request {
+	q := model.Request{Phases: in.phases, Batch: in.batch}
+	if in.fs != nil && in.fs.Changed("phases") && q.Phases == nil {
+		q.Phases = []int{} // given empty: Validate says so
+	}
+	return q
 }
 
 // system builds the model's inputs; needRate and needBound say which must
@@ -70,12 +85,15 @@ func (in *modelInputs) system(needRate, needBound bool) (model.System, error) {
 	if err != nil {
 		return sys, err
 	}
-	sys.Service, sys.Net = svc, net
+	sys.Service, sys.Net, sys.Request = svc, net, in.request()
+	if err := sys.Request.Validate(); err != nil {
+		return sys, err
+	}
 	switch {
 	case in.rate != 0 && in.util != 0:
 		return sys, errors.New("give --rate or --utilization, not both")
 	case in.util != 0:
-		sys.Rate = in.util / svc.Mean()
+		sys.Rate = in.util / (svc.Mean() * float64(sys.Request.Accesses()))
 		if !(in.util > 0) || math.IsInf(sys.Rate, 0) {
 			return sys, fmt.Errorf("--utilization %v: want a finite utilization > 0 (with a mean service time of %s, the rate is %v requests/s)", in.util, model.FormatDuration(svc.Mean()), sys.Rate)
 		}
@@ -182,6 +200,7 @@ does not run: sla of 2 or more duplicates is then the gap law alone and
 stderr the most it can be off by.`,
 		Example: `  gait model predict --service lognormal:1ms,1 --net 0.1ms --bound 5ms --rate 300 \
       --duplicates 1,2,4,8 --replicas 1,2,4
+  # needs: your own run directories of a system, here under runs/etcd/
   gait model predict --service runs/etcd/ --bound 10ms --utilization 0.05 --format json`,
 		Args: cobra.NoArgs,
 		RunE: in.runE(nil, func(cmd *cobra.Command, _ []string) error {
@@ -420,7 +439,9 @@ func newModelFigure7Cmd() *cobra.Command {
 
 func newModelErrorMapCmd() *cobra.Command {
 	var utils []float64
-	var maxD, requests int
+	var maxD, requests, batch, maxNodes int
+	var phases []int
+	var service string
 	var boundMeans float64
 	var measured, measuredConfig string
 	var out ending
@@ -438,6 +459,9 @@ A run longer than a few seconds shows its progress on standard error.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := out.check(); err != nil {
 				return err
+			}
+			if cmd.Flags().Changed("phases") || cmd.Flags().Changed("batch") {
+				return requestErrorMap(cmd, out, requestMapInputs{phases: phases, batch: batch, service: service, utils: utils, maxNodes: maxNodes, requests: requests, seed: seed})
 			}
 			svcs := []model.Distribution{model.Exponential{M: 1e-3}, model.LogNormal{Median: 1e-3, Sigma: 1}, model.Pareto{Xm: 1e-3, Alpha: 2.5}}
 			if measured != "" {
@@ -475,7 +499,45 @@ A run longer than a few seconds shows its progress on standard error.`,
 	cmd.Flags().StringVar(&load.Unit, "unit", "", "unit of the CSV column or histogram log")
 	out.flags(cmd.Flags(), "text or json", "write the error figures as an HTML report")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "random seed")
+	cmd.Flags().IntSliceVar(&phases, "phases", nil, "map requests of these phases instead (e.g. 30,20): every mix of up to --max-nodes nodes")
+	cmd.Flags().IntVar(&batch, "batch", 1, "with --phases: requests arriving together")
+	cmd.Flags().StringVar(&service, "service", "exp:1ms", "with --phases: the service-time distribution")
+	cmd.Flags().IntVar(&maxNodes, "max-nodes", 8, "with --phases: the largest mix")
 	return cmd
+}
+
+// requestMapInputs are errormap's flags for requests of several accesses.
+type requestMapInputs struct {
+	phases          []int
+	batch, maxNodes int
+	service         string
+	utils           []float64
+	requests        int
+	seed            uint64
+}
+
+func requestErrorMap(cmd *cobra.Command, out ending, in requestMapInputs) error {
+	svc, err := model.ParseDistribution(in.service)
+	if err != nil {
+		return fmt.Errorf("--service: %w", err)
+	}
+	q := model.Request{Phases: in.phases, Batch: in.batch}
+	if q.Phases == nil {
+		q.Phases = []int{}
+	}
+	sys := model.System{Service: svc, Request: q}
+	progress := newProgressLine(cmd.ErrOrStderr(), "errormap")
+	defer progress.close()
+	cells, err := model.RequestErrorMap(sys, in.utils, in.maxNodes, []float64{0.5, 0.9, 0.99}, model.SimOptions{Requests: in.requests, Seed: in.seed, Progress: progress.report})
+	if err != nil {
+		return namedFlag(err, nil)
+	}
+	progress.close()
+	return out.finish(cmd.OutOrStdout(), result{
+		text: func(w io.Writer) error { return modelreport.WriteRequestErrorMap(w, sys, cells) },
+		json: jsonOf(cells),
+		html: pageOf(func() *report.Page { return modelreport.RequestErrorMapPage(sys, in.requests, cells) }),
+	})
 }
 
 func newModelIndependenceCmd() *cobra.Command {

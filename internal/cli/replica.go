@@ -129,7 +129,9 @@ killed run left.
 
 With --loopback every redis-server and agent runs on 127.0.0.1 instead, in
 this process, without root; its files go to one directory in $TMPDIR.`,
-		Example: `  sudo gait replica cluster --voters 3 --duplicates 2 --metrics
+		Example: `  # long: runs until Ctrl-C, root
+  sudo gait replica cluster --voters 3 --duplicates 2 --metrics
+  # long: runs until Ctrl-C
   gait replica cluster --loopback --voters 3 --read session --fanout 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -38,9 +38,12 @@ reported with its file, line and field. Creating hosts needs root. Ctrl-C
 stops the run and removes every host, process and mount it made (a second
 Ctrl-C removes them at once); 'gait clean' removes what a killed run left.
 The scenario format is in docs/run.md; bundled ones are in scenarios/.`,
-		Example: `  sudo gait run scenarios/etcd/leader-nic.yaml
+		Example: `  # long: a few minutes, root
+  sudo gait run scenarios/etcd/leader-nic.yaml
+  # long: a few minutes, root
   sudo gait run scenarios/etcd/follower-disk.yaml --out runs/fd --format json > fd.json
   gait run --dry-run scenarios/etcd/leader-crash.yaml     # check it and list the runs
+  # needs: the output directory of an earlier run
   gait run --report-from runs/etcd-leader-nic-20250101-120000  # summary and report again`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if f.reportFrom != "" && len(args) > 0 {

@@ -29,7 +29,9 @@ func newTestbedUpCmd() *cobra.Command {
 directory (on limpfs, the slow-disk layer, with --disk). The hosts stay up
 until SIGINT or SIGTERM, then everything is removed. Use them with
 ip netns exec NAMESPACE COMMAND.`,
-		Example: `  sudo gait testbed up --hosts 3 --bandwidth 100Mbit/s
+		Example: `  # long: runs until Ctrl-C, root
+  sudo gait testbed up --hosts 3 --bandwidth 100Mbit/s
+  # needs: the testbed above, under the name it printed
   sudo ip netns exec g1a2b3-h0 ping -c1 198.18.0.3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -42,7 +44,7 @@ ip netns exec NAMESPACE COMMAND.`,
 			}
 			ctx, stop := testbed.SignalContext(cmd.Context())
 			defer stop()
-			tb, err := testbed.Up(testbed.Options{Hosts: hosts, Bandwidth: bps, Dir: dir, Disk: disk, StateDir: stateDir})
+			tb, err := testbed.Up(testbed.Options{Hosts: hosts, Bandwidth: bps, Dir: dir, Disk: disk, StateDir: stateDir, Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return err
 			}
@@ -57,6 +59,7 @@ ip netns exec NAMESPACE COMMAND.`,
 			w.Flush()
 			fmt.Fprintln(out, "press Ctrl-C to remove them")
 			<-ctx.Done()
+			fmt.Fprintf(out, "removing run %s\n", tb.ID)
 			if err := tb.Close(); err != nil {
 				return err
 			}

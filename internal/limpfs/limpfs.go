@@ -230,6 +230,9 @@ func (f *FS) Unmount() error {
 	if f.late != nil {
 		f.late.close()
 	}
+	if err := f.releaseCopies(); err != nil {
+		return fmt.Errorf("unmount %s: %w", f.Mountpoint, err)
+	}
 	if err := f.server.Unmount(); err != nil {
 		// Busy (a process still has a file open): detach lazily, as
 		// the kernel then lets the server go.

@@ -42,3 +42,31 @@ func (c nopClient) Close() error               { c.closed.Add(1); return nil }
 func (s *nopSystem) dialer(dialed, closed *atomic.Int64) Dialer {
 	return func(int) (Client, uint8, error) { dialed.Add(1); return nopClient{closed}, 0, nil }
 }
+
+// BenchmarkAccesses is the engine's cost per access, single accesses
+// against Inner-Join Olio's fan-out requests (30 then 20 parallel
+// accesses) in the same run: each sub-benchmark issues b.N accesses to a
+// client that does nothing, open loop, arrivals far faster than the
+// engine, every access (and request) recorded.
+func BenchmarkAccesses(b *testing.B) {
+	get := Workload{Mix: Mix{{Kind: 0, Name: "get", Weight: 1}}, Keys: 1000, ValueSize: 64}
+	for _, c := range []struct {
+		name  string
+		shape Shape
+	}{{"single", Shape{}}, {"olio-30,20", Shape{Phases: []Phase{{Count: 30}, {Count: 20}}}}} {
+		b.Run(c.name, func(b *testing.B) {
+			var dialed, closed atomic.Int64
+			sys := &nopSystem{}
+			per := c.shape.Accesses()
+			cfg := Config{Workload: get, Rate: 1e9, Requests: max(1, b.N/per), MaxInFlight: 4, Shape: c.shape}
+			if c.shape.FanOut() {
+				cfg.RequestRecorder = discard{}
+			}
+			b.ResetTimer()
+			if _, err := Run(context.Background(), cfg, sys.dialer(&dialed, &closed), discard{}); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(cfg.Requests*per), "ns/access")
+		})
+	}
+}

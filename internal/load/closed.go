@@ -13,6 +13,9 @@ import (
 // as the previous one returns. A request's start is when it was issued: in a
 // closed loop there is no schedule it could fall behind.
 func (r *run) closedLoop(ctx context.Context, begin func()) error {
+	if r.cfg.Shape.FanOut() {
+		return r.closedRequests(ctx, begin)
+	}
 	clients := make([]Client, r.cfg.Clients)
 	hosts := make([]uint8, r.cfg.Clients)
 	for i := range clients {
@@ -52,6 +55,37 @@ func (r *run) closedWorker(ctx context.Context, id int, c Client, host uint8) {
 		buf = r.add(buf, rundir.Sample{Start: start, Latency: lat, Op: op.Kind, Host: host, Outcome: outcome,
 			Involved: r.involved(c)})
 	}
+}
+
+// closedRequests is the closed loop of requests of several accesses: each
+// client a request worker issuing its next request when the last ends.
+func (r *run) closedRequests(ctx context.Context, begin func()) error {
+	qs := make([]*requester, r.cfg.Clients)
+	for i := range qs {
+		q, err := r.newRequester(ctx, i)
+		if err != nil {
+			for _, q := range qs[:i] {
+				q.close()
+			}
+			return err
+		}
+		qs[i] = q
+	}
+	begin()
+	var wg sync.WaitGroup
+	for _, q := range qs {
+		wg.Go(func() {
+			defer q.close()
+			for ctx.Err() == nil && r.claim() {
+				start := time.Since(r.start)
+				if r.cfg.Duration > 0 && start >= r.cfg.Duration || !q.request(start) {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return nil
 }
 
 // claim takes one of cfg.Requests; without a request limit it always succeeds.

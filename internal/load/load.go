@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,6 +84,12 @@ type Config struct {
 	// the hosts an Involver names are recorded by index.
 	Hosts  []string
 	Probes []Probe
+	// Shape makes each arrival requests of several accesses (phases,
+	// batches, a trace, delayed accesses); then Rate and Requests count
+	// requests, the samples are the accesses, and each request goes to
+	// RequestRecorder too.
+	Shape           Shape
+	RequestRecorder Recorder
 	// Progress, if set, is called every ProgressEvery (default 1s) and once at the end.
 	Progress      func(Progress)
 	ProgressEvery time.Duration
@@ -139,9 +146,19 @@ func (c Config) Mode() string {
 		if c.Poisson {
 			kind = "poisson"
 		}
-		return fmt.Sprintf("open loop, %g/s %s", c.Rate, kind)
+		return fmt.Sprintf("open loop, %s %s", FormatRate(c.Rate), kind)
 	}
 	return fmt.Sprintf("closed loop, %d clients", c.Clients)
+}
+
+// FormatRate writes a rate of arrivals for people: whole requests per
+// second from 100/s up (a calibrated rate has no meaningful decimals),
+// three significant digits below.
+func FormatRate(perSecond float64) string {
+	if perSecond >= 100 {
+		return strconv.FormatFloat(perSecond, 'f', 0, 64) + "/s"
+	}
+	return strconv.FormatFloat(perSecond, 'g', 3, 64) + "/s"
 }
 
 func (c Config) validate() error {
@@ -158,6 +175,13 @@ func (c Config) validate() error {
 		return errors.New("load: duration, requests, timeout and max in flight must not be negative")
 	case c.Poisson && c.Rate <= 0:
 		return errors.New("load: poisson arrivals need a rate (open loop)")
+	case c.Shape.FanOut() && c.RequestRecorder == nil:
+		return errors.New("load: requests of several accesses need a recorder of requests")
+	case c.Shape.Trace != nil && c.Rate <= 0:
+		return errors.New("load: an arrival trace is an open loop")
+	}
+	if err := c.Shape.check(); err != nil {
+		return fmt.Errorf("load: %w", err)
 	}
 	return c.Workload.validate()
 }
@@ -170,7 +194,8 @@ func Run(ctx context.Context, cfg Config, dial Dialer, rec Recorder) (Result, er
 		return Result{}, err
 	}
 	if cfg.MaxInFlight == 0 {
-		cfg.MaxInFlight = DefaultMaxInFlight
+		// A request in flight holds a connection per access of its widest phase.
+		cfg.MaxInFlight = max(4, DefaultMaxInFlight/cfg.Shape.Width())
 	}
 	if cfg.ProgressEvery <= 0 {
 		cfg.ProgressEvery = time.Second
@@ -221,9 +246,10 @@ type run struct {
 // batch carries samples, metrics and open-loop send lateness to the one
 // goroutine that records them.
 type batch struct {
-	samples []rundir.Sample
-	metrics []metric
-	late    []time.Duration
+	samples  []rundir.Sample
+	requests []rundir.Sample // of several accesses each
+	metrics  []metric
+	late     []time.Duration
 }
 
 type metric struct {
@@ -303,7 +329,9 @@ func (r *run) firstError() error {
 
 // add buffers one sample of a worker and ships full batches.
 func (r *run) add(buf []rundir.Sample, s rundir.Sample) []rundir.Sample {
-	r.done.Add(1)
+	if !r.cfg.Shape.FanOut() {
+		r.done.Add(1)
+	}
 	buf = append(buf, s)
 	if len(buf) == batchSize {
 		r.out <- batch{samples: buf}
@@ -315,6 +343,23 @@ func (r *run) add(buf []rundir.Sample, s rundir.Sample) []rundir.Sample {
 func (r *run) flush(buf []rundir.Sample) {
 	if len(buf) > 0 {
 		r.out <- batch{samples: buf}
+	}
+}
+
+// addRequest buffers one request's sample and ships full batches.
+func (r *run) addRequest(buf []rundir.Sample, s rundir.Sample) []rundir.Sample {
+	r.done.Add(1)
+	buf = append(buf, s)
+	if len(buf) == batchSize {
+		r.out <- batch{requests: buf}
+		buf = make([]rundir.Sample, 0, batchSize)
+	}
+	return buf
+}
+
+func (r *run) flushRequests(buf []rundir.Sample) {
+	if len(buf) > 0 {
+		r.out <- batch{requests: buf}
 	}
 }
 
@@ -359,6 +404,9 @@ func (r *run) record(rec Recorder) Result {
 				res.Timeouts++
 			}
 			end = max(end, s.Start+s.Latency)
+		}
+		for _, s := range b.requests {
+			r.cfg.RequestRecorder.Add(s)
 		}
 		for _, m := range b.metrics {
 			rec.AddMetric(m.t, m.name, m.value)

@@ -552,3 +552,16 @@ func TestOpenLoopKeepsItsSchedule(t *testing.T) {
 		t.Errorf("median send lateness %v at 200/s with an instant system", res.Lag.P50)
 	}
 }
+
+// TestModeRate: a calibrated rate is written as people read it, not with
+// every digit of a float (73321.09319698153/s).
+func TestModeRate(t *testing.T) {
+	for _, c := range []struct {
+		rate float64
+		want string
+	}{{73321.09319698153, "open loop, 73321/s poisson"}, {2000, "open loop, 2000/s poisson"}, {12.345, "open loop, 12.3/s poisson"}} {
+		if got := (Config{Rate: c.rate, Poisson: true}).Mode(); got != c.want {
+			t.Errorf("rate %v: %q, want %q", c.rate, got, c.want)
+		}
+	}
+}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/gait-dev/gait/internal/rundir"
@@ -44,7 +47,9 @@ type Measurement struct {
 
 // Measured is what a measurement found.
 type Measured struct {
-	Summary       rundir.Summary
+	Summary rundir.Summary // of the samples: the accesses, for requests of several
+	// Requests summarises the requests of several accesses, nil otherwise.
+	Requests      *rundir.Summary
 	Result        Result
 	MaxThroughput float64 // the calibrated maximum, 0 without calibration
 }
@@ -89,7 +94,7 @@ func Measure(ctx context.Context, m Measurement) (Measured, error) {
 			out.MaxThroughput = max
 		}
 		rate = s.Rate.Share * out.MaxThroughput
-		logf("maximum throughput %.0f/s, so %s is %.0f/s", out.MaxThroughput, s.Rate, rate)
+		logf("maximum throughput %s, so %s is %s", FormatRate(out.MaxThroughput), s.Rate, FormatRate(rate))
 	}
 	cfg := s.Config(rate)
 	cfg.Probes, cfg.Progress = m.Probes, m.Progress
@@ -104,10 +109,30 @@ func Measure(ctx context.Context, m Measurement) (Measured, error) {
 	if err != nil {
 		return out, err
 	}
+	var reqs *rundir.Writer
+	if cfg.Shape.FanOut() {
+		// The requests' own run directory is written beside the accesses'
+		// and moved into it once both are complete.
+		rr := rc
+		rr.Ops = []string{"request"}
+		rr.Workload = maps.Clone(rc.Workload)
+		rr.Workload["samples"] = "requests: intended start to the end of the last phase"
+		if reqs, err = rundir.Create(m.Dir+requestsSuffix, rr); err != nil {
+			w.Abort()
+			return out, err
+		}
+		cfg.RequestRecorder = reqs
+	}
+	abort := func() {
+		w.Abort()
+		if reqs != nil {
+			reqs.Abort()
+		}
+	}
 	after := func() map[string]any { return map[string]any{} }
 	if m.Around != nil {
 		if after, err = m.Around(ctx); err != nil {
-			w.Abort()
+			abort()
 			return out, err
 		}
 	}
@@ -117,7 +142,7 @@ func Measure(ctx context.Context, m Measurement) (Measured, error) {
 		err = failed(out.Result, m.AllFailedIsError)
 	}
 	if err != nil {
-		w.Abort()
+		abort()
 		return out, err
 	}
 	if out.Result.FirstError != nil {
@@ -126,16 +151,46 @@ func Measure(ctx context.Context, m Measurement) (Measured, error) {
 	if lag := out.Result.Lag; lag != nil {
 		w.SetGenerator(lag.Record())
 	}
+	if reqs != nil {
+		if err := reqs.Close(extra); err != nil {
+			w.Abort()
+			return out, err
+		}
+	}
 	if err := w.Close(extra); err != nil {
+		os.RemoveAll(m.Dir + requestsSuffix)
 		return out, err
+	}
+	if reqs != nil {
+		if err := os.Rename(m.Dir+requestsSuffix, filepath.Join(m.Dir, RequestsDir)); err != nil {
+			os.RemoveAll(m.Dir)
+			os.RemoveAll(m.Dir + requestsSuffix)
+			return out, fmt.Errorf("move the requests' samples into %s: %w", m.Dir, err)
+		}
 	}
 	run, err := rundir.Open(m.Dir)
 	if err != nil {
 		return out, err
 	}
-	out.Summary, err = run.Summary()
+	if out.Summary, err = run.Summary(); err != nil || reqs == nil {
+		return out, err
+	}
+	rr, err := rundir.Open(filepath.Join(m.Dir, RequestsDir))
+	if err != nil {
+		return out, err
+	}
+	sum, err := rr.Summary()
+	out.Requests = &sum
 	return out, err
 }
+
+// RequestsDir is where, inside a run directory of requests of several
+// accesses (whose own samples are the accesses), the requests' run
+// directory is.
+const RequestsDir = "requests"
+
+// requestsSuffix names the requests' run directory while it is written.
+const requestsSuffix = ".requests"
 
 // failed says why a finished run does not count.
 func failed(r Result, allFailedIsError bool) error {
@@ -156,6 +211,15 @@ func record(s Spec, c Config, maxThroughput float64, more map[string]any) map[st
 		w["loop"], w["rate"], w["poisson"], w["max_in_flight"] = "open", c.Rate, c.Poisson, c.MaxInFlight
 	} else {
 		w["loop"], w["clients"] = "closed", c.Clients
+	}
+	if sh := s.Shape; sh.FanOut() {
+		w["phases"], w["batch"], w["accesses_per_request"] = FormatPhases(sh.phases()), sh.batch(), sh.Accesses()
+		if sh.Delay.Share > 0 {
+			w["delay_share"], w["delay"] = sh.Delay.Share, sh.Delay.Delay.Seconds()
+		}
+		if sh.Trace != nil {
+			w["arrivals_traced"] = len(sh.Trace)
+		}
 	}
 	if s.Wait.Replicas > 0 {
 		w["wait_replicas"], w["wait_timeout"] = s.Wait.Replicas, s.Wait.Timeout.Seconds()

@@ -16,6 +16,11 @@ import (
 // while arrivals find every worker busy, up to cfg.MaxInFlight.
 const initialWorkers = 16
 
+// initialRequesters are the request workers of requests of several
+// accesses dialed before the run (a connection per access of the widest
+// phase each).
+const initialRequesters = 4
+
 // openLoop runs a dispatcher that fixes each request's intended start from the
 // arrival schedule and queues it for a pool of workers. Neither a busy pool nor
 // a full queue moves an intended start: a dispatcher that fell behind hands out
@@ -24,7 +29,17 @@ func (r *run) openLoop(ctx context.Context, begin func()) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	p := &pool{run: r, ctx: ctx, fail: cancel, queue: make(chan time.Duration, r.queueSize())}
-	for range min(initialWorkers, r.cfg.MaxInFlight) {
+	for p.workers < min(initialRequesters, r.cfg.MaxInFlight) && r.cfg.Shape.FanOut() {
+		// A request worker dials a client per access of the widest phase.
+		q, err := r.newRequester(ctx, p.workers)
+		if err != nil {
+			close(p.queue)
+			p.wg.Wait()
+			return err
+		}
+		p.spawnRequester(func() (*requester, error) { return q, nil })
+	}
+	for p.workers < min(initialWorkers, r.cfg.MaxInFlight) && !r.cfg.Shape.FanOut() {
 		c, h, err := r.dial(p.workers)
 		if err != nil {
 			close(p.queue)
@@ -70,20 +85,31 @@ func (p *pool) dispatch() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var at time.Duration
+	batch := r.cfg.Shape.batch()
 	for i := 0; r.cfg.Requests == 0 || i < r.cfg.Requests; i++ {
-		at = r.arrival(i, at, rng)
-		if r.cfg.Duration > 0 && at >= r.cfg.Duration {
-			return
-		}
-		if !sleepUntil(p.ctx, timer, r.start.Add(at)) {
-			return
+		if i%batch == 0 {
+			// A new arrival instant: the batch's requests share it.
+			var more bool
+			if at, more = r.arrival(i/batch, at, rng); !more {
+				return
+			}
+			if r.cfg.Duration > 0 && at >= r.cfg.Duration {
+				return
+			}
+			if !sleepUntil(p.ctx, timer, r.start.Add(at)) {
+				return
+			}
 		}
 		if p.idle.Load() == 0 {
 			if p.workers < r.cfg.MaxInFlight {
 				// The new worker dials on its own goroutine: the schedule
 				// must not wait for a connection.
 				id := p.workers
-				p.spawn(func() (Client, uint8, error) { return r.dial(id) })
+				if r.cfg.Shape.FanOut() {
+					p.spawnRequester(func() (*requester, error) { return r.newRequester(p.ctx, id) })
+				} else {
+					p.spawn(func() (Client, uint8, error) { return r.dial(id) })
+				}
 			} else {
 				r.heldBack.Add(1)
 			}
@@ -96,16 +122,24 @@ func (p *pool) dispatch() {
 	}
 }
 
-// arrival is the intended start of request i, given that of request i-1.
-func (r *run) arrival(i int, prev time.Duration, rng *rand.Rand) time.Duration {
+// arrival is the intended start of arrival instant i, given that of
+// instant i-1; false once a trace has no more. An instant brings a batch
+// of requests, so instants come at the rate over the batch size.
+func (r *run) arrival(i int, prev time.Duration, rng *rand.Rand) (time.Duration, bool) {
+	rate := r.cfg.Rate / float64(r.cfg.Shape.batch())
 	switch {
+	case r.cfg.Shape.Trace != nil:
+		if i >= len(r.cfg.Shape.Trace) {
+			return 0, false
+		}
+		return r.cfg.Shape.Trace[i], true
 	case i == 0:
-		return 0
+		return 0, true
 	case r.cfg.Poisson:
-		return prev + time.Duration(rng.ExpFloat64()/r.cfg.Rate*1e9)
+		return prev + time.Duration(rng.ExpFloat64()/rate*1e9), true
 	default:
 		// From i rather than prev plus a gap, so rounding never accumulates.
-		return time.Duration(math.Round(float64(i) * 1e9 / r.cfg.Rate))
+		return time.Duration(math.Round(float64(i) * 1e9 / rate)), true
 	}
 }
 
@@ -122,6 +156,31 @@ func (p *pool) spawn(dial func() (Client, uint8, error)) {
 		}
 		defer c.Close()
 		p.work(id, c, host)
+	})
+}
+
+// spawnRequester starts worker number p.workers as a request worker.
+func (p *pool) spawnRequester(open func() (*requester, error)) {
+	p.workers++
+	p.idle.Add(1)
+	p.wg.Go(func() {
+		q, err := open()
+		if err != nil {
+			p.fail(err)
+			return
+		}
+		defer q.close()
+		r := p.run
+		late := make([]time.Duration, 0, batchSize)
+		defer func() { r.flushLate(late) }()
+		for at := range p.queue {
+			p.idle.Add(-1)
+			late = r.addLate(late, time.Since(r.start)-at)
+			if !q.request(at) {
+				return
+			}
+			p.idle.Add(1)
+		}
 	})
 }
 

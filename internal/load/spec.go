@@ -32,6 +32,10 @@ type Spec struct {
 
 	// Wait, when Replicas is set, makes every write wait for replicas.
 	Wait Wait
+
+	// Shape makes an arrival requests of several accesses; Rate and
+	// Requests then count requests.
+	Shape Shape
 }
 
 // Defaults of a workload.
@@ -82,7 +86,8 @@ func (s Spec) Resolve() (Spec, error) {
 	}
 	s.Keys = orDefault(s.Keys, DefaultKeys)
 	if s.OpenLoop() {
-		s.MaxInFlight = orDefault(s.MaxInFlight, DefaultMaxInFlight)
+		// A request in flight holds a connection per access of its widest phase.
+		s.MaxInFlight = orDefault(s.MaxInFlight, max(4, DefaultMaxInFlight/s.Shape.Width()))
 		if s.Rate.Share > 0 {
 			s.Calibrate = orDefault(s.Calibrate, DefaultCalibrate)
 			s.CalibrateClients = orDefault(s.CalibrateClients, DefaultCalibrateClients)
@@ -145,6 +150,15 @@ func (s Spec) check() error {
 			return specErrorf("op", "weight of %s must be positive, got %d", e.Name, e.Weight)
 		}
 	}
+	if err := s.Shape.check(); err != nil {
+		return err
+	}
+	if s.Requests > 0 && s.Shape.Batch > s.Requests {
+		return specErrorf("batch", "%d requests per arrival is more than the run's %d requests", s.Shape.Batch, s.Requests)
+	}
+	if s.Shape.FanOut() && s.Rate.Share > 0 {
+		return specErrorf("rate", "a share of the maximum is calibrated with single accesses; give requests per second, like 10/s")
+	}
 	if s.OpenLoop() {
 		return s.checkOpen()
 	}
@@ -152,7 +166,7 @@ func (s Spec) check() error {
 		name  string
 		given bool
 	}{{"poisson", s.Poisson}, {"max_in_flight", s.MaxInFlight != 0}, {"calibrate", s.Calibrate != 0},
-		{"calibrate_clients", s.CalibrateClients != 0}} {
+		{"calibrate_clients", s.CalibrateClients != 0}, {"batch", s.Shape.Batch > 1}, {"arrivals", s.Shape.Trace != nil}} {
 		if f.given {
 			return specErrorf(f.name, "only applies to an open loop (rate)")
 		}
@@ -183,7 +197,7 @@ func (s Spec) Workload() Workload {
 // arrival rate per second, calibrated when the spec gives a share.
 func (s Spec) Config(rate float64) Config {
 	c := Config{Workload: s.Workload(), Clients: s.Clients, Duration: s.Duration, Requests: s.Requests,
-		Timeout: s.Timeout, Seed: s.Seed}
+		Timeout: s.Timeout, Seed: s.Seed, Shape: s.Shape}
 	if s.OpenLoop() {
 		c.Clients, c.Rate, c.Poisson, c.MaxInFlight = 0, rate, s.Poisson, s.MaxInFlight
 	}

@@ -20,7 +20,7 @@ func Figure7(sys System, util float64, maxNodes int) ([]Prediction, error) {
 	if sys.Service == nil {
 		return nil, inputError("service", nil, "no service-time distribution")
 	}
-	sys.Rate = util / sys.Service.Mean()
+	sys.Rate = util / (sys.Service.Mean() * float64(sys.Request.Accesses()))
 	if !(sys.Rate > 0) || math.IsInf(sys.Rate, 0) {
 		return nil, inputError("utilization", util, "with a mean service time of %s that is %v requests/s; want a finite rate > 0", fmtDur(sys.Service.Mean()), sys.Rate)
 	}

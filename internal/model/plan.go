@@ -230,10 +230,17 @@ func MaxRate(sys System, target Target, nodes int, pred Predictor, opt AccurateO
 		}
 		for d := 1; d*r <= nodes; d++ {
 			cfg := Config{d, r}
-			// The queue is stable below r/E[S]; search (0, that).
-			hi := float64(r) / sys.Service.Mean()
+			// The queue is stable below r/(accesses x E[S]); search (0, that).
+			hi := float64(r) / (float64(sys.Request.Accesses()) * sys.Service.Mean())
 			first := func(rate float64) (float64, error) { return gapSLA(sys, rate, cfg, opt) }
-			if pred == PredictorThesis {
+			if sys.Request.FanOut() {
+				first = func(rate float64) (float64, error) {
+					s := sys
+					s.Rate = rate
+					return requestSLA(s, cfg, pred == PredictorThesis)
+				}
+			}
+			if pred == PredictorThesis && !sys.Request.FanOut() {
 				first = func(rate float64) (float64, error) {
 					s := sys
 					s.Rate = rate
@@ -247,7 +254,7 @@ func MaxRate(sys System, target Target, nodes int, pred Predictor, opt AccurateO
 			all = append(all, res)
 		}
 	}
-	if pred == PredictorAccurate {
+	if pred == PredictorAccurate && !sys.Request.FanOut() {
 		if err := refineAccurate(sys, target, all, opt, progress.stage("the accurate rate, from the highest bound down", 0.8, 0.2)); err != nil {
 			return RateResult{}, nil, err
 		}

@@ -56,6 +56,9 @@ func Thesis(sys System, cfg Config) (float64, error) {
 	if rho >= 1 {
 		return 0, fmt.Errorf("configuration %dx%d at utilization %.3f: %w", cfg.Duplicates, cfg.Replicas, rho, ErrUnstable)
 	}
+	if sys.Request.FanOut() {
+		return requestSLA(sys, cfg, true)
+	}
 	tau := sys.Bound - sys.net().Mean() - ThesisQueueDelay(sys.Service, rho)
 	phi := 0.0
 	if tau > 0 {
@@ -72,6 +75,9 @@ func Predict(sys System, duplicates, replicas []int, opt AccurateOptions) ([]Pre
 	}
 	if err := validateGrid(duplicates, replicas); err != nil {
 		return nil, err
+	}
+	if sys.Request.FanOut() {
+		return predictRequests(sys, duplicates, replicas, opt.Progress)
 	}
 	opt = opt.withDefaults()
 	var rates []float64
@@ -128,4 +134,34 @@ func validateGrid(duplicates, replicas []int) error {
 		}
 	}
 	return Config{slices.Max(duplicates), slices.Max(replicas)}.Validate()
+}
+
+// predictRequests is Predict for requests of several accesses: both
+// predictors are PredictRequest's, the thesis's with every wait at its mean.
+func predictRequests(sys System, duplicates, replicas []int, progress Progress) ([]Prediction, error) {
+	var out []Prediction
+	total := len(duplicates) * len(replicas)
+	for _, r := range replicas {
+		for _, d := range duplicates {
+			cfg := Config{d, r}
+			p := Prediction{Config: cfg, Nodes: cfg.Nodes(), Utilization: sys.Utilization(cfg)}
+			if progress != nil {
+				progress(fmt.Sprintf("%d duplicates x %d replicas", d, r), float64(len(out))/float64(total))
+			}
+			if p.Utilization >= 1 {
+				p.Unstable = true
+				out = append(out, p)
+				continue
+			}
+			var err error
+			if p.SLA, err = requestSLA(sys, cfg, false); err != nil {
+				return nil, err
+			}
+			if p.SLAThesis, err = requestSLA(sys, cfg, true); err != nil {
+				return nil, err
+			}
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }

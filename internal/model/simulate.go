@@ -188,6 +188,13 @@ func SimulateConfigs(sys System, duplicates, replicas []int, opt SimOptions) ([]
 		}
 	}
 	progress, done := opt.Progress, 0.0
+	if sys.Request.FanOut() {
+		// A request's accesses cost the run, not the request.
+		total *= float64(sys.Request.Accesses())
+		for i := range work {
+			work[i] *= float64(sys.Request.Accesses())
+		}
+	}
 	for i := range rows {
 		row := &rows[i]
 		if row.Unstable {
@@ -197,6 +204,15 @@ func SimulateConfigs(sys System, duplicates, replicas []int, opt SimOptions) ([]
 		o.Progress = progress.stage(fmt.Sprintf("%d duplicates x %d replicas (%d of %d)", row.Duplicates, row.Replicas, i+1, len(rows)), done/total, work[i]/total)
 		if o.Progress != nil {
 			o.Progress("", 0)
+		}
+		if sys.Request.FanOut() {
+			res, err := SimulateRequests(sys, row.Config, []float64{sys.Bound}, o)
+			if err != nil {
+				return nil, err
+			}
+			row.SLA, row.StdErr = res.SLA[0], res.StdErr[0]
+			done += work[i]
+			continue
 		}
 		res, err := simulate(sys, row.Replicas, row.Duplicates, o, []int{row.Duplicates})
 		if err != nil {

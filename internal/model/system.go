@@ -17,6 +17,9 @@ type System struct {
 	Net   Distribution
 	Rate  float64 // total arrivals per second
 	Bound float64 // the SLA latency bound, seconds
+	// Request is what one arrival asks: by default one access; with
+	// phases or batches, Rate counts requests and Bound is a request's.
+	Request Request
 }
 
 // Config is a deployment: Replicas groups (replication for throughput), each
@@ -31,9 +34,9 @@ type Config struct {
 func (c Config) Nodes() int { return c.Duplicates * c.Replicas }
 
 // Utilization of each server: every duplicate of a group sees all of the
-// group's arrivals, and a group sees 1/Replicas of the total.
+// group's accesses, and a group sees 1/Replicas of the total.
 func (s System) Utilization(c Config) float64 {
-	return s.Rate / float64(c.Replicas) * s.Service.Mean()
+	return s.Rate * float64(s.Request.Accesses()) / float64(c.Replicas) * s.Service.Mean()
 }
 
 func (s System) net() Distribution {
@@ -82,7 +85,7 @@ func inputError(input string, value any, reason string, args ...any) error {
 
 // Validate checks the inputs every computation needs.
 func (s System) Validate() error {
-	if err := s.validateShape(); err != nil {
+	if err := firstErr(s.validateShape(), s.Request.Validate()); err != nil {
 		return err
 	}
 	return validateRate(s.Rate)

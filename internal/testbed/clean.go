@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gait-dev/gait/internal/limpfs"
 	"github.com/gait-dev/gait/internal/procstat"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 )
 
 // Clean removes what runs recorded in stateDir ("" means DefaultStateDir)
@@ -81,10 +83,8 @@ func teardown(s *state) error {
 			errs = append(errs, err)
 		}
 	}
-	for _, name := range append(append([]string{}, s.Links...), s.Bridge) {
-		if err := deleteLink(name); err != nil {
-			errs = append(errs, err)
-		}
+	if err := deleteLinks(s); err != nil {
+		errs = append(errs, err)
 	}
 	for _, name := range s.Namespaces {
 		if err := deleteNamespace(name); err != nil {
@@ -111,8 +111,9 @@ func teardown(s *state) error {
 }
 
 // killAll sends SIGKILL to every recorded process (its whole process
-// group) and to whatever else sits in the run's cgroups, then waits a
-// little for them to be gone so their namespaces and mounts can go too.
+// group) and to whatever else sits in the run's cgroups or namespaces,
+// then waits a little for them to be gone so their namespaces and mounts
+// can go too.
 func killAll(s *state) {
 	var pids []int
 	for _, p := range s.Procs {
@@ -123,17 +124,60 @@ func killAll(s *state) {
 		}
 	}
 	for _, c := range s.Cgroups {
-		for _, pid := range cgroupPids(c) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			pids = append(pids, pid)
-		}
+		pids = append(pids, cgroupPids(c)...)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	for _, ns := range s.Namespaces {
+		pids = append(pids, namespacePids(ns)...)
+	}
 	for _, pid := range pids {
-		for time.Now().Before(deadline) && procstat.Running(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	waitGone(pids, 5*time.Second)
+}
+
+// waitGone waits until none of pids runs, for at most timeout.
+func waitGone(pids []int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for _, pid := range pids {
+		for procstat.Running(pid) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s still runs after %s", describePids([]int{pid}), timeout)
+			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+	return nil
+}
+
+// describePids names processes for a person: "etcd (pid 123), sleep (pid 456)".
+func describePids(pids []int) string {
+	var parts []string
+	for _, pid := range pids {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		parts = append(parts, fmt.Sprintf("%s (pid %d)", strings.TrimSpace(string(comm)), pid))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// deleteLinks deletes the run's links and bridge, inside the network
+// namespace the run was made in. When that namespace is gone, so are they.
+func deleteLinks(s *state) error {
+	del := func() error {
+		var errs []error
+		for _, name := range append(append([]string{}, s.Links...), s.Bridge) {
+			errs = append(errs, deleteLink(name))
+		}
+		return errors.Join(errs...)
+	}
+	if s.Netns == "" || s.Netns == currentNetns() {
+		return del()
+	}
+	ns, err := netns.GetFromName(s.Netns)
+	if err != nil {
+		return nil
+	}
+	defer ns.Close()
+	return inNamespace(ns, del)
 }
 
 func deleteLink(name string) error {

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
 	"github.com/gait-dev/gait/internal/limpfs"
+	"github.com/gait-dev/gait/internal/procstat"
 	"github.com/vishvananda/netlink"
 )
 
@@ -173,7 +175,8 @@ func (h *Host) RestartStopped() error {
 }
 
 // KillAll kills every process of the host with SIGKILL, also what they
-// forked, and waits for them to exit.
+// forked and whatever else runs in its cgroup or namespace (a process a
+// user started with `ip netns exec`), and waits for them to exit.
 func (h *Host) KillAll() error {
 	var errs []error
 	for _, p := range h.Procs() {
@@ -181,7 +184,8 @@ func (h *Host) KillAll() error {
 			errs = append(errs, err)
 		}
 	}
-	for _, pid := range cgroupPids(h.cgroup) {
+	others := slices.Concat(cgroupPids(h.cgroup), namespacePids(h.Namespace))
+	for _, pid := range others {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 			errs = append(errs, fmt.Errorf("kill pid %d on %s: %w", pid, h.Name, err))
 		}
@@ -191,7 +195,27 @@ func (h *Host) KillAll() error {
 			errs = append(errs, err)
 		}
 	}
+	if err := waitGone(others, 5*time.Second); err != nil {
+		errs = append(errs, fmt.Errorf("on %s: %w", h.Name, err))
+	}
 	return errors.Join(errs...)
+}
+
+// running lists the host's processes that still run, its supervised ones
+// and the others in its cgroup or namespace.
+func (h *Host) running() []int {
+	var pids []int
+	for _, p := range h.Procs() {
+		if p.Running() {
+			pids = append(pids, p.Pid())
+		}
+	}
+	for _, pid := range slices.Concat(cgroupPids(h.cgroup), namespacePids(h.Namespace)) {
+		if procstat.Running(pid) && !slices.Contains(pids, pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // QueueStats describe one direction of a host's link: what its shaper

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strconv"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -188,4 +191,23 @@ func tbfFor(linkIndex int, bps uint64) *netlink.Tbf {
 
 func ipNet(p netip.Prefix) *net.IPNet {
 	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), 32)}
+}
+
+// namespacePids lists the processes inside the named network namespace:
+// whatever runs in a host, also what a user started there with `ip netns
+// exec`, which is in none of gait's process groups or cgroups.
+func namespacePids(name string) []int {
+	ns, err := os.Stat(filepath.Join(netnsDir, name))
+	if err != nil {
+		return nil
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	var pids []int
+	for _, p := range procs {
+		if fi, err := os.Stat(filepath.Join(p, "ns", "net")); err == nil && os.SameFile(ns, fi) {
+			pid, _ := strconv.Atoi(filepath.Base(p))
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

@@ -60,6 +60,9 @@ func closeAll() {
 	}
 	openMu.Unlock()
 	for _, tb := range tbs {
+		tb.hurry()
+	}
+	for _, tb := range tbs {
 		if err := tb.Close(); err != nil {
 			fmt.Fprintln(os.Stderr, "gait:", err)
 		}

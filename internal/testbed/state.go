@@ -27,10 +27,15 @@ var testbedRange = netip.MustParsePrefix("198.18.0.0/15")
 // state records everything a run created, written before each thing is
 // created, so that Clean can undo a run that died at any point.
 type state struct {
-	ID         string      `json:"id"`
-	Owner      int         `json:"owner_pid"`
-	OwnerStart uint64      `json:"owner_start"`
-	Subnet     string      `json:"subnet"`
+	ID         string `json:"id"`
+	Owner      int    `json:"owner_pid"`
+	OwnerStart uint64 `json:"owner_start"`
+	Subnet     string `json:"subnet"`
+	// Netns names the network namespace the bridge and the machine's
+	// ends of the links are in, when gait ran inside a named one (a
+	// remote agent in a machine of the many-machines test); empty for
+	// the namespace of whoever cleans.
+	Netns      string      `json:"netns,omitempty"`
 	Bridge     string      `json:"bridge,omitempty"`
 	Namespaces []string    `json:"namespaces"`
 	Links      []string    `json:"links"`
@@ -250,6 +255,23 @@ func freeSubnet(states []*state) (netip.Prefix, error) {
 		}
 	}
 	return netip.Prefix{}, errors.New("no free /24 left in 198.18.0.0/15: run `gait clean`")
+}
+
+// currentNetns names the named network namespace (under /run/netns)
+// this process is in, or "" when it is in none of them (the machine's own).
+func currentNetns() string {
+	var self syscall.Stat_t
+	if err := syscall.Stat("/proc/self/ns/net", &self); err != nil {
+		return ""
+	}
+	names, _ := filepath.Glob(filepath.Join(netnsDir, "*"))
+	for _, n := range names {
+		var st syscall.Stat_t
+		if syscall.Stat(n, &st) == nil && st.Ino == self.Ino && st.Dev == self.Dev {
+			return filepath.Base(n)
+		}
+	}
+	return ""
 }
 
 // alive reports whether the recorded process still runs.

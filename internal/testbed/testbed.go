@@ -8,6 +8,7 @@ package testbed
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/netip"
 	"os"
@@ -60,6 +61,9 @@ type Options struct {
 	// with no bandwidth limit.
 	Emulate  bool
 	StateDir string // where the state file goes; empty means DefaultStateDir
+	// Log hears what Close waits for, when that takes over a second;
+	// nil means nowhere.
+	Log io.Writer
 }
 
 // Testbed is one run's set of hosts.
@@ -71,7 +75,7 @@ type Testbed struct {
 	Dir       string
 	Hosts     []*Host
 
-	stateDir  string
+	log       io.Writer
 	mu        sync.Mutex // guards st
 	st        *state
 	closeOnce sync.Once
@@ -169,7 +173,8 @@ func register(opts Options) (*Testbed, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &state{ID: id, Owner: os.Getpid(), OwnerStart: procstat.Identify(os.Getpid()).Start, Subnet: subnet.String(), dir: opts.StateDir}
+	st := &state{ID: id, Owner: os.Getpid(), OwnerStart: procstat.Identify(os.Getpid()).Start, Subnet: subnet.String(),
+		Netns: currentNetns(), dir: opts.StateDir}
 	if err := refer(id, opts.StateDir); err != nil {
 		return nil, err
 	}
@@ -181,6 +186,7 @@ func register(opts Options) (*Testbed, error) {
 		Subnet:    subnet,
 		Gateway:   subnet.Addr().Next(),
 		Bandwidth: opts.Bandwidth,
+		log:       opts.Log,
 		st:        st,
 	}
 	track(tb)
@@ -334,11 +340,11 @@ func (tb *Testbed) Close() error {
 		defer untrack(tb)
 		var errs []error
 		for _, h := range tb.Hosts {
-			if err := h.KillAll(); err != nil {
+			if err := tb.waiting(func() string { return "the processes of " + h.Name + ": " + describePids(h.running()) }, h.KillAll); err != nil {
 				errs = append(errs, err)
 			}
 			if h.disk != nil {
-				if err := h.disk.Unmount(); err != nil {
+				if err := tb.waiting(func() string { return "the disk of " + h.Name + " to unmount (" + h.DataDir + ")" }, h.disk.Unmount); err != nil {
 					errs = append(errs, err)
 				}
 			}
@@ -354,6 +360,41 @@ func (tb *Testbed) Close() error {
 		}
 	})
 	return tb.closeErr
+}
+
+// waiting runs step and, once it has taken a second, says every two
+// seconds what it still waits for.
+func (tb *Testbed) waiting(what func() string, step func() error) error {
+	if tb.log == nil {
+		return step()
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		start := time.Now()
+		wait := time.NewTimer(time.Second)
+		defer wait.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-wait.C:
+				fmt.Fprintf(tb.log, "removing run %s: waiting %s for %s\n", tb.ID, time.Since(start).Round(time.Second), what())
+				wait.Reset(2 * time.Second)
+			}
+		}
+	}()
+	return step()
+}
+
+// hurry ends the testbed's FUSE connections at once, so that a Close
+// under way that waits on one of them goes on.
+func (tb *Testbed) hurry() {
+	for _, h := range tb.Hosts {
+		if h.disk != nil {
+			limpfs.Unmount(h.DataDir)
+		}
+	}
 }
 
 // bitUnits are the link-rate units, largest first.

@@ -622,3 +622,46 @@ func TestCPUThrottled(t *testing.T) {
 		}
 	}
 }
+
+// A process a user starts in a host with `ip netns exec` (as
+// docs/testbed.md shows) gets a mount namespace of its own holding a copy
+// of the host's limpfs mount, and so does any process that made one
+// elsewhere (unshare -m): neither may hold Close up. Close kills what runs
+// in the host and ends the FUSE connection the other copy keeps alive.
+func TestCloseWithProcessesStartedByHand(t *testing.T) {
+	stateDir := t.TempDir()
+	tb := up(t, Options{Hosts: 1, StateDir: stateDir, Disk: true})
+	inHost := exec.Command("ip", "netns", "exec", tb.Hosts[0].Namespace, "sleep", "300")
+	elsewhere := exec.Command("unshare", "-m", "--propagation", "private", "sleep", "300")
+	for _, c := range []*exec.Cmd{inHost, elsewhere} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Process.Kill()
+		go c.Wait()
+	}
+	if !eventually(func() bool {
+		out, _ := exec.Command("ip", "netns", "pids", tb.Hosts[0].Namespace).Output()
+		return len(out) > 0
+	}) {
+		t.Fatal("the process started with ip netns exec is not in the host")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- tb.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("close: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		inHost.Process.Kill()
+		elsewhere.Process.Kill()
+		t.Fatalf("Close still waits 15 s on, held by the processes started by hand; killed them")
+	}
+	if procstat.Running(inHost.Process.Pid) {
+		t.Error("the process started in the host with ip netns exec survived Close")
+	}
+	if left := leftovers(t, tb.ID, stateDir); len(left) > 0 {
+		t.Errorf("after Close: %v", left)
+	}
+}

@@ -36,6 +36,9 @@ func Describe(sys model.System) string {
 	if sys.Rate > 0 {
 		s += fmt.Sprintf(", rate %.6g requests/s", sys.Rate)
 	}
+	if sys.Request.FanOut() {
+		s += fmt.Sprintf(", a request is %s (%d accesses; its latency is the sum of its phases' slowest accesses)", sys.Request, sys.Request.Accesses())
+	}
 	return s
 }
 

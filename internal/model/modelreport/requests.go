@@ -1,0 +1,88 @@
+package modelreport
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+
+	"github.com/gait-dev/gait/internal/model"
+	"github.com/gait-dev/gait/internal/report"
+	"github.com/gait-dev/gait/internal/units"
+)
+
+// WriteRequestErrorMap is gait model errormap --phases's table.
+func WriteRequestErrorMap(w io.Writer, sys model.System, cells []model.RequestErrorCell) error {
+	fmt.Fprintf(w, "service %s, %s: request predictor against request simulation\n", sys.Service, sys.Request)
+	tw := table(w)
+	fmt.Fprintln(tw, "load\tduplicates\treplicas\tquantile\tbound\tsla\tsla_thesis\tsimulated\tstderr\t|error|\t")
+	for _, c := range cells {
+		fmt.Fprintf(tw, "%g%%\t%d\t%d\t%g\t%s\t%s\t%s\t%s\t%.5f\t%.4f\t\n", 100*c.Utilization, c.Duplicates, c.Replicas, c.Quantile,
+			units.Seconds(c.Bound), Pct(c.Predicted), Pct(c.Thesis), Pct(c.Simulated), c.StdErr, c.Error())
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	worst := 0.0
+	for _, c := range cells {
+		worst = math.Max(worst, c.Error())
+	}
+	_, err := fmt.Fprintf(w, "largest |error|: %.4f (the thesis's accuracy: 0.002)\n", worst)
+	return err
+}
+
+// RequestErrorChart draws, for one load, the largest |predicted -
+// simulated| over the quantiles asked for, per mix, for both predictors.
+func RequestErrorChart(util float64, cells []model.RequestErrorCell) report.BarChart {
+	type key struct{ d, r int }
+	acc, th := map[key]float64{}, map[key]float64{}
+	var keys []key
+	for _, c := range cells {
+		if c.Utilization != util {
+			continue
+		}
+		k := key{c.Duplicates, c.Replicas}
+		if _, ok := acc[k]; !ok {
+			keys = append(keys, k)
+		}
+		acc[k] = math.Max(acc[k], c.Error())
+		th[k] = math.Max(th[k], math.Abs(c.Thesis-c.Simulated))
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if a, b := keys[i].d*keys[i].r, keys[j].d*keys[j].r; a != b {
+			return a < b
+		}
+		return keys[i].d < keys[j].d
+	})
+	ch := report.BarChart{Title: fmt.Sprintf("largest |predicted - simulated SLA| per mix at %g%% load", 100*util),
+		Y: report.Axis{Label: "absolute error", Log: true}}
+	a := report.Series{Name: "request predictor"}
+	t := report.Series{Name: "thesis (mean wait)"}
+	limit := report.Series{Name: "0.002 (the thesis's accuracy)"}
+	for _, k := range keys {
+		ch.Categories = append(ch.Categories, fmt.Sprintf("%dx%d", k.d, k.r))
+		a.Y = append(a.Y, math.Max(1e-5, acc[k]))
+		t.Y = append(t.Y, math.Max(1e-5, th[k]))
+		limit.Y = append(limit.Y, 0.002)
+	}
+	ch.Series = []report.Series{a, t, limit}
+	return ch
+}
+
+// RequestErrorMapPage is the request error map's report: a figure per load.
+func RequestErrorMapPage(sys model.System, requests int, cells []model.RequestErrorCell) *report.Page {
+	page := report.NewPage("gait model errormap: requests of " + sys.Request.String())
+	page.Paragraph(fmt.Sprintf("Service %s, no network delay, %d simulated requests per mix and load. A mix is duplicates x replicas; the bounds are where the request predictor puts the quantiles asked for, and each bar is the largest error over them.", sys.Service, requests))
+	var utils []float64
+	seen := map[float64]bool{}
+	for _, c := range cells {
+		if !seen[c.Utilization] {
+			seen[c.Utilization] = true
+			utils = append(utils, c.Utilization)
+		}
+	}
+	for _, u := range utils {
+		page.Figure(fmt.Sprintf("Load %g%% (of one server taking every access).", 100*u), RequestErrorChart(u, cells))
+	}
+	return page
+}

@@ -1,0 +1,487 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Request is what one request of the workload asks of the storage (the
+// thesis's §2.2 and chapter 6): Phases of parallel accesses with a barrier
+// between them (Inner-Join Olio: 30 event reads, then 20 user reads), the
+// requests arriving Batch at a time (Gridlab-D's bursts). A request's
+// latency runs from its arrival to the end of its last phase: the sum over
+// phases of the slowest access. The zero value is one access arriving
+// alone, the model's unit everywhere else.
+type Request struct {
+	Phases []int `json:"phases,omitempty"`
+	Batch  int   `json:"batch,omitempty"`
+}
+
+// Limits on a request: the predictor holds the law of every count of
+// accesses one group may get from a batch, up to MaxBatchAccesses.
+const (
+	MaxPhases         = 64
+	MaxPhaseAccesses  = 256
+	MaxBatch          = 1024
+	MaxBatchAccesses  = 1024
+	maxRequestGridPts = 2048
+)
+
+// FanOut reports whether the request is more than one access arriving alone.
+func (q Request) FanOut() bool {
+	return q.Accesses() > 1 || q.batch() > 1
+}
+
+// Accesses is the number of accesses one request makes.
+func (q Request) Accesses() int {
+	if len(q.Phases) == 0 {
+		return 1
+	}
+	n := 0
+	for _, k := range q.Phases {
+		n += k
+	}
+	return n
+}
+
+func (q Request) batch() int { return max(1, q.Batch) }
+
+func (q Request) phases() []int {
+	if len(q.Phases) == 0 {
+		return []int{1}
+	}
+	return q.Phases
+}
+
+func (q Request) String() string {
+	parts := make([]string, len(q.phases()))
+	for i, k := range q.phases() {
+		parts[i] = strconv.Itoa(k)
+	}
+	s := "phases " + strings.Join(parts, ",")
+	if q.batch() > 1 {
+		s += fmt.Sprintf(", batches of %d", q.batch())
+	}
+	return s
+}
+
+// Validate checks a request's shape: 1 to MaxPhases phases of 1 to
+// MaxPhaseAccesses accesses, a batch of 1 to MaxBatch requests that make
+// at most MaxBatchAccesses accesses.
+func (q Request) Validate() error {
+	if q.Phases != nil && len(q.Phases) == 0 {
+		return inputError("phases", nil, "empty: give at least one phase, e.g. 30,20")
+	}
+	if len(q.Phases) > MaxPhases {
+		return inputError("phases", len(q.Phases), "phases is more than %d", MaxPhases)
+	}
+	for i, k := range q.Phases {
+		if k < 1 || k > MaxPhaseAccesses {
+			return inputError("phases", k, "phase %d: want 1 to %d parallel accesses", i+1, MaxPhaseAccesses)
+		}
+	}
+	if q.Batch < 0 || q.Batch > MaxBatch {
+		return inputError("batch", q.Batch, "want 1 to %d requests per arrival", MaxBatch)
+	}
+	if n := q.batch() * q.Accesses(); n > MaxBatchAccesses {
+		return inputError("batch", q.Batch, "%d requests x %d accesses is %d accesses in one batch; at most %d", q.batch(), q.Accesses(), n, MaxBatchAccesses)
+	}
+	return nil
+}
+
+// RequestPrediction is the predicted latency law of one configuration's
+// requests on a grid: every law is held as masses at cell centres i*Step,
+// each the mass of its cell, so CDF[i] = P(latency <= (i+0.5)*Step).
+type RequestPrediction struct {
+	Step float64
+	CDF  []float64
+}
+
+// At is P(latency <= t), interpolated on the grid; 1 beyond it only if
+// the grid already reached 1.
+func (p RequestPrediction) At(t float64) float64 {
+	f := t/p.Step - 0.5
+	if f <= 0 {
+		return p.CDF[0]
+	}
+	last := len(p.CDF) - 1
+	if f >= float64(last) {
+		return p.CDF[last]
+	}
+	i := int(f)
+	return p.CDF[i] + (f-float64(i))*(p.CDF[i+1]-p.CDF[i])
+}
+
+// Quantile is the least cell edge whose CDF reaches q, or +Inf when the
+// grid does not.
+func (p RequestPrediction) Quantile(q float64) float64 {
+	for i, c := range p.CDF {
+		if c >= q {
+			return (float64(i) + 0.5) * p.Step
+		}
+	}
+	return math.Inf(1)
+}
+
+// requestSLA is the predicted share of sys.Request's requests that end
+// within sys.Bound on cfg. thesis replaces every duplicate's waiting-time
+// law by its mean, as the thesis deducts the mean queueing delay (§4.4.2).
+func requestSLA(sys System, cfg Config, thesis bool) (float64, error) {
+	p, err := PredictRequest(sys, cfg, sys.Bound, thesis)
+	if err != nil {
+		return 0, err
+	}
+	return clamp01(p.At(sys.Bound)), nil
+}
+
+// PredictRequest predicts the latency law of sys.Request's requests on cfg
+// up to horizon seconds (sys.Bound is not used).
+//
+// Each replica group gets every access with probability 1/r. A duplicate
+// sees work arrive in lumps: a batch instant brings its first phases'
+// accesses, a later phase's start brings that phase's; taking these
+// instants as one Poisson stream, the duplicate's waiting time is the
+// stationary workload of an M/G/1 queue whose service is the lump
+// (Pollaczek-Khinchine, exact for the first phase, whose instants are
+// Poisson). A group's part of a phase ends when the first duplicate has
+// served the wait, the accesses of the batch's earlier requests and the
+// request's own n accesses (FIFO: the last one served ends the part); a
+// phase ends at its slowest group, over the multinomial split of its
+// accesses. The request's latency is the sum of its phases. What is taken
+// as independent though it is not: the duplicates' waits (they see the
+// same arrivals), the groups' waits, and the phases' (a slow first phase
+// saw a loaded system that the second may still see); the network delay of
+// a group's part is that of its last reply.
+func PredictRequest(sys System, cfg Config, horizon float64, thesis bool) (RequestPrediction, error) {
+	sys.Bound = horizon
+	if err := firstErr(sys.validateShape(), validateRate(sys.Rate), cfg.Validate(), sys.Request.Validate()); err != nil {
+		return RequestPrediction{}, err
+	}
+	if !(horizon > 0) || math.IsInf(horizon, 0) {
+		return RequestPrediction{}, inputError("bound", horizon, "must be finite and > 0")
+	}
+	rho := sys.Utilization(cfg)
+	if rho >= 1 {
+		return RequestPrediction{}, fmt.Errorf("configuration %dx%d at utilization %.3f: %w", cfg.Duplicates, cfg.Replicas, rho, ErrUnstable)
+	}
+	g := grid{h: horizon / (maxRequestGridPts - 1), n: maxRequestGridPts}
+	q := sys.Request
+	phases, B := q.phases(), q.batch()
+	r, d := cfg.Replicas, cfg.Duplicates
+	p := 1 / float64(r)
+
+	// sums[c] is the law of c service times on the grid.
+	maxCount := B * q.Accesses() // what one group may hold of a batch
+	svc := g.pmf(sys.Service)
+	sums := make([][]float64, maxCount+1)
+	sums[0] = make([]float64, g.n)
+	sums[0][0] = 1
+	for c := 1; c <= maxCount; c++ {
+		sums[c] = convolve(sums[c-1], svc)
+	}
+
+	// The lump one arrival instant brings a duplicate: a mixture of sums.
+	lumpRate := sys.Rate/float64(B) + float64(len(phases)-1)*sys.Rate
+	countLaw := make([]float64, maxCount+1)
+	for c, w := range binomial(B*phases[0], p) {
+		countLaw[c] += sys.Rate / float64(B) * w / lumpRate
+	}
+	for _, k := range phases[1:] {
+		for c, w := range binomial(k, p) {
+			countLaw[c] += sys.Rate * w / lumpRate
+		}
+	}
+	lump := make([]float64, g.n)
+	for c, w := range countLaw {
+		for i, v := range sums[c] {
+			lump[i] += w * v
+		}
+	}
+	var wait []float64
+	if thesis {
+		wait = g.pmf(Constant{lumpWaitMean(countLaw, sys.Service, rho)})
+	} else {
+		wait = g.waitingPMF(g.lumpEquilibrium(lump, countMean(countLaw)*sys.Service.Mean()), rho)
+	}
+	wait = convolve(wait, g.pmf(sys.net()))
+
+	// done[c][i]: P(one duplicate's part of c accesses ends by cell i).
+	doneCDF := func(c int) []float64 { return cumulative(convolve(wait, sums[c])) }
+	cache := map[int][]float64{}
+	part := func(c int) []float64 {
+		if v, ok := cache[c]; ok {
+			return v
+		}
+		v := doneCDF(c)
+		cache[c] = v
+		return v
+	}
+	// groupOK(c) at cell i: the first of d duplicates is done.
+	groupOK := func(cdf []float64, i int) float64 { return 1 - math.Pow(1-cdf[i], float64(d)) }
+
+	// ahead[m]: the chance m accesses of the batch's earlier requests wait
+	// ahead in a group: j-1 earlier requests, j uniform over the batch.
+	ahead := make([]float64, (B-1)*phases[0]+1)
+	for j := 1; j <= B; j++ {
+		for m, w := range binomial((j-1)*phases[0], p) {
+			ahead[m] += w / float64(B)
+		}
+	}
+	if r == 1 {
+		// One group: every duplicate serves the whole batch's work in
+		// arrival order. Request j's last phase waits behind all of the
+		// batch's earlier phases (they arrived first), the last phases of
+		// requests 1..j-1 (their earlier phases ended first at every
+		// duplicate), and the other requests' work that arrived until its
+		// own second-to-last phase ended; its part ends at the first
+		// duplicate done with all that. Exact for one duplicate and two
+		// phases.
+		P := len(phases)
+		law := make([]float64, g.n)
+		// The work a request finds ahead counts the later phases of the
+		// requests present (they come before its own later phases), so it
+		// is an M/G/1 workload whose lumps are whole batches; new batches
+		// arriving before its last phase starts put their first phase
+		// ahead of it.
+		batchRate := sys.Rate / float64(B)
+		wait := wait
+		if !thesis {
+			wait = g.waitingPMF(g.lumpEquilibrium(sums[B*q.Accesses()], float64(B*q.Accesses())*sys.Service.Mean()), rho)
+			wait = convolve(wait, g.pmf(sys.net()))
+		}
+		for j := 1; j <= B; j++ {
+			var cdf []float64
+			if P == 1 {
+				cdf = part(j * phases[0])
+			} else {
+				early := j * phases[P-2]
+				for _, k := range phases[:P-2] {
+					early += B * k
+				}
+				rest := (B-j)*phases[P-2] + j*phases[P-1]
+				window := convolve(wait, sums[early])
+				if !thesis {
+					window = g.withArrivals(window, batchRate, sums[B*phases[0]])
+				}
+				cdf = cumulative(convolve(window, sums[rest]))
+			}
+			for i := range law {
+				law[i] += groupOK(cdf, i) / float64(B)
+			}
+		}
+		return RequestPrediction{Step: g.h, CDF: law}, nil
+	}
+	law := make([]float64, g.n)
+	law[0] = 1
+	for ph, k := range phases {
+		// a[n][i]: a group that holds n of this phase's accesses is done by i.
+		a := make([][]float64, k+1)
+		a[0] = onesLike(g.n)
+		for n := 1; n <= k; n++ {
+			a[n] = make([]float64, g.n)
+			if ph == 0 && B > 1 {
+				for m, w := range ahead {
+					if w < 1e-12 {
+						continue
+					}
+					cdf := part(n + m)
+					for i := range a[n] {
+						a[n][i] += w * groupOK(cdf, i)
+					}
+				}
+				continue
+			}
+			cdf := part(n)
+			for i := range a[n] {
+				a[n][i] = groupOK(cdf, i)
+			}
+		}
+		phaseCDF := multinomialProduct(a, r, g.n)
+		law = convolve(law, differences(phaseCDF))
+	}
+	return RequestPrediction{Step: g.h, CDF: cumulative(law)}, nil
+}
+
+// withArrivals is the law of Y + A(Y), A(w) the work that lumps arriving
+// at rate at a duplicate bring in a window of w (compound Poisson), for Y
+// given on the grid.
+func (g grid) withArrivals(y []float64, rate float64, lump []float64) []float64 {
+	horizon := float64(g.n) * g.h
+	// Enough lumps that more are rarer than 1e-12 over the whole grid.
+	most := 0
+	for mean, tail := rate*horizon, 1.0; tail > 1e-12 && most < 256; most++ {
+		tail -= math.Exp(float64(most)*math.Log(mean) - mean - lgammaInt(most+1))
+		if mean == 0 {
+			break
+		}
+	}
+	powers := [][]float64{make([]float64, g.n)}
+	powers[0][0] = 1
+	for n := 1; n <= most; n++ {
+		powers = append(powers, convolve(powers[n-1], lump))
+	}
+	out := make([]float64, g.n)
+	for i, py := range y {
+		if py < 1e-15 {
+			continue
+		}
+		mean := rate * float64(i) * g.h
+		for n, pw := range powers {
+			pn := py * math.Exp(float64(n)*math.Log(mean)-mean-lgammaInt(n+1))
+			if n == 0 {
+				pn = py * math.Exp(-mean)
+			}
+			if pn < 1e-15 {
+				continue
+			}
+			for z := i; z < g.n; z++ {
+				out[z] += pn * pw[z-i]
+			}
+		}
+	}
+	return out
+}
+
+func lgammaInt(n int) float64 {
+	v, _ := math.Lgamma(float64(n))
+	return v
+}
+
+// countMean is the mean number of accesses one instant brings.
+func countMean(countLaw []float64) float64 {
+	m := 0.0
+	for c, w := range countLaw {
+		m += float64(c) * w
+	}
+	return m
+}
+
+// lumpWaitMean is the M/G/1 mean wait of lumps of service times
+// (Pollaczek-Khinchine: rho E[X^2] / (2 E[X])).
+func lumpWaitMean(countLaw []float64, svc Distribution, rho float64) float64 {
+	m, v := svc.Mean(), svc.SecondMoment()-svc.Mean()*svc.Mean()
+	var ex, ex2 float64
+	for c, w := range countLaw {
+		n := float64(c)
+		ex += w * n * m
+		ex2 += w * (n*v + n*n*m*m)
+	}
+	return rho * ex2 / (2 * ex * (1 - rho))
+}
+
+// lumpEquilibrium is the stationary-excess law of a lump given as a pmf on
+// the grid (its mean given exactly): CDF E[min(X, x)]/E[X], differenced at
+// cell edges. Mass of the lump beyond the grid counts as beyond every x.
+func (g grid) lumpEquilibrium(lump []float64, mean float64) []float64 {
+	// E[min(X, x)] at the cell edge x = (i+0.5)h: sum over cells below it of
+	// their value, plus x times the mass at or above it.
+	out := make([]float64, g.n)
+	below, massBelow, prev := 0.0, 0.0, 0.0
+	for i := range out {
+		below += lump[i] * float64(i) * g.h
+		massBelow += lump[i]
+		x := (float64(i) + 0.5) * g.h
+		cur := below + x*math.Max(0, 1-massBelow)
+		out[i] = math.Max(0, cur-prev) / mean
+		prev = cur
+	}
+	return out
+}
+
+// multinomialProduct is E[prod over r groups of a[n_g]] with (n_g) the
+// multinomial split of k = len(a)-1 accesses over r equally likely groups,
+// at every cell: k!/r^k times the z^k coefficient of (sum_n a_n z^n/n!)^r,
+// the power taken by squaring, with z scaled by k/r so that no
+// coefficient overflows or underflows (all are >= 0: nothing cancels).
+func multinomialProduct(a [][]float64, r, cells int) []float64 {
+	k := len(a) - 1
+	out := make([]float64, cells)
+	scale := make([]float64, k+1) // (k/r)^n / n!
+	for n := range scale {
+		lg, _ := math.Lgamma(float64(n + 1))
+		scale[n] = math.Exp(float64(n)*math.Log(float64(k)/float64(r)) - lg)
+	}
+	lgk, _ := math.Lgamma(float64(k + 1))
+	norm := math.Exp(lgk - float64(k)*math.Log(float64(k)))
+	base := make([]float64, k+1)
+	for i := 0; i < cells; i++ {
+		for n := range base {
+			base[n] = a[n][i] * scale[n]
+		}
+		out[i] = clamp01(polyPow(base, r)[k] * norm)
+	}
+	return out
+}
+
+// polyPow is p^e truncated to len(p) coefficients.
+func polyPow(p []float64, e int) []float64 {
+	res := make([]float64, len(p))
+	res[0] = 1
+	sq := append([]float64(nil), p...)
+	for e > 0 {
+		if e&1 == 1 {
+			res = polyMul(res, sq)
+		}
+		if e >>= 1; e > 0 {
+			sq = polyMul(sq, sq)
+		}
+	}
+	return res
+}
+
+func polyMul(a, b []float64) []float64 {
+	out := make([]float64, len(a))
+	for i, x := range a {
+		if x == 0 {
+			continue
+		}
+		for j := 0; i+j < len(out); j++ {
+			out[i+j] += x * b[j]
+		}
+	}
+	return out
+}
+
+// binomial is the law of Binomial(n, p).
+func binomial(n int, p float64) []float64 {
+	out := make([]float64, n+1)
+	if p >= 1 {
+		out[n] = 1
+		return out
+	}
+	lp, lq := math.Log(p), math.Log1p(-p)
+	for k := range out {
+		out[k] = math.Exp(lchoose(n, k) + float64(k)*lp + float64(n-k)*lq)
+	}
+	return out
+}
+
+func cumulative(pmf []float64) []float64 {
+	out := make([]float64, len(pmf))
+	acc := 0.0
+	for i, v := range pmf {
+		acc += v
+		out[i] = math.Min(1, acc)
+	}
+	return out
+}
+
+func differences(cdf []float64) []float64 {
+	out := make([]float64, len(cdf))
+	prev := 0.0
+	for i, v := range cdf {
+		out[i] = math.Max(0, v-prev)
+		prev = math.Max(prev, v)
+	}
+	return out
+}
+
+func onesLike(n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = 1
+	}
+	return out
+}

@@ -1,0 +1,109 @@
+package model
+
+import (
+	"errors"
+	"testing"
+)
+
+// olio is the thesis's Inner-Join Olio request (§2.2.1, chapter 6): 30
+// parallel reads, a barrier, 20 parallel reads.
+var olio = Request{Phases: []int{30, 20}}
+
+// TestRequestPredictionMatchesSimulation checks the request predictor
+// against the request simulator where its assumptions hold (docs/model.md):
+// one duplicate per group, one group up to 8% load and up to 8 groups at
+// 1%. The error must stay within the thesis's 0.002 (plus three standard
+// errors of the simulation) at the bounds of the predicted median, 90th
+// and 99th percentiles.
+func TestRequestPredictionMatchesSimulation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates about 5 million accesses per case")
+	}
+	svc := Exponential{1e-3}
+	cases := []struct {
+		req  Request
+		util float64
+		cfg  Config
+	}{
+		{olio, 0.01, Config{1, 1}},
+		{olio, 0.08, Config{1, 1}},
+		{olio, 0.01, Config{1, 4}},
+		{olio, 0.01, Config{1, 8}},
+		{Request{Phases: []int{4, 3}, Batch: 8}, 0.08, Config{1, 1}},
+	}
+	for _, c := range cases {
+		sys := System{Service: svc, Request: c.req}
+		sys.Rate = c.util / (float64(c.req.Accesses()) * svc.Mean())
+		pred, err := predictCovering(sys, c.cfg, []float64{0.99}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bounds := []float64{pred.Quantile(0.5), pred.Quantile(0.9), pred.Quantile(0.99)}
+		sim, err := SimulateRequests(sys, c.cfg, bounds, SimOptions{Requests: 96000, Seed: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, b := range bounds {
+			got, want := pred.At(b), sim.SLA[i]
+			if d := got - want; d > 0.002+3*sim.StdErr[i] || -d > 0.002+3*sim.StdErr[i] {
+				t.Errorf("%v at %g%%, %dx%d, bound %s: predicted %.4f, simulated %.4f±%.4f", c.req, 100*c.util, c.cfg.Duplicates, c.cfg.Replicas, fmtDur(b), got, want, sim.StdErr[i])
+			}
+		}
+	}
+}
+
+// TestRequestOfOneAccessIsTheAccessModel: a request of one access arriving
+// alone is what the model predicted before requests existed.
+func TestRequestOfOneAccessIsTheAccessModel(t *testing.T) {
+	sys := System{Service: Exponential{1e-3}, Rate: 100, Bound: 3e-3}
+	one := sys
+	one.Request = Request{Phases: []int{1}, Batch: 1}
+	if one.Request.FanOut() {
+		t.Fatal("phases [1] batch 1 counts as a fan-out")
+	}
+	a, err := Predict(sys, []int{1, 2}, []int{1}, AccurateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Predict(one, []int{1, 2}, []int{1}, AccurateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range a {
+		if a[i].SLA != b[i].SLA {
+			t.Errorf("%dx1: %v without phases, %v with phases 1", a[i].Duplicates, a[i].SLA, b[i].SLA)
+		}
+	}
+	// For one duplicate the request predictor agrees with the exact
+	// M/G/1 response time too (it takes its own grid).
+	fan := sys
+	fan.Request = Request{Phases: []int{1}, Batch: 1}
+	got, err := PredictRequest(fan, Config{1, 1}, 20e-3, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := got.At(sys.Bound) - a[0].SLA; d > 1e-3 || d < -1e-3 {
+		t.Errorf("one access: request predictor %.5f, access predictor %.5f", got.At(sys.Bound), a[0].SLA)
+	}
+}
+
+func TestRequestValidate(t *testing.T) {
+	for _, q := range []Request{
+		{Phases: []int{}},
+		{Phases: []int{30, 0}},
+		{Phases: []int{-1}},
+		{Phases: []int{MaxPhaseAccesses + 1}},
+		{Phases: make([]int, MaxPhases+1)},
+		{Phases: []int{30}, Batch: -2},
+		{Phases: []int{30}, Batch: MaxBatch + 1},
+		{Phases: []int{200, 200}, Batch: 10},
+	} {
+		var ie *InputError
+		if err := q.Validate(); !errors.As(err, &ie) {
+			t.Errorf("%+v: want an input error, got %v", q, err)
+		}
+	}
+	if err := olio.Validate(); err != nil {
+		t.Errorf("olio: %v", err)
+	}
+}

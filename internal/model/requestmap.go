@@ -1,0 +1,105 @@
+package model
+
+import (
+	"fmt"
+	"math"
+)
+
+// RequestErrorCell compares the request predictor with simulation for one
+// mix at one load and one bound.
+type RequestErrorCell struct {
+	Utilization float64 `json:"utilization"`
+	Config
+	// Quantile is the predicted share the bound was chosen for.
+	Quantile  float64 `json:"quantile"`
+	Bound     float64 `json:"bound_s"`
+	Predicted float64 `json:"sla"`
+	Thesis    float64 `json:"sla_thesis"`
+	Simulated float64 `json:"sla_simulated"`
+	StdErr    float64 `json:"stderr"`
+}
+
+// Error is the predictor's absolute error against simulation.
+func (c RequestErrorCell) Error() float64 { return math.Abs(c.Predicted - c.Simulated) }
+
+// RequestErrorMap runs the request predictor and the request simulator
+// for every mix of at most maxNodes nodes at each load (the utilization of
+// one server taking every access), at the bounds where the prediction
+// reaches each quantile: a bound the predictor gets wrong shows there.
+func RequestErrorMap(sys System, utils []float64, maxNodes int, quantiles []float64, opt SimOptions) ([]RequestErrorCell, error) {
+	if err := validatePlanNodes("max-nodes", maxNodes); err != nil {
+		return nil, err
+	}
+	if len(utils) == 0 {
+		return nil, inputError("utilizations", nil, "no utilization given")
+	}
+	for _, u := range utils {
+		if !(u > 0 && u < 1) {
+			return nil, inputError("utilizations", u, "must be in (0, 1)")
+		}
+	}
+	for _, q := range quantiles {
+		if !(q > 0 && q < 1) {
+			return nil, inputError("quantiles", q, "must be in (0, 1)")
+		}
+	}
+	if err := firstErr(sys.Request.Validate(), opt.validate()); err != nil {
+		return nil, err
+	}
+	var cfgs []Config
+	for r := 1; r <= maxNodes; r++ {
+		for d := 1; d*r <= maxNodes; d++ {
+			cfgs = append(cfgs, Config{d, r})
+		}
+	}
+	progress := opt.Progress
+	var out []RequestErrorCell
+	step, steps := 0, float64(len(utils)*len(cfgs))
+	for _, u := range utils {
+		sys.Rate = u / (float64(sys.Request.Accesses()) * sys.Service.Mean())
+		for _, cfg := range cfgs {
+			opt.Progress = progress.stage(fmt.Sprintf("%dx%d at %g%% load", cfg.Duplicates, cfg.Replicas, 100*u), float64(step)/steps, 1/steps)
+			step++
+			pred, err := predictCovering(sys, cfg, quantiles, false)
+			if err != nil {
+				return nil, err
+			}
+			th, err := PredictRequest(sys, cfg, pred.Step*float64(len(pred.CDF)-1), true)
+			if err != nil {
+				return nil, err
+			}
+			bounds := make([]float64, len(quantiles))
+			for i, q := range quantiles {
+				bounds[i] = pred.Quantile(q)
+			}
+			sim, err := SimulateRequests(sys, cfg, bounds, opt)
+			if err != nil {
+				return nil, fmt.Errorf("simulate %dx%d at %g%%: %w", cfg.Duplicates, cfg.Replicas, 100*u, err)
+			}
+			for i, q := range quantiles {
+				out = append(out, RequestErrorCell{Utilization: u, Config: cfg, Quantile: q, Bound: bounds[i],
+					Predicted: pred.At(bounds[i]), Thesis: th.At(bounds[i]), Simulated: sim.SLA[i], StdErr: sim.StdErr[i]})
+			}
+		}
+	}
+	return out, nil
+}
+
+// predictCovering predicts over a horizon long enough that every quantile
+// asked for falls inside it, doubling from the time all of a batch's
+// accesses take one after the other.
+func predictCovering(sys System, cfg Config, quantiles []float64, thesis bool) (RequestPrediction, error) {
+	top := 0.0
+	for _, q := range quantiles {
+		top = math.Max(top, q)
+	}
+	horizon := 2 * float64(sys.Request.batch()*sys.Request.Accesses()) * sys.Service.Mean() / float64(cfg.Replicas)
+	for range 12 {
+		p, err := PredictRequest(sys, cfg, horizon, thesis)
+		if err != nil || p.CDF[len(p.CDF)-1] > top+(1-top)/2 {
+			return p, err
+		}
+		horizon *= 2
+	}
+	return RequestPrediction{}, fmt.Errorf("%dx%d: the predicted latency does not reach the %g quantile within %s", cfg.Duplicates, cfg.Replicas, top, fmtDur(horizon))
+}
