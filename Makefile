@@ -12,6 +12,7 @@ all: build
 deps:
 	@scripts/install-deps.sh
 	@scripts/fetch-hadoop.sh
+	@scripts/fetch-cassandra.sh
 
 build:
 	$(GO) build -o $(BIN) ./cmd/gait
@@ -54,6 +55,7 @@ test: deps build vet
 	$(GO) test -run '^$$' -fuzz '^FuzzRESPReply$$' -fuzztime 40000x ./internal/resp/
 	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime 300000x ./internal/tardis/
 	$(GO) test -run '^$$' -fuzz '^FuzzInventory$$' -fuzztime 100000x ./internal/inventory/
+	$(GO) test -run '^$$' -fuzz '^FuzzFrames$$' -fuzztime 100000x ./internal/agent/
 
 # Benchmarks are not part of test: they are run on purpose, on a quiet machine.
 bench: build

@@ -3,6 +3,13 @@
 # again. apt-get update runs only when something must be installed.
 set -eu
 packages="redis-server redis-sentinel redis-tools etcd-server etcd-client zookeeper fuse3 iproute2 util-linux python3-numpy python3-scipy fio bc jq stress-ng maven openjdk-17-jdk-headless openssh-server sudo"
+# kazoo from PyPI, ZooKeeper's Python client, in a venv of its own: gait
+# replica's ZooKeeper tests run its recipes (they skip them without it).
+kazoo="$HOME/.cache/gait/kazoo"
+if ! "$kazoo/bin/python" -c 'import kazoo' 2>/dev/null; then
+	{ python3 -m venv "$kazoo" && "$kazoo/bin/pip" install -q kazoo==2.11.0; } >/dev/null 2>&1 ||
+		echo "install-deps: kazoo not installed; gait replica's ZooKeeper tests skip its recipes" >&2
+fi
 missing=""
 for p in $packages; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

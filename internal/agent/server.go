@@ -71,6 +71,8 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 		return err
 	}
 	defer s.teardown()
+	// The timeout counts from here: prepare's cleaning may have taken
+	// longer than it, and the control node's first ping waits in stdin.
 	frames := make(chan []byte)
 	readErr := make(chan error, 1)
 	go func() {
@@ -402,7 +404,7 @@ func (s *server) exec(ctx context.Context, a ExecArgs) (ExecResult, error) {
 		return ExecResult{}, fmt.Errorf("exec: %w", err)
 	}
 	cmd := exec.Command(self, a.Args...)
-	var out tail
+	var out Tail
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	s.mu.Lock()
@@ -431,25 +433,29 @@ func (s *server) exec(ctx context.Context, a ExecArgs) (ExecResult, error) {
 	return r, nil
 }
 
-// tail keeps the last 4 KiB written to it.
-type tail struct {
+// Tail keeps the last Max bytes written to it (4 KiB when Max is 0): the
+// end of a command's output, for the error that says how it ended.
+type Tail struct {
+	Max int
 	mu  sync.Mutex
 	buf []byte
 }
 
-const tailBytes = 4096
-
-func (t *tail) Write(p []byte) (int, error) {
+func (t *Tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	limit := t.Max
+	if limit <= 0 {
+		limit = 4096
+	}
 	t.buf = append(t.buf, p...)
-	if len(t.buf) > tailBytes {
-		t.buf = bytes.Clone(t.buf[len(t.buf)-tailBytes:])
+	if len(t.buf) > limit {
+		t.buf = bytes.Clone(t.buf[len(t.buf)-limit:])
 	}
 	return len(p), nil
 }
 
-func (t *tail) String() string {
+func (t *Tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf)

@@ -22,6 +22,7 @@ import (
 	"github.com/gait-dev/gait/internal/clip"
 	"github.com/gait-dev/gait/internal/limp"
 	_ "github.com/gait-dev/gait/internal/systems/all" // the systems a scenario may name
+	"github.com/gait-dev/gait/internal/verdict"
 
 	"github.com/gait-dev/gait/internal/limpfs"
 	"github.com/gait-dev/gait/internal/load"
@@ -64,6 +65,8 @@ type Scenario struct {
 	// reported limplock bug); nil when the scenario predicts nothing, empty
 	// when it predicts that no limplock happens.
 	Expect []string
+	// Study is the case-study figure the experiment is on, if any.
+	Study *Study
 	// Config holds the system's settings from the scenario's config:
 	// block, each checked by the system's registration.
 	Config map[string]string
@@ -75,12 +78,17 @@ type Scenario struct {
 type PaperRow struct {
 	Row   string   // the table's id, like Z1
 	Marks []string // the paper's marks, of Marks; empty: none
+	// Differs says why gait's verdicts differ from the paper's marks, from
+	// what gait measured (another version's behaviour, a mitigation that
+	// exists now, a metric the version no longer exposes); reports show it
+	// where the two differ.
+	Differs string `json:",omitempty"`
 }
 
 // Marks are the verdicts a scenario's paper: marks and expect: name:
 // operation, node and cluster limplock (the paper's OL, NL, CL) and a
 // hidden backlog.
-var Marks = []string{"OL", "NL", "CL", "backlog"}
+var Marks = verdict.MarkNames
 
 // Disk is the emulated disk of every host at factor 1.
 type Disk struct {
@@ -166,7 +174,7 @@ func Parse(file string, src []byte) (*Scenario, error) {
 	}
 	top, err := d.mapping(root.Content[0], "",
 		"name", "description", "system", "nodes", "bandwidth", "disk", "data", "storage", "config", "workload", "inject", "repeat",
-		"paper", "quick", "expect")
+		"paper", "quick", "expect", "study")
 	if err != nil {
 		return nil, err
 	}
@@ -187,6 +195,9 @@ func Parse(file string, src []byte) (*Scenario, error) {
 		return nil, err
 	}
 	if err := s.parseVerdicts(top); err != nil {
+		return nil, err
+	}
+	if err := s.parseStudy(top); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -641,7 +652,7 @@ func (s *Scenario) parseVerdicts(top object) error {
 		return err
 	}
 	if n, ok := top.values["paper"]; ok {
-		o, err := top.mapping(n, "paper", "row", "marks")
+		o, err := top.mapping(n, "paper", "row", "marks", "differs")
 		if err != nil {
 			return err
 		}
@@ -654,6 +665,9 @@ func (s *Scenario) parseVerdicts(top object) error {
 			return o.errorf(rn, "paper.row", "%s: want a row id of the paper's Table 1, like Z1 or H3", clip.Quote(p.Row))
 		}
 		if p.Marks, err = marks(o, "marks", true); err != nil {
+			return err
+		}
+		if p.Differs, _, err = o.str("differs", ""); err != nil {
 			return err
 		}
 		s.Paper = p

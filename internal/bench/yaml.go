@@ -122,9 +122,10 @@ func (o object) scalar(key string) (string, *yaml.Node, bool, error) {
 }
 
 // maxValue bounds the text of a field, so that the errors quoting it stay
-// short: a description is prose, every other value a word or a number.
+// short: a description and the paper's differs are prose, every other
+// value a word or a number.
 func maxValue(key string) int {
-	if key == "description" {
+	if key == "description" || key == "differs" {
 		return 4096
 	}
 	return 200

@@ -13,6 +13,7 @@ import (
 )
 
 type benchFlags struct {
+	machines machineFlags
 	sel      suite.Selection
 	out      string
 	stateDir string
@@ -59,6 +60,7 @@ thresholds are in docs/bench.md. Needs root.`,
 	fl.Float64Var(&f.verdict.Growth, "growth", f.verdict.Growth, "a backlog rises by more than this many times its baseline peak")
 	fl.Bool("dry-run", false, "check the scenarios and list the experiments, without running anything")
 	f.end.flags(fl, "output on stdout: text or json (one row per experiment and factor)", "suite report to write (default <out>/report.html; - for stdout)")
+	f.machines.add(fl)
 	return cmd
 }
 
@@ -87,11 +89,14 @@ func runBench(cmd *cobra.Command, args []string, f benchFlags) error {
 		}
 		return nil
 	}
-	if err := testbed.NeedRoot(); err != nil {
-		return fmt.Errorf("bench: %w; try sudo", err)
-	}
 	if f.end.html == "" {
 		f.end.html = filepath.Join(f.out, "report.html")
+	}
+	if f.machines.inventory != "" {
+		return runBenchRemote(cmd, scenarios, f)
+	}
+	if err := testbed.NeedRoot(); err != nil {
+		return fmt.Errorf("bench: %w; try sudo", err)
 	}
 	ctx, stop := testbed.SignalContext(cmd.Context())
 	defer stop()
@@ -103,16 +108,19 @@ func runBench(cmd *cobra.Command, args []string, f benchFlags) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted; the hosts are removed, %d experiments finished in %s (run the same command again to resume)", len(results), f.out)
 	}
-	failed := err
+	return benchEnding(stdout, stderr, f, results, err)
+}
+
+// benchEnding shows the experiments that finished, even when others
+// failed; the failures then end the command with their errors.
+func benchEnding(stdout, stderr io.Writer, f benchFlags, results []suite.Result, failed error) error {
 	if len(results) == 0 {
 		return failed
 	}
 	if f.end.html != "-" {
 		fmt.Fprintf(stderr, "report: %s\n", f.end.html)
 	}
-	// The experiments that finished are shown even when others failed;
-	// the failures then end the command with their errors.
-	err = f.end.finish(stdout, result{
+	err := f.end.finish(stdout, result{
 		text: func(w io.Writer) error { return suite.WriteText(w, results) },
 		json: func(w io.Writer) error { return suite.WriteJSON(w, results) },
 		html: func(w io.Writer) error {

@@ -111,7 +111,9 @@ agent the tc shapers (tbf, htb), FUSE, cgroup CPU control, free disk, the
 programs named with --binary, and the clock's offset from this one, by
 round trips. Prints one line per machine, and one per problem naming the
 machine; exits non-zero when any machine is not ready.`,
-		Example: `  gait preflight --inventory hosts.ini --binary etcd
+		Example: `  # needs: an inventory of your machines (docs/many-machines.md)
+  gait preflight --inventory hosts.ini --binary etcd
+  # needs: an inventory of your machines
   gait preflight --inventory machines.yaml --out run/   # writes run/preflight.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

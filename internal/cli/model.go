@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/gait-dev/gait/internal/latency"
 	"github.com/gait-dev/gait/internal/model"
@@ -42,7 +44,7 @@ type modelInputs struct {
 	service, net, bound, config string
 	rate, util                  float64
 	load                        latency.Options
-	phases                      []int
+	phases                      string
 	batch                       int
 	fs                          *pflag.FlagSet
 }
@@ -56,18 +58,36 @@ func (in *modelInputs) register(fs *pflag.FlagSet) {
 	fs.StringVar(&in.config, "config", "", "when PATH holds several configurations, the one to use")
 	fs.StringVar(&in.load.LatencyColumn, "latency-column", "", "CSV column holding the latency")
 	fs.StringVar(&in.load.Unit, "unit", "", "unit of the CSV column or histogram log (ns, us, ms, s)")
-	fs.IntSliceVar(&in.phases, "phases", nil, "a request is phases of parallel accesses with a barrier between them, e.g. 30,20 (default: one access)")
+	fs.StringVar(&in.phases, "phases", "", "a request is phases of parallel accesses with a barrier between them, e.g. 30,20 (default: one access)")
 	fs.IntVar(&in.batch, "batch", 1, "requests arriving together at each Poisson instant")
 	in.fs = fs
 }
 
 // request is the request the flags describe; --rate counts requests.
-func (in *modelInputs) request() model.Request {
-	q := model.Request{Phases: in.phases, Batch: in.batch}
-	if in.fs != nil && in.fs.Changed("phases") && q.Phases == nil {
-		q.Phases = []int{} // given empty: Validate says so
+func (in *modelInputs) request() (model.Request, error) {
+	q := model.Request{Batch: in.batch}
+	if in.fs == nil || !in.fs.Changed("phases") {
+		return q, nil
 	}
-	return q
+	var err error
+	q.Phases, err = parsePhases(in.phases)
+	return q, err
+}
+
+// parsePhases reads --phases: parallel accesses per phase, like 30,20.
+func parsePhases(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("--phases %q: empty; give the parallel accesses of each phase, like 30,20", s)
+	}
+	var out []int
+	for part := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil {
+			return nil, fmt.Errorf("--phases %q: phase %d is %q, not a count of parallel accesses", s, len(out)+1, part)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // system builds the model's inputs; needRate and needBound say which must
@@ -85,7 +105,10 @@ func (in *modelInputs) system(needRate, needBound bool) (model.System, error) {
 	if err != nil {
 		return sys, err
 	}
-	sys.Service, sys.Net, sys.Request = svc, net, in.request()
+	sys.Service, sys.Net = svc, net
+	if sys.Request, err = in.request(); err != nil {
+		return sys, err
+	}
 	if err := sys.Request.Validate(); err != nil {
 		return sys, err
 	}
@@ -440,8 +463,7 @@ func newModelFigure7Cmd() *cobra.Command {
 func newModelErrorMapCmd() *cobra.Command {
 	var utils []float64
 	var maxD, requests, batch, maxNodes int
-	var phases []int
-	var service string
+	var phases, service string
 	var boundMeans float64
 	var measured, measuredConfig string
 	var out ending
@@ -499,7 +521,7 @@ A run longer than a few seconds shows its progress on standard error.`,
 	cmd.Flags().StringVar(&load.Unit, "unit", "", "unit of the CSV column or histogram log")
 	out.flags(cmd.Flags(), "text or json", "write the error figures as an HTML report")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "random seed")
-	cmd.Flags().IntSliceVar(&phases, "phases", nil, "map requests of these phases instead (e.g. 30,20): every mix of up to --max-nodes nodes")
+	cmd.Flags().StringVar(&phases, "phases", "", "map requests of these phases instead (e.g. 30,20): every mix of up to --max-nodes nodes")
 	cmd.Flags().IntVar(&batch, "batch", 1, "with --phases: requests arriving together")
 	cmd.Flags().StringVar(&service, "service", "exp:1ms", "with --phases: the service-time distribution")
 	cmd.Flags().IntVar(&maxNodes, "max-nodes", 8, "with --phases: the largest mix")
@@ -508,7 +530,7 @@ A run longer than a few seconds shows its progress on standard error.`,
 
 // requestMapInputs are errormap's flags for requests of several accesses.
 type requestMapInputs struct {
-	phases          []int
+	phases          string
 	batch, maxNodes int
 	service         string
 	utils           []float64
@@ -521,11 +543,11 @@ func requestErrorMap(cmd *cobra.Command, out ending, in requestMapInputs) error 
 	if err != nil {
 		return fmt.Errorf("--service: %w", err)
 	}
-	q := model.Request{Phases: in.phases, Batch: in.batch}
-	if q.Phases == nil {
-		q.Phases = []int{}
+	phases, err := parsePhases(in.phases)
+	if err != nil {
+		return err
 	}
-	sys := model.System{Service: svc, Request: q}
+	sys := model.System{Service: svc, Request: model.Request{Phases: phases, Batch: in.batch}}
 	progress := newProgressLine(cmd.ErrOrStderr(), "errormap")
 	defer progress.close()
 	cells, err := model.RequestErrorMap(sys, in.utils, in.maxNodes, []float64{0.5, 0.9, 0.99}, model.SimOptions{Requests: in.requests, Seed: in.seed, Progress: progress.report})

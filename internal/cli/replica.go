@@ -24,7 +24,7 @@ Agents order client commands with raft, every replica applies them to its own
 redis-server in log order, and a client speaking RESP to any agent gets the first
 reply any replica produced.`,
 	}
-	cmd.AddCommand(newReplicaAgentCmd(), newReplicaClusterCmd())
+	cmd.AddCommand(newReplicaAgentCmd(), newReplicaClusterCmd(), newReplicaRunCmd())
 	return cmd
 }
 

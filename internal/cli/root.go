@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -45,6 +46,11 @@ func Main(args []string) int {
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "gait:", err)
+		// gait replica run passes its task's exit status on.
+		var status exitStatus
+		if errors.As(err, &status) {
+			return int(status)
+		}
 		return 1
 	}
 	return 0

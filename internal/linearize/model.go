@@ -1,4 +1,4 @@
-// Package linearize checks histories of Redis operations for
+// Package linearize checks histories of Redis (and ZooKeeper) operations for
 // linearizability with porcupine: a model of a key-value store of integer
 // registers (GET, SET, INCR, and compare-and-set by WATCH/MULTI/EXEC or by a
 // script) and of queues (RPUSH, LPOP, BLPOP, BLMOVE, LRANGE), partitioned by
@@ -62,6 +62,10 @@ const (
 	// that pushes what it took onto Dest in the same instant (redis then
 	// serves Dest's blocked clients, as after an RPUSH).
 	BlockingMove
+	// Enqueue appends Value to the key's queue as Push does, but its
+	// client learns no length: a ZooKeeper sequential create, whose name
+	// counts the parent's children changes, not its children.
+	Enqueue
 )
 
 func (k Kind) String() string {
@@ -86,6 +90,8 @@ func (k Kind) String() string {
 		return "LRANGE"
 	case BlockingMove:
 		return "BLMOVE"
+	case Enqueue:
+		return "ENQUEUE"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -242,6 +248,9 @@ func step(s, in, out any) (bool, any) {
 	case Push:
 		next, n := st.push(i.Key, i.Value)
 		return o.Unknown || o.Value == n, next
+	case Enqueue:
+		next, _ := st.push(i.Key, i.Value)
+		return true, next
 	case Pop, BlockingPop, BlockingMove:
 		v, next, ok := st.head(i.Key)
 		if ok && i.Kind == BlockingMove {
@@ -301,7 +310,7 @@ func partitionByKey(history []porcupine.Operation) [][]porcupine.Operation {
 func describe(in Input, out Output) string {
 	var call string
 	switch in.Kind {
-	case Set, Push:
+	case Set, Push, Enqueue:
 		call = fmt.Sprintf("%s %s %d", in.Kind, in.Key, in.Value)
 	case BlockingMove:
 		call = fmt.Sprintf("BLMOVE %s %s", in.Key, in.Dest)
@@ -317,7 +326,7 @@ func describe(in Input, out Output) string {
 	switch {
 	case out.Unknown:
 		return call + " -> ?"
-	case in.Kind == Set:
+	case in.Kind == Set || in.Kind == Enqueue:
 		return call + " -> OK"
 	case in.Kind == Push:
 		return fmt.Sprintf("%s -> %d", call, out.Value)

@@ -386,3 +386,22 @@ func TestPruneKeepsWhatFailsACas(t *testing.T) {
 		t.Errorf("pruned history judged not linearizable:\n%s", why)
 	}
 }
+
+// A queue filled by enqueues whose clients learn no length: a pop that
+// takes an item enqueued after another still waiting is caught.
+func TestEnqueueOrder(t *testing.T) {
+	push := func(c int, v int64, call, ret int64) porcupine.Operation {
+		return op(c, Input{Kind: Enqueue, Key: "q", Value: v}, call, ret, Output{})
+	}
+	pop := func(c int, v int64, call, ret int64) porcupine.Operation {
+		return op(c, Input{Kind: Pop, Key: "q"}, call, ret, Output{Value: v, Exists: true})
+	}
+	good := []porcupine.Operation{push(0, 1, 0, 10), push(1, 2, 20, 30), pop(2, 1, 40, 50), pop(2, 2, 60, 70)}
+	if res, _ := Check(good, time.Second); res != porcupine.Ok {
+		t.Fatalf("FIFO pops: %v", res)
+	}
+	bad := []porcupine.Operation{push(0, 1, 0, 10), push(1, 2, 20, 30), pop(2, 2, 40, 50)}
+	if res, _ := Check(bad, time.Second); res != porcupine.Illegal {
+		t.Fatalf("a pop past the head: %v", res)
+	}
+}

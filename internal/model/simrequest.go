@@ -15,7 +15,12 @@ type RequestSim struct {
 	StdErr []float64 `json:"stderr"`
 	// Accesses counts the simulated accesses (warm-up included).
 	Accesses int64 `json:"accesses"`
+	// Percentiles are the measured requests' latencies at PercentileLevels.
+	Percentiles []float64 `json:"percentiles_s"`
 }
+
+// PercentileLevels are the levels RequestSim.Percentiles reports.
+var PercentileLevels = []float64{0.5, 0.9, 0.95, 0.99, 0.999}
 
 // SimulateRequests runs sys.Request's requests on cfg request by request:
 // batches of requests at Poisson instants (total sys.Rate requests/s); a
@@ -36,6 +41,9 @@ func SimulateRequests(sys System, cfg Config, bounds []float64, opt SimOptions) 
 	if err := firstErr(sys.validateShape(), validateRate(sys.Rate), cfg.Validate(), sys.Request.Validate(), opt.validate()); err != nil {
 		return RequestSim{}, err
 	}
+	if b := sys.Request.batch(); b > opt.Requests {
+		return RequestSim{}, inputError("batch", b, "more requests per arrival than the %d requests simulated", opt.Requests)
+	}
 	if opt.Split != SplitRandom {
 		return RequestSim{}, inputError("split", opt.Split.String(), "requests of several accesses are split at random only")
 	}
@@ -51,10 +59,12 @@ func SimulateRequests(sys System, cfg Config, bounds []float64, opt SimOptions) 
 	total := float64(warm + per*simBatches)
 	lastTold := 0
 	rs.limit = warm + per*simBatches
+	var lats []float64
 	rs.onDone = func(id int, latency float64) {
 		if id < warm {
 			return
 		}
+		lats = append(lats, latency)
 		b := (id - warm) / per
 		for i, bound := range bounds {
 			if latency <= bound {
@@ -70,6 +80,10 @@ func SimulateRequests(sys System, cfg Config, bounds []float64, opt SimOptions) 
 		}
 	}
 	out := RequestSim{Bounds: bounds, SLA: make([]float64, len(bounds)), StdErr: make([]float64, len(bounds)), Accesses: rs.accesses}
+	slices.Sort(lats)
+	for _, q := range PercentileLevels {
+		out.Percentiles = append(out.Percentiles, lats[min(len(lats)-1, int(q*float64(len(lats))))])
+	}
 	for i := range bounds {
 		var sum, sum2 float64
 		for b := range within {

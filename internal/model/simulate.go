@@ -143,6 +143,9 @@ type SimRow struct {
 	StdErr   float64 `json:"stderr"`
 	Requests int     `json:"requests"`
 	Split    string  `json:"split"`
+	// Percentiles of a request's latency at PercentileLevels, for
+	// requests of several accesses only.
+	Percentiles []float64 `json:"percentiles_s,omitempty"`
 }
 
 // MarshalJSON writes "unstable" in place of an unstable configuration's SLA.
@@ -153,14 +156,15 @@ func (r SimRow) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(struct {
 		Config
-		Nodes       int     `json:"nodes"`
-		Utilization float64 `json:"utilization"`
-		Unstable    bool    `json:"unstable"`
-		SLA         any     `json:"sla"`
-		StdErr      float64 `json:"stderr"`
-		Requests    int     `json:"requests"`
-		Split       string  `json:"split"`
-	}{r.Config, r.Nodes, r.Utilization, r.Unstable, sla, r.StdErr, r.Requests, r.Split})
+		Nodes       int       `json:"nodes"`
+		Utilization float64   `json:"utilization"`
+		Unstable    bool      `json:"unstable"`
+		SLA         any       `json:"sla"`
+		StdErr      float64   `json:"stderr"`
+		Requests    int       `json:"requests"`
+		Split       string    `json:"split"`
+		Percentiles []float64 `json:"percentiles_s,omitempty"`
+	}{r.Config, r.Nodes, r.Utilization, r.Unstable, sla, r.StdErr, r.Requests, r.Split, r.Percentiles})
 }
 
 // SimulateConfigs simulates every duplicates x replicas pair, replica
@@ -210,7 +214,7 @@ func SimulateConfigs(sys System, duplicates, replicas []int, opt SimOptions) ([]
 			if err != nil {
 				return nil, err
 			}
-			row.SLA, row.StdErr = res.SLA[0], res.StdErr[0]
+			row.SLA, row.StdErr, row.Percentiles = res.SLA[0], res.StdErr[0], res.Percentiles
 			done += work[i]
 			continue
 		}

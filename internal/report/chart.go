@@ -30,6 +30,9 @@ type Series struct {
 	Name   string
 	X, Y   []float64
 	Dashed bool
+	// Lo and Hi, when set (one per point), draw a bar at each X from Lo to
+	// Hi: the range of repeated measurements whose median is Y.
+	Lo, Hi []float64
 }
 
 // LineChart joins each series' points in order. Step draws a staircase (the

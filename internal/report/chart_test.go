@@ -198,3 +198,23 @@ func TestLongTextIsShortened(t *testing.T) {
 		}
 	}
 }
+
+// TestRangeBars: a series with Lo and Hi draws one bar per point whose
+// range the axes can show, and the axis reaches the range, not just the
+// medians.
+func TestRangeBars(t *testing.T) {
+	c := LineChart{X: Axis{}, Y: Axis{Log: true}, Series: []Series{{
+		Name: "s", X: []float64{1, 2, 3}, Y: []float64{2, 30, 300},
+		Lo: []float64{1, 30, 0}, Hi: []float64{4000, 30, 500},
+	}}}
+	svg := c.SVG()
+	checkXML(t, "range", svg)
+	// Two caps and a stem per bar: the second point's range is empty and
+	// the third's Lo cannot go on a log axis.
+	if n := strings.Count(svg, `stroke-width="1.5"`); n != 1 {
+		t.Fatalf("%d range paths, want 1:\n%s", n, svg)
+	}
+	if !strings.Contains(svg, ">1k<") && !strings.Contains(svg, ">1000<") {
+		t.Errorf("the y axis does not reach the range's 4000:\n%.3000s", svg)
+	}
+}

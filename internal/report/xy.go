@@ -61,6 +61,10 @@ func dataExtents(series []Series, xa, ya Axis) (xe, ye extent) {
 				xe.add(x)
 				ye.add(y)
 			}
+			if lo, hi, ok := rangeAt(s, i, xa.Log, ya.Log); ok {
+				ye.add(lo)
+				ye.add(hi)
+			}
 		}
 	}
 	return xe, ye
@@ -216,6 +220,48 @@ func drawYTicks(w *svgWriter, a plotArea, s *scale) {
 	}
 }
 
+// rangeAt is point i's range bar, if the series has one there that the
+// axes can show.
+func rangeAt(s Series, i int, xlog, ylog bool) (lo, hi float64, ok bool) {
+	if i >= len(s.Lo) || i >= len(s.Hi) {
+		return 0, 0, false
+	}
+	lo, hi = s.Lo[i], s.Hi[i]
+	return lo, hi, usable(s.X[i], xlog) && usable(lo, ylog) && usable(hi, ylog) && lo < hi
+}
+
+// rangeBars draws each point's range as a vertical bar with short caps.
+func rangeBars(w *svgWriter, s Series, xs, ys *scale, xlog, ylog bool, color, clip string) {
+	const capWidth = 4
+	b := make([]byte, 0, len(s.Lo)*40)
+	for i := range seriesLen(s) {
+		lo, hi, ok := rangeAt(s, i, xlog, ylog)
+		if !ok {
+			continue
+		}
+		x := math.Max(-farAway, math.Min(farAway, xs.pos(s.X[i])))
+		y0 := math.Max(-farAway, math.Min(farAway, ys.pos(lo)))
+		y1 := math.Max(-farAway, math.Min(farAway, ys.pos(hi)))
+		for _, y := range []float64{y0, y1} {
+			b = append(b, 'M')
+			b = appendNum(b, x-capWidth)
+			b = append(b, ' ')
+			b = appendNum(b, y)
+			b = append(b, 'h')
+			b = appendNum(b, 2*capWidth)
+		}
+		b = append(b, 'M')
+		b = appendNum(b, x)
+		b = append(b, ' ')
+		b = appendNum(b, y0)
+		b = append(b, 'V')
+		b = appendNum(b, y1)
+	}
+	if len(b) > 0 {
+		w.printf(`<path d="%s" stroke="%s" stroke-width="1.5" fill="none" clip-path="url(#%s)"/>`, b, color, clip)
+	}
+}
+
 // farAway keeps pixel coordinates of values far outside a fixed range
 // finite and small; the clip path hides them anyway.
 const farAway = 1e5
@@ -253,6 +299,7 @@ func drawSeries(w *svgWriter, s Series, it legendItem, xs, ys *scale, xlog, ylog
 		w.printf(`, %d drawn`, len(p))
 	}
 	w.WriteString(`)</title>`)
+	rangeBars(w, s, xs, ys, xlog, ylog, it.color, lineClip)
 	dotClip = fmt.Sprintf(` clip-path="url(#%s)"`, dotClip)
 	switch {
 	case st.scatter:

@@ -4,32 +4,42 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/gait-dev/gait/internal/bench"
 	"github.com/gait-dev/gait/internal/units"
+	"github.com/gait-dev/gait/internal/verdict"
 )
 
 // Row is one experiment at one factor, as `gait bench --format json`
 // prints it.
 type Row struct {
-	Experiment      string   `json:"experiment"`
-	System          string   `json:"system"`
-	Fault           string   `json:"fault"`
-	Target          string   `json:"target"`
-	Step            string   `json:"step"`   // 10x, or crash, partition
-	Factor          *float64 `json:"factor"` // null for a crash or partition
-	Slowdown        float64  `json:"slowdown"`
-	Throughput      float64  `json:"throughput"`
-	ThroughputRatio float64  `json:"throughput_ratio"`
-	OperationLL     bool     `json:"operation_limplock"`
-	NodeLL          bool     `json:"node_limplock"`
-	ClusterLL       bool     `json:"cluster_limplock"`
-	HiddenBacklog   bool     `json:"hidden_backlog"`
-	Reasons         Reasons  `json:"reasons"`
-	// Warning says the baseline looks broken (see verdict.Verdict).
+	Experiment  string   `json:"experiment"`
+	System      string   `json:"system"`
+	Fault       string   `json:"fault"`
+	Target      string   `json:"target"`
+	Step        string   `json:"step"`   // 10x, or crash, partition
+	Factor      *float64 `json:"factor"` // null for a crash or partition
+	Repetitions int      `json:"repetitions"`
+	// Slowdown is the median over the repetitions of each one's mean
+	// latency over its baseline's, SlowdownMin and SlowdownMax its range;
+	// ThroughputRatio likewise.
+	Slowdown        float64 `json:"slowdown"`
+	SlowdownMin     float64 `json:"slowdown_min"`
+	SlowdownMax     float64 `json:"slowdown_max"`
+	Throughput      float64 `json:"throughput"`
+	ThroughputRatio float64 `json:"throughput_ratio"`
+	// A verdict is true when every repetition gave it; Counts says how
+	// many did, for each verdict at least one gave (a verdict with a
+	// count below the repetitions flips between them).
+	OperationLL   bool            `json:"operation_limplock"`
+	NodeLL        bool            `json:"node_limplock"`
+	ClusterLL     bool            `json:"cluster_limplock"`
+	HiddenBacklog bool            `json:"hidden_backlog"`
+	Counts        []verdict.Count `json:"counts"`
+	Reasons       Reasons         `json:"reasons"`
+	// Warning says a repetition's baseline looks broken (see
+	// verdict.Verdict).
 	Warning  string `json:"warning,omitempty"`
 	Unplaced int    `json:"unplaced,omitempty"`
 	PaperRow string `json:"paper_row,omitempty"`
@@ -43,6 +53,23 @@ type Reasons struct {
 	Backlog   string `json:"hidden_backlog"`
 }
 
+// Given writes one verdict's count for a table: "yes" when every
+// repetition gave it, "-" when none did, "flips 2/3" when they disagree.
+func Given(cs []verdict.Count, mark string) string {
+	for _, c := range cs {
+		switch {
+		case c.Mark != mark:
+		case c.Flips():
+			return fmt.Sprintf("flips %d/%d", c.Given, c.Of)
+		case c.Of > 1:
+			return fmt.Sprintf("yes %d/%d", c.Given, c.Of)
+		default:
+			return "yes"
+		}
+	}
+	return "-"
+}
+
 // UnplacedText says why n requests are missing from a step's verdicts.
 func UnplacedText(n int) string {
 	return fmt.Sprintf("%d requests left out of the verdicts: they failed before their client said which members they touched", n)
@@ -54,9 +81,12 @@ func Rows(results []Result) []Row {
 	for _, r := range results {
 		for _, st := range r.Steps {
 			row := Row{Experiment: r.Experiment, System: r.System, Fault: r.Fault, Target: r.Target, Step: st.Label,
-				Factor: st.Factor, Slowdown: st.Slowdown, Throughput: st.Throughput, ThroughputRatio: st.ThroughputRatio,
-				OperationLL: st.Operation.On, NodeLL: st.Node.On, ClusterLL: st.Cluster.On, HiddenBacklog: st.Backlog.On,
-				Reasons: Reasons{st.Operation.Why, st.Node.Why, st.Cluster.Why, st.Backlog.Why}, Warning: st.Warning, Unplaced: st.Unplaced}
+				Factor: st.Factor, Repetitions: len(st.Reps), Slowdown: st.Slowdown.Median, SlowdownMin: st.Slowdown.Min,
+				SlowdownMax: st.Slowdown.Max, Throughput: st.Throughput, ThroughputRatio: st.ThroughputRatio.Median,
+				OperationLL: st.Steady("OL"), NodeLL: st.Steady("NL"), ClusterLL: st.Steady("CL"), HiddenBacklog: st.Steady("backlog"),
+				Counts:  st.Counts,
+				Reasons: Reasons{st.Why("OL"), st.Why("NL"), st.Why("CL"), st.Why("backlog")},
+				Warning: strings.Join(st.Warnings(), "; "), Unplaced: st.Unplaced}
 			if r.Paper != nil {
 				row.PaperRow = r.Paper.Row
 			}
@@ -88,18 +118,6 @@ func MarkText(marks []string) string {
 	return strings.Join(marks, " ")
 }
 
-// Match compares what an experiment got with a prediction: "yes", "no",
-// or "" when nothing was predicted.
-func Match(want, got []string) string {
-	switch {
-	case want == nil:
-		return ""
-	case slices.Equal(want, got):
-		return "yes"
-	}
-	return "no"
-}
-
 // Table1Header and Table1Rows are the suite's Table 1: one row per
 // experiment, its baseline, gait's verdicts over all its steps, the
 // paper's marks and a regression scenario's prediction.
@@ -112,28 +130,33 @@ func Table1Rows(results []Result) [][]string {
 		got := r.Got()
 		row, paper, paperMatch := "", "", ""
 		if r.Paper != nil {
-			row, paper, paperMatch = r.Paper.Row, MarkText(r.Paper.Marks), Match(ordered(r.Paper.Marks), got)
+			row, paper, paperMatch = r.Paper.Row, MarkText(r.Paper.Marks), verdict.Agreement(r.Paper.Marks, got)
 		}
 		expected := ""
 		if r.Expect != nil {
 			expected = MarkText(r.Expect)
 		}
 		rows = append(rows, []string{row, r.Experiment, r.Fault + " on " + r.Target, units.Seconds(r.BaseMean),
-			units.Rate(r.BaseThroughput), MarkText(got), paper, paperMatch, expected, Match(ordered(r.Expect), got)})
+			units.Rate(r.BaseThroughput), verdict.CountText(got), paper, paperMatch, expected, verdict.Agreement(r.Expect, got)})
 	}
 	return rows
 }
 
-// ordered puts marks in bench.Marks's order, keeping nil nil.
-func ordered(marks []string) []string {
-	if marks == nil {
-		return nil
-	}
-	out := []string{}
-	for _, m := range bench.Marks {
-		if slices.Contains(marks, m) {
-			out = append(out, m)
+// Differences explains each experiment whose verdicts are not the paper's
+// marks, by its scenario's paper.differs: "Z5 zk-z5-...: why". One that
+// does not say is listed too, so no difference passes unexplained.
+func Differences(results []Result) []string {
+	var out []string
+	for _, r := range results {
+		if r.Paper == nil || verdict.Agreement(r.Paper.Marks, r.Got()) == "yes" {
+			continue
 		}
+		why := r.Paper.Differs
+		if why == "" {
+			why = "the scenario does not say why"
+		}
+		out = append(out, fmt.Sprintf("%s %s: gait %s, the paper %s: %s", r.Paper.Row, r.Experiment,
+			verdict.CountText(r.Got()), MarkText(r.Paper.Marks), why))
 	}
 	return out
 }
@@ -142,16 +165,11 @@ func ordered(marks []string) []string {
 func WriteText(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "experiment\tstep\tslowdown\tthroughput\tOL\tNL\tCL\tbacklog\t")
-	yes := func(b bool) string {
-		if b {
-			return "yes"
-		}
-		return "-"
-	}
 	var warnings []string
 	for _, r := range Rows(results) {
-		fmt.Fprintf(tw, "%s\t%s\t%.2fx\t%s\t%s\t%s\t%s\t%s\t\n", r.Experiment, r.Step, r.Slowdown, units.Rate(r.Throughput),
-			yes(r.OperationLL), yes(r.NodeLL), yes(r.ClusterLL), yes(r.HiddenBacklog))
+		sp := verdict.Spread{Median: r.Slowdown, Min: r.SlowdownMin, Max: r.SlowdownMax}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Experiment, r.Step, sp.Ratio(), units.Rate(r.Throughput),
+			Given(r.Counts, "OL"), Given(r.Counts, "NL"), Given(r.Counts, "CL"), Given(r.Counts, "backlog"))
 		if r.Warning != "" {
 			warnings = append(warnings, fmt.Sprintf("%s %s: %s", r.Experiment, r.Step, r.Warning))
 		}
@@ -167,5 +185,11 @@ func WriteText(w io.Writer, results []Result) error {
 	for _, row := range Table1Rows(results) {
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, d := range Differences(results) {
+		fmt.Fprintln(w, "differs: "+d)
+	}
+	return nil
 }

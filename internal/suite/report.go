@@ -3,6 +3,7 @@ package suite
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/gait-dev/gait/internal/bench"
@@ -35,7 +36,18 @@ func Report(results []Result, o verdict.Options) (*report.Page, error) {
 	p.Heading("Table 1: verdicts beside the paper's marks")
 	p.Table(Table1Header, Table1Rows(results))
 	p.Paragraph("gait: every verdict any step of the experiment gave. paper: the Limplock paper's marks for the row; " +
-		"same: whether gait's are the same. base tput: the baseline's throughput in requests per second. expected: what a regression scenario of a reported bug predicts.")
+		"same: whether gait's are the same (flips: the repetitions disagree on a verdict that decides it). " +
+		"With repetitions, each verdict says how many gave it (OL 3/3). base tput: the baseline's throughput in requests per second. " +
+		"expected: what a regression scenario of a reported bug predicts.")
+	if ds := Differences(results); len(ds) > 0 {
+		p.Heading("Where gait differs from the paper, and why")
+		for _, d := range ds {
+			p.Paragraph(d)
+		}
+	}
+	if err := studies(p, results); err != nil {
+		return nil, err
+	}
 	for _, r := range results {
 		if err := section(p, r); err != nil {
 			return nil, err
@@ -53,10 +65,11 @@ func figure1(p *report.Page, results []Result) {
 		sr := report.Series{Name: r.Experiment}
 		for _, st := range r.Steps {
 			if st.Factor == nil {
-				crashes = append(crashes, fmt.Sprintf("%s %s: %.2fx", r.Experiment, st.Label, st.Slowdown))
+				crashes = append(crashes, fmt.Sprintf("%s %s: %s", r.Experiment, st.Label, st.Slowdown.Ratio()))
 				continue
 			}
-			sr.X, sr.Y = append(sr.X, *st.Factor), append(sr.Y, st.Slowdown)
+			sr.X, sr.Y = append(sr.X, *st.Factor), append(sr.Y, st.Slowdown.Median)
+			sr.Lo, sr.Hi = append(sr.Lo, st.Slowdown.Min), append(sr.Hi, st.Slowdown.Max)
 		}
 		if len(sr.X) > 0 {
 			series = append(series, sr)
@@ -68,7 +81,7 @@ func figure1(p *report.Page, results []Result) {
 	} else {
 		lo, hi := math.Inf(1), 0.0
 		for _, s := range series {
-			for _, y := range s.Y {
+			for _, y := range append(append(slices.Clone(s.Y), s.Lo...), s.Hi...) {
 				if y > 0 {
 					lo, hi = min(lo, y), max(hi, y)
 				}
@@ -79,7 +92,8 @@ func figure1(p *report.Page, results []Result) {
 			y.Min, y.Max = math.Min(lo, 0.5), math.Max(hi, 10)
 		}
 		p.Figure("Mean latency over the baseline's at each slowdown factor, one line per experiment (the Limplock paper's "+
-			"Figure 1). Both axes are logarithmic; a line along the bottom is a system that tolerates the limpware.",
+			"Figure 1): the median over the repetitions, each repetition against its own baseline, with a bar from the "+
+			"smallest to the largest. Both axes are logarithmic; a line along the bottom is a system that tolerates the limpware.",
 			report.LineChart{X: report.Axis{Label: "limpware factor", Log: true}, Y: y, Series: series, Markers: true})
 	}
 	if len(crashes) > 0 {
@@ -94,29 +108,25 @@ func section(p *report.Page, r Result) error {
 	head := fmt.Sprintf("%s, %s on the %s (%s). Baseline: mean %s, %s requests/s. Results in %s.", r.System, r.Fault,
 		r.Target, r.File, units.Seconds(r.BaseMean), units.Sig(r.BaseThroughput), r.Dir)
 	if r.Paper != nil {
-		head += fmt.Sprintf(" The paper's row %s is marked %s; gait gives %s.", r.Paper.Row, MarkText(r.Paper.Marks), MarkText(r.Got()))
+		head += fmt.Sprintf(" The paper's row %s is marked %s; gait gives %s.", r.Paper.Row, MarkText(r.Paper.Marks), verdict.CountText(r.Got()))
+		if r.Paper.Differs != "" && verdict.Agreement(r.Paper.Marks, r.Got()) != "yes" {
+			head += " Why they differ: " + r.Paper.Differs
+		}
 	}
 	if r.Expect != nil {
-		head += fmt.Sprintf(" Expected %s, got %s.", MarkText(r.Expect), MarkText(r.Got()))
+		head += fmt.Sprintf(" Expected %s, got %s.", MarkText(r.Expect), verdict.CountText(r.Got()))
 	}
 	p.Paragraph(head)
 	var rows [][]string
 	for _, st := range r.Steps {
-		for _, m := range []struct {
-			name string
-			mark verdict.Mark
-		}{{"OL", st.Operation}, {"NL", st.Node}, {"CL", st.Cluster}, {"backlog", st.Backlog}} {
-			on := "-"
-			if m.mark.On {
-				on = "yes"
-			}
-			rows = append(rows, []string{st.Label, fmt.Sprintf("%.2fx", st.Slowdown), m.name, on, m.mark.Why})
+		for _, m := range verdict.MarkNames {
+			rows = append(rows, []string{st.Label, st.Slowdown.Ratio(), m, Given(st.Counts, m), st.Why(m)})
 		}
 	}
-	p.Table([]string{"step", "slowdown", "verdict", "given", "why"}, rows)
+	p.Table([]string{"step", "slowdown (median, range)", "verdict", "given", "why"}, rows)
 	for _, st := range r.Steps {
-		if st.Warning != "" {
-			p.Note(st.Label + ": " + st.Warning + ".")
+		for _, w := range st.Warnings() {
+			p.Note(st.Label + ": " + w + ".")
 		}
 		if st.Unplaced > 0 {
 			p.Note(st.Label + ": " + UnplacedText(st.Unplaced) + ".")

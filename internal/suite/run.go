@@ -66,30 +66,106 @@ type Result struct {
 	Source string `json:"source"`
 }
 
-// Step is one step after the baseline with its verdicts.
+// Step is one step after the baseline, judged once per repetition: each
+// repetition's step against the same repetition's baseline.
 type Step struct {
-	Label           string   `json:"label"`
-	Factor          *float64 `json:"factor"` // null for a crash or partition
-	Slowdown        float64  `json:"slowdown"`
-	Throughput      float64  `json:"throughput"`
-	ThroughputRatio float64  `json:"throughput_ratio"`
-	P99             float64  `json:"p99"`
-	// Unplaced counts requests left out of the verdicts (bench.StepVerdict).
+	Label  string   `json:"label"`
+	Factor *float64 `json:"factor"` // null for a crash or partition
+	// Slowdown and ThroughputRatio are over the repetitions: the median
+	// and range of each repetition's mean latency (throughput) over its
+	// baseline's.
+	Slowdown        verdict.Spread `json:"slowdown"`
+	ThroughputRatio verdict.Spread `json:"throughput_ratio"`
+	// Throughput and P99 pool the repetitions.
+	Throughput float64 `json:"throughput"`
+	P99        float64 `json:"p99"`
+	// Unplaced counts requests left out of the verdicts, over all
+	// repetitions (bench.StepVerdict).
 	Unplaced int `json:"unplaced,omitempty"`
+	// Counts says how many repetitions gave each verdict given at all.
+	Counts []verdict.Count `json:"counts"`
+	Reps   []Rep           `json:"repetitions"`
+}
+
+// Rep is one repetition of a step with its verdicts.
+type Rep struct {
+	Rep             int     `json:"repetition"`
+	Slowdown        float64 `json:"slowdown"`
+	ThroughputRatio float64 `json:"throughput_ratio"`
+	Unplaced        int     `json:"unplaced,omitempty"`
 	verdict.Verdict
 }
 
-// Got is every verdict any step gave, in the order of bench.Marks.
-func (r Result) Got() []string {
-	var got []string
-	for _, m := range bench.Marks {
-		for _, st := range r.Steps {
-			if slices.Contains(st.Marks(), m) && !slices.Contains(got, m) {
-				got = append(got, m)
-			}
+// Steady says every repetition of the step gave the verdict.
+func (st Step) Steady(mark string) bool {
+	for _, c := range st.Counts {
+		if c.Mark == mark {
+			return c.Given == c.Of
 		}
 	}
-	return got
+	return false
+}
+
+// Why explains one verdict of the step: the reason of the first
+// repetition that gave it, and when the repetitions disagree, of the first
+// that did not too.
+func (st Step) Why(mark string) string {
+	var yes, no *string
+	for _, r := range st.Reps {
+		m := r.mark(mark)
+		switch {
+		case m.On && yes == nil:
+			yes = &m.Why
+		case !m.On && no == nil:
+			no = &m.Why
+		}
+	}
+	switch {
+	case yes == nil && no == nil:
+		return ""
+	case yes == nil:
+		return *no
+	case no == nil:
+		return *yes
+	}
+	return *yes + "; in another repetition: " + *no
+}
+
+func (r Rep) mark(name string) verdict.Mark {
+	switch name {
+	case "OL":
+		return r.Operation
+	case "NL":
+		return r.Node
+	case "CL":
+		return r.Cluster
+	}
+	return r.Backlog
+}
+
+// Warnings are the repetitions' warnings, each once.
+func (st Step) Warnings() []string {
+	var out []string
+	for _, r := range st.Reps {
+		w := r.Warning
+		if w != "" && len(st.Reps) > 1 {
+			w = fmt.Sprintf("repetition %d: %s", r.Rep, w)
+		}
+		if w != "" && !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// Got counts every verdict any step gave: per verdict, the step whose
+// repetitions gave it most often.
+func (r Result) Got() []verdict.Count {
+	steps := make([][]verdict.Count, len(r.Steps))
+	for i, st := range r.Steps {
+		steps[i] = st.Counts
+	}
+	return verdict.Strongest(steps)
 }
 
 const resultFile = "result.json"
@@ -246,26 +322,69 @@ func runOne(ctx context.Context, s *bench.Scenario, dir string, o Options, statu
 	return r, atomicfile.WriteBytes(filepath.Join(dir, resultFile), b.Bytes())
 }
 
-// judge sums an experiment up with its verdicts.
+// judge sums an experiment up with its verdicts, judging each repetition
+// on its own against its own baseline.
 func judge(s *bench.Scenario, sum bench.Summary, runs []bench.RunResult, o verdict.Options) (Result, error) {
-	vs, err := bench.Judge(s, sum, runs, o)
-	if err != nil {
-		return Result{}, err
-	}
 	r := Result{Experiment: s.Name, File: s.File, System: s.System, Paper: s.Paper, Expect: s.Expect, Quick: s.Quick,
 		Source: string(s.Source)}
 	r.Fault, r.Target = s.FaultNames()
 	if len(sum.Steps) > 0 {
 		r.BaseMean, r.BaseThroughput = sum.Steps[0].Mean, sum.Steps[0].Throughput
 	}
-	for _, v := range vs {
-		st := Step{Label: v.Label, Factor: v.Factor, Unplaced: v.Unplaced, Verdict: v.Verdict}
-		for _, ss := range sum.Steps {
-			if ss.Label == v.Label {
-				st.Slowdown, st.Throughput, st.ThroughputRatio, st.P99 = ss.Slowdown, ss.Throughput, ss.ThroughputRatio, ss.P99
+	byStep := map[string]*Step{}
+	for _, ss := range sum.Steps[min(1, len(sum.Steps)):] {
+		r.Steps = append(r.Steps, Step{Label: ss.Label, Factor: ss.Factor, Throughput: ss.Throughput, P99: ss.P99})
+	}
+	for i := range r.Steps {
+		byStep[r.Steps[i].Label] = &r.Steps[i]
+	}
+	for rep := 1; rep <= s.Repeat; rep++ {
+		var these []bench.RunResult
+		for _, x := range runs {
+			if x.ID.Rep == rep {
+				these = append(these, x)
 			}
 		}
-		r.Steps = append(r.Steps, st)
+		if len(these) == 0 {
+			continue
+		}
+		rsum, err := bench.Summarize(s, sum.Out, these)
+		if err != nil {
+			return Result{}, err
+		}
+		vs, err := bench.Judge(s, rsum, these, o)
+		if err != nil {
+			return Result{}, err
+		}
+		for _, v := range vs {
+			st := byStep[v.Label]
+			if st == nil {
+				continue
+			}
+			one := Rep{Rep: rep, Unplaced: v.Unplaced, Verdict: v.Verdict}
+			for _, ss := range rsum.Steps {
+				if ss.Label == v.Label {
+					one.Slowdown, one.ThroughputRatio = ss.Slowdown, ss.ThroughputRatio
+				}
+			}
+			st.Reps = append(st.Reps, one)
+		}
+	}
+	for i := range r.Steps {
+		r.Steps[i].sum()
 	}
 	return r, nil
+}
+
+// sum sets the step's spreads, counts and unplaced requests from its
+// repetitions.
+func (st *Step) sum() {
+	var slow, tput []float64
+	var vs []verdict.Verdict
+	st.Unplaced = 0
+	for _, one := range st.Reps {
+		slow, tput, vs = append(slow, one.Slowdown), append(tput, one.ThroughputRatio), append(vs, one.Verdict)
+		st.Unplaced += one.Unplaced
+	}
+	st.Slowdown, st.ThroughputRatio, st.Counts = verdict.SpreadOf(slow), verdict.SpreadOf(tput), verdict.Counts(vs)
 }

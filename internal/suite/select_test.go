@@ -100,7 +100,7 @@ func TestLoadReportsEveryMistake(t *testing.T) {
 	dir := t.TempDir()
 	bad1 := write(t, dir, "a.yaml", strings.Replace(named("a"), "target: leader", "target: master", 1))
 	good := write(t, dir, "b.yaml", named("b"))
-	bad2 := write(t, dir, "c.yaml", strings.Replace(named("c"), "system: etcd", "system: cassandra", 1))
+	bad2 := write(t, dir, "c.yaml", strings.Replace(named("c"), "system: etcd", "system: nosuchdb", 1))
 	dup := write(t, dir, "d.yaml", named("b"))
 	_, err := Load([]string{bad1, good, bad2, dup}, Selection{})
 	if err == nil {
@@ -108,7 +108,7 @@ func TestLoadReportsEveryMistake(t *testing.T) {
 	}
 	for _, want := range []string{
 		bad1 + `:6: inject[0].target: "master" is neither a role of etcd`,
-		bad2 + `:2: system: unknown system "cassandra"`,
+		bad2 + `:2: system: unknown system "nosuchdb"`,
 		dup + ": name b is taken by " + good,
 	} {
 		if !strings.Contains(err.Error(), want) {
@@ -136,15 +136,30 @@ func TestLoadReportsEveryMistake(t *testing.T) {
 	}
 }
 
+// step builds a judged step from its repetitions' verdicts and slowdowns.
+func step(label string, factor float64, reps ...Rep) Step {
+	st := Step{Label: label, Factor: &factor, Reps: reps}
+	for i := range st.Reps {
+		st.Reps[i].Rep = i + 1
+	}
+	st.sum()
+	return st
+}
+
 func TestTable1(t *testing.T) {
 	on := verdict.Mark{On: true, Why: "x"}
-	ten, hundred := 10.0, 100.0
+	ol, olcl := verdict.Verdict{Operation: on}, verdict.Verdict{Operation: on, Cluster: on}
 	rs := []Result{
 		{Experiment: "z1", Paper: &bench.PaperRow{Row: "Z1", Marks: []string{}}, BaseMean: 0.002, BaseThroughput: 2000,
-			Steps: []Step{{Label: "10x", Factor: &ten}}},
+			Steps: []Step{step("10x", 10, Rep{Slowdown: 1})}},
 		{Experiment: "z3", Paper: &bench.PaperRow{Row: "Z3", Marks: []string{"CL", "OL"}}, Expect: []string{"OL"},
-			Steps: []Step{{Label: "10x", Factor: &ten, Verdict: verdict.Verdict{Operation: on}},
-				{Label: "100x", Factor: &hundred, Unplaced: 3, Verdict: verdict.Verdict{Operation: on, Cluster: on}}}},
+			Steps: []Step{step("10x", 10, Rep{Slowdown: 6, Verdict: ol}),
+				step("100x", 100, Rep{Slowdown: 40, Unplaced: 3, Verdict: olcl})}},
+		// Three repetitions: OL in all at 100x, CL in two; the paper's OL
+		// CL then hangs on the flipping CL.
+		{Experiment: "z5", Paper: &bench.PaperRow{Row: "Z5", Marks: []string{"OL", "CL"}, Differs: "the heap filled in 2 of 3"},
+			Steps: []Step{step("10x", 10, Rep{Slowdown: 2}, Rep{Slowdown: 1}, Rep{Slowdown: 7, Verdict: ol}),
+				step("100x", 100, Rep{Slowdown: 30, Verdict: olcl}, Rep{Slowdown: 9, Verdict: ol}, Rep{Slowdown: 50, Verdict: olcl})}},
 	}
 	rows := Table1Rows(rs)
 	if got := rows[0]; got[0] != "Z1" || got[5] != "-" || got[6] != "-" || got[7] != "yes" || got[8] != "" || got[9] != "" {
@@ -153,15 +168,25 @@ func TestTable1(t *testing.T) {
 	if got := rows[1]; got[5] != "OL CL" || got[6] != "CL OL" || got[7] != "yes" || got[8] != "OL" || got[9] != "no" {
 		t.Errorf("Z3 row %q", got)
 	}
+	if got := rows[2]; got[5] != "OL 3/3 CL 2/3" || got[7] != "flips" {
+		t.Errorf("Z5 row %q", got)
+	}
 	js := Rows(rs)
-	if len(js) != 3 || !js[2].OperationLL || !js[2].ClusterLL || js[2].NodeLL || js[2].PaperRow != "Z3" || *js[2].Factor != 100 || js[2].Unplaced != 3 {
+	if len(js) != 5 || !js[2].OperationLL || !js[2].ClusterLL || js[2].NodeLL || js[2].PaperRow != "Z3" || *js[2].Factor != 100 || js[2].Unplaced != 3 {
 		t.Errorf("rows %+v", js)
+	}
+	if z := js[4]; z.Repetitions != 3 || z.Slowdown != 30 || z.SlowdownMin != 9 || z.SlowdownMax != 50 || !z.OperationLL || z.ClusterLL ||
+		!strings.Contains(z.Reasons.Cluster, "in another repetition") {
+		t.Errorf("z5 100x: %+v", z)
 	}
 	var text strings.Builder
 	if err := WriteText(&text, rs); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text.String(), "z3 100x: 3 requests left out of the verdicts") {
-		t.Errorf("the text does not say what was left out:\n%s", text.String())
+	for _, want := range []string{"z3 100x: 3 requests left out of the verdicts", "30.00x (9.00-50.00x)", "flips 2/3", "yes 3/3",
+		"differs: Z5 z5: gait OL 3/3 CL 2/3, the paper OL CL: the heap filled in 2 of 3"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the text lacks %q:\n%s", want, text.String())
+		}
 	}
 }

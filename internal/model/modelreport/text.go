@@ -42,9 +42,19 @@ func Describe(sys model.System) string {
 	return s
 }
 
+// RequestNote says where the request predictor is not to be trusted, for
+// requests of several accesses; "" otherwise.
+func RequestNote(sys model.System) string {
+	if !sys.Request.FanOut() {
+		return ""
+	}
+	return "note: for requests of several accesses the predictor is within about 0.002 of simulation only with one duplicate per group at low load; with 2 or more duplicates it is optimistic (by 0.01 at 1% load, up to 0.3 at 30%: docs/requests.md); gait model simulate --phases runs the same system request by request\n"
+}
+
 // WritePredictions is gait model predict's table.
 func WritePredictions(w io.Writer, sys model.System, preds []model.Prediction) error {
 	fmt.Fprintln(w, Describe(sys))
+	defer fmt.Fprint(w, RequestNote(sys))
 	tw := table(w)
 	fmt.Fprintln(tw, "duplicates\treplicas\tnodes\tutilization\tsla_thesis\tsla\tstderr\t")
 	gapOnly := false
@@ -67,17 +77,28 @@ func WritePredictions(w io.Writer, sys model.System, preds []model.Prediction) e
 	return nil
 }
 
-// WriteSimulations is gait model simulate's table.
+// WriteSimulations is gait model simulate's table; for requests of several
+// accesses it adds their latency's percentiles.
 func WriteSimulations(w io.Writer, sys model.System, rows []model.SimRow) error {
 	fmt.Fprintln(w, Describe(sys))
 	tw := table(w)
-	fmt.Fprintln(tw, "duplicates\treplicas\tnodes\tutilization\tsla\tstderr\t")
+	head := "duplicates\treplicas\tnodes\tutilization\tsla\tstderr\t"
+	if sys.Request.FanOut() {
+		for _, q := range model.PercentileLevels {
+			head += fmt.Sprintf("p%g\t", 100*q)
+		}
+	}
+	fmt.Fprintln(tw, head)
 	for _, r := range rows {
 		s := "unstable"
 		if !r.Unstable {
 			s = Pct(r.SLA)
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%.5f\t\n", r.Duplicates, r.Replicas, r.Nodes, utilization(r.Utilization), s, r.StdErr)
+		line := fmt.Sprintf("%d\t%d\t%d\t%s\t%s\t%.5f\t", r.Duplicates, r.Replicas, r.Nodes, utilization(r.Utilization), s, r.StdErr)
+		for _, p := range r.Percentiles {
+			line += units.Seconds(p) + "\t"
+		}
+		fmt.Fprintln(tw, line)
 	}
 	return tw.Flush()
 }
@@ -100,8 +121,8 @@ func (b BestMix) JSON() any {
 func (b BestMix) WriteText(w io.Writer) error {
 	fmt.Fprintln(w, Describe(b.System))
 	best, pred := b.Best, b.Predictor
-	_, err := fmt.Fprintf(w, "best mix of at most %d nodes (%s): %d duplicates x %d replicas = %d nodes, utilization %.4f, SLA %s (thesis %s, accurate %s)\n",
-		b.Nodes, pred, best.Duplicates, best.Replicas, best.Nodes, best.Utilization, Pct(pred.Pick(best)), Pct(best.SLAThesis), Pct(best.SLA))
+	_, err := fmt.Fprintf(w, "best mix of at most %d nodes (%s): %d duplicates x %d replicas = %d nodes, utilization %.4f, SLA %s (thesis %s, accurate %s)\n%s",
+		b.Nodes, pred, best.Duplicates, best.Replicas, best.Nodes, best.Utilization, Pct(pred.Pick(best)), Pct(best.SLAThesis), Pct(best.SLA), RequestNote(b.System))
 	return err
 }
 

@@ -3,6 +3,7 @@
 package all
 
 import (
+	_ "github.com/gait-dev/gait/internal/systems/cassandra"
 	_ "github.com/gait-dev/gait/internal/systems/etcd"
 	_ "github.com/gait-dev/gait/internal/systems/gaitredis"
 	_ "github.com/gait-dev/gait/internal/systems/hdfs"

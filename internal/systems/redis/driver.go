@@ -345,7 +345,17 @@ func (c *Cluster) Client(host string) (load.Client, error) {
 			return c.dialPrimary(ctx)
 		}
 	}
-	return Dial(ctx, c.addr(m))
+	cl, err := Dial(ctx, c.addr(m))
+	if err != nil {
+		return nil, err
+	}
+	if m == c.members[0] {
+		// The primary gait started: its replicas are every other member.
+		for _, r := range c.members[1:] {
+			cl.replicas = append(cl.replicas, r.host.Name())
+		}
+	}
+	return cl, nil
 }
 
 // Restart starts the server (and Sentinel) on host again after a crash,

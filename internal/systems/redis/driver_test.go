@@ -179,6 +179,17 @@ func TestReplicas(t *testing.T) {
 	if n, err := primary.WaitReplicas(ctx, 2, time.Second); err != nil || n != 2 {
 		t.Fatalf("WAIT 2: %d, %v", n, err)
 	}
+	// A write that waited for every replica involves them all, so a slow
+	// one is on its path; one that did not wait, or waited for fewer, none.
+	if got := primary.Involved(); !slices.Equal(got, []string{"h1", "h2"}) {
+		t.Errorf("a write with WAIT 2 involved %v, want [h1 h2]", got)
+	}
+	if _, err := primary.WaitReplicas(ctx, 1, time.Second); err != nil || primary.Involved() != nil {
+		t.Errorf("a write with WAIT 1 involved %v (%v), want nil", primary.Involved(), err)
+	}
+	if err := primary.Do(ctx, load.Op{Kind: OpGet, Key: "k"}); err != nil || primary.Involved() != nil {
+		t.Errorf("a get involved %v (%v), want nil", primary.Involved(), err)
+	}
 	if v, err := replica.rdb.Get(ctx, "k").Result(); err != nil || v != "v" {
 		t.Errorf("replica reads %q, %v", v, err)
 	}

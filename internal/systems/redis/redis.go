@@ -26,6 +26,11 @@ const (
 // Client is one connection to a Redis server.
 type Client struct {
 	rdb *goredis.Client
+	// replicas are the hosts of the primary's replicas when this is a
+	// client of a primary whose replicas gait started; waited is what the
+	// last request's WAIT asked for (0: it did not wait).
+	replicas []string
+	waited   int
 }
 
 // Dial connects to the server at addr (host:port) and checks it answers.
@@ -64,6 +69,7 @@ func Options(addr string) *goredis.Options {
 
 // Do performs one operation. A get of a missing key is a success.
 func (c *Client) Do(ctx context.Context, op load.Op) error {
+	c.waited = 0
 	var err error
 	switch op.Kind {
 	case OpGet:
@@ -79,6 +85,18 @@ func (c *Client) Do(ctx context.Context, op load.Op) error {
 		return fmt.Errorf("redis: unknown operation kind %d", op.Kind)
 	}
 	return err
+}
+
+// Involved names the replicas a write waited for (load.Involver): every
+// replica when its WAIT asked for as many as the primary has, since each
+// must acknowledge it, so a slow replica is on that write's path. A WAIT
+// for fewer is answered by the fastest, which the client cannot name, and
+// a request that did not wait involves no replica: both nil.
+func (c *Client) Involved() []string {
+	if len(c.replicas) == 0 || c.waited < len(c.replicas) {
+		return nil
+	}
+	return c.replicas
 }
 
 // Close closes the connection.
@@ -101,6 +119,7 @@ func Dialer(addr string) load.Dialer {
 // replicas have acknowledged every write of this connection, or timeout
 // passes (0: Redis waits without limit, the context's deadline bounds it).
 func (c *Client) WaitReplicas(ctx context.Context, replicas int, timeout time.Duration) (int, error) {
+	c.waited = replicas
 	n, err := c.rdb.Wait(ctx, replicas, timeout).Result()
 	return int(n), err
 }
