@@ -40,9 +40,16 @@ gait's marks beside the paper's, and a section per experiment.
 
 --quick runs the scenarios marked quick: with each fault's smallest and
 largest factor, at most 5 s of workload per run, once. The rules and
-thresholds are in docs/bench.md. Needs root.`,
+thresholds are in docs/bench.md. Needs root.
+
+--inventory FILE runs each experiment whole on the next free machine of an
+inventory instead (after a preflight of every machine), gathers every
+experiment's directory into --out, and reports the suite from them; needs
+SSH and passwordless sudo there, not root here (docs/many-machines.md).`,
 		Example: `  # long: a few minutes, root
   sudo gait bench --quick
+  # long: a few minutes, your machines over SSH
+  gait bench --quick --inventory hosts.ini
   # long: many minutes, root
   sudo gait bench scenarios/limpbench --only 'zk-*' --format json > zk.json
   gait bench --dry-run            # check every scenario and list the experiments`,

@@ -290,25 +290,7 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 			}
 			return out
 		}
-		// Whether h0 reaches h1, by TCP: this test runs on the machines'
-		// kernel, so it can enter the remote hosts' namespaces.
-		reach := func() error {
-			var ln net.Listener
-			if err := inNetns("g"+tb.ID+"-h1", func() (err error) {
-				ln, err = net.Listen("tcp", net.JoinHostPort(h1.Addr.String(), "0"))
-				return err
-			}); err != nil {
-				return err
-			}
-			defer ln.Close()
-			return inNetns("g"+tb.ID+"-h0", func() error {
-				c, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second)
-				if err == nil {
-					c.Close()
-				}
-				return err
-			})
-		}
+		reach := func() error { return dialBetween(tb, h0, tb, h1) }
 		if err := reach(); err != nil {
 			t.Fatalf("h0 to h1 before any fault: %v", err)
 		}
@@ -348,13 +330,8 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 		for _, e := range events {
 			t.Logf("%s %s on %s", e.Action, e.Kind, e.Host)
 		}
-		// A link brought up again forwards after a moment.
-		healed := reach()
-		for deadline := time.Now().Add(5 * time.Second); healed != nil && time.Now().Before(deadline); healed = reach() {
-			time.Sleep(100 * time.Millisecond)
-		}
-		if healed != nil {
-			t.Errorf("after the faults cleared: %v", healed)
+		if err := healed(reach); err != nil {
+			t.Errorf("after the faults cleared: %v", err)
 		}
 		if got := rate(); !strings.Contains(got, "rate 100Mbit") {
 			t.Errorf("h0's link after clear: tc says %q", got)
@@ -374,6 +351,58 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 				t.Logf("run %s: %s: %s", tb.ID, st, data)
 			}
 			t.Logf("agent: %s", m.stderr)
+		}
+	})
+
+	t.Run("a testbed spanning machines", func(t *testing.T) {
+		var ms []*Machine
+		for _, m := range f.machines {
+			c, err := Connect(ctx, m, f.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ms = append(ms, c)
+		}
+		tbs, err := Span(ctx, ms, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b, c := tbs[0].Hosts[0], tbs[1].Hosts[0], tbs[2].Hosts[0]
+		for _, to := range []int{1, 2} {
+			if err := healed(func() error { return dialBetween(tbs[0], a, tbs[to], tbs[to].Hosts[0]) }); err != nil {
+				t.Fatalf("%s (%s) to %s (%s) over the overlay: %v", a.HostName(), a.Addr, tbs[to].Hosts[0].HostName(), tbs[to].Hosts[0].Addr, err)
+			}
+		}
+		t.Logf("%s %s reaches %s %s and %s %s over VXLAN", a.HostName(), a.Addr, b.HostName(), b.Addr, c.HostName(), c.Addr)
+		if err := (limp.Partition{}).Apply(a, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := dialBetween(tbs[0], a, tbs[1], b); err == nil {
+			t.Error("a partitioned host reached another machine's host")
+		}
+		if err := dialBetween(tbs[2], c, tbs[1], b); err != nil {
+			t.Errorf("m3 to m2 while m1/h0 is partitioned: %v", err)
+		}
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		if err := ms[0].Call(pctx, "ping", "", "", nil, nil); err != nil {
+			t.Errorf("control connection to m1 while its host is partitioned: %v", err)
+		}
+		cancel()
+		if err := (limp.Partition{}).Clear(a); err != nil {
+			t.Fatal(err)
+		}
+		if err := healed(func() error { return dialBetween(tbs[0], a, tbs[1], b) }); err != nil {
+			t.Errorf("after the partition healed: %v", err)
+		}
+		for i, tb := range tbs {
+			if err := tb.Close(); err != nil {
+				t.Error(err)
+			}
+			ms[i].Close()
+			if left := f.scan(t, i, []string{tb.ID}); len(left) > 0 {
+				t.Errorf("%s after down: %q", f.machines[i].Name, left)
+			}
 		}
 	})
 
@@ -637,4 +666,35 @@ func agentPids(root string) []int {
 		}
 	}
 	return pids
+}
+
+// dialBetween says whether host from (of testbed tf) reaches host to (of
+// testbed tt) by TCP: this test runs on the machines' kernel, so it can
+// enter the remote hosts' namespaces.
+func dialBetween(tf *Testbed, from *Host, tt *Testbed, to *Host) error {
+	var ln net.Listener
+	if err := inNetns("g"+tt.ID+"-"+to.Name, func() (err error) {
+		ln, err = net.Listen("tcp", net.JoinHostPort(to.Addr.String(), "0"))
+		return err
+	}); err != nil {
+		return err
+	}
+	defer ln.Close()
+	return inNetns("g"+tf.ID+"-"+from.Name, func() error {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+}
+
+// healed tries reach for up to 5 s: a link brought up again forwards
+// after a moment.
+func healed(reach func() error) error {
+	err := reach()
+	for deadline := time.Now().Add(5 * time.Second); err != nil && time.Now().Before(deadline); err = reach() {
+		time.Sleep(100 * time.Millisecond)
+	}
+	return err
 }

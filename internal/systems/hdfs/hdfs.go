@@ -124,7 +124,7 @@ func New() *Driver {
 		Handlers:         10,
 		Replication:      3,
 		DeadAfter:        30 * time.Second,
-		StartTimeout:     3 * time.Minute,
+		StartTimeout:     5 * time.Minute,
 		StartPerDataNode: 20 * time.Second,
 	}
 }
@@ -446,14 +446,18 @@ func (m *member) launch(d *Driver, extra ...string) error {
 		class = nameNodeClass
 	}
 	argv := d.argv(m.host, m.role, class)
-	if have, _ := d.archive(); have != "" && m.role == RoleDataNode {
-		extra = append(extra, "-XX:SharedArchiveFile="+have)
+	var env []string
+	if m.role == RoleDataNode {
+		if have, _ := d.archive(); have != "" {
+			extra = append(extra, "-XX:SharedArchiveFile="+have)
+		}
+		// Two malloc arenas rather than eight per CPU: a DataNode's
+		// forty threads each touching an arena of its own costs
+		// resident memory for nothing the DataNode needs.
+		env = []string{"MALLOC_ARENA_MAX=2"}
 	}
 	argv = slices.Insert(argv, 1, extra...)
-	// Two malloc arenas rather than eight per CPU: a DataNode's forty
-	// threads each touching an arena of its own costs resident memory
-	// for nothing the DataNode needs.
-	proc, err := m.host.Start(m.role, argv, []string{"MALLOC_ARENA_MAX=2"})
+	proc, err := m.host.Start(m.role, argv, env)
 	if err != nil {
 		return fmt.Errorf("hdfs %s on %s: %w", m.role, m.host.Name(), err)
 	}
