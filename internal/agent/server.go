@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -273,6 +274,12 @@ func (s *server) do(ctx context.Context, req Request) (any, error) {
 		return s.up(a)
 	case "down":
 		return nil, s.down(req.Run)
+	case "overlay":
+		var a OverlayArgs
+		if err := args(&a); err != nil {
+			return nil, err
+		}
+		return nil, s.overlay(req.Run, a)
 	case "exec":
 		var a ExecArgs
 		if err := args(&a); err != nil {
@@ -356,11 +363,37 @@ func (s *server) up(a UpArgs) (UpResult, error) {
 	s.runs[tb.ID], s.dirs[tb.ID] = tb, dir
 	s.made = append(s.made, tb.ID)
 	s.mu.Unlock()
-	r := UpResult{Run: tb.ID}
+	r := UpResult{Run: tb.ID, Subnet: tb.Subnet.String()}
 	for _, h := range tb.Hosts {
 		r.Hosts = append(r.Hosts, hostInfo(h))
 	}
 	return r, nil
+}
+
+func (s *server) overlay(run string, a OverlayArgs) error {
+	s.mu.Lock()
+	tb, ok := s.runs[run]
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("overlay %.20q: %w", run, errUnknownRun)
+	}
+	var peers []netip.Addr
+	for _, p := range a.Peers {
+		addr, err := netip.ParseAddr(p)
+		if err != nil {
+			return fmt.Errorf("overlay peer %.40q: %w", p, err)
+		}
+		peers = append(peers, addr)
+	}
+	var subnets []netip.Prefix
+	for _, sn := range a.Subnets {
+		p, err := netip.ParsePrefix(sn)
+		if err != nil {
+			return fmt.Errorf("overlay subnet %.40q: %w", sn, err)
+		}
+		subnets = append(subnets, p)
+	}
+	return tb.Overlay(a.VNI, peers, subnets)
 }
 
 func hostInfo(h *testbed.Host) HostInfo {

@@ -35,6 +35,10 @@ func WriteReport(path string, s *Scenario, sum Summary, results []RunResult) err
 	if h := headline(sum); h != "" {
 		p.Note(h)
 	}
+	if lines := sum.RoleLines(); len(lines) > 0 {
+		p.Note("Roles changed during these runs, so their figures are of more than one arrangement of the cluster: " +
+			strings.Join(lines, ". ") + ".")
+	}
 	header, rows := TableHeader, sum.TableRows()
 	if s.Repeat == 1 {
 		header, rows = dropColumn(header, rows, "runs")

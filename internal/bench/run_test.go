@@ -1,10 +1,8 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -12,12 +10,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/gait-dev/gait/internal/rundir"
-	"github.com/vishvananda/netlink"
 )
 
 func needRoot(t *testing.T) {
@@ -230,168 +225,4 @@ func buildGait(t *testing.T) string {
 		t.Fatalf("build gait: %v\n%s", err, b)
 	}
 	return bin
-}
-
-// stateFile is the part of the testbed's state file this test reads.
-type stateFile struct {
-	dir        string
-	ID         string   `json:"id"`
-	Namespaces []string `json:"namespaces"`
-	Links      []string `json:"links"`
-	Mounts     []string `json:"mounts"`
-	Cgroups    []string `json:"cgroups"`
-	Procs      []struct {
-		Pid int `json:"pid"`
-	} `json:"procs"`
-}
-
-// TestInterrupt sends SIGINT to gait run in the middle of a workload on
-// hosts with limpfs disks, and checks that it fails and leaves nothing: no
-// namespace, link, mount, cgroup, process, state file or partial run.
-func TestInterrupt(t *testing.T) {
-	needRoot(t)
-	bin := buildGait(t)
-	st, out, log, err := killMidRun(t, bin, syscall.SIGINT, "t-sigint", "memory")
-	t.Logf("gait run output:\n%s", log)
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
-		t.Errorf("interrupted gait run: %v, want a non-zero exit", err)
-	}
-	if !strings.Contains(log, "interrupted") {
-		t.Error("gait did not say it was interrupted")
-	}
-	for _, left := range leftovers(t, st) {
-		t.Error("left behind: ", left)
-	}
-	if runs, _ := filepath.Glob(filepath.Join(out, "f*")); len(runs) > 0 {
-		t.Errorf("interrupted run left %v", runs)
-	}
-	if scratch, _ := filepath.Glob(filepath.Join(memoryDir, "gait-t-sigint-*")); len(scratch) > 0 {
-		t.Errorf("interrupted run left %v", scratch)
-	}
-}
-
-// TestKillThenClean kills gait run with SIGKILL mid-run: its servers die
-// with it (Pdeathsig), and gait clean removes the rest. The hosts'
-// directories are under the test's output (data: disk), because after a
-// SIGKILL an in-memory one leaves its empty directories behind.
-func TestKillThenClean(t *testing.T) {
-	needRoot(t)
-	bin := buildGait(t)
-	st, _, _, _ := killMidRun(t, bin, syscall.SIGKILL, "t-sigkill", "disk")
-	if len(leftovers(t, st)) == 0 {
-		t.Fatal("a killed run left nothing at all; the test cannot tell whether clean works")
-	}
-	if b, err := exec.Command(bin, "clean", "--state-dir", st.dir).CombinedOutput(); err != nil {
-		t.Fatalf("gait clean: %v\n%s", err, b)
-	}
-	for _, left := range leftovers(t, st) {
-		t.Error("left behind after gait clean: ", left)
-	}
-}
-
-// killMidRun starts gait run on a scenario whose hosts have limpfs disks,
-// waits until the baseline's workload is under way, reads the testbed's
-// state file, sends sig, and waits for gait to exit.
-func killMidRun(t *testing.T, bin string, sig syscall.Signal, name, data string) (stateFile, string, string, error) {
-	t.Helper()
-	dir := t.TempDir()
-	scenario, out, state := filepath.Join(dir, "s.yaml"), filepath.Join(dir, "out"), filepath.Join(dir, "state")
-	os.WriteFile(scenario, []byte(`name: `+name+`
-system: etcd
-nodes: 3
-data: `+data+`
-workload: {op: put, keys: 100, clients: 4, duration: 60s}
-inject:
-  - {fault: disk, target: follower, factors: [10], at: 0s}
-`), 0o644)
-	cmd := exec.Command(bin, "run", scenario, "--out", out, "--state-dir", state)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	deadline := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
-	defer deadline.Stop()
-	var log strings.Builder
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		log.WriteString(sc.Text() + "\n")
-		if strings.Contains(sc.Text(), "requests; scenario") {
-			break
-		}
-	}
-	st := stateFile{dir: state}
-	states, _ := filepath.Glob(filepath.Join(state, "*.json"))
-	if len(states) != 1 {
-		t.Fatalf("want one state file while running, got %v; log:\n%s", states, log.String())
-	}
-	b, err := os.ReadFile(states[0])
-	if err != nil || json.Unmarshal(b, &st) != nil {
-		t.Fatalf("read state %s: %v", states[0], err)
-	}
-	if len(st.Namespaces) != 3 || len(st.Mounts) != 3 || len(st.Procs) < 3 {
-		t.Fatalf("state while running: %+v", st)
-	}
-	cmd.Process.Signal(sig)
-	for sc.Scan() {
-		log.WriteString(sc.Text() + "\n")
-	}
-	err = cmd.Wait()
-	// The servers die with gait (Pdeathsig); give the kernel a moment.
-	for i := 0; i < 50 && sig == syscall.SIGKILL && anyAlive(st); i++ {
-		time.Sleep(100 * time.Millisecond)
-	}
-	return st, out, log.String(), err
-}
-
-func anyAlive(st stateFile) bool {
-	for _, p := range st.Procs {
-		if syscall.Kill(p.Pid, 0) == nil {
-			return true
-		}
-	}
-	return false
-}
-
-func leftovers(t *testing.T, st stateFile) []string {
-	var left []string
-	if _, err := os.Stat(filepath.Join(st.dir, st.ID+".json")); err == nil {
-		left = append(left, "state file")
-	}
-	for _, ns := range st.Namespaces {
-		if _, err := os.Stat("/run/netns/" + ns); err == nil {
-			left = append(left, "namespace "+ns)
-		}
-	}
-	for _, l := range st.Links {
-		if _, err := netlink.LinkByName(l); err == nil {
-			left = append(left, "link "+l)
-		}
-	}
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range st.Mounts {
-		if strings.Contains(string(mounts), " "+m+" ") {
-			left = append(left, "mount "+m)
-		}
-	}
-	for _, cg := range st.Cgroups {
-		if _, err := os.Stat(cg); err == nil {
-			left = append(left, "cgroup "+cg)
-		}
-	}
-	for _, p := range st.Procs {
-		if syscall.Kill(p.Pid, 0) == nil {
-			if b, _ := os.ReadFile("/proc/" + strconv.Itoa(p.Pid) + "/stat"); !strings.Contains(string(b), ") Z ") {
-				left = append(left, "process "+strconv.Itoa(p.Pid))
-			}
-		}
-	}
-	return left
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -37,6 +38,9 @@ type Options struct {
 	// Status, if set, replaces the status line: it is called every second
 	// while a workload runs.
 	Status func(Status)
+	// Resume keeps the runs an earlier, interrupted Run of the same
+	// scenario finished in Out, and runs the rest.
+	Resume bool
 }
 
 // Status is where a scenario is, for a progress display.
@@ -48,6 +52,9 @@ type Status struct {
 	Requests    int64         // completed in this run
 	ETA         time.Duration // for the whole scenario, -1 while unknown
 	ScenarioRun time.Duration // since the scenario started
+	// Done says the workload is over: what follows is writing the run and
+	// stopping or resetting the cluster.
+	Done bool
 }
 
 // RunResult is one finished run.
@@ -59,7 +66,9 @@ type RunResult struct {
 	Roles   map[string]string
 	Clients []string // hosts the clients talked to
 	Events  []Event
-	Wall    time.Duration // the whole run, setup and teardown included
+	// RoleChanges are the members' role changes during the workload.
+	RoleChanges []RoleChange
+	Wall        time.Duration // the whole run, setup and teardown included
 }
 
 // Run executes every run of s, one after the other, each on a fresh testbed
@@ -70,7 +79,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) ([]RunResult, error) {
 	if err := testbed.NeedRoot(); err != nil {
 		return nil, err
 	}
-	if err := prepareOut(opt.Out, s); err != nil {
+	if err := prepareOut(opt.Out, s, opt.Resume); err != nil {
 		return nil, err
 	}
 	r := &runner{s: s, opt: opt, log: opt.Log, started: time.Now(), runs: s.Runs()}
@@ -80,6 +89,20 @@ func Run(ctx context.Context, s *Scenario, opt Options) ([]RunResult, error) {
 	var results []RunResult
 	for i, id := range r.runs {
 		r.current = i
+		if opt.Resume {
+			res, err := finishedRun(id, filepath.Join(opt.Out, id.Dir()))
+			if err == nil {
+				r.logf("[%d/%d] %s %s: finished before, kept", i+1, len(r.runs), s.Name, id)
+				results = append(results, res)
+				continue
+			}
+			if !errors.Is(err, os.ErrNotExist) {
+				return results, fmt.Errorf("resume: %w; remove it to run it again", err)
+			}
+			// What an interrupted attempt left, if gait clean did not
+			// remove it: its servers' logs.
+			os.RemoveAll(filepath.Join(opt.Out, "hosts", id.Dir()))
+		}
 		res, err := r.one(ctx, id)
 		if err != nil {
 			return results, fmt.Errorf("%s: %w", id, err)
@@ -90,13 +113,25 @@ func Run(ctx context.Context, s *Scenario, opt Options) ([]RunResult, error) {
 	return results, nil
 }
 
-// prepareOut creates the output directory and keeps the scenario beside the runs.
-func prepareOut(out string, s *Scenario) error {
+// prepareOut creates the output directory and keeps the scenario beside
+// the runs. To resume, a directory that is not empty must hold the same
+// scenario.
+func prepareOut(out string, s *Scenario, resume bool) error {
 	if out == "" {
 		return errors.New("no output directory")
 	}
 	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
-		return fmt.Errorf("output directory %s: exists and is not empty", out)
+		if !resume {
+			return fmt.Errorf("output directory %s: exists and is not empty (--resume runs what an interrupted run left to do)", out)
+		}
+		had, err := os.ReadFile(filepath.Join(out, "scenario.yaml"))
+		if err != nil {
+			return fmt.Errorf("resume in %s: %w (not the output directory of gait run?)", out, err)
+		}
+		if !bytes.Equal(had, s.Source) {
+			return fmt.Errorf("resume in %s: its scenario.yaml differs from %s; resume with the scenario it ran", out, s.File)
+		}
+		return nil
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("output directory: %w", err)
@@ -148,14 +183,11 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 	begin := time.Now()
 	res.ID, res.Dir = id, filepath.Join(r.opt.Out, id.Dir())
 	r.logf("[%d/%d] %s %s: starting %d hosts", r.current+1, len(r.runs), r.s.Name, id, r.s.Nodes)
-	opts, err := r.testbedOptions(id)
-	if err != nil {
-		return res, err
-	}
+	opts := r.testbedOptions(id)
 	logs := filepath.Join(r.opt.Out, "hosts", id.Dir())
 	tb, err := testbed.Up(opts)
 	if err != nil {
-		return res, errors.Join(err, r.removeScratch(opts.Dir, logs))
+		return res, err
 	}
 	lr := &liveRun{runner: r, id: id, tb: tb}
 	defer func() {
@@ -170,9 +202,18 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 		if r.s.Storage == StorageEmulated && ctx.Err() == nil {
 			lr.logStores()
 		}
-		err = errors.Join(err, tb.Close(), r.removeScratch(opts.Dir, logs))
+		if ctx.Err() == nil {
+			err = errors.Join(err, tb.Keep(logs)) // a finished or failed run's logs stay
+		}
+		err = errors.Join(err, tb.Close())
 		res.Wall = time.Since(begin)
 	}()
+	// An interrupted run leaves nothing, after Ctrl-C or, through the
+	// testbed's state, after SIGKILL and gait clean: not its servers' logs,
+	// not its half-written run directory.
+	if err := errors.Join(tb.MkdirAll(logs), tb.Scratch(logs), tb.Scratch(res.Dir+rundir.PartialSuffix)); err != nil {
+		return res, err
+	}
 	drv, err := r.s.sys.Driver(r.s.Config)
 	if err != nil {
 		return res, err
@@ -192,48 +233,31 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 		return res, fmt.Errorf("no member to connect the clients to: connect is %s, the roles are %s", r.s.Workload.Connect, rolesText(res.Roles))
 	}
 	r.logf("  cluster ready in %v; %s; clients on %v", res.Ready.Round(time.Millisecond), rolesText(res.Roles), lr.clients)
-	res.Summary, res.Events, err = lr.measure(ctx, res)
+	res.Summary, res.Events, res.RoleChanges, err = lr.measure(ctx, res)
 	return res, err
 }
 
 // testbedOptions puts the hosts' directories in a fresh directory on a
 // tmpfs when the scenario keeps data in memory, else under the output
 // directory.
-func (r *runner) testbedOptions(id RunID) (testbed.Options, error) {
+func (r *runner) testbedOptions(id RunID) testbed.Options {
 	o := testbed.Options{Hosts: r.s.Nodes, Bandwidth: r.s.Bandwidth, StateDir: r.opt.StateDir,
-		Dir: filepath.Join(r.opt.Out, "hosts", id.Dir())}
+		Dir: filepath.Join(r.opt.Out, "hosts", id.Dir()), Log: r.log}
 	if d := r.s.Disk; d != nil {
 		o.Disk, o.DiskBandwidth, o.DiskLatency = true, d.Bandwidth, d.Latency
 	}
 	o.Emulate = r.s.Storage == StorageEmulated
 	if r.s.Data == DataMemory {
-		parent := os.TempDir()
+		o.Dir = "" // the testbed's own, removed with it
 		if st, err := os.Stat(memoryDir); err == nil && st.IsDir() {
-			parent = memoryDir
+			o.TempDir = memoryDir
 		}
-		dir, err := os.MkdirTemp(parent, "gait-"+r.s.Name+"-"+id.Dir()+"-")
-		if err != nil {
-			return o, fmt.Errorf("hosts' directory: %w", err)
-		}
-		o.Dir = dir
 	}
-	return o, nil
+	return o
 }
 
 // memoryDir is a tmpfs on most Linux systems.
 const memoryDir = "/dev/shm"
-
-// removeScratch removes the hosts' directories kept in memory (the
-// testbed removes their data; this is the rest).
-func (r *runner) removeScratch(dir, logs string) error {
-	if dir == logs {
-		return nil
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("remove the hosts' directory: %w", err)
-	}
-	return nil
-}
 
 func rolesText(roles map[string]string) string {
 	var parts []string
@@ -374,22 +398,26 @@ func (lr *liveRun) preloadDialer(roles map[string]string) load.Dialer {
 // measure preloads the keys, calibrates once for a rate given as a share
 // of the maximum, drives the workload with the faults on schedule and
 // writes the run directory.
-func (lr *liveRun) measure(ctx context.Context, res RunResult) (rundir.Summary, []Event, error) {
+func (lr *liveRun) measure(ctx context.Context, res RunResult) (rundir.Summary, []Event, []RoleChange, error) {
 	sched := newSchedule(lr, lr.id.Step.Faults)
 	var events []Event
+	var changes []RoleChange
 	around := func(ctx context.Context) (func() map[string]any, error) {
 		if err := sched.start(ctx); err != nil {
 			sched.stop()
 			return nil, err
 		}
-		sched.started(time.Now())
+		t0 := time.Now()
+		sched.started(t0)
+		watch := lr.watchRoles(ctx, t0, res.Roles)
 		return func() map[string]any {
 			events = sched.stop()
 			rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 			after, _ := lr.cluster.Roles(rctx)
 			cancel()
+			changes = watch.stop(after)
 			return map[string]any{"events": events, "ready_seconds": res.Ready.Seconds(), "clients_on": lr.clients,
-				"roles_after": after}
+				"roles_after": after, "role_changes": changes}
 		}, nil
 	}
 	out, err := load.Measure(ctx, load.Measurement{
@@ -401,7 +429,7 @@ func (lr *liveRun) measure(ctx context.Context, res RunResult) (rundir.Summary, 
 	})
 	lr.maxSeen = out.MaxThroughput
 	if err != nil {
-		return rundir.Summary{}, events, err
+		return rundir.Summary{}, events, changes, err
 	}
 	sum := out.Summary
 	lr.logf("  %d requests, %s, mean %s, p99 %s, %d errors, %d timeouts", sum.Requests, units.Rate(sum.Throughput),
@@ -409,7 +437,7 @@ func (lr *liveRun) measure(ctx context.Context, res RunResult) (rundir.Summary, 
 	if warn := sum.Generator.Warning(); warn != "" {
 		lr.logf("  warning: %s", warn)
 	}
-	return sum, events, nil
+	return sum, events, changes, nil
 }
 
 func (lr *liveRun) rundirConfig(roles map[string]string) rundir.Config {
@@ -493,8 +521,9 @@ func (lr *liveRun) progress() func(load.Progress) {
 	return func(p load.Progress) {
 		st := Status{Run: lr.current + 1, Runs: len(lr.runs), ID: lr.id, Elapsed: p.Elapsed, Planned: planned,
 			Requests: p.Done, ScenarioRun: time.Since(lr.started), ETA: lr.eta(p)}
+		st.Done = p.Final
 		switch {
-		case p.Final:
+		case p.Final && lr.opt.Status == nil:
 		case lr.opt.Status != nil:
 			lr.opt.Status(st)
 		default:
@@ -508,12 +537,23 @@ func (s Status) String() string {
 	if s.ETA >= 0 {
 		eta = s.ETA.Round(time.Second).String()
 	}
-	of := ""
+	elapsed, of := s.Elapsed, ""
 	if s.Planned > 0 {
-		of = " of " + s.Planned.String()
+		// Past the planned length the schedule is over and the run waits
+		// for the requests still in flight: say so, not "24s of 20s".
+		if over := elapsed - s.Planned; over >= time.Second {
+			of = fmt.Sprintf(" of %v, +%v for the requests in flight", s.Planned, over.Round(time.Second))
+			elapsed = s.Planned
+		} else {
+			of = " of " + s.Planned.String()
+		}
 	}
-	return fmt.Sprintf("[%d/%d] %s r%d: %v%s, %d requests; scenario %v elapsed, about %s left",
-		s.Run, s.Runs, s.ID.Step.Label(), s.ID.Rep, s.Elapsed.Round(time.Second), of, s.Requests,
+	run := fmt.Sprintf("%v%s", elapsed.Round(time.Second), of)
+	if s.Done {
+		run = "workload done, writing the run and resetting the cluster"
+	}
+	return fmt.Sprintf("[%d/%d] %s r%d: %s, %d requests; scenario %v elapsed, about %s left",
+		s.Run, s.Runs, s.ID.Step.Label(), s.ID.Rep, run, s.Requests,
 		s.ScenarioRun.Round(time.Second), eta)
 }
 

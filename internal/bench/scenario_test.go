@@ -162,10 +162,9 @@ func TestStorageEmulated(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &runner{s: s, opt: Options{Out: t.TempDir()}}
-	o, err := r.testbedOptions(RunID{})
-	os.RemoveAll(o.Dir)
-	if err != nil || s.Storage != StorageEmulated || !o.Emulate || o.Disk {
-		t.Errorf("storage %q, testbed options %+v (%v): want an emulating store and no slow disk", s.Storage, o, err)
+	o := r.testbedOptions(RunID{})
+	if s.Storage != StorageEmulated || !o.Emulate || o.Disk {
+		t.Errorf("storage %q, testbed options %+v: want an emulating store and no slow disk", s.Storage, o)
 	}
 }
 

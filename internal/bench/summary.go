@@ -2,12 +2,14 @@ package bench
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -41,8 +43,17 @@ type StepSummary struct {
 	// LongestGap is the longest time in any of the runs during which no
 	// request completed (from the workload's start to its planned end): a
 	// stall, such as a failover after a crash.
-	LongestGap float64  `json:"longest_gap"`
-	Dirs       []string `json:"dirs"` // the run directories
+	LongestGap float64 `json:"longest_gap"`
+	// TailThroughput is the requests per second completed in the last
+	// third of each run (pooled): a collapse that comes late, once a
+	// backlog has filled a heap (the paper's Z5), hides in the whole
+	// run's mean.
+	TailThroughput float64 `json:"tail_throughput"`
+	// RoleChanges counts the members' role changes in the step's runs
+	// (RunRecord.RoleChanges says which): where leadership moved, the
+	// figures are of two arrangements of the cluster, not one.
+	RoleChanges int      `json:"role_changes"`
+	Dirs        []string `json:"dirs"` // the run directories
 }
 
 // Summary is what gait run prints and keeps as summary.json in the output
@@ -66,6 +77,7 @@ type RunRecord struct {
 	Roles        map[string]string `json:"roles"`
 	Clients      []string          `json:"clients_on"`
 	Events       []Event           `json:"events"`
+	RoleChanges  []RoleChange      `json:"role_changes,omitempty"`
 }
 
 // Summarize pools each step's runs, reading their latencies back from the
@@ -84,20 +96,24 @@ func Summarize(s *Scenario, out string, results []RunResult) (Summary, error) {
 		}
 		var lat []float64
 		var dur float64
+		tail, window := 0, 0.0
 		for _, r := range results {
 			if r.ID.Step.Index != st.Index {
 				continue
 			}
-			l, gap, err := readRun(r.Dir, s.Workload.Duration)
+			l, gap, late, err := readRun(r.Dir, s.Workload.Duration, seconds(r.Summary.Duration))
 			if err != nil {
 				return sum, err
 			}
 			lat = append(lat, l...)
+			tail += late.n
+			window += late.seconds
 			ss.LongestGap = max(ss.LongestGap, gap)
 			ss.Runs++
 			ss.Requests += r.Summary.Requests
 			ss.Errors += r.Summary.Errors
 			ss.Timeouts += r.Summary.Timeouts
+			ss.RoleChanges += len(r.RoleChanges)
 			dur += r.Summary.Duration
 			ss.Dirs = append(ss.Dirs, r.Dir)
 		}
@@ -108,6 +124,9 @@ func Summarize(s *Scenario, out string, results []RunResult) (Summary, error) {
 		ss.Mean, ss.P50, ss.P99, ss.Max = d.Mean, d.P50, d.P99, d.Max
 		if dur > 0 {
 			ss.Throughput = float64(ss.Requests) / dur
+		}
+		if window > 0 {
+			ss.TailThroughput = float64(tail) / window
 		}
 		sum.Steps = append(sum.Steps, ss)
 	}
@@ -125,21 +144,41 @@ func Summarize(s *Scenario, out string, results []RunResult) (Summary, error) {
 	for _, r := range results {
 		sum.Runs = append(sum.Runs, RunRecord{Dir: r.Dir, Step: r.ID.Step.Label(), Repetition: r.ID.Rep,
 			ReadySeconds: r.Ready.Seconds(), WallSeconds: r.Wall.Seconds(), Roles: r.Roles, Clients: r.Clients,
-			Events: r.Events})
+			Events: r.Events, RoleChanges: r.RoleChanges})
 	}
 	return sum, nil
 }
 
-// readRun returns a run's latencies and its longest gap between
-// completions, counting from 0 to the planned end of the workload.
-func readRun(dir string, planned time.Duration) ([]float64, float64, error) {
+// lateCount is how many requests completed in the last third of a run,
+// and how long that third was.
+type lateCount struct {
+	n       int
+	seconds float64
+}
+
+// readRun returns a run's latencies, its longest gap between
+// completions, counting from 0 to the planned end of the workload, and
+// its requests completed in the last third of the workload: of the time
+// it ran, or of its planned duration when it ran longer, the requests
+// still out then being stragglers, not the system's pace.
+func readRun(dir string, planned, ran time.Duration) ([]float64, float64, lateCount, error) {
 	run, err := rundir.Open(dir)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, lateCount{}, err
 	}
 	samples, err := run.Samples()
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, lateCount{}, err
+	}
+	end := ran
+	if planned > 0 && planned < end {
+		end = planned
+	}
+	late := lateCount{seconds: (end - end*2/3).Seconds()}
+	for _, x := range samples {
+		if t := x.Start + x.Latency; t >= end*2/3 && t <= end {
+			late.n++
+		}
 	}
 	// Requests still out at the planned end complete later, after the
 	// rest have stopped; that wait is not a stall of the system.
@@ -156,7 +195,7 @@ func readRun(dir string, planned time.Duration) ([]float64, float64, error) {
 		gap, prev = max(gap, d-prev), max(prev, d)
 	}
 	lat, err := run.Latencies()
-	return lat, gap.Seconds(), err
+	return lat, gap.Seconds(), late, err
 }
 
 // WriteJSON writes the summary as indented JSON.
@@ -179,7 +218,7 @@ func (s Summary) Save() error {
 }
 
 // TableHeader and TableRows are the summary table, as printed and reported.
-var TableHeader = []string{"step", "runs", "requests", "throughput", "mean", "p50", "p99", "max", "slowdown", "longest gap", "errors", "timeouts"}
+var TableHeader = []string{"step", "runs", "requests", "throughput", "mean", "p50", "p99", "max", "slowdown", "longest gap", "errors", "timeouts", "role changes"}
 
 func (s Summary) TableRows() [][]string {
 	var rows [][]string
@@ -187,7 +226,7 @@ func (s Summary) TableRows() [][]string {
 		rows = append(rows, []string{st.Label, strconv.Itoa(st.Runs), strconv.Itoa(st.Requests),
 			units.Rate(st.Throughput), units.Seconds(st.Mean), units.Seconds(st.P50),
 			units.Seconds(st.P99), units.Seconds(st.Max), fmt.Sprintf("%.2fx", st.Slowdown), units.Seconds(st.LongestGap),
-			strconv.Itoa(st.Errors), strconv.Itoa(st.Timeouts)})
+			strconv.Itoa(st.Errors), strconv.Itoa(st.Timeouts), strconv.Itoa(st.RoleChanges)})
 	}
 	return rows
 }
@@ -206,24 +245,57 @@ func (s Summary) WriteText(w io.Writer) error {
 	for _, r := range s.TableRows() {
 		line(r)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if lines := s.RoleLines(); len(lines) > 0 {
+		fmt.Fprintln(w, "Roles changed during these runs; their figures are of more than one arrangement of the cluster:")
+		for _, l := range lines {
+			fmt.Fprintln(w, "  "+l)
+		}
+	}
+	return nil
 }
 
-// Reload reads a finished output directory back (its scenario.yaml,
-// summary.json and run directories), so its summary and report can be
-// written again without running anything. The directory may have moved.
+// RoleLines says, for each run whose members' roles changed, who had
+// which role at the start and what changed when.
+func (s Summary) RoleLines() []string {
+	var lines []string
+	for _, r := range s.Runs {
+		if len(r.RoleChanges) == 0 {
+			continue
+		}
+		var began []string
+		for _, h := range sortedKeys(r.Roles) {
+			began = append(began, h+" "+r.Roles[h])
+		}
+		slices.SortFunc(began, func(a, b string) int { return hostOrder(strings.Fields(a)[0]) - hostOrder(strings.Fields(b)[0]) })
+		lines = append(lines, fmt.Sprintf("%s (%s): at the start %s; %s", r.Step, filepath.Base(r.Dir),
+			strings.Join(began, ", "), strings.Join(DescribeRoleChanges(r.RoleChanges), "; ")))
+	}
+	return lines
+}
+
+// Reload reads an output directory back (its scenario.yaml, summary.json
+// and run directories), so its summary and report can be written again
+// without running anything. The directory may have moved. Of an
+// interrupted run, which wrote no summary.json, it reads the runs that
+// finished.
 func Reload(out string) (*Scenario, []RunResult, error) {
-	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	src, err := os.ReadFile(filepath.Join(out, "scenario.yaml"))
 	if err != nil {
-		return nil, nil, fmt.Errorf("reload %s: %w (not a finished gait run output?)", out, err)
+		return nil, nil, fmt.Errorf("reload %s: %w (not the output directory of gait run?)", out, err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return reloadFinished(out, src)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("reload %s: %w", out, err)
 	}
 	var old Summary
 	if err := json.Unmarshal(b, &old); err != nil {
 		return nil, nil, fmt.Errorf("reload %s: summary.json: %w", out, err)
-	}
-	src, err := os.ReadFile(filepath.Join(out, "scenario.yaml"))
-	if err != nil {
-		return nil, nil, fmt.Errorf("reload %s: %w", out, err)
 	}
 	s, err := Parse(old.Scenario, src)
 	if err != nil {
@@ -247,9 +319,69 @@ func Reload(out string) (*Scenario, []RunResult, error) {
 			return nil, nil, err
 		}
 		results = append(results, RunResult{ID: id, Dir: dir, Summary: sum, Roles: rec.Roles, Clients: rec.Clients,
-			Events: rec.Events, Ready: seconds(rec.ReadySeconds), Wall: seconds(rec.WallSeconds)})
+			Events: rec.Events, RoleChanges: rec.RoleChanges, Ready: seconds(rec.ReadySeconds), Wall: seconds(rec.WallSeconds)})
 	}
 	return s, results, nil
 }
 
 func seconds(v float64) time.Duration { return time.Duration(v * float64(time.Second)) }
+
+// reloadFinished reads the runs of an interrupted output directory that
+// finished, from their run directories alone.
+func reloadFinished(out string, src []byte) (*Scenario, []RunResult, error) {
+	s, err := Parse(filepath.Join(out, "scenario.yaml"), src)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reload %s: %w", out, err)
+	}
+	var results []RunResult
+	for _, id := range s.Runs() {
+		res, err := finishedRun(id, filepath.Join(out, id.Dir()))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // not run, or interrupted
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("reload %s: %w", out, err)
+		}
+		results = append(results, res)
+	}
+	if len(results) == 0 {
+		return nil, nil, fmt.Errorf("reload %s: no run finished there", out)
+	}
+	return s, results, nil
+}
+
+// finishedRun reads a finished run back from its run directory: its
+// summary, and what the runner kept in it (roles, clients, fault events,
+// role changes). An error wrapping os.ErrNotExist means there is none.
+func finishedRun(id RunID, dir string) (RunResult, error) {
+	res := RunResult{ID: id, Dir: dir}
+	if _, err := os.Stat(filepath.Join(dir, "run.json")); err != nil {
+		return res, err
+	}
+	run, err := rundir.Open(dir)
+	if err != nil {
+		return res, err
+	}
+	if res.Summary, err = run.Summary(); err != nil {
+		return res, err
+	}
+	res.Roles = map[string]string{}
+	for _, h := range run.Config.Hosts {
+		res.Roles[h.Name] = h.Role
+	}
+	var kept struct {
+		Events      []Event      `json:"events"`
+		Ready       float64      `json:"ready_seconds"`
+		Clients     []string     `json:"clients_on"`
+		RoleChanges []RoleChange `json:"role_changes"`
+	}
+	b, err := json.Marshal(res.Summary.Extra)
+	if err == nil {
+		err = json.Unmarshal(b, &kept)
+	}
+	if err != nil {
+		return res, fmt.Errorf("run directory %s: %w", dir, err)
+	}
+	res.Events, res.Ready, res.Clients, res.RoleChanges = kept.Events, seconds(kept.Ready), kept.Clients, kept.RoleChanges
+	return res, nil
+}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,8 @@ func TestSummarizeAndReport(t *testing.T) {
 		fakeRun(t, out, runs[2], 8*ms, 10*ms, 4*time.Second, time.Second, 2500*ms),
 	}
 	results[0].Events = nil
+	results[2].Roles = map[string]string{"h0": "leader", "h1": "follower"}
+	results[2].RoleChanges = roleChanges(1.25, results[2].Roles, map[string]string{"h0": "follower", "h1": "leader"})
 	sum, err := Summarize(s, out, results[:3])
 	if err != nil {
 		t.Fatal(err)
@@ -80,6 +83,12 @@ func TestSummarizeAndReport(t *testing.T) {
 	if !(hundred.ThroughputRatio < 0.7) {
 		t.Errorf("throughput ratio %g with a 1.5 s stall", hundred.ThroughputRatio)
 	}
+	// A request every 10 ms to the end: the last third keeps the pace;
+	// the 100x run's stall is in its middle third, not its last.
+	if math.Abs(base.TailThroughput-base.Throughput) > 0.05*base.Throughput || !(hundred.TailThroughput > 0.9*base.TailThroughput) {
+		t.Errorf("last-third throughputs %g and %g, whole runs %g and %g", base.TailThroughput, hundred.TailThroughput,
+			base.Throughput, hundred.Throughput)
+	}
 
 	var js bytes.Buffer
 	if err := sum.WriteJSON(&js); err != nil {
@@ -102,7 +111,11 @@ func TestSummarizeAndReport(t *testing.T) {
 
 	var text bytes.Buffer
 	sum.WriteText(&text)
-	if !strings.Contains(text.String(), "baseline") || !strings.Contains(text.String(), "4.00x") {
+	roles := "100x (f100-r1): at the start h0 leader, h1 follower; 1.2s: h0 leader→follower, h1 follower→leader"
+	if hundred.RoleChanges != 2 || ten.RoleChanges != 0 {
+		t.Errorf("role changes %d at 100x, %d at 10x; want 2 and 0", hundred.RoleChanges, ten.RoleChanges)
+	}
+	if !strings.Contains(text.String(), "baseline") || !strings.Contains(text.String(), "4.00x") || !strings.Contains(text.String(), roles) {
 		t.Errorf("text:\n%s", text.String())
 	}
 
@@ -121,7 +134,7 @@ func TestSummarizeAndReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"gait run: etcd-leader-nic", "etcd_server_proposals_pending (leader, fault)",
-		"Constant on the follower, clients in every run: proc_cpu = 0.5", "nic on leader", "Worst step: 100x"} {
+		"Constant on the follower, clients in every run: proc_cpu = 0.5", "nic on leader", "Worst step: 100x", "Roles changed during these runs"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -136,7 +149,22 @@ func TestSummarizeAndReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sum2.Steps) != 3 || sum2.Steps[2].Mean != hundred.Mean || sum2.Runs[2].Events[0].Host != "h0" || s2.File != "s.yaml" {
+	if len(sum2.Steps) != 3 || sum2.Steps[2].Mean != hundred.Mean || sum2.Runs[2].Events[0].Host != "h0" || s2.File != "s.yaml" ||
+		!slices.Equal(sum2.RoleLines(), []string{roles}) {
 		t.Errorf("reloaded: %+v", sum2)
+	}
+}
+
+// A member that did not answer, or that one reading lacks, changed nothing
+// that is known; a leader that stepped down and one that took over did.
+func TestRoleChanges(t *testing.T) {
+	before := map[string]string{"h0": "follower", "h1": "follower", "h2": "leader"}
+	now := map[string]string{"h0": "leader", "h1": "unreachable", "h2": "follower", "h3": "follower"}
+	got := DescribeRoleChanges(roleChanges(4.21, before, now))
+	if want := []string{"4.2s: h0 follower→leader, h2 leader→follower"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if cs := roleChanges(1, before, map[string]string{"h2": "unreachable"}); len(cs) != 0 {
+		t.Errorf("an unreachable leader changed roles: %v", cs)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gait-dev/gait/internal/suite"
 	"github.com/gait-dev/gait/internal/testbed"
+	"github.com/gait-dev/gait/internal/units"
 	"github.com/gait-dev/gait/internal/verdict"
 	"github.com/spf13/cobra"
 )
@@ -40,9 +41,16 @@ gait's marks beside the paper's, and a section per experiment.
 
 --quick runs the scenarios marked quick: with each fault's smallest and
 largest factor, at most 5 s of workload per run, once. The rules and
-thresholds are in docs/bench.md. Needs root.`,
+thresholds are in docs/bench.md. Needs root.
+
+--inventory FILE runs each experiment whole on the next free machine of an
+inventory instead (after a preflight of every machine), gathers every
+experiment's directory into --out, and reports the suite from them; needs
+SSH and passwordless sudo there, not root here (docs/many-machines.md).`,
 		Example: `  # long: a few minutes, root
   sudo gait bench --quick
+  # long: a few minutes, your machines over SSH
+  gait bench --quick --inventory hosts.ini
   # long: many minutes, root
   sudo gait bench scenarios/limpbench --only 'zk-*' --format json > zk.json
   gait bench --dry-run            # check every scenario and list the experiments`,
@@ -85,7 +93,7 @@ func runBench(cmd *cobra.Command, args []string, f benchFlags) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	if dry, _ := cmd.Flags().GetBool("dry-run"); dry {
 		for _, s := range scenarios {
-			fmt.Fprintf(stdout, "%-40s %-10s %d runs  %s\n", s.Name, s.System, len(s.Runs()), s.File)
+			fmt.Fprintf(stdout, "%-40s %-10s %-7s  %s\n", s.Name, s.System, units.Count(len(s.Runs()), "run"), s.File)
 		}
 		return nil
 	}

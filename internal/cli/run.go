@@ -9,12 +9,13 @@ import (
 
 	"github.com/gait-dev/gait/internal/bench"
 	"github.com/gait-dev/gait/internal/testbed"
+	"github.com/gait-dev/gait/internal/units"
 	"github.com/spf13/cobra"
 )
 
 type runFlags struct {
 	out, format, html, stateDir, reportFrom string
-	dryRun                                  bool
+	dryRun, resume                          bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -35,19 +36,27 @@ p99 over time, the fault events and every white-box metric.
 
 The scenario is checked completely before anything starts; a mistake is
 reported with its file, line and field. Creating hosts needs root. Ctrl-C
-stops the run and removes every host, process and mount it made (a second
-Ctrl-C removes them at once); 'gait clean' removes what a killed run left.
-The scenario format is in docs/run.md; bundled ones are in scenarios/.`,
+stops the run and removes every host, process and mount it made, and
+what the interrupted run wrote (a second Ctrl-C removes them at once);
+'gait clean' removes what a killed run left. The runs that finished stay:
+--resume runs the rest into the same directory, --report-from reports
+what finished. The scenario format is in docs/run.md; bundled ones are
+in scenarios/.`,
 		Example: `  # long: a few minutes, root
   sudo gait run scenarios/etcd/leader-nic.yaml
   # long: a few minutes, root
   sudo gait run scenarios/etcd/follower-disk.yaml --out runs/fd --format json > fd.json
   gait run --dry-run scenarios/etcd/leader-crash.yaml     # check it and list the runs
   # needs: the output directory of an earlier run
-  gait run --report-from runs/etcd-leader-nic-20250101-120000  # summary and report again`,
+  gait run --report-from runs/etcd-leader-nic-20250101-120000  # summary and report again
+  # needs: the output directory of an interrupted run
+  sudo gait run scenarios/etcd/leader-nic.yaml --out runs/ln --resume   # after Ctrl-C: the runs left`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if f.reportFrom != "" && len(args) > 0 {
-				return fmt.Errorf("--report-from reads a finished output directory; it takes no scenario (got %s)", args[0])
+				return fmt.Errorf("--report-from reads an output directory; it takes no scenario (got %s)", args[0])
+			}
+			if f.resume && f.out == "" {
+				return fmt.Errorf("--resume: give the output directory of the interrupted run with --out")
 			}
 			if f.reportFrom != "" {
 				return nil
@@ -67,7 +76,8 @@ The scenario format is in docs/run.md; bundled ones are in scenarios/.`,
 	fl.StringVar(&f.html, "html", "", "HTML report to write (default <out>/report.html)")
 	fl.StringVar(&f.stateDir, "state-dir", "", "testbed state directory (default "+testbed.DefaultStateDir+")")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "check the scenario and list its runs, without running anything")
-	fl.StringVar(&f.reportFrom, "report-from", "", "write the summary and report again from a finished output directory, without running")
+	fl.StringVar(&f.reportFrom, "report-from", "", "write the summary and report from an output directory (of the runs that finished, if interrupted), without running")
+	fl.BoolVar(&f.resume, "resume", false, "keep the runs an interrupted run of the same scenario finished in --out, and run the rest")
 	return cmd
 }
 
@@ -94,14 +104,16 @@ func runScenario(cmd *cobra.Command, path string, f runFlags) error {
 	}
 	ctx, stop := testbed.SignalContext(cmd.Context())
 	defer stop()
-	fmt.Fprintf(stderr, "gait run %s: %d runs, results in %s\n", s.Name, len(s.Runs()), f.out)
+	fmt.Fprintf(stderr, "gait run %s: %s, results in %s\n", s.Name, units.Count(len(s.Runs()), "run"), f.out)
 	status := newStatusLine(stderr)
-	results, err := bench.Run(ctx, s, bench.Options{Out: f.out, StateDir: f.stateDir, Log: status,
+	results, err := bench.Run(ctx, s, bench.Options{Out: f.out, StateDir: f.stateDir, Log: status, Resume: f.resume,
 		Status: func(st bench.Status) { status.show(st.String()) }})
 	status.clear()
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted; the hosts are removed, the %d finished runs are in %s", len(results), f.out)
+			return fmt.Errorf("interrupted; the hosts and the interrupted run are removed; %d of %d runs finished, in %s: "+
+				"'gait run %s --out %s --resume' runs the rest, 'gait run --report-from %s' reports them",
+				len(results), len(s.Runs()), f.out, path, f.out, f.out)
 		}
 		return err
 	}
@@ -135,6 +147,10 @@ func rereport(cmd *cobra.Command, f runFlags) error {
 	if err != nil {
 		return err
 	}
+	if n := len(s.Runs()); len(results) < n {
+		fmt.Fprintf(cmd.ErrOrStderr(), "gait: %s holds %d of the scenario's %d runs (the run was interrupted); the summary is of those\n",
+			f.reportFrom, len(results), n)
+	}
 	f.out = f.reportFrom
 	if f.html == "" {
 		f.html = filepath.Join(f.out, "report.html")
@@ -143,7 +159,7 @@ func rereport(cmd *cobra.Command, f runFlags) error {
 }
 
 func printPlan(w io.Writer, s *bench.Scenario) error {
-	fmt.Fprintf(w, "%s: %s on %d hosts, %d runs\n", s.File, s.System, s.Nodes, len(s.Runs()))
+	fmt.Fprintf(w, "%s: %s on %d hosts, %s\n", s.File, s.System, s.Nodes, units.Count(len(s.Runs()), "run"))
 	for _, r := range s.Runs() {
 		var faults []string
 		for _, f := range r.Step.Faults {

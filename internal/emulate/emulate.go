@@ -76,8 +76,12 @@ func Serve(ctx context.Context, m Mount, ready func(*limpfs.FS)) error {
 	if bw == 0 {
 		bw = math.Inf(1)
 	}
+	_, statErr := os.Stat(m.Store)
 	f, err := limpfs.MountStore(m.Store, dir, limpfs.Options{Bandwidth: bw, Latency: m.Latency, Report: m.Report, WriteBack: m.WriteBack})
 	if err != nil {
+		if errors.Is(statErr, fs.ErrNotExist) {
+			os.RemoveAll(m.Store) // the store this failed mount made
+		}
 		return err
 	}
 	if ready != nil {

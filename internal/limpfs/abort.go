@@ -23,14 +23,22 @@ func abort(path string) error {
 	if err != nil || !ok {
 		return err
 	}
+	if err := abortConnection(conn); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// abortConnection ends FUSE connection conn (see fuseConnection).
+func abortConnection(conn string) error {
 	if _, err := os.Stat(filepath.Join(fusectl, conn)); err != nil {
 		if err := syscall.Mount("fusectl", fusectl, "fusectl", 0, ""); err != nil && !errors.Is(err, syscall.EBUSY) {
-			return fmt.Errorf("mount fusectl to abort %s: %w", path, err)
+			return fmt.Errorf("mount fusectl to abort: %w", err)
 		}
 	}
 	f := filepath.Join(fusectl, conn, "abort")
 	if err := os.WriteFile(f, []byte("1"), 0o200); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("abort FUSE connection of %s: %w", path, err)
+		return fmt.Errorf("abort FUSE connection %s: %w", conn, err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -75,4 +76,27 @@ func (f *FS) releaseCopies() error {
 		unix.Close(fd)
 	}
 	return abort(f.Mountpoint)
+}
+
+// unmountServer is go-fuse's Server.Unmount, which unmounts and waits for
+// the connection to end. A copy of the mount made after releaseCopies
+// looked (a process entering a mount namespace of its own just then) would
+// keep it waiting: after a second the connection is aborted. Until the
+// server has ended, its connection's number is still its own.
+func (f *FS) unmountServer() error {
+	conn, _, err := fuseConnection(f.Mountpoint)
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- f.server.Unmount() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(time.Second):
+	}
+	if conn != "" {
+		abortConnection(conn)
+	}
+	return <-done
 }

@@ -233,7 +233,7 @@ func (f *FS) Unmount() error {
 	if err := f.releaseCopies(); err != nil {
 		return fmt.Errorf("unmount %s: %w", f.Mountpoint, err)
 	}
-	if err := f.server.Unmount(); err != nil {
+	if err := f.unmountServer(); err != nil {
 		// Busy (a process still has a file open): detach lazily, as
 		// the kernel then lets the server go.
 		if lerr := Unmount(f.Mountpoint); lerr != nil {

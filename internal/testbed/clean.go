@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -95,6 +96,9 @@ func teardown(s *state) error {
 		if err := os.RemoveAll(d); err != nil {
 			errs = append(errs, fmt.Errorf("remove %s: %w", d, err))
 		}
+	}
+	for _, d := range slices.Backward(s.Made) {
+		os.Remove(d) // only if empty: what else is there is not the run's
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)

@@ -44,6 +44,9 @@ type state struct {
 	Cgroups    []string    `json:"cgroups"`
 	Procs      []procEntry `json:"procs"`
 	Dirs       []string    `json:"dirs"`
+	// Made are directories the run made (parents first), removed after
+	// Dirs when they are empty.
+	Made []string `json:"made,omitempty"`
 
 	dir string // the state directory the file is in
 }

@@ -6,6 +6,8 @@
 package testbed
 
 import (
+	"cmp"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +15,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,8 +49,10 @@ type Options struct {
 	Hosts     int    // number of hosts, 1..MaxHosts
 	Bandwidth uint64 // each host's link in bit/s, both directions; 0 means DefaultBandwidth
 	// Dir holds one directory per host (data, log). Empty means a new
-	// temporary directory that Close removes.
-	Dir string
+	// temporary directory that Close removes, in TempDir (empty: the
+	// system's).
+	Dir     string
+	TempDir string
 	// KeepData keeps the hosts' data directories after Close; logs are
 	// always kept when Dir is given.
 	KeepData bool
@@ -204,22 +209,57 @@ func (tb *Testbed) record(change func(*state)) error {
 
 func (tb *Testbed) makeDir(opts Options) error {
 	if opts.Dir == "" {
-		d, err := os.MkdirTemp("", "gait-"+tb.ID+"-")
-		if err != nil {
+		// Recorded before it exists, by a name only this run uses.
+		d := filepath.Join(cmp.Or(opts.TempDir, os.TempDir()), "gait-"+tb.ID+"-"+rand.Text()[:10])
+		if err := tb.record(func(s *state) { s.Dirs = append(s.Dirs, d) }); err != nil {
+			return err
+		}
+		if err := os.Mkdir(d, 0o700); err != nil {
 			return fmt.Errorf("create run directory: %w", err)
 		}
 		tb.Dir = d
-		return tb.record(func(s *state) { s.Dirs = append(s.Dirs, d) })
+		return nil
 	}
 	d, err := filepath.Abs(opts.Dir)
 	if err != nil {
 		return fmt.Errorf("run directory %s: %w", opts.Dir, err)
 	}
-	if err := os.MkdirAll(d, 0o755); err != nil {
+	if err := tb.MkdirAll(d); err != nil {
 		return fmt.Errorf("create run directory: %w", err)
 	}
 	tb.Dir = d
 	return nil
+}
+
+// MkdirAll makes dir and its missing parents, recording each it makes, so
+// that Close and Clean remove those left empty (a host's directory once its
+// data is gone, a --dir that did not exist).
+func (tb *Testbed) MkdirAll(dir string) error {
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || d == filepath.Dir(d) {
+			break
+		}
+		missing = append(missing, d)
+	}
+	slices.Reverse(missing)
+	if err := tb.record(func(s *state) { s.Made = append(s.Made, missing...) }); err != nil {
+		return err
+	}
+	return os.MkdirAll(dir, 0o755)
+}
+
+// Scratch records path (a file or directory that need not exist yet) as
+// the run's, to be removed with it by Close, or by Clean after a crash,
+// unless Keep is called first: a run directory still being written, the
+// logs of a run that may be interrupted.
+func (tb *Testbed) Scratch(path string) error {
+	return tb.record(func(s *state) { s.Dirs = append(s.Dirs, path) })
+}
+
+// Keep undoes Scratch: path stays after the run.
+func (tb *Testbed) Keep(path string) error {
+	return tb.record(func(s *state) { s.Dirs = slices.DeleteFunc(s.Dirs, func(d string) bool { return d == path }) })
 }
 
 func (tb *Testbed) makeBridge() (netlink.Link, error) {
@@ -270,7 +310,7 @@ func (tb *Testbed) makeHost(i int, br netlink.Link, opts Options) (*Host, error)
 }
 
 func (h *Host) makeDirs(opts Options) error {
-	if err := os.MkdirAll(h.DataDir, 0o755); err != nil {
+	if err := h.tb.MkdirAll(h.DataDir); err != nil {
 		return fmt.Errorf("create data directory of %s: %w", h.Name, err)
 	}
 	backing := filepath.Join(h.Dir, "disk")
