@@ -257,7 +257,7 @@ func TestLeftoversReplicaCluster(t *testing.T) {
 		t.Skipf("%s not installed", redis.ServerBinary)
 	}
 	checkLeftovers(t, leftoverCase{
-		args:  []string{"replica", "cluster", "--voters", "3", "--state-dir", "STATE"},
+		args:  []string{"replica", "cluster", "--voters", "1", "--state-dir", "STATE"},
 		ready: "redis 198.1",
 	})
 }
