@@ -229,26 +229,24 @@ func scenarioFile(t *testing.T) string {
 	return path
 }
 
-func TestLeftoversRun(t *testing.T) {
+// gait run and gait bench on the same short scenario: what each keeps of an
+// interrupted run is its scenario (bench: per experiment, and its suite).
+func TestLeftoversRunAndBench(t *testing.T) {
 	needRootCLI(t)
 	needEtcd(t)
-	checkLeftovers(t, leftoverCase{
-		args:  []string{"run", scenarioFile(t), "--out", "DIR/out", "--state-dir", "STATE"},
-		ready: " of 30s",
-		allow: []string{"out/scenario.yaml"},
-		names: []string{"t-leftover"},
-	})
-}
-
-func TestLeftoversBench(t *testing.T) {
-	needRootCLI(t)
-	needEtcd(t)
-	checkLeftovers(t, leftoverCase{
-		args:  []string{"bench", scenarioFile(t), "--out", "DIR/out", "--state-dir", "STATE"},
-		ready: " of 30s",
-		allow: []string{"out/*/scenario.yaml", "out/suite.yaml"},
-		names: []string{"t-leftover"},
-	})
+	for verb, allow := range map[string][]string{
+		"run":   {"out/scenario.yaml"},
+		"bench": {"out/*/scenario.yaml", "out/suite.yaml"},
+	} {
+		t.Run(verb, func(t *testing.T) {
+			checkLeftovers(t, leftoverCase{
+				args:  []string{verb, scenarioFile(t), "--out", "DIR/out", "--state-dir", "STATE"},
+				ready: " of 30s",
+				allow: allow,
+				names: []string{"t-leftover"},
+			})
+		})
+	}
 }
 
 func TestLeftoversReplicaCluster(t *testing.T) {
