@@ -54,7 +54,9 @@ test: deps build vet
 	$(GO) test -run '^$$' -fuzz '^FuzzRESPRequest$$' -fuzztime 40000x ./internal/resp/
 	$(GO) test -run '^$$' -fuzz '^FuzzRESPReply$$' -fuzztime 40000x ./internal/resp/
 	$(GO) test -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime 300000x ./internal/tardis/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime 200000x ./third_party/zkwire/
 	$(GO) test -run '^$$' -fuzz '^FuzzInventory$$' -fuzztime 100000x ./internal/inventory/
+	$(GO) test -run '^$$' -fuzz '^FuzzFrames$$' -fuzztime 100000x ./internal/agent/
 
 # Benchmarks are not part of test: they are run on purpose, on a quiet machine.
 bench: build

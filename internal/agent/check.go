@@ -80,18 +80,34 @@ func Checks(root string, a CheckArgs) []Check {
 
 // tryQdisc adds a qdisc of kind tbf or htb to a veth pair inside a
 // network namespace of its own, made for the check and unnamed, so the
-// kernel removes it all when the thread that holds it ends, even if the
-// agent is killed meanwhile.
+// kernel removes it all once nothing holds it, even if the agent is
+// killed meanwhile.
 func tryQdisc(kind string) error {
 	errc := make(chan error, 1)
 	go func() {
-		// The thread stays locked: it ends with this goroutine, and the
-		// namespace with it.
 		runtime.LockOSThread()
-		if _, err := netns.New(); err != nil {
+		orig, err := netns.Get()
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("current network namespace: %w", err)
+			return
+		}
+		defer orig.Close()
+		ns, err := netns.New()
+		if err != nil {
+			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("new network namespace: %w", err)
 			return
 		}
+		defer ns.Close()
+		// Back to where the thread was before it serves anything else.
+		// Should that fail, it stays locked and ends with this goroutine
+		// (the main thread cannot end: it must never be the one to fail).
+		defer func() {
+			if netns.Set(orig) == nil {
+				runtime.UnlockOSThread()
+			}
+		}()
 		h, err := netlink.NewHandle()
 		if err != nil {
 			errc <- err

@@ -59,7 +59,7 @@ const (
 // Ops lists every request the agent serves; any other op is refused.
 var Ops = map[string]bool{
 	"ping": true, "time": true, "info": true, "check": true, "scan": true, "clean": true,
-	"up": true, "down": true, "host": true, "start": true, "exec": true,
+	"up": true, "down": true, "overlay": true, "host": true, "start": true, "exec": true,
 	"bandwidth": true, "link": true, "disk": true, "cpu": true, "signal": true,
 	"cputime": true, "kill": true, "restart": true,
 }
@@ -148,10 +148,18 @@ type (
 		Bandwidth uint64 `json:"bandwidth,omitempty"` // bit/s; 0 for the default
 		Disk      bool   `json:"disk,omitempty"`
 	}
-	// UpResult names the testbed and its hosts.
+	// UpResult names the testbed, its subnet and its hosts.
 	UpResult struct {
-		Run   string     `json:"run"`
-		Hosts []HostInfo `json:"hosts"`
+		Run    string     `json:"run"`
+		Subnet string     `json:"subnet"`
+		Hosts  []HostInfo `json:"hosts"`
+	}
+	// OverlayArgs join a testbed to the same run's testbeds on other
+	// machines (testbed.Overlay).
+	OverlayArgs struct {
+		VNI     uint32   `json:"vni"`
+		Peers   []string `json:"peers"`   // the other machines' addresses
+		Subnets []string `json:"subnets"` // their testbeds' subnets
 	}
 	// HostInfo is what the control node keeps of a host.
 	HostInfo struct {

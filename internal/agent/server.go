@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,6 +72,8 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 		return err
 	}
 	defer s.teardown()
+	// The timeout counts from here: prepare's cleaning may have taken
+	// longer than it, and the control node's first ping waits in stdin.
 	frames := make(chan []byte)
 	readErr := make(chan error, 1)
 	go func() {
@@ -271,6 +274,12 @@ func (s *server) do(ctx context.Context, req Request) (any, error) {
 		return s.up(a)
 	case "down":
 		return nil, s.down(req.Run)
+	case "overlay":
+		var a OverlayArgs
+		if err := args(&a); err != nil {
+			return nil, err
+		}
+		return nil, s.overlay(req.Run, a)
 	case "exec":
 		var a ExecArgs
 		if err := args(&a); err != nil {
@@ -354,11 +363,37 @@ func (s *server) up(a UpArgs) (UpResult, error) {
 	s.runs[tb.ID], s.dirs[tb.ID] = tb, dir
 	s.made = append(s.made, tb.ID)
 	s.mu.Unlock()
-	r := UpResult{Run: tb.ID}
+	r := UpResult{Run: tb.ID, Subnet: tb.Subnet.String()}
 	for _, h := range tb.Hosts {
 		r.Hosts = append(r.Hosts, hostInfo(h))
 	}
 	return r, nil
+}
+
+func (s *server) overlay(run string, a OverlayArgs) error {
+	s.mu.Lock()
+	tb, ok := s.runs[run]
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("overlay %.20q: %w", run, errUnknownRun)
+	}
+	var peers []netip.Addr
+	for _, p := range a.Peers {
+		addr, err := netip.ParseAddr(p)
+		if err != nil {
+			return fmt.Errorf("overlay peer %.40q: %w", p, err)
+		}
+		peers = append(peers, addr)
+	}
+	var subnets []netip.Prefix
+	for _, sn := range a.Subnets {
+		p, err := netip.ParsePrefix(sn)
+		if err != nil {
+			return fmt.Errorf("overlay subnet %.40q: %w", sn, err)
+		}
+		subnets = append(subnets, p)
+	}
+	return tb.Overlay(a.VNI, peers, subnets)
 }
 
 func hostInfo(h *testbed.Host) HostInfo {
@@ -402,7 +437,7 @@ func (s *server) exec(ctx context.Context, a ExecArgs) (ExecResult, error) {
 		return ExecResult{}, fmt.Errorf("exec: %w", err)
 	}
 	cmd := exec.Command(self, a.Args...)
-	var out tail
+	var out Tail
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	s.mu.Lock()
@@ -431,25 +466,29 @@ func (s *server) exec(ctx context.Context, a ExecArgs) (ExecResult, error) {
 	return r, nil
 }
 
-// tail keeps the last 4 KiB written to it.
-type tail struct {
+// Tail keeps the last Max bytes written to it (4 KiB when Max is 0): the
+// end of a command's output, for the error that says how it ended.
+type Tail struct {
+	Max int
 	mu  sync.Mutex
 	buf []byte
 }
 
-const tailBytes = 4096
-
-func (t *tail) Write(p []byte) (int, error) {
+func (t *Tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	limit := t.Max
+	if limit <= 0 {
+		limit = 4096
+	}
 	t.buf = append(t.buf, p...)
-	if len(t.buf) > tailBytes {
-		t.buf = bytes.Clone(t.buf[len(t.buf)-tailBytes:])
+	if len(t.buf) > limit {
+		t.buf = bytes.Clone(t.buf[len(t.buf)-limit:])
 	}
 	return len(p), nil
 }
 
-func (t *tail) String() string {
+func (t *Tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf)

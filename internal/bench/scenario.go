@@ -65,6 +65,8 @@ type Scenario struct {
 	// reported limplock bug); nil when the scenario predicts nothing, empty
 	// when it predicts that no limplock happens.
 	Expect []string
+	// Study is the case-study figure the experiment is on, if any.
+	Study *Study
 	// Config holds the system's settings from the scenario's config:
 	// block, each checked by the system's registration.
 	Config map[string]string
@@ -172,7 +174,7 @@ func Parse(file string, src []byte) (*Scenario, error) {
 	}
 	top, err := d.mapping(root.Content[0], "",
 		"name", "description", "system", "nodes", "bandwidth", "disk", "data", "storage", "config", "workload", "inject", "repeat",
-		"paper", "quick", "expect")
+		"paper", "quick", "expect", "study")
 	if err != nil {
 		return nil, err
 	}
@@ -193,6 +195,9 @@ func Parse(file string, src []byte) (*Scenario, error) {
 		return nil, err
 	}
 	if err := s.parseVerdicts(top); err != nil {
+		return nil, err
+	}
+	if err := s.parseStudy(top); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -44,6 +44,11 @@ type StepSummary struct {
 	// request completed (from the workload's start to its planned end): a
 	// stall, such as a failover after a crash.
 	LongestGap float64 `json:"longest_gap"`
+	// TailThroughput is the requests per second completed in the last
+	// third of each run (pooled): a collapse that comes late, once a
+	// backlog has filled a heap (the paper's Z5), hides in the whole
+	// run's mean.
+	TailThroughput float64 `json:"tail_throughput"`
 	// RoleChanges counts the members' role changes in the step's runs
 	// (RunRecord.RoleChanges says which): where leadership moved, the
 	// figures are of two arrangements of the cluster, not one.
@@ -91,15 +96,18 @@ func Summarize(s *Scenario, out string, results []RunResult) (Summary, error) {
 		}
 		var lat []float64
 		var dur float64
+		tail, window := 0, 0.0
 		for _, r := range results {
 			if r.ID.Step.Index != st.Index {
 				continue
 			}
-			l, gap, err := readRun(r.Dir, s.Workload.Duration)
+			l, gap, late, err := readRun(r.Dir, s.Workload.Duration, seconds(r.Summary.Duration))
 			if err != nil {
 				return sum, err
 			}
 			lat = append(lat, l...)
+			tail += late.n
+			window += late.seconds
 			ss.LongestGap = max(ss.LongestGap, gap)
 			ss.Runs++
 			ss.Requests += r.Summary.Requests
@@ -116,6 +124,9 @@ func Summarize(s *Scenario, out string, results []RunResult) (Summary, error) {
 		ss.Mean, ss.P50, ss.P99, ss.Max = d.Mean, d.P50, d.P99, d.Max
 		if dur > 0 {
 			ss.Throughput = float64(ss.Requests) / dur
+		}
+		if window > 0 {
+			ss.TailThroughput = float64(tail) / window
 		}
 		sum.Steps = append(sum.Steps, ss)
 	}
@@ -138,16 +149,36 @@ func Summarize(s *Scenario, out string, results []RunResult) (Summary, error) {
 	return sum, nil
 }
 
-// readRun returns a run's latencies and its longest gap between
-// completions, counting from 0 to the planned end of the workload.
-func readRun(dir string, planned time.Duration) ([]float64, float64, error) {
+// lateCount is how many requests completed in the last third of a run,
+// and how long that third was.
+type lateCount struct {
+	n       int
+	seconds float64
+}
+
+// readRun returns a run's latencies, its longest gap between
+// completions, counting from 0 to the planned end of the workload, and
+// its requests completed in the last third of the workload: of the time
+// it ran, or of its planned duration when it ran longer, the requests
+// still out then being stragglers, not the system's pace.
+func readRun(dir string, planned, ran time.Duration) ([]float64, float64, lateCount, error) {
 	run, err := rundir.Open(dir)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, lateCount{}, err
 	}
 	samples, err := run.Samples()
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, lateCount{}, err
+	}
+	end := ran
+	if planned > 0 && planned < end {
+		end = planned
+	}
+	late := lateCount{seconds: (end - end*2/3).Seconds()}
+	for _, x := range samples {
+		if t := x.Start + x.Latency; t >= end*2/3 && t <= end {
+			late.n++
+		}
 	}
 	// Requests still out at the planned end complete later, after the
 	// rest have stopped; that wait is not a stall of the system.
@@ -164,7 +195,7 @@ func readRun(dir string, planned time.Duration) ([]float64, float64, error) {
 		gap, prev = max(gap, d-prev), max(prev, d)
 	}
 	lat, err := run.Latencies()
-	return lat, gap.Seconds(), err
+	return lat, gap.Seconds(), late, err
 }
 
 // WriteJSON writes the summary as indented JSON.

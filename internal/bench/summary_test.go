@@ -83,6 +83,12 @@ func TestSummarizeAndReport(t *testing.T) {
 	if !(hundred.ThroughputRatio < 0.7) {
 		t.Errorf("throughput ratio %g with a 1.5 s stall", hundred.ThroughputRatio)
 	}
+	// A request every 10 ms to the end: the last third keeps the pace;
+	// the 100x run's stall is in its middle third, not its last.
+	if math.Abs(base.TailThroughput-base.Throughput) > 0.05*base.Throughput || !(hundred.TailThroughput > 0.9*base.TailThroughput) {
+		t.Errorf("last-third throughputs %g and %g, whole runs %g and %g", base.TailThroughput, hundred.TailThroughput,
+			base.Throughput, hundred.Throughput)
+	}
 
 	var js bytes.Buffer
 	if err := sum.WriteJSON(&js); err != nil {

@@ -69,7 +69,8 @@ func Judge(s *Scenario, sum Summary, results []RunResult, o verdict.Options) ([]
 		in := verdict.Input{BaseThroughput: base.Throughput}
 		for _, ss := range sum.Steps {
 			if ss.Label == st.Label() {
-				in.Throughput = ss.Throughput
+				tail := ss.TailThroughput
+				in.Throughput, in.TailThroughput = ss.Throughput, &tail
 			}
 		}
 		for k, now := range groups[i] {

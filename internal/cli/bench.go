@@ -13,6 +13,7 @@ import (
 )
 
 type benchFlags struct {
+	machines machineFlags
 	sel      suite.Selection
 	out      string
 	stateDir string
@@ -39,9 +40,16 @@ gait's marks beside the paper's, and a section per experiment.
 
 --quick runs the scenarios marked quick: with each fault's smallest and
 largest factor, at most 5 s of workload per run, once. The rules and
-thresholds are in docs/bench.md. Needs root.`,
+thresholds are in docs/bench.md. Needs root.
+
+--inventory FILE runs each experiment whole on the next free machine of an
+inventory instead (after a preflight of every machine), gathers every
+experiment's directory into --out, and reports the suite from them; needs
+SSH and passwordless sudo there, not root here (docs/many-machines.md).`,
 		Example: `  # long: a few minutes, root
   sudo gait bench --quick
+  # long: a few minutes, your machines over SSH
+  gait bench --quick --inventory hosts.ini
   # long: many minutes, root
   sudo gait bench scenarios/limpbench --only 'zk-*' --format json > zk.json
   gait bench --dry-run            # check every scenario and list the experiments`,
@@ -59,6 +67,7 @@ thresholds are in docs/bench.md. Needs root.`,
 	fl.Float64Var(&f.verdict.Growth, "growth", f.verdict.Growth, "a backlog rises by more than this many times its baseline peak")
 	fl.Bool("dry-run", false, "check the scenarios and list the experiments, without running anything")
 	f.end.flags(fl, "output on stdout: text or json (one row per experiment and factor)", "suite report to write (default <out>/report.html; - for stdout)")
+	f.machines.add(fl)
 	return cmd
 }
 
@@ -87,11 +96,14 @@ func runBench(cmd *cobra.Command, args []string, f benchFlags) error {
 		}
 		return nil
 	}
-	if err := testbed.NeedRoot(); err != nil {
-		return fmt.Errorf("bench: %w; try sudo", err)
-	}
 	if f.end.html == "" {
 		f.end.html = filepath.Join(f.out, "report.html")
+	}
+	if f.machines.inventory != "" {
+		return runBenchRemote(cmd, scenarios, f)
+	}
+	if err := testbed.NeedRoot(); err != nil {
+		return fmt.Errorf("bench: %w; try sudo", err)
 	}
 	ctx, stop := testbed.SignalContext(cmd.Context())
 	defer stop()
@@ -103,16 +115,19 @@ func runBench(cmd *cobra.Command, args []string, f benchFlags) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted; the hosts are removed, %d experiments finished in %s (run the same command again to resume)", len(results), f.out)
 	}
-	failed := err
+	return benchEnding(stdout, stderr, f, results, err)
+}
+
+// benchEnding shows the experiments that finished, even when others
+// failed; the failures then end the command with their errors.
+func benchEnding(stdout, stderr io.Writer, f benchFlags, results []suite.Result, failed error) error {
 	if len(results) == 0 {
 		return failed
 	}
 	if f.end.html != "-" {
 		fmt.Fprintf(stderr, "report: %s\n", f.end.html)
 	}
-	// The experiments that finished are shown even when others failed;
-	// the failures then end the command with their errors.
-	err = f.end.finish(stdout, result{
+	err := f.end.finish(stdout, result{
 		text: func(w io.Writer) error { return suite.WriteText(w, results) },
 		json: func(w io.Writer) error { return suite.WriteJSON(w, results) },
 		html: func(w io.Writer) error {

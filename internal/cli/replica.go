@@ -3,13 +3,16 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
 	"strconv"
 	"time"
 
 	"github.com/gait-dev/gait/internal/interrupt"
 	"github.com/gait-dev/gait/internal/replica"
+	"github.com/gait-dev/gait/internal/replica/zookeeper"
 	"github.com/gait-dev/gait/internal/systems/gaitredis"
+	"github.com/gait-dev/gait/internal/systems/gaitzookeeper"
 	"github.com/gait-dev/gait/internal/testbed"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -30,10 +33,10 @@ reply any replica produced.`,
 
 func newReplicaAgentCmd() *cobra.Command {
 	var cfg replica.Config
-	var read string
+	var read, server, zkAddr string
 	var procs int
 	cmd := &cobra.Command{
-		Use:   "agent --id ID --raft ADDR --redis ADDR --listen ADDR (--bootstrap | --join ADDR) [flags]",
+		Use:   "agent --id ID --raft ADDR (--redis ADDR | --server zookeeper --zookeeper ADDR) --listen ADDR (--bootstrap | --join ADDR) [flags]",
 		Short: "Run one agent beside one redis-server until SIGINT or SIGTERM",
 		Long: `Run one agent beside one redis-server until SIGINT or SIGTERM. The agent owns
 that redis-server: it empties it at start and rebuilds it from the raft log.
@@ -47,6 +50,9 @@ member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 				return err
 			}
 			cfg.Read = mode
+			if err := agentServer(&cfg, server, zkAddr); err != nil {
+				return err
+			}
 			if err := cfg.Check(); err != nil {
 				return err
 			}
@@ -64,7 +70,7 @@ member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "redis %s\n", a.ClientAddr())
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", server, a.ClientAddr())
 			if m := a.MetricsAddr(); m != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "metrics http://%s/metrics\n", m)
 			}
@@ -86,11 +92,36 @@ member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 	f.IntVar(&cfg.RequestMemory, "request-memory", 0, fmt.Sprintf("bytes the requests of all clients together may hold while they arrive; one over it is refused (default %d MiB, or --max-request if larger)", replica.DefaultRequestMemory>>20))
 	f.IntVar(&procs, "procs", 0, "threads that run the agent's Go code at once (GOMAXPROCS); 0: one per CPU. Agents sharing a machine do better with their share of its CPUs")
 	f.DurationVar(&cfg.RequestTimeout, "request-timeout", 10*time.Second, "longest pause within a request before the agent answers an error and closes the connection")
+	f.StringVar(&server, "server", "redis", "the server the agent fronts: redis (--redis), or zookeeper (--zookeeper)")
+	f.StringVar(&zkAddr, "zookeeper", "", "with --server zookeeper: HOST:PORT of the local ZooKeeper server (its data is replaced)")
 	deploymentFlags(f, &cfg, &read)
-	for _, name := range []string{"id", "raft", "redis", "listen"} {
+	for _, name := range []string{"id", "raft", "listen"} {
 		cmd.MarkFlagRequired(name)
 	}
 	return cmd
+}
+
+// agentServer sets the agent's server from --server, --redis and --zookeeper.
+func agentServer(cfg *replica.Config, server, zkAddr string) error {
+	switch server {
+	case "redis":
+		if cfg.RedisAddr == "" || zkAddr != "" {
+			return errors.New("--server redis takes --redis HOST:PORT (and no --zookeeper)")
+		}
+	case "zookeeper":
+		if zkAddr == "" || cfg.RedisAddr != "" {
+			return errors.New("--server zookeeper takes --zookeeper HOST:PORT (and no --redis)")
+		}
+		if host, port, err := net.SplitHostPort(zkAddr); err != nil || host == "" {
+			return fmt.Errorf("--zookeeper %q: want HOST:PORT", zkAddr)
+		} else if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			return fmt.Errorf("--zookeeper %q: want a port from 1 to 65535", zkAddr)
+		}
+		cfg.Adapter, cfg.ServerAddr = &zookeeper.Adapter{}, zkAddr
+	default:
+		return fmt.Errorf("--server %q: want redis or zookeeper", server)
+	}
+	return nil
 }
 
 // parseReadFlag reads --read.
@@ -153,6 +184,8 @@ this process, without root; its files go to one directory in $TMPDIR.`,
 	fs.StringVar(&f.bandwidth, "bandwidth", "100Mbit/s", "each testbed host's link rate, both directions")
 	fs.StringVar(&f.stateDir, "state-dir", testbed.DefaultStateDir, "where the testbed keeps its state file")
 	fs.BoolVar(&f.loopback, "loopback", false, "run every replica on 127.0.0.1 in this process, without root or testbed hosts")
+	fs.StringVar(&f.server, "server", "redis", "the server behind every agent: redis, or zookeeper (with --loopback; docs/systems/gait-zookeeper.md)")
+	fs.IntVar(&f.groupSize, "group-size", 1, "with --server zookeeper: ZooKeeper servers per replica, 1 (standalone) or 3 (an ensemble)")
 	return cmd
 }
 
@@ -161,6 +194,8 @@ type clusterFlags struct {
 	voters, duplicates        int
 	read, bandwidth, stateDir string
 	metrics, loopback         bool
+	server                    string
+	groupSize                 int
 	cfg                       replica.Config
 	bps                       uint64 // --bandwidth, parsed
 }
@@ -185,6 +220,9 @@ func (f *clusterFlags) check(cmd *cobra.Command) error {
 		return err
 	}
 	changed := cmd.Flags().Changed
+	if err := f.checkServer(changed); err != nil {
+		return err
+	}
 	if f.loopback {
 		for _, name := range []string{"bandwidth", "state-dir"} {
 			if changed(name) {
@@ -197,6 +235,27 @@ func (f *clusterFlags) check(cmd *cobra.Command) error {
 		return fmt.Errorf("--bandwidth: %w", err)
 	}
 	return replica.CheckDir("--state-dir", f.stateDir)
+}
+
+// checkServer checks --server and --group-size.
+func (f *clusterFlags) checkServer(changed func(string) bool) error {
+	switch f.server {
+	case "redis":
+		if changed("group-size") {
+			return fmt.Errorf("--group-size is for --server zookeeper (each replica's ZooKeeper servers)")
+		}
+		return nil
+	case "zookeeper":
+	default:
+		return fmt.Errorf("--server %q: want redis or zookeeper", f.server)
+	}
+	if err := gaitzookeeper.CheckGroupSize(f.groupSize); err != nil {
+		return fmt.Errorf("--group-size %d: want 1 (a standalone server per replica) or 3 (an ensemble per replica)", f.groupSize)
+	}
+	if !f.loopback {
+		return fmt.Errorf("--server zookeeper runs with --loopback for now (testbed hosts run redis only)")
+	}
+	return nil
 }
 
 // replicaTestbed runs the deployment on testbed hosts, one per replica.
@@ -218,7 +277,7 @@ func replicaTestbed(cmd *cobra.Command, f clusterFlags) error {
 		return in.End(stderr, err)
 	}
 	defer dep.Close()
-	printCluster(cmd, dep.Addresses(), dep.MetricsURLs(), f.metrics)
+	printCluster(cmd, f.server, dep.Addresses(), dep.MetricsURLs(), f.metrics)
 	<-in.Context().Done()
 	if err := dep.Close(); err != nil {
 		return in.End(stderr, err)
@@ -237,9 +296,11 @@ func replicaLoopback(cmd *cobra.Command, f clusterFlags) error {
 	}
 	in := clusterSignals(cmd)
 	defer in.Stop()
-	l, err := gaitredis.StartLocalWith(in.Context(), gaitredis.LocalOptions{
-		Voters: f.voters, Duplicates: f.duplicates, Base: cfg, Kill: in.Hurry(), Progress: stderr,
-	})
+	opts := gaitredis.LocalOptions{Voters: f.voters, Duplicates: f.duplicates, Base: cfg, Kill: in.Hurry(), Progress: stderr}
+	if f.server == "zookeeper" {
+		opts.Server, _ = gaitzookeeper.LocalServer(f.groupSize) // checked
+	}
+	l, err := gaitredis.StartLocalWith(in.Context(), opts)
 	if err != nil {
 		return in.End(stderr, err)
 	}
@@ -251,7 +312,7 @@ func replicaLoopback(cmd *cobra.Command, f clusterFlags) error {
 			urls = append(urls, "http://"+m+"/metrics")
 		}
 	}
-	printCluster(cmd, addrs, urls, f.metrics)
+	printCluster(cmd, f.server, addrs, urls, f.metrics)
 	<-in.Context().Done()
 	if err := l.Close(); err != nil {
 		return in.End(stderr, err)
@@ -280,12 +341,12 @@ func how(s *interrupt.Signals) string {
 	return "stopped"
 }
 
-// printCluster prints one "redis ADDRESS" line per agent, then, with
-// metrics, one "metrics URL" line per agent.
-func printCluster(cmd *cobra.Command, addrs, metricsURLs []string, metrics bool) {
+// printCluster prints one "SERVER ADDRESS" line per agent ("redis" or
+// "zookeeper"), then, with metrics, one "metrics URL" line per agent.
+func printCluster(cmd *cobra.Command, server string, addrs, metricsURLs []string, metrics bool) {
 	out := cmd.OutOrStdout()
 	for _, a := range addrs {
-		fmt.Fprintf(out, "redis %s\n", a)
+		fmt.Fprintf(out, "%s %s\n", server, a)
 	}
 	if metrics {
 		for _, u := range metricsURLs {

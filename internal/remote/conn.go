@@ -107,7 +107,7 @@ func sudoProblem(m inventory.Machine, out string, err error) error {
 	out = strings.TrimSpace(out)
 	switch {
 	case strings.Contains(out, "password is required"):
-		return fmt.Errorf("sudo asks for a password (%q): gait needs passwordless sudo for %s, e.g. a line '%s ALL=(root) NOPASSWD: %s/bin/*' in /etc/sudoers.d/gait", out, userOr(m.User), userOr(m.User), m.Root)
+		return fmt.Errorf("sudo asks for a password (%q): gait needs passwordless sudo for %s, e.g. a line '%s ALL=(root) NOPASSWD: ALL' in /etc/sudoers.d/gait", out, userOr(m.User), userOr(m.User))
 	case strings.Contains(out, "not found"):
 		return fmt.Errorf("sudo is not installed (%q)", out)
 	}
@@ -221,7 +221,7 @@ func (m *Machine) startAgent(bin string, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	m.stderr = &lastLines{}
+	m.stderr = &lastLines{agent.Tail{Max: 2048}}
 	s.Stderr = m.stderr
 	cmd := fmt.Sprintf("sudo -n %s agent --stdio --root %s --timeout %s", bin, m.Root, timeout)
 	if err := s.Start(cmd); err != nil {
@@ -229,12 +229,14 @@ func (m *Machine) startAgent(bin string, timeout time.Duration) error {
 	}
 	m.sess, m.in = s, in
 	go m.read(out)
-	go m.heartbeat(timeout)
+	// The agent first removes what an earlier one left, which may take
+	// a while on a busy machine; heartbeats begin once it answers.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := m.Call(ctx, "ping", "", "", nil, nil); err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
+	go m.heartbeat(timeout)
 	return nil
 }
 
@@ -395,25 +397,10 @@ func (m *Machine) Close() error {
 
 // lastLines keeps the end of what the agent wrote to stderr, for the
 // error that says it exited.
-type lastLines struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (l *lastLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf = append(l.buf, p...)
-	if len(l.buf) > 2048 {
-		l.buf = bytes.Clone(l.buf[len(l.buf)-2048:])
-	}
-	return len(p), nil
-}
+type lastLines struct{ agent.Tail }
 
 func (l *lastLines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := strings.TrimSpace(string(l.buf))
+	s := strings.TrimSpace(l.Tail.String())
 	if s == "" {
 		return "none"
 	}

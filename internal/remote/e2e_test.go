@@ -1,12 +1,14 @@
 package remote
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -51,7 +53,8 @@ func TestMain(m *testing.M) {
 
 // control is the helper control node: it connects to every machine of the
 // fleet, makes a testbed with a process on each, says "ready" with the
-// run ids, and waits to be killed.
+// run ids, and waits to be killed; SIGINT makes it close its machines, as
+// gait's commands do, and exit.
 func control(spec string) int {
 	var f struct {
 		Machines []inventory.Machine
@@ -62,12 +65,14 @@ func control(spec string) int {
 		return 2
 	}
 	var ids []string
+	var conns []*Machine
 	for _, m := range f.Machines {
 		c, err := Connect(context.Background(), m, f.Opts)
 		if err != nil {
 			fmt.Println(err)
 			return 1
 		}
+		conns = append(conns, c)
 		tb, err := c.Up(context.Background(), agent.UpArgs{Hosts: 1})
 		if err != nil {
 			fmt.Println(err)
@@ -79,8 +84,14 @@ func control(spec string) int {
 		}
 		ids = append(ids, tb.ID)
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT)
+	defer stop()
 	fmt.Println("ready", strings.Join(ids, " "))
-	select {}
+	<-ctx.Done()
+	for _, c := range conns {
+		c.Close()
+	}
+	return 0
 }
 
 func needTools(t *testing.T) {
@@ -117,7 +128,7 @@ func upFleet(t *testing.T) *fleet {
 	for _, u := range []string{e2eUser, e2eUserPw} {
 		if exec.Command("id", u).Run() != nil {
 			// "*": no password, yet not locked, so sshd lets a key in.
-			run("useradd", "--system", "--no-create-home", "--shell", "/bin/sh", "--password", "*", u)
+			run("useradd", "--system", "--no-create-home", "--home-dir", dir, "--shell", "/bin/sh", "--password", "*", u)
 			t.Cleanup(func() { exec.Command("userdel", u).Run() })
 		}
 	}
@@ -179,7 +190,7 @@ LogLevel VERBOSE
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup)
-	f.opts = Options{KnownHosts: []string{knownHosts}, SSHConfig: "none", NoAgent: true, Binary: bin, AgentTimeout: 2 * time.Second}
+	f.opts = Options{KnownHosts: []string{knownHosts}, SSHConfig: "none", NoAgent: true, Binary: bin, AgentTimeout: 3 * time.Second}
 	// sshd takes a moment to listen.
 	deadline := time.Now().Add(10 * time.Second)
 	for _, m := range f.machines {
@@ -214,28 +225,37 @@ func TestManyMachines(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("preflight bad machines", func(t *testing.T) {
-		stranger, wrongKey, pwSudo := f.machines[0], f.machines[1], f.machines[2]
-		stranger.Name, wrongKey.Name, pwSudo.Name = "stranger", "wrongkey", "pwsudo"
-		wrongKey.Key = f.otherKey
-		pwSudo.User = e2eUserPw
-		opts := f.opts
+		// gait preflight as a user runs it, over an inventory of three
+		// machines that each fail differently.
 		unknown := filepath.Join(f.dir, "known_hosts_without_m1")
 		all, _ := os.ReadFile(f.opts.KnownHosts[0])
 		os.WriteFile(unknown, []byte(strings.SplitN(string(all), "\n", 2)[1]), 0o644)
-		opts.KnownHosts = []string{unknown}
-		reports, ready := Preflight(ctx, []inventory.Machine{stranger, wrongKey, pwSudo}, opts, agent.CheckArgs{})
-		for _, m := range ready {
-			m.Close()
+		inv := filepath.Join(f.dir, "bad.ini")
+		os.WriteFile(inv, []byte(fmt.Sprintf(`[bad]
+stranger ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_root=%s
+wrongkey ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_root=%s
+pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_root=%s
+`, f.machines[0].Addr, e2eUser, f.machines[0].Key, f.machines[0].Root,
+			f.machines[1].Addr, e2eUser, f.otherKey, f.machines[1].Root,
+			f.machines[2].Addr, e2eUserPw, f.machines[2].Key, f.machines[2].Root)), 0o644)
+		out, err := exec.Command(f.opts.Binary, "preflight", "--inventory", inv, "--known-hosts", unknown, "--ssh-config", "none").CombinedOutput()
+		t.Logf("gait preflight --inventory bad.ini:\n%s", out)
+		if err == nil {
+			t.Error("preflight passed three bad machines")
 		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 		want := []string{
-			"stranger: ssh: SSH to " + stranger.Addr + ":22: its host key is not in",
-			"wrongkey: ssh: SSH to " + wrongKey.Addr + ":22 as gait-e2e: the machine refused every key offered (" + f.otherKey + ")",
+			"stranger: ssh: SSH to " + f.machines[0].Addr + ":22: its host key is not in",
+			"wrongkey: ssh: SSH to " + f.machines[1].Addr + ":22 as gait-e2e: the machine refused every key offered (" + f.otherKey + ")",
 			"pwsudo: sudo: sudo asks for a password",
+			"gait: preflight: 3 of 3 machines not ready",
 		}
-		for i, r := range reports {
-			t.Logf("preflight says: %s", strings.Join(r.Problems, " / "))
-			if len(r.Problems) != 1 || !strings.HasPrefix(r.Problems[0], want[i]) {
-				t.Errorf("%s: got %q, want one line starting %q", r.Machine, r.Problems, want[i])
+		if len(lines) != len(want) {
+			t.Fatalf("got %d lines, want one per machine and the verdict", len(lines))
+		}
+		for i, w := range want {
+			if !strings.HasPrefix(lines[i], w) {
+				t.Errorf("line %d: %q, want it to start %q", i+1, lines[i], w)
 			}
 		}
 	})
@@ -270,25 +290,7 @@ func TestManyMachines(t *testing.T) {
 			}
 			return out
 		}
-		// Whether h0 reaches h1, by TCP: this test runs on the machines'
-		// kernel, so it can enter the remote hosts' namespaces.
-		reach := func() error {
-			var ln net.Listener
-			if err := inNetns("g"+tb.ID+"-h1", func() (err error) {
-				ln, err = net.Listen("tcp", net.JoinHostPort(h1.Addr.String(), "0"))
-				return err
-			}); err != nil {
-				return err
-			}
-			defer ln.Close()
-			return inNetns("g"+tb.ID+"-h0", func() error {
-				c, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second)
-				if err == nil {
-					c.Close()
-				}
-				return err
-			})
-		}
+		reach := func() error { return dialBetween(tb, h0, tb, h1) }
 		if err := reach(); err != nil {
 			t.Fatalf("h0 to h1 before any fault: %v", err)
 		}
@@ -328,13 +330,8 @@ func TestManyMachines(t *testing.T) {
 		for _, e := range events {
 			t.Logf("%s %s on %s", e.Action, e.Kind, e.Host)
 		}
-		// A link brought up again forwards after a moment.
-		healed := reach()
-		for deadline := time.Now().Add(5 * time.Second); healed != nil && time.Now().Before(deadline); healed = reach() {
-			time.Sleep(100 * time.Millisecond)
-		}
-		if healed != nil {
-			t.Errorf("after the faults cleared: %v", healed)
+		if err := healed(reach); err != nil {
+			t.Errorf("after the faults cleared: %v", err)
 		}
 		if got := rate(); !strings.Contains(got, "rate 100Mbit") {
 			t.Errorf("h0's link after clear: tc says %q", got)
@@ -357,9 +354,61 @@ func TestManyMachines(t *testing.T) {
 		}
 	})
 
+	t.Run("a testbed spanning machines", func(t *testing.T) {
+		var ms []*Machine
+		for _, m := range f.machines {
+			c, err := Connect(ctx, m, f.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ms = append(ms, c)
+		}
+		tbs, err := Span(ctx, ms, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b, c := tbs[0].Hosts[0], tbs[1].Hosts[0], tbs[2].Hosts[0]
+		for _, to := range []int{1, 2} {
+			if err := healed(func() error { return dialBetween(tbs[0], a, tbs[to], tbs[to].Hosts[0]) }); err != nil {
+				t.Fatalf("%s (%s) to %s (%s) over the overlay: %v", a.HostName(), a.Addr, tbs[to].Hosts[0].HostName(), tbs[to].Hosts[0].Addr, err)
+			}
+		}
+		t.Logf("%s %s reaches %s %s and %s %s over VXLAN", a.HostName(), a.Addr, b.HostName(), b.Addr, c.HostName(), c.Addr)
+		if err := (limp.Partition{}).Apply(a, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := dialBetween(tbs[0], a, tbs[1], b); err == nil {
+			t.Error("a partitioned host reached another machine's host")
+		}
+		if err := dialBetween(tbs[2], c, tbs[1], b); err != nil {
+			t.Errorf("m3 to m2 while m1/h0 is partitioned: %v", err)
+		}
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		if err := ms[0].Call(pctx, "ping", "", "", nil, nil); err != nil {
+			t.Errorf("control connection to m1 while its host is partitioned: %v", err)
+		}
+		cancel()
+		if err := (limp.Partition{}).Clear(a); err != nil {
+			t.Fatal(err)
+		}
+		if err := healed(func() error { return dialBetween(tbs[0], a, tbs[1], b) }); err != nil {
+			t.Errorf("after the partition healed: %v", err)
+		}
+		for i, tb := range tbs {
+			if err := tb.Close(); err != nil {
+				t.Error(err)
+			}
+			ms[i].Close()
+			if left := f.scan(t, i, []string{tb.ID}); len(left) > 0 {
+				t.Errorf("%s after down: %q", f.machines[i].Name, left)
+			}
+		}
+	})
+
 	t.Run("killed control leaves nothing", func(t *testing.T) {
 		spec, _ := json.Marshal(map[string]any{"Machines": f.machines, "Opts": f.opts})
-		for _, how := range []syscall.Signal{syscall.SIGKILL, syscall.SIGSTOP} {
+		for _, how := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL, syscall.SIGSTOP} {
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), "GAIT_E2E_CONTROL="+string(spec))
 			ids, err := gaitbin.StartReady(cmd, "ready")
@@ -372,8 +421,9 @@ func TestManyMachines(t *testing.T) {
 					t.Fatalf("%s: the scan sees nothing of a live run", f.machines[i].Name)
 				}
 			}
-			// SIGKILL closes the control's TCP connections; SIGSTOP keeps
-			// them open and silent, so only the heartbeat tells.
+			// SIGINT closes the sessions; SIGKILL closes the control's TCP
+			// connections; SIGSTOP keeps them open and silent, so only
+			// the heartbeat tells.
 			cmd.Process.Signal(how)
 			start := time.Now()
 			clean := false
@@ -392,6 +442,32 @@ func TestManyMachines(t *testing.T) {
 					t.Errorf("control %s: %s still has %q", how, f.machines[i].Name, left)
 				}
 			}
+		}
+	})
+
+	t.Run("bench over the inventory", func(t *testing.T) {
+		switch os.Getenv("GAIT_MANY") {
+		case "":
+			t.Skip("set GAIT_MANY=1 to run the quick etcd experiments over the three machines, one machine lost on the way, or GAIT_MANY=quick for the whole quick suite over them and on this machine alone (minutes)")
+		case "quick":
+			begin := time.Now()
+			many := benchOverInventory(t, f, "*", false)
+			manyWall := time.Since(begin)
+			begin = time.Now()
+			out := filepath.Join(f.dir, "bench-one")
+			cmd := exec.Command(f.opts.Binary, "bench", "../../scenarios/limpbench", "--quick", "--out", out, "--format", "json")
+			var stdout strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("gait bench on one machine: %v", err)
+			}
+			one := stepsOf(t, stdout.String())
+			t.Logf("quick suite: %.0fs over the three machines, %.0fs on this machine alone (load average %s)", manyWall.Seconds(), time.Since(begin).Seconds(), loadAverage())
+			if fmt.Sprint(one) != fmt.Sprint(many) {
+				t.Errorf("rows differ in form:\n three machines %v\n one machine    %v", many, one)
+			}
+		default:
+			benchOverInventory(t, f, "*etcd*", true)
 		}
 	})
 
@@ -422,14 +498,7 @@ func TestManyMachines(t *testing.T) {
 		if left := f.scan(t, 1, []string{tb.ID}); len(left) == 0 {
 			t.Fatal("a killed agent left nothing: the test proves nothing")
 		}
-		inv := filepath.Join(f.dir, "inventory.yaml")
-		var b strings.Builder
-		b.WriteString("machines:\n")
-		for _, m := range f.machines {
-			fmt.Fprintf(&b, "  - {name: %s, address: %s, user: %s, key: %s, root: %s}\n", m.Name, m.Addr, m.User, m.Key, m.Root)
-		}
-		os.WriteFile(inv, []byte(b.String()), 0o644)
-		out, err := exec.Command(f.opts.Binary, "clean", "--inventory", inv, "--known-hosts", f.opts.KnownHosts[0], "--ssh-config", "none").CombinedOutput()
+		out, err := f.gait("clean").CombinedOutput()
 		t.Logf("gait clean --inventory:\n%s", out)
 		if err != nil {
 			t.Fatal(err)
@@ -452,12 +521,180 @@ func inNetns(name string, f func() error) error {
 	defer ns.Close()
 	errc := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		if err := netns.Set(ns); err != nil {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			runtime.UnlockOSThread()
 			errc <- err
 			return
 		}
-		errc <- f()
+		defer orig.Close()
+		if err := netns.Set(ns); err != nil {
+			runtime.UnlockOSThread()
+			errc <- err
+			return
+		}
+		ferr := f()
+		// The thread goes back before it serves anything else; if it
+		// cannot, it stays locked and ends with the goroutine. (A thread
+		// left in a run's namespace would be killed with the run.)
+		if netns.Set(orig) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- ferr
 	}()
 	return <-errc
+}
+
+// gait is the gait command with args over the fleet's inventory, as a
+// user would type it.
+func (f *fleet) gait(args ...string) *exec.Cmd {
+	inv := filepath.Join(f.dir, "inventory.yaml")
+	var b strings.Builder
+	b.WriteString("machines:\n")
+	for _, m := range f.machines {
+		fmt.Fprintf(&b, "  - {name: %s, address: %s, user: %s, key: %s, root: %s}\n", m.Name, m.Addr, m.User, m.Key, m.Root)
+	}
+	os.WriteFile(inv, []byte(b.String()), 0o644)
+	args = append(args, "--inventory", inv, "--known-hosts", f.opts.KnownHosts[0], "--ssh-config", "none", "--agent-timeout", f.opts.AgentTimeout.String())
+	return exec.Command(f.opts.Binary, args...)
+}
+
+// benchOverInventory runs the quick experiments that match only with gait
+// bench --inventory. With kill, the machine that takes the first one has
+// its agent killed 8 s into it, so that experiment must run again on
+// another machine and be marked so. Each experiment must come back whole:
+// its result.json, and its rows, which it returns (experiment: steps).
+func benchOverInventory(t *testing.T, f *fleet, only string, kill bool) map[string][]string {
+	out := filepath.Join(f.dir, "bench")
+	cmd := f.gait("bench", "../../scenarios/limpbench", "--quick", "--only", only, "--out", out, "--format", "json")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	begin := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var log []string
+	killed := ""
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		line := sc.Text()
+		log = append(log, line)
+		t.Log(line)
+		// "     3s m2: etcd-put-leader-nic started"
+		if fields := strings.Fields(line); kill && killed == "" && len(fields) == 4 && fields[3] == "started" {
+			killed = strings.TrimSuffix(fields[1], ":")
+			go func(name string) {
+				time.Sleep(8 * time.Second)
+				for _, m := range f.machines {
+					if m.Name == name {
+						for _, p := range agentPids(m.Root) {
+							syscall.Kill(p, syscall.SIGKILL)
+						}
+					}
+				}
+			}(killed)
+		}
+	}
+	err = cmd.Wait()
+	t.Logf("gait bench --inventory: %.0fs, exit %v", time.Since(begin).Seconds(), err)
+	if err != nil {
+		t.Fatalf("gait bench --inventory: %v\n%s", err, stdout.String())
+	}
+	steps := stepsOf(t, stdout.String())
+	t.Logf("rows: %v", steps)
+	for name, labels := range steps {
+		if len(labels) != 2 {
+			t.Errorf("%s: rows %v, want 2 (the quick suite's smallest and largest factor)", name, labels)
+		}
+		if _, err := os.Stat(filepath.Join(out, name, "result.json")); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(out, "machines.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("machines.json: %s", data)
+	if kill && (!strings.Contains(strings.Join(log, "\n"), "ran again on") || !strings.Contains(string(data), `"lost"`)) {
+		t.Errorf("the experiment of the lost machine %s is not marked as run again", killed)
+	}
+	for i, m := range f.machines {
+		if left := f.scan(t, i, nil); len(left) > 0 && m.Name != killed {
+			t.Errorf("%s after the suite: %q", m.Name, left)
+		}
+	}
+	return steps
+}
+
+// stepsOf reads gait bench's JSON rows as experiment: step labels.
+func stepsOf(t *testing.T, js string) map[string][]string {
+	var rows []struct{ Experiment, Step string }
+	if err := json.Unmarshal([]byte(js), &rows); err != nil {
+		t.Fatalf("rows: %v: %s", err, js)
+	}
+	steps := map[string][]string{}
+	for _, r := range rows {
+		steps[r.Experiment] = append(steps[r.Experiment], r.Step)
+	}
+	return steps
+}
+
+func loadAverage() string {
+	data, _ := os.ReadFile("/proc/loadavg")
+	return strings.Join(strings.Fields(string(data))[:3], " ")
+}
+
+// agentPids are the agents running from a root's binaries.
+func agentPids(root string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err != nil || !strings.HasPrefix(exe, root+"/bin/gait-") {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if strings.Contains(string(cmdline), "agent\x00--stdio") {
+			var pid int
+			fmt.Sscan(e.Name(), &pid)
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// dialBetween says whether host from (of testbed tf) reaches host to (of
+// testbed tt) by TCP: this test runs on the machines' kernel, so it can
+// enter the remote hosts' namespaces.
+func dialBetween(tf *Testbed, from *Host, tt *Testbed, to *Host) error {
+	var ln net.Listener
+	if err := inNetns("g"+tt.ID+"-"+to.Name, func() (err error) {
+		ln, err = net.Listen("tcp", net.JoinHostPort(to.Addr.String(), "0"))
+		return err
+	}); err != nil {
+		return err
+	}
+	defer ln.Close()
+	return inNetns("g"+tf.ID+"-"+from.Name, func() error {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+}
+
+// healed tries reach for up to 5 s: a link brought up again forwards
+// after a moment.
+func healed(reach func() error) error {
+	err := reach()
+	for deadline := time.Now().Add(5 * time.Second); err != nil && time.Now().Before(deadline); err = reach() {
+		time.Sleep(100 * time.Millisecond)
+	}
+	return err
 }

@@ -43,7 +43,7 @@ func (cfg *Config) Check() error {
 	}
 	for _, a := range []addrFlag{
 		{"--raft", cfg.RaftAddr, false, true, true},
-		{"--redis", cfg.RedisAddr, false, false, true},
+		{"--redis", cfg.RedisAddr, false, false, cfg.Adapter == nil}, // an adapter's wiring checks its own server's flag
 		{"--listen", cfg.Listen, true, false, true},
 		{"--join", cfg.Join, false, false, cfg.Join != ""},
 		{"--metrics", cfg.Metrics, true, false, cfg.Metrics != ""},

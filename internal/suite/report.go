@@ -45,6 +45,9 @@ func Report(results []Result, o verdict.Options) (*report.Page, error) {
 			p.Paragraph(d)
 		}
 	}
+	if err := studies(p, results); err != nil {
+		return nil, err
+	}
 	for _, r := range results {
 		if err := section(p, r); err != nil {
 			return nil, err

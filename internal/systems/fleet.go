@@ -39,9 +39,12 @@ type Fleet struct {
 	// Wave is how many workers may be starting (launched, not yet
 	// registered) at once; 0 means WaveSize().
 	Wave int
-	// Base bounds the masters' start and a small cluster's; PerWorker is
-	// what one more worker may add on a machine of one CPU. The whole
-	// start may take Timeout(len(Workers)).
+	// Base bounds the masters' start, a small cluster's, and a pause in
+	// the workers' registrations; PerWorker is what one more worker may
+	// add on a machine of one CPU. The start fails once it has taken
+	// Timeout(len(Workers)) and no worker has registered for Base: on a
+	// machine shared with other work, a start that goes on slowly goes
+	// on.
 	Base, PerWorker time.Duration
 }
 
@@ -60,7 +63,8 @@ type Member struct {
 // keep every CPU busy while leaving the master room to answer.
 func WaveSize() int { return 4 * runtime.NumCPU() }
 
-// Timeout is how long the start of a fleet with n workers may take.
+// Timeout is how long the start of a fleet with n workers may take
+// while it makes no progress.
 func (f *Fleet) Timeout(n int) time.Duration {
 	return f.Base + time.Duration(n)*f.PerWorker/time.Duration(runtime.NumCPU())
 }
@@ -74,7 +78,8 @@ func WithProgress(ctx context.Context, show func(string)) context.Context {
 	return context.WithValue(ctx, progressKey{}, show)
 }
 
-func progress(ctx context.Context) func(string) {
+// Progress is where ctx's progress lines go (nowhere when it has none).
+func Progress(ctx context.Context) func(string) {
 	if show, ok := ctx.Value(progressKey{}).(func(string)); ok {
 		return show
 	}
@@ -90,8 +95,6 @@ const progressEvery = 10 * time.Second
 // whatever was launched.
 func (f *Fleet) Start(ctx context.Context) error {
 	begin := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, f.Timeout(len(f.Workers)))
-	defer cancel()
 	for _, m := range f.Masters {
 		if err := launch(m); err != nil {
 			return fmt.Errorf("%s on %s: %w", f.System, m.Host, err)
@@ -111,7 +114,9 @@ func (f *Fleet) Start(ctx context.Context) error {
 	if f.Settled == nil {
 		return nil
 	}
-	if err := f.poll(ctx, f.all(), f.Settled); err != nil {
+	sctx, scancel := context.WithTimeout(ctx, f.Base)
+	defer scancel()
+	if err := f.poll(sctx, f.all(), f.Settled); err != nil {
 		return f.failed(err, begin, f.Masters)
 	}
 	return nil
@@ -124,7 +129,20 @@ func launch(m Member) error {
 	return m.Launch()
 }
 
-func (f *Fleet) all() []Member { return append(append([]Member(nil), f.Masters...), f.Workers...) }
+func (f *Fleet) all() []Member { return f.started(len(f.Workers)) }
+
+// started is the masters, the first next workers and every later worker
+// that runs already: the members whose servers must not have exited. (A
+// worker not launched yet may still hold an earlier server that ended.)
+func (f *Fleet) started(next int) []Member {
+	out := append(append([]Member(nil), f.Masters...), f.Workers[:next]...)
+	for _, m := range f.Workers[next:] {
+		if m.Launch == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
 
 // interval is how often readiness is asked: often for a few members, so
 // tests are quick; once a second for many, so the asking does not load
@@ -187,11 +205,12 @@ func (f *Fleet) workers(ctx context.Context, begin time.Time) error {
 	if wave <= 0 {
 		wave = WaveSize()
 	}
-	show := progress(ctx)
+	show := Progress(ctx)
 	next, shown := 0, time.Now()
+	deadline, gained, most := begin.Add(f.Timeout(len(f.Workers))), time.Now(), 0
 	var registered map[string]bool
 	for {
-		if err := exited(f.all()); err != nil {
+		if err := exited(f.started(next)); err != nil {
 			return f.failed(err, begin, nil)
 		}
 		reg, err := f.Registered(ctx)
@@ -209,6 +228,9 @@ func (f *Fleet) workers(ctx context.Context, begin time.Time) error {
 				return fmt.Errorf("%s on %s: %w", f.System, f.Workers[next].Host, err)
 			}
 		}
+		if done > most {
+			most, gained = done, time.Now()
+		}
 		if done == len(f.Workers) {
 			if len(f.Workers) > 8 {
 				show(f.progressLine(done, begin))
@@ -219,13 +241,16 @@ func (f *Fleet) workers(ctx context.Context, begin time.Time) error {
 			show(f.progressLine(done, begin))
 			shown = time.Now()
 		}
-		select {
-		case <-ctx.Done():
-			if err != nil {
+		if time.Now().After(deadline) && time.Since(gained) > f.Base {
+			if registered == nil { // the masters never answered
 				return f.failed(&timedOut{err}, begin, nil)
 			}
 			first, miss := f.missing(registered)
 			return f.failed(&timedOut{miss}, begin, []Member{first})
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: start stopped after %v: %w", f.System, since(begin), ctx.Err())
 		case <-time.After(f.interval()):
 		}
 	}

@@ -163,6 +163,7 @@ func TestMeaningful(t *testing.T) {
 		"************************************************************/",
 		"10:00:00.000 INFO NameNode: createNameNode []",
 		"",
+		`08:03:09.018 INFO namenode: 198.18.0.1 - - [28/Nov/2026:08:03:08 +0000] "GET /jmx?qry=Hadoop%3Aservice%3DNameNode HTTP/1.1" 200 38503 "-" "Go-http-client/1.1"`,
 		"10:00:01.000 ERROR NameNode: Failed to start namenode.",
 		"java.net.BindException: Address already in use",
 		strings.Join(frames, "\n"),
@@ -182,5 +183,33 @@ func TestMeaningful(t *testing.T) {
 	}
 	if got := systems.Meaningful(log, 2); len(got) != 2 || !strings.HasPrefix(got[1], "10:00:02") {
 		t.Errorf("Meaningful(2) = %q; want the last two lines", got)
+	}
+}
+
+// A worker whose earlier server has ended (a DataNode stopped after it
+// made the class-data archive) is started again in its wave, not taken
+// for one that exited while starting.
+func TestFleetRestartsAnEndedWorker(t *testing.T) {
+	f, _ := fleetOf(t, 3, func(i int) string { return "sleep 0.2; touch $DIR/up; exec sleep 60" })
+	f.Wave = 1
+	last := &f.Workers[2]
+	ended, err := loopback.New("old", "127.0.0.1", t.TempDir()).Start("old", []string{"true"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !ended.Exited() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	launch, proc := last.Launch, last.Proc
+	launched := false
+	last.Proc = func() systems.Process {
+		if !launched {
+			return ended
+		}
+		return proc()
+	}
+	last.Launch = func() error { launched = true; return launch() }
+	if err := f.Start(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

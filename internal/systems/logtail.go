@@ -3,6 +3,7 @@ package systems
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 )
 
@@ -57,9 +58,14 @@ func readEnd(path string, n int64) (string, error) {
 	return string(b), nil
 }
 
+// accessLog matches an HTTP server's line for a request it answered:
+// the readiness checks' own requests, which say nothing of a failure.
+var accessLog = regexp.MustCompile(`"(GET|HEAD|POST|PUT) \S+ HTTP/[0-9.]+" [0-9]{3} `)
+
 // Meaningful picks the last n lines of a server's log that say what it
-// did: it leaves out blank lines and start-up banners (Hadoop's
-// STARTUP_MSG block with its class path of thousands of bytes), keeps the
+// did: it leaves out blank lines, start-up banners (Hadoop's STARTUP_MSG
+// block with its class path of thousands of bytes) and HTTP access-log
+// lines (the readiness checks' own requests), keeps the
 // first three frames of each stack trace and counts the rest, and clips
 // any line longer than tailWidth bytes, saying by how much.
 func Meaningful(text string, n int) []string {
@@ -79,7 +85,8 @@ func Meaningful(text string, n int) []string {
 				inBanner = false
 			}
 			continue
-		case strings.Contains(line, "STARTUP_MSG:"), strings.HasPrefix(trim, "classpath =") || strings.HasPrefix(trim, "classpath="):
+		case strings.Contains(line, "STARTUP_MSG:"), strings.HasPrefix(trim, "classpath =") || strings.HasPrefix(trim, "classpath="),
+			accessLog.MatchString(line):
 			continue
 		case strings.HasPrefix(trim, "at ") && strings.HasPrefix(line, "\t"):
 			frames++

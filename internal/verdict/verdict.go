@@ -99,7 +99,10 @@ type Series struct {
 type Input struct {
 	Groups                     []Group
 	BaseThroughput, Throughput float64 // requests per second
-	Backlogs                   []Series
+	// TailThroughput, if known, is the throughput in the last third of
+	// the step's runs: a collapse late in a run counts too.
+	TailThroughput *float64
+	Backlogs       []Series
 }
 
 // Mark is one verdict and the sentence that explains it.
@@ -214,6 +217,11 @@ func clusterMark(in Input, free []Group, node Mark, o Options) Mark {
 		if r < o.Collapse {
 			return Mark{On: true, Why: fmt.Sprintf("cluster limplock: throughput %s against %s in the baseline, %.0f%%, under the %.0f%% threshold",
 				units.Rate(in.Throughput), units.Rate(in.BaseThroughput), 100*r, 100*o.Collapse)}
+		}
+		if t := in.TailThroughput; t != nil && *t/in.BaseThroughput < o.Collapse {
+			return Mark{On: true, Why: fmt.Sprintf("cluster limplock: throughput fell to %s in the last third of the run (%s over the whole run) "+
+				"against %s in the baseline, %.0f%%, under the %.0f%% threshold",
+				units.Rate(*t), units.Rate(in.Throughput), units.Rate(in.BaseThroughput), 100**t/in.BaseThroughput, 100*o.Collapse)}
 		}
 	}
 	if node.On {

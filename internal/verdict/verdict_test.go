@@ -66,6 +66,12 @@ func TestJudge(t *testing.T) {
 			BaseThroughput: 2000, Throughput: 0},
 			[]string{"CL"}, []string{"throughput 0/s"}},
 		{"empty baseline", Input{}, nil, []string{"no cluster limplock: the baseline completed no requests"}},
+		// Z5: the backlog fills the leader's heap halfway through; the
+		// whole run keeps half the baseline's throughput, its last third 4%.
+		{"collapse late in the run", Input{Groups: readsOnFollowers(0.003, 0.003), BaseThroughput: 80, Throughput: 40, TailThroughput: ptr(3.2)},
+			[]string{"CL"}, []string{"cluster limplock: throughput fell to 3.2/s in the last third of the run (40/s over the whole run) against 80/s in the baseline, 4%, under the 20% threshold"}},
+		{"a steady last third is no collapse", Input{Groups: readsOnFollowers(0.003, 0.003), BaseThroughput: 80, Throughput: 40, TailThroughput: ptr(38)},
+			nil, []string{"no cluster limplock: throughput 40/s is 50% of the baseline's 80/s"}},
 		{"hidden backlog", Input{Groups: readsOnFollowers(0.002, 0.002), BaseThroughput: 2000, Throughput: 2000,
 			Backlogs: []Series{{Metric: "zk_outstanding_requests", Node: "leader, fault", T: rt, V: rv, BaseMax: 4}}},
 			[]string{"backlog"}, []string{"hidden backlog: zk_outstanding_requests on the leader, fault rose 949 over the run (50/s"}},
@@ -298,3 +304,5 @@ func meanOf(sum Latency) Latency {
 	}
 	return sum
 }
+
+func ptr(v float64) *float64 { return &v }

@@ -53,7 +53,10 @@ func Decode(buf []byte, st any) (n int, err error) {
 	if v.Kind() != reflect.Ptr || v.IsNil() {
 		return 0, ErrPtrExpected
 	}
-	return decodeValue(buf, v)
+	// Without its spare capacity: slicing past the length but within the
+	// capacity is legal Go, and would read a reused buffer's stale bytes
+	// as the end of a record the packet cut short.
+	return decodeValue(buf[:len(buf):len(buf)], v)
 }
 
 func decodeValue(buf []byte, v reflect.Value) (int, error) {
@@ -128,6 +131,8 @@ func decodeValue(buf []byte, v reflect.Value) (int, error) {
 			if ln < 0 {
 				n += 4
 				v.SetBytes(nil)
+			} else if ln > len(buf)-n-4 {
+				return n, ErrShortBuffer // before allocating what the packet cannot hold
 			} else {
 				bytes := make([]byte, ln)
 				copy(bytes, buf[n+4:n+4+ln])

@@ -84,9 +84,30 @@ func TestDecodeShortAndHostile(t *testing.T) {
 	if _, err := Decode([]byte{0, 0, 0, 1, '/'}, &w); err != ErrShortBuffer {
 		t.Fatalf("missing watch flag: %v", err)
 	}
+	// data claiming two gigabytes in a 13-byte packet
+	if _, err := Decode([]byte{0, 0, 0, 1, '/', 0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0}, &c); err != ErrShortBuffer {
+		t.Fatalf("huge data: %v", err)
+	}
 	// an ACL vector claiming two billion entries in a 12-byte packet
 	b := []byte{0, 0, 0, 1, '/', 0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff}
 	if _, err := Decode(b, &c); err != ErrBadLength {
 		t.Fatalf("huge vector: %v", err)
 	}
+}
+
+// Any bytes, as a client may send them, decode into any request record
+// without a panic and without taking more than the packet.
+func FuzzDecodeRequest(f *testing.F) {
+	f.Add(int32(OpCreate), []byte{0, 0, 0, 2, '/', 'a', 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Add(int32(OpMulti), []byte{0, 0, 0, 1, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 1, 0xff, 0xff, 0xff, 0xff})
+	f.Add(int32(OpSetWatches), []byte{0, 0, 0, 0, 0, 0, 0, 1, 0x7f, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, op int32, b []byte) {
+		rec := RequestForOp(op)
+		if rec == nil {
+			return
+		}
+		if n, err := Decode(b, rec); err == nil && n > len(b) {
+			t.Fatalf("opcode %d: took %d of %d bytes", op, n, len(b))
+		}
+	})
 }

@@ -246,7 +246,7 @@ func TestLinearizableWithFaults(t *testing.T) {
 		t.Skip("set GAIT_ZOOKEEPER_FAULTS=1 to run (about a minute)")
 	}
 	cl := startCluster(t, 3, 1, func(c *replica.Config) { c.SnapshotThreshold = 200; c.TrailingLogs = 100 })
-	w := &zkWorkload{agents: cl.addrs(), clients: 6, keys: 4, pause: 20 * time.Millisecond, h: linearize.NewHistory(), counts: map[string]int{}, errors: map[string]int{}}
+	w := &zkWorkload{agents: cl.addrs(), clients: 6, keys: 4, pause: 80 * time.Millisecond, h: linearize.NewHistory(), counts: map[string]int{}, errors: map[string]int{}}
 	w.setup(t)
 	stop := make(chan struct{})
 	faults := make(chan string, 8)

@@ -252,7 +252,7 @@ func (w *zkWorkload) pop(c *zk.Conn, id int) error {
 func (w *zkWorkload) check(t *testing.T) {
 	t.Helper()
 	ops := w.h.Operations()
-	res, vs := linearize.Check(ops, 2*time.Minute)
+	res, vs := linearize.Check(ops, 4*time.Minute)
 	done, unknown, dropped := w.h.Counts()
 	t.Logf("porcupine: %s; %d operations (%d done, %d unknown, %d failed reads dropped), %d client failures; %v; failures: %v",
 		linearize.Verdict(res), len(ops), done, unknown, dropped, w.failures, w.counts, w.errors)

@@ -81,9 +81,14 @@ func (a *Adapter) deliver(session int64, ev zkwire.WatcherEvent) {
 	if c == nil {
 		return
 	}
-	c.enqueue(ready(packet(zkwire.ReplyHeader{Xid: zkwire.XidNotification, Zxid: -1}, &ev)))
-	if ev.State == zkwire.StateExpired {
-		c.enqueue(nil) // then hang up
+	// Never wait here: events come from the applier (an expiry) and from
+	// the server's session; a client too slow to take them is hung up on.
+	if !c.offer(ready(packet(zkwire.ReplyHeader{Xid: zkwire.XidNotification, Zxid: -1}, &ev))) {
+		c.close()
+		return
+	}
+	if ev.State == zkwire.StateExpired && !c.offer(nil) { // then hang up
+		c.close()
 	}
 }
 
@@ -110,6 +115,16 @@ func (c *clientConn) enqueue(o outgoing) {
 	select {
 	case c.out <- o:
 	case <-c.closed:
+	}
+}
+
+// offer queues o if there is room, without waiting.
+func (c *clientConn) offer(o outgoing) bool {
+	select {
+	case c.out <- o:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -176,6 +176,11 @@ func (d *Driver) config(i int, hosts []systems.Host) string {
 	fmt.Fprintf(&b, "data_file_directories: [%s]\n", filepath.Join(base, "data"))
 	// Small caches and one flush writer and compactor: a small heap on 2 cores.
 	b.WriteString("concurrent_compactors: 1\nmemtable_flush_writers: 1\n")
+	// The request timeouts of the paper's Cassandra 1.2 (10 s; 5.0 has 2 s
+	// for a write, 5 s for a read): a coordinator gives up on a slow
+	// replica, and drops its outstanding request, after 10 s (§5.4.1), and
+	// a healthy write on a loaded machine is not cut at 2 s.
+	b.WriteString("write_request_timeout: 10000ms\nread_request_timeout: 10000ms\ncounter_write_request_timeout: 10000ms\n")
 	return b.String()
 }
 

@@ -58,9 +58,9 @@ func session(addr, ks string, timeout time.Duration) (*gocql.Session, error) {
 }
 
 // requestTimeout bounds a request on the client's side beyond the
-// server's own timeouts (2 s for a write, 5 s for a read, Cassandra's
-// defaults), so the server's answer, a timeout error, is what is seen.
-const requestTimeout = 12 * time.Second
+// server's own timeouts (10 s, config), so the server's answer, a timeout
+// error, is what is seen.
+const requestTimeout = 15 * time.Second
 
 // Client is one load client: a session on one node.
 type Client struct {

@@ -72,6 +72,19 @@ type LocalOptions struct {
 	// Progress is told where the deployment's files are and when it is
 	// ready; nil means io.Discard.
 	Progress io.Writer
+	// Server, when set, starts each replica's server instead of a
+	// redis-server (gait replica cluster --server zookeeper).
+	Server *Server
+}
+
+// Server is a kind of server other than redis-server behind the agents.
+type Server struct {
+	// Start starts one replica's server, its processes on h (so that the
+	// deployment records, kills and cleans them), and returns the address
+	// its agent reaches it at.
+	Start func(ctx context.Context, h systems.Host) (string, error)
+	// Adapter is a new agent's adapter for it.
+	Adapter func() replica.Adapter
 }
 
 // Local is a whole deployment on loopback: one redis-server and one agent
@@ -186,11 +199,19 @@ func (l *Local) add(ctx context.Context, cfg replica.Config) error {
 		return fmt.Errorf("replica %s: %w", cfg.ID, err)
 	}
 	h := loopback.New(cfg.ID, "127.0.0.1", hostDir)
-	srv, err := l.startServer(ctx, h)
-	if err != nil {
-		return fmt.Errorf("replica %s: %w", cfg.ID, err)
+	if s := l.opts.Server; s != nil {
+		srv, err := s.Start(ctx, hostRecorder{h, l})
+		if err != nil {
+			return fmt.Errorf("replica %s: %w", cfg.ID, err)
+		}
+		cfg.ServerAddr, cfg.Adapter = srv, s.Adapter()
+	} else {
+		srv, err := l.startServer(ctx, h)
+		if err != nil {
+			return fmt.Errorf("replica %s: %w", cfg.ID, err)
+		}
+		cfg.RedisAddr = srv
 	}
-	cfg.RedisAddr = srv
 	cfg.DataDir = filepath.Join(hostDir, "replica")
 	a, err := replica.Start(cfg)
 	if err != nil {

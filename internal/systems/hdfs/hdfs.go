@@ -55,6 +55,10 @@ type Driver struct {
 	DeadAfter time.Duration
 	// Conf is added to hdfs-site.xml last, overriding the driver's values.
 	Conf map[string]string
+	// ClassArchive has the DataNodes share one class-data archive of
+	// Hadoop's classes, made by the first DataNode of the first cluster
+	// (see cds.go).
+	ClassArchive bool
 	// StartTimeout bounds the NameNode's start and a small cluster's;
 	// StartPerDataNode is what each DataNode adds on one CPU (see
 	// systems.Fleet).
@@ -78,7 +82,7 @@ const DefaultHome = "/var/cache/gait/hadoop"
 // common are the JVM flags of every daemon and of the client: IPv4 (the
 // testbed's addresses), no perf data file per JVM, and the module openings
 // Hadoop needs on Java 17 (its own scripts add the same).
-var common = []string{
+var common = append([]string{
 	"-XX:-UsePerfData",
 	"-Djava.net.preferIPv4Stack=true",
 	"--add-opens=java.base/java.lang=ALL-UNNAMED",
@@ -88,7 +92,7 @@ var common = []string{
 	"--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
 	"--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
 	"--add-opens=java.base/java.net=ALL-UNNAMED",
-}
+}, archiveFlags...)
 
 // New returns a driver with Hadoop's defaults but where a small machine
 // needs others (heaps, threads, timeouts; see conf).
@@ -104,20 +108,24 @@ func New() *Driver {
 			"-Xms256m", "-Xmx1g", "-XX:+UseParallelGC",
 		},
 		DataNodeJVM: []string{
-			// One DataNode's heap holds its block map and packet buffers;
-			// 96 MB is ample for a test's blocks. Serial GC, a single
-			// compiler tier and small stacks keep each JVM's own
-			// footprint (threads, code cache, GC structures) low.
-			"-Xms24m", "-Xmx96m", "-XX:+UseSerialGC",
-			"-XX:TieredStopAtLevel=1", "-XX:CICompilerCount=1",
+			// A DataNode's heap holds its replica map and packet
+			// buffers: it starts at 8 MB and follows what it holds
+			// (grown when less than a tenth is free after a GC, shrunk
+			// when more than 30%), up to 96 MB. Serial GC, a single
+			// compiler tier, small stacks and the shared class-data
+			// archive (cds.go) keep each JVM's own footprint (threads,
+			// code cache, classes) low.
+			"-Xms8m", "-Xmx96m", "-XX:MinHeapFreeRatio=10", "-XX:MaxHeapFreeRatio=30",
+			"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:CICompilerCount=1",
 			"-XX:ReservedCodeCacheSize=32m", "-XX:MaxMetaspaceSize=96m",
-			"-Xss512k", "-XX:+UseCompressedOops",
+			"-Xss256k", "-XX:+UseCompressedOops",
 		},
+		ClassArchive:     true,
 		Handlers:         10,
 		Replication:      3,
 		DeadAfter:        30 * time.Second,
-		StartTimeout:     90 * time.Second,
-		StartPerDataNode: 10 * time.Second,
+		StartTimeout:     5 * time.Minute,
+		StartPerDataNode: 20 * time.Second,
 	}
 }
 
@@ -233,6 +241,10 @@ func (d *Driver) conf(h, nn systems.Host, dns int) map[string]string {
 		"dfs.datanode.directoryscan.interval": "-1",
 		"dfs.datanode.scan.period.hours":      "-1",
 		"ipc.server.read.threadpool.size":     "1",
+		// A DataNode's used space from its replica map, rather than a
+		// du process it forks every 10 minutes and at start (a hundred
+		// JVMs forking du over FUSE at once).
+		"fs.getspaceused.classname": "org.apache.hadoop.hdfs.server.datanode.fsdataset.impl.ReplicaCachingGetSpaceUsed",
 	}
 	if d.BlockSize > 0 {
 		c["dfs.blocksize"] = strconv.FormatInt(d.BlockSize, 10)
@@ -314,8 +326,12 @@ func writeConf(h systems.Host, props map[string]string) error {
 	return nil
 }
 
+// classPath is Hadoop's jars, then h's configuration directory: the jars
+// hold no site files nor log4j.properties, and a class-data archive made
+// on one host matches another's class path only where the two are the
+// same, the jars.
 func (d *Driver) classPath(h systems.Host) string {
-	return confDir(h) + ":" + filepath.Join(d.Home, "lib", "*")
+	return filepath.Join(d.Home, "lib", "*") + ":" + confDir(h)
 }
 
 // argv runs class on h with args.
@@ -372,8 +388,19 @@ func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Clust
 	if err := d.format(ctx, c.nn, nameDir); err != nil {
 		return nil, err
 	}
+	if _, missing := d.archive(); missing != "" {
+		// The first DataNode makes the archive, with the NameNode
+		// started for it; then every DataNode starts with it.
+		if err := c.nn.launch(d); err != nil {
+			return nil, err
+		}
+		c.trainArchive(ctx, c.members[1], missing)
+	}
 	f := c.fleet(c.members[1:])
 	for i, m := range c.members {
+		if !m.exited() {
+			continue // the NameNode, started for the archive
+		}
 		launch := func() error { return m.launch(d) }
 		if i == 0 {
 			f.Masters[0].Launch = launch
@@ -406,8 +433,9 @@ func (d *Driver) format(ctx context.Context, nn *member, nameDir string) error {
 	return nil
 }
 
-// launch starts m's daemon unless it is running.
-func (m *member) launch(d *Driver) error {
+// launch starts m's daemon unless it is running, with the DataNodes'
+// class-data archive if there is one, and the JVM flags extra.
+func (m *member) launch(d *Driver, extra ...string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.proc != nil && !m.proc.Exited() {
@@ -417,7 +445,19 @@ func (m *member) launch(d *Driver) error {
 	if m.role == RoleNameNode {
 		class = nameNodeClass
 	}
-	proc, err := m.host.Start(m.role, d.argv(m.host, m.role, class), nil)
+	argv := d.argv(m.host, m.role, class)
+	var env []string
+	if m.role == RoleDataNode {
+		if have, _ := d.archive(); have != "" {
+			extra = append(extra, "-XX:SharedArchiveFile="+have)
+		}
+		// Two malloc arenas rather than eight per CPU: a DataNode's
+		// forty threads each touching an arena of its own costs
+		// resident memory for nothing the DataNode needs.
+		env = []string{"MALLOC_ARENA_MAX=2"}
+	}
+	argv = slices.Insert(argv, 1, extra...)
+	proc, err := m.host.Start(m.role, argv, env)
 	if err != nil {
 		return fmt.Errorf("hdfs %s on %s: %w", m.role, m.host.Name(), err)
 	}

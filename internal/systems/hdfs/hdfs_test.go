@@ -2,6 +2,7 @@ package hdfs
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -49,7 +50,7 @@ func startOn(t testing.TB, d *Driver, opts testbed.Options) (*Cluster, *testbed.
 	t.Helper()
 	tb, hosts := upTestbed(t, opts)
 	t0 := time.Now()
-	c, err := d.Start(context.Background(), hosts)
+	c, err := d.Start(systems.WithProgress(context.Background(), func(line string) { t.Log(line) }), hosts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +106,7 @@ func TestCluster(t *testing.T) {
 	if _, err := c.Client(dn); err == nil {
 		t.Fatal("a client of a DataNode's host was given")
 	}
+	checkArchive(t, c)
 
 	a, err := c.Client(nn)
 	if err != nil {
@@ -325,4 +327,24 @@ func TestStartFailure(t *testing.T) {
 		t.Fatalf("error does not quote the log: %v", err)
 	}
 	t.Log(err)
+}
+
+// checkArchive checks that every DataNode of c maps the DataNodes'
+// class-data archive: made by this cluster's first DataNode when no
+// earlier cluster made it.
+func checkArchive(t *testing.T, c *Cluster) {
+	t.Helper()
+	archive, missing := c.d.archive()
+	if archive == "" {
+		t.Fatalf("no class-data archive at %s after a cluster started", missing)
+	}
+	for _, m := range c.members[1:] {
+		maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", m.current().Pid()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(maps), archive) {
+			t.Errorf("the DataNode on %s does not map %s", m.host.Name(), archive)
+		}
+	}
 }

@@ -1,0 +1,51 @@
+#!/bin/bash
+# hdfs-scale.sh: a many-DataNode scenario through `gait run`, with what
+# `gait run` itself does not record: each DataNode JVM's memory (RSS and
+# PSS from /proc/PID/smaps_rollup, threads) once the cluster is ready, the
+# NameNode's, the machine's free memory and load average. The start-up
+# time, creates and errors are gait's own (its log and summary).
+#
+#   sudo scripts/hdfs-scale.sh SCENARIO OUT
+#   env: GAIT (gait binary, default bin/gait)
+#
+# It holds /tmp/gait-mem.lock for the whole run (a hundred JVMs are more
+# than 4 GiB) and prints one line of figures at the end.
+set -euo pipefail
+GAIT=${GAIT:-bin/gait}
+scenario=$1 out=$2
+name=$(awk '/^name:/ {print $2; exit}' "$scenario")
+exec 9>/tmp/gait-mem.lock
+flock 9
+free -g | sed 's/^/free: /'
+mkdir -p "$(dirname "$out")"
+log=$out.log
+"$GAIT" run "$scenario" --out "$out" --format json >"$out.json" 2>"$log" &
+gait=$!
+trap 'kill -INT $gait 2>/dev/null; wait $gait' INT TERM
+until grep -q "cluster ready in" "$log" 2>/dev/null; do
+	kill -0 $gait 2>/dev/null || { tail -30 "$log"; exit 1; }
+	sleep 2
+done
+sleep 10 # the DataNodes' first block reports and the clients' JVM
+mem() { # pid -> "rss_kib pss_kib threads"
+	awk '/^Rss:/ {r=$2} /^Pss:/ {p=$2} END {printf "%d %d ", r, p}' "/proc/$1/smaps_rollup"
+	awk '/^Threads:/ {print $2}' "/proc/$1/status"
+}
+dn=0 rss=0 pss=0 thr=0 maxpss=0
+for pid in $(pgrep -f "gait-$name-.*datanode.DataNode"); do
+	read -r r p t < <(mem "$pid") || continue
+	dn=$((dn + 1)) rss=$((rss + r)) pss=$((pss + p)) thr=$((thr + t))
+	((p > maxpss)) && maxpss=$p
+done
+nn=$(pgrep -f "gait-$name-.*namenode.NameNode" | head -1)
+read -r nnr nnp nnt < <(mem "$nn")
+echo "memory: $dn DataNodes, RSS mean $((rss / dn / 1024)) MiB, PSS mean $((pss / dn / 1024)) MiB (max $((maxpss / 1024))), threads mean $((thr / dn)); all DataNodes PSS $((pss / 1024)) MiB; NameNode RSS $((nnr / 1024)) MiB PSS $((nnp / 1024)) MiB; load $(cut -d' ' -f1-3 /proc/loadavg)"
+free -m | sed 's/^/free at ready: /'
+wait $gait || true
+grep -E "cluster ready in|registered," "$log" | sed 's/^/gait: /'
+python3 - "$out.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("summary:", json.dumps(d)[:1500])
+PY
+echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
