@@ -37,6 +37,8 @@ vet:
 # disk rate) measure this 2-core machine and must not compete with each other.
 # -count=1: every test runs, none is taken from Go's cache, since most drive
 # real servers whose behaviour no source file records.
+# GAIT_BIN: tests that run gait as a command use the binary build just made,
+# rather than each linking its own.
 # The vendored raft is a module of its own, which ./... leaves out: its
 # gait tests (of gait's changes to it) run next.
 # Then each fuzz target of a parser of untrusted input runs briefly (its seed
@@ -46,7 +48,7 @@ vet:
 # fuzz coordinator can fail a clean run with "context deadline exceeded"
 # when a duration ends mid-input (golang/go#75804, fixed in Go 1.27).
 test: deps build vet
-	$(GO) test -p 1 -count=1 -timeout 18m ./...
+	GAIT_BIN=$(abspath $(BIN)) $(GO) test -p 1 -count=1 -timeout 18m ./...
 	$(GO) -C third_party/hashicorp-raft test -count=1 -timeout 2m -run '^TestGait' .
 	$(GO) test -run '^$$' -fuzz '^FuzzCSV$$' -fuzztime 200000x ./internal/latency/
 	$(GO) test -run '^$$' -fuzz '^FuzzHistogramLog$$' -fuzztime 200000x ./internal/latency/

@@ -24,9 +24,15 @@ import (
 
 // GAIT_DOCTEST_LIST=1 lists the examples it would run instead of running them.
 
-// exampleTimeout bounds one example (a block, a transcript line, a
-// command's --help examples): one that needs longer is marked long.
-const exampleTimeout = 30 * time.Second
+// exampleCPU bounds the CPU time of one example (a block, a transcript
+// line, a command's --help examples), its children's included: one that
+// needs more is marked long. CPU time, not wall time, since make test
+// runs on a shared machine whose load would make a wall clock lie;
+// exampleTimeout only stops one that hangs.
+const (
+	exampleCPU     = 20 * time.Second
+	exampleTimeout = 3 * time.Minute
+)
 
 // Markers, as the first line of a block or, in --help, the comment line
 // right above a command.
@@ -289,9 +295,17 @@ func runExample(t *testing.T, root, bin string, ex example) {
 	err := cmd.Run()
 	defer syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	tail := func() string { return lastLines(stdout.String(), 5) + lastLines(stderr.String(), 10) }
+	var cpu time.Duration
+	if cmd.ProcessState != nil {
+		cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	t.Logf("%v CPU", cpu.Round(10*time.Millisecond))
 	switch {
 	case ctx.Err() != nil:
-		t.Errorf("took more than %v: mark it %q with how long it takes (docs/examples.md)\n%s", exampleTimeout, markLong, ex.script)
+		t.Errorf("still running after %v: mark it %q with how long it takes (docs/examples.md)\n%s", exampleTimeout, markLong, ex.script)
+	case cpu > exampleCPU:
+		t.Errorf("took %v of CPU, more than the %v an example may: mark it %q with how long it takes (docs/examples.md)\n%s",
+			cpu.Round(time.Second), exampleCPU, markLong, ex.script)
 	case ex.wantErr != "" && err == nil:
 		t.Errorf("succeeded, but the docs show the error %q\n%s\n%s", ex.wantErr, ex.script, tail())
 	case ex.wantErr != "" && !strings.Contains(stderr.String(), ex.wantErr):

@@ -9,6 +9,9 @@ package analyze
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/gait-dev/gait/internal/latency"
 	"github.com/gait-dev/gait/internal/stats"
@@ -34,6 +37,9 @@ type Result struct {
 	// Bound is the latency bound of Options.Bound in seconds; omitted
 	// without one.
 	Bound *float64 `json:"bound,omitempty"`
+	// CommonFactors are the factor=level pairs every configuration shares,
+	// which each configuration's Label leaves out.
+	CommonFactors []string `json:"common_factors"`
 
 	// sorted holds each configuration's latencies, sorted, for the figures.
 	sorted [][]float64
@@ -41,7 +47,10 @@ type Result struct {
 
 // Configuration is the per-configuration analysis.
 type Configuration struct {
-	Name    string            `json:"name"`
+	Name string `json:"name"`
+	// Label is Name without the factors every configuration shares: what
+	// tells it from the others, for legends, tables and the headline.
+	Label   string            `json:"label"`
 	Factors map[string]string `json:"factors"`
 	Source  string            `json:"source"`
 	Note    string            `json:"note,omitempty"`
@@ -165,13 +174,15 @@ func Run(configs []latency.Configuration, opt Options) Result {
 		Configurations: []Configuration{},
 		Factors:        []FactorEffect{},
 	}
+	configs = slices.DeleteFunc(slices.Clone(configs), func(c latency.Configuration) bool { return len(c.Latencies) == 0 })
+	labels, common := labelsOf(configs)
+	res.CommonFactors = nonNil(common)
+	names := make(map[string]string, len(configs)) // by label
 	var cmp []stats.Config
-	for _, c := range configs {
-		if len(c.Latencies) == 0 {
-			continue
-		}
+	for i, c := range configs {
 		d := stats.Describe(c.Latencies)
 		conf := configuration(c, d)
+		conf.Label, names[labels[i]] = labels[i], c.Name
 		if opt.Bound > 0 {
 			within := stats.CountWithin(c.Latencies, opt.Bound)
 			share := float64(within) / float64(len(c.Latencies))
@@ -179,7 +190,7 @@ func Run(configs []latency.Configuration, opt Options) Result {
 		}
 		res.Configurations = append(res.Configurations, conf)
 		res.sorted = append(res.sorted, c.Latencies)
-		cmp = append(cmp, stats.Config{Name: c.Name, Factors: c.Factors, Desc: d})
+		cmp = append(cmp, stats.Config{Name: labels[i], Factors: c.Factors, Desc: d})
 	}
 	comparison := stats.Compare(cmp)
 	for _, f := range comparison.Factors {
@@ -187,7 +198,7 @@ func Run(configs []latency.Configuration, opt Options) Result {
 			Latency: anova(f.Latency), P99: anova(f.P99), Max: anova(f.Max), Verdict: f.Verdict})
 	}
 	res.SingleLevelFactors = nonNil(comparison.SingleLevel)
-	res.Headline = headline(comparison.Headline)
+	res.Headline = headline(comparison.Headline, names)
 	if n := len(res.warnings()); n > 0 {
 		res.Headline.Verdict += fmt.Sprintf("; but in %d of %d configurations the load generator fell behind "+
 			"its schedule, so their tail is the generator's, not the server's (see the warning)", n, len(res.Configurations))
@@ -266,22 +277,103 @@ func anova(a stats.ANOVA) ANOVA {
 	return out
 }
 
-func headline(h stats.Headline) Headline {
+// headline is h, whose sentence names configurations by their short
+// labels, with its fields naming them in full (names, by label), as
+// configurations[].name does.
+func headline(h stats.Headline, names map[string]string) Headline {
+	full := func(labels []string) []string {
+		out := make([]string, len(labels))
+		for i, l := range labels {
+			out[i] = names[l]
+		}
+		return out
+	}
 	out := Headline{
 		Limit:                 stats.HeadlineFactor,
 		WorstP99OverMean:      h.WorstP99OverMean,
-		WorstP99Configuration: h.WorstP99Config,
+		WorstP99Configuration: names[h.WorstP99Config],
 		Checked:               h.Checked,
-		Unchecked:             nonNil(h.Unchecked),
-		Exceeding:             nonNil(h.Exceeding),
+		Unchecked:             full(h.Unchecked),
+		Exceeding:             full(h.Exceeding),
 		Holds:                 h.Holds,
 		Verdict:               h.Verdict,
 	}
 	if h.Checked > 0 {
 		out.WorstUpperOverMean = &h.WorstUpperOverMean
-		out.WorstUpperConfiguration = h.WorstUpperConfig
+		out.WorstUpperConfiguration = names[h.WorstUpperConfig]
 	}
 	return out
+}
+
+// labelsOf returns each configuration's label, its factors that differ
+// between configurations (so a legend leads with what tells the curves
+// apart), and the factor=level pairs they all share. A configuration
+// whose label would be empty (a single one, or one without factors)
+// keeps its name.
+func labelsOf(configs []latency.Configuration) (labels, common []string) {
+	levels := map[string]map[string]bool{}
+	for _, c := range configs {
+		for k := range c.Factors {
+			levels[k] = map[string]bool{}
+		}
+	}
+	for _, c := range configs {
+		for k := range levels {
+			v, ok := c.Factors[k]
+			if !ok {
+				v = "\x00" // missing differs from every level
+			}
+			levels[k][v] = true
+		}
+	}
+	var varying []string
+	for _, k := range slices.Sorted(maps.Keys(levels)) {
+		switch {
+		case len(levels[k]) == 1:
+			common = append(common, k+"="+configs[0].Factors[k])
+		case !slices.ContainsFunc(varying, func(v string) bool { return sameLevels(configs, v, k) }):
+			varying = append(varying, k)
+		}
+	}
+	labels = make([]string, len(configs))
+	for i, c := range configs {
+		var parts []string
+		for _, k := range varying {
+			if v, ok := c.Factors[k]; ok {
+				parts = append(parts, k+"="+v)
+			}
+		}
+		labels[i] = strings.Join(parts, " ")
+		if labels[i] == "" || len(configs) == 1 {
+			labels[i] = c.Name
+		}
+	}
+	if len(configs) == 1 {
+		common = nil
+	}
+	return labels, common
+}
+
+// sameLevels says whether factors a and b split the configurations alike,
+// level for level (a scenario's factor and slowdown): a label needs only
+// one of them.
+func sameLevels(configs []latency.Configuration, a, b string) bool {
+	ab, ba := map[string]string{}, map[string]string{}
+	for _, c := range configs {
+		va, oka := c.Factors[a]
+		vb, okb := c.Factors[b]
+		if oka != okb {
+			return false
+		}
+		if w, seen := ab[va]; seen && w != vb {
+			return false
+		}
+		if w, seen := ba[vb]; seen && w != va {
+			return false
+		}
+		ab[va], ba[vb] = vb, va
+	}
+	return true
 }
 
 // nonNil makes an empty list encode as [] rather than null.

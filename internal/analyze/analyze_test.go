@@ -3,6 +3,7 @@ package analyze
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -362,4 +363,59 @@ func TestGeneratorWarning(t *testing.T) {
 	if !strings.Contains(html.String(), "WARNING: load=open: the load generator fell behind") {
 		t.Errorf("HTML lacks the warning")
 	}
+}
+
+// TestLabelsLeadWithWhatDiffers: runs of a scenario share system, fault and
+// target; the legend, the table and the headline name each configuration
+// by its factor and repetition only, say once what all share, and the JSON
+// keeps the full names.
+func TestLabelsLeadWithWhatDiffers(t *testing.T) {
+	var cs []latency.Configuration
+	for _, f := range []string{"1", "10"} {
+		for _, rep := range []string{"1", "2"} {
+			factors := map[string]string{"factor": f, "slowdown": f + "x", "repetition": rep, "fault": "nic", "system": "zookeeper",
+				"target": "leader", "source": "runs/long/path/shared/by/all"}
+			lat := make([]float64, 600)
+			for i := range lat {
+				lat[i] = 0.001 * float64(1+i%7)
+			}
+			lat[0] = 0.5
+			cs = append(cs, latency.Configuration{Name: latencyName(factors), Factors: factors, Latencies: lat})
+		}
+	}
+	res := Run(cs, Options{})
+	if got := res.Configurations[1].Label; got != "factor=1 repetition=2" {
+		t.Errorf("label %q, want factor=1 repetition=2", got)
+	}
+	if want := []string{"fault=nic", "source=runs/long/path/shared/by/all", "system=zookeeper", "target=leader"}; !slices.Equal(res.CommonFactors, want) {
+		t.Errorf("common %v, want %v", res.CommonFactors, want)
+	}
+	if strings.Contains(res.Headline.Verdict, "zookeeper") || !strings.Contains(res.Headline.Verdict, "factor=") {
+		t.Errorf("headline repeats what all share: %s", res.Headline.Verdict)
+	}
+	if !strings.Contains(res.Headline.WorstP99Configuration, "system=zookeeper") {
+		t.Errorf("JSON headline names %q, want the full name", res.Headline.WorstP99Configuration)
+	}
+	var text, html bytes.Buffer
+	if err := res.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "All 4 configurations: fault=nic source=runs/long/path/shared/by/all system=zookeeper target=leader.\n") ||
+		strings.Count(text.String(), "zookeeper") != 1 {
+		t.Errorf("text names what all share other than once:\n%s", text.String())
+	}
+	if err := res.WriteHTML(&html, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(html.String(), "zookeeper") != 1 {
+		t.Errorf("HTML names what all share %d times, want once", strings.Count(html.String(), "zookeeper"))
+	}
+}
+
+func latencyName(factors map[string]string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(factors)) {
+		parts = append(parts, k+"="+factors[k])
+	}
+	return strings.Join(parts, " ")
 }

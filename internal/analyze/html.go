@@ -27,6 +27,9 @@ func (r Result) WriteHTML(w io.Writer, title string) error {
 		p.Note("WARNING: " + warn + ".")
 	}
 	p.Note("Headline: " + r.Headline.Verdict + ".")
+	if common := r.common(); common != "" {
+		p.Paragraph(common + " The legends and tables below name each configuration by what tells it from the others.")
+	}
 
 	order := r.byMean()
 	p.Heading("Latency distributions")
@@ -134,7 +137,7 @@ func (r Result) ccdfChart() report.Chart {
 	lo, hi := math.Inf(1), 0.0
 	for i, s := range r.sorted {
 		x, y := ccdf(s)
-		c.Series = append(c.Series, report.Series{Name: r.Configurations[i].Name, X: x, Y: y})
+		c.Series = append(c.Series, report.Series{Name: r.Configurations[i].Label, X: x, Y: y})
 		lo, hi = min(lo, s[0]), max(hi, s[len(s)-1])
 	}
 	if lo == 0 {
@@ -234,7 +237,7 @@ func (r Result) detailRows(order []int) [][]string {
 		if c.C2.LargestOverMean != nil {
 			largest = units.Sig(*c.C2.LargestOverMean)
 		}
-		rows = append(rows, []string{c.Name, units.Seconds(c.Std), units.Seconds(c.Min), units.Seconds(c.P90),
+		rows = append(rows, []string{c.Label, units.Seconds(c.Std), units.Seconds(c.Min), units.Seconds(c.P90),
 			units.Seconds(c.C2.Threshold), largest, units.Seconds(c.Haircut.Mean), strconv.Itoa(c.Haircut.Removed),
 			c.P99CI95.text(), c.Source})
 	}

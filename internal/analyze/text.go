@@ -32,6 +32,9 @@ func (r Result) WriteText(w io.Writer) error {
 	for _, warn := range r.warnings() {
 		b.WriteString("WARNING: " + warn + ".\n")
 	}
+	if common := r.common(); common != "" {
+		b.WriteString(common + "\n")
+	}
 	writeAligned(b, r.table())
 	b.WriteString("\n")
 	for _, line := range r.summary() {
@@ -93,7 +96,7 @@ func (c Configuration) row() []string {
 		c1 = "yes"
 	}
 	row := []string{
-		c.Name, strconv.Itoa(c.Count), units.Seconds(c.Mean), units.Seconds(c.P50), units.Seconds(c.P99), units.Seconds(c.P999),
+		c.Label, strconv.Itoa(c.Count), units.Seconds(c.Mean), units.Seconds(c.P50), units.Seconds(c.P99), units.Seconds(c.P999),
 		units.Seconds(c.Max), c1, fmt.Sprintf("%d (%s)", c.C2.Count, percent(c.C2.Share)),
 		units.Seconds(c.Haircut.Max), ratioText(c.P99OverMean), c.P99CI99.text(),
 	}
@@ -155,13 +158,22 @@ func (r Result) summary() []string {
 	return lines
 }
 
+// common says what every configuration shares, which their labels leave
+// out; empty when they share nothing.
+func (r Result) common() string {
+	if len(r.CommonFactors) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("All %d configurations: %s.", len(r.Configurations), strings.Join(r.CommonFactors, " "))
+}
+
 // warnings returns, first thing to read, each configuration whose latencies
 // are not the server's alone, and why.
 func (r Result) warnings() []string {
 	var out []string
 	for _, c := range r.Configurations {
 		if c.Warning != "" {
-			out = append(out, c.Name+": "+c.Warning)
+			out = append(out, c.Label+": "+c.Warning)
 		}
 	}
 	return out
@@ -179,7 +191,7 @@ func (r Result) notes() []string {
 		if _, ok := names[c.Note]; !ok {
 			order = append(order, c.Note)
 		}
-		names[c.Note] = append(names[c.Note], c.Name)
+		names[c.Note] = append(names[c.Note], c.Label)
 	}
 	out := make([]string, len(order))
 	for i, n := range order {

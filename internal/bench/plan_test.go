@@ -1,6 +1,10 @@
 package bench
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"time"
+)
 
 // TestStepNames names a step without a slowdown by what it injects, in
 // tables (Label) and run directories (Dir), and finds its runs under the
@@ -46,5 +50,20 @@ func TestStepNames(t *testing.T) {
 		if len(ids) != want {
 			t.Errorf("%s: %d names for %d runs: %v", c.inject, len(ids), len(s.Runs()), ids)
 		}
+	}
+}
+
+// TestStatusPastThePlannedLength: once the schedule is over the line says
+// the run waits for its requests in flight (not "24s of 20s"), and once
+// the workload is done, what comes next.
+func TestStatusPastThePlannedLength(t *testing.T) {
+	st := Status{Run: 2, Runs: 4, ID: RunID{Step: Step{Index: 1, Factor: 10}, Rep: 1}, Elapsed: 24 * time.Second,
+		Planned: 20 * time.Second, Requests: 900, ETA: time.Minute, ScenarioRun: 2 * time.Minute}
+	if got := st.String(); !strings.Contains(got, ": 20s of 20s, +4s for the requests in flight, 900 requests") {
+		t.Errorf("past the plan: %q", got)
+	}
+	st.Done = true
+	if got := st.String(); !strings.Contains(got, "workload done, writing the run and resetting the cluster") || strings.Contains(got, "24s") {
+		t.Errorf("done: %q", got)
 	}
 }

@@ -52,6 +52,9 @@ type Status struct {
 	Requests    int64         // completed in this run
 	ETA         time.Duration // for the whole scenario, -1 while unknown
 	ScenarioRun time.Duration // since the scenario started
+	// Done says the workload is over: what follows is writing the run and
+	// stopping or resetting the cluster.
+	Done bool
 }
 
 // RunResult is one finished run.
@@ -518,8 +521,9 @@ func (lr *liveRun) progress() func(load.Progress) {
 	return func(p load.Progress) {
 		st := Status{Run: lr.current + 1, Runs: len(lr.runs), ID: lr.id, Elapsed: p.Elapsed, Planned: planned,
 			Requests: p.Done, ScenarioRun: time.Since(lr.started), ETA: lr.eta(p)}
+		st.Done = p.Final
 		switch {
-		case p.Final:
+		case p.Final && lr.opt.Status == nil:
 		case lr.opt.Status != nil:
 			lr.opt.Status(st)
 		default:
@@ -533,12 +537,23 @@ func (s Status) String() string {
 	if s.ETA >= 0 {
 		eta = s.ETA.Round(time.Second).String()
 	}
-	of := ""
+	elapsed, of := s.Elapsed, ""
 	if s.Planned > 0 {
-		of = " of " + s.Planned.String()
+		// Past the planned length the schedule is over and the run waits
+		// for the requests still in flight: say so, not "24s of 20s".
+		if over := elapsed - s.Planned; over >= time.Second {
+			of = fmt.Sprintf(" of %v, +%v for the requests in flight", s.Planned, over.Round(time.Second))
+			elapsed = s.Planned
+		} else {
+			of = " of " + s.Planned.String()
+		}
 	}
-	return fmt.Sprintf("[%d/%d] %s r%d: %v%s, %d requests; scenario %v elapsed, about %s left",
-		s.Run, s.Runs, s.ID.Step.Label(), s.ID.Rep, s.Elapsed.Round(time.Second), of, s.Requests,
+	run := fmt.Sprintf("%v%s", elapsed.Round(time.Second), of)
+	if s.Done {
+		run = "workload done, writing the run and resetting the cluster"
+	}
+	return fmt.Sprintf("[%d/%d] %s r%d: %s, %d requests; scenario %v elapsed, about %s left",
+		s.Run, s.Runs, s.ID.Step.Label(), s.ID.Rep, run, s.Requests,
 		s.ScenarioRun.Round(time.Second), eta)
 }
 

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/gait-dev/gait/internal/analyze"
 	"github.com/gait-dev/gait/internal/latency"
+	"github.com/gait-dev/gait/internal/units"
 	"github.com/spf13/cobra"
 )
 
@@ -21,14 +21,18 @@ func newAnalyzeCmd() *cobra.Command {
 		Long: `Analyze latency measurements the way "Middleware, Fault-Tolerance and the
 Magical 1%" does, and tell how predictable they are.
 
-PATH is a run directory, a directory of run directories, a CSV file or an
-HdrHistogram interval log; several PATHs are analysed together.
+PATH is a run directory, a directory holding run directories (up to three
+levels down: runs/RUN, runs/SCENARIO/RUN, runs/SUITE/EXPERIMENT/RUN; what is
+skipped is said on standard error), a CSV file or an HdrHistogram interval
+log; several PATHs are analysed together.
 
   CSV       a header row, then one row per request. The latency column is the
             one named latency_ns, latency_us, latency_ms or latency_s (the
             suffix is the unit), or the one --latency-column names. Every
             other column is a factor (clients, payload, ...): rows with equal
-            factor values form one configuration.
+            factor values form one configuration. In gait export's CSV,
+            start_s, host, outcome and involved describe each request and
+            are not factors; op and the run's factors are.
   histogram an HdrHistogram interval log (HistogramLogWriter, jHiccup, wrk2
             forks); each Tag= is a configuration. The log does not record its
             unit: gait infers ns or µs and says so; --unit overrides.
@@ -71,11 +75,17 @@ every field.`,
 			}
 			var aopt analyze.Options
 			if bound != "" {
-				b, err := time.ParseDuration(bound)
-				if err != nil || b <= 0 {
-					return fmt.Errorf("analyze: --bound %q: want a positive duration such as 10ms", bound)
+				b, err := units.ParseDuration(bound)
+				if err != nil {
+					return fmt.Errorf("--bound: %w", err)
 				}
-				aopt.Bound = b.Seconds()
+				if b <= 0 {
+					return fmt.Errorf("--bound %q: want a positive duration such as 10ms", bound)
+				}
+				aopt.Bound = b
+			}
+			opt.Skipped = func(path, why string) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "gait analyze: skipped %s: %s\n", path, why)
 			}
 			configs, err := latency.LoadAll(args, opt)
 			if err != nil {

@@ -121,9 +121,9 @@ func TestAnalyzeBadInput(t *testing.T) {
 		{"bad format", []string{write(t, dir, "ok2.csv", "latency_us\n1\n"), "--format", "xml"},
 			`analyze: --format "xml": want text or json`},
 		{"bound not a duration", []string{write(t, dir, "ok3.csv", "latency_us\n1\n"), "--bound", "2"},
-			`analyze: --bound "2": want a positive duration such as 10ms`},
+			`--bound: "2": a duration needs a unit, such as 2ms or 2s`},
 		{"bound not positive", []string{write(t, dir, "ok4.csv", "latency_us\n1\n"), "--bound", "-1ms"},
-			`analyze: --bound "-1ms": want a positive duration such as 10ms`},
+			`--bound "-1ms": want a positive duration such as 10ms`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gait-dev/gait/internal/suite"
 	"github.com/gait-dev/gait/internal/testbed"
+	"github.com/gait-dev/gait/internal/units"
 	"github.com/gait-dev/gait/internal/verdict"
 	"github.com/spf13/cobra"
 )
@@ -92,7 +93,7 @@ func runBench(cmd *cobra.Command, args []string, f benchFlags) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	if dry, _ := cmd.Flags().GetBool("dry-run"); dry {
 		for _, s := range scenarios {
-			fmt.Fprintf(stdout, "%-40s %-10s %d runs  %s\n", s.Name, s.System, len(s.Runs()), s.File)
+			fmt.Fprintf(stdout, "%-40s %-10s %-7s  %s\n", s.Name, s.System, units.Count(len(s.Runs()), "run"), s.File)
 		}
 		return nil
 	}

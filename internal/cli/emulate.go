@@ -86,7 +86,7 @@ unmounts DIR.`,
 	}
 	cmd.Flags().StringVar(&m.Store, "store", "", "the directory the files are kept in (required)")
 	cmd.Flags().StringVar(&bandwidth, "bandwidth", "", "emulate a disk of this bandwidth, e.g. 80MB/s (default: no limit)")
-	cmd.Flags().DurationVar(&m.Latency, "latency", 0, "added to every read, write and fsync")
+	durationVar(cmd.Flags(), &m.Latency, "latency", 0, "added to every read, write and fsync")
 	cmd.Flags().Float64Var(&factor, "factor", 1, "slow the disk down by this factor (needs --bandwidth or --latency to matter)")
 	cmd.Flags().BoolVar(&m.WriteBack, "write-back", false, "let the kernel cache writes and pass them on in 1 MiB pieces (default: each write goes straight to the server, direct I/O)")
 	cmd.Flags().StringVar(&m.StateDir, "state-dir", testbed.DefaultStateDir, "where the mount is recorded for 'gait clean' (in its emulate/)")

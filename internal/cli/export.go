@@ -1,17 +1,14 @@
 package cli
 
 import (
-	"fmt"
-
 	"github.com/gait-dev/gait/internal/rundir"
 	"github.com/spf13/cobra"
 )
 
 func newExportCmd() *cobra.Command {
-	var csvOut bool
 	var output string
 	cmd := &cobra.Command{
-		Use:   "export RUN --csv [-o FILE]",
+		Use:   "export RUN [--csv] [-o FILE]",
 		Short: "Write a run directory's samples as CSV",
 		Long: `Write every sample of a run directory as CSV, one row per request:
 start_s (intended start, seconds since the run began), latency_ns, op, host,
@@ -21,9 +18,6 @@ the output can be fed back to gait analyze or to any other tool.`,
   gait export runs/etcd-leader-nic/f100-r1 --csv > samples.csv`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !csvOut {
-				return fmt.Errorf("export: choose an output format (--csv)")
-			}
 			run, err := rundir.Open(args[0])
 			if err != nil {
 				return err
@@ -31,7 +25,8 @@ the output can be fed back to gait analyze or to any other tool.`,
 			return writeOutput(output, cmd.OutOrStdout(), run.WriteCSV)
 		},
 	}
-	cmd.Flags().BoolVar(&csvOut, "csv", false, "write CSV")
+	// CSV is the only format, so the default; --csv stays accepted.
+	cmd.Flags().Bool("csv", true, "write CSV (the only format, and the default)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to FILE instead of standard output")
 	return cmd
 }

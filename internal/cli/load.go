@@ -80,13 +80,13 @@ from /proc once a second into the run's time series. See docs/load.md.`,
 	fl.IntVar(&f.keys, "keys", 0, fmt.Sprintf("number of keys (default %d)", load.DefaultKeys))
 	fl.StringVar(&f.keyDist, "key-dist", "uniform", "key popularity: uniform, zipf or zipf:S (S > 1)")
 	fl.StringVar(&f.valueSize, "value-size", load.FormatSize(load.DefaultValueSize), "bytes per written value: 64B, 1KiB, 16KiB, ... (at most "+load.FormatSize(load.MaxValueSize)+")")
-	fl.DurationVar(&f.duration, "duration", 0, fmt.Sprintf("run length (default %v unless --requests is given)", load.DefaultDuration))
+	durationVar(fl, &f.duration, "duration", 0, fmt.Sprintf("run length (default %v unless --requests is given)", load.DefaultDuration))
 	fl.IntVar(&f.requests, "requests", 0, "stop after this many requests")
-	fl.DurationVar(&f.timeout, "timeout", 0, fmt.Sprintf("per-request timeout (default %v)", load.DefaultTimeout))
-	fl.DurationVar(&f.calibrate, "calibrate", 0, fmt.Sprintf("length of the calibration run for a rate given in %% (default %v)", load.DefaultCalibrate))
+	durationVar(fl, &f.timeout, "timeout", 0, fmt.Sprintf("per-request timeout (default %v)", load.DefaultTimeout))
+	durationVar(fl, &f.calibrate, "calibrate", 0, fmt.Sprintf("length of the calibration run for a rate given in %% (default %v)", load.DefaultCalibrate))
 	fl.IntVar(&f.calibrateClients, "calibrate-clients", 0, fmt.Sprintf("clients of the calibration run (default %d)", load.DefaultCalibrateClients))
 	fl.IntVar(&f.waitReplicas, "wait-replicas", 0, "after every write, wait until this many replicas have it (Redis's WAIT); fewer in time is an error")
-	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "longest a write waits for --wait-replicas (default: the request's own timeout)")
+	durationVar(fl, &f.waitTimeout, "wait-timeout", 0, "longest a write waits for --wait-replicas (default: the request's own timeout)")
 	fl.BoolVar(&f.noPreload, "no-preload", false, "do not write every key before the run")
 	fl.Uint64Var(&f.seed, "seed", load.DefaultSeed, "random seed of the ops, keys, values and arrivals")
 	fl.StringArrayVar(&f.factors, "factor", nil, "configuration factor NAME=VALUE stored with the run (repeatable)")
@@ -293,6 +293,10 @@ func runLoad(ctx context.Context, cmd *cobra.Command, f loadFlags) error {
 		m.Probes = []load.Probe{procstat.NewSampler(p.targets...).Sample}
 	}
 	out, err := load.Measure(ctx, m)
+	if err != nil && ctx.Err() != nil {
+		// Ctrl-C or SIGTERM, not a failure of the server: say that.
+		return fmt.Errorf("load %s: interrupted (nothing written)", f.out)
+	}
 	if err != nil {
 		return fmt.Errorf("load %s: %w (nothing written)", f.out, err)
 	}

@@ -130,7 +130,10 @@ func (in *modelInputs) system(needRate, needBound bool) (model.System, error) {
 	}
 	if in.bound != "" {
 		b, err := model.ParseDuration(in.bound)
-		if err != nil || b <= 0 {
+		if err != nil {
+			return sys, fmt.Errorf("--bound: %w", err)
+		}
+		if b <= 0 {
 			return sys, fmt.Errorf("--bound %q: want a positive duration such as 10ms", in.bound)
 		}
 		sys.Bound = b

@@ -122,8 +122,8 @@ func TestModelExtremeFlagsNeverPanic(t *testing.T) {
 		{"--bound", "10ms", "--rate", "1e-300"},
 		{"--bound", "10ms", "--rate", "1e300"},
 		{"--bound", "10ms", "--utilization", "1e-300"},
-		{"--bound", "1e-300", "--rate", "100"},
-		{"--bound", "1e300", "--rate", "100"},
+		{"--bound", "1e-300s", "--rate", "100"},
+		{"--bound", "1e300s", "--rate", "100"},
 		{"--bound", "2562047h", "--rate", "100"},
 		{"--bound", "10ms", "--utilization", "0.999"},
 	} {
@@ -139,7 +139,7 @@ func TestModelExtremeFlagsNeverPanic(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"predict", "--service", "pareto:1ms,1.0000001", "--bound", "10ms", "--rate", "1e-6", "--duplicates", "1,2", "--replicas", "1"},
-		{"predict", "--service", "const:1e300", "--bound", "1ns", "--rate", "1e-310", "--duplicates", "1,2", "--replicas", "1"},
+		{"predict", "--service", "const:1e300s", "--bound", "1ns", "--rate", "1e-310", "--duplicates", "1,2", "--replicas", "1"},
 		{"simulate", "--service", "exp:1ms", "--bound", "10ms", "--rate", "1e-15", "--duplicates", "1,2", "--replicas", "1", "--requests", "1000"},
 		{"figure7", "--service", "exp:1ms", "--bound", "5ms", "--utilizations", "1.5", "--max-nodes", "2"},
 		{"plan", "--service", "exp:1ms", "--target", "99.9%@10ms", "--rate", "1e-15"},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gait-dev/gait/internal/bench"
 	"github.com/gait-dev/gait/internal/testbed"
+	"github.com/gait-dev/gait/internal/units"
 	"github.com/spf13/cobra"
 )
 
@@ -103,7 +104,7 @@ func runScenario(cmd *cobra.Command, path string, f runFlags) error {
 	}
 	ctx, stop := testbed.SignalContext(cmd.Context())
 	defer stop()
-	fmt.Fprintf(stderr, "gait run %s: %d runs, results in %s\n", s.Name, len(s.Runs()), f.out)
+	fmt.Fprintf(stderr, "gait run %s: %s, results in %s\n", s.Name, units.Count(len(s.Runs()), "run"), f.out)
 	status := newStatusLine(stderr)
 	results, err := bench.Run(ctx, s, bench.Options{Out: f.out, StateDir: f.stateDir, Log: status, Resume: f.resume,
 		Status: func(st bench.Status) { status.show(st.String()) }})
@@ -158,7 +159,7 @@ func rereport(cmd *cobra.Command, f runFlags) error {
 }
 
 func printPlan(w io.Writer, s *bench.Scenario) error {
-	fmt.Fprintf(w, "%s: %s on %d hosts, %d runs\n", s.File, s.System, s.Nodes, len(s.Runs()))
+	fmt.Fprintf(w, "%s: %s on %d hosts, %s\n", s.File, s.System, s.Nodes, units.Count(len(s.Runs()), "run"))
 	for _, r := range s.Runs() {
 		var faults []string
 		for _, f := range r.Step.Faults {

@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
 
 	"github.com/gait-dev/gait/internal/clip"
+	"github.com/gait-dev/gait/internal/rundir"
 )
 
 // latencyColumns are the column names recognised without --latency-column,
@@ -29,10 +31,14 @@ type csvReader struct {
 	lines  lineReader
 	header []string
 	latCol int
-	perSec float64
-	groups []*csvGroup
-	index  map[string]*csvGroup // by the raw bytes of an unquoted row
-	quoted map[string]*csvGroup // by the fields of a quoted row
+	// notFactor marks the columns that are not factors: the latency, and
+	// gait export's per-request columns (rundir.PerRequestColumns).
+	notFactor  []bool
+	perRequest bool // a column besides the latency is not a factor
+	perSec     float64
+	groups     []*csvGroup
+	index      map[string]*csvGroup // by the raw bytes of an unquoted row
+	quoted     map[string]*csvGroup // by the fields of a quoted row
 	// byValues finds a group by its factor values, however a row spells them.
 	byValues map[string]*csvGroup
 	key      []byte // scratch for a row's factor bytes
@@ -117,6 +123,14 @@ func (c *csvReader) readHeader(opt Options) error {
 	if c.latCol, c.perSec, err = latencyColumn(c.header, opt); err != nil {
 		return fmt.Errorf("%s:%d: %w", c.path, c.lines.line, err)
 	}
+	c.notFactor = make([]bool, len(c.header))
+	c.notFactor[c.latCol] = true
+	perRequest := rundir.PerRequestColumns(c.header)
+	for i, h := range c.header {
+		if slices.Contains(perRequest, h) {
+			c.notFactor[i], c.perRequest = true, true
+		}
+	}
 	return nil
 }
 
@@ -180,7 +194,7 @@ func isLatencyName(h string) bool {
 
 // row adds one data row.
 func (c *csvReader) row(line []byte) error {
-	if bytes.IndexByte(line, '"') >= 0 {
+	if bytes.IndexByte(line, '"') >= 0 || c.perRequest {
 		return c.quotedRow(line)
 	}
 	// Find the latency field and check the field count in one scan.
@@ -233,7 +247,9 @@ func (c *csvReader) row(line []byte) error {
 	return nil
 }
 
-// quotedRow adds a row that contains quotes, splitting it as RFC 4180 says.
+// quotedRow adds a row that contains quotes, splitting it as RFC 4180 says,
+// or a row of a file with per-request columns, which the plain path's key
+// (the line without its latency) would make a configuration each.
 func (c *csvReader) quotedRow(line []byte) error {
 	fields, err := splitQuoted(line)
 	if err != nil {
@@ -251,7 +267,7 @@ func (c *csvReader) quotedRow(line []byte) error {
 	// agree (a NUL separator could: "a\x00","b" and "a","\x00b").
 	key := c.key[:0]
 	for i, f := range fields {
-		if i != c.latCol {
+		if !c.notFactor[i] {
 			key = append(binary.AppendUvarint(key, uint64(len(f))), f...)
 		}
 	}
@@ -274,7 +290,7 @@ func (c *csvReader) newGroup(fields [][]byte) *csvGroup {
 	var values []string
 	var k []byte // each value's length and bytes: no value can fake a boundary
 	for i, f := range fields {
-		if i != c.latCol {
+		if !c.notFactor[i] {
 			v := strings.TrimSpace(string(f))
 			values = append(values, v)
 			k = append(binary.AppendUvarint(k, uint64(len(v))), v...)
@@ -384,7 +400,7 @@ func splitQuoted(line []byte) ([][]byte, error) {
 func (c *csvReader) configurations() []Configuration {
 	var names []string
 	for i, h := range c.header {
-		if i != c.latCol {
+		if !c.notFactor[i] {
 			names = append(names, h)
 		}
 	}

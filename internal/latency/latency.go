@@ -45,6 +45,9 @@ type Options struct {
 	// Empty means the column name's suffix for CSV and an inferred unit
 	// for histogram logs.
 	Unit string
+	// Skipped, if set, is told of each directory passed over while
+	// looking for run directories under a path, and why.
+	Skipped func(path, why string)
 }
 
 // units maps unit names to the number of units in one second; dividing by it
@@ -82,7 +85,11 @@ func Load(path string, opt Options) ([]Configuration, error) {
 		return nil, err
 	}
 	if st.IsDir() {
-		return loadDir(path)
+		skip := opt.Skipped
+		if skip == nil {
+			skip = func(string, string) {}
+		}
+		return loadDir(path, skip)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -167,8 +174,10 @@ const (
 )
 
 // sniff tells a histogram log from a CSV file by its first line: a log opens
-// with a '#' comment, its legend, a Tag= or an interval whose fourth field is
-// an encoded histogram ("HIST..."); a CSV file opens with its header.
+// with a "#[" comment (#[StartTime: ...], #[Histogram log format version
+// ...]), its legend, a Tag= or an interval whose fourth field is an encoded
+// histogram ("HIST..."); a CSV file opens with its header. A mere '#' is not
+// enough: a Markdown file opens with one too.
 func sniff(r *bufio.Reader) (kind, error) {
 	head, err := r.Peek(4096)
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
@@ -180,7 +189,7 @@ func sniff(r *bufio.Reader) (kind, error) {
 	}
 	line, _, _ := bytes.Cut(head, []byte{'\n'})
 	switch {
-	case line[0] == '#', bytes.HasPrefix(line, []byte(`"StartTimestamp"`)), bytes.HasPrefix(line, []byte("Tag=")):
+	case bytes.HasPrefix(line, []byte("#[")), bytes.HasPrefix(line, []byte(`"StartTimestamp"`)), bytes.HasPrefix(line, []byte("Tag=")):
 		return kindHistogramLog, nil
 	}
 	fields := bytes.Split(line, []byte{','})

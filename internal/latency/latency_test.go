@@ -2,6 +2,7 @@ package latency
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"math"
 	"os"
@@ -483,5 +484,108 @@ func TestRunDirectoryGeneratorBehind(t *testing.T) {
 	}
 	if cs[1].Warning != "" {
 		t.Errorf("kept its schedule, yet warned %q", cs[1].Warning)
+	}
+}
+
+// TestExportedCSVIsOneConfigurationPerOp: gait export's CSV read back
+// groups by op and the run's factors, not by each request's start, host
+// or outcome (which made every request a configuration of its own).
+func TestExportedCSVIsOneConfigurationPerOp(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	w, err := rundir.Create(dir, rundir.Config{System: "redis", Ops: []string{"get", "set"},
+		Hosts: []rundir.Host{{Name: "h0"}, {Name: "h1"}, {Name: "h2"}}, Factors: map[string]string{"clients": "8"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 60 {
+		var inv rundir.HostSet
+		inv.Add(uint8(i % 3))
+		w.Add(rundir.Sample{Start: time.Duration(i) * time.Millisecond, Latency: time.Duration(100+i) * time.Microsecond,
+			Op: uint8(i % 2), Host: uint8(i % 3), Outcome: rundir.Outcome(i % 3), Involved: inv})
+	}
+	if err := w.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	run, err := rundir.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var csv bytes.Buffer
+	if err := run.WriteCSV(&csv); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(csv.String(), "start_s,latency_ns,op,host,outcome,involved,clients\n") {
+		t.Fatalf("export header: %q", strings.SplitN(csv.String(), "\n", 2)[0])
+	}
+	path := writeFile(t, "export.csv", csv.String())
+	cs, err := Load(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 2 || cs[0].Name != "op=get clients=8" || cs[1].Name != "op=set clients=8" ||
+		len(cs[0].Latencies) != 30 || len(cs[1].Latencies) != 30 {
+		for _, c := range cs[:min(len(cs), 3)] {
+			t.Logf("%s: %d", c.Name, len(c.Latencies))
+		}
+		t.Fatalf("%d configurations, want op=get and op=set with 30 requests each", len(cs))
+	}
+	// A CSV of one's own keeps every column but the latency as a factor.
+	own := writeFile(t, "own.csv", "host,latency_us\na,1\nb,2\n")
+	if cs, err := Load(own, Options{}); err != nil || len(cs) != 2 || cs[0].Factors["host"] != "a" {
+		t.Errorf("own CSV: %+v %v", cs, err)
+	}
+}
+
+// TestRunDirectoriesDeeper: runs/ holding run directories beside a
+// scenario's output (runs/SCENARIO/RUN) and a suite's
+// (runs/SUITE/EXPERIMENT/RUN) reads them all, and names what it skipped.
+func TestRunDirectoriesDeeper(t *testing.T) {
+	root := t.TempDir()
+	cfg := func(name string) rundir.Config {
+		return rundir.Config{System: "etcd", Factors: map[string]string{"run": name}}
+	}
+	writeRun(t, filepath.Join(root, "a"), cfg("a"), time.Millisecond)
+	writeRun(t, filepath.Join(root, "leader-nic", "f1-r1"), cfg("s1"), time.Millisecond)
+	writeRun(t, filepath.Join(root, "leader-nic", "f10-r1"), cfg("s10"), time.Millisecond)
+	writeRun(t, filepath.Join(root, "bench", "zk-leader", "f1-r1"), cfg("b1"), time.Millisecond)
+	writeRun(t, filepath.Join(root, "too", "deep", "down", "f1-r1"), cfg("deep"), time.Millisecond)
+	os.MkdirAll(filepath.Join(root, "leader-nic", "hosts", "f1-r1", "h0"), 0o755) // the servers' logs
+	os.MkdirAll(filepath.Join(root, "empty", "dir"), 0o755)
+	writeRun(t, filepath.Join(root, "leader-nic", "f100-r1"), cfg("killed"), time.Millisecond)
+	os.Rename(filepath.Join(root, "leader-nic", "f100-r1"), filepath.Join(root, "leader-nic", "f100-r1"+rundir.PartialSuffix))
+
+	var skipped []string
+	cs, err := Load(root, Options{Skipped: func(path, why string) {
+		rel, _ := filepath.Rel(root, path)
+		skipped = append(skipped, rel+": "+why)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cs {
+		got = append(got, c.Factors["run"])
+	}
+	if want := []string{"a", "b1", "s1", "s10"}; !slices.Equal(got, want) {
+		t.Errorf("runs read %v, want %v", got, want)
+	}
+	want := []string{
+		"empty: holds no run directory (no run.json)",
+		"leader-nic/f100-r1.partial: an unfinished run directory (its writer stopped before the end)",
+		"too/deep/down: not a run directory, and gait analyze looks 3 levels down at most",
+	}
+	if !slices.Equal(skipped, want) {
+		t.Errorf("skipped:\n%s\nwant:\n%s", strings.Join(skipped, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestMarkdownIsNotAHistogramLog: a file opening with "# title" is not
+// taken for an HdrHistogram log (whose comments open "#["), so the error
+// is about what it lacks as a CSV, not about interval-log fields.
+func TestMarkdownIsNotAHistogramLog(t *testing.T) {
+	path := writeFile(t, "README.md", "# gait\n\nsome text, with a comma\n")
+	_, err := Load(path, Options{})
+	if err == nil || strings.Contains(err.Error(), "interval") || !strings.Contains(err.Error(), "no latency column") {
+		t.Errorf("README.md: %v, want a CSV error naming the missing latency column", err)
 	}
 }

@@ -72,7 +72,13 @@ func openStore(dir string, create bool) (string, error) {
 		return "", fmt.Errorf("store %s: %w", dir, err)
 	}
 	if len(entries) > 0 {
-		return "", fmt.Errorf("store %s: %w: it holds %d entries (%s, ...) but no %s file; give an empty or new directory", dir, ErrNotStore, len(entries), entries[0].Name(), storeMarker)
+		// The advice is for a mount, which can start a store there; a
+		// reader of an existing store is told what a store is instead.
+		advice := "give an empty or new directory"
+		if !create {
+			advice = "give the --store directory of a gait emulate mount"
+		}
+		return "", fmt.Errorf("store %s: %w: it holds %d entries (%s, ...) but no %s file; %s", dir, ErrNotStore, len(entries), entries[0].Name(), storeMarker, advice)
 	}
 	if !create {
 		return "", fmt.Errorf("store %s: %w: it is empty or missing", dir, ErrNotStore)

@@ -565,3 +565,33 @@ func TestModeRate(t *testing.T) {
 		}
 	}
 }
+
+// TestDialBoundedByTimeout: a server that never answers holds a dial for
+// the request timeout, not for the driver's own (10 s for Redis).
+func TestDialBoundedByTimeout(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	var closed atomic.Int64
+	slow := func(int) (Client, uint8, error) {
+		<-release
+		return fakeClient{sys: &fakeSystem{}, closed: &closed}, 0, nil
+	}
+	start := time.Now()
+	_, _, err := timedDialer(slow, 50*time.Millisecond)(0)
+	if err == nil || !strings.Contains(err.Error(), "no answer within 50ms") {
+		t.Errorf("dial of a silent server: %v", err)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Errorf("dial waited %v, want about the 50ms timeout", waited)
+	}
+}
+
+// TestPreloadErrorCountsItsConnections: a preload's failure counts its own
+// connections, not "clients" the user did not ask for.
+func TestPreloadErrorCountsItsConnections(t *testing.T) {
+	refused := errors.New("connection refused")
+	err := firstOf([]error{refused, refused, nil, refused}, "load: preload 10 keys")
+	if err == nil || err.Error() != "load: preload 10 keys: connection refused (and 2 more of its 4 connections failed)" {
+		t.Errorf("got %v", err)
+	}
+}

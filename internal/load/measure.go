@@ -72,11 +72,12 @@ func Measure(ctx context.Context, m Measurement) (Measured, error) {
 		if preloadDial == nil {
 			preloadDial = m.Dial
 		}
+		preloadDial = timedDialer(preloadDial, s.Timeout)
 		if err := Preload(ctx, s.Workload(), uint8(write), preloadDial, 16); err != nil {
 			return out, err
 		}
 	}
-	dial := m.Dial
+	dial := timedDialer(m.Dial, s.Timeout)
 	if s.Wait.Replicas > 0 {
 		if write < 0 {
 			return out, fmt.Errorf("wait: the system has no write operation %q", m.Write)

@@ -43,7 +43,7 @@ func firstOf(errs []error, what string) error {
 	case failed == 0:
 		return nil
 	case failed > 1:
-		return fmt.Errorf("%s: %w (and %d more clients failed)", what, first, failed-1)
+		return fmt.Errorf("%s: %w (and %d more of its %d connections failed)", what, first, failed-1, len(errs))
 	}
 	return fmt.Errorf("%s: %w", what, first)
 }

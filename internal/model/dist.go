@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gait-dev/gait/internal/units"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -186,13 +187,17 @@ var ErrNotParametric = errors.New("not a parametric distribution")
 //	pareto:XM,ALPHA          Pareto type I: minimum XM, tail index ALPHA > 1
 //	const:D or D             a constant
 //
-// Durations use Go syntax (2ms, 500us, 1.5ms). A spec with no known form
+// Durations take their unit (2ms, 500us, 1.5ms; units.ParseDuration): a
+// bare number is refused with units.ErrNoUnit. A spec with no known form
 // returns an error wrapping ErrNotParametric.
 func ParseDistribution(spec string) (Distribution, error) {
 	spec = strings.TrimSpace(spec)
 	name, args, found := strings.Cut(spec, ":")
 	if !found {
 		v, err := parseDur(spec)
+		if errors.Is(err, units.ErrNoUnit) {
+			return nil, err // a number, not a path: say it lacks a unit
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%q: %w", spec, ErrNotParametric)
 		}
@@ -240,19 +245,15 @@ func ParseDistribution(spec string) (Distribution, error) {
 	return Pareto{first, second}, nil
 }
 
-// parseDur reads a Go duration (or plain seconds) into seconds; negative is an error.
+// parseDur reads a duration with its unit (units.ParseDuration) into
+// seconds; negative is an error.
 func parseDur(s string) (float64, error) {
-	s = strings.TrimSpace(s)
-	var v float64
-	if d, err := time.ParseDuration(s); err == nil {
-		v = d.Seconds()
-	} else if f, ferr := strconv.ParseFloat(s, 64); ferr == nil && s != "" {
-		v = f
-	} else {
-		return 0, fmt.Errorf("bad duration %q (want e.g. 2ms, 500us)", s)
+	v, err := units.ParseDuration(s)
+	if err != nil {
+		return 0, err
 	}
-	if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("duration %q must be finite and >= 0", s)
+	if v < 0 {
+		return 0, fmt.Errorf("duration %q must not be negative", s)
 	}
 	return v, nil
 }

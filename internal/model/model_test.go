@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/gait-dev/gait/internal/units"
 )
 
 func TestParseDistribution(t *testing.T) {
@@ -33,6 +35,16 @@ func TestParseDistribution(t *testing.T) {
 		if _, err := ParseDistribution(spec); err == nil {
 			t.Errorf("%q: accepted", spec)
 		}
+	}
+	// A bare number is not seconds: it lacks its unit, the same error as
+	// everywhere in gait, and is not mistaken for a path either.
+	for _, spec := range []string{"exp:2", "2", "lognormal:1,0.5", "pareto:1,3"} {
+		if _, err := ParseDistribution(spec); !errors.Is(err, units.ErrNoUnit) {
+			t.Errorf("%q: %v, want a duration without a unit", spec, err)
+		}
+	}
+	if _, err := ParseTarget("99.9%@10"); !errors.Is(err, units.ErrNoUnit) {
+		t.Errorf("target without a unit: %v", err)
 	}
 	if _, err := ParseDistribution("runs/x"); !errors.Is(err, ErrNotParametric) {
 		t.Errorf("a path should be ErrNotParametric, got %v", err)

@@ -54,7 +54,10 @@ func ParseTarget(s string) (Target, error) {
 		return Target{}, fmt.Errorf("target %q: percentage must be between 0 and 100 (exclusive)", s)
 	}
 	b, err := parseDur(bound)
-	if err != nil || b <= 0 {
+	if err != nil {
+		return Target{}, fmt.Errorf("target %q: %w", s, err)
+	}
+	if b <= 0 {
 		return Target{}, fmt.Errorf("target %q: bound must be a positive duration", s)
 	}
 	return Target{SLA: p / 100, Bound: b}, nil

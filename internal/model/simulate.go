@@ -140,7 +140,7 @@ type SimRow struct {
 	// Unstable is set when utilization >= 1; SLA is then "unstable" in JSON.
 	Unstable bool    `json:"unstable"`
 	SLA      float64 `json:"sla"`
-	StdErr   float64 `json:"stderr"`
+	StdErr   float64 `json:"sla_stderr"` // named as predict names it
 	Requests int     `json:"requests"`
 	Split    string  `json:"split"`
 	// Percentiles of a request's latency at PercentileLevels, for
@@ -160,7 +160,7 @@ func (r SimRow) MarshalJSON() ([]byte, error) {
 		Utilization float64   `json:"utilization"`
 		Unstable    bool      `json:"unstable"`
 		SLA         any       `json:"sla"`
-		StdErr      float64   `json:"stderr"`
+		StdErr      float64   `json:"sla_stderr"`
 		Requests    int       `json:"requests"`
 		Split       string    `json:"split"`
 		Percentiles []float64 `json:"percentiles_s,omitempty"`

@@ -29,10 +29,14 @@ import (
 // own. The control node is this process (or, to be killed, a helper
 // process: the test binary with GAIT_E2E_CONTROL set).
 
-const (
-	e2eUser   = "gait-e2e"    // passwordless sudo
-	e2eUserPw = "gait-e2e-pw" // sudo asks for a password
-	sshd      = "/usr/sbin/sshd"
+const sshd = "/usr/sbin/sshd"
+
+// The test's users, named per test process so that two runs at once
+// (two worktrees) do not remove each other's: one with passwordless sudo,
+// one that sudo asks for a password.
+var (
+	e2eUser   = fmt.Sprintf("gait-e2e-%d", os.Getpid())
+	e2eUserPw = fmt.Sprintf("gait-e2e-pw-%d", os.Getpid())
 )
 
 // fleet is the three machines and what reaches them.
@@ -126,11 +130,9 @@ func upFleet(t *testing.T) *fleet {
 		}
 	}
 	for _, u := range []string{e2eUser, e2eUserPw} {
-		if exec.Command("id", u).Run() != nil {
-			// "*": no password, yet not locked, so sshd lets a key in.
-			run("useradd", "--system", "--no-create-home", "--home-dir", dir, "--shell", "/bin/sh", "--password", "*", u)
-			t.Cleanup(func() { exec.Command("userdel", u).Run() })
-		}
+		// "*": no password, yet not locked, so sshd lets a key in.
+		run("useradd", "--system", "--no-create-home", "--home-dir", dir, "--shell", "/bin/sh", "--password", "*", u)
+		t.Cleanup(func() { exec.Command("userdel", u).Run() })
 	}
 	sudoers := "/etc/sudoers.d/" + e2eUser
 	if err := os.WriteFile(sudoers, []byte(e2eUser+" ALL=(root) NOPASSWD: ALL\n"), 0o440); err != nil {
@@ -190,7 +192,7 @@ LogLevel VERBOSE
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup)
-	f.opts = Options{KnownHosts: []string{knownHosts}, SSHConfig: "none", NoAgent: true, Binary: bin, AgentTimeout: 3 * time.Second}
+	f.opts = Options{KnownHosts: []string{knownHosts}, SSHConfig: "none", NoAgent: true, Binary: bin, AgentTimeout: agent.DefaultTimeout}
 	// sshd takes a moment to listen.
 	deadline := time.Now().Add(10 * time.Second)
 	for _, m := range f.machines {
@@ -246,7 +248,7 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 		want := []string{
 			"stranger: ssh: SSH to " + f.machines[0].Addr + ":22: its host key is not in",
-			"wrongkey: ssh: SSH to " + f.machines[1].Addr + ":22 as gait-e2e: the machine refused every key offered (" + f.otherKey + ")",
+			"wrongkey: ssh: SSH to " + f.machines[1].Addr + ":22 as " + e2eUser + ": the machine refused every key offered (" + f.otherKey + ")",
 			"pwsudo: sudo: sudo asks for a password",
 			"gait: preflight: 3 of 3 machines not ready",
 		}
@@ -375,6 +377,15 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 			}
 		}
 		t.Logf("%s %s reaches %s %s and %s %s over VXLAN", a.HostName(), a.Addr, b.HostName(), b.Addr, c.HostName(), c.Addr)
+		// A real system across the machines, with GAIT_MANY (it costs make
+		// test tens of seconds on a busy machine): an etcd member on each.
+		var etcdctl func(int, ...string) (string, error)
+		if os.Getenv("GAIT_MANY") != "" {
+			etcdctl = startEtcd(t, tbs)
+			if out, err := etcdctl(0, "put", "spanning", "yes"); err != nil {
+				t.Fatalf("etcdctl put through m1's member: %v: %s", err, out)
+			}
+		}
 		if err := (limp.Partition{}).Apply(a, 1); err != nil {
 			t.Fatal(err)
 		}
@@ -383,6 +394,17 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 		}
 		if err := dialBetween(tbs[2], c, tbs[1], b); err != nil {
 			t.Errorf("m3 to m2 while m1/h0 is partitioned: %v", err)
+		}
+		// Two members of three on m2 and m3 still make a quorum, once
+		// they have elected a leader if m1's was it.
+		if etcdctl != nil {
+			out, err := etcdctl(2, "put", "spanning", "without m1")
+			for deadline := time.Now().Add(20 * time.Second); err != nil && time.Now().Before(deadline); out, err = etcdctl(2, "put", "spanning", "without m1") {
+				time.Sleep(200 * time.Millisecond)
+			}
+			if err != nil {
+				t.Errorf("etcdctl put through m3's member while m1's is partitioned: %v: %s", err, out)
+			}
 		}
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		if err := ms[0].Call(pctx, "ping", "", "", nil, nil); err != nil {
@@ -394,6 +416,19 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 		}
 		if err := healed(func() error { return dialBetween(tbs[0], a, tbs[1], b) }); err != nil {
 			t.Errorf("after the partition healed: %v", err)
+		}
+		// m1's member catches up with what was written without it.
+		if etcdctl != nil {
+			var got string
+			for deadline := time.Now().Add(20 * time.Second); got != "without m1" && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+				out, _ := etcdctl(0, "get", "spanning", "--print-value-only")
+				got = strings.TrimSpace(out)
+			}
+			if got != "without m1" {
+				t.Errorf("m1's member after healing reads %q", got)
+			} else {
+				t.Logf("etcd across m1, m2, m3: a write through m3 while m1's member was partitioned, read back from m1's after healing")
+			}
 		}
 		for i, tb := range tbs {
 			if err := tb.Close(); err != nil {
@@ -697,4 +732,58 @@ func healed(reach func() error) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return err
+}
+
+// startEtcd starts an etcd member (Debian's etcd-server) on the first host
+// of each testbed, one cluster across the machines, and returns a way to
+// run etcdctl against the member of testbed i from inside its host.
+func startEtcd(t *testing.T, tbs []*Testbed) func(i int, args ...string) (string, error) {
+	t.Helper()
+	if _, err := exec.LookPath("etcd"); err != nil {
+		t.Skip("etcd is missing (scripts/install-deps.sh installs etcd-server)")
+	}
+	url := func(h *Host, port string) string { return "http://" + net.JoinHostPort(h.Addr.String(), port) }
+	var cluster []string
+	for i, tb := range tbs {
+		cluster = append(cluster, fmt.Sprintf("e%d=%s", i, url(tb.Hosts[0], "2380")))
+	}
+	for i, tb := range tbs {
+		h := tb.Hosts[0]
+		if _, err := h.Start(agent.StartArgs{Name: "etcd", Path: "etcd", Args: []string{
+			fmt.Sprintf("--name=e%d", i), "--data-dir=" + filepath.Join(h.DataDir, "etcd"),
+			"--listen-client-urls=" + url(h, "2379"), "--advertise-client-urls=" + url(h, "2379"),
+			"--listen-peer-urls=" + url(h, "2380"), "--initial-advertise-peer-urls=" + url(h, "2380"),
+			"--initial-cluster=" + strings.Join(cluster, ","), "--initial-cluster-token=" + tbs[0].ID,
+			"--initial-cluster-state=new", "--logger=zap", "--log-outputs=stderr",
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	etcdctl := func(i int, args ...string) (string, error) {
+		h := tbs[i].Hosts[0]
+		cmd := exec.Command("ip", append([]string{"netns", "exec", "g" + tbs[i].ID + "-" + h.Name, "etcdctl",
+			"--endpoints=" + url(h, "2379"), "--command-timeout=3s"}, args...)...)
+		cmd.Env = append(os.Environ(), "ETCDCTL_API=3")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	var out string
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		if out, err = etcdctl(0, "endpoint", "health", "--cluster"); err == nil {
+			return etcdctl
+		}
+	}
+	for _, tb := range tbs {
+		logs, _ := filepath.Glob(filepath.Join(tb.Machine.Root, "tmp", "*", "h0", "log", "etcd.stderr"))
+		for _, l := range logs {
+			data, _ := os.ReadFile(l)
+			if len(data) > 1500 {
+				data = data[len(data)-1500:]
+			}
+			t.Logf("%s: ...%s", l, data)
+		}
+	}
+	t.Fatalf("etcd across the machines not healthy: %v: %s", err, out)
+	return nil
 }

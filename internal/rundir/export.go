@@ -12,6 +12,28 @@ import (
 // csvColumns are the columns WriteCSV writes before the run's factors.
 var csvColumns = []string{"start_s", "latency_ns", "op", "host", "outcome"}
 
+// involvedCSV follows csvColumns when the run's clients reported the
+// hosts each request involved.
+const involvedCSV = "involved"
+
+// PerRequestColumns returns the columns of a CSV header that WriteCSV
+// wrote and that describe one request rather than the configuration it
+// belongs to (its start, target host, outcome, involved hosts), or nil
+// when the header is not WriteCSV's. A reader grouping rows into
+// configurations must not take them for factors: every request would be
+// a configuration of its own. op stays a factor: requests of one kind
+// are a configuration.
+func PerRequestColumns(header []string) []string {
+	if len(header) < len(csvColumns) || !slices.Equal(header[:len(csvColumns)], csvColumns) {
+		return nil
+	}
+	cols := []string{"start_s", "host", "outcome"}
+	if len(header) > len(csvColumns) && header[len(csvColumns)] == involvedCSV {
+		cols = append(cols, involvedCSV)
+	}
+	return cols
+}
+
 // WriteCSV writes every sample as CSV, one row per request: start_s (the
 // intended start, seconds since the run began), latency_ns, op, host,
 // outcome, involved (the hosts the request involved beyond host, joined
@@ -28,7 +50,7 @@ func (r *Run) WriteCSV(out io.Writer) error {
 	w.WriteString(strings.Join(csvColumns, ","))
 	involved := r.HasInvolved()
 	if involved {
-		w.WriteString(",involved")
+		w.WriteString("," + involvedCSV)
 	}
 	var factors []byte // the constant tail of every row
 	for _, n := range names {

@@ -199,16 +199,28 @@ func headlineVerdict(h Headline, total int) string {
 		s += "no configuration has enough samples (528) for a 99% bound on p99"
 	case len(h.Exceeding) > 0:
 		s += fmt.Sprintf("the upper 99%% bound of p99 exceeds %d x the mean in %d of %d checked configurations: %s",
-			HeadlineFactor, len(h.Exceeding), h.Checked, strings.Join(h.Exceeding, ", "))
+			HeadlineFactor, len(h.Exceeding), h.Checked, someOf(h.Exceeding))
 	default:
 		s += fmt.Sprintf("the upper 99%% bound of p99 is within %d x the mean in all %d checked configurations (at most %.3g x, %s)",
 			HeadlineFactor, h.Checked, h.WorstUpperOverMean, h.WorstUpperConfig)
 	}
 	if h.Checked > 0 && len(h.Unchecked) > 0 {
 		s += fmt.Sprintf("; %d configurations have too few samples for a 99%% bound: %s",
-			len(h.Unchecked), strings.Join(h.Unchecked, ", "))
+			len(h.Unchecked), someOf(h.Unchecked))
 	}
 	return s
+}
+
+// headlineNames is how many configurations a headline sentence names
+// before it only counts the rest: a sentence is read, a list is looked up.
+const headlineNames = 3
+
+// someOf names the first few of labels and counts the others.
+func someOf(labels []string) string {
+	if len(labels) <= headlineNames {
+		return strings.Join(labels, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(labels[:headlineNames], ", "), len(labels)-headlineNames)
 }
 
 func factorNames(configs []Config) []string {

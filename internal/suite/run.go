@@ -14,6 +14,7 @@ import (
 
 	"github.com/gait-dev/gait/internal/atomicfile"
 	"github.com/gait-dev/gait/internal/bench"
+	"github.com/gait-dev/gait/internal/units"
 	"github.com/gait-dev/gait/internal/verdict"
 )
 
@@ -209,7 +210,7 @@ func Run(ctx context.Context, scenarios []*bench.Scenario, o Options) ([]Result,
 		if err := clearUnfinished(dir); err != nil {
 			return results, err
 		}
-		fmt.Fprintf(o.Log, "experiment %d/%d %s (%s): %d runs, results in %s\n", i+1, len(scenarios), s.Name, s.File, len(s.Runs()), dir)
+		fmt.Fprintf(o.Log, "experiment %d/%d %s (%s): %s, results in %s\n", i+1, len(scenarios), s.Name, s.File, units.Count(len(s.Runs()), "run"), dir)
 		rest := time.Duration(0)
 		for _, later := range scenarios[i+1:] {
 			rest += estimate(later)

@@ -5,9 +5,12 @@
 package units
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Seconds writes a latency in seconds with three significant digits and the
@@ -50,3 +53,50 @@ func Sig(v float64) string {
 // Rate writes a throughput per second as Sig does: 4062/s, 12.3/s, and
 // 0.213/s for an operation that takes seconds (a rounded "0/s" would hide it).
 func Rate(v float64) string { return Sig(v) + "/s" }
+
+// ErrNoUnit is the error of a duration written without its unit: a bare
+// number would mean seconds to some readers and milliseconds to others.
+var ErrNoUnit = errors.New("a duration needs a unit")
+
+// ParseDuration reads a duration with its unit into seconds: Go's syntax
+// (10ms, 1.5s, 500us or 500µs, 1h30m), or a number of any size with one
+// unit (1e-300s, 1e300s: models reason about durations no time.Duration
+// holds). A bare number other than 0 is refused with ErrNoUnit, the same
+// wherever gait reads a duration.
+func ParseDuration(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if f == 0 {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("%q: %w, such as %sms or %ss", s, ErrNoUnit, s, s)
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return d.Seconds(), nil
+	}
+	for _, u := range durationUnits {
+		num, ok := strings.CutSuffix(s, u.name)
+		if !ok {
+			continue
+		}
+		if f, err := strconv.ParseFloat(num, 64); err == nil && !math.IsInf(f*u.seconds, 0) && !math.IsNaN(f) {
+			return f * u.seconds, nil
+		}
+		break // the first unit that matches is the unit: "5xs" is not 5x seconds
+	}
+	return 0, fmt.Errorf("%q: not a duration (want a number and a unit: ns, us, ms, s, m or h, such as 10ms)", s)
+}
+
+// durationUnits in the order their suffixes are tried: "ms" before "s".
+var durationUnits = []struct {
+	name    string
+	seconds float64
+}{{"ns", 1e-9}, {"us", 1e-6}, {"µs", 1e-6}, {"μs", 1e-6}, {"ms", 1e-3}, {"s", 1}, {"m", 60}, {"h", 3600}}
+
+// Count writes n and its noun, plural unless n is 1: "1 run", "4 runs".
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
