@@ -266,7 +266,8 @@ func (s *Scenario) workload(top object) (Workload, error) {
 		return Workload{}, top.errorf(top.node, "workload", "missing (required)")
 	}
 	o, err := top.mapping(wn, "workload", "op", "keys", "key_dist", "value_size", "clients", "rate", "poisson",
-		"max_in_flight", "duration", "requests", "timeout", "connect", "preload", "calibrate", "calibrate_clients", "seed", "wait")
+		"max_in_flight", "duration", "requests", "timeout", "connect", "preload", "calibrate", "calibrate_clients", "seed", "wait",
+		"preset", "phases", "batch", "delay")
 	if err != nil {
 		return Workload{}, err
 	}
@@ -343,7 +344,37 @@ func (s *Scenario) readSpec(o object, w *load.Spec) error {
 	if err != nil {
 		return err
 	}
+	if err := s.readShape(o, w); err != nil {
+		return err
+	}
 	return readWait(o, &w.Wait)
+}
+
+// readShape reads what one arrival is (load.Shape): a preset of the
+// Zoolander thesis's, then phases, batch and delay as given.
+func (s *Scenario) readShape(o object, w *load.Spec) error {
+	preset, err := parsed(o, "preset", load.Preset{}, load.FindPreset)
+	if err != nil {
+		return err
+	}
+	if preset.Name != "" {
+		if w.Shape, err = preset.Shape(s.sys.Ops, s.sys.Write); err != nil {
+			return o.errorf(fieldNode(o, "preset"), "workload.preset", "%v", err)
+		}
+		w.Poisson = w.Poisson || (preset.Poisson && w.OpenLoop())
+	}
+	if o.has("phases") {
+		if w.Shape.Phases, err = parsed(o, "phases", nil, func(v string) ([]load.Phase, error) { return load.ParsePhases(v, s.sys.Ops) }); err != nil {
+			return err
+		}
+	}
+	if o.has("batch") {
+		if w.Shape.Batch, err = o.integer("batch", 0, 1); err != nil {
+			return err
+		}
+	}
+	w.Shape.Delay, err = parsed(o, "delay", w.Shape.Delay, load.ParseDelay)
+	return err
 }
 
 // readWait reads wait: {replicas: N, timeout: D}.

@@ -47,8 +47,9 @@ directory on limpfs, needs --disk, slowed FACTOR times). --repeat K runs the
 task K times and prints completion time percentiles and the cost instead
 of the task's output.`,
 		Example: `  gait replica run --strength 2 -- sh -c 'echo hello from $(hostname -I)'
-  gait replica run --strength 3 --hosts 3 --limp h0:cpu:10 --repeat 20 -- \
-      sh -c 'i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done'`,
+  # long: 20 tasks, some on a host limping 100x (a minute)
+  gait replica run --strength 3 --hosts 3 --limp h0:cpu:100 --repeat 20 -- \
+      sh -c 'i=0; while [ $i -lt 5000 ]; do i=$((i+1)); done'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runReplicaRun(cmd, f, args)

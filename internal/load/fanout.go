@@ -87,13 +87,7 @@ func (q *requester) request(at time.Duration) bool {
 	for _, ph := range r.cfg.Shape.phases() {
 		q.pending.Store(int32(ph.Count))
 		for i := 1; i < ph.Count; i++ {
-			j := q.job(ph, sent)
-			go func() {
-				q.got[i] = q.do(q.lanes[i], j)
-				if q.pending.Add(-1) == 0 {
-					q.last <- struct{}{}
-				}
-			}()
+			go q.lane(i, q.job(ph, sent))
 		}
 		q.got[0] = q.do(q.lanes[0], q.job(ph, sent))
 		if q.pending.Add(-1) != 0 {
@@ -116,6 +110,15 @@ func (q *requester) request(at time.Duration) bool {
 	}
 	q.reqs = r.addRequest(q.reqs, rundir.Sample{Start: at, Latency: sent - at, Host: q.lanes[0].host, Outcome: worst, Involved: involved})
 	return true
+}
+
+// lane runs one access of a phase on lane i (its goroutine's arguments are
+// copied to its stack: no closure to allocate).
+func (q *requester) lane(i int, j job) {
+	q.got[i] = q.do(q.lanes[i], j)
+	if q.pending.Add(-1) == 0 {
+		q.last <- struct{}{}
+	}
 }
 
 // job draws one access of a phase.

@@ -332,50 +332,48 @@ func (r *run) add(buf []rundir.Sample, s rundir.Sample) []rundir.Sample {
 	if !r.cfg.Shape.FanOut() {
 		r.done.Add(1)
 	}
-	buf = append(buf, s)
-	if len(buf) == batchSize {
-		r.out <- batch{samples: buf}
-		buf = make([]rundir.Sample, 0, batchSize)
-	}
-	return buf
+	return push(r, buf, s, func(b []rundir.Sample) batch { return batch{samples: b} })
 }
 
 func (r *run) flush(buf []rundir.Sample) {
-	if len(buf) > 0 {
-		r.out <- batch{samples: buf}
-	}
+	ship(r, buf, func(b []rundir.Sample) batch { return batch{samples: b} })
 }
 
 // addRequest buffers one request's sample and ships full batches.
 func (r *run) addRequest(buf []rundir.Sample, s rundir.Sample) []rundir.Sample {
 	r.done.Add(1)
-	buf = append(buf, s)
-	if len(buf) == batchSize {
-		r.out <- batch{requests: buf}
-		buf = make([]rundir.Sample, 0, batchSize)
-	}
-	return buf
+	return push(r, buf, s, func(b []rundir.Sample) batch { return batch{requests: b} })
 }
 
 func (r *run) flushRequests(buf []rundir.Sample) {
-	if len(buf) > 0 {
-		r.out <- batch{requests: buf}
-	}
+	ship(r, buf, func(b []rundir.Sample) batch { return batch{requests: b} })
 }
 
 // addLate buffers one open-loop send lateness and ships full batches.
 func (r *run) addLate(buf []time.Duration, late time.Duration) []time.Duration {
-	buf = append(buf, late)
+	return push(r, buf, late, func(b []time.Duration) batch { return batch{late: b} })
+}
+
+func (r *run) flushLate(buf []time.Duration) {
+	ship(r, buf, func(b []time.Duration) batch { return batch{late: b} })
+}
+
+// push appends v to a worker's buffer and, once it holds batchSize, ships
+// it to the recorder as wrap makes it a batch, handing back a fresh buffer:
+// workers never share a buffer, so they take no lock per sample.
+func push[T any](r *run, buf []T, v T, wrap func([]T) batch) []T {
+	buf = append(buf, v)
 	if len(buf) == batchSize {
-		r.out <- batch{late: buf}
-		buf = make([]time.Duration, 0, batchSize)
+		r.out <- wrap(buf)
+		buf = make([]T, 0, batchSize)
 	}
 	return buf
 }
 
-func (r *run) flushLate(buf []time.Duration) {
+// ship sends what is left in a worker's buffer when it stops.
+func ship[T any](r *run, buf []T, wrap func([]T) batch) {
 	if len(buf) > 0 {
-		r.out <- batch{late: buf}
+		r.out <- wrap(buf)
 	}
 }
 

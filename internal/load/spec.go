@@ -81,6 +81,11 @@ func (s Spec) OpenLoop() bool { return s.Rate.PerSecond > 0 || s.Rate.Share > 0 
 // Resolve checks s and fills in the defaults of what was not given. Every
 // error is a *SpecError.
 func (s Spec) Resolve() (Spec, error) {
+	if t := s.Shape.Trace; len(t) > 0 && !s.OpenLoop() && s.Clients == 0 {
+		// A trace is an open loop whose rate is the trace's own.
+		span := max(t[len(t)-1].Seconds(), 1e-3)
+		s.Rate = Rate{PerSecond: float64(len(t)*s.Shape.batch()) / span}
+	}
 	if err := s.check(); err != nil {
 		return s, err
 	}

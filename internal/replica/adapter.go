@@ -36,7 +36,9 @@ import (
 // connections in that order). An adapter that must propose with no client
 // connection (expiring a ZooKeeper session) takes a Client from
 // Agent.NewClient; Agent.IsLeader tells whether this agent leads.
-// adapter_test.go's lineAdapter is the smallest complete example.
+// adapter_test.go's lineAdapter is the smallest complete example;
+// redisServing (redis_server.go) is the built-in one, used when
+// Config.Adapter is nil.
 
 // Class says how the core serves a command.
 type Class uint8

@@ -1,11 +1,15 @@
-// Package replica is gait's replication agent for unmodified Redis: agents
-// beside redis-servers agree on the order of client commands with raft
+// Package replica is gait's replication agent for unmodified servers:
+// agents beside the servers agree on the order of client commands with raft
 // (hashicorp/raft, log in a write-ahead log on disk), each applies the
-// committed commands to its own redis in log order, and a client talking RESP
+// committed commands to its own server in log order, and a client talking
 // to any agent gets the first reply any replica produced (TRIPOD §4; RP
 // ZooKeeper). Replies carry digests, so a replica that diverges is
-// quarantined; a replica that limps is found by comparison with its peers and
-// is not waited on (Limplock §3, §6).
+// quarantined; a replica that limps is found by comparison with its peers
+// and is not waited on (Limplock §3, §6).
+//
+// The package is the protocol-neutral core; a server's protocol is an
+// Adapter (adapter.go). Redis's is built in, in the files named redis_*.go,
+// and serves when Config.Adapter is nil.
 package replica
 
 import (
@@ -22,7 +26,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gait-dev/gait/internal/resp"
@@ -92,8 +95,8 @@ type Config struct {
 	RaftAddr  string // host:port for raft and agent-to-agent messages; port 0 picks one
 	RedisAddr string // the local redis-server, which the agent owns: its data is replaced
 	// Adapter, when set, serves clients and fronts the server at
-	// ServerAddr (adapter.go) instead of the built-in Redis serving;
-	// the agent owns that server too.
+	// ServerAddr (adapter.go); without it the built-in Redis serving
+	// fronts the redis-server at RedisAddr. The agent owns that server.
 	Adapter    Adapter
 	ServerAddr string
 	Listen     string // host:port for clients; port 0 picks one
@@ -144,7 +147,7 @@ type Config struct {
 	// PeerInflight bounds the reads outstanding at one peer (default 256).
 	PeerInflight int
 	// ScriptCommandStats counts in INFO commandstats the commands this
-	// agent's clients' scripts call, as redis does (scriptstats.go). Off by
+	// agent's clients' scripts call, as redis does (redis_scriptstats.go). Off by
 	// default: it costs every script two INFO commandstats on the local
 	// redis-server and a round trip of its own, about a third of EVAL's
 	// throughput, and read-only scripts go through the log.
@@ -158,6 +161,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Adapter == nil && (c.ID == "" || c.RaftAddr == "" || c.RedisAddr == "" || c.Listen == "") {
 		return errors.New("replica agent: ID, RaftAddr, RedisAddr and Listen are required")
+	}
+	if c.Adapter == nil {
+		c.ServerAddr = c.RedisAddr
 	}
 	if c.Read == "" {
 		c.Read = Linearizable
@@ -248,23 +254,17 @@ type Agent struct {
 	raftAddr    string
 	raft        *raft.Raft
 	fsm         *fsm
-	redis       *redisBackend         // the fsm's backend, for what the Redis session asks of it
 	store       *raftboltdb.BoltStore // raft's stable store: terms and votes
 	logStore    *walLog               // raft's log
 	snaps       raft.SnapshotStore
 	// raftUp is closed once raft runs: peer messages wait for it, because
 	// another agent may talk to a restarting one before its raft exists.
-	raftUp    chan struct{}
-	logs      *timedLogStore
-	transport *raft.NetworkTransport
-	clients   net.Listener
-	// budget caps the bytes all client requests hold (Config.RequestMemory).
-	budget *resp.Budget
-	// replyBufs are DEBUG REPLYBUFFER's settings for the clients' reply buffers.
-	replyBufs  *replyBuffers
+	raftUp     chan struct{}
+	logs       *timedLogStore
+	transport  *raft.NetworkTransport
+	clients    net.Listener
 	metricsSrv *http.Server
 	metricsLn  net.Listener
-	reads      *redisMux
 	tmpDir     string
 	done       chan struct{}
 	closeOnce  sync.Once
@@ -283,24 +283,16 @@ type Agent struct {
 	writes  map[uint64]*write
 	peers   map[string]*peer
 	pacer   *pacer // caps the rate to replicas marked limping (pace.go)
-	conns   map[net.Conn]*clientState
-	// adapterConns are the connections an Adapter serves.
-	adapterConns map[net.Conn]struct{}
-	// clientIDs numbers client connections, for CLIENT ID and CLIENT LIST.
-	clientIDs atomic.Uint64
-	// blockedClients counts connections waiting in a blocking command.
-	blockedClients atomic.Int64
+	// open are the client connections being served.
+	open map[net.Conn]struct{}
+	// adapter serves the clients and the local server (Config.Adapter, or
+	// the built-in Redis serving).
+	adapter Adapter
 	// arrival orders the proposals of writes and blocking commands of
 	// different connections as the agent read them (arrival.go).
 	arrival arrivals
-	// track is CLIENT TRACKING's state (tracking.go).
-	track tracker
-	// pause is CLIENT PAUSE's (pause.go).
-	pause pauseState
-	// stats and slow are the commandstats and the slow log of the agent's
-	// clients' commands (observe.go).
-	stats cmdStats
-	slow  *slowLog
+	// redisState is the built-in Redis serving's (redis_server.go).
+	*redisState
 }
 
 // Start starts an agent: it empties the local redis (the log rebuilds it),
@@ -311,12 +303,10 @@ func Start(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, logger: log.New(cfg.Log, "replica "+cfg.ID+": ", log.LstdFlags|log.Lmicroseconds),
 		done: make(chan struct{}), raftUp: make(chan struct{}), pending: map[uint64]waiter{}, writes: map[uint64]*write{},
-		peers: map[string]*peer{}, pacer: newPacer(), conns: map[net.Conn]*clientState{}, adapterConns: map[net.Conn]struct{}{}, reads: newRedisMux(cfg.RedisAddr, 4),
-		futures: make(chan appliedFuture, 4096), slow: newSlowLog()}
+		peers: map[string]*peer{}, pacer: newPacer(), open: map[net.Conn]struct{}{},
+		futures: make(chan appliedFuture, 4096), redisState: newRedisState(cfg)}
 	a.gate = newGate(func(w *write) { a.propose(w, a.raftAddr) })
 	a.incarnation, a.born = newIncarnation(), time.Now()
-	a.budget = resp.NewBudget(int64(cfg.RequestMemory))
-	a.replyBufs = newReplyBuffers()
 	a.m = newMetrics(a)
 	a.health = newHealth(a)
 	a.indexes = &indexBatcher{fetch: a.fetchReadIndex, timeout: cfg.WriteTimeout}
@@ -335,7 +325,11 @@ func newIncarnation() string {
 }
 
 func (a *Agent) start() error {
-	backend, err := a.openBackend()
+	a.adapter = a.cfg.Adapter
+	if a.adapter == nil {
+		a.adapter = redisServing{a}
+	}
+	backend, err := a.adapter.Open(a.cfg.ServerAddr)
 	if err != nil {
 		return err
 	}
@@ -345,10 +339,6 @@ func (a *Agent) start() error {
 	}
 	a.fsm.observe = a.m.observeApply
 	a.fsm.onConfig = func() { a.health.membersChanged.Store(true) }
-	if a.cfg.ScriptCommandStats && a.redis != nil {
-		a.redis.scripts = &scriptCounting{self: "#" + a.incarnation, add: a.addScriptCalls}
-		a.redis.scripts.busyReply.Store(5000) // redis's default, until followSlowlogConfig reads it
-	}
 	a.wg.Add(1)
 	go func() { defer a.wg.Done(); a.fsm.runApplier() }()
 	if err := a.startRaft(); err != nil {
@@ -382,23 +372,6 @@ func (a *Agent) start() error {
 		return a.join()
 	}
 	return nil
-}
-
-// openBackend opens the adapter's backend for its server, or the built-in
-// Redis serving's for its redis-server.
-func (a *Agent) openBackend() (Backend, error) {
-	if a.cfg.Adapter != nil {
-		b, err := a.cfg.Adapter.Open(a.cfg.ServerAddr)
-		if err != nil {
-			return nil, fmt.Errorf("open %s at %s: %w", a.cfg.Adapter.Name(), a.cfg.ServerAddr, err)
-		}
-		return b, nil
-	}
-	var err error
-	if a.redis, err = openRedis(a.cfg.RedisAddr, &a.pause.server, a.reads, a.logger); err != nil {
-		return nil, err
-	}
-	return a.redis, nil
 }
 
 func (a *Agent) startRaft() error {
@@ -796,7 +769,7 @@ func (a *Agent) Close() error {
 		for c := range a.conns {
 			c.Close()
 		}
-		for c := range a.adapterConns {
+		for c := range a.open {
 			c.Close()
 		}
 		a.mu.Unlock()
@@ -822,7 +795,9 @@ func (a *Agent) Close() error {
 		if a.store != nil {
 			errs = append(errs, a.store.Close())
 		}
-		a.reads.close()
+		if a.reads != nil {
+			a.reads.close()
+		}
 		if a.tmpDir != "" {
 			errs = append(errs, os.RemoveAll(a.tmpDir))
 		}

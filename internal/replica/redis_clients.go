@@ -43,7 +43,7 @@ type clientConn struct {
 	serving atomic.Int64
 	query   atomic.Pointer[resp.Reader]
 	out     atomic.Pointer[replyWriter]
-	// obs observes the command being read (observe.go); blockedFor is how
+	// obs observes the command being read (redis_observe.go); blockedFor is how
 	// long a blocking one waited for data, pausedFor how long CLIENT PAUSE
 	// held it. Only the connection's own goroutine touches them.
 	obs                   *observation
@@ -61,8 +61,11 @@ var containers = map[string]bool{"client": true, "config": true, "command": true
 
 func (cl *clientConn) mode() mode { return mode{proto: int(cl.proto.Load()), db: int(cl.db.Load())} }
 
-func (a *Agent) newClientState(c net.Conn) *clientState {
-	st := &clientState{clientConn: clientConn{id: a.clientIDs.Add(1), conn: c, created: time.Now()}}
+// newClientState is the state of a connection the core accepted and
+// stamped (Agent.serveClient): c reads it, c.Conn writes it.
+func (a *Agent) newClientState(sc *stampedConn) *clientState {
+	c := sc.Conn
+	st := &clientState{clientConn: clientConn{id: a.clientIDs.Add(1), conn: c, created: time.Unix(0, sc.born)}}
 	// Made before the connection is listed: an invalidation redirected to
 	// it may be sent as soon as it is.
 	out := newReplyWriter(c)
@@ -70,10 +73,7 @@ func (a *Agent) newClientState(c net.Conn) *clientState {
 	st.replies = newReplyQueue(func(q *replyQueue) { writeReplies(out, q) })
 	st.last.Store(st.created.UnixNano())
 	st.proto.Store(2)
-	// Asked for at once: the kernel stamps only what arrives after.
-	st.stamped = stampArrivals(c)
-	st.stamped.at = st.created.UnixNano() // idle from its start (stallConn)
-	st.stamped.born = st.stamped.at
+	st.stamped = sc
 	return st
 }
 

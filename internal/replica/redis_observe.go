@@ -533,7 +533,7 @@ func (l *slowLog) configure(args [][]byte) {
 }
 
 // followSlowlogConfig takes, every second, the slow log's settings (and
-// busy-reply-threshold, for scriptstats.go) from the local redis-server, where CONFIG SET through any agent is applied in
+// busy-reply-threshold, for redis_scriptstats.go) from the local redis-server, where CONFIG SET through any agent is applied in
 // log order: a CONFIG SET through another agent reaches this agent's slow
 // log within a second. A CONFIG SET through this agent wins over a look
 // begun before its server applied it.

@@ -10,7 +10,7 @@ import (
 // the last reply but after; a pipelined batch of one connection's commands,
 // whose client gets every reply in order, and which names its reads; a
 // blocking command's attempt, whose payload the applier builds
-// (blockorder.go). They are the entry versions of the format before the
+// (redis_blockorder.go). They are the entry versions of the format before the
 // adapter seam (entry.go), so old logs decode.
 const (
 	commandRecord = 4

@@ -43,38 +43,64 @@ type slot struct {
 	direct bool
 }
 
-// clientReadBuffer caps the kernel's receive buffer of a client's
-// connection, and so the window TCP offers the client: a client that
-// pipelines (redis-cli --pipe) otherwise keeps hundreds of KiB queued on
-// the agent's link (100 to 240 KB seen at 100 Mbit/s, 8 to 19 ms), ahead
-// of the followers' answers to the leader, which every write's commit
-// waits for. 64 KiB is 5 ms of a 100 Mbit/s link, enough to keep it busy
-// while the agent is descheduled.
-const clientReadBuffer = 64 << 10
+// redisState is what the built-in Redis serving keeps in its agent.
+type redisState struct {
+	redis *redisBackend // the fsm's backend, for what the session asks of it
+	reads *redisMux     // connections to the local redis-server for reads
+	// budget caps the bytes all client requests hold (Config.RequestMemory).
+	budget *resp.Budget
+	// replyBufs are DEBUG REPLYBUFFER's settings for the clients' reply buffers.
+	replyBufs *replyBuffers
+	conns     map[net.Conn]*clientState // under Agent.mu
+	// clientIDs numbers client connections, for CLIENT ID and CLIENT LIST.
+	clientIDs atomic.Uint64
+	// blockedClients counts connections waiting in a blocking command.
+	blockedClients atomic.Int64
+	// track is CLIENT TRACKING's state (redis_tracking.go).
+	track tracker
+	// pause is CLIENT PAUSE's (redis_pause.go).
+	pause pauseState
+	// stats and slow are the commandstats and the slow log of the agent's
+	// clients' commands (redis_observe.go).
+	stats cmdStats
+	slow  *slowLog
+}
 
-func (a *Agent) serveClients() {
-	for {
-		c, err := a.arrival.accept(a.clients)
-		if err != nil {
-			return
-		}
-		if tc, ok := c.(*net.TCPConn); ok {
-			tc.SetReadBuffer(clientReadBuffer) // a failure leaves the kernel's default
-		}
-		if a.cfg.Adapter != nil {
-			a.serveAdapter(c)
-			continue
-		}
-		c = rawIO(c)
-		st := a.newClientState(c)
-		// Watched while it is young (arrivals).
-		a.arrival.watch(st.stamped)
-		a.arrival.accepted()
-		a.mu.Lock()
-		a.conns[c] = st
-		a.mu.Unlock()
-		go a.serveConn(c, st)
+func newRedisState(cfg Config) *redisState {
+	return &redisState{budget: resp.NewBudget(int64(cfg.RequestMemory)), replyBufs: newReplyBuffers(),
+		conns: map[net.Conn]*clientState{}, slow: newSlowLog()}
+}
+
+// redisServing is the built-in Redis adapter: the agent's own RESP
+// session (this file and the other redis_*.go) and redisBackend. It keeps
+// each connection's ordering state in its clientState, as it did before the
+// core had a Client, so it leaves the Client it is handed unused.
+type redisServing struct{ a *Agent }
+
+func (redisServing) Name() string { return "redis" }
+
+func (r redisServing) Open(addr string) (Backend, error) {
+	a := r.a
+	a.reads = newRedisMux(addr, 4)
+	b, err := openRedis(addr, &a.pause.server, a.reads, a.logger)
+	if err != nil {
+		return nil, err
 	}
+	if a.cfg.ScriptCommandStats {
+		b.scripts = &scriptCounting{self: "#" + a.incarnation, add: a.addScriptCalls}
+		b.scripts.busyReply.Store(5000) // redis's default, until followSlowlogConfig reads it
+	}
+	a.redis = b
+	return b, nil
+}
+
+func (r redisServing) ServeConn(c net.Conn, _ Client) {
+	a := r.a
+	st := a.newClientState(c.(*stampedConn))
+	a.mu.Lock()
+	a.conns[st.conn] = st
+	a.mu.Unlock()
+	a.serveConn(st.conn, st)
 }
 
 // clientState is the per-connection state.
@@ -117,7 +143,6 @@ func (a *Agent) serveConn(c net.Conn, st *clientState) {
 		a.mu.Lock()
 		delete(a.conns, c)
 		a.mu.Unlock()
-		a.arrival.unwatch(st.stamped)
 	}()
 	out, slots := st.out.Load(), st.replies
 	defer func() { slots.close(); <-slots.done; st.unsubscribeAll() }()
@@ -389,7 +414,7 @@ type replyWriter struct {
 	c    net.Conn
 	owed atomic.Int64 // slots handed to writeReplies and not yet done with
 	mu   sync.Mutex   // guards the buffer and broken
-	// The reply buffer (replybuf.go): buf[:n] not yet written, made at
+	// The reply buffer (redis_replybuf.go): buf[:n] not yet written, made at
 	// its size on the first reply that waits in it (nil until then: an
 	// idle connection, or one answered a reply at a time, holds none);
 	// peak the most it held since peakAt; rbs and rbp its
@@ -515,7 +540,7 @@ func (a *Agent) handle(st *clientState, args [][]byte) slot {
 	case rediscmd.Read:
 		if readScripts[name] && a.redis.scripts != nil {
 			// Through the log, as a write whose reply is this replica's, so
-			// this agent sees what the script calls (scriptstats.go).
+			// this agent sees what the script calls (redis_scriptstats.go).
 			return a.write(st, redisRecord{replies: 1, payload: resp.AppendCommand(nil, args...), volatile: true})
 		}
 		return a.readSlot(st, resp.AppendCommand(nil, args...), sp.Pinned)

@@ -27,7 +27,7 @@ type redisConn struct {
 	// rd and wd are a redisMux connection's read and write deadlines.
 	rd, wd lazyDeadline
 	// pause, on the applier's connection, is when the agent's CLIENT PAUSE
-	// ends (Unix nanoseconds; 0: none, pause.go). While it holds, the local
+	// ends (Unix nanoseconds; 0: none, redis_pause.go). While it holds, the local
 	// redis-server is paused too, so it expires no key (redis neither
 	// actively nor lazily expires keys while paused), and the applier's
 	// every send goes between CLIENT UNPAUSE and a CLIENT PAUSE WRITE for

@@ -18,10 +18,10 @@ import (
 )
 
 // redisBackend is the Redis adapter's Backend: it applies committed
-// records (redisrecord.go) to the local redis-server over one connection only
-// it uses, keeps the replicated queue of blocked clients (blockorder.go)
+// records (redis_record.go) to the local redis-server over one connection only
+// it uses, keeps the replicated queue of blocked clients (redis_blockorder.go)
 // and, when asked, counts what this agent's clients' scripts call
-// (scriptstats.go).
+// (redis_scriptstats.go).
 type redisBackend struct {
 	addr string
 	// conn is the applier's connection, replaced when Alive reconnects
@@ -56,7 +56,7 @@ type applying struct {
 	Committed
 	rec     redisRecord
 	err     error // the record did not decode
-	counted bool  // a script whose commands this agent counts (scriptstats.go)
+	counted bool  // a script whose commands this agent counts (redis_scriptstats.go)
 }
 
 // ok says the record decoded and has replies to run.

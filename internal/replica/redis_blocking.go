@@ -18,7 +18,7 @@ import (
 // later entry. The agent proposes the command inside MULTI … EXEC, where
 // redis runs it without blocking (an empty source answers nil at once), as
 // an ordered write, and every replica serves the client once data comes, in
-// the order clients blocked (blockorder.go).
+// the order clients blocked (redis_blockorder.go).
 //
 // goneCheck spaces the looks of a waiting client's agent at its connection
 // (and timeout): redis drops a blocked client that closed at once, and the
@@ -171,7 +171,7 @@ func (b *blockedCall) try(e redisRecord) (w *write, r result, reply []byte, empt
 }
 
 // ordered serves a command whose clients redis serves in the order they
-// blocked, through the replicated queues of blockorder.go. The first
+// blocked, through the replicated queues of redis_blockorder.go. The first
 // attempt runs the command (on the keys no earlier client waits on) and
 // queues the client; every replica then serves it right after an entry
 // that gives it data. The agent learns that from its own replica and takes

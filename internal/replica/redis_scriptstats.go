@@ -13,7 +13,7 @@ import (
 )
 
 // Redis counts the commands a script calls in INFO commandstats, beside
-// the script's own EVAL. The agent's counts are its own (observe.go): it
+// the script's own EVAL. The agent's counts are its own (redis_observe.go): it
 // sees its client's EVAL, not the redis.call()s every replica makes. So
 // the agent that proposed a client's script asks its own redis-server what
 // the script called: its applier sends INFO commandstats right before and

@@ -93,7 +93,7 @@ func BenchmarkObserve(b *testing.B) {
 	c1, c2 := net.Pipe()
 	defer c1.Close()
 	defer c2.Close()
-	a := &Agent{slow: newSlowLog()}
+	a := &Agent{redisState: &redisState{slow: newSlowLog()}}
 	st := &clientState{clientConn: clientConn{conn: c1}}
 	st.stamped = stampArrivals(c1) // its arrival stamp read, as serveConn reads it
 	args := [][]byte{[]byte("SET"), []byte("key:000123"), []byte("value-of-some-length")}

@@ -157,7 +157,7 @@ func (a *Agent) holdIfPaused(st *clientState, args [][]byte) {
 		}
 		t.Stop()
 		a.blockedClients.Add(-1)
-		st.pausedFor += time.Since(held) // not the command's time (observe.go)
+		st.pausedFor += time.Since(held) // not the command's time (redis_observe.go)
 	}
 }
 
