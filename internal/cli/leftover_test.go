@@ -63,6 +63,9 @@ func endCommand(t *testing.T, c leftoverCase, end, dir, state string, w *leftove
 		args = append(args, strings.NewReplacer("STATE", state, "DIR", dir).Replace(a))
 	}
 	bin := gaitProgram(t)
+	// Whatever happens, the test leaves nothing on the machine (after the
+	// scan, which t.Cleanup follows).
+	t.Cleanup(func() { exec.Command(bin, "clean", "--state-dir", state).Run() })
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), w.Env())
 	var output lockedBuffer
