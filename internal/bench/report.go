@@ -43,12 +43,18 @@ func WriteReport(path string, s *Scenario, sum Summary, results []RunResult) err
 	if s.Repeat == 1 {
 		header, rows = dropColumn(header, rows, "runs")
 	}
+	if !slices.ContainsFunc(sum.Steps, func(st StepSummary) bool { return st.RoleChanges > 0 }) {
+		header, rows = dropColumn(header, rows, "role changes")
+	}
 	// Short names keep the table within the page.
 	header = slices.Clone(header)
 	header[slices.Index(header, "longest gap")] = "gap"
+	if i := slices.Index(header, "role changes"); i >= 0 {
+		header[i] = "roles"
+	}
 	p.Table(header, rows)
 	p.Paragraph("Slowdown is the mean latency over the baseline's; gap is the longest time in which no request " +
-		"completed. Latency counts from each request's start (its intended start in an open loop), whatever its " +
+		"completed; roles counts the changes of a member's role (above). Latency counts from each request's start (its intended start in an open loop), whatever its " +
 		"outcome. Runs are in " + sum.Out + ".")
 	overTime(p, s, runs, "Over time")
 	faultEvents(p, runs)

@@ -508,7 +508,7 @@ func (p *procProbe) sample(emit func(string, float64)) {
 			}
 		}
 	}
-	if !slices.Equal(now, p.targets) {
+	if p.sampler == nil || !slices.Equal(now, p.targets) { // the first reading, also when no server runs
 		p.targets, p.sampler = now, procstat.NewSampler(now...)
 		return // rates need two readings
 	}

@@ -4,14 +4,15 @@
 // and the temporary directory, and whatever is in the directories the test
 // names (a run's output directory). The machine is shared: other runs may
 // come and go while a test runs, so a Watch counts only what appeared after
-// it was taken and belongs to no run whose gait still runs.
+// it was taken and is the command's: its testbed runs (noted while it runs,
+// from their state files in one of Dirs), its processes (which carry the
+// watch's tag), and whatever lies in Dirs.
 package leftover
 
 import (
 	"bufio"
 	"bytes"
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -45,11 +46,12 @@ type Watch struct {
 
 	tag    string
 	before map[string]bool
+	runs   map[string]bool // ids of the command's testbed runs
 }
 
 // Take notes what is on the machine now.
 func Take(dirs ...string) *Watch {
-	w := &Watch{Dirs: dirs, tag: rand.Text()}
+	w := &Watch{Dirs: dirs, tag: rand.Text(), runs: map[string]bool{}}
 	w.before = map[string]bool{}
 	for _, t := range w.traces() {
 		w.before[t.what] = true
@@ -62,18 +64,31 @@ func Take(dirs ...string) *Watch {
 // command's, however it was started.
 func (w *Watch) Env() string { return "GAIT_LEFTOVER=" + w.tag }
 
+// Note notes the testbed runs whose state files are in one of Dirs now (a
+// command given --state-dir DIR keeps them there while it runs): what
+// carries their ids is the command's. Call it while the command runs.
+func (w *Watch) Note() {
+	for _, d := range w.Dirs {
+		states, _ := filepath.Glob(filepath.Join(d, "*.json"))
+		for _, s := range states {
+			if m := runID.FindStringSubmatch(s); m != nil {
+				w.runs[m[1]] = true
+			}
+		}
+	}
+}
+
 // Scan lists what is left: each thing by kind and name.
 func (w *Watch) Scan() []string {
-	live := liveRuns()
 	var left []string
 	for _, t := range w.traces() {
-		if w.before[t.what] || (t.id != "" && live[t.id]) {
-			continue
+		switch {
+		case w.before[t.what]:
+		case t.id != "" && !w.runs[t.id]: // another run's
+		case t.id == "" && !t.ours && !w.named(t.what): // another test's, as far as can be told
+		default:
+			left = append(left, t.what)
 		}
-		if t.id == "" && !t.ours && !w.named(t.what) {
-			continue // another test's, as far as can be told
-		}
-		left = append(left, t.what)
 	}
 	return append(left, w.inDirs()...)
 }
@@ -132,10 +147,9 @@ func (w *Watch) traces() []trace {
 	}
 	records, _ := filepath.Glob(filepath.Join(stateDir, "emulate", "*.json"))
 	for _, r := range records {
-		pid, _ := strconv.Atoi(strings.TrimSuffix(filepath.Base(r), ".json"))
-		if !procstat.Running(pid) {
-			ts = append(ts, trace{what: "file " + r, ours: true})
-		}
+		b, _ := os.ReadFile(r)
+		ours := slices.ContainsFunc(w.Dirs, func(d string) bool { return bytes.Contains(b, []byte(d)) }) // of a mount in Dirs
+		ts = append(ts, trace{what: "file " + r, ours: ours})
 	}
 	for _, pid := range w.processes() {
 		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
@@ -224,35 +238,6 @@ func (w *Watch) inDirs() []string {
 		})
 	}
 	return left
-}
-
-// liveRuns are the testbed runs whose gait still runs, by id, from the
-// state files of /run/gait and those it refers to.
-func liveRuns() map[string]bool {
-	live := map[string]bool{}
-	paths, _ := filepath.Glob(filepath.Join(stateDir, "*.json"))
-	refs, _ := filepath.Glob(filepath.Join(stateDir, "*.ref"))
-	for _, r := range refs {
-		dir, err := os.ReadFile(r)
-		if err == nil {
-			paths = append(paths, filepath.Join(strings.TrimSpace(string(dir)), strings.TrimSuffix(filepath.Base(r), ".ref")+".json"))
-		}
-	}
-	for _, p := range paths {
-		var st struct {
-			ID         string `json:"id"`
-			Owner      int    `json:"owner_pid"`
-			OwnerStart uint64 `json:"owner_start"`
-		}
-		b, err := os.ReadFile(p)
-		if err != nil || json.Unmarshal(b, &st) != nil {
-			continue
-		}
-		if (procstat.Identity{PID: st.Owner, Start: st.OwnerStart}).Alive() {
-			live[st.ID] = true
-		}
-	}
-	return live
 }
 
 // leads reports whether the pattern's first components match dir: what

@@ -778,8 +778,13 @@ func (d *deployment) finalReads(t *testing.T, h *linearize.History, k keys) {
 func finalRead(ctx context.Context, rdb *goredis.Client, in linearize.Input) (linearize.Output, error) {
 	if in.Kind == linearize.Range {
 		var out linearize.Output
-		err := rdb.LRange(ctx, in.Key, 0, -1).ScanSlice(&out.Items)
-		return out, err
+		cmd := rdb.LRange(ctx, in.Key, 0, -1)
+		// ScanSlice drops the command's error: a read that timed out
+		// would pass for an empty queue.
+		if err := cmd.Err(); err != nil {
+			return out, err
+		}
+		return out, cmd.ScanSlice(&out.Items)
 	}
 	v, err := rdb.Get(ctx, in.Key).Int64()
 	if errors.Is(err, goredis.Nil) {

@@ -408,9 +408,10 @@ func (tb *Testbed) waiting(what func() string, step func() error) error {
 	if tb.log == nil {
 		return step()
 	}
-	done := make(chan struct{})
-	defer close(done)
+	done, said := make(chan struct{}), make(chan struct{})
+	defer func() { close(done); <-said }() // nothing said after the step
 	go func() {
+		defer close(said)
 		start := time.Now()
 		wait := time.NewTimer(time.Second)
 		defer wait.Stop()

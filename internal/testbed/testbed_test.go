@@ -665,3 +665,16 @@ func TestCloseWithProcessesStartedByHand(t *testing.T) {
 		t.Errorf("after Close: %v", left)
 	}
 }
+
+// A step of Close that takes over a second says what it waits for.
+func TestCloseSaysWhatItWaitsFor(t *testing.T) {
+	var log strings.Builder
+	tb := &Testbed{ID: "0732b", log: &log}
+	tb.waiting(func() string { return "the processes of h1: etcd (pid 48113)" }, func() error {
+		time.Sleep(1500 * time.Millisecond)
+		return nil
+	})
+	if want := "removing run 0732b: waiting 1s for the processes of h1: etcd (pid 48113)\n"; log.String() != want {
+		t.Errorf("said %q, want %q", log.String(), want)
+	}
+}
