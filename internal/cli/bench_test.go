@@ -19,7 +19,7 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"bench", dir + "/none.yaml"}, "scenario " + dir + "/none.yaml: stat"},
 		{[]string{"bench", "--format", "csv", good}, `bench: --format "csv": want text or json`},
 		{[]string{"bench", "--slow", "0.5", good}, "bench: slow threshold 0.5: want a factor above 1"},
-		{[]string{"bench", "--only", "zk-*", good}, `no experiment selected from 1 scenarios (--only "zk-*", --quick false)`},
+		{[]string{"bench", "--only", "zk-*", good}, `no experiment selected from 1 scenario (--only "zk-*", --quick false)`},
 	} {
 		_, _, err := runGait(c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -27,7 +27,7 @@ func TestBenchBadInput(t *testing.T) {
 		}
 	}
 	out, _, err := runGait("bench", "--dry-run", good)
-	if err != nil || !strings.Contains(out, "g ") || !strings.Contains(out, "1 runs") {
+	if err != nil || !strings.Contains(out, "g ") || !strings.Contains(out, "1 run ") {
 		t.Errorf("dry run: %q, %v", out, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/gait-dev/gait/internal/units"
 	"os"
 	"path"
 	"path/filepath"
@@ -114,7 +115,7 @@ func Load(files []string, sel Selection) ([]*bench.Scenario, error) {
 		out = append(out, s)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no experiment selected from %d scenarios (--only %q, --quick %v)", len(all), sel.Only, sel.Quick)
+		return nil, fmt.Errorf("no experiment selected from %s (--only %q, --quick %v)", units.Count(len(all), "scenario"), sel.Only, sel.Quick)
 	}
 	return out, nil
 }

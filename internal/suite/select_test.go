@@ -121,7 +121,7 @@ func TestLoadReportsEveryMistake(t *testing.T) {
 		want string
 	}{
 		{[]string{good}, Selection{Only: "[a-"}, `--only "[a-": syntax error in pattern`},
-		{[]string{good}, Selection{Only: "zk-*"}, `no experiment selected from 1 scenarios (--only "zk-*", --quick false)`},
+		{[]string{good}, Selection{Only: "zk-*"}, `no experiment selected from 1 scenario (--only "zk-*", --quick false)`},
 		{[]string{good}, Selection{Repeat: -1}, "--repeat -1: want a number of repetitions of at least 1"},
 	} {
 		if _, err := Load(c.args, c.sel); err == nil || err.Error() != c.want {
