@@ -10,7 +10,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"github.com/gait-dev/gait/internal/units"
 	"os"
 	"path"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/bench"
+	"github.com/gait-dev/gait/internal/units"
 	"gopkg.in/yaml.v3"
 )
 
