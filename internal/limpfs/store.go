@@ -15,6 +15,7 @@ import (
 
 	"github.com/gait-dev/gait/internal/atomicfile"
 	"github.com/gait-dev/gait/internal/tardis"
+	"github.com/gait-dev/gait/internal/units"
 	"golang.org/x/sys/unix"
 )
 
@@ -78,7 +79,7 @@ func openStore(dir string, create bool) (string, error) {
 		if !create {
 			advice = "give the --store directory of a gait emulate mount"
 		}
-		return "", fmt.Errorf("store %s: %w: it holds %d entries (%s, ...) but no %s file; %s", dir, ErrNotStore, len(entries), entries[0].Name(), storeMarker, advice)
+		return "", fmt.Errorf("store %s: %w: it holds %s (%s, ...) but no %s file; %s", dir, ErrNotStore, units.Count(len(entries), "file"), entries[0].Name(), storeMarker, advice)
 	}
 	if !create {
 		return "", fmt.Errorf("store %s: %w: it is empty or missing", dir, ErrNotStore)
