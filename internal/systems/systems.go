@@ -137,3 +137,18 @@ func WaitReady(ctx context.Context, system string, timeout time.Duration, member
 		}
 	}
 }
+
+// StopAll stops every process at once, skipping nil ones (a member that
+// never started), and joins their errors: a cluster's Stop should not
+// wait for one slow member's grace period per member.
+func StopAll(procs []Process) error {
+	errs := make([]error, len(procs))
+	var wg sync.WaitGroup
+	for i, p := range procs {
+		if p != nil {
+			wg.Go(func() { errs[i] = p.Stop() })
+		}
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

@@ -2,7 +2,6 @@ package cassandra
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -146,15 +145,9 @@ func (c *Cluster) Stop() error {
 		delete(c.scrap, h)
 	}
 	c.mu.Unlock()
-	errs := make([]error, len(c.members))
-	var wg sync.WaitGroup
+	procs := make([]systems.Process, len(c.members))
 	for i, m := range c.members {
-		wg.Go(func() {
-			if p := m.current(); p != nil {
-				errs[i] = p.Stop()
-			}
-		})
+		procs[i] = m.current()
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return systems.StopAll(procs)
 }

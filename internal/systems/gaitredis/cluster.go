@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"sync"
 	"syscall"
 	"time"
 
@@ -277,19 +276,9 @@ func (c *Cluster) Stop() error {
 			servers = append(servers, r)
 		}
 	}
-	err := errors.Join(stopAll(agents), stopAll(servers))
+	err := errors.Join(systems.StopAll(agents), systems.StopAll(servers))
 	c.http.CloseIdleConnections()
 	return err
-}
-
-func stopAll(ps []systems.Process) error {
-	errs := make([]error, len(ps))
-	var wg sync.WaitGroup
-	for i, p := range ps {
-		wg.Go(func() { errs[i] = p.Stop() })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // WaitServing waits, up to the driver's StartTimeout, until the agent on

@@ -401,15 +401,5 @@ func (c *Cluster) Stop() error {
 		}
 	}
 	c.mu.Unlock()
-	return errors.Join(stopAll(sentinels), stopAll(servers))
-}
-
-func stopAll(procs []systems.Process) error {
-	errs := make([]error, len(procs))
-	var wg sync.WaitGroup
-	for i, p := range procs {
-		wg.Go(func() { errs[i] = p.Stop() })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return errors.Join(systems.StopAll(sentinels), systems.StopAll(servers))
 }

@@ -96,15 +96,9 @@ func (c *Cluster) Restart(ctx context.Context, host string) error {
 
 // Stop ends every server at once.
 func (c *Cluster) Stop() error {
-	errs := make([]error, len(c.members))
-	var wg sync.WaitGroup
+	procs := make([]systems.Process, len(c.members))
 	for i, m := range c.members {
-		wg.Go(func() {
-			if p := m.current(); p != nil {
-				errs[i] = p.Stop()
-			}
-		})
+		procs[i] = m.current()
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return systems.StopAll(procs)
 }
