@@ -11,8 +11,7 @@ all: build
 
 deps:
 	@scripts/install-deps.sh
-	@scripts/fetch-hadoop.sh
-	@scripts/fetch-cassandra.sh
+	@for pom in java/*/pom.xml; do scripts/fetch-jars.sh $$(basename $$(dirname $$pom)) || exit 1; done
 
 build:
 	$(GO) build -o $(BIN) ./cmd/gait

@@ -14,7 +14,7 @@
 #         10,256; 256:fgl adds the fine-grained lock); needs about 110 MiB
 #         per DataNode with 6 GiB left free
 # GAIT_EXALT=ops,dir,heap,append,scale picks parts (default all). About
-# an hour and a half on 2 shared cores. It needs the jars of make deps (scripts/fetch-hadoop.sh).
+# an hour and a half on 2 shared cores. It needs the jars of make deps (scripts/fetch-jars.sh hadoop).
 set -eu
 out=${1:-runs/exalt}
 parts=${GAIT_EXALT:-ops,dir,heap,append,scale}

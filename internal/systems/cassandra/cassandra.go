@@ -1,6 +1,6 @@
 // Package cassandra drives Cassandra clusters: the unmodified
 // CassandraDaemon of cassandra-all from Maven Central (fetched by
-// scripts/fetch-cassandra.sh) runs on the JVM, one node per host, every
+// scripts/fetch-jars.sh cassandra) runs on the JVM, one node per host, every
 // key on every node (replication factor 3 on three nodes), reached with
 // github.com/gocql/gocql and observed through the node-local virtual
 // tables of system_views: the outbound queue to each peer, thread pools,
@@ -27,7 +27,7 @@ import (
 	"github.com/gait-dev/gait/internal/systems"
 )
 
-// DefaultHome is where scripts/fetch-cassandra.sh puts the jars;
+// DefaultHome is where scripts/fetch-jars.sh cassandra puts the jars;
 // $GAIT_CASSANDRA overrides it.
 const DefaultHome = "/var/cache/gait/cassandra"
 
@@ -135,7 +135,7 @@ func (d *Driver) Check() error {
 		return fmt.Errorf("cassandra: java: %w (install Debian's default-jre-headless)", err)
 	}
 	if _, err := os.Stat(filepath.Join(d.Home, "lib", "cassandra-all-"+Version+".jar")); err != nil {
-		return fmt.Errorf("cassandra: %w (run scripts/fetch-cassandra.sh, or make deps)", err)
+		return fmt.Errorf("cassandra: %w (run scripts/fetch-jars.sh cassandra, or make deps)", err)
 	}
 	return nil
 }
@@ -201,7 +201,7 @@ const logback = `<configuration>
 func (d *Driver) argv(h systems.Host) ([]string, error) {
 	jars, err := filepath.Glob(filepath.Join(d.Home, "lib", "*.jar"))
 	if err != nil || len(jars) == 0 {
-		return nil, fmt.Errorf("cassandra: no jars in %s (run scripts/fetch-cassandra.sh)", filepath.Join(d.Home, "lib"))
+		return nil, fmt.Errorf("cassandra: no jars in %s (run scripts/fetch-jars.sh cassandra)", filepath.Join(d.Home, "lib"))
 	}
 	jamm, _ := filepath.Glob(filepath.Join(d.Home, "lib", "jamm-*.jar"))
 	argv := append([]string{d.Java}, d.JVMFlags...)

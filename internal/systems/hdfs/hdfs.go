@@ -1,6 +1,6 @@
 // Package hdfs drives HDFS clusters: the unmodified NameNode and DataNodes
 // of the Hadoop release that java/hadoop/pom.xml names (fetched by
-// scripts/fetch-hadoop.sh), one JVM per daemon, configured by generated
+// scripts/fetch-jars.sh hadoop), one JVM per daemon, configured by generated
 // core-site.xml and hdfs-site.xml. The first host runs the NameNode, every
 // other host a DataNode. Clients go through HDFS's own Java client (see
 // client.go); white-box metrics come from each daemon's /jmx servlet.
@@ -28,7 +28,7 @@ import (
 type Driver struct {
 	Java string // the java program
 	// Home holds lib/*.jar (Hadoop and its dependencies) and gait-hdfs.jar
-	// (the client), as scripts/fetch-hadoop.sh leaves them.
+	// (the client), as scripts/fetch-jars.sh hadoop leaves them.
 	Home string
 	// NameNodeJVM and DataNodeJVM are given to java before the main class:
 	// heap, GC, stacks. The DataNodes' are small so that a hundred fit on
@@ -75,7 +75,7 @@ const (
 	dnIPCPort  = 9867
 )
 
-// DefaultHome is where scripts/fetch-hadoop.sh puts the jars; $GAIT_HADOOP
+// DefaultHome is where scripts/fetch-jars.sh hadoop puts the jars; $GAIT_HADOOP
 // overrides both.
 const DefaultHome = "/var/cache/gait/hadoop"
 
@@ -138,7 +138,7 @@ func (d *Driver) Check() error {
 	}
 	for _, f := range []string{"lib/hadoop-hdfs-" + Version + ".jar", "gait-hdfs.jar"} {
 		if _, err := os.Stat(filepath.Join(d.Home, f)); err != nil {
-			return fmt.Errorf("hdfs: %w (run scripts/fetch-hadoop.sh, or make deps)", err)
+			return fmt.Errorf("hdfs: %w (run scripts/fetch-jars.sh hadoop, or make deps)", err)
 		}
 	}
 	return nil
