@@ -642,7 +642,7 @@ func BenchmarkEmulateWrite(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer nullServer.Unmount()
-	for _, target := range []struct {
+	targets := []struct {
 		name string
 		dir  string
 		f    *FS
@@ -650,17 +650,21 @@ func BenchmarkEmulateWrite(b *testing.B) {
 	}{
 		{"memcpy", "", nil, 0},
 		{"raw-disk-odirect", disk, nil, syscall.O_DIRECT},
-		{"emulating", emu.Mountpoint, emu, 0},
 		{"null-fuse", null, nil, 0},
+		{"emulating", emu.Mountpoint, emu, 0},
 		{"emulating-writeback", wb.Mountpoint, wb, 0},
 		{"plain-tmpfs", plain.Mountpoint, plain, 0},
-	} {
-		for _, size := range []int{64 << 10, 1 << 20, -(64 << 10)} {
-			name := fmt.Sprintf("%dKiB", size>>10)
-			if size < 0 {
-				name, size = "hdfs", -size
-			}
-			for _, writers := range []int{1, 4} {
+	}
+	// The peers of one write size and number of writers run one after
+	// the other, so that a ratio between them is of the same moment of
+	// a shared machine.
+	for _, size := range []int{64 << 10, 1 << 20, -(64 << 10)} {
+		name := fmt.Sprintf("%dKiB", size>>10)
+		if size < 0 {
+			name, size = "hdfs", -size
+		}
+		for _, writers := range []int{1, 4} {
+			for _, target := range targets {
 				sub := target.name + "/" + name
 				if writers > 1 {
 					sub += fmt.Sprintf("-x%d", writers)
