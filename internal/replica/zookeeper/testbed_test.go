@@ -14,8 +14,8 @@ import (
 	"github.com/gait-dev/gait/internal/systems/gaitredis"
 	"github.com/gait-dev/gait/internal/systems/gaitzookeeper"
 	"github.com/gait-dev/gait/internal/systems/tbhost"
-	"github.com/gait-dev/gait/internal/testbed"
 	zksys "github.com/gait-dev/gait/internal/systems/zookeeper"
+	"github.com/gait-dev/gait/internal/testbed"
 )
 
 // Linearizable on testbed hosts, through every fault the issue names:
