@@ -26,8 +26,8 @@ const (
 
 // inputDir is where the jobs' text is in HDFS; outputs go under outDir.
 const (
-	inputDir = "/gait/input"
-	outDir   = "/gait/out"
+	inputDir = "/gait-input"
+	outDir   = "/gait-out"
 )
 
 // jobArgs is the main class and arguments of job n.

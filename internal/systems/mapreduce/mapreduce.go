@@ -122,7 +122,7 @@ func New() *Driver {
 		Home:               home,
 		HDFS:               hdfs.New(),
 		ResourceManagerJVM: append([]string{"-Xms64m", "-Xmx384m"}, small...),
-		NodeManagerJVM:     append([]string{"-Xms32m", "-Xmx192m", "-XX:MaxHeapFreeRatio=30"}, small...),
+		NodeManagerJVM:     append([]string{"-Xms32m", "-Xmx192m", "-XX:MinHeapFreeRatio=10", "-XX:MaxHeapFreeRatio=30"}, small...),
 		// 256 MB containers, as WordCount ran in 17 s here.
 		TaskJVM:      append([]string{"-Xmx180m"}, small...),
 		Placement:    Split,

@@ -28,11 +28,11 @@ func (c *Cluster) Metrics(ctx context.Context) (map[string]float64, error) {
 	at := "{host=" + c.rm.host.Name() + "}"
 	vals := map[string]float64{}
 	var cm struct {
-		ClusterMetrics map[string]float64 `json:"clusterMetrics"`
+		ClusterMetrics map[string]any `json:"clusterMetrics"`
 	}
 	errs := []error{c.rest(ctx, "/ws/v1/cluster/metrics", nil, &cm)}
 	for _, k := range clusterMetrics {
-		if v, ok := cm.ClusterMetrics[k]; ok {
+		if v, ok := cm.ClusterMetrics[k].(float64); ok {
 			vals["yarn_"+k+at] = v
 		}
 	}
