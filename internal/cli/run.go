@@ -48,9 +48,11 @@ in scenarios/.`,
   sudo gait run scenarios/etcd/leader-nic.yaml
   # long: a few minutes, root
   sudo gait run scenarios/etcd/follower-disk.yaml --out runs/fd --format json > fd.json
+
   gait run --dry-run scenarios/etcd/leader-crash.yaml     # check it and list the runs
   cp -r testdata/runs/etcd-leader-nic runs-ln                 # an earlier run's output directory
   gait run --report-from runs-ln                               # summary and report again
+
   # needs: the output directory of an interrupted run
   sudo gait run scenarios/etcd/leader-nic.yaml --out runs/ln --resume   # after Ctrl-C: the runs left`,
 		Args: func(cmd *cobra.Command, args []string) error {
