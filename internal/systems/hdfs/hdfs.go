@@ -131,13 +131,20 @@ func New() *Driver {
 
 func (d *Driver) Name() string { return "hdfs" }
 
+// Needs are java and the jars Check looks for.
+func (d *Driver) Needs() []string { return append([]string{d.Java}, d.jars()...) }
+
+func (d *Driver) jars() []string {
+	return []string{filepath.Join(d.Home, "lib/hadoop-hdfs-"+Version+".jar"), filepath.Join(d.Home, "gait-hdfs.jar")}
+}
+
 // Check says what is missing to run HDFS.
 func (d *Driver) Check() error {
 	if _, err := os.Stat(d.Java); err != nil {
 		return fmt.Errorf("hdfs: java: %w (install Debian's default-jre-headless)", err)
 	}
-	for _, f := range []string{"lib/hadoop-hdfs-" + Version + ".jar", "gait-hdfs.jar"} {
-		if _, err := os.Stat(filepath.Join(d.Home, f)); err != nil {
+	for _, f := range d.jars() {
+		if _, err := os.Stat(f); err != nil {
 			return fmt.Errorf("hdfs: %w (run scripts/fetch-jars.sh hadoop, or make deps)", err)
 		}
 	}
