@@ -17,7 +17,10 @@ import java.util.concurrent.Executors;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hbase.HBaseConfiguration;
 import org.apache.hadoop.hbase.HRegionLocation;
+import org.apache.hadoop.hbase.ServerName;
 import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.client.Admin;
+import org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder;
 import org.apache.hadoop.hbase.client.Connection;
 import org.apache.hadoop.hbase.client.ConnectionFactory;
 import org.apache.hadoop.hbase.client.Get;
@@ -27,6 +30,7 @@ import org.apache.hadoop.hbase.client.Result;
 import org.apache.hadoop.hbase.client.ResultScanner;
 import org.apache.hadoop.hbase.client.Scan;
 import org.apache.hadoop.hbase.client.Table;
+import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
 
 /**
  * Drives HBase through its own client for gait, whose load engine is Go.
@@ -35,6 +39,10 @@ import org.apache.hadoop.hbase.client.Table;
  * on the one shared Connection (as an HBase application shares one) and a
  * thread of its own, so channels run at once and the ops of one channel
  * run in order.
+ *
+ * First it makes the table: created with the split keys given (if it is
+ * not there yet), its regions in start-key order moved to the region
+ * servers given, one each, round robin; then it says "ready\n".
  *
  * A request is a header line "CHANNEL SEQ OP ROW LEN\n" and LEN bytes of
  * data; OP is put (the data is the value), get, scan (LEN is 0; the data
@@ -46,8 +54,8 @@ import org.apache.hadoop.hbase.client.Table;
  * client itself went to (cached, as it caches them), so gait can tell the
  * requests that met a slow region server from those that did not.
  *
- * Usage: Client TABLE FAMILY (the configuration, hbase-site.xml, on the
- * class path)
+ * Usage: Client TABLE FAMILY SPLITKEYS SERVERS (comma-separated; the
+ * configuration, hbase-site.xml, on the class path)
  */
 public final class Client {
   private final Connection conn;
@@ -65,15 +73,63 @@ public final class Client {
   }
 
   public static void main(String[] args) throws Exception {
-    if (args.length != 2) {
-      System.err.println("usage: Client TABLE FAMILY");
+    if (args.length != 4) {
+      System.err.println("usage: Client TABLE FAMILY SPLITKEYS SERVERS");
       System.exit(2);
     }
     Configuration conf = HBaseConfiguration.create();
     OutputStream out = new BufferedOutputStream(System.out, 1 << 16);
     try (Connection conn = ConnectionFactory.createConnection(conf)) {
-      new Client(conn, TableName.valueOf(args[0]), args[1].getBytes(StandardCharsets.UTF_8), out)
-          .serve(new DataInputStream(new BufferedInputStream(System.in, 1 << 16)));
+      Client c = new Client(conn, TableName.valueOf(args[0]), args[1].getBytes(StandardCharsets.UTF_8), out);
+      c.setup(split(args[2]), split(args[3]));
+      c.reply("ready\n".getBytes(StandardCharsets.UTF_8), null);
+      c.serve(new DataInputStream(new BufferedInputStream(System.in, 1 << 16)));
+    }
+  }
+
+  private static String[] split(String list) {
+    return list.isEmpty() ? new String[0] : list.split(",");
+  }
+
+  /**
+   * Creates the table with splitKeys unless it exists, and moves its
+   * regions (in start-key order) to servers (host addresses) round robin,
+   * waiting until the client's own locator sees each where it belongs.
+   */
+  private void setup(String[] splitKeys, String[] servers) throws IOException, InterruptedException {
+    try (Admin admin = conn.getAdmin(); RegionLocator loc = conn.getRegionLocator(table)) {
+      if (!admin.tableExists(table)) {
+        byte[][] splits = new byte[splitKeys.length][];
+        for (int i = 0; i < splits.length; i++) {
+          splits[i] = splitKeys[i].getBytes(StandardCharsets.UTF_8);
+        }
+        admin.createTable(TableDescriptorBuilder.newBuilder(table)
+            .setColumnFamily(ColumnFamilyDescriptorBuilder.of(family)).build(), splits);
+      }
+      while (true) {
+        boolean placed = true;
+        java.util.List<HRegionLocation> regions = loc.getAllRegionLocations();
+        regions.sort((a, b) -> org.apache.hadoop.hbase.util.Bytes.compareTo(a.getRegion().getStartKey(), b.getRegion().getStartKey()));
+        for (int i = 0; i < regions.size(); i++) {
+          HRegionLocation r = regions.get(i);
+          String want = servers[i % servers.length];
+          if (r.getServerName() != null && r.getServerName().getHostname().equals(want)) {
+            continue;
+          }
+          placed = false;
+          for (ServerName sn : admin.getRegionServers()) {
+            if (sn.getHostname().equals(want)) {
+              System.err.println("moving " + r.getRegion().getEncodedName() + " to " + sn);
+              admin.move(r.getRegion().getEncodedNameAsBytes(), sn);
+            }
+          }
+        }
+        if (placed) {
+          return;
+        }
+        loc.clearRegionLocationCache();
+        Thread.sleep(500);
+      }
     }
   }
 
@@ -99,7 +155,10 @@ public final class Client {
       Channel ch = channels.computeIfAbsent(id, k -> new Channel());
       if (op.equals("close")) {
         channels.remove(id);
-        ch.thread.execute(() -> close(ch));
+        ch.thread.execute(() -> {
+          close(ch);
+          reply((seq + " ok 0 \n").getBytes(StandardCharsets.UTF_8), null);
+        });
         ch.thread.shutdown();
         continue;
       }
@@ -122,7 +181,7 @@ public final class Client {
         ch.t = conn.getTable(table);
         ch.loc = conn.getRegionLocator(table);
       }
-      result = run(ch, op, row, data, servers);
+      result = run(ch, seq, op, row, data, servers);
     } catch (Throwable e) {
       String msg = (e.getClass().getSimpleName() + ": " + e.getMessage()).replace('\n', ' ');
       reply((seq + " err " + msg + "\n").getBytes(StandardCharsets.UTF_8), null);
@@ -132,22 +191,24 @@ public final class Client {
     reply(header.getBytes(StandardCharsets.UTF_8), result);
   }
 
-  private byte[] run(Channel ch, String op, byte[] row, byte[] data, Set<String> servers) throws IOException {
+  private byte[] run(Channel ch, long seq, String op, byte[] row, byte[] data, Set<String> servers) throws IOException {
+    String first = server(ch, row);
+    reply((seq + " at " + first + "\n").getBytes(StandardCharsets.UTF_8), null);
     switch (op) {
       case "put": {
-        servers.add(server(ch, row));
+        servers.add(first);
         ch.t.put(new Put(row).addColumn(family, QUALIFIER, data));
         return new byte[0];
       }
       case "get": {
-        servers.add(server(ch, row));
+        servers.add(first);
         Result r = ch.t.get(new Get(row).addColumn(family, QUALIFIER));
         byte[] v = r.getValue(family, QUALIFIER);
         return v == null ? new byte[0] : v;
       }
       case "scan": {
         int rows = Integer.parseInt(new String(data, StandardCharsets.UTF_8));
-        servers.add(server(ch, row));
+        servers.add(first);
         Scan s = new Scan().withStartRow(row).addColumn(family, QUALIFIER).setLimit(rows).setCaching(rows);
         byte[] last = null;
         try (ResultScanner sc = ch.t.getScanner(s)) {
