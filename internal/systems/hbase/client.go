@@ -97,7 +97,7 @@ func startClient(ctx context.Context, c *Cluster) (*javaClient, error) {
 	if err := os.MkdirAll(conf, 0o755); err != nil {
 		return nil, fmt.Errorf("hbase client: %w", err)
 	}
-	for name, text := range map[string]string{"hbase-site.xml": siteXML(props), "log4j2.properties": strings.Replace(log4j2, "rootLogger = INFO", "rootLogger = WARN", 1)} {
+	for name, text := range map[string]string{"hbase-site.xml": siteXML(props), "log4j.properties": strings.Replace(log4j, "rootLogger=INFO", "rootLogger=WARN", 1)} {
 		if err := os.WriteFile(filepath.Join(conf, name), []byte(text), 0o644); err != nil {
 			return nil, fmt.Errorf("hbase client: %w", err)
 		}
@@ -107,8 +107,7 @@ func startClient(ctx context.Context, c *Cluster) (*javaClient, error) {
 		servers = append(servers, m.host.Address())
 	}
 	argv := append([]string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}, jvm17...)
-	argv = append(argv, "-Dlog4j2.configurationFile="+filepath.Join(conf, "log4j2.properties"),
-		"-cp", conf+":"+filepath.Join(d.Home, "gait-hbase.jar")+":"+filepath.Join(d.Home, "lib", "*"),
+	argv = append(argv, "-cp", conf+":"+filepath.Join(d.Home, "gait-hbase.jar")+":"+filepath.Join(d.Home, "lib", "*"),
 		"dev.gait.hbase.Client", table, family, strings.Join(SplitKeys(len(c.servers)), ","), strings.Join(servers, ","))
 	logPath := filepath.Join(dir(master), "client.log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)

@@ -226,30 +226,32 @@ func siteXML(props map[string]string) string {
 	return b.String()
 }
 
-// log4j2 sends a daemon's log to its standard error, which its host
-// keeps: HBase's warnings, and the lines that say what it did (starts,
-// region opens, WAL rolls).
-const log4j2 = `status = warn
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss.SSS} %-5p [%t] %c{1}: %m%n
-rootLogger = INFO,console
-logger.zookeeper.name = org.apache.zookeeper
-logger.zookeeper.level = WARN
-logger.hadoop.name = org.apache.hadoop
-logger.hadoop.level = WARN
-logger.hbase.name = org.apache.hadoop.hbase
-logger.hbase.level = INFO
+// log4j sends a daemon's log to its standard error, which its host keeps:
+// HBase's warnings, and the lines that say what it did (starts, region
+// opens, WAL rolls). The jars log through reload4j (log4j 1.2's API),
+// which finds log4j.properties on the class path.
+const log4j = `log4j.rootLogger=INFO,console
+log4j.appender.console=org.apache.log4j.ConsoleAppender
+log4j.appender.console.target=System.err
+log4j.appender.console.layout=org.apache.log4j.PatternLayout
+log4j.appender.console.layout.ConversionPattern=%d{HH:mm:ss.SSS} %p [%t] %c{1}: %m%n
+log4j.logger.org.apache.zookeeper=WARN
+log4j.logger.org.apache.hadoop=WARN
+log4j.logger.org.apache.hadoop.hbase=INFO
 `
 
 // writeConf writes h's configuration directory, first on its class path.
 func writeConf(h systems.Host, props map[string]string) error {
-	if err := os.MkdirAll(confDir(h), 0o755); err != nil {
-		return err
+	// The daemons' HTTP servers (which serve /jmx) look for their web
+	// application directories on the class path; HBase's jars on Maven
+	// Central do not carry them (its binary tarball does), and gait needs
+	// none of their pages.
+	for _, app := range []string{"master", "regionserver", "static"} {
+		if err := os.MkdirAll(filepath.Join(confDir(h), "hbase-webapps", app), 0o755); err != nil {
+			return err
+		}
 	}
-	for name, text := range map[string]string{"hbase-site.xml": siteXML(props), "log4j2.properties": log4j2} {
+	for name, text := range map[string]string{"hbase-site.xml": siteXML(props), "log4j.properties": log4j} {
 		if err := os.WriteFile(filepath.Join(confDir(h), name), []byte(text), 0o644); err != nil {
 			return err
 		}
@@ -307,7 +309,7 @@ func (m *member) launch(d *Driver) error {
 	}
 	argv := append([]string{d.Java}, flags...)
 	argv = append(argv, jvm17...)
-	argv = append(argv, "-Dhbase.log.dir="+dir(m.host), "-Dlog4j2.configurationFile="+filepath.Join(confDir(m.host), "log4j2.properties"),
+	argv = append(argv, "-Dhbase.log.dir="+dir(m.host),
 		"-cp", d.classPath(m.host), class, "start")
 	p, err := m.host.Start("hbase-"+m.role, argv, []string{"MALLOC_ARENA_MAX=2"})
 	if err != nil {
