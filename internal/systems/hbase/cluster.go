@@ -17,6 +17,7 @@ import (
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/hdfs"
+	"github.com/gait-dev/gait/internal/systems/javapipe"
 )
 
 // Cluster is a running HBase cluster started by Driver.Start, with its
@@ -30,7 +31,7 @@ type Cluster struct {
 	byAddr    map[string]string // host address -> host name
 	zk        systems.Process
 	fs        *hdfs.Cluster
-	client    *javaClient
+	client    *javapipe.Client
 
 	mu sync.Mutex
 	// pipelines are the DataNodes (host names) of each region server's
@@ -300,10 +301,10 @@ func (c *Cluster) Client(host string) (load.Client, error) {
 	if m.role != RoleMaster {
 		return nil, fmt.Errorf("hbase: host %q runs a region server; clients talk to the master (%s)", host, c.master.host.Name())
 	}
-	if err := c.client.failed(); err != nil {
+	if err := c.client.Failed(); err != nil {
 		return nil, err
 	}
-	return c.client.channel(), nil
+	return &channel{c: c, id: c.client.Channel()}, nil
 }
 
 func (c *Cluster) member(host string) (*member, error) {

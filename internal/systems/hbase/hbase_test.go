@@ -2,6 +2,7 @@ package hbase
 
 import (
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/gait-dev/gait/internal/limp"
 	"github.com/gait-dev/gait/internal/load"
+	"github.com/gait-dev/gait/internal/systems/javapipe"
 	"github.com/gait-dev/gait/internal/systems/tbhost"
 	"github.com/gait-dev/gait/internal/testbed"
 )
@@ -53,25 +55,21 @@ func TestSplitKeys(t *testing.T) {
 	}
 }
 
-// TestParseAnswer: the client JVM's answer headers.
-func TestParseAnswer(t *testing.T) {
-	seq, a, n, err := parseAnswer("7 ok 3 198.18.0.2,198.18.0.3")
-	if err != nil || seq != 7 || n != 3 || !slices.Equal(a.servers, []string{"198.18.0.2", "198.18.0.3"}) {
-		t.Errorf("ok answer: %d %+v %d %v", seq, a, n, err)
-	}
-	if _, a, _, err := parseAnswer("8 ok 0 "); err != nil || a.servers != nil {
-		t.Errorf("ok answer without servers: %+v %v", a, err)
-	}
-	if _, a, _, err := parseAnswer("9 err IOException: no"); err != nil || a.err == nil || a.err.Error() != "IOException: no" {
-		t.Errorf("err answer: %+v %v", a, err)
-	}
-	for _, bad := range []string{"x ok 1 ", "1 ok -1 ", "1 maybe 0", "1"} {
-		if _, _, _, err := parseAnswer(bad); err == nil {
-			t.Errorf("%q accepted", bad)
+// TestServers: the region servers an answer names: its ok line's list,
+// else where its op said it went before it failed or was cut.
+func TestServers(t *testing.T) {
+	for _, c := range []struct {
+		a    javapipe.Answer
+		want []string
+	}{
+		{javapipe.Answer{Rest: "198.18.0.2,198.18.0.3", Seen: []string{"at 198.18.0.2"}}, []string{"198.18.0.2", "198.18.0.3"}},
+		{javapipe.Answer{Err: errors.New("timeout"), Seen: []string{"at 198.18.0.4"}}, []string{"198.18.0.4"}},
+		{javapipe.Answer{Seen: []string{"at 198.18.0.4"}}, []string{"198.18.0.4"}},
+		{javapipe.Answer{}, nil},
+	} {
+		if got := servers(c.a); !slices.Equal(got, c.want) {
+			t.Errorf("servers(%+v) = %v, want %v", c.a, got, c.want)
 		}
-	}
-	if seq, s, ok := parseAt("5 at 198.18.0.4"); !ok || seq != 5 || s != "198.18.0.4" {
-		t.Errorf("parseAt: %d %q %v", seq, s, ok)
 	}
 }
 
