@@ -162,8 +162,10 @@ func getJSON(ctx context.Context, u string, v any) error {
 // Roles names the master's host "master", each region server's
 // "regionserver", each DataNode's "datanode", but those in the current
 // WAL pipeline of the first region server, "hlog-datanode"; a daemon
-// whose process has exited is "down" (a DataNode HDFS no longer counts
-// live, "dead"). It reads the WAL pipelines from the NameNode again.
+// whose process has exited is "down" (a DataNode the NameNode says it no
+// longer counts live, "dead"). It reads the WAL pipelines from the
+// NameNode again, keeping the last it read when the NameNode does not
+// answer.
 func (c *Cluster) Roles(ctx context.Context) (map[string]string, error) {
 	err := c.refreshPipelines(ctx)
 	roles := map[string]string{}
@@ -177,7 +179,9 @@ func (c *Cluster) Roles(ctx context.Context) (map[string]string, error) {
 	c.mu.Lock()
 	for h, r := range c.roles {
 		roles[h] = r
-		if fr := fsRoles[h]; fr == "down" || fr == "dead" {
+		// A NameNode slow to answer (a loaded machine) is not a DataNode
+		// it counts dead: only one that answered says so.
+		if fr := fsRoles[h]; fr == "down" || fr == "dead" && ferr == nil {
 			roles[h] = fr
 		}
 	}
