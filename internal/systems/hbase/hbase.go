@@ -228,8 +228,9 @@ func siteXML(props map[string]string) string {
 
 // log4j sends a daemon's log to its standard error, which its host keeps:
 // HBase's warnings, and the lines that say what it did (starts, region
-// opens, WAL rolls). The jars log through reload4j (log4j 1.2's API),
-// which finds log4j.properties on the class path.
+// opens, WAL rolls), not the info servers' access log (gait's own /jmx
+// scrapes). The jars log through reload4j (log4j 1.2's API), which finds
+// log4j.properties on the class path.
 const log4j = `log4j.rootLogger=INFO,console
 log4j.appender.console=org.apache.log4j.ConsoleAppender
 log4j.appender.console.target=System.err
@@ -238,6 +239,7 @@ log4j.appender.console.layout.ConversionPattern=%d{HH:mm:ss.SSS} %p [%t] %c{1}: 
 log4j.logger.org.apache.zookeeper=WARN
 log4j.logger.org.apache.hadoop=WARN
 log4j.logger.org.apache.hadoop.hbase=INFO
+log4j.logger.http.requests=WARN
 `
 
 // writeConf writes h's configuration directory, first on its class path.
