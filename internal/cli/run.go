@@ -46,9 +46,11 @@ in scenarios/.`,
   sudo gait run scenarios/etcd/leader-nic.yaml
   # long: a few minutes, root
   sudo gait run scenarios/etcd/follower-disk.yaml --out runs/fd --format json > fd.json
+
   gait run --dry-run scenarios/etcd/leader-crash.yaml     # check it and list the runs
-  # needs: the output directory of an earlier run
-  gait run --report-from runs/etcd-leader-nic-20250101-120000  # summary and report again
+  cp -r testdata/runs/etcd-leader-nic runs-ln                 # an earlier run's output directory
+  gait run --report-from runs-ln                               # summary and report again
+
   # needs: the output directory of an interrupted run
   sudo gait run scenarios/etcd/leader-nic.yaml --out runs/ln --resume   # after Ctrl-C: the runs left`,
 		Args: func(cmd *cobra.Command, args []string) error {
