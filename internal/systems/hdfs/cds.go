@@ -35,7 +35,7 @@ var archiveFlags = []string{"-XX:+UnlockDiagnosticVMOptions", "-XX:ArchiveReloca
 // JDK, jars and DataNode flags is kept: under Home, named by a digest of
 // what the JVM checks it against.
 func (d *Driver) archivePath() (string, error) {
-	digest, err := d.digest(strings.Join(append(append([]string(nil), common...), d.DataNodeJVM...), " "))
+	digest, err := d.digest(strings.Join(append(append([]string(nil), JVMFlags...), d.DataNodeJVM...), " "))
 	if err != nil {
 		return "", err
 	}
