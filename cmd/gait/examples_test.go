@@ -50,6 +50,48 @@ type example struct {
 	wantErr string
 	mark    string // markLong or markNeeds when not run
 	reason  string
+	given   string // the prelude that gives what a needs mark asks for
+}
+
+// givens are what the test can give an example marked "# needs: ...",
+// by the start of the need's text: the example then runs in network and
+// mount namespaces of its own (its server on 127.0.0.1 and its mount at
+// /mnt/big meet none of the machine's), after a prelude that starts what
+// it needs.
+var givens = []struct{ need, prelude string }{
+	{"a Redis server at 127.0.0.1:6379", redisPrelude},
+	{"an emulating mount at /mnt/big", mountPrelude},
+	{"a store an emulating mount used", mountPrelude},
+}
+
+const redisPrelude = `ip link set lo up
+redis-server --port 6379 --save '' --appendonly no --logfile '' > /dev/null 2>&1 &
+until redis-cli -p 6379 ping > /dev/null 2>&1; do sleep 0.1; done
+`
+
+// mountPrelude mounts a store at /var/tmp/big on /mnt/big, both on
+// tmpfs private to the example, and unmounts it when the example ends.
+const mountPrelude = `mount --make-rprivate /
+mount -t tmpfs gait-doctest /mnt
+mount -t tmpfs gait-doctest /var/tmp
+mkdir /mnt/big
+gait emulate mount /mnt/big --store /var/tmp/big > /mnt/.log 2>&1 &
+given=$!
+trap 'kill $given; wait $given || true' EXIT
+until grep -q mounted /mnt/.log; do kill -0 $given; sleep 0.1; done
+`
+
+// withGiven gives ex the prelude its needs mark asks for, if the test can.
+func withGiven(ex example) example {
+	if ex.mark != markNeeds {
+		return ex
+	}
+	for _, g := range givens {
+		if strings.HasPrefix(ex.reason, g.need) {
+			ex.given = g.prelude
+		}
+	}
+	return ex
 }
 
 func TestDocExamples(t *testing.T) {
@@ -77,14 +119,18 @@ func TestDocExamples(t *testing.T) {
 	all = append(all, helpExamples(t, filepath.Join(bin, "gait"))...)
 
 	list := os.Getenv("GAIT_DOCTEST_LIST") != ""
-	var run, long, needs int
+	var run, long, needs, given int
 	for _, ex := range all {
-		switch ex.mark {
-		case markLong:
+		ex = withGiven(ex)
+		switch {
+		case ex.given != "":
+			given++
+			t.Logf("needs, given by the test: %s: %s", ex.where, ex.reason)
+		case ex.mark == markLong:
 			long++
 			t.Logf("long, not run: %s: %s", ex.where, ex.reason)
 			continue
-		case markNeeds:
+		case ex.mark == markNeeds:
 			needs++
 			t.Logf("needs, not run: %s: %s", ex.where, ex.reason)
 			continue
@@ -96,7 +142,8 @@ func TestDocExamples(t *testing.T) {
 		}
 		t.Run(ex.where, func(t *testing.T) { runExample(t, root, bin, ex) })
 	}
-	t.Logf("docs examples: %d run, %d marked long, %d marked needs (%d pages)", run, long, needs, len(pages))
+	t.Logf("docs examples: %d run (%d of them marked needs, given by the test), %d marked long, %d marked needs (%d pages)",
+		run, given, long, needs, len(pages))
 	if run == 0 {
 		t.Error("no example found: the extraction is broken")
 	}
@@ -203,8 +250,8 @@ func transcript(page string, start int, block []string) []example {
 }
 
 // helpExamples reads the Examples of every command's --help, each
-// command's as one script; a "# long:" or "# fragment:" comment right
-// above a command marks it.
+// command's as one script; a "# long:" or "# needs:" comment marks the
+// commands after it, up to the next blank or comment line, as one example.
 func helpExamples(t *testing.T, gait string) []example {
 	var out []example
 	var walk func(path []string)
@@ -215,23 +262,34 @@ func helpExamples(t *testing.T, gait string) []example {
 		}
 		where := "gait " + strings.Join(append(slices.Clone(path), "--help"), " ")
 		var script []string
-		var comment string
+		// group holds the commands under a mark, up to the next blank
+		// or comment line: one example, run as one script.
+		var group *example
+		flush := func() {
+			if group != nil {
+				out = append(out, *group)
+				group = nil
+			}
+		}
 		for _, cmd := range helpSection(string(help), "Examples:") {
 			switch {
 			case cmd == "":
-				comment = ""
+				flush()
 			case strings.HasPrefix(cmd, "#"):
-				comment = cmd
-			default:
-				ex := marked(example{where: where + ": " + firstLine(cmd)}, []string{comment})
-				if ex.mark != "" {
-					out = append(out, ex)
-				} else {
-					script = append(script, cmd)
+				flush()
+				if ex := marked(example{}, []string{cmd}); ex.mark != "" {
+					group = &ex
 				}
-				comment = ""
+			case group != nil:
+				if group.where == "" {
+					group.where = where + ": " + firstLine(cmd)
+				}
+				group.script = strings.TrimPrefix(group.script+"\n"+cmd, "\n")
+			default:
+				script = append(script, cmd)
 			}
 		}
+		flush()
 		if len(script) > 0 {
 			out = append(out, example{where: where, script: strings.Join(script, "\n")})
 		}
@@ -280,10 +338,17 @@ func runExample(t *testing.T, root, bin string, ex example) {
 	if os.Geteuid() != 0 && regexp.MustCompile(`(^|[\s;|&(])sudo\s`).MatchString(ex.script) {
 		t.Skip("needs root")
 	}
+	argv := []string{"bash", "-e", "-c", ex.script}
+	if ex.given != "" {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root, to give the example what it needs")
+		}
+		argv = append([]string{"unshare", "--net", "--mount", "--fork"}, "bash", "-e", "-c", ex.given+ex.script)
+	}
 	dir := scratch(t, root, bin)
 	ctx, cancel := context.WithTimeout(context.Background(), exampleTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-e", "-c", ex.script)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Join(dir, "bin")+":"+filepath.Join(dir, ".shim")+":"+os.Getenv("PATH"))
 	// Its own process group, so that what it leaves running ends with it.

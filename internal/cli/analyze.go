@@ -57,13 +57,16 @@ every field.`,
   # machine-readable, for scripts
   gait analyze testdata/traces/redis-loopback.csv --format json > analysis.json
 
-  # every run of a scenario, and a CSV whose latency column is "rtt" in ms
-  # needs: your own runs and trace
-  gait analyze runs/etcd-leader-nic/ trace.csv --latency-column rtt --unit ms
+  # every run of a scenario (here the bundled etcd-leader-nic run: a real
+  # 4-second-per-step gait run on this kind of machine)
+  gait analyze testdata/runs/etcd-leader-nic/
 
-  # the measured SLA: the share of requests within 2 ms, per configuration
-  # needs: your own runs
-  gait analyze runs/replica-k1 runs/replica-k2 --bound 2ms
+  # the measured SLA: the share of requests within 20 ms, per configuration
+  gait analyze testdata/runs/etcd-leader-nic/f1-r1 testdata/runs/etcd-leader-nic/f10-r1 --bound 20ms
+
+  # a CSV of your own whose latency column is "rtt" in milliseconds
+  # needs: your own trace
+  gait analyze trace.csv --latency-column rtt --unit ms
 
   # an HdrHistogram log recorded in microseconds
   # needs: your own log

@@ -53,6 +53,7 @@ SSH and passwordless sudo there, not root here (docs/many-machines.md).`,
   gait bench --quick --inventory hosts.ini
   # long: many minutes, root
   sudo gait bench scenarios/limpbench --only 'zk-*' --format json > zk.json
+
   gait bench --dry-run            # check every scenario and list the experiments`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runBench(cmd, args, f) },
 	}

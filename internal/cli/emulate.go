@@ -43,9 +43,7 @@ unmounts DIR.`,
   sudo gait emulate mount /mnt/big --store /var/tmp/big &
   # needs: the mount above
   gait emulate gen --seed 1 --bytes 10GiB > /mnt/big/data
-  # needs: the mount above
   gait emulate stats /var/tmp/big
-  # needs: the mount above
   kill %1`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -104,9 +102,7 @@ func newEmulateGenCmd() *cobra.Command {
 system.`,
 		Example: `  # needs: an emulating mount at /mnt/big (gait emulate mount --help)
   gait emulate gen --seed 7 --bytes 1GiB > /mnt/big/f
-  # needs: an emulating mount at /mnt/big
   gait emulate gen --seed 7 --bytes 1GiB --write-size 64KiB > /mnt/big/g
-  # needs: an emulating mount at /mnt/big
   gait emulate gen --seed 7 --bytes 64KiB --offset 1MiB | cmp - <(dd if=/mnt/big/f bs=64K skip=16 count=1 status=none)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -145,7 +141,6 @@ checks every metadata file on the way; a damaged one is named with the
 offset of the damage.`,
 		Example: `  # needs: a store an emulating mount used (gait emulate mount --help)
   gait emulate stats /var/tmp/big
-  # needs: a store an emulating mount used
   gait emulate stats /var/tmp/big --format json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -14,8 +14,8 @@ func newExportCmd() *cobra.Command {
 start_s (intended start, seconds since the run began), latency_ns, op, host,
 outcome, followed by the run's configuration factors as constant columns, so
 the output can be fed back to gait analyze or to any other tool.`,
-		Example: `  # needs: a run directory, such as one of gait run's
-  gait export runs/etcd-leader-nic/f100-r1 --csv > samples.csv`,
+		Example: `  gait export testdata/runs/etcd-leader-nic/f100-r1 --csv > samples.csv
+  gait analyze samples.csv       # the CSV reads back as the same run`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			run, err := rundir.Open(args[0])

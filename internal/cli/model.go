@@ -226,8 +226,8 @@ does not run: sla of 2 or more duplicates is then the gap law alone and
 stderr the most it can be off by.`,
 		Example: `  gait model predict --service lognormal:1ms,1 --net 0.1ms --bound 5ms --rate 300 \
       --duplicates 1,2,4,8 --replicas 1,2,4
-  # needs: your own run directories of a system, here under runs/etcd/
-  gait model predict --service runs/etcd/ --bound 10ms --utilization 0.05 --format json`,
+  # the service time measured by the bundled etcd run's healthy step
+  gait model predict --service testdata/runs/etcd-leader-nic/f1-r1 --bound 10ms --utilization 0.05 --format json`,
 		Args: cobra.NoArgs,
 		RunE: in.runE(nil, func(cmd *cobra.Command, _ []string) error {
 			if err := out.check(); err != nil {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 type runFlags struct {
 	out, format, html, stateDir, reportFrom string
 	dryRun, resume                          bool
+	machines                                machineFlags
 }
 
 func newRunCmd() *cobra.Command {
@@ -46,9 +48,11 @@ in scenarios/.`,
   sudo gait run scenarios/etcd/leader-nic.yaml
   # long: a few minutes, root
   sudo gait run scenarios/etcd/follower-disk.yaml --out runs/fd --format json > fd.json
+
   gait run --dry-run scenarios/etcd/leader-crash.yaml     # check it and list the runs
-  # needs: the output directory of an earlier run
-  gait run --report-from runs/etcd-leader-nic-20250101-120000  # summary and report again
+  cp -r testdata/runs/etcd-leader-nic runs-ln                 # an earlier run's output directory
+  gait run --report-from runs-ln                               # summary and report again
+
   # needs: the output directory of an interrupted run
   sudo gait run scenarios/etcd/leader-nic.yaml --out runs/ln --resume   # after Ctrl-C: the runs left`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -78,6 +82,7 @@ in scenarios/.`,
 	fl.BoolVar(&f.dryRun, "dry-run", false, "check the scenario and list its runs, without running anything")
 	fl.StringVar(&f.reportFrom, "report-from", "", "write the summary and report from an output directory (of the runs that finished, if interrupted), without running")
 	fl.BoolVar(&f.resume, "resume", false, "keep the runs an interrupted run of the same scenario finished in --out, and run the rest")
+	f.machines.add(fl)
 	return cmd
 }
 
@@ -104,11 +109,26 @@ func runScenario(cmd *cobra.Command, path string, f runFlags) error {
 	}
 	ctx, stop := testbed.SignalContext(cmd.Context())
 	defer stop()
+	opts := bench.Options{Out: f.out, StateDir: f.stateDir, Resume: f.resume}
+	if f.machines.inventory != "" {
+		// The output directory must be empty for the runs: preflight.json
+		// goes into it after them.
+		machines, err := f.machines.preflightFor(ctx, stderr, "", []*bench.Scenario{s})
+		defer closeAll(machines)
+		if err != nil {
+			return err
+		}
+		opts.Place = spreadOver(machines, f.stateDir)
+		fmt.Fprintf(stderr, "gait run %s: %d hosts across %d machines\n", s.Name, s.Nodes, min(s.Nodes, len(machines)))
+	}
 	fmt.Fprintf(stderr, "gait run %s: %s, results in %s\n", s.Name, units.Count(len(s.Runs()), "run"), f.out)
 	status := newStatusLine(stderr)
-	results, err := bench.Run(ctx, s, bench.Options{Out: f.out, StateDir: f.stateDir, Log: status, Resume: f.resume,
-		Status: func(st bench.Status) { status.show(st.String()) }})
+	opts.Log, opts.Status = status, func(st bench.Status) { status.show(st.String()) }
+	results, err := bench.Run(ctx, s, opts)
 	status.clear()
+	if f.machines.inventory != "" && len(results) > 0 {
+		err = errors.Join(err, f.machines.saveReports(f.out))
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted; the hosts and the interrupted run are removed; %d of %d runs finished, in %s: "+

@@ -78,6 +78,20 @@ func (w *Watch) Note() {
 	}
 }
 
+// Run lists what of testbed run id is on the machine now (its namespaces,
+// links, qdiscs, mounts, cgroups, files), and whatever lies in dirs (its
+// state directory, when not the default): for a test that knows the id.
+func Run(id string, dirs ...string) []string {
+	w := &Watch{Dirs: dirs}
+	var left []string
+	for _, t := range w.traces() {
+		if t.id == id || t.ours {
+			left = append(left, t.what)
+		}
+	}
+	return append(left, w.inDirs()...)
+}
+
 // Scan lists what is left: each thing by kind and name.
 func (w *Watch) Scan() []string {
 	var left []string

@@ -19,8 +19,8 @@ import (
 
 	"github.com/gait-dev/gait/internal/cgroupcpu"
 	"github.com/gait-dev/gait/internal/gaitbin"
+	"github.com/gait-dev/gait/internal/leftover"
 	"github.com/gait-dev/gait/internal/procstat"
-	"github.com/vishvananda/netlink"
 )
 
 // When the test binary runs with GAIT_TESTBED_HELPER=up it plays a gait
@@ -103,9 +103,11 @@ func TestSignals(t *testing.T) {
 		stateDir := t.TempDir()
 		cmd, id := startHelper(t, c.mode, stateDir)
 		for i, sig := range c.signals {
-			if i > 0 && !eventually(func() bool { _, err := os.Stat(filepath.Join(stateDir, "interrupted")); return err == nil }) {
+			marker := filepath.Join(stateDir, "interrupted")
+			if i > 0 && !eventually(func() bool { _, err := os.Stat(marker); return err == nil }) {
 				t.Errorf("%s: the helper did not take the first signal", c.mode)
 			}
+			os.Remove(marker) // the test's, not the testbed's: not a leftover
 			cmd.Process.Signal(sig)
 		}
 		exited := make(chan struct{})
@@ -123,7 +125,7 @@ func TestSignals(t *testing.T) {
 		if code != c.code {
 			t.Errorf("%s: exit %v, want status %d", c.mode, err, c.code)
 		}
-		if left := leftovers(t, id, stateDir); len(left) > 0 {
+		if left := leftover.Run(id, stateDir); len(left) > 0 {
 			t.Errorf("%s: left %v", c.mode, left)
 			Clean(stateDir, true)
 		}
@@ -152,40 +154,6 @@ func up(t *testing.T, opts Options) *Testbed {
 	}
 	t.Cleanup(func() { tb.Close() })
 	return tb
-}
-
-// leftovers lists whatever of run id is still on the machine.
-func leftovers(t *testing.T, id, stateDir string) []string {
-	t.Helper()
-	var left []string
-	ns, _ := filepath.Glob("/run/netns/g" + id + "-*")
-	left = append(left, ns...)
-	links, err := netlink.LinkList()
-	if err != nil {
-		t.Fatalf("list links: %v", err)
-	}
-	for _, l := range links {
-		if strings.HasPrefix(l.Attrs().Name, "g"+id+"-") {
-			left = append(left, "link "+l.Attrs().Name)
-		}
-	}
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(mounts), "\n") {
-		if strings.Contains(line, "gait-"+id) || strings.Contains(line, "g"+id+"-") {
-			left = append(left, "mount "+line)
-		}
-	}
-	if ctl := findCPUController(); ctl != nil {
-		cg, _ := filepath.Glob(filepath.Join(ctl.root, "gait", "g"+id+"-*"))
-		left = append(left, cg...)
-	}
-	if _, err := os.Stat(statePath(stateDir, id)); err == nil {
-		left = append(left, "state file")
-	}
-	return left
 }
 
 func TestUpClose(t *testing.T) {
@@ -226,7 +194,7 @@ func TestUpClose(t *testing.T) {
 	if err := tb.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	if left := leftovers(t, tb.ID, stateDir); len(left) > 0 {
+	if left := leftover.Run(tb.ID, stateDir); len(left) > 0 {
 		t.Errorf("after Close: %v", left)
 	}
 	if _, err := os.Stat(tb.Dir); !errors.Is(err, os.ErrNotExist) {
@@ -390,7 +358,7 @@ func TestCleanAfterCrash(t *testing.T) {
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	if len(leftovers(t, id, stateDir)) == 0 {
+	if len(leftover.Run(id, stateDir)) == 0 {
 		t.Fatal("a killed run left nothing to clean; the test proves nothing")
 	}
 	cleaned, err := Clean(stateDir, false)
@@ -400,7 +368,7 @@ func TestCleanAfterCrash(t *testing.T) {
 	if len(cleaned) != 1 || cleaned[0] != id {
 		t.Errorf("cleaned %v, want [%s]", cleaned, id)
 	}
-	if left := leftovers(t, id, stateDir); len(left) > 0 {
+	if left := leftover.Run(id, stateDir); len(left) > 0 {
 		t.Errorf("after Clean: %v", left)
 	}
 	for _, p := range s.Procs {
@@ -434,7 +402,7 @@ func TestCleanFindsRunsElsewhere(t *testing.T) {
 	if !slices.Contains(cleaned, id) {
 		t.Errorf("cleaned %v, not the killed run %s", cleaned, id)
 	}
-	if left := leftovers(t, id, stateDir); len(left) > 0 {
+	if left := leftover.Run(id, stateDir); len(left) > 0 {
 		t.Errorf("after Clean: %v", left)
 	}
 	if _, err := os.Stat(refPath(id)); err == nil {
@@ -479,7 +447,7 @@ func TestCleanDropped(t *testing.T) {
 	if err != nil || len(cleaned) != 1 {
 		t.Fatalf("clean: %v %v", cleaned, err)
 	}
-	if left := leftovers(t, id, stateDir); len(left) > 0 {
+	if left := leftover.Run(id, stateDir); len(left) > 0 {
 		t.Errorf("after Clean: %v", left)
 	}
 }
@@ -661,7 +629,7 @@ func TestCloseWithProcessesStartedByHand(t *testing.T) {
 	if procstat.Running(inHost.Process.Pid) {
 		t.Error("the process started in the host with ip netns exec survived Close")
 	}
-	if left := leftovers(t, tb.ID, stateDir); len(left) > 0 {
+	if left := leftover.Run(tb.ID, stateDir); len(left) > 0 {
 		t.Errorf("after Close: %v", left)
 	}
 }
