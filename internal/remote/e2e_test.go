@@ -2,15 +2,18 @@ package remote
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,6 +23,7 @@ import (
 	"github.com/gait-dev/gait/internal/gaitbin"
 	"github.com/gait-dev/gait/internal/inventory"
 	"github.com/gait-dev/gait/internal/limp"
+	"github.com/gait-dev/gait/internal/suite"
 	"github.com/gait-dev/gait/internal/testbed"
 	"github.com/vishvananda/netns"
 )
@@ -486,7 +490,7 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 			t.Skip("set GAIT_MANY=1 to run the quick etcd experiments over the three machines, one machine lost on the way, or GAIT_MANY=quick for the whole quick suite over them and on this machine alone (minutes)")
 		case "quick":
 			begin := time.Now()
-			many := benchOverInventory(t, f, "*", false)
+			many, manyJSON := benchOverInventory(t, f, "*", false)
 			manyWall := time.Since(begin)
 			begin = time.Now()
 			out := filepath.Join(f.dir, "bench-one")
@@ -501,6 +505,18 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 			if fmt.Sprint(one) != fmt.Sprint(many) {
 				t.Errorf("rows differ in form:\n three machines %v\n one machine    %v", many, one)
 			}
+			// Verdicts come from two runs on a busy machine: a row whose
+			// verdicts differ is reported, not failed.
+			oneV, manyV := verdictsOf(t, stdout.String()), verdictsOf(t, manyJSON)
+			same := 0
+			for _, row := range slices.Sorted(maps.Keys(oneV)) {
+				if oneV[row] == manyV[row] {
+					same++
+				} else {
+					t.Logf("verdicts differ: %s: one machine %s, three machines %s", row, oneV[row], manyV[row])
+				}
+			}
+			t.Logf("verdicts: %d of %d rows the same", same, len(oneV))
 		default:
 			benchOverInventory(t, f, "*etcd*", true)
 		}
@@ -600,7 +616,7 @@ func (f *fleet) gait(args ...string) *exec.Cmd {
 // its agent killed 8 s into it, so that experiment must run again on
 // another machine and be marked so. Each experiment must come back whole:
 // its result.json, and its rows, which it returns (experiment: steps).
-func benchOverInventory(t *testing.T, f *fleet, only string, kill bool) map[string][]string {
+func benchOverInventory(t *testing.T, f *fleet, only string, kill bool) (steps map[string][]string, rows string) {
 	out := filepath.Join(f.dir, "bench")
 	cmd := f.gait("bench", "../../scenarios/limpbench", "--quick", "--only", only, "--out", out, "--format", "json")
 	stderr, err := cmd.StderrPipe()
@@ -640,7 +656,7 @@ func benchOverInventory(t *testing.T, f *fleet, only string, kill bool) map[stri
 	if err != nil {
 		t.Fatalf("gait bench --inventory: %v\n%s", err, stdout.String())
 	}
-	steps := stepsOf(t, stdout.String())
+	steps = stepsOf(t, stdout.String())
 	t.Logf("rows: %v", steps)
 	for name, labels := range steps {
 		if len(labels) != 2 {
@@ -663,7 +679,30 @@ func benchOverInventory(t *testing.T, f *fleet, only string, kill bool) map[stri
 			t.Errorf("%s after the suite: %q", m.Name, left)
 		}
 	}
-	return steps
+	return steps, stdout.String()
+}
+
+// verdictsOf reads gait bench's JSON rows as experiment/step: the
+// verdicts that hold (OL, NL, CL, HB), "none" when none does.
+func verdictsOf(t *testing.T, js string) map[string]string {
+	var rows []suite.Row
+	if err := json.Unmarshal([]byte(js), &rows); err != nil {
+		t.Fatalf("rows: %v: %s", err, js)
+	}
+	out := map[string]string{}
+	for _, r := range rows {
+		var v []string
+		for _, c := range []struct {
+			on   bool
+			name string
+		}{{r.OperationLL, "OL"}, {r.NodeLL, "NL"}, {r.ClusterLL, "CL"}, {r.HiddenBacklog, "HB"}} {
+			if c.on {
+				v = append(v, c.name)
+			}
+		}
+		out[r.Experiment+"/"+r.Step] = cmp.Or(strings.Join(v, "+"), "none")
+	}
+	return out
 }
 
 // stepsOf reads gait bench's JSON rows as experiment: step labels.

@@ -262,16 +262,16 @@ func (m *member) launch(d *Driver) error {
 func (d *Driver) prepare(i int, hosts []systems.Host) error {
 	h := hosts[i]
 	base := dir(h)
-	if err := os.RemoveAll(base); err != nil {
+	if err := h.RemoveAll(base); err != nil {
 		return fmt.Errorf("cassandra on %s: %w", h.Name(), err)
 	}
 	for _, sub := range []string{"data", "commitlog", "saved_caches", "hints", "cdc_raw"} {
-		if err := os.MkdirAll(filepath.Join(base, sub), 0o755); err != nil {
+		if err := h.MkdirAll(filepath.Join(base, sub)); err != nil {
 			return fmt.Errorf("cassandra on %s: %w", h.Name(), err)
 		}
 	}
 	for name, text := range map[string]string{"cassandra.yaml": d.config(i, hosts), "logback.xml": logback} {
-		if err := os.WriteFile(filepath.Join(base, name), []byte(text), 0o644); err != nil {
+		if err := h.WriteFile(filepath.Join(base, name), []byte(text)); err != nil {
 			return fmt.Errorf("cassandra on %s: %w", h.Name(), err)
 		}
 	}

@@ -108,7 +108,7 @@ func (m *member) launch(d *Driver, argv []string) error {
 	if m.proc != nil && !m.proc.Exited() {
 		return fmt.Errorf("etcd on %s: still running (pid %d)", m.host.Name(), m.proc.Pid())
 	}
-	if err := os.MkdirAll(m.host.DataDir(), 0o755); err != nil {
+	if err := m.host.MkdirAll(m.host.DataDir()); err != nil {
 		return fmt.Errorf("etcd on %s: %w", m.host.Name(), err)
 	}
 	cli, err := d.client(m.host)

@@ -254,7 +254,7 @@ func (c *Cluster) start(ctx context.Context) error {
 
 // launchAgent starts the agent of m, joining through join (empty: bootstrap).
 func (c *Cluster) launchAgent(m *member, join string) error {
-	if err := os.MkdirAll(filepath.Join(m.host.DataDir(), "replica"), 0o755); err != nil {
+	if err := m.host.MkdirAll(filepath.Join(m.host.DataDir(), "replica")); err != nil {
 		return fmt.Errorf("%s agent on %s: %w", c.d.Name(), m.host.Name(), err)
 	}
 	p, err := m.host.Start("gait-replica", c.d.agentArgv(m, join, len(c.members)), nil)

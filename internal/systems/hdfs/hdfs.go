@@ -305,21 +305,18 @@ log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
 // writeConf writes the configuration directory of h: it goes first on the
 // class path, where Hadoop's Configuration finds the site files.
 func writeConf(h systems.Host, props map[string]string) error {
-	if err := os.MkdirAll(confDir(h), 0o755); err != nil {
-		return err
-	}
 	// The daemons' HTTP servers (which serve /jmx) look for their web
 	// application directories on the class path; Hadoop's jars on Maven
 	// Central do not carry them (its binary tarball does), and gait needs
 	// none of their pages.
 	for _, app := range []string{"hdfs", "datanode", "static"} {
-		if err := os.MkdirAll(filepath.Join(confDir(h), "webapps", app), 0o755); err != nil {
+		if err := h.MkdirAll(filepath.Join(confDir(h), "webapps", app)); err != nil {
 			return err
 		}
 	}
 	site := siteXML(props)
 	for name, text := range map[string]string{"core-site.xml": site, "hdfs-site.xml": site, "log4j.properties": log4j, "exclude": ""} {
-		if err := os.WriteFile(filepath.Join(confDir(h), name), []byte(text), 0o644); err != nil {
+		if err := h.WriteFile(filepath.Join(confDir(h), name), []byte(text)); err != nil {
 			return err
 		}
 	}
@@ -376,7 +373,7 @@ func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Clust
 		m := &member{host: h, role: role}
 		c.members = append(c.members, m)
 		c.byName[h.Name()] = m
-		if err := os.RemoveAll(dir(h)); err != nil {
+		if err := h.RemoveAll(dir(h)); err != nil {
 			return nil, fmt.Errorf("hdfs on %s: %w", h.Name(), err)
 		}
 		if err := writeConf(h, d.conf(h, hosts[0], len(hosts)-1)); err != nil {
@@ -427,7 +424,7 @@ func (d *Driver) format(ctx context.Context, nn *member, nameDir string) error {
 	if err := waitExit(ctx, p); err != nil {
 		return fmt.Errorf("hdfs: format the namespace on %s: %w%s", nn.host.Name(), err, systems.LogTail(p))
 	}
-	if _, err := os.Stat(filepath.Join(nameDir, "current", "VERSION")); err != nil {
+	if _, err := nn.host.ReadFile(filepath.Join(nameDir, "current", "VERSION")); err != nil {
 		return fmt.Errorf("hdfs: format the namespace on %s failed%s", nn.host.Name(), systems.LogTail(p))
 	}
 	return nil

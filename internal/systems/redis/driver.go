@@ -48,7 +48,7 @@ func ServerDir(h systems.Host) string { return filepath.Join(h.DataDir(), "redis
 // StartOn starts a redis-server on h at port with extra options and
 // returns once it answers PING, or fails with the tail of its log.
 func StartOn(ctx context.Context, binary string, h systems.Host, port int, extra ...string) (systems.Process, error) {
-	if err := os.MkdirAll(ServerDir(h), 0o755); err != nil {
+	if err := h.MkdirAll(ServerDir(h)); err != nil {
 		return nil, fmt.Errorf("redis-server on %s: %w", h.Name(), err)
 	}
 	p, err := h.Start("redis-server", ServerArgv(binary, h, port, extra...), nil)

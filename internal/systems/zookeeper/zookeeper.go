@@ -195,16 +195,13 @@ func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Clust
 // ensemble left.
 func (d *Driver) prepare(m *member, hosts []systems.Host) error {
 	data := filepath.Join(dir(m.host), "data")
-	if err := os.RemoveAll(dir(m.host)); err != nil {
+	if err := m.host.RemoveAll(dir(m.host)); err != nil {
 		return fmt.Errorf("zookeeper on %s: %w", m.host.Name(), err)
 	}
-	if err := os.MkdirAll(data, 0o755); err != nil {
+	if err := m.host.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(m.id)+"\n")); err != nil {
 		return fmt.Errorf("zookeeper on %s: %w", m.host.Name(), err)
 	}
-	if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(m.id)+"\n"), 0o644); err != nil {
-		return fmt.Errorf("zookeeper on %s: %w", m.host.Name(), err)
-	}
-	if err := os.WriteFile(confPath(m.host), []byte(d.config(m.host, hosts)), 0o644); err != nil {
+	if err := m.host.WriteFile(confPath(m.host), []byte(d.config(m.host, hosts))); err != nil {
 		return fmt.Errorf("zookeeper on %s: %w", m.host.Name(), err)
 	}
 	return nil
