@@ -195,7 +195,6 @@ func TestDuplicatesReplyAlike(t *testing.T) {
 		t.Fatalf("stale setData: %+v", h)
 	}
 
-
 	multi := func(ops ...zkwire.MultiOp) *zkwire.MultiRequest { return &zkwire.MultiRequest{Ops: ops} }
 	op := func(t int32, rec any) zkwire.MultiOp {
 		return zkwire.MultiOp{Header: zkwire.MultiHeader{Type: t}, Op: rec}
