@@ -73,9 +73,13 @@ func TestLinearizableOnTestbed(t *testing.T) {
 	w.Setup(t)
 	role := func(want string) limp.Target {
 		return func() (limp.Host, error) {
-			for try := 0; try < 5; try++ {
+			// An election may be under way after the fault before: ask
+			// again for up to 10 s.
+			var err error
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				roles, _ := c.Roles(ctx)
+				var roles map[string]string
+				roles, err = c.Roles(ctx)
 				cancel()
 				for _, h := range c.Hosts()[:3] {
 					if roles[h] == want {
@@ -83,7 +87,7 @@ func TestLinearizableOnTestbed(t *testing.T) {
 					}
 				}
 			}
-			return nil, fmt.Errorf("no %s", want)
+			return nil, fmt.Errorf("no %s within 10 s: %v", want, err)
 		}
 	}
 	duplicate := limp.On(tb.Host(c.Hosts()[3]))
