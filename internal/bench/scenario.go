@@ -750,3 +750,34 @@ func marks(o object, key string, required bool) ([]string, error) {
 	}
 	return got, nil
 }
+
+// Needs are the files the scenario's servers need on every machine its
+// hosts are on (systems.Needer), for preflight; none when its driver
+// does not say.
+func (s *Scenario) Needs() ([]string, error) {
+	d, err := s.sys.Driver(s.Config)
+	if err != nil {
+		return nil, err
+	}
+	if n, ok := d.(systems.Needer); ok {
+		return n.Needs(), nil
+	}
+	return nil, nil
+}
+
+// Needs are what every scenario needs, each once, in order.
+func Needs(scenarios []*Scenario) ([]string, error) {
+	var out []string
+	for _, s := range scenarios {
+		ns, err := s.Needs()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.File, err)
+		}
+		for _, n := range ns {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out, nil
+}

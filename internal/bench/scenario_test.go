@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/load"
+	"github.com/gait-dev/gait/internal/systems"
 )
 
 const good = `name: etcd-leader-nic
@@ -225,7 +226,7 @@ func TestMalformed(t *testing.T) {
 		{"repeat zero", with(7, "repeat: 0"),
 			`f.yaml:7: repeat: "0" is not a whole number of at least 1`},
 		{"unknown system", with(2, "system: nosuchdb"),
-			`f.yaml:2: system: unknown system "nosuchdb" (known: cassandra, etcd, gait-redis, hdfs, mapreduce, redis, zookeeper)`},
+			`f.yaml:2: system: unknown system "nosuchdb" (known: ` + strings.Join(systems.Names(), ", ") + ")"},
 		{"no system", with(2, "description: x"),
 			"f.yaml:1: system: missing (required)"},
 		{"bad name", with(1, "name: a/b"),

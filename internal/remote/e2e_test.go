@@ -2,15 +2,19 @@ package remote
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,6 +24,7 @@ import (
 	"github.com/gait-dev/gait/internal/gaitbin"
 	"github.com/gait-dev/gait/internal/inventory"
 	"github.com/gait-dev/gait/internal/limp"
+	"github.com/gait-dev/gait/internal/suite"
 	"github.com/gait-dev/gait/internal/testbed"
 	"github.com/vishvananda/netns"
 )
@@ -441,6 +446,75 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 		}
 	})
 
+	t.Run("a scenario spanning machines", func(t *testing.T) {
+		// gait run --inventory as a user types it: six etcd members, two
+		// on each machine, the clients here, the leader's NIC at 1000x.
+		scen := filepath.Join(f.dir, "etcd-spanning.yaml")
+		os.WriteFile(scen, []byte(`name: etcd-spanning
+system: etcd
+nodes: 6
+workload: {op: put, keys: 100, value_size: 1KiB, clients: 4, duration: 4s}
+inject:
+  - {fault: nic, target: leader, factors: [1000], at: 0s}
+`), 0o644)
+		out := filepath.Join(f.dir, "spanning")
+		begin := time.Now()
+		cmd := f.gait("run", scen, "--out", out, "--format", "json")
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		t.Logf("gait run --inventory (%.0fs, load average %s):\n%s", time.Since(begin).Seconds(), loadAverage(), stderr.String())
+		if err != nil {
+			t.Fatalf("gait run --inventory: %v\n%s", err, stdout.String())
+		}
+		means := map[string]float64{}
+		for _, run := range []string{"f1-r1", "f1000-r1"} {
+			var rj struct {
+				Hosts []struct{ Name, Address, Role string }
+			}
+			var sum struct {
+				Requests int
+				Mean     float64
+			}
+			for file, v := range map[string]any{"run.json": &rj, "summary.json": &sum} {
+				data, err := os.ReadFile(filepath.Join(out, run, file))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := json.Unmarshal(data, v); err != nil {
+					t.Fatalf("%s/%s: %v", run, file, err)
+				}
+			}
+			subnets := map[string]bool{}
+			for _, h := range rj.Hosts {
+				subnets[netip.PrefixFrom(netip.MustParseAddr(h.Address), 24).Masked().String()] = true
+			}
+			t.Logf("%s: %d requests, mean %.1f ms; hosts %v", run, sum.Requests, sum.Mean*1e3, rj.Hosts)
+			if len(rj.Hosts) != 6 || len(subnets) != 3 {
+				t.Errorf("%s: %d hosts on %d subnets, want 6 on 3 (one a machine)", run, len(rj.Hosts), len(subnets))
+			}
+			if sum.Requests == 0 {
+				t.Errorf("%s: no request finished", run)
+			}
+			means[run] = sum.Mean
+			if _, err := os.Stat(filepath.Join(out, "hosts", run, "h5", "log", "etcd.stderr")); err != nil {
+				t.Errorf("%s: the log of h5 (on m3) is not back: %v", run, err)
+			}
+		}
+		// Every put is proposed by the leader: at 1000x it crawls.
+		if means["f1000-r1"] < 5*means["f1-r1"] {
+			t.Errorf("the leader's NIC at 1000x: mean %.1f ms against %.1f ms at the baseline; want it 5 times slower at least", means["f1000-r1"]*1e3, means["f1-r1"]*1e3)
+		}
+		if _, err := os.Stat(filepath.Join(out, "preflight.json")); err != nil {
+			t.Error(err)
+		}
+		for i, m := range f.machines {
+			if left := f.scan(t, i, nil); len(left) > 0 {
+				t.Errorf("%s after gait run: %q", m.Name, left)
+			}
+		}
+	})
+
 	t.Run("killed control leaves nothing", func(t *testing.T) {
 		spec, _ := json.Marshal(map[string]any{"Machines": f.machines, "Opts": f.opts})
 		for _, how := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL, syscall.SIGSTOP} {
@@ -486,7 +560,7 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 			t.Skip("set GAIT_MANY=1 to run the quick etcd experiments over the three machines, one machine lost on the way, or GAIT_MANY=quick for the whole quick suite over them and on this machine alone (minutes)")
 		case "quick":
 			begin := time.Now()
-			many := benchOverInventory(t, f, "*", false)
+			many, manyJSON := benchOverInventory(t, f, "*", false)
 			manyWall := time.Since(begin)
 			begin = time.Now()
 			out := filepath.Join(f.dir, "bench-one")
@@ -501,6 +575,18 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 			if fmt.Sprint(one) != fmt.Sprint(many) {
 				t.Errorf("rows differ in form:\n three machines %v\n one machine    %v", many, one)
 			}
+			// Verdicts come from two runs on a busy machine: a row whose
+			// verdicts differ is reported, not failed.
+			oneV, manyV := verdictsOf(t, stdout.String()), verdictsOf(t, manyJSON)
+			same := 0
+			for _, row := range slices.Sorted(maps.Keys(oneV)) {
+				if oneV[row] == manyV[row] {
+					same++
+				} else {
+					t.Logf("verdicts differ: %s: one machine %s, three machines %s", row, oneV[row], manyV[row])
+				}
+			}
+			t.Logf("verdicts: %d of %d rows the same", same, len(oneV))
 		default:
 			benchOverInventory(t, f, "*etcd*", true)
 		}
@@ -600,7 +686,7 @@ func (f *fleet) gait(args ...string) *exec.Cmd {
 // its agent killed 8 s into it, so that experiment must run again on
 // another machine and be marked so. Each experiment must come back whole:
 // its result.json, and its rows, which it returns (experiment: steps).
-func benchOverInventory(t *testing.T, f *fleet, only string, kill bool) map[string][]string {
+func benchOverInventory(t *testing.T, f *fleet, only string, kill bool) (steps map[string][]string, rows string) {
 	out := filepath.Join(f.dir, "bench")
 	cmd := f.gait("bench", "../../scenarios/limpbench", "--quick", "--only", only, "--out", out, "--format", "json")
 	stderr, err := cmd.StderrPipe()
@@ -640,7 +726,7 @@ func benchOverInventory(t *testing.T, f *fleet, only string, kill bool) map[stri
 	if err != nil {
 		t.Fatalf("gait bench --inventory: %v\n%s", err, stdout.String())
 	}
-	steps := stepsOf(t, stdout.String())
+	steps = stepsOf(t, stdout.String())
 	t.Logf("rows: %v", steps)
 	for name, labels := range steps {
 		if len(labels) != 2 {
@@ -663,7 +749,30 @@ func benchOverInventory(t *testing.T, f *fleet, only string, kill bool) map[stri
 			t.Errorf("%s after the suite: %q", m.Name, left)
 		}
 	}
-	return steps
+	return steps, stdout.String()
+}
+
+// verdictsOf reads gait bench's JSON rows as experiment/step: the
+// verdicts that hold (OL, NL, CL, HB), "none" when none does.
+func verdictsOf(t *testing.T, js string) map[string]string {
+	var rows []suite.Row
+	if err := json.Unmarshal([]byte(js), &rows); err != nil {
+		t.Fatalf("rows: %v: %s", err, js)
+	}
+	out := map[string]string{}
+	for _, r := range rows {
+		var v []string
+		for _, c := range []struct {
+			on   bool
+			name string
+		}{{r.OperationLL, "OL"}, {r.NodeLL, "NL"}, {r.ClusterLL, "CL"}, {r.HiddenBacklog, "HB"}} {
+			if c.on {
+				v = append(v, c.name)
+			}
+		}
+		out[r.Experiment+"/"+r.Step] = cmp.Or(strings.Join(v, "+"), "none")
+	}
+	return out
 }
 
 // stepsOf reads gait bench's JSON rows as experiment: step labels.

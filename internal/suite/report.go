@@ -75,7 +75,7 @@ func figure1(p *report.Page, results []Result) {
 			series = append(series, sr)
 		}
 	}
-	p.Heading("Figure 1: slowdown against the limpware's factor")
+	p.Heading("Slowdown against the limpware's factor")
 	if len(series) == 0 {
 		p.Paragraph("No experiment has slowdown factors.")
 	} else {

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -17,15 +19,46 @@ import (
 )
 
 // Host is a place a driver starts a server on: a testbed host (its own
-// network namespace) or, for tests without root, an address on loopback.
+// network namespace), a host of a testbed on another machine
+// (internal/remote), or, for tests without root, an address on loopback.
 type Host interface {
 	Name() string
 	// Address is the IP address a server on this host binds to and clients dial.
 	Address() string
-	// DataDir is the host's data directory (a FUSE mount when a disk fault is possible).
+	// DataDir is the host's data directory (a FUSE mount when a disk
+	// fault is possible), a path on the host's machine.
 	DataDir() string
 	// Start runs argv inside the host; its output is kept by the host.
 	Start(name string, argv []string, env []string) (Process, error)
+	Files
+}
+
+// Files are the files of a host's machine. A driver makes its members'
+// directories and writes their configuration only through them, never
+// with package os: a host may be on another machine, where DataDir is
+// that machine's path and only its agent can write there.
+type Files interface {
+	MkdirAll(path string) error
+	RemoveAll(path string) error
+	// WriteFile writes data to path, making its directory first.
+	WriteFile(path string, data []byte) error
+	ReadFile(path string) ([]byte, error)
+}
+
+// LocalFiles are this machine's files, for hosts on it.
+type LocalFiles struct{}
+
+var _ Files = LocalFiles{}
+
+func (LocalFiles) MkdirAll(path string) error           { return os.MkdirAll(path, 0o755) }
+func (LocalFiles) RemoveAll(path string) error          { return os.RemoveAll(path) }
+func (LocalFiles) ReadFile(path string) ([]byte, error) { return os.ReadFile(path) }
+
+func (LocalFiles) WriteFile(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
 }
 
 // LocalDialer is a Host that can open a connection from inside itself,
@@ -42,6 +75,13 @@ type Process interface {
 	Stop() error
 	// Exited reports whether the process has ended.
 	Exited() bool
+}
+
+// Needer is a driver that names the files its servers need on each
+// host's machine (programs, jars), so that a run across machines checks
+// them on every machine before anything starts (gait's preflight).
+type Needer interface {
+	Needs() []string
 }
 
 // Driver starts clusters of one system.

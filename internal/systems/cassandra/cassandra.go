@@ -129,12 +129,17 @@ func New() *Driver {
 
 func (d *Driver) Name() string { return "cassandra" }
 
+// Needs are java and Cassandra's jar.
+func (d *Driver) Needs() []string { return []string{d.Java, d.jar()} }
+
+func (d *Driver) jar() string { return filepath.Join(d.Home, "lib", "cassandra-all-"+Version+".jar") }
+
 // Check says what is missing to run Cassandra.
 func (d *Driver) Check() error {
 	if _, err := os.Stat(d.Java); err != nil {
 		return fmt.Errorf("cassandra: java: %w (install Debian's default-jre-headless)", err)
 	}
-	if _, err := os.Stat(filepath.Join(d.Home, "lib", "cassandra-all-"+Version+".jar")); err != nil {
+	if _, err := os.Stat(d.jar()); err != nil {
 		return fmt.Errorf("cassandra: %w (run scripts/fetch-jars.sh cassandra, or make deps)", err)
 	}
 	return nil
@@ -262,16 +267,16 @@ func (m *member) launch(d *Driver) error {
 func (d *Driver) prepare(i int, hosts []systems.Host) error {
 	h := hosts[i]
 	base := dir(h)
-	if err := os.RemoveAll(base); err != nil {
+	if err := h.RemoveAll(base); err != nil {
 		return fmt.Errorf("cassandra on %s: %w", h.Name(), err)
 	}
 	for _, sub := range []string{"data", "commitlog", "saved_caches", "hints", "cdc_raw"} {
-		if err := os.MkdirAll(filepath.Join(base, sub), 0o755); err != nil {
+		if err := h.MkdirAll(filepath.Join(base, sub)); err != nil {
 			return fmt.Errorf("cassandra on %s: %w", h.Name(), err)
 		}
 	}
 	for name, text := range map[string]string{"cassandra.yaml": d.config(i, hosts), "logback.xml": logback} {
-		if err := os.WriteFile(filepath.Join(base, name), []byte(text), 0o644); err != nil {
+		if err := h.WriteFile(filepath.Join(base, name), []byte(text)); err != nil {
 			return fmt.Errorf("cassandra on %s: %w", h.Name(), err)
 		}
 	}

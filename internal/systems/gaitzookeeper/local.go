@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 
@@ -77,7 +76,7 @@ func startEnsemble(ctx context.Context, h systems.Host) (string, error) {
 	var members []systems.Host
 	for i := range 3 {
 		dir := filepath.Join(h.DataDir(), fmt.Sprintf("zk%d", i+1))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := h.MkdirAll(dir); err != nil {
 			return "", fmt.Errorf("zookeeper ensemble on %s: %w", h.Name(), err)
 		}
 		members = append(members, member{Host: h, name: fmt.Sprintf("%s-zk%d", h.Name(), i+1),

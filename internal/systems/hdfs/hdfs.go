@@ -131,13 +131,20 @@ func New() *Driver {
 
 func (d *Driver) Name() string { return "hdfs" }
 
+// Needs are java and the jars Check looks for.
+func (d *Driver) Needs() []string { return append([]string{d.Java}, d.jars()...) }
+
+func (d *Driver) jars() []string {
+	return []string{filepath.Join(d.Home, "lib/hadoop-hdfs-"+Version+".jar"), filepath.Join(d.Home, "gait-hdfs.jar")}
+}
+
 // Check says what is missing to run HDFS.
 func (d *Driver) Check() error {
 	if _, err := os.Stat(d.Java); err != nil {
 		return fmt.Errorf("hdfs: java: %w (install Debian's default-jre-headless)", err)
 	}
-	for _, f := range []string{"lib/hadoop-hdfs-" + Version + ".jar", "gait-hdfs.jar"} {
-		if _, err := os.Stat(filepath.Join(d.Home, f)); err != nil {
+	for _, f := range d.jars() {
+		if _, err := os.Stat(f); err != nil {
 			return fmt.Errorf("hdfs: %w (run scripts/fetch-jars.sh hadoop, or make deps)", err)
 		}
 	}
@@ -305,21 +312,18 @@ log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
 // writeConf writes the configuration directory of h: it goes first on the
 // class path, where Hadoop's Configuration finds the site files.
 func writeConf(h systems.Host, props map[string]string) error {
-	if err := os.MkdirAll(confDir(h), 0o755); err != nil {
-		return err
-	}
 	// The daemons' HTTP servers (which serve /jmx) look for their web
 	// application directories on the class path; Hadoop's jars on Maven
 	// Central do not carry them (its binary tarball does), and gait needs
 	// none of their pages.
 	for _, app := range []string{"hdfs", "datanode", "static"} {
-		if err := os.MkdirAll(filepath.Join(confDir(h), "webapps", app), 0o755); err != nil {
+		if err := h.MkdirAll(filepath.Join(confDir(h), "webapps", app)); err != nil {
 			return err
 		}
 	}
 	site := SiteXML(props)
 	for name, text := range map[string]string{"core-site.xml": site, "hdfs-site.xml": site, "log4j.properties": Log4j, "exclude": ""} {
-		if err := os.WriteFile(filepath.Join(confDir(h), name), []byte(text), 0o644); err != nil {
+		if err := h.WriteFile(filepath.Join(confDir(h), name), []byte(text)); err != nil {
 			return err
 		}
 	}
@@ -376,7 +380,7 @@ func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Clust
 		m := &member{host: h, role: role}
 		c.members = append(c.members, m)
 		c.byName[h.Name()] = m
-		if err := os.RemoveAll(dir(h)); err != nil {
+		if err := h.RemoveAll(dir(h)); err != nil {
 			return nil, fmt.Errorf("hdfs on %s: %w", h.Name(), err)
 		}
 		if err := writeConf(h, d.conf(h, hosts[0], len(hosts)-1)); err != nil {
@@ -427,7 +431,7 @@ func (d *Driver) format(ctx context.Context, nn *member, nameDir string) error {
 	if err := waitExit(ctx, p); err != nil {
 		return fmt.Errorf("hdfs: format the namespace on %s: %w%s", nn.host.Name(), err, systems.LogTail(p))
 	}
-	if _, err := os.Stat(filepath.Join(nameDir, "current", "VERSION")); err != nil {
+	if _, err := nn.host.ReadFile(filepath.Join(nameDir, "current", "VERSION")); err != nil {
 		return fmt.Errorf("hdfs: format the namespace on %s failed%s", nn.host.Name(), systems.LogTail(p))
 	}
 	return nil

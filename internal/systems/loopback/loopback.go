@@ -23,6 +23,7 @@ const DefaultGrace = 5 * time.Second
 
 // Host is a systems.Host on one loopback address with its own data directory.
 type Host struct {
+	systems.LocalFiles
 	name, addr, dir string
 	// Grace is how long Stop of a process started here waits after SIGTERM
 	// before SIGKILL.

@@ -48,7 +48,7 @@ func ServerDir(h systems.Host) string { return filepath.Join(h.DataDir(), "redis
 // StartOn starts a redis-server on h at port with extra options and
 // returns once it answers PING, or fails with the tail of its log.
 func StartOn(ctx context.Context, binary string, h systems.Host, port int, extra ...string) (systems.Process, error) {
-	if err := os.MkdirAll(ServerDir(h), 0o755); err != nil {
+	if err := h.MkdirAll(ServerDir(h)); err != nil {
 		return nil, fmt.Errorf("redis-server on %s: %w", h.Name(), err)
 	}
 	p, err := h.Start("redis-server", ServerArgv(binary, h, port, extra...), nil)
@@ -185,6 +185,9 @@ type member struct {
 // Start starts the primary on hosts[0], a replica on every other host, and
 // the Sentinels if asked, and returns once every replica is in sync (and
 // every Sentinel knows the others and every replica).
+// Needs is the server program (which is Sentinel too).
+func (d *Driver) Needs() []string { return []string{d.Binary} }
+
 func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Cluster, error) {
 	if len(hosts) == 0 {
 		return nil, errors.New("redis: no hosts")

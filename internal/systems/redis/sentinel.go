@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -50,7 +49,7 @@ func (c *Cluster) startSentinels(ctx context.Context, primary systems.Host) erro
 	quorum := len(c.members)/2 + 1
 	for _, m := range c.members {
 		conf := filepath.Join(ServerDir(m.host), "sentinel.conf")
-		if err := os.WriteFile(conf, []byte(c.d.sentinelConf(m.host, primary.Address(), quorum)), 0o644); err != nil {
+		if err := m.host.WriteFile(conf, []byte(c.d.sentinelConf(m.host, primary.Address(), quorum))); err != nil {
 			return fmt.Errorf("redis-sentinel on %s: %w", m.host.Name(), err)
 		}
 		c.failovers[m.host.Name()] = &atomic.Int64{}

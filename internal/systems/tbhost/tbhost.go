@@ -42,6 +42,7 @@ func Hosts(tb *testbed.Testbed, logs string) []systems.Host {
 }
 
 type host struct {
+	systems.LocalFiles
 	h    *testbed.Host
 	logs string
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,10 +27,10 @@ func (d *Driver) StartStandalone(ctx context.Context, h systems.Host, port int) 
 		return nil, err
 	}
 	base := filepath.Join(h.DataDir(), "zookeeper")
-	if err := os.RemoveAll(base); err != nil {
+	if err := h.RemoveAll(base); err != nil {
 		return nil, fmt.Errorf("zookeeper on %s: %w", h.Name(), err)
 	}
-	if err := os.MkdirAll(filepath.Join(base, "data"), 0o755); err != nil {
+	if err := h.MkdirAll(filepath.Join(base, "data")); err != nil {
 		return nil, fmt.Errorf("zookeeper on %s: %w", h.Name(), err)
 	}
 	var b strings.Builder
@@ -41,7 +40,7 @@ func (d *Driver) StartStandalone(ctx context.Context, h systems.Host, port int) 
 	b.WriteString("admin.enableServer=false\n4lw.commands.whitelist=mntr,stat,srvr,ruok\n")
 	b.WriteString("maxClientCnxns=0\nforceSync=no\n")
 	conf := filepath.Join(base, "zoo.cfg")
-	if err := os.WriteFile(conf, []byte(b.String()), 0o644); err != nil {
+	if err := h.WriteFile(conf, []byte(b.String())); err != nil {
 		return nil, fmt.Errorf("zookeeper on %s: %w", h.Name(), err)
 	}
 	argv := append([]string{d.Java}, d.JVMFlags...)
@@ -55,9 +54,19 @@ func (d *Driver) StartStandalone(ctx context.Context, h systems.Host, port int) 
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper on %s: %w", h.Name(), err)
 	}
-	addr := net.JoinHostPort(h.Address(), strconv.Itoa(port))
+	if err := d.WaitStandalone(ctx, h, net.JoinHostPort(h.Address(), strconv.Itoa(port)), proc); err != nil {
+		proc.Stop()
+		return nil, err
+	}
+	return proc, nil
+}
+
+// WaitStandalone waits, up to the driver's StartTimeout, until the
+// standalone server proc on h answers at addr (after StartStandalone, or
+// once restarted in place), or fails with the tail of its log.
+func (d *Driver) WaitStandalone(ctx context.Context, h systems.Host, addr string, proc systems.Process) error {
 	members := func() []systems.Starting { return []systems.Starting{{Host: h.Name(), Proc: proc}} }
-	err = systems.WaitReady(ctx, "zookeeper", d.StartTimeout, members, func(ctx context.Context) error {
+	return systems.WaitReady(ctx, "zookeeper", d.StartTimeout, members, func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		s, err := flw(ctx, addr, "srvr")
@@ -69,9 +78,4 @@ func (d *Driver) StartStandalone(ctx context.Context, h systems.Host, port int) 
 		}
 		return nil
 	})
-	if err != nil {
-		proc.Stop()
-		return nil, err
-	}
-	return proc, nil
 }

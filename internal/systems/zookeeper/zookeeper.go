@@ -141,6 +141,9 @@ func (d *Driver) argv(h systems.Host) []string {
 	return argv
 }
 
+// Needs are java and the class path's jars.
+func (d *Driver) Needs() []string { return append([]string{d.Java}, d.ClassPath...) }
+
 // Check says what is missing to run ZooKeeper.
 func (d *Driver) Check() error {
 	if _, err := os.Stat(d.Java); err != nil {
@@ -195,16 +198,13 @@ func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Clust
 // ensemble left.
 func (d *Driver) prepare(m *member, hosts []systems.Host) error {
 	data := filepath.Join(dir(m.host), "data")
-	if err := os.RemoveAll(dir(m.host)); err != nil {
+	if err := m.host.RemoveAll(dir(m.host)); err != nil {
 		return fmt.Errorf("zookeeper on %s: %w", m.host.Name(), err)
 	}
-	if err := os.MkdirAll(data, 0o755); err != nil {
+	if err := m.host.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(m.id)+"\n")); err != nil {
 		return fmt.Errorf("zookeeper on %s: %w", m.host.Name(), err)
 	}
-	if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(m.id)+"\n"), 0o644); err != nil {
-		return fmt.Errorf("zookeeper on %s: %w", m.host.Name(), err)
-	}
-	if err := os.WriteFile(confPath(m.host), []byte(d.config(m.host, hosts)), 0o644); err != nil {
+	if err := m.host.WriteFile(confPath(m.host), []byte(d.config(m.host, hosts))); err != nil {
 		return fmt.Errorf("zookeeper on %s: %w", m.host.Name(), err)
 	}
 	return nil
