@@ -124,16 +124,18 @@ func New() *Driver {
 		ResourceManagerJVM: append([]string{"-Xms64m", "-Xmx384m"}, small...),
 		NodeManagerJVM:     append([]string{"-Xms32m", "-Xmx192m", "-XX:MinHeapFreeRatio=10", "-XX:MaxHeapFreeRatio=30"}, small...),
 		// 256 MB containers, as WordCount ran in 17 s here.
-		TaskJVM:      append([]string{"-Xmx180m"}, small...),
-		Placement:    Split,
-		Job:          "wordcount",
-		Input:        16 << 20,
-		SplitSize:    2 << 20,
-		Reduces:      2,
-		Containers:   2,
-		ContainerMB:  256,
-		LostAfter:    30 * time.Second,
-		StartTimeout: 5 * time.Minute,
+		TaskJVM:     append([]string{"-Xmx180m"}, small...),
+		Placement:   Split,
+		Job:         "wordcount",
+		Input:       16 << 20,
+		SplitSize:   2 << 20,
+		Reduces:     2,
+		Containers:  2,
+		ContainerMB: 256,
+		LostAfter:   30 * time.Second,
+		// A NodeManager took over 8 minutes to start on the shared
+		// 2-core machine at load average 140.
+		StartTimeout: 10 * time.Minute,
 		StartPerNode: 20 * time.Second,
 	}
 }
