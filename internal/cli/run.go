@@ -45,7 +45,12 @@ what the interrupted run wrote (a second Ctrl-C removes them at once);
 'gait clean' removes what a killed run left. The runs that finished stay:
 --resume runs the rest into the same directory, --report-from reports
 what finished. The scenario format is in docs/run.md; bundled ones are
-in scenarios/.`,
+in scenarios/.
+
+With --inventory the hosts are spread over the inventory's machines,
+round robin, joined by a VXLAN overlay, and the clients run here; each
+machine is checked first, the system's programs included
+(docs/many-machines.md).`,
 		Example: `  # long: a few minutes, root
   sudo gait run scenarios/etcd/leader-nic.yaml
   # long: a few minutes, root
@@ -56,7 +61,10 @@ in scenarios/.`,
   gait run --report-from runs-ln                               # summary and report again
 
   # needs: the output directory of an interrupted run
-  sudo gait run scenarios/etcd/leader-nic.yaml --out runs/ln --resume   # after Ctrl-C: the runs left`,
+  sudo gait run scenarios/etcd/leader-nic.yaml --out runs/ln --resume   # after Ctrl-C: the runs left
+
+  # needs: your machines in machines.yaml (docs/many-machines.md)
+  sudo gait run --inventory machines.yaml scenarios/etcd/leader-nic.yaml   # the hosts spread over them`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if f.reportFrom != "" && len(args) > 0 {
 				return fmt.Errorf("--report-from reads an output directory; it takes no scenario (got %s)", args[0])
