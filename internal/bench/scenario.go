@@ -67,6 +67,11 @@ type Scenario struct {
 	Expect []string
 	// Study is the case-study figure the experiment is on, if any.
 	Study *Study
+	// MinRequests, when set, is the fewest baseline operations a group
+	// needs for a verdict, in place of gait bench's: an experiment whose
+	// operation takes tens of seconds (a MapReduce job; the paper timed
+	// one job per run) cannot have twenty in a run of minutes.
+	MinRequests int `json:",omitempty"`
 	// Config holds the system's settings from the scenario's config:
 	// block, each checked by the system's registration.
 	Config map[string]string
@@ -174,7 +179,7 @@ func Parse(file string, src []byte) (*Scenario, error) {
 	}
 	top, err := d.mapping(root.Content[0], "",
 		"name", "description", "system", "nodes", "bandwidth", "disk", "data", "storage", "config", "workload", "inject", "repeat",
-		"paper", "quick", "expect", "study")
+		"paper", "quick", "expect", "study", "min_requests")
 	if err != nil {
 		return nil, err
 	}
@@ -680,6 +685,9 @@ func nonNegativeDuration(s string) (time.Duration, error) {
 func (s *Scenario) parseVerdicts(top object) error {
 	var err error
 	if s.Quick, err = top.boolean("quick", false); err != nil {
+		return err
+	}
+	if s.MinRequests, err = top.integer("min_requests", 0, 1); err != nil {
 		return err
 	}
 	if n, ok := top.values["paper"]; ok {

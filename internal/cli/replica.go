@@ -10,6 +10,7 @@ import (
 
 	"github.com/gait-dev/gait/internal/interrupt"
 	"github.com/gait-dev/gait/internal/replica"
+	replicaredis "github.com/gait-dev/gait/internal/replica/redis"
 	"github.com/gait-dev/gait/internal/replica/zookeeper"
 	"github.com/gait-dev/gait/internal/systems/gaitredis"
 	"github.com/gait-dev/gait/internal/systems/gaitzookeeper"
@@ -33,7 +34,8 @@ reply any replica produced.`,
 
 func newReplicaAgentCmd() *cobra.Command {
 	var cfg replica.Config
-	var read, server, zkAddr string
+	var read, server, redisAddr, zkAddr string
+	var scriptStats bool
 	var procs int
 	cmd := &cobra.Command{
 		Use:   "agent --id ID --raft ADDR (--redis ADDR | --server zookeeper --zookeeper ADDR) --listen ADDR (--bootstrap | --join ADDR) [flags]",
@@ -50,7 +52,7 @@ member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 				return err
 			}
 			cfg.Read = mode
-			if err := agentServer(&cfg, server, zkAddr); err != nil {
+			if err := agentServer(&cfg, server, redisAddr, zkAddr, scriptStats); err != nil {
 				return err
 			}
 			if err := cfg.Check(); err != nil {
@@ -81,7 +83,7 @@ member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 	f := cmd.Flags()
 	f.StringVar(&cfg.ID, "id", "", "raft server ID, unique in the deployment")
 	f.StringVar(&cfg.RaftAddr, "raft", "", "HOST:PORT for raft and agent-to-agent messages")
-	f.StringVar(&cfg.RedisAddr, "redis", "", "HOST:PORT of the local redis-server (its data is replaced)")
+	f.StringVar(&redisAddr, "redis", "", "HOST:PORT of the local redis-server (its data is replaced)")
 	f.StringVar(&cfg.Listen, "listen", "", "HOST:PORT for Redis clients")
 	f.StringVar(&cfg.DataDir, "data", "", "directory for the raft log and snapshots (default: a temporary one)")
 	f.BoolVar(&cfg.Bootstrap, "bootstrap", false, "start a new deployment with this agent as its only voter")
@@ -94,32 +96,45 @@ member's raft address with --join (and --nonvoter for a non-voting duplicate).`,
 	f.DurationVar(&cfg.RequestTimeout, "request-timeout", 10*time.Second, "longest pause within a request before the agent answers an error and closes the connection")
 	f.StringVar(&server, "server", "redis", "the server the agent fronts: redis (--redis), or zookeeper (--zookeeper)")
 	f.StringVar(&zkAddr, "zookeeper", "", "with --server zookeeper: HOST:PORT of the local ZooKeeper server (its data is replaced)")
-	deploymentFlags(f, &cfg, &read)
+	deploymentFlags(f, &cfg, &read, &scriptStats)
 	for _, name := range []string{"id", "raft", "listen"} {
 		cmd.MarkFlagRequired(name)
 	}
 	return cmd
 }
 
-// agentServer sets the agent's server from --server, --redis and --zookeeper.
-func agentServer(cfg *replica.Config, server, zkAddr string) error {
+// agentServer sets the agent's server and adapter from --server, --redis,
+// --zookeeper and --script-commandstats.
+func agentServer(cfg *replica.Config, server, redisAddr, zkAddr string, scriptStats bool) error {
 	switch server {
 	case "redis":
-		if cfg.RedisAddr == "" || zkAddr != "" {
+		if redisAddr == "" || zkAddr != "" {
 			return errors.New("--server redis takes --redis HOST:PORT (and no --zookeeper)")
 		}
+		if err := serverAddr("--redis", redisAddr); err != nil {
+			return err
+		}
+		cfg.Adapter, cfg.ServerAddr = replicaredis.New(replicaredis.Options{ScriptCommandStats: scriptStats}), redisAddr
 	case "zookeeper":
-		if zkAddr == "" || cfg.RedisAddr != "" {
+		if zkAddr == "" || redisAddr != "" {
 			return errors.New("--server zookeeper takes --zookeeper HOST:PORT (and no --redis)")
 		}
-		if host, port, err := net.SplitHostPort(zkAddr); err != nil || host == "" {
-			return fmt.Errorf("--zookeeper %q: want HOST:PORT", zkAddr)
-		} else if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-			return fmt.Errorf("--zookeeper %q: want a port from 1 to 65535", zkAddr)
+		if err := serverAddr("--zookeeper", zkAddr); err != nil {
+			return err
 		}
 		cfg.Adapter, cfg.ServerAddr = &zookeeper.Adapter{}, zkAddr
 	default:
 		return fmt.Errorf("--server %q: want redis or zookeeper", server)
+	}
+	return nil
+}
+
+// serverAddr checks the local server's HOST:PORT.
+func serverAddr(flag, addr string) error {
+	if host, port, err := net.SplitHostPort(addr); err != nil || host == "" {
+		return fmt.Errorf("%s %q: want HOST:PORT", flag, addr)
+	} else if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("%s %q: want a port from 1 to 65535", flag, addr)
 	}
 	return nil
 }
@@ -134,13 +149,13 @@ func parseReadFlag(read string) (replica.ReadMode, error) {
 }
 
 // deploymentFlags are the settings every agent of a deployment shares.
-func deploymentFlags(f *pflag.FlagSet, cfg *replica.Config, read *string) {
+func deploymentFlags(f *pflag.FlagSet, cfg *replica.Config, read *string, scriptStats *bool) {
 	f.StringVar(read, "read", string(replica.Linearizable), "read mode: linearizable, session or any")
 	f.IntVar(&cfg.Fanout, "fanout", 1, "replicas each read goes to, 1 or more; the first fitting answer wins")
 	f.BoolVar(&cfg.WriteAll, "write-all", false, "answer a write only once every replica applied it")
 	f.StringVar((*string)(&cfg.Durability), "durability", string(replica.DurableDisk),
 		"when a write is acknowledged: disk (a majority fsynced it) or replicated (a majority holds it in memory; fsynced every 10ms)")
-	f.BoolVar(&cfg.ScriptCommandStats, "script-commandstats", false,
+	f.BoolVar(scriptStats, "script-commandstats", false,
 		"count in INFO commandstats the commands clients' scripts call, as redis does (costs EVAL about a third of its throughput)")
 }
 
@@ -157,6 +172,9 @@ agent), run until SIGINT or SIGTERM, then stop and remove everything. A second
 SIGINT or SIGTERM kills the agents and redis-servers at once, still removes
 everything, and exits with status 130. Needs root; gait clean removes what a
 killed run left.
+
+With --server zookeeper every replica is an unmodified ZooKeeper server and
+its agent instead, and the lines read "zookeeper ADDRESS".
 
 With --loopback every redis-server and agent runs on 127.0.0.1 instead, in
 this process, without root; its files go to one directory in $TMPDIR.`,
@@ -179,13 +197,13 @@ this process, without root; its files go to one directory in $TMPDIR.`,
 	fs.IntVar(&f.voters, "voters", 3, fmt.Sprintf("voting replicas, which order and persist commands (1 to %d)", gaitredis.MaxReplicas))
 	fs.IntVar(&f.duplicates, "duplicates", 0, "non-voting duplicates, which apply the same log (0 or more; voters and duplicates together at most "+strconv.Itoa(gaitredis.MaxReplicas)+")")
 	fs.BoolVar(&f.metrics, "metrics", false, "print every agent's Prometheus metrics URL (with --loopback: serve them on a loopback port)")
-	deploymentFlags(fs, &f.cfg, &f.read)
+	deploymentFlags(fs, &f.cfg, &f.read, &f.scriptStats)
 	fs.Lookup("fanout").Usage = "replicas each read goes to, 1 to voters+duplicates; the first fitting answer wins"
 	fs.StringVar(&f.bandwidth, "bandwidth", "100Mbit/s", "each testbed host's link rate, both directions")
 	fs.StringVar(&f.stateDir, "state-dir", testbed.DefaultStateDir, "where the testbed keeps its state file")
 	fs.BoolVar(&f.loopback, "loopback", false, "run every replica on 127.0.0.1 in this process, without root or testbed hosts")
-	fs.StringVar(&f.server, "server", "redis", "the server behind every agent: redis, or zookeeper (with --loopback; docs/systems/gait-zookeeper.md)")
-	fs.IntVar(&f.groupSize, "group-size", 1, "with --server zookeeper: ZooKeeper servers per replica, 1 (standalone) or 3 (an ensemble)")
+	fs.StringVar(&f.server, "server", "redis", "the server behind every agent: redis, or zookeeper (docs/systems/gait-zookeeper.md)")
+	fs.IntVar(&f.groupSize, "group-size", 1, "with --server zookeeper: ZooKeeper servers per replica, 1 (standalone) or 3 (an ensemble, with --loopback)")
 	return cmd
 }
 
@@ -194,6 +212,7 @@ type clusterFlags struct {
 	voters, duplicates        int
 	read, bandwidth, stateDir string
 	metrics, loopback         bool
+	scriptStats               bool // --script-commandstats
 	server                    string
 	groupSize                 int
 	cfg                       replica.Config
@@ -252,8 +271,8 @@ func (f *clusterFlags) checkServer(changed func(string) bool) error {
 	if err := gaitzookeeper.CheckGroupSize(f.groupSize); err != nil {
 		return fmt.Errorf("--group-size %d: want 1 (a standalone server per replica) or 3 (an ensemble per replica)", f.groupSize)
 	}
-	if !f.loopback {
-		return fmt.Errorf("--server zookeeper runs with --loopback for now (testbed hosts run redis only)")
+	if f.groupSize != 1 && !f.loopback {
+		return fmt.Errorf("--group-size %d runs with --loopback for now (testbed hosts run a standalone ZooKeeper each)", f.groupSize)
 	}
 	return nil
 }
@@ -267,8 +286,11 @@ func replicaTestbed(cmd *cobra.Command, f clusterFlags) error {
 	in := clusterSignals(cmd)
 	defer in.Stop()
 	d := gaitredis.New()
+	if f.server == "zookeeper" {
+		d = gaitzookeeper.New()
+	}
 	d.Read, d.Fanout, d.WriteAll, d.Durability = string(f.cfg.Read), f.cfg.Fanout, f.cfg.WriteAll, string(f.cfg.Durability)
-	d.ScriptCommandStats = f.cfg.ScriptCommandStats
+	d.ScriptCommandStats = f.scriptStats
 	dep, err := d.StartOnTestbed(in.Context(), gaitredis.TestbedOptions{
 		Voters: f.voters, Duplicates: f.duplicates, Bandwidth: f.bps, StateDir: f.stateDir,
 		Progress: stderr, Kill: in.Hurry(),
@@ -296,7 +318,8 @@ func replicaLoopback(cmd *cobra.Command, f clusterFlags) error {
 	}
 	in := clusterSignals(cmd)
 	defer in.Stop()
-	opts := gaitredis.LocalOptions{Voters: f.voters, Duplicates: f.duplicates, Base: cfg, Kill: in.Hurry(), Progress: stderr}
+	opts := gaitredis.LocalOptions{Voters: f.voters, Duplicates: f.duplicates, Base: cfg, Kill: in.Hurry(), Progress: stderr,
+		Redis: replicaredis.Options{ScriptCommandStats: f.scriptStats}}
 	if f.server == "zookeeper" {
 		opts.Server, _ = gaitzookeeper.LocalServer(f.groupSize) // checked
 	}

@@ -31,14 +31,18 @@ import (
 //
 // Wiring picks the adapter: Start(Config{..., Adapter: a, ServerAddr:
 // addr}); the core accepts client connections and hands each to
-// ServeConn, which reads it through the core (so the core knows when each
+// ServeConn as a Conn, read through the core (so the core knows when each
 // request's bytes arrived, and proposes the writes of different
 // connections in that order). An adapter that must propose with no client
 // connection (expiring a ZooKeeper session) takes a Client from
 // Agent.NewClient; Agent.IsLeader tells whether this agent leads.
-// adapter_test.go's lineAdapter is the smallest complete example;
-// redisServing (redis_server.go) is the built-in one, used when
-// Config.Adapter is nil.
+// adapter_test.go's lineAdapter is the smallest complete example.
+//
+// An adapter that keeps each connection's ordering itself, rather than
+// through Client (Redis pipelines a connection's writes and reads, blocks
+// clients, and answers some reads straight from its server), also
+// implements Hosted: the core hands it a Host, the agent's side of the
+// seam, before Open (host.go).
 
 // Class says how the core serves a command.
 type Class uint8

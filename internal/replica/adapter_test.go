@@ -3,30 +3,29 @@ package replica
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
-	"log"
+	"io"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
-
-	"github.com/gait-dev/gait/internal/resp"
 )
 
-// lineAdapter is a second protocol on the core, for its tests: clients send
-// lines ("SET k v", "GET k", "INCR k", "SYNC") and get one quoted line back;
-// the server behind it is a real redis-server, applied through the Redis
-// backend. It shows that the core serves any Adapter: nothing in it is
-// Redis's session (no RESP on the client side, no MULTI, no modes).
-type lineAdapter struct{}
+// lineAdapter is a protocol of the core's own tests: clients send lines
+// ("SET k v", "GET k", "INCR k", "SYNC") and get one quoted line back. Its
+// server is a map in memory (memServer), so the core's tests run without
+// any real server: the Redis and ZooKeeper adapters' tests run the core
+// in front of real ones.
+type lineAdapter struct{ server *memServer }
 
 func (lineAdapter) Name() string { return "lines" }
 
-func (lineAdapter) Open(addr string) (Backend, error) {
-	return openRedis(addr, new(atomic.Int64), newRedisMux(addr, 1), log.New(nil, "", 0))
-}
+func (l lineAdapter) Open(string) (Backend, error) { return l.server, nil }
 
 func (lineAdapter) ServeConn(c net.Conn, cl Client) {
 	defer c.Close()
@@ -36,18 +35,13 @@ func (lineAdapter) ServeConn(c net.Conn, cl Client) {
 		if len(f) == 0 {
 			continue
 		}
-		args := make([][]byte, len(f))
-		for i, w := range f {
-			args[i] = []byte(w)
-		}
-		cmd := resp.AppendCommand(nil, args...)
 		var reply []byte
 		var err error
 		switch strings.ToUpper(f[0]) {
 		case "SET", "INCR":
-			reply, _, err = cl.Write(Command{Class: ClassWrite, Data: redisRecord{replies: 1, payload: cmd}.encode()}).Wait()
+			reply, _, err = cl.Write(Command{Class: ClassWrite, Data: []byte(sc.Text())}).Wait()
 		case "GET":
-			reply, err = cl.Read(context.Background(), Command{Class: ClassRead, Data: encodeRead(defaultMode, cmd)})
+			reply, err = cl.Read(context.Background(), Command{Class: ClassRead, Data: []byte(sc.Text())})
 		case "SYNC":
 			var n int
 			n, err = cl.WaitAll(context.Background())
@@ -60,6 +54,87 @@ func (lineAdapter) ServeConn(c net.Conn, cl Client) {
 		}
 		fmt.Fprintf(c, "%q\n", reply)
 	}
+}
+
+// memServer is a Backend over a map: SET k v, INCR k, GET k.
+type memServer struct {
+	mu   sync.Mutex
+	data map[string]string
+}
+
+func (m *memServer) Apply(batch []Committed) ([]Result, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Result, len(batch))
+	for i, c := range batch {
+		f := strings.Fields(string(c.Data))
+		reply := "OK"
+		switch {
+		case len(f) == 3 && f[0] == "SET":
+			m.data[f[1]] = f[2]
+		case len(f) == 2 && f[0] == "INCR":
+			n, _ := strconv.Atoi(m.data[f[1]])
+			m.data[f[1]] = strconv.Itoa(n + 1)
+			reply = m.data[f[1]]
+		default:
+			reply = "error: bad write"
+		}
+		out[i] = Result{Reply: []byte(reply), Digest: []byte(reply)}
+	}
+	return out, nil
+}
+
+func (m *memServer) Read(_ context.Context, data []byte) ([]byte, error) {
+	f := strings.Fields(string(data))
+	if len(f) != 2 {
+		return nil, errors.New("bad read")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return []byte(m.data[f[1]]), nil
+}
+
+func (m *memServer) Snapshot(w io.Writer) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, k := range slices.Sorted(maps.Keys(m.data)) {
+		if _, err := fmt.Fprintf(w, "%q %q\n", k, m.data[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *memServer) Restore(r io.Reader) error {
+	data := map[string]string{}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		var k, v string
+		if _, err := fmt.Sscanf(sc.Text(), "%q %q", &k, &v); err != nil {
+			return err
+		}
+		data[k] = v
+	}
+	m.mu.Lock()
+	m.data = data
+	m.mu.Unlock()
+	return sc.Err()
+}
+
+func (m *memServer) Reset() error {
+	m.mu.Lock()
+	m.data = map[string]string{}
+	m.mu.Unlock()
+	return nil
+}
+
+func (m *memServer) Alive(context.Context) error { return nil }
+func (m *memServer) Close() error                { return nil }
+
+func (m *memServer) keys() map[string]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.data)
 }
 
 // lines is a client of lineAdapter.
@@ -95,19 +170,46 @@ func (l *lines) do(line string) string {
 	return s
 }
 
-// TestAdapter runs the core under an adapter that is not the built-in
-// Redis serving: writes through any agent are ordered and applied on every
-// replica, a read through another agent sees them, SYNC waits for every
-// replica, and a replica that joins after a snapshot is rebuilt from it
-// through the backend's Restore.
+// lineAgent starts an agent of lineAdapter over a memServer of its own.
+func lineAgent(t *testing.T, cfg Config) (*Agent, *memServer) {
+	t.Helper()
+	srv := &memServer{data: map[string]string{}}
+	cfg.Adapter, cfg.ServerAddr, cfg.RaftAddr, cfg.Listen = lineAdapter{srv}, "memory", "127.0.0.1:0", "127.0.0.1:0"
+	a, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a, srv
+}
+
+// TestAdapter runs the core under an adapter of its own: writes through
+// any agent are ordered and applied on every replica, a read through
+// another agent sees them, SYNC waits for every replica, a write committed
+// twice is applied once, and a replica that joins after a snapshot is
+// rebuilt from it through the backend's Restore.
 func TestAdapter(t *testing.T) {
 	// Five trailing entries: the late replica gets the snapshot, not the log.
-	cl := startCluster(t, 3, 0, func(c *Config) { c.Adapter = lineAdapter{}; c.TrailingLogs = 5; c.SnapshotThreshold = 1 << 20 })
-	a, b := dialLines(t, cl.nodes[0].agent.ClientAddr()), dialLines(t, cl.nodes[2].agent.ClientAddr())
-	if got := a.do("SET k v1"); got != "+OK\r\n" {
+	base := Config{TrailingLogs: 5, SnapshotThreshold: 1 << 20, HeartbeatTimeout: 200 * time.Millisecond}
+	var agents []*Agent
+	var servers []*memServer
+	for i := range 3 {
+		cfg := base
+		cfg.ID, cfg.Bootstrap = fmt.Sprintf("r%d", i+1), i == 0
+		if i > 0 {
+			cfg.Join = agents[0].RaftAddr()
+		}
+		a, srv := lineAgent(t, cfg)
+		agents, servers = append(agents, a), append(servers, srv)
+		for i == 0 && !a.IsLeader() {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	a, b := dialLines(t, agents[0].ClientAddr()), dialLines(t, agents[2].ClientAddr())
+	if got := a.do("SET k v1"); got != "OK" {
 		t.Fatalf("SET: %q", got)
 	}
-	if got := b.do("GET k"); got != "$2\r\nv1\r\n" {
+	if got := b.do("GET k"); got != "v1" {
 		t.Errorf("GET through another agent: %q", got)
 	}
 	for range 5 {
@@ -117,24 +219,52 @@ func TestAdapter(t *testing.T) {
 	if got := b.do("SYNC"); got != "3" {
 		t.Errorf("SYNC: %q replicas", got)
 	}
-	if got := a.do("GET n"); got != "$2\r\n10\r\n" {
+	if got := a.do("GET n"); got != "10" {
 		t.Errorf("GET n: %q", got)
 	}
-	for _, n := range cl.live() {
-		if err := n.agent.Snapshot(); err != nil {
-			t.Fatalf("snapshot on %s: %v", n.cfg.ID, err)
+	// A write its proposer re-sent to a new leader commits twice: once
+	// before the snapshot, once after it. Every replica, the one restored
+	// from the snapshot included, must apply it once (sessions.go).
+	leader := agents[0]
+	for !leader.IsLeader() {
+		if leader = agents[(slices.Index(agents, leader)+1)%len(agents)]; leader == agents[0] {
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	a.do("SET after snapshot")
-	late := cl.add(Config{ID: "r4", RaftAddr: "127.0.0.1:0", Listen: "127.0.0.1:0", Join: cl.nodes[0].agent.RaftAddr(),
-		Adapter: lineAdapter{}, Log: testLog(t)})
-	if n := cl.sameData(); n != 3 {
-		t.Errorf("%d keys on every replica, want 3", n)
+	resent := entry{proposer: leader.RaftAddr() + "#earlier-run", seq: 5, floor: 5, data: []byte("INCR resent")}.encode()
+	if err := leader.raft.Apply(resent, 5*time.Second).Error(); err != nil {
+		t.Fatal(err)
 	}
-	if got := dialLines(t, late.agent.ClientAddr()).do("GET n"); got != "$2\r\n10\r\n" {
+	for _, ag := range agents {
+		for ag.Applied() < leader.LastIndex() {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if err := ag.Snapshot(); err != nil {
+			t.Fatalf("snapshot on %s: %v", ag.ID(), err)
+		}
+	}
+	if err := leader.raft.Apply(resent, 5*time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	a.do("SET after snapshot")
+	cfg := base
+	cfg.ID, cfg.Join = "r4", agents[0].RaftAddr()
+	late, lateSrv := lineAgent(t, cfg)
+	c := dialLines(t, late.ClientAddr())
+	c.do("SET late yes")
+	if got := c.do("SYNC"); got != "4" {
+		t.Errorf("SYNC with the late replica: %q replicas", got)
+	}
+	want := map[string]string{"k": "v1", "n": "10", "after": "snapshot", "late": "yes", "resent": "1"}
+	for i, srv := range append(servers, lateSrv) {
+		if got := srv.keys(); !maps.Equal(got, want) {
+			t.Errorf("replica %d holds %v, want %v", i+1, got, want)
+		}
+	}
+	if got := dialLines(t, late.ClientAddr()).do("GET n"); got != "10" {
 		t.Errorf("GET n through the late replica: %q", got)
 	}
-	if first, err := late.agent.logStore.FirstIndex(); err != nil || first <= 1 {
+	if first, err := late.logStore.FirstIndex(); err != nil || first <= 1 {
 		t.Errorf("the late replica's log starts at %d: it was not rebuilt from a snapshot", first)
 	}
 }

@@ -8,8 +8,8 @@
 // and is not waited on (Limplock §3, §6).
 //
 // The package is the protocol-neutral core; a server's protocol is an
-// Adapter (adapter.go). Redis's is built in, in the files named redis_*.go,
-// and serves when Config.Adapter is nil.
+// Adapter (adapter.go), in a package of its own under internal/replica
+// (redis, zookeeper), which this package never imports.
 package replica
 
 import (
@@ -28,10 +28,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gait-dev/gait/internal/resp"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // ReadMode says how fresh a read must be.
@@ -91,12 +91,10 @@ func ParseDurability(s string) (Durability, error) {
 
 // Config is one agent's configuration.
 type Config struct {
-	ID        string // raft server ID, unique in the deployment
-	RaftAddr  string // host:port for raft and agent-to-agent messages; port 0 picks one
-	RedisAddr string // the local redis-server, which the agent owns: its data is replaced
-	// Adapter, when set, serves clients and fronts the server at
-	// ServerAddr (adapter.go); without it the built-in Redis serving
-	// fronts the redis-server at RedisAddr. The agent owns that server.
+	ID       string // raft server ID, unique in the deployment
+	RaftAddr string // host:port for raft and agent-to-agent messages; port 0 picks one
+	// Adapter serves clients and fronts the local server at ServerAddr
+	// (adapter.go). The agent owns that server: its data is replaced.
 	Adapter    Adapter
 	ServerAddr string
 	Listen     string // host:port for clients; port 0 picks one
@@ -114,6 +112,9 @@ type Config struct {
 	Durability Durability
 	// Metrics is host:port for Prometheus metrics on /metrics; empty: none.
 	Metrics string
+	// MaxRequest, RequestMemory and RequestTimeout bound what clients
+	// send; the adapter that reads their requests applies them.
+	//
 	// MaxRequest bounds the bytes of one client request (default 512 MiB,
 	// DefaultMaxRequest).
 	MaxRequest int
@@ -146,24 +147,12 @@ type Config struct {
 	LimpHold time.Duration
 	// PeerInflight bounds the reads outstanding at one peer (default 256).
 	PeerInflight int
-	// ScriptCommandStats counts in INFO commandstats the commands this
-	// agent's clients' scripts call, as redis does (redis_scriptstats.go). Off by
-	// default: it costs every script two INFO commandstats on the local
-	// redis-server and a round trip of its own, about a third of EVAL's
-	// throughput, and read-only scripts go through the log.
-	ScriptCommandStats bool
-	Log                io.Writer // default os.Stderr
+	Log          io.Writer // default os.Stderr
 }
 
 func (c *Config) setDefaults() error {
-	if c.Adapter != nil && (c.ID == "" || c.RaftAddr == "" || c.ServerAddr == "" || c.Listen == "") {
-		return errors.New("replica agent: ID, RaftAddr, ServerAddr and Listen are required")
-	}
-	if c.Adapter == nil && (c.ID == "" || c.RaftAddr == "" || c.RedisAddr == "" || c.Listen == "") {
-		return errors.New("replica agent: ID, RaftAddr, RedisAddr and Listen are required")
-	}
-	if c.Adapter == nil {
-		c.ServerAddr = c.RedisAddr
+	if c.Adapter == nil || c.ID == "" || c.RaftAddr == "" || c.ServerAddr == "" || c.Listen == "" {
+		return errors.New("replica agent: Adapter, ID, RaftAddr, ServerAddr and Listen are required")
 	}
 	if c.Read == "" {
 		c.Read = Linearizable
@@ -285,17 +274,14 @@ type Agent struct {
 	pacer   *pacer // caps the rate to replicas marked limping (pace.go)
 	// open are the client connections being served.
 	open map[net.Conn]struct{}
-	// adapter serves the clients and the local server (Config.Adapter, or
-	// the built-in Redis serving).
+	// adapter serves the clients and the local server (Config.Adapter).
 	adapter Adapter
 	// arrival orders the proposals of writes and blocking commands of
 	// different connections as the agent read them (arrival.go).
 	arrival arrivals
-	// redisState is the built-in Redis serving's (redis_server.go).
-	*redisState
 }
 
-// Start starts an agent: it empties the local redis (the log rebuilds it),
+// Start starts an agent: it empties the local server (the log rebuilds it),
 // starts raft, joins the deployment if asked and serves clients.
 func Start(cfg Config) (*Agent, error) {
 	if err := cfg.setDefaults(); err != nil {
@@ -304,7 +290,7 @@ func Start(cfg Config) (*Agent, error) {
 	a := &Agent{cfg: cfg, logger: log.New(cfg.Log, "replica "+cfg.ID+": ", log.LstdFlags|log.Lmicroseconds),
 		done: make(chan struct{}), raftUp: make(chan struct{}), pending: map[uint64]waiter{}, writes: map[uint64]*write{},
 		peers: map[string]*peer{}, pacer: newPacer(), open: map[net.Conn]struct{}{},
-		futures: make(chan appliedFuture, 4096), redisState: newRedisState(cfg)}
+		futures: make(chan appliedFuture, 4096)}
 	a.gate = newGate(func(w *write) { a.propose(w, a.raftAddr) })
 	a.incarnation, a.born = newIncarnation(), time.Now()
 	a.m = newMetrics(a)
@@ -326,8 +312,8 @@ func newIncarnation() string {
 
 func (a *Agent) start() error {
 	a.adapter = a.cfg.Adapter
-	if a.adapter == nil {
-		a.adapter = redisServing{a}
+	if h, ok := a.adapter.(Hosted); ok {
+		h.Attach(&agentHost{a})
 	}
 	backend, err := a.adapter.Open(a.cfg.ServerAddr)
 	if err != nil {
@@ -350,11 +336,6 @@ func (a *Agent) start() error {
 	a.arrival.listener = stampListener(a.clients)
 	if err := a.serveMetrics(); err != nil {
 		return err
-	}
-	if a.redis != nil {
-		a.wg.Add(2)
-		go func() { defer a.wg.Done(); a.followSlowlogConfig() }()
-		go func() { defer a.wg.Done(); a.resizeBuffers() }()
 	}
 	a.wg.Add(5)
 	go func() { defer a.wg.Done(); a.runLease() }()
@@ -555,7 +536,7 @@ func (a *Agent) request(addr string, build func(id string) [][]byte, timeout tim
 	ch := make(chan result, 1)
 	id := a.register(addr, ch)
 	defer a.forget(id)
-	a.peer(addr).send(peerMsg{data: resp.AppendCommand(nil, build(strconv.FormatUint(id, 10))...), id: id})
+	a.peer(addr).send(peerMsg{data: appendFrame(nil, build(strconv.FormatUint(id, 10))...), id: id})
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
@@ -685,7 +666,7 @@ func (a *Agent) report(aps []applied) {
 		if c, ok := compressReply(raw); ok {
 			verb, raw = []byte("REPLYS2"), c
 		}
-		msgs[addr] = resp.AppendCommand(msgs[addr], verb, strconv.AppendUint(nil, ap.entry.seq, 10),
+		msgs[addr] = appendFrame(msgs[addr], verb, strconv.AppendUint(nil, ap.entry.seq, 10),
 			[]byte(incarnation), strconv.AppendUint(nil, ap.index, 10), strconv.AppendUint(nil, ap.digest, 16),
 			[]byte(a.cfg.ID), []byte(a.incarnation), raw)
 	}
@@ -745,16 +726,27 @@ func (a *Agent) ID() string { return a.cfg.ID }
 // IsLeader tells whether this agent leads the deployment now.
 func (a *Agent) IsLeader() bool { return a.raft != nil && a.raft.State() == raft.Leader }
 
-// Applied is the last log index whose effect the local redis holds.
+// Applied is the last log index whose effect the local server holds.
 func (a *Agent) Applied() uint64 { return a.fsm.appliedIndex() }
 
 // LastIndex is the last index in this agent's raft log.
 func (a *Agent) LastIndex() uint64 { return a.raft.LastIndex() }
 
+// Failure is why the local server stopped applying (it failed, and the
+// agent waits for it to answer again); nil while it applies.
+func (a *Agent) Failure() error { return a.fsm.failure() }
+
+// Metrics are the agent's metrics, its adapter's included, as /metrics
+// serves them.
+func (a *Agent) Metrics() prometheus.Gatherer { return a.m.reg }
+
+// RaftStats are raft's figures (last_snapshot_index, commit_index, ...).
+func (a *Agent) RaftStats() map[string]string { return a.raft.Stats() }
+
 // Snapshot makes raft take a snapshot now and compact its log.
 func (a *Agent) Snapshot() error { return a.raft.Snapshot().Error() }
 
-// Close stops the agent: clients, raft, peers; the redis-server stays up.
+// Close stops the agent: clients, raft, peers; the local server stays up.
 func (a *Agent) Close() error {
 	var errs []error
 	a.closeOnce.Do(func() {
@@ -766,9 +758,6 @@ func (a *Agent) Close() error {
 			a.metricsSrv.Close()
 		}
 		a.mu.Lock()
-		for c := range a.conns {
-			c.Close()
-		}
 		for c := range a.open {
 			c.Close()
 		}
@@ -794,9 +783,6 @@ func (a *Agent) Close() error {
 		}
 		if a.store != nil {
 			errs = append(errs, a.store.Close())
-		}
-		if a.reads != nil {
-			a.reads.close()
 		}
 		if a.tmpDir != "" {
 			errs = append(errs, os.RemoveAll(a.tmpDir))

@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -45,11 +44,6 @@ type arrivals struct {
 	blocking int // how many of held are blocking commands
 	// patience is arrivalWait, or another bound a test sets.
 	patience time.Duration
-	// waited counts, per key, this agent's blocked commands that wait on
-	// it: a client counts as blocked (INFO) before its first attempt is in
-	// the replicated queues, and a write to its key must wait for it
-	// from then on.
-	waited map[string]int
 
 	// A ticket's order covers the requests the agent has read; one that
 	// arrived earlier on another connection whose goroutine has not read
@@ -206,41 +200,6 @@ func (q *arrivals) watchedUnread(t *ticket) bool {
 			continue
 		}
 		if c != t.conn && c.unreadBefore(t.at) {
-			return true
-		}
-	}
-	return false
-}
-
-// blockOn registers keys a blocked command of this agent waits on, until
-// the returned func is called.
-func (q *arrivals) blockOn(keys [][]byte) (done func()) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.waited == nil {
-		q.waited = map[string]int{}
-	}
-	for _, k := range keys {
-		q.waited[string(k)]++
-	}
-	return func() {
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		for _, k := range keys {
-			if q.waited[string(k)]--; q.waited[string(k)] <= 0 {
-				delete(q.waited, string(k))
-			}
-		}
-	}
-}
-
-// waitedOn says whether payload names a key a blocked command of this
-// agent waits on (by name, as blockQueues.mentioned).
-func (q *arrivals) waitedOn(payload []byte) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for k := range q.waited {
-		if bytes.Contains(payload, []byte(k)) {
 			return true
 		}
 	}
@@ -435,8 +394,24 @@ type stampedConn struct {
 // blockedHere marks a connection whose blocking command took its place.
 const blockedHere = -1
 
-// handled says the commands the latest read brought have their place.
-func (s *stampedConn) handled() { s.unhandled.Store(0) }
+// Handled says the commands the latest read brought have their place.
+func (s *stampedConn) Handled() { s.unhandled.Store(0) }
+
+// Arrived is when the bytes of the latest read arrived, Unix ns.
+func (s *stampedConn) Arrived() int64 { return s.at }
+
+// Accepted is when the agent accepted the connection.
+func (s *stampedConn) Accepted() time.Time { return time.Unix(0, s.born) }
+
+// SyscallConn is the socket's, for what an adapter asks of it (its
+// descriptor, for CLIENT LIST).
+func (s *stampedConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := s.Conn.(syscall.Conn)
+	if !ok {
+		return nil, fmt.Errorf("%T is not a socket", s.Conn)
+	}
+	return sc.SyscallConn()
+}
 
 // unreadBefore tells whether the connection holds a request that arrived
 // before at (Unix ns) and has no place yet: read and not handled, or in
@@ -559,9 +534,6 @@ func stampOf(oob []byte) (int64, bool) {
 	}
 	return 0, false
 }
-
-// arrivedAt is when the bytes of the connection's latest request arrived.
-func (st *clientState) arrivedAt() int64 { return arrivedAt(st.stamped) }
 
 // arrivedAt is when the bytes of c's latest request arrived; now for no
 // connection.

@@ -64,16 +64,6 @@ func TestArrivals(t *testing.T) {
 	wait(gf, true, "a write that feeds a blocked client, once the earlier write was proposed")
 	q.release(f)
 
-	// Keys a blocked command of this agent waits on, until it is done.
-	done := q.blockOn([][]byte{[]byte("fa:q")})
-	if !q.waitedOn([]byte("*2\r\n$5\r\nLPUSH\r\n$4\r\nfa:q\r\n")) || q.waitedOn([]byte("fa:other")) {
-		t.Error("waitedOn does not tell the waited key from another")
-	}
-	done()
-	if q.waitedOn([]byte("fa:q")) {
-		t.Error("a key still waited on after its command was done")
-	}
-
 	// A ticket never given up delays the next at most arrivalWait.
 	q.patience = 0
 	stuck := q.take(nil, true, false, at)

@@ -41,9 +41,9 @@ func (cfg *Config) Check() error {
 		reachable  bool // the agent tells its peers this address
 		given      bool
 	}
+	// The server's own address is its adapter's wiring's to check (--redis, --zookeeper).
 	for _, a := range []addrFlag{
 		{"--raft", cfg.RaftAddr, false, true, true},
-		{"--redis", cfg.RedisAddr, false, false, cfg.Adapter == nil}, // an adapter's wiring checks its own server's flag
 		{"--listen", cfg.Listen, true, false, true},
 		{"--join", cfg.Join, false, false, cfg.Join != ""},
 		{"--metrics", cfg.Metrics, true, false, cfg.Metrics != ""},

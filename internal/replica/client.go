@@ -30,8 +30,9 @@ func (c *coreClient) Write(cmd Command) Pending {
 	if cmd.Class != ClassWrite {
 		return &pending{err: fmt.Errorf("gait replica: Client.Write of a command of class %d", cmd.Class)}
 	}
-	w, err := c.a.proposeArrived(c.stamped, cmd.Data, cmd.Volatile, false)
-	p := &pending{c: c, w: w, err: err}
+	t := c.a.arrival.take(c.stamped, false, false, arrivedAt(c.stamped))
+	w, err := c.a.proposeTurn(t, cmd.Data, cmd.Volatile)
+	p := &pending{a: c.a, w: w, err: err, own: &c.own}
 	c.last = p
 	return p
 }
@@ -63,11 +64,13 @@ func (c *coreClient) WaitAll(ctx context.Context) (int, error) {
 	return c.a.waitAll(c.last.w, timeout), ctx.Err()
 }
 
-// pending is a Client's proposed write; Wait may be called from any
-// goroutine, any number of times: the first waits, the rest get its answer.
+// pending is a proposed write (Client.Write's Pending, Host.Propose's
+// Proposal); Wait may be called from any goroutine, any number of times:
+// the first waits, the rest get its answer.
 type pending struct {
-	c     *coreClient
+	a     *Agent
 	w     *write
+	own   *atomic.Uint64 // the Client's highest acknowledged index; nil for none
 	once  sync.Once
 	reply []byte
 	index uint64
@@ -79,25 +82,29 @@ func (p *pending) Wait() ([]byte, uint64, error) {
 		if p.err != nil {
 			return
 		}
-		r, err := p.c.a.awaitWrite(p.w)
+		r, err := p.a.awaitWrite(p.w)
 		if err != nil {
 			p.err = err
 			return
 		}
 		p.reply, p.index = r.raw, r.index
-		if r.index > p.c.own.Load() {
-			p.c.own.Store(r.index)
+		if p.own != nil && r.index > p.own.Load() {
+			p.own.Store(r.index)
 		}
-		p.c.a.m.stage("reply", time.Since(r.at))
+		p.a.m.stage("reply", time.Since(r.at))
 	})
 	return p.reply, p.index, p.err
 }
 
-// proposeArrived proposes an entry of data for a connection (stamped: nil
-// for none), in the order of arrival among connections (arrival.go);
-// urgent says it may serve a client blocked on this agent.
-func (a *Agent) proposeArrived(stamped *stampedConn, data []byte, volatile, urgent bool) (*write, error) {
-	t := a.arrival.take(stamped, false, urgent, arrivedAt(stamped))
+func (p *pending) Seq() uint64              { return p.w.id }
+func (p *pending) Replied() (got, want int) { return p.a.replied(p.w) }
+func (p *pending) WaitAll(timeout time.Duration) int {
+	return p.a.waitAll(p.w, timeout)
+}
+
+// proposeTurn proposes an entry of data once the requests ticket t must
+// follow in arrival order (arrival.go) are proposed, and gives t up.
+func (a *Agent) proposeTurn(t *ticket, data []byte, volatile bool) (*write, error) {
 	a.arrival.turn(t)
 	w, err := a.startEntry(data, volatile)
 	a.arrival.release(t)
@@ -130,7 +137,7 @@ func (a *Agent) serveClient(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetReadBuffer(clientReadBuffer) // a failure leaves the kernel's default
 	}
-	c = rawIO(c)
+	c = RawIO(c)
 	// Asked for at once: the kernel stamps only what arrives after.
 	stamped := stampArrivals(c)
 	stamped.at = time.Now().UnixNano() // idle from its start (stallConn)

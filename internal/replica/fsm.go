@@ -33,7 +33,7 @@ type applied struct {
 	raw    []byte // the client's reply (Result.Reply)
 	digest uint64 // chained digest of every reply up to this entry
 	// When raft handed the entry over as committed, and when the batch it
-	// was applied in went to redis: the write's stages, on this clock.
+	// was applied in went to the server: the write's stages, on this clock.
 	committed, sent time.Time
 	// appended is when the leader's raft loop took the entry into its log,
 	// on the leader's clock.
@@ -290,7 +290,7 @@ func (f *fsm) appliedIndex() uint64 {
 	return f.applied
 }
 
-// queueLen is how many committed entries wait for the local redis.
+// queueLen is how many committed entries wait for the local server.
 func (f *fsm) queueLen() int {
 	f.qmu.Lock()
 	defer f.qmu.Unlock()
@@ -304,7 +304,7 @@ func (f *fsm) close() {
 	f.qmu.Unlock()
 }
 
-// waitApplied returns once redis holds the effect of every entry up to index.
+// waitApplied returns once the local server holds the effect of every entry up to index.
 func (f *fsm) waitApplied(ctx context.Context, index uint64) error {
 	for {
 		f.mu.Lock()
@@ -325,7 +325,7 @@ func (f *fsm) waitApplied(ctx context.Context, index uint64) error {
 }
 
 // drained waits until the applier has run everything raft handed over, so
-// that redis holds exactly the state at raft's last applied index.
+// that the local server holds exactly the state at raft's last applied index.
 func (f *fsm) drained(limit time.Duration) error {
 	f.qmu.Lock()
 	target := f.enqueued

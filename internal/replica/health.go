@@ -8,7 +8,6 @@ import (
 
 	"github.com/gait-dev/gait/internal/cgroupcpu"
 	"github.com/gait-dev/gait/internal/replica/limp"
-	"github.com/gait-dev/gait/internal/resp"
 	"github.com/hashicorp/raft"
 )
 
@@ -159,10 +158,10 @@ func (h *health) sendStatus(now time.Time) {
 			strconv.AppendFloat(nil, self.NetSecs, 'g', 6, 64), strconv.AppendInt(nil, e.ProbeEcho, 10),
 			strconv.AppendInt(nil, e.ProbeHold, 10), strconv.AppendFloat(nil, self.ProbeSecs, 'g', 6, 64),
 			strconv.AppendFloat(nil, self.AppendP75Secs, 'g', 6, 64), strconv.AppendFloat(nil, self.Throttled, 'g', 4, 64)}
-		a.peer(e.Addr).send(peerMsg{data: resp.AppendCommand(nil, append(status, quarantined...)...)})
+		a.peer(e.Addr).send(peerMsg{data: appendFrame(nil, append(status, quarantined...)...)})
 	}
 	for _, p := range probes {
-		a.peer(p.Addr).send(peerMsg{data: resp.AppendCommand(nil, []byte("PROBE"), []byte(a.cfg.ID),
+		a.peer(p.Addr).send(peerMsg{data: appendFrame(nil, []byte("PROBE"), []byte(a.cfg.ID),
 			strconv.AppendInt(nil, p.Stamp, 10), probePad)})
 	}
 }
@@ -224,7 +223,7 @@ func (h *health) quarantine(id, inc, why string) {
 	}
 	h.a.logger.Printf("quarantined replica %s: %s", id, why)
 	h.a.m.quarantines.Inc()
-	msg := resp.AppendCommand(nil, []byte("QUARANTINE"), []byte(id), []byte(inc), []byte(why))
+	msg := appendFrame(nil, []byte("QUARANTINE"), []byte(id), []byte(inc), []byte(why))
 	for _, addr := range addrs {
 		h.a.peer(addr).send(peerMsg{data: msg})
 	}

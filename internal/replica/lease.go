@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gait-dev/gait/internal/resp"
 	"github.com/hashicorp/raft"
 )
 
@@ -122,7 +121,7 @@ func (a *Agent) renewLease() {
 			}
 			l.mu.Unlock()
 		})
-		a.peer(v).send(peerMsg{data: resp.AppendCommand(nil, []byte("LEASE"), strconv.AppendUint(nil, id, 10)), id: id})
+		a.peer(v).send(peerMsg{data: appendFrame(nil, []byte("LEASE"), strconv.AppendUint(nil, id, 10)), id: id})
 	}
 }
 

@@ -26,20 +26,17 @@ type metrics struct {
 	limpMarks     prometheus.Counter
 	transfers     prometheus.Counter
 	reproposals   prometheus.Counter
-	pipelined     prometheus.Histogram
 	// Linearizable read indexes the leader gave under its lease, and
 	// rounds of messages it ran for them instead.
 	leaseReads, indexRounds prometheus.Counter
-	// Requests refused for the memory cap or for stalling half-way.
-	refusedMemory, refusedStalled prometheus.Counter
-	stages                        *prometheus.HistogramVec
+	stages                  *prometheus.HistogramVec
 	// stageObs holds each stage's histogram, looked up once: a write
 	// observes several, a pipelined request one per command.
 	stageObs map[string]prometheus.Observer
 }
 
 // writeStages are the stages of write_stage_seconds.
-var writeStages = []string{"request_read", "propose", "raft_commit", "commit", "apply_queue", "redis", "reply", "remote_reply"}
+var writeStages = []string{"request_read", "propose", "raft_commit", "commit", "apply_queue", "server", "reply", "remote_reply"}
 
 func newMetrics(a *Agent) *metrics {
 	secs := prometheus.ExponentialBuckets(50e-6, 2, 18) // 50 µs .. 6.5 s
@@ -56,8 +53,8 @@ func newMetrics(a *Agent) *metrics {
 		read:          hist("read_seconds", "From a read's arrival to its first fitting answer.", secs),
 		appendSecs:    hist("log_append_seconds", "One append to the raft log, fsync included.", secs),
 		appendBatch:   hist("log_append_entries", "Entries per raft log append: the group commit.", sizes),
-		applySecs:     hist("apply_seconds", "One batch of committed entries run on the local redis-server.", secs),
-		applyBatch:    hist("apply_entries", "Entries per batch run on the local redis-server.", sizes),
+		applySecs:     hist("apply_seconds", "One batch of committed entries run on the local server.", secs),
+		applyBatch:    hist("apply_entries", "Entries per batch run on the local server.", sizes),
 		leaderChanges: count("leader_changes_total", "Times this agent gained or lost raft leadership."),
 		quarantines:   count("quarantines_total", "Replicas this agent quarantined for a divergent reply."),
 		limpMarks:     count("limping_marks_total", "Times this agent marked a replica as limping."),
@@ -65,22 +62,19 @@ func newMetrics(a *Agent) *metrics {
 		reproposals:   count("reproposals_total", "Writes proposed again after their leader failed them or lost leadership."),
 		leaseReads:    count("lease_read_indexes_total", "Linearizable read indexes this leader gave under its lease, with no round of messages."),
 		indexRounds:   count("read_index_rounds_total", "Rounds of messages this leader ran to confirm its leadership for reads (no lease)."),
-		pipelined:     hist("pipelined_batch_commands", "Commands per log entry made of one connection's pipelined requests.", sizes),
-		refusedMemory: count("requests_refused_memory_total", "Client requests refused because all requests being read held --request-memory."),
 		stages: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "gait_replica", Name: "write_stage_seconds",
 			Help: "Where a write's time goes, stage by stage (docs/replica.md): request_read, commit (proposal to committed here: " +
-				"leader append, replication round trip and follower append, commit), apply_queue, redis, reply; remote_reply " +
+				"leader append, replication round trip and follower append, commit), apply_queue, server (the local server ran it), reply; remote_reply " +
 				"when another replica answered first. When the leader proposed the write and answered it, commit is also split " +
 				"into propose (until raft's leader loop took it into the log) and raft_commit (leader append, replication, " +
 				"follower append, commit).", Buckets: secs}, []string{"stage"}),
-		refusedStalled: count("requests_refused_stalled_total", "Client requests abandoned after pausing longer than --request-timeout."),
 	}
 	m.stageObs = map[string]prometheus.Observer{}
 	for _, name := range writeStages {
 		m.stageObs[name] = m.stages.WithLabelValues(name)
 	}
 	m.reg.MustRegister(m.commit, m.read, m.appendSecs, m.appendBatch, m.applySecs, m.applyBatch,
-		m.leaderChanges, m.quarantines, m.limpMarks, m.transfers, m.reproposals, m.pipelined, m.leaseReads, m.indexRounds, m.refusedMemory, m.refusedStalled, m.stages, &stateCollector{a: a})
+		m.leaderChanges, m.quarantines, m.limpMarks, m.transfers, m.reproposals, m.leaseReads, m.indexRounds, m.stages, &stateCollector{a: a})
 	return m
 }
 
@@ -104,7 +98,7 @@ type stateCollector struct{ a *Agent }
 
 var (
 	descLag         = desc("apply_lag_seconds", "How long ago the most advanced replica passed this replica's applied index.", "replica")
-	descApplied     = desc("applied_index", "Last log index the replica reported as applied to its redis-server.", "replica")
+	descApplied     = desc("applied_index", "Last log index the replica reported as applied to its server.", "replica")
 	descLimping     = desc("limping", "1 while the replica is marked as limping.", "replica")
 	descQuarantined = desc("quarantined", "1 once the replica is quarantined for divergence.", "replica")
 	descInflight    = desc("peer_reads_inflight", "Reads outstanding at the replica.", "replica")
@@ -114,10 +108,9 @@ var (
 	descDiskP75     = desc("log_append_p75_seconds", "The 75th percentile of the replica's raft log appends over the last 0.5 to 1 s, as it reports: a log disk slower than its peers' shows in it.", "replica")
 	descThrottled   = desc("cpu_throttled_share", "The share of the last 0.3 s the replica's cgroup was held back by its CPU quota, per CPU, as it reports: 0 without a quota.", "replica")
 	descPeerQueue   = desc("peer_queue_length", "Messages queued for the agent at this raft address.", "peer")
-	descApplyQueue  = desc("apply_queue_length", "Committed entries waiting for the local redis-server.")
+	descApplyQueue  = desc("apply_queue_length", "Committed entries waiting for the local server.")
 	descWrites      = desc("pending_writes", "Writes proposed here and not yet replied to by every replica.")
 	descRequests    = desc("pending_requests", "Requests to other agents awaiting an answer.")
-	descHeld        = desc("request_bytes_held", "Bytes that client requests being read or handled hold, capped by --request-memory.")
 	descLeader      = desc("leader", "1 while this agent is the raft leader.")
 	descFollows     = desc("follows", "1, labelled with the raft ID of the leader this agent knows; absent while it knows none.", "leader")
 )
@@ -128,7 +121,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLag, descApplied, descLimping, descQuarantined, descInflight,
-		descReplyDelay, descNetwork, descProbe, descDiskP75, descThrottled, descPeerQueue, descApplyQueue, descWrites, descRequests, descHeld, descLeader, descFollows} {
+		descReplyDelay, descNetwork, descProbe, descDiskP75, descThrottled, descPeerQueue, descApplyQueue, descWrites, descRequests, descLeader, descFollows} {
 		ch <- d
 	}
 }
@@ -157,7 +150,6 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	writes, requests := len(a.writes), len(a.pending)
 	a.mu.Unlock()
 	gauge(descWrites, float64(writes))
-	gauge(descHeld, float64(a.budget.Held()))
 	gauge(descRequests, float64(requests))
 	if a.fsm != nil {
 		gauge(descApplyQueue, float64(a.fsm.queueLen()))

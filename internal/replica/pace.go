@@ -49,7 +49,7 @@ func (p *pacer) dial(addr string, timeout time.Duration) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc := &pacedConn{Conn: rawIO(c), p: p, addr: addr}
+	pc := &pacedConn{Conn: RawIO(c), p: p, addr: addr}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.conns[addr] == nil {

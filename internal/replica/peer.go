@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/replica/limp"
-	"github.com/gait-dev/gait/internal/resp"
 	"github.com/hashicorp/raft"
 	"github.com/klauspost/compress/s2"
 )
@@ -52,7 +51,7 @@ func (s *streamLayer) acceptLoop() {
 			s.Close()
 			return
 		}
-		go s.sniff(rawIO(c))
+		go s.sniff(RawIO(c))
 	}
 }
 
@@ -182,7 +181,7 @@ func (p *peer) dial() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c = rawIO(c)
+	c = RawIO(c)
 	if _, err := c.Write([]byte{peerMagic}); err != nil {
 		c.Close()
 		return nil, err
@@ -193,9 +192,9 @@ func (p *peer) dial() (net.Conn, error) {
 
 // readAnswers delivers FAIL, INDEX, OK, READOK and LEASEOK messages to the waiting requests.
 func (p *peer) readAnswers(c net.Conn) {
-	rd := resp.NewReader(c, peerMaxMessage, 8)
+	br := bufio.NewReaderSize(c, 64<<10)
 	for {
-		msg, err := rd.ReadCommand()
+		msg, err := readFrame(br, peerMaxMessage)
 		if err != nil {
 			c.Close()
 			p.a.failVia(p.addr, fmt.Errorf("connection to %s: %w", p.addr, err))
@@ -233,7 +232,7 @@ func arg(msg [][]byte, i int) []byte {
 
 // servePeer handles one connection from another agent: requests (PROPOSE,
 // READINDEX, READ id index payload proto db, JOIN, LEASE), answered on the same connection, and one-way
-// messages (REPLY, STATUS, QUARANTINE, KILL). STATUS carries the sender's
+// messages (REPLY, STATUS, QUARANTINE, ADAPTER). STATUS carries the sender's
 // quarantine list too, so an agent that missed a QUARANTINE (it joined
 // later, or the message was dropped) still learns it.
 func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
@@ -248,15 +247,14 @@ func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
 	answer := func(args ...[]byte) {
 		mu.Lock()
 		defer mu.Unlock()
-		w.Write(resp.AppendCommand(nil, args...))
+		w.Write(appendFrame(nil, args...))
 		w.Flush()
 	}
 	fail := func(id []byte, err error) {
 		answer([]byte("FAIL"), id, []byte(err.Error()), []byte(a.leaderAddr()))
 	}
-	rd := resp.NewReader(br, peerMaxMessage, 1<<16)
 	for {
-		msg, err := rd.ReadCommand()
+		msg, err := readFrame(br, peerMaxMessage)
 		if err != nil {
 			return
 		}
@@ -286,9 +284,10 @@ func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
 		case "PROBE":
 			stamp, _ := strconv.ParseInt(string(arg(msg, 2)), 10, 64)
 			a.health.onProbe(string(id), stamp)
-		case "KILL":
-			index, _ := strconv.ParseUint(string(arg(msg, 2)), 10, 64)
-			go a.onKill(index, arg(msg, 3))
+		case "ADAPTER": // Host.Broadcast's
+			if h, ok := a.adapter.(PeerHandler); ok {
+				go h.OnPeer(arg(msg, 2))
+			}
 		case "QUARANTINE":
 			a.health.onQuarantine(string(id), string(arg(msg, 2)), string(arg(msg, 3)))
 		case "LEASE":

@@ -43,9 +43,9 @@ type rawOp struct {
 	fn    func(fd uintptr) bool
 }
 
-// rawIO returns c reading and writing with raw system calls when it is a
+// RawIO returns c reading and writing with raw system calls when it is a
 // TCP connection, else c.
-func rawIO(c net.Conn) net.Conn {
+func RawIO(c net.Conn) net.Conn {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		return c

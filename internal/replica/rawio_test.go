@@ -17,9 +17,9 @@ import (
 // and keeps net.Conn's deadlines.
 func TestRawTCP(t *testing.T) {
 	d, a := tcpPair(t)
-	c, s := rawIO(d), rawIO(a)
+	c, s := RawIO(d), RawIO(a)
 	if _, ok := c.(*rawTCP); !ok {
-		t.Fatalf("rawIO(%T) = %T, want *rawTCP", d, c)
+		t.Fatalf("RawIO(%T) = %T, want *rawTCP", d, c)
 	}
 
 	want := bytes.Repeat([]byte("0123456789abcdef"), 1<<20) // 16 MiB
@@ -53,7 +53,7 @@ func TestRawTCP(t *testing.T) {
 // poller until its deadline, and its error reads as net.Conn's.
 func TestRawTCPDeadline(t *testing.T) {
 	d, _ := tcpPair(t)
-	c := rawIO(d)
+	c := RawIO(d)
 	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 	start := time.Now()
 	_, err := c.Read(make([]byte, 1))
@@ -76,7 +76,7 @@ func TestRawTCPDeadline(t *testing.T) {
 // (SIGPIPE) or spinning.
 func TestRawTCPStalledPeer(t *testing.T) {
 	d, _ := tcpPair(t) // the accepted end never reads
-	c := rawIO(d)
+	c := RawIO(d)
 	big := make([]byte, 64<<20) // far beyond both sockets' buffers
 	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 	type result struct {
@@ -119,7 +119,7 @@ func TestRawTCPStalledPeer(t *testing.T) {
 	// The other direction: the peer closes, and this side's writes fail.
 	d2, a2 := tcpPair(t)
 	a2.Close()
-	w := rawIO(d2)
+	w := RawIO(d2)
 	w.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	var werr error
 	for i := 0; i < 100 && werr == nil; i++ {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/replica/limp"
-	"github.com/gait-dev/gait/internal/resp"
 )
 
 // indexBatcher shares one read-index round among all the reads that arrive
@@ -250,7 +249,7 @@ func (f *fanout) launch(t limp.Target) {
 		default: // the read is long over
 		}
 	})
-	msg := resp.AppendCommand(nil, []byte("READ"), strconv.AppendUint(nil, id, 10),
+	msg := appendFrame(nil, []byte("READ"), strconv.AppendUint(nil, id, 10),
 		strconv.AppendUint(nil, f.index, 10), f.data)
 	a.peer(t.Addr).send(peerMsg{data: msg, id: id})
 }

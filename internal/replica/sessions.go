@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 )
@@ -141,4 +142,14 @@ func readSessions(r *bufio.Reader) (*sessions, error) {
 		s.byProposer[p] = ss
 	}
 	return s, nil
+}
+
+// readN reads n bytes.
+func readN(r *bufio.Reader, n uint64) (string, error) {
+	if n > 1<<32 {
+		return "", errors.New("record length out of range")
+	}
+	b := make([]byte, n)
+	_, err := io.ReadFull(r, b)
+	return string(b), noEOF(err)
 }

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gait-dev/gait/internal/resp"
 	"github.com/hashicorp/raft"
 )
 
@@ -61,7 +60,7 @@ func (a *Agent) startEntry(data []byte, volatile bool) (*write, error) {
 	a.seq++
 	w.id = a.seq
 	a.writes[w.id] = w
-	e := entry{proposer: a.raftAddr + "#" + a.incarnation, seq: w.id, floor: a.lowestUnanswered(), data: data}
+	e := entry{proposer: a.proposer(), seq: w.id, floor: a.lowestUnanswered(), data: data}
 	w.entry, w.volatile = e.encode(), volatile
 	if leader == a.raftAddr {
 		// Held by the gate meanwhile: proposed here, as far as re-proposing goes.
@@ -75,6 +74,9 @@ func (a *Agent) startEntry(data []byte, volatile bool) (*write, error) {
 	}
 	return w, nil
 }
+
+// proposer names this agent run in the entries it proposes.
+func (a *Agent) proposer() string { return a.raftAddr + "#" + a.incarnation }
 
 // ungate tells whether the gate waits to hear that w is answered, and
 // clears that. Called with a.mu held; the caller tells the gate after.
@@ -115,7 +117,7 @@ func (a *Agent) propose(w *write, leader string) {
 		a.watchApply(f, func(err error) { a.orphan(w, err) })
 		return
 	}
-	msg := resp.AppendCommand(nil, []byte("PROPOSE"), strconv.AppendUint(nil, w.id, 10), w.entry)
+	msg := appendFrame(nil, []byte("PROPOSE"), strconv.AppendUint(nil, w.id, 10), w.entry)
 	a.peer(leader).send(peerMsg{data: msg, id: w.id})
 }
 
@@ -258,7 +260,7 @@ func (a *Agent) onReply(seq uint64, incarnation string, index, digest uint64, fr
 				a.m.stage("raft_commit", local.committed.Sub(local.appended))
 			}
 			a.m.stage("apply_queue", local.sent.Sub(local.committed))
-			a.m.stage("redis", now.Sub(local.sent))
+			a.m.stage("server", now.Sub(local.sent))
 		} else {
 			a.m.stage("remote_reply", now.Sub(w.start))
 		}

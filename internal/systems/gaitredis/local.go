@@ -17,6 +17,7 @@ import (
 
 	"github.com/gait-dev/gait/internal/procstat"
 	"github.com/gait-dev/gait/internal/replica"
+	replicaredis "github.com/gait-dev/gait/internal/replica/redis"
 	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/loopback"
 	"github.com/gait-dev/gait/internal/systems/redis"
@@ -75,6 +76,9 @@ type LocalOptions struct {
 	// Server, when set, starts each replica's server instead of a
 	// redis-server (gait replica cluster --server zookeeper).
 	Server *Server
+	// Redis is the Redis adapter's settings, when the servers are
+	// redis-servers.
+	Redis replicaredis.Options
 }
 
 // Server is a kind of server other than redis-server behind the agents.
@@ -210,7 +214,7 @@ func (l *Local) add(ctx context.Context, cfg replica.Config) error {
 		if err != nil {
 			return fmt.Errorf("replica %s: %w", cfg.ID, err)
 		}
-		cfg.RedisAddr = srv
+		cfg.ServerAddr, cfg.Adapter = srv, replicaredis.New(l.opts.Redis)
 	}
 	cfg.DataDir = filepath.Join(hostDir, "replica")
 	a, err := replica.Start(cfg)
