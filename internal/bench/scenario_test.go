@@ -525,3 +525,23 @@ func TestLimpbench(t *testing.T) {
 		t.Error("no scenario is in the quick subset")
 	}
 }
+
+func TestNeeds(t *testing.T) {
+	var scenarios []*Scenario
+	for _, p := range []string{"etcd-put-leader-nic", "bug-etcd-14501-follower-disk", "zk-z3-set-leader-nic"} {
+		s, err := Load("../../scenarios/limpbench/" + p + ".yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		scenarios = append(scenarios, s)
+	}
+	needs, err := Needs(scenarios)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// etcd's server once for both etcd scenarios, then ZooKeeper's java
+	// and jars.
+	if len(needs) < 3 || needs[0] != "/usr/bin/etcd" || needs[1] != "/usr/bin/java" || slices.Contains(needs[2:], "/usr/bin/etcd") {
+		t.Errorf("needs %q", needs)
+	}
+}
