@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -543,5 +544,20 @@ func TestNeeds(t *testing.T) {
 	// and jars.
 	if len(needs) < 3 || needs[0] != "/usr/bin/etcd" || needs[1] != "/usr/bin/java" || slices.Contains(needs[2:], "/usr/bin/etcd") {
 		t.Errorf("needs %q", needs)
+	}
+}
+
+// A scenario may have more hosts than one machine's testbed holds; only
+// a run across an inventory may start it.
+func TestMoreNodesThanOneMachine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.yaml")
+	os.WriteFile(path, []byte("name: big\nsystem: etcd\nnodes: 300\nworkload: {op: put, duration: 1s}\n"), 0o644)
+	s, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), s, Options{Out: filepath.Join(t.TempDir(), "out")})
+	if err == nil || !strings.Contains(err.Error(), "nodes: 300 is more than one machine's testbed holds (200 hosts); gait run --inventory") {
+		t.Errorf("got %v", err)
 	}
 }
