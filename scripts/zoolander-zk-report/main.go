@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -159,11 +160,19 @@ func (e *experiment) note() string {
 			parts = append(parts, fmt.Sprintf("D=%d: not measured", d))
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("D=%d: %d requests, p50 %s, p90 %s, p99 %s, load average after %s", d, len(lat),
-			time.Duration(quantile(lat, 50)*1e9).Round(time.Microsecond), time.Duration(quantile(lat, 90)*1e9).Round(time.Microsecond),
-			time.Duration(quantile(lat, 99)*1e9).Round(time.Microsecond), e.loadavg[d]))
+		failed := len(lat) - sort.SearchFloat64s(lat, math.Inf(1))
+		parts = append(parts, fmt.Sprintf("D=%d: %d requests (%d failed), p50 %s, p90 %s, p99 %s, load average after %s", d, len(lat), failed,
+			latency(quantile(lat, 50)), latency(quantile(lat, 90)), latency(quantile(lat, 99)), e.loadavg[d]))
 	}
 	return strings.Join(parts, "; ") + "."
+}
+
+// latency writes seconds s for people; a failed request's is +Inf.
+func latency(s float64) string {
+	if math.IsInf(s, 1) {
+		return "failed"
+	}
+	return time.Duration(s * 1e9).Round(time.Microsecond).String()
 }
 
 // quantile is the q-th percentile of sorted (nearest rank).
