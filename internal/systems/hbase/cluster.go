@@ -139,8 +139,11 @@ func jmx(ctx context.Context, addr, query string) ([]json.RawMessage, error) {
 	return doc.Beans, err
 }
 
-// getJSON decodes the JSON document at u into v.
+// getJSON decodes the JSON document at u into v, waiting jmxTimeout at
+// most.
 func getJSON(ctx context.Context, u string, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, jmxTimeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
@@ -214,8 +217,6 @@ func (c *Cluster) waitPipeline(ctx context.Context) error {
 // locations from the NameNode (WebHDFS): the DataNodes its writes wait
 // for. A region server whose WAL cannot be read keeps its last pipeline.
 func (c *Cluster) refreshPipelines(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, jmxTimeout)
-	defer cancel()
 	nn := "http://" + hostPort(c.master.host.Address(), nameNodeHTTPPort) + "/webhdfs/v1"
 	var dirs struct {
 		FileStatuses struct{ FileStatus []struct{ PathSuffix string } }
