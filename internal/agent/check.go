@@ -68,7 +68,13 @@ func Checks(root string, a CheckArgs) []Check {
 	out = append(out, disk)
 	for _, b := range a.Binaries {
 		c := Check{Name: "binary " + b}
-		if p, err := exec.LookPath(b); err != nil {
+		if filepath.IsAbs(b) {
+			if _, err := os.Stat(b); err != nil {
+				c.Problem = fmt.Sprintf("%s is missing", b)
+			} else {
+				c.Detail = b
+			}
+		} else if p, err := exec.LookPath(b); err != nil {
 			c.Problem = fmt.Sprintf("%s is not installed (not in the PATH sudo gives root)", b)
 		} else {
 			c.Detail = p

@@ -20,8 +20,13 @@ import (
 )
 
 // MaxFrame bounds one frame, so a corrupt length cannot make either end
-// allocate without end.
-const MaxFrame = 1 << 20
+// allocate without end. MaxRead bounds a file read through the agent and
+// LogTail a log's end, so the answer fits in a frame (base64 in JSON).
+const (
+	MaxFrame = 1 << 20
+	MaxRead  = 512 << 10
+	LogTail  = 64 << 10
+)
 
 // HeartbeatInterval is how often the control node pings an agent;
 // DefaultTimeout is how long either end waits for the other before it
@@ -60,13 +65,13 @@ const (
 var Ops = map[string]bool{
 	"ping": true, "time": true, "info": true, "check": true, "scan": true, "clean": true,
 	"up": true, "down": true, "overlay": true, "host": true, "start": true, "exec": true,
-	"bandwidth": true, "link": true, "disk": true, "cpu": true, "signal": true,
+	"proc": true, "file": true, "bandwidth": true, "link": true, "disk": true, "cpu": true, "signal": true,
 	"cputime": true, "kill": true, "restart": true,
 }
 
 // hostOps act on one host of one run; they need Run and Host.
 var hostOps = map[string]bool{
-	"host": true, "start": true, "bandwidth": true, "link": true, "disk": true, "cpu": true,
+	"host": true, "start": true, "proc": true, "file": true, "bandwidth": true, "link": true, "disk": true, "cpu": true,
 	"signal": true, "cputime": true, "kill": true, "restart": true,
 }
 
@@ -147,11 +152,15 @@ type (
 		Hosts     int    `json:"hosts"`
 		Bandwidth uint64 `json:"bandwidth,omitempty"` // bit/s; 0 for the default
 		Disk      bool   `json:"disk,omitempty"`
+		// Avoid are subnets the testbed must not take: those of the
+		// same run's testbeds on other machines and the control node's.
+		Avoid []string `json:"avoid,omitempty"`
 	}
-	// UpResult names the testbed, its subnet and its hosts.
+	// UpResult names the testbed, its subnet, its directory and its hosts.
 	UpResult struct {
 		Run    string     `json:"run"`
 		Subnet string     `json:"subnet"`
+		Dir    string     `json:"dir"`
 		Hosts  []HostInfo `json:"hosts"`
 	}
 	// OverlayArgs join a testbed to the same run's testbeds on other
@@ -175,6 +184,32 @@ type (
 		Path string   `json:"path"`
 		Args []string `json:"args,omitempty"`
 		Env  []string `json:"env,omitempty"`
+	}
+	// ProcArgs act on the process ID of a host (its place in the order
+	// of the host's starts): Do is "state", "stop" (SIGTERM, SIGKILL after
+	// Grace), "signal", "restart" (in place, once it has exited) or
+	// "log" (its state and the end of its standard error).
+	ProcArgs struct {
+		ID     int           `json:"id"`
+		Do     string        `json:"do"`
+		Signal int           `json:"signal,omitempty"`
+		Grace  time.Duration `json:"grace,omitempty"`
+	}
+	// ProcState is a process of a host as the agent sees it.
+	ProcState struct {
+		ID      int    `json:"id"`
+		Pid     int    `json:"pid"`
+		Running bool   `json:"running"`
+		LogPath string `json:"log_path"`
+		Log     string `json:"log,omitempty"` // for "log": the last LogTail bytes of LogPath
+	}
+	// FileArgs act on a file of a host's testbed directory (nothing
+	// outside it): Do is "mkdir", "remove" (recursively), "write" (Data,
+	// making its directory) or "read" (at most MaxRead bytes).
+	FileArgs struct {
+		Do   string `json:"do"`
+		Path string `json:"path"`
+		Data []byte `json:"data,omitempty"`
 	}
 	// ExecArgs runs the agent's own binary with these arguments (a gait
 	// command, such as one experiment of gait bench) until it exits;

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -303,7 +304,19 @@ func (s *server) do(ctx context.Context, req Request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return Number{N: float64(p.Pid())}, nil
+		return procState(len(h.Procs())-1, p), nil
+	case "proc":
+		var a ProcArgs
+		if err := args(&a); err != nil {
+			return nil, err
+		}
+		return doProc(h, a)
+	case "file":
+		var a FileArgs
+		if err := args(&a); err != nil {
+			return nil, err
+		}
+		return s.file(req.Run, a)
 	case "bandwidth":
 		if err := args(&num); err != nil {
 			return nil, err
@@ -355,7 +368,15 @@ func (s *server) up(a UpArgs) (UpResult, error) {
 	if err != nil {
 		return UpResult{}, fmt.Errorf("up: %w", err)
 	}
-	tb, err := testbed.Up(testbed.Options{Hosts: a.Hosts, Bandwidth: a.Bandwidth, Disk: a.Disk, Dir: dir, StateDir: StateDir(s.opts.Root)})
+	var avoid []netip.Prefix
+	for _, sn := range a.Avoid {
+		p, err := netip.ParsePrefix(sn)
+		if err != nil {
+			return UpResult{}, errors.Join(fmt.Errorf("up: subnet to avoid %.40q: %w", sn, err), os.RemoveAll(dir))
+		}
+		avoid = append(avoid, p)
+	}
+	tb, err := testbed.Up(testbed.Options{Hosts: a.Hosts, Bandwidth: a.Bandwidth, Disk: a.Disk, Dir: dir, StateDir: StateDir(s.opts.Root), Avoid: avoid})
 	if err != nil {
 		return UpResult{}, errors.Join(err, os.RemoveAll(dir))
 	}
@@ -363,7 +384,7 @@ func (s *server) up(a UpArgs) (UpResult, error) {
 	s.runs[tb.ID], s.dirs[tb.ID] = tb, dir
 	s.made = append(s.made, tb.ID)
 	s.mu.Unlock()
-	r := UpResult{Run: tb.ID, Subnet: tb.Subnet.String()}
+	r := UpResult{Run: tb.ID, Subnet: tb.Subnet.String(), Dir: dir}
 	for _, h := range tb.Hosts {
 		r.Hosts = append(r.Hosts, hostInfo(h))
 	}
@@ -507,4 +528,91 @@ func kernel() string {
 		b = append(b, byte(c))
 	}
 	return string(b)
+}
+
+// procState describes process id of a host.
+func procState(id int, p *testbed.Proc) ProcState {
+	return ProcState{ID: id, Pid: p.Pid(), Running: p.Running(), LogPath: filepath.Join(p.Spec.LogDir, p.Spec.Name+".stderr")}
+}
+
+// doProc acts on one process of h, named by its place among h's starts.
+func doProc(h *testbed.Host, a ProcArgs) (ProcState, error) {
+	procs := h.Procs()
+	if a.ID < 0 || a.ID >= len(procs) {
+		return ProcState{}, fmt.Errorf("process %d of %s: %w", a.ID, h.Name, errUnknownRun)
+	}
+	p := procs[a.ID]
+	var err error
+	switch a.Do {
+	case "state":
+	case "stop":
+		err = p.Stop(min(max(a.Grace, 0), time.Minute))
+	case "signal":
+		if a.Signal < 1 || a.Signal > 64 {
+			return ProcState{}, fmt.Errorf("signal %d: not a signal number", a.Signal)
+		}
+		err = p.Signal(syscall.Signal(a.Signal))
+	case "restart":
+		err = p.Restart()
+	case "log":
+		st := procState(a.ID, p)
+		st.Log, err = readEnd(st.LogPath, LogTail)
+		return st, err
+	default:
+		return ProcState{}, fmt.Errorf("proc: %.20q is not stop, state, signal, restart or log", a.Do)
+	}
+	return procState(a.ID, p), err
+}
+
+// readEnd reads at most the last n bytes of the file at path.
+func readEnd(path string, n int64) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	off := max(0, st.Size()-n)
+	b := make([]byte, st.Size()-off)
+	_, err = f.ReadAt(b, off)
+	return string(b), err
+}
+
+// file acts on a file of the run's directory; a path outside it is
+// refused, so the control node writes only where the run's hosts keep
+// their data.
+func (s *server) file(run string, a FileArgs) (FileArgs, error) {
+	s.mu.Lock()
+	dir := s.dirs[run]
+	s.mu.Unlock()
+	path := filepath.Clean(a.Path)
+	if dir == "" || !filepath.IsAbs(a.Path) || !strings.HasPrefix(path, dir+"/") {
+		return FileArgs{}, fmt.Errorf("file %.200q: not in the run's directory %s", a.Path, dir)
+	}
+	switch a.Do {
+	case "mkdir":
+		return FileArgs{}, os.MkdirAll(path, 0o755)
+	case "remove":
+		return FileArgs{}, os.RemoveAll(path)
+	case "write":
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return FileArgs{}, err
+		}
+		return FileArgs{}, os.WriteFile(path, a.Data, 0o644)
+	case "read":
+		f, err := os.Open(path)
+		if err != nil {
+			return FileArgs{}, err
+		}
+		defer f.Close()
+		data, err := io.ReadAll(io.LimitReader(f, MaxRead+1))
+		if err == nil && len(data) > MaxRead {
+			err = fmt.Errorf("read %s: larger than %d bytes", path, MaxRead)
+		}
+		return FileArgs{Data: data}, err
+	}
+	return FileArgs{}, fmt.Errorf("file: %.20q is not mkdir, remove, write or read", a.Do)
 }

@@ -113,7 +113,7 @@ func (s *schedule) target(ctx context.Context, i int) limp.Target {
 		if err != nil {
 			return nil, err
 		}
-		h := s.lr.tb.Host(name)
+		h := s.lr.place.Limp(name)
 		if h == nil {
 			return nil, fmt.Errorf("%s resolved to %s, which is no host of the testbed", s.faults[i].Target, name)
 		}

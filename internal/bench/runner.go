@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/atomicfile"
+	"github.com/gait-dev/gait/internal/limp"
 	"github.com/gait-dev/gait/internal/limpfs"
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/procstat"
@@ -41,6 +42,43 @@ type Options struct {
 	// Resume keeps the runs an earlier, interrupted Run of the same
 	// scenario finished in Out, and runs the rest.
 	Resume bool
+	// Place, when set, puts each run's hosts somewhere other than a
+	// testbed on this machine: across the machines of an inventory
+	// (gait run --inventory). It is given the testbed's options.
+	Place func(ctx context.Context, o testbed.Options) (Place, error)
+}
+
+// Place is where a run's hosts are.
+type Place interface {
+	// Members are the hosts as the driver takes them, h0 first; logs is
+	// where their servers' logs go on this machine, if they can write
+	// there directly.
+	Members(logs string) []systems.Host
+	// Limp is the host name (h0, ...) for the injectors, nil if none.
+	Limp(name string) limp.Host
+	// Local is this machine's testbed: the run's output is recorded
+	// with it, so that an interrupted run, or gait clean after a crash,
+	// removes what it half wrote.
+	Local() *testbed.Testbed
+	// FetchLogs copies the servers' logs into logs, when Members could
+	// not write them there.
+	FetchLogs(logs string) error
+	Close() error
+}
+
+// here is a run's hosts on a testbed of this machine.
+type here struct{ tb *testbed.Testbed }
+
+func (p here) Members(logs string) []systems.Host { return tbhost.Hosts(p.tb, logs) }
+func (p here) Local() *testbed.Testbed            { return p.tb }
+func (p here) FetchLogs(string) error             { return nil }
+func (p here) Close() error                       { return p.tb.Close() }
+
+func (p here) Limp(name string) limp.Host {
+	if h := p.tb.Host(name); h != nil {
+		return h
+	}
+	return nil
 }
 
 // Status is where a scenario is, for a progress display.
@@ -159,7 +197,9 @@ func (r *runner) logf(format string, args ...any) { fmt.Fprintf(r.log, format+"\
 type liveRun struct {
 	*runner
 	id      RunID
-	tb      *testbed.Testbed
+	place   Place
+	tb      *testbed.Testbed // this machine's part of place
+	hosts   []systems.Host
 	cluster systems.Cluster
 	clients []string // host names the clients talk to
 }
@@ -185,16 +225,17 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 	r.logf("[%d/%d] %s %s: starting %d hosts", r.current+1, len(r.runs), r.s.Name, id, r.s.Nodes)
 	opts := r.testbedOptions(id)
 	logs := filepath.Join(r.opt.Out, "hosts", id.Dir())
-	tb, err := testbed.Up(opts)
+	place, err := r.place(ctx, opts)
 	if err != nil {
 		return res, err
 	}
-	lr := &liveRun{runner: r, id: id, tb: tb}
+	tb := place.Local()
+	lr := &liveRun{runner: r, id: id, place: place, tb: tb}
 	defer func() {
 		// After an interruption the hosts go first, killing the servers at
 		// once; otherwise the cluster stops in its own orderly way.
 		if ctx.Err() != nil {
-			err = errors.Join(err, tb.Close())
+			err = errors.Join(err, place.Close())
 		}
 		if lr.cluster != nil {
 			lr.cluster.Stop() // its members are gone or going; only its clients are left to close
@@ -203,9 +244,10 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 			lr.logStores()
 		}
 		if ctx.Err() == nil {
-			err = errors.Join(err, tb.Keep(logs)) // a finished or failed run's logs stay
+			// A finished or failed run's logs stay.
+			err = errors.Join(err, place.FetchLogs(logs), tb.Keep(logs))
 		}
-		err = errors.Join(err, tb.Close())
+		err = errors.Join(err, place.Close())
 		res.Wall = time.Since(begin)
 	}()
 	// An interrupted run leaves nothing, after Ctrl-C or, through the
@@ -220,7 +262,8 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 	}
 	t0 := time.Now()
 	progress := systems.WithProgress(ctx, func(line string) { r.logf("  %s", line) })
-	if lr.cluster, err = drv.Start(progress, tbhost.Hosts(tb, logs)); err != nil {
+	lr.hosts = place.Members(logs)
+	if lr.cluster, err = drv.Start(progress, lr.hosts); err != nil {
 		return res, err
 	}
 	res.Ready = time.Since(t0)
@@ -235,6 +278,19 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 	r.logf("  cluster ready in %v; %s; clients on %v", res.Ready.Round(time.Millisecond), rolesText(res.Roles), lr.clients)
 	res.Summary, res.Events, res.RoleChanges, err = lr.measure(ctx, res)
 	return res, err
+}
+
+// place makes the run's hosts: a testbed here unless Options.Place says
+// otherwise.
+func (r *runner) place(ctx context.Context, o testbed.Options) (Place, error) {
+	if r.opt.Place != nil {
+		return r.opt.Place(ctx, o)
+	}
+	tb, err := testbed.Up(o)
+	if err != nil {
+		return nil, err
+	}
+	return here{tb}, nil
 }
 
 // testbedOptions puts the hosts' directories in a fresh directory on a
@@ -456,8 +512,8 @@ func (lr *liveRun) rundirConfig(roles map[string]string) rundir.Config {
 	if kinds != "" {
 		c.Factors["fault"], c.Factors["target"] = kinds, targets
 	}
-	for _, h := range lr.tb.Hosts {
-		c.Hosts = append(c.Hosts, rundir.Host{Name: h.Name, Address: h.Addr.String(), Role: roles[h.Name]})
+	for _, h := range lr.hosts {
+		c.Hosts = append(c.Hosts, rundir.Host{Name: h.Name(), Address: h.Address(), Role: roles[h.Name()]})
 	}
 	return c
 }

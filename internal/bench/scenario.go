@@ -67,6 +67,11 @@ type Scenario struct {
 	Expect []string
 	// Study is the case-study figure the experiment is on, if any.
 	Study *Study
+	// MinRequests, when set, is the fewest baseline operations a group
+	// needs for a verdict, in place of gait bench's: an experiment whose
+	// operation takes tens of seconds (a MapReduce job; the paper timed
+	// one job per run) cannot have twenty in a run of minutes.
+	MinRequests int `json:",omitempty"`
 	// Config holds the system's settings from the scenario's config:
 	// block, each checked by the system's registration.
 	Config map[string]string
@@ -174,7 +179,7 @@ func Parse(file string, src []byte) (*Scenario, error) {
 	}
 	top, err := d.mapping(root.Content[0], "",
 		"name", "description", "system", "nodes", "bandwidth", "disk", "data", "storage", "config", "workload", "inject", "repeat",
-		"paper", "quick", "expect", "study")
+		"paper", "quick", "expect", "study", "min_requests")
 	if err != nil {
 		return nil, err
 	}
@@ -682,6 +687,9 @@ func (s *Scenario) parseVerdicts(top object) error {
 	if s.Quick, err = top.boolean("quick", false); err != nil {
 		return err
 	}
+	if s.MinRequests, err = top.integer("min_requests", 0, 1); err != nil {
+		return err
+	}
 	if n, ok := top.values["paper"]; ok {
 		o, err := top.mapping(n, "paper", "row", "marks", "differs")
 		if err != nil {
@@ -741,4 +749,35 @@ func marks(o object, key string, required bool) ([]string, error) {
 		got = append(got, vn.Value)
 	}
 	return got, nil
+}
+
+// Needs are the files the scenario's servers need on every machine its
+// hosts are on (systems.Needer), for preflight; none when its driver
+// does not say.
+func (s *Scenario) Needs() ([]string, error) {
+	d, err := s.sys.Driver(s.Config)
+	if err != nil {
+		return nil, err
+	}
+	if n, ok := d.(systems.Needer); ok {
+		return n.Needs(), nil
+	}
+	return nil, nil
+}
+
+// Needs are what every scenario needs, each once, in order.
+func Needs(scenarios []*Scenario) ([]string, error) {
+	var out []string
+	for _, s := range scenarios {
+		ns, err := s.Needs()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.File, err)
+		}
+		for _, n := range ns {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/load"
+	"github.com/gait-dev/gait/internal/systems"
 )
 
 const good = `name: etcd-leader-nic
@@ -93,13 +94,13 @@ repeat: 2
 
 func TestVerdictKeys(t *testing.T) {
 	why := strings.Repeat("a measured reason ", 20) // prose, longer than a word
-	s, err := Parse("z.yaml", []byte(good+"paper: {row: Z3, marks: [OL, CL], differs: "+why+"}\nquick: true\nexpect: []\n"))
+	s, err := Parse("z.yaml", []byte(good+"paper: {row: Z3, marks: [OL, CL], differs: "+why+"}\nquick: true\nexpect: []\nmin_requests: 3\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.Paper == nil || s.Paper.Row != "Z3" || !slices.Equal(s.Paper.Marks, []string{"OL", "CL"}) || s.Paper.Differs != strings.TrimSpace(why) || !s.Quick ||
-		s.Expect == nil || len(s.Expect) != 0 {
-		t.Errorf("paper %+v, quick %v, expect %#v", s.Paper, s.Quick, s.Expect)
+		s.Expect == nil || len(s.Expect) != 0 || s.MinRequests != 3 {
+		t.Errorf("paper %+v, quick %v, expect %#v, min_requests %d", s.Paper, s.Quick, s.Expect, s.MinRequests)
 	}
 	s, err = Parse("n.yaml", []byte(good))
 	if err != nil {
@@ -225,7 +226,7 @@ func TestMalformed(t *testing.T) {
 		{"repeat zero", with(7, "repeat: 0"),
 			`f.yaml:7: repeat: "0" is not a whole number of at least 1`},
 		{"unknown system", with(2, "system: nosuchdb"),
-			`f.yaml:2: system: unknown system "nosuchdb" (known: cassandra, etcd, gait-redis, hbase, hdfs, redis, zookeeper)`},
+			`f.yaml:2: system: unknown system "nosuchdb" (known: ` + strings.Join(systems.Names(), ", ") + ")"},
 		{"no system", with(2, "description: x"),
 			"f.yaml:1: system: missing (required)"},
 		{"bad name", with(1, "name: a/b"),
@@ -288,6 +289,8 @@ func TestMalformed(t *testing.T) {
 			`f.yaml:7: paper.row: "table one": want a row id`},
 		{"unknown paper field", with(7, "paper: {row: Z1, marks: [], figure: 4}"),
 			"f.yaml:7: paper.figure: unknown field (known here: row, marks, differs)"},
+		{"min_requests zero", with(7, "min_requests: 0"),
+			`f.yaml:7: min_requests: "0" is not a whole number of at least 1`},
 		{"expect not a list", with(7, "expect: OL"),
 			`f.yaml:7: expect: want a list of marks (any of OL, NL, CL, backlog, [] for none), got "OL"`},
 		{"unknown expected mark", with(7, "expect: [limplock]"),

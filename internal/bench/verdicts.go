@@ -30,6 +30,9 @@ func Judge(s *Scenario, sum Summary, results []RunResult, o verdict.Options) ([]
 	if len(sum.Steps) == 0 || sum.Steps[0].Label != "baseline" {
 		return nil, nil
 	}
+	if s.MinRequests > 0 {
+		o.MinRequests = s.MinRequests
+	}
 	groups := map[int]map[verdict.Key]*verdict.Latency{} // step -> group -> sums (Mean holds the total until the end)
 	queues := map[int][]verdict.Series{}
 	unplaced := map[int]int{}

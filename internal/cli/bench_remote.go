@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gait-dev/gait/internal/agent"
 	"github.com/gait-dev/gait/internal/atomicfile"
 	"github.com/gait-dev/gait/internal/bench"
 	"github.com/gait-dev/gait/internal/remote"
@@ -32,7 +31,7 @@ func runBenchRemote(cmd *cobra.Command, scenarios []*bench.Scenario, f benchFlag
 	ctx, stop := testbed.SignalContext(cmd.Context())
 	defer stop()
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	machines, err := f.machines.preflight(ctx, stderr, f.out, agent.CheckArgs{})
+	machines, err := f.machines.preflightFor(ctx, stderr, f.out, scenarios)
 	defer closeAll(machines)
 	if err != nil {
 		return err

@@ -103,7 +103,7 @@ func TestLoadBadInput(t *testing.T) {
 		{append(base, "--out", out, "--duration", "-1s"), "--duration -1s: want a positive value"},
 		{append(base, "--out", out, "--max-in-flight", "4"), "--max-in-flight: only applies to an open loop (rate)"},
 		{append(base, "--out", out, "--value-size", "513MiB"), "--value-size: 513MiB: want at most 512MiB"},
-		{append(base, "--out", out, "--system", "etcd"), "gait load drives a running server of redis only"},
+		{append(base, "--out", out, "--system", "etcd"), "gait load drives a running server of " + strings.Join(dialableSystems(), ", ") + " only"},
 		{append(base, "--out", out, "--duration", "10"), "duration"},
 		{append(base, "--out", out, "--requests", "10", "--no-preload"), "127.0.0.1:1"}, // nothing listens
 	} {

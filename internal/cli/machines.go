@@ -16,8 +16,10 @@ import (
 
 	"github.com/gait-dev/gait/internal/agent"
 	"github.com/gait-dev/gait/internal/atomicfile"
+	"github.com/gait-dev/gait/internal/bench"
 	"github.com/gait-dev/gait/internal/inventory"
 	"github.com/gait-dev/gait/internal/remote"
+	"github.com/gait-dev/gait/internal/testbed"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -29,6 +31,7 @@ type machineFlags struct {
 	knownHosts   []string
 	sshConfig    string
 	agentTimeout time.Duration
+	reports      []remote.Report // the last preflight's
 }
 
 func (f *machineFlags) add(fl *pflag.FlagSet) {
@@ -59,6 +62,7 @@ func (f *machineFlags) preflight(ctx context.Context, w io.Writer, out string, a
 		return nil, err
 	}
 	reports, ready := remote.Preflight(ctx, ms, f.options(), a)
+	f.reports = reports
 	failed := 0
 	for _, r := range reports {
 		if r.OK() {
@@ -72,14 +76,7 @@ func (f *machineFlags) preflight(ctx context.Context, w io.Writer, out string, a
 		}
 	}
 	if out != "" {
-		if err := os.MkdirAll(out, 0o755); err != nil {
-			return ready, err
-		}
-		data, err := json.MarshalIndent(reports, "", "  ")
-		if err != nil {
-			return ready, err
-		}
-		if err := atomicfile.WriteBytes(filepath.Join(out, "preflight.json"), data); err != nil {
+		if err := f.saveReports(out); err != nil {
 			return ready, err
 		}
 	}
@@ -87,6 +84,43 @@ func (f *machineFlags) preflight(ctx context.Context, w io.Writer, out string, a
 		return ready, fmt.Errorf("preflight: %d of %d machines not ready", failed, len(ms))
 	}
 	return ready, nil
+}
+
+// saveReports writes the last preflight's reports, with the clock
+// offsets, to out/preflight.json.
+func (f *machineFlags) saveReports(out string) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(f.reports, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteBytes(filepath.Join(out, "preflight.json"), data)
+}
+
+// preflightFor is preflight checking, besides, the files the scenarios'
+// servers need on every machine.
+func (f *machineFlags) preflightFor(ctx context.Context, w io.Writer, out string, scenarios []*bench.Scenario) ([]*remote.Machine, error) {
+	needs, err := bench.Needs(scenarios)
+	if err != nil {
+		return nil, err
+	}
+	return f.preflight(ctx, w, out, agent.CheckArgs{Binaries: needs})
+}
+
+// spreadOver places each run's hosts across the machines (remote.SpreadHosts).
+func spreadOver(machines []*remote.Machine, stateDir string) func(context.Context, testbed.Options) (bench.Place, error) {
+	return func(ctx context.Context, o testbed.Options) (bench.Place, error) {
+		if o.Emulate {
+			return nil, errors.New("storage: emulated runs on one machine only, not across an inventory")
+		}
+		sp, err := remote.SpreadHosts(ctx, machines, o.Hosts, remote.SpreadOptions{Bandwidth: o.Bandwidth, Disk: o.Disk, StateDir: stateDir})
+		if err != nil {
+			return nil, err
+		}
+		return sp, nil
+	}
 }
 
 func closeAll(ms []*remote.Machine) {

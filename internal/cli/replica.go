@@ -173,6 +173,9 @@ SIGINT or SIGTERM kills the agents and redis-servers at once, still removes
 everything, and exits with status 130. Needs root; gait clean removes what a
 killed run left.
 
+With --server zookeeper every replica is an unmodified ZooKeeper server and
+its agent instead, and the lines read "zookeeper ADDRESS".
+
 With --loopback every redis-server and agent runs on 127.0.0.1 instead, in
 this process, without root; its files go to one directory in $TMPDIR.`,
 		Example: `  # long: runs until Ctrl-C, root
@@ -199,8 +202,8 @@ this process, without root; its files go to one directory in $TMPDIR.`,
 	fs.StringVar(&f.bandwidth, "bandwidth", "100Mbit/s", "each testbed host's link rate, both directions")
 	fs.StringVar(&f.stateDir, "state-dir", testbed.DefaultStateDir, "where the testbed keeps its state file")
 	fs.BoolVar(&f.loopback, "loopback", false, "run every replica on 127.0.0.1 in this process, without root or testbed hosts")
-	fs.StringVar(&f.server, "server", "redis", "the server behind every agent: redis, or zookeeper (with --loopback; docs/systems/gait-zookeeper.md)")
-	fs.IntVar(&f.groupSize, "group-size", 1, "with --server zookeeper: ZooKeeper servers per replica, 1 (standalone) or 3 (an ensemble)")
+	fs.StringVar(&f.server, "server", "redis", "the server behind every agent: redis, or zookeeper (docs/systems/gait-zookeeper.md)")
+	fs.IntVar(&f.groupSize, "group-size", 1, "with --server zookeeper: ZooKeeper servers per replica, 1 (standalone) or 3 (an ensemble, with --loopback)")
 	return cmd
 }
 
@@ -268,8 +271,8 @@ func (f *clusterFlags) checkServer(changed func(string) bool) error {
 	if err := gaitzookeeper.CheckGroupSize(f.groupSize); err != nil {
 		return fmt.Errorf("--group-size %d: want 1 (a standalone server per replica) or 3 (an ensemble per replica)", f.groupSize)
 	}
-	if !f.loopback {
-		return fmt.Errorf("--server zookeeper runs with --loopback for now (testbed hosts run redis only)")
+	if f.groupSize != 1 && !f.loopback {
+		return fmt.Errorf("--group-size %d runs with --loopback for now (testbed hosts run a standalone ZooKeeper each)", f.groupSize)
 	}
 	return nil
 }
@@ -283,6 +286,9 @@ func replicaTestbed(cmd *cobra.Command, f clusterFlags) error {
 	in := clusterSignals(cmd)
 	defer in.Stop()
 	d := gaitredis.New()
+	if f.server == "zookeeper" {
+		d = gaitzookeeper.New()
+	}
 	d.Read, d.Fanout, d.WriteAll, d.Durability = string(f.cfg.Read), f.cfg.Fanout, f.cfg.WriteAll, string(f.cfg.Durability)
 	d.ScriptCommandStats = f.scriptStats
 	dep, err := d.StartOnTestbed(in.Context(), gaitredis.TestbedOptions{

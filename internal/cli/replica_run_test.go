@@ -9,27 +9,6 @@ import (
 	"github.com/gait-dev/gait/internal/testbed"
 )
 
-func TestReplicaRunRefusesBadInput(t *testing.T) {
-	for _, c := range []struct {
-		f    replicaRunFlags
-		want string
-	}{
-		{replicaRunFlags{strength: 4, hosts: 3, repeat: 1, format: "text"}, "--strength 4 is larger than --hosts 3"},
-		{replicaRunFlags{strength: 0, repeat: 1, format: "text"}, "--strength 0"},
-		{replicaRunFlags{strength: 1, repeat: 0, format: "text"}, "--repeat 0"},
-		{replicaRunFlags{strength: 1, repeat: 1, format: "text", cpus: -1}, "--cpus -1"},
-		{replicaRunFlags{strength: 1, repeat: 1, format: "text", limp: "h5:cpu:10"}, "not one of h0..h0"},
-		{replicaRunFlags{strength: 1, repeat: 1, format: "text", limp: "h0:net:10"}, "want cpu or disk"},
-		{replicaRunFlags{strength: 1, repeat: 1, format: "text", limp: "h0:disk:10"}, "add --disk"},
-		{replicaRunFlags{strength: 1, repeat: 1, format: "text", limp: "h0:cpu:0.5"}, "factor"},
-	} {
-		f := c.f
-		if _, err := checkReplicaRun(&f); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%+v: want an error saying %q, got %v", c.f, c.want, err)
-		}
-	}
-}
-
 // TestReplicaRunFirstCopyWins runs a task as 2 copies on a testbed: the
 // output is one copy's and gait's error carries its exit status.
 func TestReplicaRunFirstCopyWins(t *testing.T) {

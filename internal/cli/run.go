@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 type runFlags struct {
 	out, format, html, stateDir, reportFrom string
 	dryRun, resume                          bool
+	machines                                machineFlags
 }
 
 func newRunCmd() *cobra.Command {
@@ -80,6 +82,7 @@ in scenarios/.`,
 	fl.BoolVar(&f.dryRun, "dry-run", false, "check the scenario and list its runs, without running anything")
 	fl.StringVar(&f.reportFrom, "report-from", "", "write the summary and report from an output directory (of the runs that finished, if interrupted), without running")
 	fl.BoolVar(&f.resume, "resume", false, "keep the runs an interrupted run of the same scenario finished in --out, and run the rest")
+	f.machines.add(fl)
 	return cmd
 }
 
@@ -106,11 +109,26 @@ func runScenario(cmd *cobra.Command, path string, f runFlags) error {
 	}
 	ctx, stop := testbed.SignalContext(cmd.Context())
 	defer stop()
+	opts := bench.Options{Out: f.out, StateDir: f.stateDir, Resume: f.resume}
+	if f.machines.inventory != "" {
+		// The output directory must be empty for the runs: preflight.json
+		// goes into it after them.
+		machines, err := f.machines.preflightFor(ctx, stderr, "", []*bench.Scenario{s})
+		defer closeAll(machines)
+		if err != nil {
+			return err
+		}
+		opts.Place = spreadOver(machines, f.stateDir)
+		fmt.Fprintf(stderr, "gait run %s: %d hosts across %d machines\n", s.Name, s.Nodes, min(s.Nodes, len(machines)))
+	}
 	fmt.Fprintf(stderr, "gait run %s: %s, results in %s\n", s.Name, units.Count(len(s.Runs()), "run"), f.out)
 	status := newStatusLine(stderr)
-	results, err := bench.Run(ctx, s, bench.Options{Out: f.out, StateDir: f.stateDir, Log: status, Resume: f.resume,
-		Status: func(st bench.Status) { status.show(st.String()) }})
+	opts.Log, opts.Status = status, func(st bench.Status) { status.show(st.String()) }
+	results, err := bench.Run(ctx, s, opts)
 	status.clear()
+	if f.machines.inventory != "" && len(results) > 0 {
+		err = errors.Join(err, f.machines.saveReports(f.out))
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted; the hosts and the interrupted run are removed; %d of %d runs finished, in %s: "+

@@ -410,10 +410,10 @@ type redisCrash struct{ c *gaitredis.Cluster }
 
 func (redisCrash) Kind() string { return "redis-crash" }
 
-func (r redisCrash) Apply(h limp.Host, _ float64) error { return r.c.KillRedis(h.HostName()) }
+func (r redisCrash) Apply(h limp.Host, _ float64) error { return r.c.KillServer(h.HostName()) }
 
 func (r redisCrash) Clear(h limp.Host) error {
-	return r.c.RestartRedis(context.Background(), h.HostName())
+	return r.c.RestartServer(context.Background(), h.HostName())
 }
 
 func (d *deployment) target(t *testing.T, role string) limp.Target {
@@ -853,7 +853,7 @@ func (d *deployment) compareServers() (string, error) {
 	var first map[string]string
 	hosts := d.c.Hosts()
 	for _, name := range hosts {
-		data, err := dumpAll(d.c.RedisAddr(name))
+		data, err := dumpAll(d.c.ServerAddr(name))
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", name, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,15 +13,20 @@ import (
 
 // requester runs requests of several accesses, one at a time: a lane (a
 // client) per access of the widest phase. It sends a phase's accesses at
-// once, the first on its own goroutine and each other on a goroutine of its
-// own (cheaper than waking a lane's: one start, and one wake-up per phase
-// for the last to answer), and starts the next phase when the last answers.
+// once, the first on its own goroutine and each other on its lane's
+// goroutine, which lives as long as the requester and is handed each job
+// over a channel of its own (a hand-off as cheap as the open loop's to a
+// worker, where a goroutine per access cost half as much again: its start
+// and its exit), and starts the next phase when the last answers.
 type requester struct {
 	r       *run
 	ctx     context.Context
 	gen     *generator
 	rng     *rand.Rand // which accesses are delayed
 	lanes   []lane
+	jobs    []job           // each lane's next access
+	wake    []chan struct{} // lane i's signal that jobs[i] is set; lane 0 runs on the requester's goroutine
+	lanesWG sync.WaitGroup
 	got     []access // this phase's answers, by lane
 	pending atomic.Int32
 	last    chan struct{} // the phase's last answer came
@@ -59,6 +65,11 @@ func (r *run) newRequester(ctx context.Context, id int) (*requester, error) {
 		}
 		q.lanes = append(q.lanes, lane{c: c, host: host})
 	}
+	q.jobs, q.wake = make([]job, width), make([]chan struct{}, width)
+	for i := 1; i < width; i++ {
+		q.wake[i] = make(chan struct{}, 1)
+		q.lanesWG.Go(func() { q.lane(i) })
+	}
 	return q, nil
 }
 
@@ -87,7 +98,8 @@ func (q *requester) request(at time.Duration) bool {
 	for _, ph := range r.cfg.Shape.phases() {
 		q.pending.Store(int32(ph.Count))
 		for i := 1; i < ph.Count; i++ {
-			go q.lane(i, q.job(ph, sent))
+			q.jobs[i] = q.job(ph, sent)
+			q.wake[i] <- struct{}{}
 		}
 		q.got[0] = q.do(q.lanes[0], q.job(ph, sent))
 		if q.pending.Add(-1) != 0 {
@@ -101,8 +113,8 @@ func (q *requester) request(at time.Duration) bool {
 			q.buf = r.add(q.buf, a.sample)
 			end = max(end, a.sample.Start+a.sample.Latency)
 			worst = max(worst, a.sample.Outcome)
-			for _, h := range a.sample.Involved.Hosts() {
-				involved.Add(h)
+			for w, word := range a.sample.Involved {
+				involved[w] |= word
 			}
 			involved.Add(a.sample.Host)
 		}
@@ -112,12 +124,14 @@ func (q *requester) request(at time.Duration) bool {
 	return true
 }
 
-// lane runs one access of a phase on lane i (its goroutine's arguments are
-// copied to its stack: no closure to allocate).
-func (q *requester) lane(i int, j job) {
-	q.got[i] = q.do(q.lanes[i], j)
-	if q.pending.Add(-1) == 0 {
-		q.last <- struct{}{}
+// lane runs lane i's accesses as they are handed to it, until its wake
+// channel is closed.
+func (q *requester) lane(i int) {
+	for range q.wake[i] {
+		q.got[i] = q.do(q.lanes[i], q.jobs[i])
+		if q.pending.Add(-1) == 0 {
+			q.last <- struct{}{}
+		}
 	}
 }
 
@@ -139,6 +153,10 @@ func (q *requester) close() {
 	q.r.flush(q.buf)
 	q.r.flushRequests(q.reqs)
 	q.buf, q.reqs = nil, nil
+	for _, c := range q.wake[min(1, len(q.wake)):] {
+		close(c)
+	}
+	q.lanesWG.Wait()
 	for _, l := range q.lanes {
 		l.c.Close()
 	}

@@ -249,6 +249,9 @@ func PredictRequest(sys System, cfg Config, horizon float64, thesis bool) (Reque
 		wait := wait
 		if !thesis {
 			wait = g.waitingPMF(g.lumpEquilibrium(sums[B*q.Accesses()], float64(B*q.Accesses())*sys.Service.Mean()), rho)
+			if d > 1 && B == 1 && P <= 2 {
+				return RequestPrediction{Step: g.h, CDF: g.oneGroupShared(phases, sums, wait, g.pmf(sys.net()), batchRate, d)}, nil
+			}
 			wait = convolve(wait, g.pmf(sys.net()))
 		}
 		for j := 1; j <= B; j++ {
@@ -272,6 +275,10 @@ func PredictRequest(sys System, cfg Config, horizon float64, thesis bool) (Reque
 			}
 		}
 		return RequestPrediction{Step: g.h, CDF: law}, nil
+	}
+	if d > 1 && !thesis && B == 1 && len(phases) == 2 {
+		g := grid{h: horizon / (twoPhaseGroupsCells - 1), n: twoPhaseGroupsCells}
+		return RequestPrediction{Step: g.h, CDF: g.twoPhaseGroupsFor(sys, phases, r, d, rho)}, nil
 	}
 	law := make([]float64, g.n)
 	law[0] = 1
@@ -396,6 +403,14 @@ func (g grid) lumpEquilibrium(lump []float64, mean float64) []float64 {
 // the power taken by squaring, with z scaled by k/r so that no
 // coefficient overflows or underflows (all are >= 0: nothing cancels).
 func multinomialProduct(a [][]float64, r, cells int) []float64 {
+	return multinomialProductMarked(nil, a, r, 0, cells)
+}
+
+// multinomialProductMarked is multinomialProduct at cells from..cells-1
+// (the others left 0) with one group, when marked is not nil, taking
+// marked[n] in place of a[n]: E[marked[n_1] prod over the other r-1
+// groups of a[n_g]].
+func multinomialProductMarked(marked, a [][]float64, r, from, cells int) []float64 {
 	k := len(a) - 1
 	out := make([]float64, cells)
 	scale := make([]float64, k+1) // (k/r)^n / n!
@@ -406,11 +421,19 @@ func multinomialProduct(a [][]float64, r, cells int) []float64 {
 	lgk, _ := math.Lgamma(float64(k + 1))
 	norm := math.Exp(lgk - float64(k)*math.Log(float64(k)))
 	base := make([]float64, k+1)
-	for i := 0; i < cells; i++ {
+	mark := make([]float64, k+1)
+	for i := from; i < cells; i++ {
 		for n := range base {
 			base[n] = a[n][i] * scale[n]
 		}
-		out[i] = clamp01(polyPow(base, r)[k] * norm)
+		if marked == nil {
+			out[i] = clamp01(polyPow(base, r)[k] * norm)
+			continue
+		}
+		for n := range mark {
+			mark[n] = marked[n][i] * scale[n]
+		}
+		out[i] = clamp01(polyMul(mark, polyPow(base, r-1))[k] * norm)
 	}
 	return out
 }

@@ -10,11 +10,13 @@ import (
 var olio = Request{Phases: []int{30, 20}}
 
 // TestRequestPredictionMatchesSimulation checks the request predictor
-// against the request simulator where its assumptions hold (docs/model.md):
-// one duplicate per group, one group up to 8% load and up to 8 groups at
-// 1%. The error must stay within the thesis's 0.002 (plus three standard
-// errors of the simulation) at the bounds of the predicted median, 90th
-// and 99th percentiles.
+// against the request simulator where it holds to the thesis's 0.002
+// (docs/requests.md): one group up to 8% load with one duplicate or
+// several (their shared arrivals conditioned on), and up to 8 groups of
+// one duplicate at 1%. The error must stay within 0.002 (plus three
+// standard errors of the simulation) at the bounds of the predicted
+// median, 90th and 99th percentiles; duplicates in several groups are
+// held to 0.006 at 1% load.
 func TestRequestPredictionMatchesSimulation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates about 5 million accesses per case")
@@ -24,12 +26,16 @@ func TestRequestPredictionMatchesSimulation(t *testing.T) {
 		req  Request
 		util float64
 		cfg  Config
+		tol  float64
 	}{
-		{olio, 0.01, Config{1, 1}},
-		{olio, 0.08, Config{1, 1}},
-		{olio, 0.01, Config{1, 4}},
-		{olio, 0.01, Config{1, 8}},
-		{Request{Phases: []int{4, 3}, Batch: 8}, 0.08, Config{1, 1}},
+		{olio, 0.01, Config{1, 1}, 0.002},
+		{olio, 0.08, Config{1, 1}, 0.002},
+		{olio, 0.01, Config{1, 4}, 0.002},
+		{olio, 0.01, Config{1, 8}, 0.002},
+		{olio, 0.01, Config{4, 1}, 0.002},
+		{olio, 0.08, Config{2, 1}, 0.002},
+		{olio, 0.01, Config{2, 2}, 0.006},
+		{Request{Phases: []int{4, 3}, Batch: 8}, 0.08, Config{1, 1}, 0.002},
 	}
 	for _, c := range cases {
 		sys := System{Service: svc, Request: c.req}
@@ -45,7 +51,7 @@ func TestRequestPredictionMatchesSimulation(t *testing.T) {
 		}
 		for i, b := range bounds {
 			got, want := pred.At(b), sim.SLA[i]
-			if d := got - want; d > 0.002+3*sim.StdErr[i] || -d > 0.002+3*sim.StdErr[i] {
+			if d := got - want; d > c.tol+3*sim.StdErr[i] || -d > c.tol+3*sim.StdErr[i] {
 				t.Errorf("%v at %g%%, %dx%d, bound %s: predicted %.4f, simulated %.4f±%.4f", c.req, 100*c.util, c.cfg.Duplicates, c.cfg.Replicas, fmtDur(b), got, want, sim.StdErr[i])
 			}
 		}

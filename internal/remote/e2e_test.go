@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -441,6 +442,75 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 			ms[i].Close()
 			if left := f.scan(t, i, []string{tb.ID}); len(left) > 0 {
 				t.Errorf("%s after down: %q", f.machines[i].Name, left)
+			}
+		}
+	})
+
+	t.Run("a scenario spanning machines", func(t *testing.T) {
+		// gait run --inventory as a user types it: six etcd members, two
+		// on each machine, the clients here, the leader's NIC at 1000x.
+		scen := filepath.Join(f.dir, "etcd-spanning.yaml")
+		os.WriteFile(scen, []byte(`name: etcd-spanning
+system: etcd
+nodes: 6
+workload: {op: put, keys: 100, value_size: 1KiB, clients: 4, duration: 4s}
+inject:
+  - {fault: nic, target: leader, factors: [1000], at: 0s}
+`), 0o644)
+		out := filepath.Join(f.dir, "spanning")
+		begin := time.Now()
+		cmd := f.gait("run", scen, "--out", out, "--format", "json")
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		t.Logf("gait run --inventory (%.0fs, load average %s):\n%s", time.Since(begin).Seconds(), loadAverage(), stderr.String())
+		if err != nil {
+			t.Fatalf("gait run --inventory: %v\n%s", err, stdout.String())
+		}
+		means := map[string]float64{}
+		for _, run := range []string{"f1-r1", "f1000-r1"} {
+			var rj struct {
+				Hosts []struct{ Name, Address, Role string }
+			}
+			var sum struct {
+				Requests int
+				Mean     float64
+			}
+			for file, v := range map[string]any{"run.json": &rj, "summary.json": &sum} {
+				data, err := os.ReadFile(filepath.Join(out, run, file))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := json.Unmarshal(data, v); err != nil {
+					t.Fatalf("%s/%s: %v", run, file, err)
+				}
+			}
+			subnets := map[string]bool{}
+			for _, h := range rj.Hosts {
+				subnets[netip.PrefixFrom(netip.MustParseAddr(h.Address), 24).Masked().String()] = true
+			}
+			t.Logf("%s: %d requests, mean %.1f ms; hosts %v", run, sum.Requests, sum.Mean*1e3, rj.Hosts)
+			if len(rj.Hosts) != 6 || len(subnets) != 3 {
+				t.Errorf("%s: %d hosts on %d subnets, want 6 on 3 (one a machine)", run, len(rj.Hosts), len(subnets))
+			}
+			if sum.Requests == 0 {
+				t.Errorf("%s: no request finished", run)
+			}
+			means[run] = sum.Mean
+			if _, err := os.Stat(filepath.Join(out, "hosts", run, "h5", "log", "etcd.stderr")); err != nil {
+				t.Errorf("%s: the log of h5 (on m3) is not back: %v", run, err)
+			}
+		}
+		// Every put is proposed by the leader: at 1000x it crawls.
+		if means["f1000-r1"] < 5*means["f1-r1"] {
+			t.Errorf("the leader's NIC at 1000x: mean %.1f ms against %.1f ms at the baseline; want it 5 times slower at least", means["f1000-r1"]*1e3, means["f1-r1"]*1e3)
+		}
+		if _, err := os.Stat(filepath.Join(out, "preflight.json")); err != nil {
+			t.Error(err)
+		}
+		for i, m := range f.machines {
+			if left := f.scan(t, i, nil); len(left) > 0 {
+				t.Errorf("%s after gait run: %q", m.Name, left)
 			}
 		}
 	})

@@ -22,6 +22,7 @@ type Testbed struct {
 	Machine *Machine
 	ID      string
 	Subnet  netip.Prefix
+	Dir     string // on its machine, where its hosts' directories are
 	Hosts   []*Host
 }
 
@@ -50,7 +51,7 @@ func (m *Machine) Up(ctx context.Context, a agent.UpArgs) (*Testbed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("up on %s: subnet %q: %w", m.Name, r.Subnet, err)
 	}
-	tb := &Testbed{Machine: m, ID: r.Run, Subnet: subnet}
+	tb := &Testbed{Machine: m, ID: r.Run, Subnet: subnet, Dir: r.Dir}
 	for _, hi := range r.Hosts {
 		addr, err := netip.ParseAddr(hi.Addr)
 		if err != nil {
@@ -139,12 +140,12 @@ func (h *Host) RestartStopped() error { return h.call("restart", nil, nil) }
 
 // Start runs a process on the host; its output goes to the host's log
 // directory on its machine.
-func (h *Host) Start(a agent.StartArgs) (pid int, err error) {
-	var n agent.Number
-	if err := h.call("start", a, &n); err != nil {
-		return 0, err
+func (h *Host) Start(a agent.StartArgs) (*Proc, error) {
+	var st agent.ProcState
+	if err := h.call("start", a, &st); err != nil {
+		return nil, err
 	}
-	return int(n.N), nil
+	return &Proc{h: h, name: a.Name, id: st.ID, pid: st.Pid, logPath: st.LogPath}, nil
 }
 
 // Span makes a testbed of n hosts on each machine and joins them by a

@@ -19,19 +19,31 @@ const (
 // message (see Meaningful), or a pointer to the host's output when p
 // does not say where its output is.
 func LogTail(p Process) string {
-	lp, ok := p.(interface{ LogPath() string })
-	if !ok {
+	var where, text string
+	var err error
+	switch lp := p.(type) {
+	case interface{ LogPath() string }:
+		where = lp.LogPath()
+		text, err = readEnd(where, tailRead)
+	case LogReader:
+		where, text, err = lp.ReadLog()
+	default:
 		return " (see the host's output)"
 	}
-	text, err := readEnd(lp.LogPath(), tailRead)
 	if err != nil {
 		return fmt.Sprintf(" (log: %v)", err)
 	}
 	lines := Meaningful(text, tailLines)
 	if len(lines) == 0 {
-		return "; " + lp.LogPath() + " says nothing"
+		return "; " + where + " says nothing"
 	}
-	return "; last lines of " + lp.LogPath() + ":\n  " + strings.Join(lines, "\n  ")
+	return "; last lines of " + where + ":\n  " + strings.Join(lines, "\n  ")
+}
+
+// LogReader is a process whose log is on another machine: ReadLog
+// returns where the log is and its end.
+type LogReader interface {
+	ReadLog() (where, text string, err error)
 }
 
 // readEnd reads at most the last n bytes of the file at path.

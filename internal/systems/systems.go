@@ -77,6 +77,13 @@ type Process interface {
 	Exited() bool
 }
 
+// Needer is a driver that names the files its servers need on each
+// host's machine (programs, jars), so that a run across machines checks
+// them on every machine before anything starts (gait's preflight).
+type Needer interface {
+	Needs() []string
+}
+
 // Driver starts clusters of one system.
 type Driver interface {
 	// Name is the system's name in scenarios ("etcd", "redis", ...).

@@ -56,6 +56,30 @@ func (tb *Testbed) Overlay(vni uint32, peers []netip.Addr, subnets []netip.Prefi
 	return nil
 }
 
+// Reach routes this machine's traffic to subnets (the overlay's testbeds
+// on other machines) through the testbed's bridge, and reserves them in
+// the run's state so that no later run here takes them. The routes go
+// with the bridge.
+func (tb *Testbed) Reach(subnets []netip.Prefix) error {
+	if err := tb.record(func(s *state) {
+		for _, p := range subnets {
+			s.Reserved = append(s.Reserved, p.String())
+		}
+	}); err != nil {
+		return err
+	}
+	br, err := netlink.LinkByName("g" + tb.ID + "-br")
+	if err != nil {
+		return fmt.Errorf("overlay of %s: %w", tb.ID, err)
+	}
+	for _, p := range subnets {
+		if err := netlink.RouteAdd(&netlink.Route{LinkIndex: br.Attrs().Index, Dst: ipNet(p), Scope: netlink.SCOPE_LINK}); err != nil {
+			return fmt.Errorf("route to %s through %s: %w", p, br.Attrs().Name, err)
+		}
+	}
+	return nil
+}
+
 func (h *Host) joinOverlay(mtu int, subnets []netip.Prefix) error {
 	outside, err := netlink.LinkByName(h.Link)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -31,6 +32,9 @@ type state struct {
 	Owner      int    `json:"owner_pid"`
 	OwnerStart uint64 `json:"owner_start"`
 	Subnet     string `json:"subnet"`
+	// Reserved are subnets the run's overlay routes to (its testbeds on
+	// other machines): no other run here may take them.
+	Reserved []string `json:"reserved,omitempty"`
 	// Netns names the network namespace the bridge and the machine's
 	// ends of the links are in, when gait ran inside a named one (a
 	// remote agent in a machine of the many-machines test); empty for
@@ -230,25 +234,15 @@ func newRunID(states []*state) (string, error) {
 	return "", errors.New("run id: no free id after 100 tries")
 }
 
-// freeSubnet picks the first /24 of 198.18.0.0/15 that no state file
-// (live or crashed, whose bridge may still hold it) and no address on
-// this machine uses.
-func freeSubnet(states []*state) (netip.Prefix, error) {
-	used := map[netip.Prefix]bool{}
-	for _, s := range states {
-		if p, err := netip.ParsePrefix(s.Subnet); err == nil {
-			used[p.Masked()] = true
-		}
-	}
-	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
+// freeSubnet picks the first /24 of 198.18.0.0/15 that is not in avoid
+// and not used here (usedSubnets).
+func freeSubnet(states []*state, avoid []netip.Prefix) (netip.Prefix, error) {
+	used, err := usedSubnets(states)
 	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("list addresses: %w", err)
+		return netip.Prefix{}, err
 	}
-	for _, a := range addrs {
-		ip, ok := netip.AddrFromSlice(a.IP.To4())
-		if ok && testbedRange.Contains(ip) {
-			used[netip.PrefixFrom(ip, 24).Masked()] = true
-		}
+	for _, p := range avoid {
+		used[p.Masked()] = true
 	}
 	base := testbedRange.Addr().As4()
 	for i := range 512 {
@@ -258,6 +252,50 @@ func freeSubnet(states []*state) (netip.Prefix, error) {
 		}
 	}
 	return netip.Prefix{}, errors.New("no free /24 left in 198.18.0.0/15: run `gait clean`")
+}
+
+// usedSubnets are the /24s of 198.18.0.0/15 that a state file (live or
+// crashed, whose bridge may still hold it; or reserved by a run's
+// overlay) or an address on this machine uses.
+func usedSubnets(states []*state) (map[netip.Prefix]bool, error) {
+	used := map[netip.Prefix]bool{}
+	for _, s := range states {
+		for _, sn := range append([]string{s.Subnet}, s.Reserved...) {
+			if p, err := netip.ParsePrefix(sn); err == nil {
+				used[p.Masked()] = true
+			}
+		}
+	}
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		return nil, fmt.Errorf("list addresses: %w", err)
+	}
+	for _, a := range addrs {
+		ip, ok := netip.AddrFromSlice(a.IP.To4())
+		if ok && testbedRange.Contains(ip) {
+			used[netip.PrefixFrom(ip, 24).Masked()] = true
+		}
+	}
+	return used, nil
+}
+
+// UsedSubnets lists the subnets runs on this machine use (those whose
+// state is in stateDir or DefaultStateDir) or its addresses are on: what
+// the same run's testbeds on other machines must avoid, as this
+// machine routes to them.
+func UsedSubnets(stateDir string) ([]netip.Prefix, error) {
+	if stateDir == "" {
+		stateDir = DefaultStateDir
+	}
+	states, err := machineStates(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	used, err := usedSubnets(states)
+	if err != nil {
+		return nil, err
+	}
+	return slices.SortedFunc(maps.Keys(used), netip.Prefix.Compare), nil
 }
 
 // currentNetns names the named network namespace (under /run/netns)

@@ -66,6 +66,13 @@ type Options struct {
 	// with no bandwidth limit.
 	Emulate  bool
 	StateDir string // where the state file goes; empty means DefaultStateDir
+	// BridgeOnly allows a testbed of no hosts: a bridge with this
+	// machine's address on the run's subnet, through which a control
+	// node joins an overlay of testbeds on other machines.
+	BridgeOnly bool
+	// Avoid are subnets the run must not take: its testbeds' on other
+	// machines, when it spans them.
+	Avoid []netip.Prefix
 	// Log hears what Close waits for, when that takes over a second;
 	// nil means nowhere.
 	Log io.Writer
@@ -112,7 +119,9 @@ func Up(opts Options) (tb *Testbed, err error) {
 		return nil, err
 	}
 	if opts.Hosts < 1 || opts.Hosts > MaxHosts {
-		return nil, fmt.Errorf("hosts: %d is not between 1 and %d", opts.Hosts, MaxHosts)
+		if opts.Hosts != 0 || !opts.BridgeOnly {
+			return nil, fmt.Errorf("hosts: %d is not between 1 and %d", opts.Hosts, MaxHosts)
+		}
 	}
 	if opts.Bandwidth == 0 {
 		opts.Bandwidth = DefaultBandwidth
@@ -174,7 +183,7 @@ func register(opts Options) (*Testbed, error) {
 	if err != nil {
 		return nil, err
 	}
-	subnet, err := freeSubnet(states)
+	subnet, err := freeSubnet(states, opts.Avoid)
 	if err != nil {
 		return nil, err
 	}

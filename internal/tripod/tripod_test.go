@@ -114,3 +114,26 @@ func TestStartFailureStopsTheStarted(t *testing.T) {
 		t.Error("the copy that started still runs")
 	}
 }
+
+func TestTasksRefuseBadInput(t *testing.T) {
+	argv := []string{"true"}
+	for _, c := range []struct {
+		tasks Tasks
+		want  string
+	}{
+		{Tasks{Strength: 4, Hosts: 3, Repeat: 1, Argv: argv}, "--strength 4 is larger than --hosts 3"},
+		{Tasks{Strength: 0, Repeat: 1, Argv: argv}, "--strength 0"},
+		{Tasks{Strength: 1, Repeat: 0, Argv: argv}, "--repeat 0"},
+		{Tasks{Strength: 1, Repeat: 1, CPUs: -1, Argv: argv}, "--cpus -1"},
+		{Tasks{Strength: 1, Repeat: 1, Limp: "h5:cpu:10", Argv: argv}, "not one of h0..h0"},
+		{Tasks{Strength: 1, Repeat: 1, Limp: "h0:net:10", Argv: argv}, "want cpu or disk"},
+		{Tasks{Strength: 1, Repeat: 1, Limp: "h0:disk:10", Argv: argv}, "add --disk"},
+		{Tasks{Strength: 1, Repeat: 1, Limp: "h0:cpu:0.5", Argv: argv}, "factor"},
+		{Tasks{Strength: 1, Repeat: 1}, "no command"},
+	} {
+		tasks := c.tasks
+		if _, err := tasks.Check(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: want an error saying %q, got %v", c.tasks, c.want, err)
+		}
+	}
+}

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gait-dev/gait/internal/linearize"
 	"github.com/gait-dev/gait/internal/replica"
 	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/loopback"
@@ -173,43 +172,64 @@ func (cl *zkCluster) converge() {
 	}
 }
 
-// sameData reads every ZooKeeper server directly, behind the agents, and
-// checks that all hold the same nodes with the same data; it returns how
-// many nodes that is.
+// sameData waits until every replica applied the whole log, then checks
+// that every ZooKeeper server holds the same nodes with the same data.
 func (cl *zkCluster) sameData() int {
 	cl.t.Helper()
 	cl.converge()
-	var first map[string]string
+	var servers []string
 	for _, n := range cl.nodes {
-		c, _ := connect(cl.t, n.cfg.ServerAddr)
+		servers = append(servers, n.cfg.ServerAddr)
+	}
+	nodes, err := sameData(cl.t, servers)
+	if err != nil {
+		cl.t.Fatal(err)
+	}
+	return nodes
+}
+
+// sameData reads every ZooKeeper server at servers directly, behind the
+// agents, and tells whether all hold the same nodes with the same data;
+// it returns how many nodes the first holds.
+func sameData(t *testing.T, servers []string) (int, error) {
+	t.Helper()
+	var first map[string]string
+	for _, addr := range servers {
+		c, _ := connect(t, addr)
 		got := map[string]string{}
-		var walk func(p string)
-		walk = func(p string) {
+		var walk func(p string) error
+		walk = func(p string) error {
 			d, _, err := c.Get(p)
 			if err != nil {
-				cl.t.Fatalf("%s: get %s: %v", n.cfg.ID, p, err)
+				return fmt.Errorf("%s: get %s: %w", addr, p, err)
 			}
 			got[p] = string(d)
 			kids, _, err := c.Children(p)
 			if err != nil {
-				cl.t.Fatalf("%s: children of %s: %v", n.cfg.ID, p, err)
+				return fmt.Errorf("%s: children of %s: %w", addr, p, err)
 			}
 			for _, k := range kids {
 				if p == "/" && k == "zookeeper" {
 					continue
 				}
-				walk(strings.TrimSuffix(p, "/") + "/" + k)
+				if err := walk(strings.TrimSuffix(p, "/") + "/" + k); err != nil {
+					return err
+				}
 			}
+			return nil
 		}
-		walk("/")
+		err := walk("/")
 		c.Close()
+		if err != nil {
+			return 0, err
+		}
 		if first == nil {
 			first = got
 		} else if !maps.Equal(got, first) {
-			cl.t.Fatalf("%s's server holds %d nodes, %s's %d, not the same", n.cfg.ID, len(got), cl.nodes[0].cfg.ID, len(first))
+			return 0, fmt.Errorf("the server at %s holds %d nodes, the one at %s %d, not the same", addr, len(got), servers[0], len(first))
 		}
 	}
-	return len(first)
+	return len(first), nil
 }
 
 // Real clients through the real core: go-zookeeper/zk, kazoo's recipes
@@ -246,7 +266,7 @@ func TestLinearizableWithFaults(t *testing.T) {
 		t.Skip("set GAIT_ZOOKEEPER_FAULTS=1 to run (about a minute)")
 	}
 	cl := startCluster(t, 3, 1, func(c *replica.Config) { c.SnapshotThreshold = 200; c.TrailingLogs = 100 })
-	w := &zkWorkload{agents: cl.addrs(), clients: 6, keys: 4, pause: 80 * time.Millisecond, h: linearize.NewHistory(), counts: map[string]int{}, errors: map[string]int{}}
+	w := NewWorkload(cl.addrs(), 6, 80*time.Millisecond)
 	w.setup(t)
 	stop := make(chan struct{})
 	faults := make(chan string, 8)

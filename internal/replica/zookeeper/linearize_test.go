@@ -251,7 +251,7 @@ func (w *zkWorkload) pop(c *zk.Conn, id int) error {
 // check runs porcupine over the history and fails the test on a violation.
 func (w *zkWorkload) check(t *testing.T) {
 	t.Helper()
-	ops := w.h.Operations()
+	ops := linearize.Prune(w.h.Operations())
 	res, vs := linearize.Check(ops, 4*time.Minute)
 	done, unknown, dropped := w.h.Counts()
 	t.Logf("porcupine: %s; %d operations (%d done, %d unknown, %d failed reads dropped), %d client failures; %v; failures: %v",

@@ -38,9 +38,20 @@ type Adapter struct {
 // Name is "zookeeper".
 func (a *Adapter) Name() string { return "zookeeper" }
 
-// Open connects to the local ZooKeeper server.
+// openWait bounds how long Open waits for a server that does not serve
+// yet: a ZooKeeper JVM accepts connections a while before it serves
+// (closing them at once), and after a host's crash the agent and its
+// server are restarted together.
+const openWait = 60 * time.Second
+
+// Open connects to the local ZooKeeper server, waiting up to openWait
+// for it to serve.
 func (a *Adapter) Open(addr string) (replica.Backend, error) {
 	b, err := openBackend(addr, a.deliver)
+	for deadline := time.Now().Add(openWait); err != nil && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		b, err = openBackend(addr, a.deliver)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -6,8 +6,10 @@ import (
 	_ "github.com/gait-dev/gait/internal/systems/cassandra"
 	_ "github.com/gait-dev/gait/internal/systems/etcd"
 	_ "github.com/gait-dev/gait/internal/systems/gaitredis"
+	_ "github.com/gait-dev/gait/internal/systems/gaitzookeeper"
 	_ "github.com/gait-dev/gait/internal/systems/hbase"
 	_ "github.com/gait-dev/gait/internal/systems/hdfs"
+	_ "github.com/gait-dev/gait/internal/systems/mapreduce"
 	_ "github.com/gait-dev/gait/internal/systems/redis"
 	_ "github.com/gait-dev/gait/internal/systems/zookeeper"
 )

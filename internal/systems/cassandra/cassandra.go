@@ -129,12 +129,17 @@ func New() *Driver {
 
 func (d *Driver) Name() string { return "cassandra" }
 
+// Needs are java and Cassandra's jar.
+func (d *Driver) Needs() []string { return []string{d.Java, d.jar()} }
+
+func (d *Driver) jar() string { return filepath.Join(d.Home, "lib", "cassandra-all-"+Version+".jar") }
+
 // Check says what is missing to run Cassandra.
 func (d *Driver) Check() error {
 	if _, err := os.Stat(d.Java); err != nil {
 		return fmt.Errorf("cassandra: java: %w (install Debian's default-jre-headless)", err)
 	}
-	if _, err := os.Stat(filepath.Join(d.Home, "lib", "cassandra-all-"+Version+".jar")); err != nil {
+	if _, err := os.Stat(d.jar()); err != nil {
 		return fmt.Errorf("cassandra: %w (run scripts/fetch-jars.sh cassandra, or make deps)", err)
 	}
 	return nil

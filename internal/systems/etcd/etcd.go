@@ -155,6 +155,9 @@ func (d *Driver) argv(h systems.Host, initialCluster, token, state string) []str
 
 // Start starts one member per host and returns once every member is up and
 // agrees on a leader, or fails with the tail of a member's log.
+// Needs is the server program.
+func (d *Driver) Needs() []string { return []string{d.Binary} }
+
 func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Cluster, error) {
 	if len(hosts) == 0 {
 		return nil, errors.New("etcd: no hosts")

@@ -12,7 +12,6 @@ import (
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/prom"
-	"github.com/gait-dev/gait/internal/systems/redis"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -68,12 +67,12 @@ func (c *Cluster) Roles(ctx context.Context) (map[string]string, error) {
 		return roles, nil
 	case 0:
 		if err := errors.Join(errs...); err != nil {
-			return roles, fmt.Errorf("gait-redis: no agent leads: %w", err)
+			return roles, fmt.Errorf("%s: no agent leads: %w", c.d.Name(), err)
 		}
-		return roles, errors.New("gait-redis: no agent leads (every agent answered; an election is under way)")
+		return roles, fmt.Errorf("%s: no agent leads (every agent answered; an election is under way)", c.d.Name())
 	}
 	sort.Strings(leaders)
-	return roles, fmt.Errorf("gait-redis: agents %v each lead", leaders)
+	return roles, fmt.Errorf("%s: agents %v each lead", c.d.Name(), leaders)
 }
 
 // followedLeader is the index of the member a majority of all voters say
@@ -104,13 +103,14 @@ func (c *Cluster) followedLeader(fams []map[string]*dto.MetricFamily, errs []err
 // limping cannot hold up Roles.
 const statusTimeout = 3 * time.Second
 
-// down tells whether the member's agent or redis-server has exited.
+// down tells whether the member's agent or server has exited.
 func (m *member) down() bool {
 	r, a := m.procs()
 	return r == nil || a == nil || r.Exited() || a.Exited()
 }
 
-// Client returns a Redis client talking to the agent on host only.
+// Client returns a client of the backend's protocol (Redis's) talking to
+// the agent on host only.
 func (c *Cluster) Client(host string) (load.Client, error) {
 	m, err := c.member(host)
 	if err != nil {
@@ -118,7 +118,7 @@ func (c *Cluster) Client(host string) (load.Client, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return redis.Dial(ctx, c.AgentAddr(m.host.Name()))
+	return c.d.Backend.Dial(ctx, c.AgentAddr(m.host.Name()))
 }
 
 // AgentAddr is where clients reach the agent on host.
@@ -139,31 +139,31 @@ func (c *Cluster) MetricsURL(host string) string {
 	return "http://" + c.d.addr(m.host, c.d.MetricsPort) + "/metrics"
 }
 
-// RedisAddr is where the redis-server behind the agent on host listens;
-// reading it directly bypasses replication (for checks only).
-func (c *Cluster) RedisAddr(host string) string {
+// ServerAddr is where the server (redis-server) behind the agent on host
+// listens; reading it directly bypasses replication (for checks only).
+func (c *Cluster) ServerAddr(host string) string {
 	m, ok := c.byName[host]
 	if !ok {
 		return ""
 	}
-	return c.d.addr(m.host, c.d.RedisPort)
+	return c.d.addr(m.host, c.d.ServerPort)
 }
 
-// KillRedis kills the redis-server on host (SIGKILL), leaving its agent
-// running: the agent stops applying until Restart brings a redis-server
-// back, which it then re-attaches.
-func (c *Cluster) KillRedis(host string) error {
+// KillServer kills the server (redis-server) on host (SIGKILL), leaving
+// its agent running: the agent stops applying until RestartServer brings
+// the server back, which it then re-attaches.
+func (c *Cluster) KillServer(host string) error {
 	m, err := c.member(host)
 	if err != nil {
 		return err
 	}
 	r, _ := m.procs()
 	if err := syscall.Kill(r.Pid(), syscall.SIGKILL); err != nil {
-		return fmt.Errorf("gait-redis on %s: kill redis-server pid %d: %w", host, r.Pid(), err)
+		return fmt.Errorf("%s on %s: kill server pid %d: %w", c.d.Name(), host, r.Pid(), err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); !r.Exited(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("gait-redis on %s: redis-server pid %d still runs 5s after SIGKILL", host, r.Pid())
+			return fmt.Errorf("%s on %s: server pid %d still runs 5s after SIGKILL", c.d.Name(), host, r.Pid())
 		}
 	}
 	return nil
@@ -172,13 +172,13 @@ func (c *Cluster) KillRedis(host string) error {
 func (c *Cluster) member(host string) (*member, error) {
 	m, ok := c.byName[host]
 	if !ok {
-		return nil, fmt.Errorf("gait-redis: no member on host %q", host)
+		return nil, fmt.Errorf("%s: no member on host %q", c.d.Name(), host)
 	}
 	return m, nil
 }
 
-// Restart starts what of the member on host has exited: the redis-server
-// (which comes back empty), then the agent, which refills it from its raft
+// Restart starts what of the member on host has exited: the server
+// (a redis-server comes back empty), then the agent, which refills it from its raft
 // snapshot and log, joining through a member that runs. An agent that still
 // runs re-attaches the new redis-server and refills it itself. It returns
 // once the agent serves a write and a read.
@@ -189,62 +189,62 @@ func (c *Cluster) Restart(ctx context.Context, host string) error {
 	}
 	r, a := m.procs()
 	if !r.Exited() && !a.Exited() {
-		return fmt.Errorf("gait-redis on %s: still running (redis pid %d, agent pid %d)", host, r.Pid(), a.Pid())
+		return fmt.Errorf("%s on %s: still running (server pid %d, agent pid %d)", c.d.Name(), host, r.Pid(), a.Pid())
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.d.StartTimeout)
 	defer cancel()
 	if r.Exited() {
-		if err := c.restartRedis(ctx, m, r); err != nil {
-			return fmt.Errorf("gait-redis restart: %w", err)
+		if err := c.restartServer(ctx, m, r); err != nil {
+			return fmt.Errorf("%s restart: %w", c.d.Name(), err)
 		}
 	}
 	if a.Exited() {
 		if err := c.launchAgent(m, c.joinFor(m)); err != nil {
-			return fmt.Errorf("gait-redis restart: %w", err)
+			return fmt.Errorf("%s restart: %w", c.d.Name(), err)
 		}
 	}
 	return c.waitServes(ctx, m)
 }
 
-// RestartRedis starts host's exited redis-server again, empty, and returns
+// RestartServer starts host's exited server again and returns
 // once it answers on its host. The agent, which still runs, re-attaches and
 // refills it on its own; WaitServing tells when it serves again. Unlike
 // Restart it does not wait for that: a fault schedule clears its faults one
 // at a time, and an agent behind a link limping at 1000x may take longer to
 // serve than the limp left on its link.
-func (c *Cluster) RestartRedis(ctx context.Context, host string) error {
+func (c *Cluster) RestartServer(ctx context.Context, host string) error {
 	m, err := c.member(host)
 	if err != nil {
 		return err
 	}
 	r, _ := m.procs()
 	if !r.Exited() {
-		return fmt.Errorf("gait-redis on %s: redis-server pid %d still runs", host, r.Pid())
+		return fmt.Errorf("%s on %s: server pid %d still runs", c.d.Name(), host, r.Pid())
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.d.StartTimeout)
 	defer cancel()
-	if err := c.restartRedis(ctx, m, r); err != nil {
-		return fmt.Errorf("gait-redis on %s: restart redis-server: %w", host, err)
+	if err := c.restartServer(ctx, m, r); err != nil {
+		return fmt.Errorf("%s on %s: restart server: %w", c.d.Name(), host, err)
 	}
 	return nil
 }
 
-// restartRedis starts m's exited redis-server r again: in place when its
-// host can (a testbed's processes: its crash recovery restarts every process
-// it knows, and must not find two for one server), else as a new process.
-func (c *Cluster) restartRedis(ctx context.Context, m *member, r systems.Process) error {
+// restartServer starts m's exited server r again: in place when its host
+// can (a testbed's processes: its crash recovery restarts every process it
+// knows, and must not find two for one server), else as a new process.
+func (c *Cluster) restartServer(ctx context.Context, m *member, r systems.Process) error {
 	if rs, ok := r.(interface{ Restart() error }); ok {
 		if err := rs.Restart(); err != nil {
 			return err
 		}
-		return redis.WaitAnswer(ctx, m.host, c.d.addr(m.host, c.d.RedisPort), r, 10*time.Second)
+		return c.d.Backend.Answers(ctx, m.host, c.d.addr(m.host, c.d.ServerPort), r)
 	}
-	p, err := redis.StartOn(ctx, c.d.RedisServer, m.host, c.d.RedisPort)
+	p, err := c.d.Backend.Start(ctx, m.host, c.d.ServerPort)
 	if err != nil {
 		return err
 	}
 	m.mu.Lock()
-	m.redis = p
+	m.server = p
 	m.mu.Unlock()
 	return nil
 }
@@ -264,7 +264,7 @@ func (c *Cluster) joinFor(m *member) string {
 	return c.d.addr(c.members[0].host, c.d.RaftPort)
 }
 
-// Stop ends every agent at once, then every redis-server.
+// Stop ends every agent at once, then every server.
 func (c *Cluster) Stop() error {
 	var agents, servers []systems.Process
 	for _, m := range c.members {

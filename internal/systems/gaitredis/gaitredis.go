@@ -2,6 +2,8 @@
 // every host one unmodified redis-server and one `gait replica agent` in
 // front of it. The first Voters hosts are raft voters, the rest non-voting
 // duplicates that apply the same log. Clients speak RESP to an agent.
+// Another server may stand behind the agents instead (Driver.Backend):
+// gaitzookeeper runs ZooKeeper's this way.
 package gaitredis
 
 import (
@@ -19,8 +21,6 @@ import (
 	"sync"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/gait-dev/gait/internal/replica"
 	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/redis"
@@ -28,8 +28,10 @@ import (
 
 // Driver starts gait-redis deployments. The zero value is not ready; use New.
 type Driver struct {
-	Gait        string // the gait program, which runs the agents
-	RedisServer string // the unmodified redis-server
+	Gait string // the gait program, which runs the agents
+	// Backend is the server behind every agent: an unmodified redis-server
+	// unless another is given.
+	Backend Backend
 	// Voters is how many of the hosts, from the first, vote in raft; the
 	// others are duplicates. 0 means min(3, number of hosts).
 	Voters int
@@ -49,10 +51,10 @@ type Driver struct {
 	// other (futex, scheduler) on cores the others need; with --procs 1,
 	// 3 agents on 2 cores took a quarter less CPU per SET.
 	Procs int
-	// Ports on each host's address: the redis-server, the agent's clients,
-	// raft and agent-to-agent messages, and /metrics.
-	RedisPort, ClientPort, RaftPort, MetricsPort int
-	StartTimeout                                 time.Duration // until every agent serves a write and a read
+	// Ports on each host's address: the server behind the agent, the
+	// agent's clients, raft and agent-to-agent messages, and /metrics.
+	ServerPort, ClientPort, RaftPort, MetricsPort int
+	StartTimeout                                  time.Duration // until every agent serves a write and a read
 }
 
 // New returns a driver running the agents with the gait program that is
@@ -64,11 +66,11 @@ func New() *Driver {
 	}
 	return &Driver{
 		Gait:         gait,
-		RedisServer:  redis.ServerBinary,
+		Backend:      RedisBackend{Binary: redis.ServerBinary},
 		Read:         "linearizable",
 		Fanout:       1,
 		Durability:   "disk",
-		RedisPort:    6379,
+		ServerPort:   6379,
 		ClientPort:   6380,
 		RaftPort:     7000,
 		MetricsPort:  9121,
@@ -76,26 +78,27 @@ func New() *Driver {
 	}
 }
 
-func (d *Driver) Name() string { return "gait-redis" }
+// Name is the system's: gait-redis, or its backend's.
+func (d *Driver) Name() string { return d.Backend.System() }
 
 // Ops are the operations of this driver's clients, in load.Op kind order:
 // those of a plain Redis client.
 var Ops = redis.Ops
 
-// member is one replica: a redis-server and its agent on one host.
+// member is one replica: a server (redis-server) and its agent on one host.
 type member struct {
 	host  systems.Host
 	voter bool
 
-	mu    sync.Mutex // guards the processes: Restart may run beside Roles and Metrics
-	redis systems.Process
-	agent systems.Process
+	mu     sync.Mutex // guards the processes: Restart may run beside Roles and Metrics
+	server systems.Process
+	agent  systems.Process
 }
 
-func (m *member) procs() (redisProc, agentProc systems.Process) {
+func (m *member) procs() (serverProc, agentProc systems.Process) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.redis, m.agent
+	return m.server, m.agent
 }
 
 func (d *Driver) addr(h systems.Host, port int) string {
@@ -105,16 +108,17 @@ func (d *Driver) addr(h systems.Host, port int) string {
 // agentArgv is the agent's command line on h. join is the raft address of
 // the member to join through, empty for the one that bootstraps.
 //
-// The agent runs under a shell that waits until the local redis-server
-// accepts connections: after a crash the testbed restarts a host's
-// processes together, and an agent that finds no redis-server exits.
+// The agent runs under a shell that waits until the local server accepts
+// connections: after a crash the testbed restarts a host's processes
+// together, and an agent that finds no server exits.
 func (d *Driver) agentArgv(m *member, join string, members int) []string {
 	h := m.host
-	argv := []string{"/bin/bash", "-c", waitRedis, "gait-wait-redis", h.Address(), strconv.Itoa(d.RedisPort),
+	argv := []string{"/bin/bash", "-c", waitServer, "gait-wait-server", h.Address(), strconv.Itoa(d.ServerPort),
 		d.Gait, "replica", "agent",
 		"--id", h.Name(),
-		"--raft", d.addr(h, d.RaftPort),
-		"--redis", d.addr(h, d.RedisPort),
+		"--raft", d.addr(h, d.RaftPort)}
+	argv = append(argv, d.Backend.AgentFlags(d.addr(h, d.ServerPort))...)
+	argv = append(argv,
 		"--listen", d.addr(h, d.ClientPort),
 		"--metrics", d.addr(h, d.MetricsPort),
 		"--data", filepath.Join(h.DataDir(), "replica"),
@@ -122,7 +126,7 @@ func (d *Driver) agentArgv(m *member, join string, members int) []string {
 		"--fanout", strconv.Itoa(d.Fanout),
 		"--durability", d.Durability,
 		"--procs", strconv.Itoa(d.procs(members)),
-	}
+	)
 	if d.WriteAll {
 		argv = append(argv, "--write-all")
 	}
@@ -147,11 +151,12 @@ func (d *Driver) procs(members int) int {
 	return max(1, runtime.NumCPU()/max(members, 1))
 }
 
-// waitRedis waits up to 10 s for $1:$2 to accept a connection, then runs
-// the rest of its arguments in its place.
-const waitRedis = `for i in $(seq 200); do (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null && break; sleep 0.05; done; shift 2; exec "$@"`
+// waitServer waits up to 60 s (a JVM restarting on a busy machine) for
+// $1:$2 to accept a connection, then runs the rest of its arguments in its
+// place.
+const waitServer = `for i in $(seq 1200); do (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null && break; sleep 0.05; done; shift 2; exec "$@"`
 
-// Start starts a redis-server on every host, the agent of the first host
+// Start starts a server (redis-server) on every host, the agent of the first host
 // (which bootstraps raft), then the others, which join through it; it
 // returns once every agent serves a write and a linearizable read.
 func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Cluster, error) {
@@ -178,12 +183,12 @@ func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Clust
 
 func (d *Driver) check(hosts []systems.Host) (voters int, err error) {
 	if len(hosts) == 0 {
-		return 0, errors.New("gait-redis: no hosts")
+		return 0, fmt.Errorf("%s: no hosts", d.Name())
 	}
 	seen := map[string]bool{}
 	for _, h := range hosts {
 		if seen[h.Name()] {
-			return 0, fmt.Errorf("gait-redis: two hosts named %q", h.Name())
+			return 0, fmt.Errorf("%s: two hosts named %q", d.Name(), h.Name())
 		}
 		seen[h.Name()] = true
 	}
@@ -192,27 +197,25 @@ func (d *Driver) check(hosts []systems.Host) (voters int, err error) {
 		voters = min(3, len(hosts))
 	}
 	if voters < 1 || voters > len(hosts) {
-		return 0, fmt.Errorf("gait-redis: %d voters on %d hosts: want 1 to %d", voters, len(hosts), len(hosts))
+		return 0, fmt.Errorf("%s: %d voters on %d hosts: want 1 to %d", d.Name(), voters, len(hosts), len(hosts))
 	}
 	if err := d.checkShape(voters, len(hosts)-voters); err != nil {
 		return 0, err
 	}
-	for _, p := range []string{d.Gait, d.RedisServer} {
-		if _, err := os.Stat(p); err != nil {
-			return 0, fmt.Errorf("gait-redis: %w", err)
-		}
+	if _, err := os.Stat(d.Gait); err != nil {
+		return 0, fmt.Errorf("%s: %w", d.Name(), err)
 	}
-	return voters, nil
+	return voters, d.Backend.Check()
 }
 
 // checkShape checks the deployment's settings (read mode, fan-out) and
 // its shape (CheckShape) before anything starts.
 func (d *Driver) checkShape(voters, duplicates int) error {
 	if _, err := replica.ParseReadMode(d.Read); err != nil {
-		return fmt.Errorf("gait-redis: %w", err)
+		return fmt.Errorf("%s: %w", d.Name(), err)
 	}
 	if err := CheckShape(voters, duplicates, d.Fanout); err != nil {
-		return fmt.Errorf("gait-redis: %w", err)
+		return fmt.Errorf("%s: %w", d.Name(), err)
 	}
 	return nil
 }
@@ -221,11 +224,11 @@ func (c *Cluster) start(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.d.StartTimeout)
 	defer cancel()
 	for _, m := range c.members {
-		p, err := redis.StartOn(ctx, c.d.RedisServer, m.host, c.d.RedisPort)
+		p, err := c.d.Backend.Start(ctx, m.host, c.d.ServerPort)
 		if err != nil {
-			return fmt.Errorf("gait-redis: %w", err)
+			return fmt.Errorf("%s: %w", c.d.Name(), err)
 		}
-		m.redis = p
+		m.server = p
 	}
 	first := c.members[0]
 	if err := c.launchAgent(first, ""); err != nil {
@@ -252,11 +255,11 @@ func (c *Cluster) start(ctx context.Context) error {
 // launchAgent starts the agent of m, joining through join (empty: bootstrap).
 func (c *Cluster) launchAgent(m *member, join string) error {
 	if err := m.host.MkdirAll(filepath.Join(m.host.DataDir(), "replica")); err != nil {
-		return fmt.Errorf("gait-redis agent on %s: %w", m.host.Name(), err)
+		return fmt.Errorf("%s agent on %s: %w", c.d.Name(), m.host.Name(), err)
 	}
 	p, err := m.host.Start("gait-replica", c.d.agentArgv(m, join, len(c.members)), nil)
 	if err != nil {
-		return fmt.Errorf("gait-redis agent on %s: %w", m.host.Name(), err)
+		return fmt.Errorf("%s agent on %s: %w", c.d.Name(), m.host.Name(), err)
 	}
 	m.mu.Lock()
 	m.agent = p
@@ -269,46 +272,28 @@ func (c *Cluster) launchAgent(m *member, join string) error {
 // agent joined, knows the leader and has applied the log that far.
 func (c *Cluster) waitServes(ctx context.Context, m *member) error {
 	key, val := "gait-ready:"+m.host.Name(), c.token+strconv.FormatInt(time.Now().UnixNano(), 36)
-	rdb := goredis.NewClient(redis.LocalOptions(m.host, c.d.addr(m.host, c.d.ClientPort)))
-	defer rdb.Close()
 	var last error
 	for {
 		_, agent := m.procs()
 		if agent.Exited() {
-			return fmt.Errorf("gait-redis agent on %s exited while starting%s", m.host.Name(), systems.LogTail(agent))
+			return fmt.Errorf("%s agent on %s exited while starting%s", c.d.Name(), m.host.Name(), systems.LogTail(agent))
 		}
-		if last = probe(ctx, rdb, key, val); last == nil {
+		if last = c.d.Backend.Probe(ctx, m.host, c.d.addr(m.host, c.d.ClientPort), key, val); last == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("gait-redis agent on %s not serving: %w%s", m.host.Name(), last, systems.LogTail(agent))
+			return fmt.Errorf("%s agent on %s not serving: %w%s", c.d.Name(), m.host.Name(), last, systems.LogTail(agent))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-func probe(ctx context.Context, rdb *goredis.Client, key, val string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	if err := rdb.Set(ctx, key, val, 0).Err(); err != nil {
-		return fmt.Errorf("write: %w", err)
-	}
-	got, err := rdb.Get(ctx, key).Result()
-	if err != nil {
-		return fmt.Errorf("read: %w", err)
-	}
-	if got != val {
-		return fmt.Errorf("read %q after writing %q", got, val)
-	}
-	return nil
 }
 
 // newToken tells this deployment's readiness writes from an earlier one's.
 func newToken() (string, error) {
 	b := make([]byte, 6)
 	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("gait-redis: token: %w", err)
+		return "", fmt.Errorf("token: %w", err)
 	}
 	return hex.EncodeToString(b) + "-", nil
 }

@@ -83,7 +83,7 @@ func stored(t *testing.T, c *Cluster, host, key string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	v, err := direct(t, c.RedisAddr(host)).Get(ctx, key).Result()
+	v, err := direct(t, c.ServerAddr(host)).Get(ctx, key).Result()
 	if err != nil && err != goredis.Nil {
 		t.Fatalf("read %s from redis on %s: %v", key, host, err)
 	}
@@ -253,7 +253,7 @@ func crashAndRestart(t *testing.T, c *Cluster, hosts []systems.Host, rs map[stri
 	// Its redis-server alone, behind the running agent: the agent
 	// re-attaches the new one and refills it.
 	_, agent := c.byName[host].procs()
-	if err := c.KillRedis(host); err != nil {
+	if err := c.KillServer(host); err != nil {
 		t.Fatal(err)
 	}
 	set(t, c, other, "key:4", "while redis was down")

@@ -76,7 +76,7 @@ func (c *Cluster) Metrics(ctx context.Context) (map[string]float64, error) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return out, fmt.Errorf("gait-redis metrics: %w", err)
+		return out, fmt.Errorf("%s metrics: %w", c.d.Name(), err)
 	}
 	return out, nil
 }

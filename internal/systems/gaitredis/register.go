@@ -14,9 +14,11 @@ func init() {
 		// The driver's reads are linearizable: ordered by the leader
 		// like the writes.
 		Ordered: Ops,
-		// Past three hosts the driver's default makes the rest non-voting
-		// duplicates.
-		Roles: append(slices.Clone(systems.ConsensusRoles), systems.Role{Name: "duplicate", MinNodes: 4, Client: true}),
-		New:   func() systems.Driver { return New() },
+		Roles:   Roles,
+		New:     func() systems.Driver { return New() },
 	})
 }
+
+// Roles are a deployment's: raft's leader and followers and, past three
+// hosts (the driver's default makes the rest non-voting), duplicates.
+var Roles = append(slices.Clone(systems.ConsensusRoles), systems.Role{Name: "duplicate", MinNodes: 4, Client: true})

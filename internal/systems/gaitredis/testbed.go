@@ -29,7 +29,8 @@ type TestbedOptions struct {
 	Kill <-chan struct{}
 }
 
-// OnTestbed is a gait-redis deployment on a testbed of its own.
+// OnTestbed is a deployment (gait-redis, or another backend's) on a
+// testbed of its own.
 type OnTestbed struct {
 	Testbed *testbed.Testbed
 	Cluster *Cluster
@@ -41,17 +42,17 @@ type OnTestbed struct {
 }
 
 // StartOnTestbed builds a testbed with one host per replica and starts the
-// driver's deployment on it: a redis-server and an agent on every host, the
+// driver's deployment on it: a server and an agent on every host, the
 // first opts.Voters hosts voting. It needs root. It returns once every agent
 // serves a write and a linearizable read; on error, and when ctx ends
 // before that, everything started is removed. Close removes it otherwise;
 // after a crash, gait clean does (the testbed's state file names it all).
 func (d *Driver) StartOnTestbed(ctx context.Context, opts TestbedOptions) (_ *OnTestbed, err error) {
 	if err := d.checkShape(opts.Voters, opts.Duplicates); err != nil {
-		return nil, fmt.Errorf("gait-redis: %w", err)
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("gait-redis: not started: %w", err)
+		return nil, fmt.Errorf("%s: not started: %w", d.Name(), err)
 	}
 	progress := opts.Progress
 	if progress == nil {
@@ -60,7 +61,7 @@ func (d *Driver) StartOnTestbed(ctx context.Context, opts TestbedOptions) (_ *On
 	t0 := time.Now()
 	tb, err := testbed.Up(testbed.Options{Hosts: opts.Voters + opts.Duplicates, Bandwidth: opts.Bandwidth, StateDir: opts.StateDir})
 	if err != nil {
-		return nil, fmt.Errorf("gait-redis: testbed: %w", err)
+		return nil, fmt.Errorf("%s: testbed: %w", d.Name(), err)
 	}
 	fmt.Fprintf(progress, "starting %s and %s on testbed run %s (%s, links at %s)...",
 		plural(opts.Voters, "voter"), plural(opts.Duplicates, "duplicate"), tb.ID, tb.Subnet, testbed.FormatBandwidth(tb.Bandwidth))
@@ -78,7 +79,7 @@ func (d *Driver) StartOnTestbed(ctx context.Context, opts TestbedOptions) (_ *On
 	if err != nil {
 		if ctx.Err() != nil {
 			// What failed is only the interruption's doing.
-			err = fmt.Errorf("gait-redis: interrupted while starting; removed testbed run %s", tb.ID)
+			err = fmt.Errorf("%s: interrupted while starting; removed testbed run %s", d.Name(), tb.ID)
 		}
 		return nil, err
 	}
@@ -143,7 +144,7 @@ func (o *OnTestbed) MetricsURLs() []string {
 	return out
 }
 
-// Close stops every agent, then every redis-server (or kills them all,
+// Close stops every agent, then every server (or kills them all,
 // once TestbedOptions.Kill is closed), then removes the testbed: its
 // namespaces, links, cgroups and directories. It is safe to call more than
 // once.
@@ -152,7 +153,7 @@ func (o *OnTestbed) Close() error {
 		var stop error
 		if !o.killed() {
 			if stop = o.Cluster.Stop(); stop != nil {
-				stop = fmt.Errorf("gait-redis: stop: %w", stop)
+				stop = fmt.Errorf("%s: stop: %w", o.Cluster.d.Name(), stop)
 			}
 		}
 		o.stopWatch()

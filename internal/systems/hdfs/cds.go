@@ -51,7 +51,7 @@ func (d *Driver) archivePath() (string, error) {
 		}
 		fmt.Fprintf(h, "%s %d %d\n", f, st.Size(), st.ModTime().UnixNano())
 	}
-	fmt.Fprintln(h, strings.Join(append(append([]string(nil), common...), d.DataNodeJVM...), " "))
+	fmt.Fprintln(h, strings.Join(append(append([]string(nil), JVMFlags...), d.DataNodeJVM...), " "))
 	return filepath.Join(d.Home, "cds", "datanode-"+hex.EncodeToString(h.Sum(nil))[:16]+".jsa"), nil
 }
 

@@ -173,7 +173,7 @@ func startClient(d *Driver, nn systems.Host, dns []systems.Host) (*javaClient, e
 	if err := os.MkdirAll(conf, 0o755); err != nil {
 		return nil, fmt.Errorf("hdfs client: %w", err)
 	}
-	props := map[string]string{"fs.defaultFS": fsURI(nn), "dfs.client.use.datanode.hostname": "false"}
+	props := map[string]string{"fs.defaultFS": FSURI(nn), "dfs.client.use.datanode.hostname": "false"}
 	// Replication and block size are the client's to choose when it
 	// creates a file: it takes the cluster's.
 	site := d.conf(nn, nn, dataNodes)
@@ -185,14 +185,14 @@ func startClient(d *Driver, nn systems.Host, dns []systems.Host) (*javaClient, e
 	// In hdfs-site.xml too: HDFS's client loads hdfs-default.xml after
 	// core-site.xml, so a dfs.* key only in core-site.xml is overridden by
 	// its default (128 MiB blocks, replication 3).
-	for name, text := range map[string]string{"core-site.xml": siteXML(props), "hdfs-site.xml": siteXML(props), "log4j.properties": strings.Replace(log4j, "INFO", "WARN", 1)} {
+	for name, text := range map[string]string{"core-site.xml": SiteXML(props), "hdfs-site.xml": SiteXML(props), "log4j.properties": strings.Replace(Log4j, "INFO", "WARN", 1)} {
 		if err := os.WriteFile(filepath.Join(conf, name), []byte(text), 0o644); err != nil {
 			return nil, fmt.Errorf("hdfs client: %w", err)
 		}
 	}
-	argv := append(append([]string{}, common...), "-Xmx512m", "-XX:+UseParallelGC",
+	argv := append(append([]string{}, JVMFlags...), "-Xmx512m", "-XX:+UseParallelGC",
 		"-cp", conf+":"+filepath.Join(d.Home, "gait-hdfs.jar")+":"+filepath.Join(d.Home, "lib", "*"),
-		"dev.gait.hdfs.Client", fsURI(nn))
+		"dev.gait.hdfs.Client", FSURI(nn))
 	logPath := filepath.Join(dir(nn), "client.log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

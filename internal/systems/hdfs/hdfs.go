@@ -79,10 +79,10 @@ const (
 // overrides both.
 const DefaultHome = "/var/cache/gait/hadoop"
 
-// common are the JVM flags of every daemon and of the client: IPv4 (the
+// JVMFlags are the JVM flags of every daemon and of the client: IPv4 (the
 // testbed's addresses), no perf data file per JVM, and the module openings
 // Hadoop needs on Java 17 (its own scripts add the same).
-var common = append([]string{
+var JVMFlags = append([]string{
 	"-XX:-UsePerfData",
 	"-Djava.net.preferIPv4Stack=true",
 	"--add-opens=java.base/java.lang=ALL-UNNAMED",
@@ -131,13 +131,20 @@ func New() *Driver {
 
 func (d *Driver) Name() string { return "hdfs" }
 
+// Needs are java and the jars Check looks for.
+func (d *Driver) Needs() []string { return append([]string{d.Java}, d.jars()...) }
+
+func (d *Driver) jars() []string {
+	return []string{filepath.Join(d.Home, "lib/hadoop-hdfs-"+Version+".jar"), filepath.Join(d.Home, "gait-hdfs.jar")}
+}
+
 // Check says what is missing to run HDFS.
 func (d *Driver) Check() error {
 	if _, err := os.Stat(d.Java); err != nil {
 		return fmt.Errorf("hdfs: java: %w (install Debian's default-jre-headless)", err)
 	}
-	for _, f := range []string{"lib/hadoop-hdfs-" + Version + ".jar", "gait-hdfs.jar"} {
-		if _, err := os.Stat(filepath.Join(d.Home, f)); err != nil {
+	for _, f := range d.jars() {
+		if _, err := os.Stat(f); err != nil {
 			return fmt.Errorf("hdfs: %w (run scripts/fetch-jars.sh hadoop, or make deps)", err)
 		}
 	}
@@ -190,8 +197,8 @@ func httpAddr(m *member) string {
 	return hostPort(m.host.Address(), port)
 }
 
-// FSURI is the file system's address: hdfs://namenode:port.
-func fsURI(nn systems.Host) string {
+// FSURI is the address of the file system whose NameNode is on nn: hdfs://namenode:port.
+func FSURI(nn systems.Host) string {
 	return "hdfs://" + hostPort(nn.Address(), nnRPCPort)
 }
 
@@ -200,7 +207,7 @@ func fsURI(nn systems.Host) string {
 func (d *Driver) conf(h, nn systems.Host, dns int) map[string]string {
 	a := h.Address()
 	c := map[string]string{
-		"fs.defaultFS":    fsURI(nn),
+		"fs.defaultFS":    FSURI(nn),
 		"hadoop.tmp.dir":  filepath.Join(dir(h), "tmp"),
 		"dfs.replication": strconv.Itoa(min(d.Replication, dns)),
 		// the NameNode
@@ -278,7 +285,7 @@ func reserved(dir string, capacity int64) int64 {
 }
 
 // siteXML writes props as a Hadoop configuration file.
-func siteXML(props map[string]string) string {
+func SiteXML(props map[string]string) string {
 	var b strings.Builder
 	b.WriteString("<?xml version=\"1.0\"?>\n<configuration>\n")
 	keys := make([]string, 0, len(props))
@@ -293,8 +300,8 @@ func siteXML(props map[string]string) string {
 	return b.String()
 }
 
-// log4j sends a daemon's log to its output, which its host keeps.
-const log4j = `log4j.rootLogger=INFO,console
+// Log4j sends a daemon's log to its output, which its host keeps.
+const Log4j = `log4j.rootLogger=INFO,console
 log4j.appender.console=org.apache.log4j.ConsoleAppender
 log4j.appender.console.target=System.err
 log4j.appender.console.layout=org.apache.log4j.PatternLayout
@@ -314,8 +321,8 @@ func writeConf(h systems.Host, props map[string]string) error {
 			return err
 		}
 	}
-	site := siteXML(props)
-	for name, text := range map[string]string{"core-site.xml": site, "hdfs-site.xml": site, "log4j.properties": log4j, "exclude": ""} {
+	site := SiteXML(props)
+	for name, text := range map[string]string{"core-site.xml": site, "hdfs-site.xml": site, "log4j.properties": Log4j, "exclude": ""} {
 		if err := h.WriteFile(filepath.Join(confDir(h), name), []byte(text)); err != nil {
 			return err
 		}
@@ -334,7 +341,7 @@ func (d *Driver) classPath(h systems.Host) string {
 // argv runs class on h with args.
 func (d *Driver) argv(h systems.Host, role string, args ...string) []string {
 	argv := []string{d.Java}
-	argv = append(argv, common...)
+	argv = append(argv, JVMFlags...)
 	if role == RoleNameNode {
 		argv = append(argv, d.NameNodeJVM...)
 	} else {

@@ -43,8 +43,8 @@ var nnBenchRuns atomic.Int64 // names each run's process (and its log) apart
 // shares the NameNode's host and CPUs; its RPCs stay inside that host.
 func (c *Cluster) NNBench(ctx context.Context, args ...string) (NNBenchResult, error) {
 	h := c.nn.host
-	argv := append([]string{c.d.Java}, common...)
-	argv = append(argv, "-Xmx2g", "-XX:+UseParallelGC", "-cp", c.d.classPath(h), nnBenchClass, "-fs", fsURI(h))
+	argv := append([]string{c.d.Java}, JVMFlags...)
+	argv = append(argv, "-Xmx2g", "-XX:+UseParallelGC", "-cp", c.d.classPath(h), nnBenchClass, "-fs", FSURI(h))
 	argv = append(argv, args...)
 	p, err := h.Start(fmt.Sprintf("nnbench-%d", nnBenchRuns.Add(1)), argv, nil)
 	if err != nil {

@@ -185,6 +185,9 @@ type member struct {
 // Start starts the primary on hosts[0], a replica on every other host, and
 // the Sentinels if asked, and returns once every replica is in sync (and
 // every Sentinel knows the others and every replica).
+// Needs is the server program (which is Sentinel too).
+func (d *Driver) Needs() []string { return []string{d.Binary} }
+
 func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Cluster, error) {
 	if len(hosts) == 0 {
 		return nil, errors.New("redis: no hosts")

@@ -31,12 +31,41 @@ var _ load.Client = (*client)(nil)
 // dial opens a session on the server on h only. It connects in the
 // background: the first request waits for it.
 func (d *Driver) dial(h systems.Host) (*client, error) {
-	conn, _, err := zk.Connect([]string{d.clientAddr(h)}, d.SessionTimeout,
-		zk.WithLogger(quiet{}), zk.WithLogInfo(false))
+	c, err := d.dialAddr(d.clientAddr(h))
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper client for %s: %w", h.Name(), err)
 	}
+	return c, nil
+}
+
+func (d *Driver) dialAddr(addr string) (*client, error) {
+	conn, _, err := zk.Connect([]string{addr}, d.SessionTimeout,
+		zk.WithLogger(quiet{}), zk.WithLogInfo(false))
+	if err != nil {
+		return nil, err
+	}
 	return &client{conn: conn}, nil
+}
+
+// DialAddr opens a session on the server at addr (HOST:PORT) only, as a
+// load client of this driver's ops: a ZooKeeper server's, or a gait
+// replica agent's that speaks ZooKeeper's protocol. It connects in the
+// background: the first request waits for it.
+func (d *Driver) DialAddr(addr string) (load.Client, error) {
+	c, err := d.dialAddr(addr)
+	if err != nil {
+		return nil, fmt.Errorf("zookeeper client for %s: %w", addr, err)
+	}
+	return c, nil
+}
+
+// Dialer gives every load worker its own session on addr, recorded as
+// host 0 (gait load).
+func Dialer(addr string) load.Dialer {
+	return func(int) (load.Client, uint8, error) {
+		c, err := New().DialAddr(addr)
+		return c, 0, err
+	}
 }
 
 func path(key string) string { return Root + "/" + key }

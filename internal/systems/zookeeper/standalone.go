@@ -54,9 +54,19 @@ func (d *Driver) StartStandalone(ctx context.Context, h systems.Host, port int) 
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper on %s: %w", h.Name(), err)
 	}
-	addr := net.JoinHostPort(h.Address(), strconv.Itoa(port))
+	if err := d.WaitStandalone(ctx, h, net.JoinHostPort(h.Address(), strconv.Itoa(port)), proc); err != nil {
+		proc.Stop()
+		return nil, err
+	}
+	return proc, nil
+}
+
+// WaitStandalone waits, up to the driver's StartTimeout, until the
+// standalone server proc on h answers at addr (after StartStandalone, or
+// once restarted in place), or fails with the tail of its log.
+func (d *Driver) WaitStandalone(ctx context.Context, h systems.Host, addr string, proc systems.Process) error {
 	members := func() []systems.Starting { return []systems.Starting{{Host: h.Name(), Proc: proc}} }
-	err = systems.WaitReady(ctx, "zookeeper", d.StartTimeout, members, func(ctx context.Context) error {
+	return systems.WaitReady(ctx, "zookeeper", d.StartTimeout, members, func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		s, err := flw(ctx, addr, "srvr")
@@ -68,9 +78,4 @@ func (d *Driver) StartStandalone(ctx context.Context, h systems.Host, port int) 
 		}
 		return nil
 	})
-	if err != nil {
-		proc.Stop()
-		return nil, err
-	}
-	return proc, nil
 }

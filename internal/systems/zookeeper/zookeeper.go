@@ -141,6 +141,9 @@ func (d *Driver) argv(h systems.Host) []string {
 	return argv
 }
 
+// Needs are java and the class path's jars.
+func (d *Driver) Needs() []string { return append([]string{d.Java}, d.ClassPath...) }
+
 // Check says what is missing to run ZooKeeper.
 func (d *Driver) Check() error {
 	if _, err := os.Stat(d.Java); err != nil {

@@ -1,0 +1,291 @@
+// Command zoolander-zk-report turns the runs scripts/zoolander-zk.sh
+// recorded into the Zoolander thesis's Figures 10-13 on gait-zookeeper:
+// per experiment the measured SLA for 1, 2 and 4 duplicates at a bound of
+// one duplicate's p90 (Figure 11: the bound swept from its p75 to its
+// p99.5) beside `gait model predict` for the same configuration, with the
+// absolute error. It writes OUT/report.html and prints the tables as
+// Markdown:
+//
+//	go run ./scripts/zoolander-zk-report OUT
+//
+// The prediction takes the D = 1 run as one duplicate's service time
+// (--service OUT/EXP/d1), --net 0, and a rate near 0: the measured
+// latencies already hold whatever queueing the rate caused, so both of
+// the model's predictors reduce to 1-(1-F(bound))^D.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gait-dev/gait/internal/report"
+	"github.com/gait-dev/gait/internal/rundir"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: zoolander-zk-report OUT")
+		os.Exit(2)
+	}
+	if err := run(os.Args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, "zoolander-zk-report:", err)
+		os.Exit(1)
+	}
+}
+
+// ds are the numbers of duplicates measured.
+var ds = []int{1, 2, 4}
+
+// sweep are Figure 11's bounds, as percentiles of one duplicate's latency.
+var sweep = []float64{75, 80, 85, 90, 95, 96, 97, 98, 99, 99.5}
+
+// experiment is one of the thesis's figures' configurations.
+type experiment struct {
+	name, title string
+	dir         string
+	runs        map[int][]float64 // per D: every request's latency in seconds, +Inf when it failed
+	loadavg     map[int]string
+}
+
+// point is one measured SLA beside its prediction.
+type point struct {
+	d                 int
+	bound             time.Duration
+	percentile        float64 // of one duplicate's latency the bound was taken at
+	measured, thesis  float64
+	accurate, stderr  float64
+	requests, missing int
+}
+
+func run(out string) error {
+	exps := []*experiment{
+		{name: "fig10", title: "Figure 10: writes (setData), a standalone ZooKeeper per duplicate"},
+		{name: "fig12", title: "Figure 12: reads only (getData, each read to every duplicate)"},
+		{name: "fig13", title: "Figure 13: writes, a 3-server ZooKeeper ensemble per duplicate"},
+	}
+	p := report.NewPage("gait-zookeeper: the Zoolander thesis's Figures 10-13, measured and predicted")
+	p.Paragraph("Each configuration is one loopback deployment (gait replica cluster --loopback --server zookeeper --voters 1 " +
+		"--duplicates D-1): the single voter orders the writes, as the thesis's message repeater did, every duplicate applies them " +
+		"to its own ZooKeeper and the first reply wins. Measured: the share of requests within the bound, a failed request " +
+		"counting as missing it. Predicted: gait model predict --service <the D = 1 run> --net 0 --rate 0.001 --bound B " +
+		"--duplicates 1,2,4 --replicas 1 (sla_thesis: §4.4's model; sla: the accurate predictor).")
+	var md strings.Builder
+	for _, e := range exps {
+		e.dir = filepath.Join(out, e.name)
+		if _, err := os.Stat(e.dir); err != nil {
+			continue
+		}
+		if err := e.load(); err != nil {
+			return err
+		}
+		base := e.runs[1]
+		b := bound(base, 90)
+		pts, err := e.points([]time.Duration{b}, []float64{90})
+		if err != nil {
+			return err
+		}
+		p.Heading(e.title)
+		p.Note(e.note())
+		p.Figure(fmt.Sprintf("SLA at %s (one duplicate's p90) against the number of duplicates: measured and predicted.", b), slaChart(e, pts))
+		p.Table(header, rows(pts))
+		fmt.Fprintf(&md, "### %s\n\n%s\n\n%s\n", e.title, e.note(), markdown(pts))
+		if e.name != "fig10" {
+			continue
+		}
+		var bounds []time.Duration
+		for _, q := range sweep {
+			bounds = append(bounds, bound(base, q))
+		}
+		swept, err := e.points(bounds, sweep)
+		if err != nil {
+			return err
+		}
+		p.Heading("Figure 11: the bound swept from one duplicate's p75 to its p99.5 (fig10's runs)")
+		p.Figure("Absolute error of the prediction (accurate predictor) against the bound's percentile, per number of duplicates.", errorChart(swept))
+		p.Table(header, rows(swept))
+		fmt.Fprintf(&md, "### Figure 11: the bound swept (fig10's runs)\n\n%s\n", markdown(swept))
+	}
+	if md.Len() == 0 {
+		return fmt.Errorf("no experiment in %s (fig10, fig12, fig13)", out)
+	}
+	fmt.Print(md.String())
+	return p.WriteFile(filepath.Join(out, "report.html"))
+}
+
+func (e *experiment) load() error {
+	e.runs, e.loadavg = map[int][]float64{}, map[int]string{}
+	for _, d := range ds {
+		dir := filepath.Join(e.dir, fmt.Sprintf("d%d", d))
+		r, err := rundir.Open(dir)
+		if err != nil {
+			return err
+		}
+		samples, err := r.Samples()
+		if err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+		lat := make([]float64, len(samples))
+		for i, s := range samples {
+			lat[i] = s.Latency.Seconds()
+			if s.Outcome != rundir.OK {
+				lat[i] = math.Inf(1)
+			}
+		}
+		slices.Sort(lat)
+		e.runs[d] = lat
+		if b, err := os.ReadFile(dir + ".loadavg"); err == nil {
+			e.loadavg[d] = strings.TrimSpace(strings.TrimPrefix(string(b), "load average "))
+		}
+	}
+	return nil
+}
+
+func (e *experiment) note() string {
+	var parts []string
+	for _, d := range ds {
+		lat := e.runs[d]
+		parts = append(parts, fmt.Sprintf("D=%d: %d requests, p50 %s, p90 %s, p99 %s, load average after %s", d, len(lat),
+			time.Duration(quantile(lat, 50)*1e9).Round(time.Microsecond), time.Duration(quantile(lat, 90)*1e9).Round(time.Microsecond),
+			time.Duration(quantile(lat, 99)*1e9).Round(time.Microsecond), e.loadavg[d]))
+	}
+	return strings.Join(parts, "; ") + "."
+}
+
+// quantile is the q-th percentile of sorted (nearest rank).
+func quantile(sorted []float64, q float64) float64 {
+	i := int(math.Ceil(q/100*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// bound is the q-th percentile of one duplicate's latency, to the microsecond.
+func bound(sorted []float64, q float64) time.Duration {
+	return time.Duration(quantile(sorted, q) * 1e9).Round(time.Microsecond)
+}
+
+// points measures every D's SLA at each bound and asks gait model predict.
+func (e *experiment) points(bounds []time.Duration, pcts []float64) ([]point, error) {
+	var pts []point
+	for i, b := range bounds {
+		pred, err := predict(filepath.Join(e.dir, "d1"), b)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range ds {
+			lat := e.runs[d]
+			within, _ := slices.BinarySearch(lat, b.Seconds()+1e-12)
+			pr, ok := pred[d]
+			if !ok {
+				return nil, fmt.Errorf("gait model predict gave nothing for %d duplicates", d)
+			}
+			pts = append(pts, point{d: d, bound: b, percentile: pcts[i], measured: float64(within) / float64(len(lat)),
+				thesis: pr.Thesis, accurate: pr.SLA, stderr: pr.StdErr, requests: len(lat), missing: len(lat) - within})
+		}
+	}
+	return pts, nil
+}
+
+type prediction struct {
+	Duplicates int     `json:"duplicates"`
+	Thesis     float64 `json:"sla_thesis"`
+	SLA        float64 `json:"sla"`
+	StdErr     float64 `json:"sla_stderr"`
+}
+
+// predict runs gait model predict with the D = 1 run as the service time.
+func predict(service string, b time.Duration) (map[int]prediction, error) {
+	cmd := exec.Command("bin/gait", "model", "predict", "--service", service, "--net", "0", "--rate", "0.001",
+		"--bound", strconv.FormatInt(b.Microseconds(), 10)+"us", "--duplicates", "1,2,4", "--replicas", "1", "--format", "json")
+	cmd.Stderr = os.Stderr
+	outb, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", strings.Join(cmd.Args, " "), err)
+	}
+	var ps []prediction
+	if err := json.Unmarshal(outb, &ps); err != nil {
+		return nil, fmt.Errorf("gait model predict: %w", err)
+	}
+	m := map[int]prediction{}
+	for _, p := range ps {
+		m[p.Duplicates] = p
+	}
+	return m, nil
+}
+
+var header = []string{"D", "bound", "of D=1", "requests", "missing", "measured SLA", "predicted (thesis)", "predicted (accurate)", "error (accurate)", "nines measured", "nines predicted"}
+
+func rows(pts []point) [][]string {
+	var out [][]string
+	for _, p := range pts {
+		out = append(out, []string{strconv.Itoa(p.d), p.bound.String(), fmt.Sprintf("p%g", p.percentile),
+			strconv.Itoa(p.requests), strconv.Itoa(p.missing), fmt.Sprintf("%.4f", p.measured), fmt.Sprintf("%.4f", p.thesis),
+			fmt.Sprintf("%.4f", p.accurate), fmt.Sprintf("%.4f", math.Abs(p.measured-p.accurate)),
+			fmt.Sprintf("%.2f", nines(p.measured, p.requests)), fmt.Sprintf("%.2f", nines(p.accurate, 0))})
+	}
+	return out
+}
+
+func markdown(pts []point) string {
+	var b strings.Builder
+	b.WriteString("| " + strings.Join(header, " | ") + " |\n|" + strings.Repeat(" ---: |", len(header)) + "\n")
+	for _, r := range rows(pts) {
+		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+	}
+	return b.String()
+}
+
+// nines is -log10(1-sla); a measured SLA of 1 (no request of n missed)
+// counts as log10(n): as many nines as the run can show.
+func nines(sla float64, n int) float64 {
+	if sla >= 1 {
+		if n > 0 {
+			return math.Log10(float64(n))
+		}
+		return 6
+	}
+	return -math.Log10(1 - sla)
+}
+
+func slaChart(e *experiment, pts []point) report.LineChart {
+	series := []report.Series{{Name: "measured"}, {Name: "predicted, thesis (§4.4)", Dashed: true}, {Name: "predicted, accurate"}}
+	for _, p := range pts {
+		x := float64(p.d)
+		series[0].X, series[0].Y = append(series[0].X, x), append(series[0].Y, nines(p.measured, p.requests))
+		series[1].X, series[1].Y = append(series[1].X, x), append(series[1].Y, nines(p.thesis, 0))
+		series[2].X, series[2].Y = append(series[2].X, x), append(series[2].Y, nines(p.accurate, 0))
+	}
+	return report.LineChart{
+		Title:   e.title,
+		X:       report.Axis{Label: "duplicates", Min: 1, Max: 4},
+		Y:       report.Axis{Label: "nines of the SLA, -log10(1 - SLA)", Zero: true},
+		Series:  series,
+		Markers: true,
+	}
+}
+
+func errorChart(pts []point) report.LineChart {
+	var series []report.Series
+	for _, d := range ds {
+		s := report.Series{Name: fmt.Sprintf("%d duplicates", d)}
+		for _, p := range pts {
+			if p.d == d {
+				s.X, s.Y = append(s.X, p.percentile), append(s.Y, math.Abs(p.measured-p.accurate))
+			}
+		}
+		series = append(series, s)
+	}
+	return report.LineChart{
+		Title:   "Figure 11: absolute error of the prediction against the bound",
+		X:       report.Axis{Label: "bound, percentile of one duplicate's latency", Min: 75, Max: 100},
+		Y:       report.Axis{Label: "|measured - predicted| SLA", Zero: true},
+		Series:  series,
+		Markers: true,
+	}
+}
