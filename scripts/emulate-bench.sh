@@ -39,7 +39,11 @@
 #        1GiB), WRITERS (default 2), ROUNDS (default 2), SIZES (default
 #        "64KiB 1MiB"), WRITEBACK (default 1), LITERAL (default 512MiB,
 #        0 for none), RAW_LIMIT (default none: 100MB/s, 100MiB/s or bytes
-#        per second), BENCH (default none), BENCHTIME (default 2s)
+#        per second), BENCH (default none), BENCHTIME (default 2s),
+#        REPEAT (default 1: how many times BENCH's peers run, one after
+#        another, for each write size; each figure is then the median, and
+#        the emulating/null ratio the median of the repetitions' ratios,
+#        which a shared machine's bursts of load move far less)
 set -euo pipefail
 
 GAIT=${GAIT:-gait}
@@ -54,6 +58,7 @@ LITERAL=${LITERAL:-512MiB}
 RAW_LIMIT=${RAW_LIMIT:-}
 BENCH=${BENCH:-}
 BENCHTIME=${BENCHTIME:-2s}
+REPEAT=${REPEAT:-1}
 
 bytes() { # 2GiB -> 2147483648
 	local n=${1%%[KMG]iB} u=${1##*[0-9]}
@@ -182,25 +187,39 @@ write_null() {
 }
 
 # ceiling WS: BenchmarkEmulateWrite's peers for writes of WS, 1 and 4
-# writers, on the disk under DIR (its temporary directories there), one
-# line of MB/s.
+# writers, on the disk under DIR (its temporary directories there), REPEAT
+# times one after another; one line of MB/s (medians).
 ceiling() {
-	local kib=$(($(bytes "$1") >> 10)) out
-	out=$(cd "$DIR" && TMPDIR=$DIR "$BENCH" -test.run '^$' -test.benchtime "$BENCHTIME" \
-		-test.bench "EmulateWrite/^(memcpy|raw-disk-odirect|null-fuse|emulating)\$/^${kib}KiB(-x4)?\$")
-	echo "$out" | awk -v ws="$1" '
+	local kib=$(($(bytes "$1") >> 10)) out="" i
+	for i in $(seq "$REPEAT"); do
+		out+=$(cd "$DIR" && TMPDIR=$DIR "$BENCH" -test.run '^$' -test.benchtime "$BENCHTIME" \
+			-test.bench "EmulateWrite/^(memcpy|raw-disk-odirect|null-fuse|emulating)\$/^${kib}KiB(-x4)?\$")
+		out+=$'\n'"repetition done"$'\n'
+	done
+	echo "$out" | awk -v ws="$1" -v reps="$REPEAT" '
+		function median(key,   n, i, j, a, t) {
+			n = split(vals[key], a, " ")
+			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+			return n ? (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2) : 0
+		}
 		/^BenchmarkEmulateWrite\// {
 			split($1, n, "/"); sub(/-[0-9]+$/, "", n[3]); w = n[3] ~ /x4/ ? "x4" : "x1"
-			for (i = 2; i < NF; i++) if ($(i + 1) == "MB/s") r[n[2] "," w] = $i
+			for (i = 2; i < NF; i++) if ($(i + 1) == "MB/s") { vals[n[2] "," w] = vals[n[2] "," w] " " $i; r[n[2] "," w] = $i }
+		}
+		/^repetition done/ {
+			if (r["null-fuse,x1"] > 0) vals["ratio,x1"] = vals["ratio,x1"] " " r["emulating,x1"] / r["null-fuse,x1"]
+			if (r["null-fuse,x4"] > 0) vals["ratio,x4"] = vals["ratio,x4"] " " r["emulating,x4"] / r["null-fuse,x4"]
 		}
 		END {
-			printf "  in process, %s writes (MB/s, 1 writer / 4):", ws
+			printf "  in process, %s writes (MB/s, 1 writer / 4%s):", ws, (reps > 1 ? ", medians of " reps : "")
 			split("memcpy raw-disk-odirect null-fuse emulating", t, " ")
-			for (k = 1; k <= 4; k++) printf " %s %.0f / %.0f |", t[k], r[t[k] ",x1"], r[t[k] ",x4"]
-			printf " null vs raw %.1fx / %.1fx, emulating vs raw %.1fx / %.1fx, emulating vs null %.2f / %.2f\n",
-				r["null-fuse,x1"] / r["raw-disk-odirect,x1"], r["null-fuse,x4"] / r["raw-disk-odirect,x4"],
-				r["emulating,x1"] / r["raw-disk-odirect,x1"], r["emulating,x4"] / r["raw-disk-odirect,x4"],
-				r["emulating,x1"] / r["null-fuse,x1"], r["emulating,x4"] / r["null-fuse,x4"]
+			for (k = 1; k <= 4; k++) { m1[t[k]] = median(t[k] ",x1"); m4[t[k]] = median(t[k] ",x4"); printf " %s %.0f / %.0f |", t[k], m1[t[k]], m4[t[k]] }
+			printf " null vs raw %.1fx / %.1fx, emulating vs raw %.1fx / %.1fx, emulating vs null %.2f / %.2f",
+				m1["null-fuse"] / m1["raw-disk-odirect"], m4["null-fuse"] / m4["raw-disk-odirect"],
+				m1["emulating"] / m1["raw-disk-odirect"], m4["emulating"] / m4["raw-disk-odirect"],
+				median("ratio,x1"), median("ratio,x4")
+			if (reps > 1) printf " (each repetition: %s /%s)", vals["ratio,x1"], vals["ratio,x4"]
+			printf "\n"
 		}'
 }
 

@@ -13,7 +13,6 @@
 set -euo pipefail
 GAIT=${GAIT:-bin/gait}
 scenario=$1 out=$2
-name=$(awk '/^name:/ {print $2; exit}' "$scenario")
 exec 9>/tmp/gait-mem.lock
 flock 9
 free -g | sed 's/^/free: /'
@@ -31,13 +30,25 @@ mem() { # pid -> "rss_kib pss_kib threads"
 	awk '/^Rss:/ {r=$2} /^Pss:/ {p=$2} END {printf "%d %d ", r, p}' "/proc/$1/smaps_rollup"
 	awk '/^Threads:/ {print $2}' "/proc/$1/status"
 }
+ours() { # pattern -> the pids of gait's descendants whose command line matches it
+	local pid p
+	for pid in $(pgrep -f "$1"); do
+		p=$pid
+		while ((p > 1)); do
+			if ((p == gait)); then echo "$pid"; break; fi
+			p=$(awk '/^PPid:/ {print $2}' "/proc/$p/status" 2>/dev/null) || break
+			[[ -n $p ]] || break
+		done
+	done
+}
 dn=0 rss=0 pss=0 thr=0 maxpss=0
-for pid in $(pgrep -f "gait-$name-.*datanode.DataNode"); do
+for pid in $(ours "datanode.DataNode"); do
 	read -r r p t < <(mem "$pid") || continue
 	dn=$((dn + 1)) rss=$((rss + r)) pss=$((pss + p)) thr=$((thr + t))
 	((p > maxpss)) && maxpss=$p
 done
-nn=$(pgrep -f "gait-$name-.*namenode.NameNode" | head -1)
+nn=$(ours "namenode.NameNode" | head -1)
+((dn > 0)) || { echo "no DataNode of this run found" >&2; wait $gait; exit 1; }
 read -r nnr nnp nnt < <(mem "$nn")
 echo "memory: $dn DataNodes, RSS mean $((rss / dn / 1024)) MiB, PSS mean $((pss / dn / 1024)) MiB (max $((maxpss / 1024))), threads mean $((thr / dn)); all DataNodes PSS $((pss / 1024)) MiB; NameNode RSS $((nnr / 1024)) MiB PSS $((nnp / 1024)) MiB; load $(cut -d' ' -f1-3 /proc/loadavg)"
 free -m | sed 's/^/free at ready: /'

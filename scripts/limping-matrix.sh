@@ -14,7 +14,9 @@
 # seconds from the step's start, and by which rule (rule below).
 #
 #   sudo scripts/limping-matrix.sh [OUT]     # default runs/limping-matrix
-#   env: GAIT (default bin/gait), SYSTEMS (default "gait-redis etcd"),
+#   env: GAIT (default bin/gait), SYSTEMS (default "gait-redis etcd"; also
+#        gait-zookeeper and zookeeper, whose nic rows are the Z3 and Z4 rows),
+#        REPEAT (repetitions of every run in place of each scenario's),
 #        LOCK (a file: each experiment runs under `flock LOCK`, so that on
 #        a shared machine no other measurement runs beside it and none
 #        waits longer than one experiment, about a minute)
@@ -38,6 +40,12 @@ scenario() {
 	etcd/follower/disk) echo bug-etcd-14501-follower-disk ;;
 	etcd/*) echo "etcd-put-$2-$3" ;;
 	gait-redis/*) echo "gait-redis-set-$2-$3" ;;
+	zookeeper/leader/nic) echo zk-z3-set-leader-nic ;;
+	zookeeper/follower/nic) echo zk-z4-set-follower-nic ;;
+	zookeeper/*) echo "zk-set-$2-$3" ;;
+	gait-zookeeper/leader/nic) echo gait-zookeeper-z3-set-leader-nic ;;
+	gait-zookeeper/follower/nic) echo gait-zookeeper-z4-set-follower-nic ;;
+	gait-zookeeper/*) echo "gait-zookeeper-set-$2-$3" ;;
 	esac
 }
 files=()
@@ -50,12 +58,12 @@ for f in "${files[@]}"; do
 	(
 		if [[ -n ${LOCK:-} ]]; then flock 9; fi
 		echo "$(basename "$f" .yaml): load average before $(cut -d' ' -f1-3 /proc/loadavg)"
-		"$GAIT" bench "$f" --out "$out"
+		"$GAIT" bench "$f" --out "$out" ${REPEAT:+--repeat "$REPEAT"}
 		echo "$(basename "$f" .yaml): load average after $(cut -d' ' -f1-3 /proc/loadavg)"
 	) 9>>"${LOCK:-/dev/null}" >&2
 done
 
-printf '%-11s %-5s %-9s %7s %9s %11s  %s\n' system fault role factor "p99 ratio" "tput ratio" "(base p99, base tput)"
+printf '%-14s %-5s %-9s %7s %9s %11s  %s\n' system fault role factor "p99 ratio" "tput ratio" "(base p99, base tput)"
 for s in $systems; do
 	for fault in nic disk cpu; do
 		for role in leader follower; do
@@ -64,9 +72,9 @@ for s in $systems; do
 				(.p99 / $b.p99) as $p | .throughput_ratio as $t |
 				[$s, $f, $r, "\(.factor)x", ($p * 100 | round / 100), ($t * 100 | round / 100),
 				 "(\($b.p99 * 1000 | round) ms, \($b.throughput | round)/s)",
-				 (if $s == "gait-redis" and ($p > 1.5 or $t < 0.8) then "short" else "" end)] | @tsv' \
+				 (if ($s | startswith("gait-")) and ($p > 1.5 or $t < 0.8) then "short" else "" end)] | @tsv' \
 				"$out/$(scenario "$s" "$role" "$fault")/summary.json" |
-				awk -F'\t' '{ printf "%-11s %-5s %-9s %7s %8sx %10sx  %s %s\n", $1, $2, $3, $4, $5, $6, $7, $8 }'
+				awk -F'\t' '{ printf "%-14s %-5s %-9s %7s %8sx %10sx  %s %s\n", $1, $2, $3, $4, $5, $6, $7, $8 }'
 		done
 	done
 done

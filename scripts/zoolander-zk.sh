@@ -18,6 +18,8 @@
 #                           [--only "fig10 fig12 fig13"] [--reanalyze]
 #
 # It starts up to 12 ZooKeeper JVMs at once (fig13, D = 4): about 2.5 GiB.
+# With LOCK set to a file, each configuration (about a minute) runs under
+# `flock LOCK`, so that on a shared machine no other measurement runs beside it.
 set -euo pipefail
 
 out=out/zoolander-zk
@@ -78,7 +80,13 @@ measure() {
 
 if ! $reanalyze; then
 	for exp in $only; do
-		for d in 1 2 4; do measure "$exp" "$d"; done
+		for d in 1 2 4; do
+			(
+				trap cleanup EXIT # a subshell does not inherit the trap
+				if [[ -n ${LOCK:-} ]]; then flock 9; fi
+				measure "$exp" "$d"
+			) 9>>"${LOCK:-/dev/null}"
+		done
 	done
 fi
 go run ./scripts/zoolander-zk-report "$out"

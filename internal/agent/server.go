@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/testbed"
 )
 
@@ -556,29 +557,12 @@ func doProc(h *testbed.Host, a ProcArgs) (ProcState, error) {
 		err = p.Restart()
 	case "log":
 		st := procState(a.ID, p)
-		st.Log, err = readEnd(st.LogPath, LogTail)
+		st.Log, err = systems.ReadEnd(st.LogPath, LogTail)
 		return st, err
 	default:
 		return ProcState{}, fmt.Errorf("proc: %.20q is not stop, state, signal, restart or log", a.Do)
 	}
 	return procState(a.ID, p), err
-}
-
-// readEnd reads at most the last n bytes of the file at path.
-func readEnd(path string, n int64) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	off := max(0, st.Size()-n)
-	b := make([]byte, st.Size()-off)
-	_, err = f.ReadAt(b, off)
-	return string(b), err
 }
 
 // file acts on a file of the run's directory; a path outside it is

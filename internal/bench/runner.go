@@ -117,6 +117,9 @@ func Run(ctx context.Context, s *Scenario, opt Options) ([]RunResult, error) {
 	if err := testbed.NeedRoot(); err != nil {
 		return nil, err
 	}
+	if opt.Place == nil && s.Nodes > testbed.MaxHosts {
+		return nil, fmt.Errorf("%s: nodes: %d is more than one machine's testbed holds (%d hosts); gait run --inventory spreads them over machines", s.File, s.Nodes, testbed.MaxHosts)
+	}
 	if err := prepareOut(opt.Out, s, opt.Resume); err != nil {
 		return nil, err
 	}

@@ -232,8 +232,8 @@ func (s *Scenario) parseTop(top object) error {
 	if s.Nodes, err = top.integer("nodes", 0, 1); err != nil {
 		return err
 	}
-	if s.Nodes > testbed.MaxHosts {
-		return top.errorf(top.values["nodes"], "nodes", "%d is more than the testbed's %d hosts", s.Nodes, testbed.MaxHosts)
+	if s.Nodes > MaxNodes {
+		return top.errorf(top.values["nodes"], "nodes", "%d is more than %d hosts", s.Nodes, MaxNodes)
 	}
 	if s.Bandwidth, err = parsed(top, "bandwidth", uint64(testbed.DefaultBandwidth), testbed.ParseBandwidth); err != nil {
 		return err
@@ -750,6 +750,11 @@ func marks(o object, key string, required bool) ([]string, error) {
 	}
 	return got, nil
 }
+
+// MaxNodes bounds a scenario's hosts: one machine's testbed holds
+// testbed.MaxHosts, an inventory's machines (gait run --inventory) that
+// many each.
+const MaxNodes = 10_000
 
 // Needs are the files the scenario's servers need on every machine its
 // hosts are on (systems.Needer), for preflight; none when its driver

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -523,5 +524,40 @@ func TestLimpbench(t *testing.T) {
 	}
 	if quick == 0 {
 		t.Error("no scenario is in the quick subset")
+	}
+}
+
+func TestNeeds(t *testing.T) {
+	var scenarios []*Scenario
+	for _, p := range []string{"etcd-put-leader-nic", "bug-etcd-14501-follower-disk", "zk-z3-set-leader-nic"} {
+		s, err := Load("../../scenarios/limpbench/" + p + ".yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		scenarios = append(scenarios, s)
+	}
+	needs, err := Needs(scenarios)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// etcd's server once for both etcd scenarios, then ZooKeeper's java
+	// and jars.
+	if len(needs) < 3 || needs[0] != "/usr/bin/etcd" || needs[1] != "/usr/bin/java" || slices.Contains(needs[2:], "/usr/bin/etcd") {
+		t.Errorf("needs %q", needs)
+	}
+}
+
+// A scenario may have more hosts than one machine's testbed holds; only
+// a run across an inventory may start it.
+func TestMoreNodesThanOneMachine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.yaml")
+	os.WriteFile(path, []byte("name: big\nsystem: etcd\nnodes: 300\nworkload: {op: put, duration: 1s}\n"), 0o644)
+	s, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), s, Options{Out: filepath.Join(t.TempDir(), "out")})
+	if err == nil || !strings.Contains(err.Error(), "nodes: 300 is more than one machine's testbed holds (200 hosts); gait run --inventory") {
+		t.Errorf("got %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/bench"
+	"github.com/gait-dev/gait/internal/remote"
 	"github.com/gait-dev/gait/internal/testbed"
 	"github.com/gait-dev/gait/internal/units"
 	"github.com/spf13/cobra"
@@ -43,7 +45,12 @@ what the interrupted run wrote (a second Ctrl-C removes them at once);
 'gait clean' removes what a killed run left. The runs that finished stay:
 --resume runs the rest into the same directory, --report-from reports
 what finished. The scenario format is in docs/run.md; bundled ones are
-in scenarios/.`,
+in scenarios/.
+
+With --inventory the hosts are spread over the inventory's machines,
+round robin, joined by a VXLAN overlay, and the clients run here; each
+machine is checked first, the system's programs included
+(docs/many-machines.md).`,
 		Example: `  # long: a few minutes, root
   sudo gait run scenarios/etcd/leader-nic.yaml
   # long: a few minutes, root
@@ -54,7 +61,10 @@ in scenarios/.`,
   gait run --report-from runs-ln                               # summary and report again
 
   # needs: the output directory of an interrupted run
-  sudo gait run scenarios/etcd/leader-nic.yaml --out runs/ln --resume   # after Ctrl-C: the runs left`,
+  sudo gait run scenarios/etcd/leader-nic.yaml --out runs/ln --resume   # after Ctrl-C: the runs left
+
+  # needs: your machines in machines.yaml (docs/many-machines.md)
+  sudo gait run --inventory machines.yaml scenarios/etcd/leader-nic.yaml   # the hosts spread over them`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if f.reportFrom != "" && len(args) > 0 {
 				return fmt.Errorf("--report-from reads an output directory; it takes no scenario (got %s)", args[0])
@@ -119,6 +129,10 @@ func runScenario(cmd *cobra.Command, path string, f runFlags) error {
 			return err
 		}
 		opts.Place = spreadOver(machines, f.stateDir)
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil) // before closeAll, whose closing is no loss
+		watchLoss(ctx, machines, cancel)
 		fmt.Fprintf(stderr, "gait run %s: %d hosts across %d machines\n", s.Name, s.Nodes, min(s.Nodes, len(machines)))
 	}
 	fmt.Fprintf(stderr, "gait run %s: %s, results in %s\n", s.Name, units.Count(len(s.Runs()), "run"), f.out)
@@ -130,6 +144,11 @@ func runScenario(cmd *cobra.Command, path string, f runFlags) error {
 		err = errors.Join(err, f.machines.saveReports(f.out))
 	}
 	if err != nil {
+		var lost *lostMachine
+		if errors.As(context.Cause(ctx), &lost) {
+			return fmt.Errorf("%w; the other machines' hosts and the run are removed, what %s's agent made goes with 'gait clean --inventory'; %d of %d runs finished, in %s: "+
+				"'gait run %s --inventory ... --out %s --resume' runs the rest", lost, lost.name, len(results), len(s.Runs()), f.out, path, f.out)
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted; the hosts and the interrupted run are removed; %d of %d runs finished, in %s: "+
 				"'gait run %s --out %s --resume' runs the rest, 'gait run --report-from %s' reports them",
@@ -138,6 +157,28 @@ func runScenario(cmd *cobra.Command, path string, f runFlags) error {
 		return err
 	}
 	return finishRun(cmd, s, results, f)
+}
+
+// lostMachine ends a run spanning machines: one stopped answering.
+type lostMachine struct {
+	name string
+	err  error
+}
+
+func (e *lostMachine) Error() string { return fmt.Sprintf("machine %s lost: %v", e.name, e.err) }
+
+// watchLoss cancels ctx when a machine is lost: its hosts are gone, and
+// a run without them measures nothing worth keeping.
+func watchLoss(ctx context.Context, machines []*remote.Machine, cancel context.CancelCauseFunc) {
+	for _, m := range machines {
+		go func() {
+			select {
+			case <-m.Lost():
+				cancel(&lostMachine{name: m.Name, err: m.Err()})
+			case <-ctx.Done():
+			}
+		}()
+	}
 }
 
 // finishRun writes summary.json and the report and prints the summary.

@@ -113,7 +113,7 @@ func MountStore(store, mountpoint string, opts Options) (*FS, error) {
 		return nil, fmt.Errorf("mount emulating limpfs on %s: %w", mountpoint, err)
 	}
 	sums := tardis.NewSumIndex(0)
-	em := &emulator{dev: dev, store: store, report: opts.Report, sums: sums, late: newLate(sums)}
+	em := &emulator{dev: dev, store: store, report: opts.Report, sums: sums, late: newLate(sums), open: map[uint64]*emuNode{}}
 	root := &emuNode{LoopbackNode: lroot.(*fs.LoopbackNode), em: em}
 	caps := uint64(fuse.CAP_DIRECT_IO_ALLOW_MMAP)
 	if opts.WriteBack {

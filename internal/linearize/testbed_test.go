@@ -423,9 +423,13 @@ func (d *deployment) target(t *testing.T, role string) limp.Target {
 		// Each try is short: an agent behind a limping NIC answers late,
 		// and the healthy ones name the leader; limp applies faults one at
 		// a time, so a slow answer would delay every fault after this one.
-		// A second and third try cover a moment when every scrape is late
-		// (a busy machine), which failed the test with nothing wrong.
-		for try := 0; try < 3; try++ {
+		// More tries, half a second apart, cover a moment when every scrape
+		// is late or an election is under way (a busy machine), which
+		// failed the test with nothing wrong.
+		for try := 0; try < 6; try++ {
+			if try > 0 {
+				time.Sleep(500 * time.Millisecond)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			roles, err = d.c.Roles(ctx)
 			cancel()

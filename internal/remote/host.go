@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -146,48 +145,4 @@ func (h *Host) Start(a agent.StartArgs) (*Proc, error) {
 		return nil, err
 	}
 	return &Proc{h: h, name: a.Name, id: st.ID, pid: st.Pid, logPath: st.LogPath}, nil
-}
-
-// Span makes a testbed of n hosts on each machine and joins them by a
-// VXLAN overlay (one id for the run), so every host reaches every other
-// whatever machine it is on, over the testbeds' own links: a fault on a
-// host's link acts on the overlay's traffic, never on the control node's
-// SSH connections, which use the machines' own addresses. Machines must
-// reach each other at their inventory addresses (IP addresses), UDP port
-// 4789. On error, the testbeds made are taken down.
-func Span(ctx context.Context, ms []*Machine, n int) (tbs []*Testbed, err error) {
-	defer func() {
-		if err != nil {
-			for _, tb := range tbs {
-				tb.Close()
-			}
-			tbs = nil
-		}
-	}()
-	for _, m := range ms {
-		tb, err := m.Up(ctx, agent.UpArgs{Hosts: n})
-		if err != nil {
-			return tbs, err
-		}
-		tbs = append(tbs, tb)
-	}
-	// The id comes from the first testbed's run id, unique on its machine.
-	id, err := strconv.ParseUint(tbs[0].ID, 16, 23)
-	if err != nil {
-		return tbs, fmt.Errorf("overlay id of run %s: %w", tbs[0].ID, err)
-	}
-	for i, tb := range tbs {
-		var a agent.OverlayArgs
-		a.VNI = uint32(id) + 1 // never 0
-		for j, other := range tbs {
-			if j != i {
-				a.Peers = append(a.Peers, other.Machine.Addr)
-				a.Subnets = append(a.Subnets, other.Subnet.String())
-			}
-		}
-		if err := tb.Machine.Call(ctx, "overlay", tb.ID, "", a, nil); err != nil {
-			return tbs, err
-		}
-	}
-	return tbs, nil
 }

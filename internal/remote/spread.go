@@ -48,6 +48,9 @@ func SpreadHosts(ctx context.Context, ms []*Machine, n int, o SpreadOptions) (sp
 	if len(ms) == 0 {
 		return nil, errors.New("spread: no machine")
 	}
+	if each := (n + len(ms) - 1) / len(ms); each > testbed.MaxHosts {
+		return nil, fmt.Errorf("spread: %d hosts over %d machines is %d on a machine, more than its testbed holds (%d); add machines", n, len(ms), each, testbed.MaxHosts)
+	}
 	bridge, err := testbed.Up(testbed.Options{BridgeOnly: true, StateDir: o.StateDir})
 	if err != nil {
 		return nil, fmt.Errorf("spread: this machine's bridge: %w", err)

@@ -10,9 +10,7 @@ import (
 	"hash/fnv"
 	"io"
 	"log"
-
 	"sync"
-
 	"time"
 
 	"github.com/hashicorp/raft"

@@ -24,7 +24,7 @@ func LogTail(p Process) string {
 	switch lp := p.(type) {
 	case interface{ LogPath() string }:
 		where = lp.LogPath()
-		text, err = readEnd(where, tailRead)
+		text, err = ReadEnd(where, tailRead)
 	case LogReader:
 		where, text, err = lp.ReadLog()
 	default:
@@ -46,8 +46,9 @@ type LogReader interface {
 	ReadLog() (where, text string, err error)
 }
 
-// readEnd reads at most the last n bytes of the file at path.
-func readEnd(path string, n int64) (string, error) {
+// ReadEnd reads at most the last n bytes of the file at path, from the
+// first whole line.
+func ReadEnd(path string, n int64) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err

@@ -127,6 +127,23 @@ type SumIndex struct {
 	filter  []uint64
 	evicted int
 	learnt  uint64 // keys ever put (see Learnt)
+	// pending are the sampled chunks of writes not checksummed yet,
+	// oldest first, pendingKeys the keys they will put: a write only
+	// notes its chunks, and they are checksummed (generated again) when
+	// the index is looked in, so that writing the stream costs no CRC
+	// and a mount that never sees a checksum file never computes one.
+	// Chunks a later write would evict before any lookup are dropped
+	// unchecksummed.
+	pending     []sumRun
+	pendingKeys int
+}
+
+// sumRun is n chunks of size bytes of a seed's stream, step apart from
+// stream offset off: the sampled chunks one write of the stream covers.
+type sumRun struct {
+	seed, off, step uint64
+	n               int
+	size            uint32
 }
 
 // sumSlot is a table slot: a key and its entry's ring position + 1 (0:
@@ -154,8 +171,11 @@ type sumEntry struct {
 // or more checksum words always holds an indexed one; the run is then
 // found whole by comparing every word with the regenerated checksum, and
 // a File extends it with later writes that continue it, indexed or not.
-// Indexing costs a CRC of 1/16 of the synthetic bytes written, per
-// algorithm and chunk size.
+// A write only notes which chunks it covers; they are generated again
+// and checksummed when the index is next looked in (a literal write, Len),
+// which costs the generation and a CRC of 1/16 of the synthetic bytes
+// written, per algorithm and chunk size, and nothing for the stream
+// written while no checksum file is.
 //
 // The index holds at most maxChunks entries (0 means 131,072: 6.9 MB
 // of heap measured, the filter included, covering the last 512 MiB of 512-byte-chunked data
@@ -200,15 +220,17 @@ func (x *SumIndex) inFilter(w uint32) bool {
 func (x *SumIndex) Len() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.settle()
 	return len(x.ring)
 }
 
-// Learnt counts the checksums the index has taken in since it was made:
-// a caller that failed to recognise bytes may look again once it grew.
+// Learnt counts the checksums the index has taken in since it was made
+// (those noted and not yet computed too, as if each were new): a caller
+// that failed to recognise bytes may look again once it grew.
 func (x *SumIndex) Learnt() uint64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return x.learnt
+	return x.learnt + uint64(x.pendingKeys)
 }
 
 // Forgot says whether the index has forgotten every checksum it held when
@@ -217,7 +239,7 @@ func (x *SumIndex) Learnt() uint64 {
 func (x *SumIndex) Forgot(since uint64) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return x.learnt-since >= uint64(x.max)
+	return x.learnt+uint64(x.pendingKeys)-since >= uint64(x.max)
 }
 
 // slot returns where key k is in the table, or the empty slot where it
@@ -310,35 +332,63 @@ func (x *SumIndex) put(e sumEntry) {
 // checksummed there (Encode compared those bytes with the stream); one
 // reaching past it is generated.
 func (x *SumIndex) add(e FileExtent, p []byte, off int64) {
-	var items []sumEntry
 	lo, hi := max(off, e.Off), min(off+int64(len(p)), e.End())
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	for _, size := range x.chunks {
 		step := int64(size) * sumSample
 		// The first sampled chunk starting at or after e.Off that
-		// overlaps [lo, hi).
+		// overlaps [lo, hi), and how many follow it within e.
 		first := max(e.Off, lo-int64(size)+1)
 		k := (first + step - 1) / step * step
-		for ; k < hi && k+int64(size) <= e.End(); k += step {
-			so := e.Offset + uint64(k-e.Off)
-			for _, alg := range []Alg{CRC32C, CRC32} {
-				var s uint32
-				if k >= off && k+int64(size) <= off+int64(len(p)) {
-					s = crc32.Checksum(p[k-off:k-off+int64(size)], sumTables[alg])
-				} else {
-					s = streamSum(e.Seed, so, int(size), alg)
-				}
-				items = append(items, sumEntry{key: s, seed: e.Seed, off: so, size: size, alg: alg})
+		if k >= hi || k+int64(size) > e.End() {
+			continue
+		}
+		n := int(min(hi-1-k, e.End()-int64(size)-k)/step) + 1
+		x.pending = append(x.pending, sumRun{seed: e.Seed, off: e.Offset + uint64(k-e.Off), step: uint64(step), n: n, size: size})
+		x.pendingKeys += n * len(sumAlgs)
+	}
+	// What the ring could not hold once every pending key is in would be
+	// evicted unlooked-at: drop it now.
+	for x.pendingKeys > x.max {
+		r := &x.pending[0]
+		drop := min(r.n, (x.pendingKeys-x.max+len(sumAlgs)-1)/len(sumAlgs))
+		r.off += uint64(drop) * r.step
+		r.n -= drop
+		x.pendingKeys -= drop * len(sumAlgs)
+		if r.n == 0 {
+			x.pending = x.pending[1:]
+		}
+	}
+}
+
+// sumAlgs are the algorithms every sampled chunk is indexed under.
+var sumAlgs = [...]Alg{CRC32C, CRC32}
+
+// settle checksums the pending chunks and puts them in, in the order
+// they were written. x.mu is held.
+func (x *SumIndex) settle() {
+	if len(x.pending) == 0 {
+		return
+	}
+	tmp := scratch.Get().(*[1024]byte)
+	defer scratch.Put(tmp)
+	for _, r := range x.pending {
+		var buf []byte
+		if r.size <= uint32(len(tmp)) {
+			buf = tmp[:r.size]
+		} else {
+			buf = make([]byte, r.size)
+		}
+		for i := range r.n {
+			off := r.off + uint64(i)*r.step
+			Generate(r.seed, off, buf)
+			for _, alg := range sumAlgs {
+				x.put(sumEntry{key: crc32.Checksum(buf, sumTables[alg]), seed: r.seed, off: off, size: r.size, alg: alg})
 			}
 		}
 	}
-	if len(items) == 0 {
-		return
-	}
-	x.mu.Lock()
-	for _, it := range items {
-		x.put(it)
-	}
-	x.mu.Unlock()
+	x.pending, x.pendingKeys = x.pending[:0], 0
 }
 
 // recognise splits the literal extents of enc at the checksum runs it
@@ -377,6 +427,7 @@ func (x *SumIndex) find(lit []byte) []Extent {
 	pos := 0 // lit[:pos] is split
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.settle()
 	if len(x.ring) == 0 {
 		return nil
 	}

@@ -147,31 +147,37 @@ func TestChecksumProperty(t *testing.T) {
 // Past its bound the index forgets the oldest chunks: their checksums
 // stay literal, and still read back.
 func TestChecksumIndexBound(t *testing.T) {
-	x := NewSumIndex(64) // 64 entries: 2 algorithms x 32 sampled chunks = 256 KiB of data
-	var block, meta File
-	block.Sums, meta.Sums = x, x
-	data := AppendGenerate(nil, 9, 0, 1<<20)
-	block.WriteAt(data, 0)
-	if x.Len() != 64 {
-		t.Fatalf("index holds %d, want its bound 64", x.Len())
-	}
-	want := metaFor(data, 512, CRC32C)
-	// The first 512 KiB's checksums, written in 16-word pieces so that
-	// no piece continues a recognised run.
-	for p := 7; p < 7+1024*4; p += 64 {
-		meta.WriteAt(want[p:p+64], int64(p))
-	}
-	if n, _ := sumExtents(&meta); n != 0 {
-		t.Errorf("%d checksum extents for forgotten data", n)
-	}
-	// The last 256 KiB's: remembered.
-	meta.WriteAt(want[7+1536*4:], 7+1536*4)
-	if n, _ := sumExtents(&meta); n != 1 {
-		t.Errorf("%d checksum extents for remembered data, want 1", n)
-	}
-	meta.WriteAt(want[:7], 0)
-	if !bytes.Equal(fileBytes(&meta)[:7+1024*4], want[:7+1024*4]) || !bytes.Equal(fileBytes(&meta)[7+1536*4:], want[7+1536*4:]) {
-		t.Fatal("meta differs")
+	// Written whole or in pieces, noted chunks past the bound are dropped
+	// oldest first, as the ring would evict them.
+	for _, piece := range []int{1 << 20, 64 << 10, 3000} {
+		x := NewSumIndex(64) // 64 entries: 2 algorithms x 32 sampled chunks = 256 KiB of data
+		var block, meta File
+		block.Sums, meta.Sums = x, x
+		data := AppendGenerate(nil, 9, 0, 1<<20)
+		for off := 0; off < len(data); off += piece {
+			block.WriteAt(data[off:min(off+piece, len(data))], int64(off))
+		}
+		if x.Len() != 64 {
+			t.Fatalf("%d-byte writes: index holds %d, want its bound 64", piece, x.Len())
+		}
+		want := metaFor(data, 512, CRC32C)
+		// The first 512 KiB's checksums, written in 16-word pieces so that
+		// no piece continues a recognised run.
+		for p := 7; p < 7+1024*4; p += 64 {
+			meta.WriteAt(want[p:p+64], int64(p))
+		}
+		if n, _ := sumExtents(&meta); n != 0 {
+			t.Errorf("%d-byte writes: %d checksum extents for forgotten data", piece, n)
+		}
+		// The last 256 KiB's: remembered.
+		meta.WriteAt(want[7+1536*4:], 7+1536*4)
+		if n, _ := sumExtents(&meta); n != 1 {
+			t.Errorf("%d-byte writes: %d checksum extents for remembered data, want 1", piece, n)
+		}
+		meta.WriteAt(want[:7], 0)
+		if !bytes.Equal(fileBytes(&meta)[:7+1024*4], want[:7+1024*4]) || !bytes.Equal(fileBytes(&meta)[7+1536*4:], want[7+1536*4:]) {
+			t.Fatalf("%d-byte writes: meta differs", piece)
+		}
 	}
 }
 

@@ -269,21 +269,27 @@ func AppendEncode(dst []Extent, data []byte) []Extent {
 // block b (p starts at a block boundary of the stream).
 func matchForward(p []byte, seed, k, b uint64) int {
 	n := 0
+	// As in Generate: the mix inputs k+(8b+i)·φ carried by addition, and
+	// the block's words compared all at once (one branch per block, not
+	// eight): this loop is what an emulating mount pays per byte written.
+	g := uint64(golden)
+	g3, g4, g5, g6, g7, g8 := 3*g, 4*g, 5*g, 6*g, 7*g, 8*g
+	z := k + b*g8
 	for len(p)-n >= BlockSize {
-		q := p[n : n+BlockSize]
-		w := b * 8
-		if binary.LittleEndian.Uint64(q[0:]) != Magic ||
-			binary.LittleEndian.Uint64(q[8:]) != seed ||
-			binary.LittleEndian.Uint64(q[16:]) != b ||
-			binary.LittleEndian.Uint64(q[24:]) != mix(k+(w+3)*golden) ||
-			binary.LittleEndian.Uint64(q[32:]) != mix1(k+(w+4)*golden) ||
-			binary.LittleEndian.Uint64(q[40:]) != mix1(k+(w+5)*golden) ||
-			binary.LittleEndian.Uint64(q[48:]) != mix1(k+(w+6)*golden) ||
-			binary.LittleEndian.Uint64(q[56:]) != mix1(k+(w+7)*golden) {
+		q := p[n : n+BlockSize : n+BlockSize]
+		if (binary.LittleEndian.Uint64(q[0:])^Magic)|
+			(binary.LittleEndian.Uint64(q[8:])^seed)|
+			(binary.LittleEndian.Uint64(q[16:])^b)|
+			(binary.LittleEndian.Uint64(q[24:])^mix(z+g3))|
+			(binary.LittleEndian.Uint64(q[32:])^mix1(z+g4))|
+			(binary.LittleEndian.Uint64(q[40:])^mix1(z+g5))|
+			(binary.LittleEndian.Uint64(q[48:])^mix1(z+g6))|
+			(binary.LittleEndian.Uint64(q[56:])^mix1(z+g7)) != 0 {
 			break
 		}
 		n += BlockSize
 		b++
+		z += g8
 		if b > maxBlock { // the stream wraps: stop the run here
 			return n
 		}

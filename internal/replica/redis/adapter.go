@@ -37,14 +37,15 @@ type Options struct {
 
 // Adapter serves Redis's protocol in front of gait replica's core: set it
 // as replica.Config.Adapter, with the local redis-server's address as
-// ServerAddr. One Adapter serves one agent.
-type Adapter struct{ a *agent }
-
-// New is an adapter for one agent.
-func New(opts Options) *Adapter {
-	return &Adapter{a: &agent{opts: opts, replyBufs: newReplyBuffers(), conns: map[net.Conn]*clientState{},
-		slow: newSlowLog()}}
+// ServerAddr. It serves one agent at a time: each Start attaches it
+// afresh (a restarted agent may take the same Adapter).
+type Adapter struct {
+	opts Options
+	a    *agent
 }
+
+// New is an adapter with these options.
+func New(opts Options) *Adapter { return &Adapter{opts: opts} }
 
 // agent is one agent's Redis serving: its clients' sessions, the
 // redis-server behind it, and the core's Host they run on.
@@ -94,9 +95,11 @@ type metrics struct {
 // Name is "redis".
 func (*Adapter) Name() string { return "redis" }
 
-// Attach takes the agent's Host, before Open.
+// Attach takes the agent's Host, before Open, and starts the agent's
+// Redis state anew.
 func (ad *Adapter) Attach(h replica.Host) {
-	a := ad.a
+	a := &agent{opts: ad.opts, replyBufs: newReplyBuffers(), conns: map[net.Conn]*clientState{}, slow: newSlowLog()}
+	ad.a = a
 	a.host, a.cfg, a.logger, a.done = h, h.Config(), h.Logger(), h.Done()
 	a.budget = resp.NewBudget(int64(a.cfg.RequestMemory))
 	opts := func(name, help string) prometheus.CounterOpts {
@@ -118,15 +121,16 @@ func (ad *Adapter) Attach(h replica.Host) {
 // housekeeping, which ends with the agent.
 func (ad *Adapter) Open(addr string) (replica.Backend, error) {
 	a := ad.a
-	if a.host == nil {
+	if a == nil {
 		return nil, errRedisUnattached
 	}
-	a.reads = newRedisMux(addr, 4)
-	b, err := openRedis(addr, &a.pause.server, a.reads, a.logger)
+	reads := newRedisMux(addr, 4)
+	b, err := openRedis(addr, &a.pause.server, reads, a.logger)
 	if err != nil {
-		a.reads.close()
+		reads.close()
 		return nil, err
 	}
+	a.reads = reads
 	if a.opts.ScriptCommandStats {
 		b.scripts = &scriptCounting{self: a.host.Proposer(), add: a.addScriptCalls}
 		b.scripts.busyReply.Store(5000) // redis's default, until followSlowlogConfig reads it
@@ -134,7 +138,7 @@ func (ad *Adapter) Open(addr string) (replica.Backend, error) {
 	a.redis = b
 	go a.followSlowlogConfig()
 	go a.resizeBuffers()
-	go func() { <-a.done; a.reads.close() }()
+	go func() { <-a.done; reads.close() }()
 	return b, nil
 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/replica"
-
 	"github.com/gait-dev/gait/internal/resp"
 	goredis "github.com/redis/go-redis/v9"
 )

@@ -4,13 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"github.com/gait-dev/gait/internal/replica"
 	"math"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/gait-dev/gait/internal/replica"
 	"github.com/gait-dev/gait/internal/resp"
 )
 

@@ -12,11 +12,9 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/gait-dev/gait/internal/replica"
-
 	redisserver "github.com/gait-dev/gait/internal/systems/redis"
+	dto "github.com/prometheus/client_model/go"
 	goredis "github.com/redis/go-redis/v9"
 )
 

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/gait-dev/gait/internal/replica"
 	"net"
 	"runtime"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gait-dev/gait/internal/replica"
 	"github.com/gait-dev/gait/internal/resp"
 )
 

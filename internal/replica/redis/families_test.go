@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/replica"
-
 	"github.com/gait-dev/gait/internal/resp"
 	redisserver "github.com/gait-dev/gait/internal/systems/redis"
 	goredis "github.com/redis/go-redis/v9"

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/replica"
-
 	redisserver "github.com/gait-dev/gait/internal/systems/redis"
 )
 

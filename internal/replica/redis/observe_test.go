@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"syscall"
-
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gait-dev/gait/internal/rediscmd"
-
 	"github.com/gait-dev/gait/internal/resp"
 )
 

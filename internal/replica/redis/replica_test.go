@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/replica"
-
 	goredis "github.com/redis/go-redis/v9"
 )
 

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gait-dev/gait/internal/replica"
 	"net"
 	"os"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/rediscmd"
+	"github.com/gait-dev/gait/internal/replica"
 	"github.com/gait-dev/gait/internal/resp"
 )
 

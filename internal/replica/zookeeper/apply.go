@@ -124,6 +124,13 @@ func (b *backend) applyRequest(cmd command, zxid int64) ([]byte, error) {
 	if err != nil {
 		return nil, b.failed(err)
 	}
+	return b.finish(cmd, w, zxid, sh, body)
+}
+
+// finish builds the reply to a client write the server answered with sh
+// and body, and changes the meta once it succeeded.
+func (b *backend) finish(cmd command, w write, zxid int64, sh zkwire.ReplyHeader, body []byte) ([]byte, error) {
+	hdr := zkwire.ReplyHeader{Xid: cmd.xid, Zxid: zxid}
 	hdr.Err = sh.Err
 	if sh.Err != zkwire.ErrOk {
 		return packet(hdr, nil), nil

@@ -293,4 +293,31 @@ func TestDuplicatesReplyAlike(t *testing.T) {
 	if h := decodeReply(t, readAll(t, all, readCmd(1, zkwire.OpExists, &zkwire.PathWatchRequest{Path: "/a/e2"})), nil); h.Err != zkwire.ErrNoNode {
 		t.Fatalf("restored ephemeral node after its session closed: %+v", h)
 	}
+	// A run of setData is pipelined (setDataRun): the same entries one at
+	// a time reply byte for byte alike, a stale version refused among them.
+	var c4 zkwire.ConnectResponse
+	zkwire.Decode(applyAll(t, bs, l.next(command{kind: kindConnect, timeout: 100000, secret: []byte("0123456789abcdef")}))[0][4:], &c4)
+	s1 = c4.SessionID
+	run := []replica.Committed{
+		l.request(s1, zkwire.OpSetData, &zkwire.SetDataRequest{Path: "/a", Data: []byte("v5"), Version: -1}),
+		l.request(s1, zkwire.OpSetData, &zkwire.SetDataRequest{Path: "/a", Data: []byte("v6"), Version: 4}),
+		l.request(s1, zkwire.OpSetData, &zkwire.SetDataRequest{Path: "/a", Data: []byte("v7"), Version: 4}),
+		l.request(s1, zkwire.OpSetData, &zkwire.SetDataRequest{Path: "/a/q-0000000000", Data: []byte("q"), Version: -1}),
+	}
+	batched, err := bs[0].Apply(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range run {
+		one, err := bs[1].Apply([]replica.Committed{c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(one[0].Reply, batched[i].Reply) {
+			t.Fatalf("setData %d: one at a time %x, in a run %x", i, one[0].Reply, batched[i].Reply)
+		}
+	}
+	if h := decodeReply(t, batched[2].Reply, nil); h.Err != zkwire.ErrBadVersion {
+		t.Fatalf("stale setData in a run: %+v", h)
+	}
 }

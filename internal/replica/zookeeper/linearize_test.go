@@ -17,7 +17,7 @@ import (
 
 // zkWorkload is a Jepsen-style workload on ZooKeeper's own operations:
 // compare-and-set registers (getData, then setData with the version read)
-// and a queue of sequential nodes (create with FlagSequence; a pop lists
+// and queues of sequential nodes (create with FlagSequence; a pop lists
 // the children, takes the smallest and deletes it), every written value
 // unique, so that a version check is a value check. Clients are spread
 // over the agents; a client whose operation failed reconnects under a new
@@ -35,7 +35,12 @@ type zkWorkload struct {
 	failures int
 }
 
-const zkQueue = "/queue"
+// zkQueues is how many queues the clients share: each is a key of its own
+// to porcupine, and a queue's pops under faults are what makes its search
+// long, so two halves of the traffic check far sooner than one.
+const zkQueues = 2
+
+func queuePath(q int) string { return fmt.Sprintf("/queue%d", q) }
 
 func regPath(k int) string { return fmt.Sprintf("/reg%d", k) }
 
@@ -45,7 +50,7 @@ func (w *zkWorkload) count(what string) {
 	w.mu.Unlock()
 }
 
-// setup creates the registers (at 0) and the queue's parent.
+// setup creates the registers (at 0) and the queues' parents.
 func (w *zkWorkload) setup(t *testing.T) {
 	c, _ := connect(t, w.agents[0])
 	for k := range w.keys {
@@ -55,8 +60,10 @@ func (w *zkWorkload) setup(t *testing.T) {
 		}
 		w.h.Done(-1, linearize.Input{Kind: linearize.Set, Key: regPath(k)}, call, linearize.Output{}, w.h.Now())
 	}
-	if _, err := c.Create(zkQueue, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
+	for q := range zkQueues {
+		if _, err := c.Create(queuePath(q), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -128,9 +135,9 @@ func (w *zkWorkload) client(i int, stop <-chan struct{}) {
 		case r < 7:
 			err = w.cas(c, id, rng.IntN(w.keys), unique())
 		case r < 8 || (r < 9 && rng.IntN(2) == 0):
-			err = w.enqueue(c, id, unique())
+			err = w.enqueue(c, id, rng.IntN(zkQueues), unique())
 		default:
-			err = w.pop(c, id)
+			err = w.pop(c, id, rng.IntN(zkQueues))
 		}
 		if err != nil { // its outcome is unknown: a new client id, a new session
 			w.failed(err)
@@ -200,7 +207,8 @@ func (w *zkWorkload) cas(c *zk.Conn, id, k int, v int64) error {
 	return nil
 }
 
-func (w *zkWorkload) enqueue(c *zk.Conn, id int, v int64) error {
+func (w *zkWorkload) enqueue(c *zk.Conn, id, q int, v int64) error {
+	zkQueue := queuePath(q)
 	in := linearize.Input{Kind: linearize.Enqueue, Key: zkQueue, Value: v}
 	call := w.h.Now()
 	if _, err := c.Create(zkQueue+"/item-", []byte(strconv.FormatInt(v, 10)), zk.FlagSequence, zk.WorldACL(zk.PermAll)); err != nil {
@@ -215,7 +223,8 @@ func (w *zkWorkload) enqueue(c *zk.Conn, id int, v int64) error {
 // pop takes the queue's head: the smallest child it lists that it can
 // delete. Sequence numbers only grow, so no smaller one can appear after
 // the listing: the one it deletes is the head when it deletes it.
-func (w *zkWorkload) pop(c *zk.Conn, id int) error {
+func (w *zkWorkload) pop(c *zk.Conn, id, q int) error {
+	zkQueue := queuePath(q)
 	in := linearize.Input{Kind: linearize.Pop, Key: zkQueue}
 	call := w.h.Now()
 	kids, _, err := c.Children(zkQueue)

@@ -11,9 +11,8 @@ import (
 
 	"github.com/gait-dev/gait/internal/gaitbin"
 	"github.com/gait-dev/gait/internal/load"
-	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/gaitredis"
-	"github.com/gait-dev/gait/internal/systems/loopback"
+	"github.com/gait-dev/gait/internal/systems/systemstest"
 	zksys "github.com/gait-dev/gait/internal/systems/zookeeper"
 )
 
@@ -33,43 +32,17 @@ func TestDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cleanup()
-	lb, err := loopback.Hosts(t.TempDir(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hosts := make([]systems.Host, len(lb))
-	for i, h := range lb {
-		hosts[i] = h
-	}
 	d := New()
 	d.Gait = bin
 	if d.Name() != "gait-zookeeper" {
 		t.Fatalf("driver named %q", d.Name())
 	}
-	t0 := time.Now()
-	sc, err := d.Start(context.Background(), hosts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc, hosts := systemstest.Start(t, d, 3, 0)
 	c := sc.(*gaitredis.Cluster)
-	defer c.Stop()
-	t.Logf("ready in %v", time.Since(t0).Round(time.Millisecond))
-
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_, followers := systemstest.LeaderAndFollowers(t, c)
+	follower := followers[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	roles, err := c.Roles(ctx)
-	if err != nil {
-		t.Fatalf("roles %v: %v", roles, err)
-	}
-	var follower string
-	for _, h := range hosts {
-		if roles[h.Name()] == "follower" {
-			follower = h.Name()
-		}
-	}
-	if follower == "" {
-		t.Fatalf("no follower: %v", roles)
-	}
 
 	write := func(key, value string) {
 		t.Helper()
@@ -100,9 +73,6 @@ func TestDriver(t *testing.T) {
 	}
 	waitStored(t, c.ServerAddr(victim), zksys.Root+"/k1", "one")
 	waitStored(t, c.ServerAddr(victim), zksys.Root+"/k2", "while the server was down")
-	if err := c.Stop(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // waitStored waits until the ZooKeeper server at addr, read directly behind

@@ -134,13 +134,22 @@ func New() *Driver {
 
 func (d *Driver) Name() string { return "hbase" }
 
+// Needs are java, the jars Check looks for, and HDFS's and ZooKeeper's.
+func (d *Driver) Needs() []string {
+	return slices.Concat([]string{d.Java}, d.jars(), d.HDFS.Needs(), d.ZooKeeper.Needs())
+}
+
+func (d *Driver) jars() []string {
+	return []string{filepath.Join(d.Home, "lib/hbase-server-"+Version+".jar"), filepath.Join(d.Home, "gait-hbase.jar")}
+}
+
 // Check says what is missing to run HBase (and its HDFS and ZooKeeper).
 func (d *Driver) Check() error {
 	if _, err := os.Stat(d.Java); err != nil {
 		return fmt.Errorf("hbase: java: %w (install Debian's default-jre-headless)", err)
 	}
-	for _, f := range []string{"lib/hbase-server-" + Version + ".jar", "gait-hbase.jar"} {
-		if _, err := os.Stat(filepath.Join(d.Home, f)); err != nil {
+	for _, f := range d.jars() {
+		if _, err := os.Stat(f); err != nil {
 			return fmt.Errorf("hbase: %w (run scripts/fetch-jars.sh hbase, or make deps)", err)
 		}
 	}
@@ -252,12 +261,12 @@ func writeConf(h systems.Host, props map[string]string) error {
 	// Central do not carry them (its binary tarball does), and gait needs
 	// none of their pages.
 	for _, app := range []string{"master", "regionserver", "static"} {
-		if err := os.MkdirAll(filepath.Join(confDir(h), "hbase-webapps", app), 0o755); err != nil {
+		if err := h.MkdirAll(filepath.Join(confDir(h), "hbase-webapps", app)); err != nil {
 			return err
 		}
 	}
 	for name, text := range map[string]string{"hbase-site.xml": siteXML(props), "log4j.properties": log4j} {
-		if err := os.WriteFile(filepath.Join(confDir(h), name), []byte(text), 0o644); err != nil {
+		if err := h.WriteFile(filepath.Join(confDir(h), name), []byte(text)); err != nil {
 			return err
 		}
 	}
@@ -358,7 +367,7 @@ func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Clust
 		c.roles[hosts[i].Name()] = RoleDataNode
 	}
 	for _, h := range append([]systems.Host{master}, hostsOf(c.servers)...) {
-		if err := os.RemoveAll(dir(h)); err != nil {
+		if err := h.RemoveAll(dir(h)); err != nil {
 			return nil, fmt.Errorf("hbase on %s: %w", h.Name(), err)
 		}
 		if err := writeConf(h, d.conf(h, master, len(dnIdx))); err != nil {

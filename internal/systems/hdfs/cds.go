@@ -35,6 +35,16 @@ var archiveFlags = []string{"-XX:+UnlockDiagnosticVMOptions", "-XX:ArchiveReloca
 // JDK, jars and DataNode flags is kept: under Home, named by a digest of
 // what the JVM checks it against.
 func (d *Driver) archivePath() (string, error) {
+	digest, err := d.digest(strings.Join(append(append([]string(nil), JVMFlags...), d.DataNodeJVM...), " "))
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d.Home, "cds", "datanode-"+digest+".jsa"), nil
+}
+
+// digest names what this driver's JDK and jars make, with salt: each
+// file's path, size and time, so a new Hadoop or JDK gets a new name.
+func (d *Driver) digest(salt string) (string, error) {
 	h := sha256.New()
 	java, err := filepath.EvalSymlinks(d.Java)
 	if err != nil {
@@ -51,8 +61,8 @@ func (d *Driver) archivePath() (string, error) {
 		}
 		fmt.Fprintf(h, "%s %d %d\n", f, st.Size(), st.ModTime().UnixNano())
 	}
-	fmt.Fprintln(h, strings.Join(append(append([]string(nil), JVMFlags...), d.DataNodeJVM...), " "))
-	return filepath.Join(d.Home, "cds", "datanode-"+hex.EncodeToString(h.Sum(nil))[:16]+".jsa"), nil
+	fmt.Fprintln(h, salt)
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
 // archive returns the DataNodes' archive if it exists, else "" and the

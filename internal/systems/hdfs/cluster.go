@@ -66,7 +66,9 @@ func (c *Cluster) nameNodeInfo(ctx context.Context) (live map[string]bool, safem
 // Roles names the NameNode's host "namenode" and each DataNode's
 // "datanode" while the NameNode counts it live; a member whose process
 // has exited is "down", a DataNode the NameNode does not count live
-// "dead".
+// "dead". While the NameNode does not answer (a hundred DataNodes on a
+// loaded machine can keep its /jmx past jmxTimeout) it is "unreachable"
+// and its running DataNodes are left out, unknown rather than dead.
 func (c *Cluster) Roles(ctx context.Context) (map[string]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, jmxTimeout)
 	defer cancel()
@@ -76,6 +78,9 @@ func (c *Cluster) Roles(ctx context.Context) (map[string]string, error) {
 		switch {
 		case m.exited():
 			roles[m.host.Name()] = "down"
+		case err != nil && m.role == RoleNameNode:
+			roles[m.host.Name()] = "unreachable"
+		case err != nil:
 		case m.role == RoleNameNode || live[m.host.Address()]:
 			roles[m.host.Name()] = m.role
 		default:

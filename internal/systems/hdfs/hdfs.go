@@ -419,9 +419,46 @@ func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Clust
 	return c, nil
 }
 
-// format runs "NameNode -format" on nn's host and waits for it to end; it
-// succeeded if the namespace's VERSION file is in nameDir.
+// format makes a new, empty namespace in nameDir: a copy of the one gait
+// keeps per Hadoop and JDK under Home, else by "NameNode -format" on nn's
+// host, whose result is kept. Formatting is a JVM's start, seconds of
+// CPU before the NameNode's own (a minute at a load average of 80); the
+// namespace it writes (its VERSION's IDs, an empty image) is the same
+// for every cluster but for random IDs no DataNode has seen before.
 func (d *Driver) format(ctx context.Context, nn *member, nameDir string) error {
+	kept := ""
+	if digest, err := d.digest("NameNode -format"); err == nil {
+		kept = filepath.Join(d.Home, "namespace", digest)
+		if _, err := os.Stat(filepath.Join(kept, "current", "VERSION")); err == nil {
+			if err := os.CopyFS(nameDir, os.DirFS(kept)); err == nil {
+				return nil
+			}
+			os.RemoveAll(nameDir) // and format it anew
+		}
+	}
+	if err := d.formatByHadoop(ctx, nn, nameDir); err != nil {
+		return err
+	}
+	if kept != "" {
+		keep(nameDir, kept)
+	}
+	return nil
+}
+
+// keep copies dir to kept, whole or not at all; best effort (a namespace
+// not kept is made again next time).
+func keep(dir, kept string) {
+	tmp := fmt.Sprintf("%s.%d.tmp", kept, os.Getpid())
+	defer os.RemoveAll(tmp)
+	if os.MkdirAll(filepath.Dir(kept), 0o755) != nil || os.CopyFS(tmp, os.DirFS(dir)) != nil {
+		return
+	}
+	os.Rename(tmp, kept) // fails if another gait kept one first: either will do
+}
+
+// formatByHadoop runs "NameNode -format" on nn's host and waits for it to
+// end; it succeeded if the namespace's VERSION file is in nameDir.
+func (d *Driver) formatByHadoop(ctx context.Context, nn *member, nameDir string) error {
 	p, err := nn.host.Start("namenode-format", d.argv(nn.host, RoleNameNode, nameNodeClass, "-format", "-force", "-nonInteractive"), nil)
 	if err != nil {
 		return fmt.Errorf("hdfs: format the namespace: %w", err)

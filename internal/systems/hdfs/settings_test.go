@@ -1,6 +1,9 @@
 package hdfs
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -60,5 +63,37 @@ func TestSettings(t *testing.T) {
 	}
 	if def["dfs.datanode.du.reserved"] != "0" {
 		t.Errorf("the default configuration reserves %s bytes", def["dfs.datanode.du.reserved"])
+	}
+}
+
+// TestFormatKeptNamespace: once a namespace is kept for this Hadoop and
+// JDK, a new cluster's is a copy of it (no NameNode -format), and keeping
+// another does not replace it.
+func TestFormatKeptNamespace(t *testing.T) {
+	d := New()
+	d.Home = t.TempDir()
+	digest, err := d.digest("NameNode -format")
+	if err != nil {
+		t.Skip(err) // no JDK here
+	}
+	made := filepath.Join(t.TempDir(), "made")
+	if err := os.MkdirAll(filepath.Join(made, "current"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(made, "current", "VERSION"), []byte("namespaceID=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kept := filepath.Join(d.Home, "namespace", digest)
+	keep(made, kept)
+	other := filepath.Join(t.TempDir(), "other")
+	os.MkdirAll(filepath.Join(other, "current"), 0o755)
+	os.WriteFile(filepath.Join(other, "current", "VERSION"), []byte("namespaceID=2\n"), 0o644)
+	keep(other, kept)
+	nameDir := filepath.Join(t.TempDir(), "name")
+	if err := d.format(context.Background(), nil, nameDir); err != nil { // nil: no NameNode to format with
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(nameDir, "current", "VERSION")); err != nil || string(b) != "namespaceID=1\n" {
+		t.Fatalf("new namespace's VERSION: %q, %v; want the first one kept", b, err)
 	}
 }

@@ -124,16 +124,18 @@ func New() *Driver {
 		ResourceManagerJVM: append([]string{"-Xms64m", "-Xmx384m"}, small...),
 		NodeManagerJVM:     append([]string{"-Xms32m", "-Xmx192m", "-XX:MinHeapFreeRatio=10", "-XX:MaxHeapFreeRatio=30"}, small...),
 		// 256 MB containers, as WordCount ran in 17 s here.
-		TaskJVM:      append([]string{"-Xmx180m"}, small...),
-		Placement:    Split,
-		Job:          "wordcount",
-		Input:        16 << 20,
-		SplitSize:    2 << 20,
-		Reduces:      2,
-		Containers:   2,
-		ContainerMB:  256,
-		LostAfter:    30 * time.Second,
-		StartTimeout: 5 * time.Minute,
+		TaskJVM:     append([]string{"-Xmx180m"}, small...),
+		Placement:   Split,
+		Job:         "wordcount",
+		Input:       16 << 20,
+		SplitSize:   2 << 20,
+		Reduces:     2,
+		Containers:  2,
+		ContainerMB: 256,
+		LostAfter:   30 * time.Second,
+		// A NodeManager took over 8 minutes to start on the shared
+		// 2-core machine at load average 140.
+		StartTimeout: 10 * time.Minute,
 		StartPerNode: 20 * time.Second,
 	}
 }
@@ -147,6 +149,15 @@ var jars = []string{
 	"hadoop-mapreduce-client-app-" + Version + ".jar",
 	"hadoop-mapreduce-client-jobclient-" + Version + "-tests.jar",
 	"hadoop-mapreduce-examples-3.4.2.jar",
+}
+
+// Needs are java, the jars Check looks for, and HDFS's.
+func (d *Driver) Needs() []string {
+	out := []string{d.Java}
+	for _, j := range jars {
+		out = append(out, filepath.Join(d.Home, "lib", j))
+	}
+	return append(out, d.HDFS.Needs()...)
 }
 
 // Check says what is missing to run MapReduce and its HDFS.
@@ -332,13 +343,10 @@ func (d *Driver) capacityScheduler() map[string]string {
 
 // writeConf writes h's configuration directory, first on its class path.
 func (d *Driver) writeConf(h, rm systems.Host, role string) error {
-	if err := os.MkdirAll(confDir(h), 0o755); err != nil {
-		return err
-	}
 	// The daemons' web servers (the REST API gait reads) look for these
 	// on the class path; the jars on Maven Central do not carry them all.
 	for _, app := range []string{"cluster", "node", "yarn", "static", "proxy"} {
-		if err := os.MkdirAll(filepath.Join(confDir(h), "webapps", app), 0o755); err != nil {
+		if err := h.MkdirAll(filepath.Join(confDir(h), "webapps", app)); err != nil {
 			return err
 		}
 	}
@@ -346,7 +354,7 @@ func (d *Driver) writeConf(h, rm systems.Host, role string) error {
 	files := map[string]string{"core-site.xml": site, "yarn-site.xml": site, "mapred-site.xml": site, "hdfs-site.xml": site,
 		"capacity-scheduler.xml": hdfs.SiteXML(d.capacityScheduler()), "log4j.properties": hdfs.Log4j}
 	for name, text := range files {
-		if err := os.WriteFile(filepath.Join(confDir(h), name), []byte(text), 0o644); err != nil {
+		if err := h.WriteFile(filepath.Join(confDir(h), name), []byte(text)); err != nil {
 			return err
 		}
 	}
@@ -433,7 +441,7 @@ func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Clust
 		c.members = append(c.members, m)
 		c.byName[h.Name()] = m
 		c.byAddr[h.Address()] = h.Name()
-		if err := os.RemoveAll(dir(h)); err != nil {
+		if err := h.RemoveAll(dir(h)); err != nil {
 			return nil, fmt.Errorf("mapreduce on %s: %w", h.Name(), err)
 		}
 		if err := d.writeConf(h, hosts[0], roles[i]); err != nil {
