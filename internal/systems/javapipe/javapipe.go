@@ -40,8 +40,9 @@ type Options struct {
 	// (the HBase client's "ready", once it has placed its table), which
 	// Greeting returns.
 	Greeting bool
-	// Check, if set, vets what a progress line says ("pipe", "BLOCK:IPS"):
-	// a line it refuses ends the client, as a garbled answer does.
+	// Check, if set, vets what a progress line says ("pipe", "BLOCK:IPS")
+	// and what an ok answer's line says after LEN (kind "ok"): a line it
+	// refuses ends the client, as a garbled answer does.
 	Check func(kind, rest string) error
 }
 
@@ -127,6 +128,11 @@ func (c *Client) Greeting(ctx context.Context) (string, error) {
 func (c *Client) read(r *bufio.Reader) {
 	defer close(c.done)
 	err := c.readAnswers(r)
+	if !errors.Is(err, io.EOF) {
+		// A garbled or refused line: the JVM, still running, is ended
+		// (Wait would wait for it).
+		c.cmd.Process.Kill()
+	}
 	werr := c.cmd.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -162,6 +168,11 @@ func (c *Client) readAnswers(r *bufio.Reader) error {
 			n, err := strconv.Atoi(size)
 			if err != nil || n < 0 {
 				return fmt.Errorf("bad answer %q", line)
+			}
+			if c.chk != nil {
+				if err := c.chk(kind, more); err != nil {
+					return fmt.Errorf("bad answer %q: %w", line, err)
+				}
 			}
 			a.Rest = more
 			a.Data = make([]byte, n)

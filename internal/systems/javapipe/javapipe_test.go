@@ -27,8 +27,14 @@ done`
 
 func start(t *testing.T) *Client {
 	t.Helper()
+	return startChecked(t, nil)
+}
+
+// startChecked is start with check as Options.Check.
+func startChecked(t *testing.T, check func(kind, rest string) error) *Client {
+	t.Helper()
 	c, err := Start(Options{Name: "echo client", Java: "/bin/sh", Args: []string{"-c", echo},
-		Log: filepath.Join(t.TempDir(), "client.log"), Greeting: true})
+		Log: filepath.Join(t.TempDir(), "client.log"), Greeting: true, Check: check})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +78,34 @@ func TestExited(t *testing.T) {
 	}
 	if _, err := c.Ask(context.Background(), 1, "put", "k", nil); err == nil || !strings.Contains(err.Error(), "echo client exited") {
 		t.Errorf("ask after exit: %v", err)
+	}
+}
+
+// TestCheck: a progress line or an ok answer that Check refuses ends the
+// client, and the request fails saying which line it was.
+func TestCheck(t *testing.T) {
+	check := func(kind, rest string) error {
+		if strings.Contains(rest, "bad") {
+			return errors.New("refused")
+		}
+		return nil
+	}
+	for _, c := range []struct{ op, arg, line string }{
+		{"put", "bad", `"2 at bad"`},   // a progress line
+		{"bad", "k", `"2 ok 0 1/bad"`}, // an ok line's rest
+	} {
+		cl := startChecked(t, check)
+		if _, err := cl.Greeting(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ch := cl.Channel()
+		if _, err := cl.Ask(context.Background(), ch, "put", "k", nil); err != nil {
+			t.Fatalf("a line Check takes: %v", err)
+		}
+		_, err := cl.Ask(context.Background(), ch, c.op, c.arg, nil)
+		if err == nil || !strings.Contains(err.Error(), "bad answer "+c.line+": refused") || !cl.Exited() {
+			t.Errorf("%s %s: %v, exited %v", c.op, c.arg, err, cl.Exited())
+		}
 	}
 }
 
