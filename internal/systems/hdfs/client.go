@@ -1,25 +1,21 @@
 package hdfs
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/systems"
+	"github.com/gait-dev/gait/internal/systems/javapipe"
 	"github.com/gait-dev/gait/internal/tardis"
 )
 
@@ -108,12 +104,11 @@ const checkpointTxns = 200
 // javaClient is one JVM running dev.gait.hdfs.Client (java/hadoop), which
 // serves every load client of a cluster as a channel of its own: gait's
 // load engine is Go, HDFS's client is Java. Requests and answers are
-// framed on the JVM's stdin and stdout (see Client.java); each carries a
-// sequence number, so an answer that comes after its request was given up
-// is told from the next one's.
+// framed on the JVM's stdin and stdout by javapipe (see Client.java); what
+// an op involved is the ADDRS of its ok line and of its "pipe" progress
+// lines (see involvement).
 type javaClient struct {
-	cmd *exec.Cmd
-	log string
+	*javapipe.Client
 	// replication is the cluster's, dataNodes how many it has; setrep
 	// raises the one towards the other.
 	replication, dataNodes int
@@ -139,28 +134,12 @@ type javaClient struct {
 	drops *dropCounts
 	// cluster runs the ops that stop and resume its daemons.
 	cluster *Cluster
-
-	wmu sync.Mutex // guards w: channels write requests from their goroutines
-	w   *bufio.Writer
-	in  io.Closer
-
-	mu      sync.Mutex
-	pending map[uint64]chan answer
-	// seen holds the groups of what a pending op involved so far (its
-	// pipelines, the DataNodes it read from), as the JVM says them while
-	// the op runs: what an op cut at its timeout was waiting on.
-	seen map[uint64][]string
-	err  error         // why the JVM stopped answering, once it has
-	done chan struct{} // closed once the JVM has exited
-
-	seq, chans atomic.Uint64
 }
 
 type answer struct {
 	data    []byte
 	touched []string // the DataNodes' addresses the op involved
 	dropped []string // those of them a pipeline recovery dropped (see involvement)
-	err     error
 }
 
 // startClient runs the client JVM in gait's own namespace (it reaches the
@@ -193,115 +172,34 @@ func startClient(d *Driver, nn systems.Host, dns []systems.Host) (*javaClient, e
 	argv := append(append([]string{}, JVMFlags...), "-Xmx512m", "-XX:+UseParallelGC",
 		"-cp", conf+":"+filepath.Join(d.Home, "gait-hdfs.jar")+":"+filepath.Join(d.Home, "lib", "*"),
 		"dev.gait.hdfs.Client", FSURI(nn))
-	logPath := filepath.Join(dir(nn), "client.log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	pipe, err := javapipe.Start(javapipe.Options{Name: "hdfs client", Java: d.Java, Args: argv,
+		Log: filepath.Join(dir(nn), "client.log"), Check: checkLine})
 	if err != nil {
-		return nil, fmt.Errorf("hdfs client: %w", err)
+		return nil, err
 	}
-	defer logf.Close()
-	cmd := exec.Command(d.Java, argv...)
-	cmd.Stderr = logf
-	// The client dies with gait, and is not in the terminal's process
-	// group: Ctrl-C is gait's to handle.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, fmt.Errorf("hdfs client: %w", err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("hdfs client: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("hdfs client: %w", err)
-	}
-	jc := &javaClient{cmd: cmd, log: logPath, replication: min(d.Replication, dataNodes), dataNodes: dataNodes,
+	jc := &javaClient{Client: pipe, replication: min(d.Replication, dataNodes), dataNodes: dataNodes,
 		exclude: excludeFile(nn), decommissioned: hostPort(dns[0].Address(), dnXferPort),
-		d: d, secondary: dns[len(dns)-1], first: dns[0], nameDir: filepath.Join(site["dfs.namenode.name.dir"], "current"), w: bufio.NewWriterSize(stdin, 1<<16), in: stdin, pending: map[uint64]chan answer{}, seen: map[uint64][]string{}, done: make(chan struct{})}
+		d: d, secondary: dns[len(dns)-1], first: dns[0], nameDir: filepath.Join(site["dfs.namenode.name.dir"], "current")}
 	jc.dataNodeHosts = map[string]string{}
 	for _, h := range dns {
 		jc.dataNodeHosts[h.Address()] = h.Name()
 	}
-	go jc.read(bufio.NewReaderSize(stdout, 1<<16))
 	return jc, nil
 }
 
-// read hands each answer to the request waiting for it, until the JVM's
-// output ends; then every waiting request fails with the log's tail.
-func (jc *javaClient) read(r *bufio.Reader) {
-	defer close(jc.done)
-	err := jc.readAnswers(r)
-	werr := jc.cmd.Wait()
-	jc.mu.Lock()
-	defer jc.mu.Unlock()
-	jc.err = fmt.Errorf("hdfs client exited (%v, %v)%s", err, werr, systems.LogTail(jc))
-	for seq, ch := range jc.pending {
-		ch <- answer{err: jc.err}
-		delete(jc.pending, seq)
+// checkLine vets what the JVM says an op involved, on its ok line and its
+// "pipe" progress lines (the pipelines it has met while it runs): it
+// says nothing else.
+func checkLine(kind, rest string) error {
+	if kind != "ok" && kind != progressKind {
+		return fmt.Errorf("unknown kind %q", kind)
 	}
+	_, _, err := involvement(rest)
+	return err
 }
 
-func (jc *javaClient) readAnswers(r *bufio.Reader) error {
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return err
-		}
-		f := strings.SplitN(strings.TrimSuffix(line, "\n"), " ", 3)
-		if len(f) != 3 {
-			return fmt.Errorf("bad answer %q", line)
-		}
-		seq, err := strconv.ParseUint(f[0], 10, 64)
-		if err != nil {
-			return fmt.Errorf("bad answer %q", line)
-		}
-		var a answer
-		switch f[1] {
-		case "pipe":
-			if _, _, err := involvement(f[2]); err != nil {
-				return fmt.Errorf("bad answer %q: %w", line, err)
-			}
-			jc.mu.Lock()
-			if _, ok := jc.pending[seq]; ok {
-				jc.seen[seq] = append(jc.seen[seq], f[2])
-			}
-			jc.mu.Unlock()
-			continue
-		case "ok":
-			size, addrs, _ := strings.Cut(f[2], " ")
-			n, err := strconv.Atoi(size)
-			if err != nil || n < 0 {
-				return fmt.Errorf("bad answer %q", line)
-			}
-			if a.touched, a.dropped, err = involvement(addrs); err != nil {
-				return fmt.Errorf("bad answer %q: %w", line, err)
-			}
-			a.data = make([]byte, n)
-			if _, err := io.ReadFull(r, a.data); err != nil {
-				return err
-			}
-		case "err":
-			a.err = errors.New(f[2])
-		default:
-			return fmt.Errorf("bad answer %q", line)
-		}
-		jc.mu.Lock()
-		ch := jc.pending[seq]
-		delete(jc.pending, seq)
-		delete(jc.seen, seq)
-		jc.mu.Unlock()
-		if ch != nil {
-			ch <- a
-		}
-	}
-}
-
-// failed says why the JVM stopped answering, or nil.
-func (jc *javaClient) failed() error {
-	jc.mu.Lock()
-	defer jc.mu.Unlock()
-	return jc.err
-}
+// progressKind is the kind of the JVM's progress lines.
+const progressKind = "pipe"
 
 // call sends one request on channel ch and waits for its answer or ctx.
 func (jc *javaClient) call(ctx context.Context, ch uint64, op, path string, data []byte) ([]byte, error) {
@@ -313,83 +211,31 @@ func (jc *javaClient) call(ctx context.Context, ch uint64, op, path string, data
 // When ctx ends first, the answer holds what the op involved until then
 // (which pipelines it was waiting on), with ctx's error.
 func (jc *javaClient) ask(ctx context.Context, ch uint64, op, path string, data []byte) (answer, error) {
-	seq := jc.seq.Add(1)
-	wait := make(chan answer, 1)
-	jc.mu.Lock()
-	if jc.err != nil {
-		jc.mu.Unlock()
-		return answer{}, jc.err
-	}
-	jc.pending[seq] = wait
-	jc.mu.Unlock()
-	jc.wmu.Lock()
-	_, err := fmt.Fprintf(jc.w, "%d %d %s %s %d\n", ch, seq, op, path, len(data))
-	if err == nil {
-		_, err = jc.w.Write(data)
-	}
-	if err == nil {
-		err = jc.w.Flush()
-	}
-	jc.wmu.Unlock()
-	if err != nil {
-		jc.mu.Lock()
-		delete(jc.pending, seq)
-		jc.mu.Unlock()
-		return answer{}, fmt.Errorf("hdfs client: send %s %s: %w", op, path, err)
-	}
-	select {
-	case a := <-wait:
-		if a.err != nil {
-			return answer{}, fmt.Errorf("hdfs %s %s: %w", op, path, a.err)
+	a, err := jc.Ask(ctx, ch, op, path, data)
+	// What the JVM said passed checkLine as it came.
+	var r answer
+	switch {
+	case err == nil:
+		r.data = a.Data
+		r.touched, r.dropped, _ = involvement(a.Rest)
+	case ctx.Err() != nil:
+		var groups []string
+		for _, s := range a.Seen {
+			groups = append(groups, strings.TrimPrefix(s, progressKind+" "))
 		}
-		return a, nil
-	case <-ctx.Done():
-		jc.mu.Lock()
-		seen := jc.seen[seq]
-		delete(jc.pending, seq)
-		delete(jc.seen, seq)
-		jc.mu.Unlock()
-		var a answer
-		// Each group passed involvement's check as it came.
-		a.touched, a.dropped, _ = involvement(strings.Join(seen, ";"))
-		return a, fmt.Errorf("hdfs %s %s: %w", op, path, ctx.Err())
+		r.touched, r.dropped, _ = involvement(strings.Join(groups, ";"))
 	}
+	if err != nil {
+		return r, fmt.Errorf("hdfs %s %s: %w", op, path, err)
+	}
+	return r, nil
 }
 
-// clientGrace is how long the client JVM may take to close its channels
-// and exit, and a channel to close.
+// clientGrace is how long a channel may take to close.
 const clientGrace = 5 * time.Second
 
-// Stop closes the JVM's input, on which it closes every channel's file
-// system and exits; it is killed if it has not within clientGrace.
-func (jc *javaClient) Stop() error {
-	jc.in.Close()
-	select {
-	case <-jc.done:
-	case <-time.After(clientGrace):
-		jc.cmd.Process.Kill()
-		<-jc.done
-	}
-	return nil
-}
-
-// The client JVM is a systems.Process, so that its failures quote its log
-// as the daemons' do.
-var _ systems.Process = (*javaClient)(nil)
-
-func (jc *javaClient) Pid() int        { return jc.cmd.Process.Pid }
-func (jc *javaClient) LogPath() string { return jc.log }
-func (jc *javaClient) Exited() bool {
-	select {
-	case <-jc.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (jc *javaClient) channel() *channel {
-	return &channel{jc: jc, id: jc.chans.Add(1)}
+func (jc *javaClient) channel(id uint64) *channel {
+	return &channel{jc: jc, id: id}
 }
 
 // channel is a load.Client: one channel of the client JVM, with its own

@@ -20,10 +20,14 @@ type Cluster struct {
 	byName  map[string]*member
 	nn      *member
 
-	clientMu sync.Mutex // guards client: started by the first Client call
+	clientMu sync.Mutex // guards client (started by the first Client call) and chans
 	client   *javaClient
-	drops    dropCounts
-	regenMu  sync.Mutex // makes regenerations run one at a time
+	// chans numbers the client's channels. Channels name the files they
+	// create after their number, so a new JVM's channels go on from the
+	// last one's.
+	chans   uint64
+	drops   dropCounts
+	regenMu sync.Mutex // makes regenerations run one at a time
 }
 
 var _ systems.Cluster = (*Cluster)(nil)
@@ -106,7 +110,7 @@ func (c *Cluster) Client(host string) (load.Client, error) {
 	}
 	c.clientMu.Lock()
 	defer c.clientMu.Unlock()
-	if c.client == nil || c.client.failed() != nil {
+	if c.client == nil || c.client.Failed() != nil {
 		var dns []systems.Host
 		for _, m := range c.members[1:] {
 			dns = append(dns, m.host)
@@ -115,16 +119,12 @@ func (c *Cluster) Client(host string) (load.Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		if c.client != nil {
-			// Channels name the files they create after their number:
-			// a new JVM's channels go on from the last one's.
-			jc.chans.Store(c.client.chans.Load())
-		}
 		jc.drops = &c.drops
 		jc.cluster = c
 		c.client = jc
 	}
-	return c.client.channel(), nil
+	c.chans++
+	return c.client.channel(c.chans), nil
 }
 
 func (c *Cluster) member(host string) (*member, error) {
