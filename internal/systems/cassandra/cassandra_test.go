@@ -14,8 +14,7 @@ import (
 
 	"github.com/gait-dev/gait/internal/limp"
 	"github.com/gait-dev/gait/internal/load"
-	"github.com/gait-dev/gait/internal/systems/tbhost"
-	"github.com/gait-dev/gait/internal/testbed"
+	"github.com/gait-dev/gait/internal/systems/systemstest"
 )
 
 // TestTokens: the ring is split in equal ranges from its lowest token.
@@ -39,9 +38,6 @@ func TestCluster(t *testing.T) {
 	if os.Getenv("GAIT_CASSANDRA_TEST") == "" {
 		t.Skip("skipped: set GAIT_CASSANDRA_TEST=1 (three Cassandra nodes take 40 s to 2 min to start on 2 cores)")
 	}
-	if err := testbed.NeedRoot(); err != nil {
-		t.Skipf("cassandra runs on testbed hosts: %v", err)
-	}
 	d := New()
 	if err := d.Check(); err != nil {
 		t.Skip(err)
@@ -50,23 +46,8 @@ func TestCluster(t *testing.T) {
 	if v := os.Getenv("GAIT_CASSANDRA_START"); v != "" {
 		d.StartTimeout, _ = time.ParseDuration(v)
 	}
-	tb, err := testbed.Up(testbed.Options{Hosts: 3, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := tb.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	t0 := time.Now()
-	cl, err := d.Start(context.Background(), tbhost.Hosts(tb, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("3 Cassandra nodes ready in %v", time.Since(t0).Round(time.Millisecond))
+	cl, tb := systemstest.OnTestbed(t, d, 3)
 	c := cl.(*Cluster)
-	t.Cleanup(func() { c.Stop() })
 	ctx := context.Background()
 	if rs, _ := c.Roles(ctx); rs["h0"] != RoleCoordinator || rs["h1"] != RoleReplica || rs["h2"] != RoleReplica {
 		t.Fatalf("roles %v", rs)

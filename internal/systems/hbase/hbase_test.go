@@ -12,8 +12,7 @@ import (
 	"github.com/gait-dev/gait/internal/limp"
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/systems/javapipe"
-	"github.com/gait-dev/gait/internal/systems/tbhost"
-	"github.com/gait-dev/gait/internal/testbed"
+	"github.com/gait-dev/gait/internal/systems/systemstest"
 )
 
 // TestLayout: the master first, then the region servers, then DataNodes;
@@ -82,30 +81,12 @@ func TestHBaseCluster(t *testing.T) {
 	if os.Getenv("GAIT_HBASE_TEST") == "" {
 		t.Skip("skipped: set GAIT_HBASE_TEST=1 (HDFS, ZooKeeper and HBase take 1-3 min to start on 2 cores)")
 	}
-	if err := testbed.NeedRoot(); err != nil {
-		t.Skipf("hbase runs on testbed hosts: %v", err)
-	}
 	d := New()
 	if err := d.Check(); err != nil {
 		t.Skip(err)
 	}
-	tb, err := testbed.Up(testbed.Options{Hosts: 8, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := tb.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	t0 := time.Now()
-	cl, err := d.Start(context.Background(), tbhost.Hosts(tb, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("HBase ready in %v", time.Since(t0).Round(time.Millisecond))
+	cl, tb := systemstest.OnTestbed(t, d, 8)
 	c := cl.(*Cluster)
-	t.Cleanup(func() { c.Stop() })
 	ctx := context.Background()
 	roles, err := c.Roles(ctx)
 	if err != nil {

@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/load"
-	"github.com/gait-dev/gait/internal/systems/tbhost"
-	"github.com/gait-dev/gait/internal/testbed"
+	"github.com/gait-dev/gait/internal/systems/systemstest"
 )
 
 // TestLayout: split keeps the masters' host apart and halves the rest,
@@ -125,32 +124,14 @@ func TestCluster(t *testing.T) {
 	if os.Getenv("GAIT_MAPREDUCE_TEST") == "" {
 		t.Skip("skipped: set GAIT_MAPREDUCE_TEST=1 (HDFS and YARN on four hosts, 8 JVMs and a job's containers, take minutes on 2 cores and about 3.5 GiB)")
 	}
-	if err := testbed.NeedRoot(); err != nil {
-		t.Skipf("mapreduce runs on testbed hosts: %v", err)
-	}
 	d := New()
 	if err := d.Check(); err != nil {
 		t.Skip(err)
 	}
 	d.Input = 4 << 20
 	d.SplitSize = 1 << 20
-	tb, err := testbed.Up(testbed.Options{Hosts: 4, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := tb.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	t0 := time.Now()
-	cl, err := d.Start(context.Background(), tbhost.Hosts(tb, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("HDFS and YARN on 4 hosts ready in %v", time.Since(t0).Round(time.Millisecond))
+	cl, _ := systemstest.OnTestbed(t, d, 4)
 	c := cl.(*Cluster)
-	t.Cleanup(func() { c.Stop() })
 	ctx := context.Background()
 	rs, err := c.Roles(ctx)
 	if err != nil || !slices.Equal([]string{rs["h0"], rs["h1"], rs["h2"], rs["h3"]}, layout(Split, 4)) {
@@ -163,7 +144,7 @@ func TestCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t0 = time.Now()
+	t0 := time.Now()
 	if err := lc.Do(ctx, load.Op{}); err != nil {
 		t.Fatal(err)
 	}

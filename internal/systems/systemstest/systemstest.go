@@ -1,6 +1,6 @@
 // Package systemstest holds what the system drivers' tests share: a
-// cluster started on loopback hosts, and the check that it has one leader
-// and every other member follows.
+// cluster started on loopback hosts or on a testbed's, and the check that
+// it has one leader and every other member follows.
 package systemstest
 
 import (
@@ -11,6 +11,8 @@ import (
 
 	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/loopback"
+	"github.com/gait-dev/gait/internal/systems/tbhost"
+	"github.com/gait-dev/gait/internal/testbed"
 )
 
 // Start starts d on n loopback hosts (each stopping its processes within
@@ -36,6 +38,33 @@ func Start(t testing.TB, d systems.Driver, n int, grace time.Duration) (systems.
 	t.Logf("%d-member %s cluster ready in %v", n, d.Name(), time.Since(t0).Round(time.Millisecond))
 	t.Cleanup(func() { c.Stop() })
 	return c, hosts
+}
+
+// OnTestbed starts d on a testbed of n hosts, h0 to h(n-1), and stops the
+// cluster and removes the testbed when t ends. It skips t unless it runs
+// as root, which a testbed needs.
+func OnTestbed(t testing.TB, d systems.Driver, n int) (systems.Cluster, *testbed.Testbed) {
+	t.Helper()
+	if err := testbed.NeedRoot(); err != nil {
+		t.Skipf("%s runs on testbed hosts: %v", d.Name(), err)
+	}
+	tb, err := testbed.Up(testbed.Options{Hosts: n, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tb.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	t0 := time.Now()
+	c, err := d.Start(context.Background(), tbhost.Hosts(tb, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d-host %s cluster ready in %v", n, d.Name(), time.Since(t0).Round(time.Millisecond))
+	t.Cleanup(func() { c.Stop() })
+	return c, tb
 }
 
 // LeaderAndFollowers returns the leader and the followers (sorted),
