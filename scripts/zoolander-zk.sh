@@ -64,8 +64,13 @@ measure() {
 		kill -0 "$cluster" 2>/dev/null || break
 		sleep 0.1
 	done
-	[[ $(grep -c '^zookeeper ' "$dir/d$d.addrs") -ge $d ]] ||
-		{ echo "zoolander-zk: $exp D=$d did not start" >&2; tail "$dir/d$d.cluster.log" >&2; exit 1; }
+	if [[ $(grep -c '^zookeeper ' "$dir/d$d.addrs") -lt $d ]]; then
+		echo "zoolander-zk: $exp D=$d did not start; left out" >&2
+		tail "$dir/d$d.cluster.log" >&2
+		cleanup
+		cluster=""
+		return
+	fi
 	local addr
 	addr=$(awk 'NR == 1 { print $2 }' "$dir/d$d.addrs")
 	echo "$exp D=$d: $(grep -c '^zookeeper ' "$dir/d$d.addrs") agents, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2

@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -124,6 +125,9 @@ func (e *experiment) load() error {
 	e.runs, e.loadavg = map[int][]float64{}, map[int]string{}
 	for _, d := range ds {
 		dir := filepath.Join(e.dir, fmt.Sprintf("d%d", d))
+		if _, err := os.Stat(dir); err != nil && d > 1 {
+			continue // not measured (a deployment that did not start): left out
+		}
 		r, err := rundir.Open(dir)
 		if err != nil {
 			return err
@@ -151,12 +155,24 @@ func (e *experiment) load() error {
 func (e *experiment) note() string {
 	var parts []string
 	for _, d := range ds {
-		lat := e.runs[d]
-		parts = append(parts, fmt.Sprintf("D=%d: %d requests, p50 %s, p90 %s, p99 %s, load average after %s", d, len(lat),
-			time.Duration(quantile(lat, 50)*1e9).Round(time.Microsecond), time.Duration(quantile(lat, 90)*1e9).Round(time.Microsecond),
-			time.Duration(quantile(lat, 99)*1e9).Round(time.Microsecond), e.loadavg[d]))
+		lat, ok := e.runs[d]
+		if !ok {
+			parts = append(parts, fmt.Sprintf("D=%d: not measured", d))
+			continue
+		}
+		failed := len(lat) - sort.SearchFloat64s(lat, math.Inf(1))
+		parts = append(parts, fmt.Sprintf("D=%d: %d requests (%d failed), p50 %s, p90 %s, p99 %s, load average after %s", d, len(lat), failed,
+			latency(quantile(lat, 50)), latency(quantile(lat, 90)), latency(quantile(lat, 99)), e.loadavg[d]))
 	}
 	return strings.Join(parts, "; ") + "."
+}
+
+// latency writes seconds s for people; a failed request's is +Inf.
+func latency(s float64) string {
+	if math.IsInf(s, 1) {
+		return "failed"
+	}
+	return time.Duration(s * 1e9).Round(time.Microsecond).String()
 }
 
 // quantile is the q-th percentile of sorted (nearest rank).
@@ -179,7 +195,10 @@ func (e *experiment) points(bounds []time.Duration, pcts []float64) ([]point, er
 			return nil, err
 		}
 		for _, d := range ds {
-			lat := e.runs[d]
+			lat, ok := e.runs[d]
+			if !ok {
+				continue
+			}
 			within, _ := slices.BinarySearch(lat, b.Seconds()+1e-12)
 			pr, ok := pred[d]
 			if !ok {
