@@ -139,8 +139,11 @@ func jmx(ctx context.Context, addr, query string) ([]json.RawMessage, error) {
 	return doc.Beans, err
 }
 
-// getJSON decodes the JSON document at u into v.
+// getJSON decodes the JSON document at u into v, waiting jmxTimeout at
+// most.
 func getJSON(ctx context.Context, u string, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, jmxTimeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
@@ -163,11 +166,12 @@ func getJSON(ctx context.Context, u string, v any) error {
 // "regionserver", each DataNode's "datanode", but those in the current
 // WAL pipeline of the first region server, "hlog-datanode"; a daemon
 // whose process has exited is "down" (a DataNode the NameNode says it no
-// longer counts live, "dead"). It reads the WAL pipelines from the
-// NameNode again, keeping the last it read when the NameNode does not
-// answer.
+// longer counts live, "dead"). The pipelines are those Metrics last read
+// (once a second while a workload runs): asking the NameNode here, on a
+// loaded machine, would hold up every role check by its slowest answer.
+// A NameNode that does not answer leaves the DataNodes' roles as they
+// were, so Roles never fails.
 func (c *Cluster) Roles(ctx context.Context) (map[string]string, error) {
-	err := c.refreshPipelines(ctx)
 	roles := map[string]string{}
 	for _, m := range append([]*member{c.master}, c.servers...) {
 		roles[m.host.Name()] = m.role
@@ -177,27 +181,42 @@ func (c *Cluster) Roles(ctx context.Context) (map[string]string, error) {
 	}
 	fsRoles, ferr := c.fs.Roles(ctx)
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	for h, r := range c.roles {
 		roles[h] = r
-		// A NameNode slow to answer (a loaded machine) is not a DataNode
-		// it counts dead: only one that answered says so.
 		if fr := fsRoles[h]; fr == "down" || fr == "dead" && ferr == nil {
 			roles[h] = fr
 		}
 	}
-	c.mu.Unlock()
-	if err = errors.Join(err, ferr); err != nil {
-		return roles, fmt.Errorf("hbase roles: %w", err)
-	}
 	return roles, nil
+}
+
+// waitPipeline reads the WAL pipelines until the first region server's
+// is known: the hlog-datanode role a scenario may aim at.
+func (c *Cluster) waitPipeline(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.d.StartTimeout)
+	defer cancel()
+	first := c.servers[0].host.Name()
+	for {
+		err := c.refreshPipelines(ctx)
+		if len(c.pipeline(first)) > 0 {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("no WAL of %s yet", first)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("hbase: the WAL pipeline of %s not known after %v: %w", first, c.d.StartTimeout, err)
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // refreshPipelines reads each region server's current WAL's block
 // locations from the NameNode (WebHDFS): the DataNodes its writes wait
 // for. A region server whose WAL cannot be read keeps its last pipeline.
 func (c *Cluster) refreshPipelines(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, jmxTimeout)
-	defer cancel()
 	nn := "http://" + hostPort(c.master.host.Address(), nameNodeHTTPPort) + "/webhdfs/v1"
 	var dirs struct {
 		FileStatuses struct{ FileStatus []struct{ PathSuffix string } }

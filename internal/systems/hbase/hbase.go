@@ -391,7 +391,10 @@ func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Clust
 		c.Stop()
 		return nil, err
 	}
-	c.refreshPipelines(ctx)
+	if err := c.waitPipeline(ctx); err != nil {
+		c.Stop()
+		return nil, err
+	}
 	return c, nil
 }
 

@@ -91,6 +91,16 @@ public final class Client {
     return list.isEmpty() ? new String[0] : list.split(",");
   }
 
+  /** Whether e, or an exception that caused it, says the master is still initializing. */
+  private static boolean initializing(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (String.valueOf(t).contains("PleaseHoldException")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /**
    * Creates the table with splitKeys unless it exists, and moves its
    * regions (in start-key order) to servers (host addresses) round robin,
@@ -98,13 +108,27 @@ public final class Client {
    */
   private void setup(String[] splitKeys, String[] servers) throws IOException, InterruptedException {
     try (Admin admin = conn.getAdmin(); RegionLocator loc = conn.getRegionLocator(table)) {
-      if (!admin.tableExists(table)) {
-        byte[][] splits = new byte[splitKeys.length][];
-        for (int i = 0; i < splits.length; i++) {
-          splits[i] = splitKeys[i].getBytes(StandardCharsets.UTF_8);
+      byte[][] splits = new byte[splitKeys.length][];
+      for (int i = 0; i < splits.length; i++) {
+        splits[i] = splitKeys[i].getBytes(StandardCharsets.UTF_8);
+      }
+      // A master that is active may still be initializing (on a loaded
+      // machine, for minutes, beyond the client's own retries): ask again
+      // until gait, which bounds the whole start, gives up.
+      while (true) {
+        try {
+          if (!admin.tableExists(table)) {
+            admin.createTable(TableDescriptorBuilder.newBuilder(table)
+                .setColumnFamily(ColumnFamilyDescriptorBuilder.of(family)).build(), splits);
+          }
+          break;
+        } catch (IOException e) {
+          if (!initializing(e)) {
+            throw e;
+          }
+          System.err.println("the master is initializing; asking again: " + e.getMessage());
+          Thread.sleep(2000);
         }
-        admin.createTable(TableDescriptorBuilder.newBuilder(table)
-            .setColumnFamily(ColumnFamilyDescriptorBuilder.of(family)).build(), splits);
       }
       while (true) {
         boolean placed = true;
