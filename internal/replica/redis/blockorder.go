@@ -34,6 +34,14 @@ import (
 // waiter whose latest attempt is waiterLease older than the attempt being
 // applied is dropped (its agent renews well before). The clock travels in
 // the log, so every replica drops it at the same entry.
+//
+// A wait that ended (cancelled, or its reply collected or expired) leaves a
+// mark under its name for two leases more: an attempt of the client's
+// proposed before the end but applied after it (its agent never learnt its
+// outcome, and cancelled meanwhile; the core re-sends a write until it is
+// answered) then runs nothing. Without the mark the late attempt would
+// queue the client anew and run its command a second time: a BLMOVE
+// already served would move a second item.
 const waiterLease = 10 * time.Second
 
 // attempt is a blocking command's log entry: the applier builds the payload
@@ -203,11 +211,19 @@ type blockedClient struct {
 }
 
 // served is the reply a client got while it waited, kept until its agent
-// collects it with its next attempt (or the lease runs out).
+// collects it with its next attempt (or the lease runs out); without a
+// reply, the mark of a wait that ended.
 type served struct {
-	raw []byte // EXEC's reply
+	raw []byte // EXEC's reply; empty: the wait ended
 	at  int64  // the client's latest attempt
 }
+
+// ended tells the mark of an ended wait from a reply.
+func (sv served) ended() bool { return len(sv.raw) == 0 }
+
+// endedReply is what an attempt of a wait that ended gets: an error, since
+// what the client was served, if anything, is no longer known.
+var endedReply = []byte("*1\r\n-ERR gait replica: this blocked command's wait already ended\r\n")
 
 // blockQueues is the replicated table of blocked clients, per key in the
 // order they blocked. The applier changes it; agents read it to learn that
@@ -261,8 +277,11 @@ func (ws *blockQueues) gate(proposer string, seq uint64, at *attempt) gated {
 	ws.expire(at.at)
 	g.expired = len(ws.byID)+len(ws.served) < before
 	if sv, ok := ws.served[g.id]; ok {
-		delete(ws.served, g.id)
+		ws.served[g.id] = served{at: max(sv.at, at.at)} // collected now, or ended before
 		g.skip, g.served = true, sv.raw
+		if sv.ended() {
+			g.served = endedReply
+		}
 		return g
 	}
 	keys := orderedKeys(name, at.args)
@@ -272,6 +291,7 @@ func (ws *blockQueues) gate(proposer string, seq uint64, at *attempt) gated {
 	}
 	if at.cancel {
 		ws.remove(g.id)
+		ws.served[g.id] = served{at: at.at}
 		g.skip = true
 		return g
 	}
@@ -312,8 +332,9 @@ func (ws *blockQueues) headPayload(w *blockedClient) (payload []byte, n, after i
 	return (&attempt{md: w.md}).payload(restrict(name, w.args, keep))
 }
 
-// expire drops the waiters, and the replies nobody collected, whose
-// latest attempt is a lease older than now; called with mu held.
+// expire drops the waiters whose latest attempt is a lease older than now,
+// turns the replies nobody collected by then into marks of an ended wait,
+// and drops the marks once two more leases passed; called with mu held.
 func (ws *blockQueues) expire(now int64) {
 	old := now - waiterLease.Milliseconds()
 	for id, w := range ws.byID {
@@ -322,7 +343,10 @@ func (ws *blockQueues) expire(now int64) {
 		}
 	}
 	for id, sv := range ws.served {
-		if sv.at < old {
+		switch {
+		case !sv.ended() && sv.at < old:
+			ws.served[id] = served{at: now}
+		case sv.ended() && sv.at < old-2*waiterLease.Milliseconds():
 			delete(ws.served, id)
 		}
 	}

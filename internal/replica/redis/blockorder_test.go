@@ -115,3 +115,68 @@ func TestBlockQueues(t *testing.T) {
 		t.Errorf("a client whose lease ran out still heads k: %+v", g)
 	}
 }
+
+// An attempt whose agent never learnt its outcome may apply after the
+// client's wait ended (the core re-sends it; the agent cancelled
+// meanwhile). It must run nothing: run again, a BLMOVE already served
+// would move a second item, as in TestRandomized's seed 19910348.
+func TestLateAttemptRunsNothing(t *testing.T) {
+	ws := newBlockQueues()
+	now := int64(1_000_000)
+	try := func(seq, waiter uint64, cancel bool) gated {
+		return ws.gate("p#i", seq, &attempt{waiter: waiter, cancel: cancel, at: now, md: defaultMode,
+			args: words("BLMOVE q1 q0 LEFT RIGHT 1")})
+	}
+	g := try(1, 0, false) // q1 is empty: the client waits
+	ws.settle(1, g, skippedReply)
+	hs := ws.heads()
+	if len(hs) != 1 || !ws.serve(hs[0], []byte("*1\r\n$1\r\na\r\n"), 2) {
+		t.Fatalf("an RPUSH to q1 did not serve the waiting BLMOVE: %+v", hs)
+	}
+	// Attempt 3 collects the reply but its agent's wait for it fails, so
+	// the agent cancels (4), which collects it instead; then 3 applies.
+	now += 100
+	if g := try(4, 1, true); !g.skip || string(g.served) != "*1\r\n$1\r\na\r\n" {
+		t.Fatalf("the cancel did not collect what the client was served: %+v", g)
+	}
+	if g := try(3, 1, false); !g.skip || !bytes.HasPrefix(execReply(g.served), []byte("-ERR")) {
+		t.Errorf("a late attempt of a served client ran again: skip %v, payload %q, served %q", g.skip, g.payload, g.served)
+	}
+	if _, waiting, _ := ws.servedTo("p#i/1"); waiting {
+		t.Errorf("a late attempt queued a client whose wait ended")
+	}
+	// A first attempt applied after its own cancel does not queue either.
+	ws.settle(6, try(6, 5, true), nil)
+	if g := try(5, 0, false); !g.skip {
+		t.Errorf("a first attempt applied after its cancel ran: %q", g.payload)
+	}
+	// A reply nobody collected within the lease leaves the mark: the
+	// agent's next attempt is told an error, not served a second item.
+	ws.settle(7, try(7, 0, false), skippedReply)
+	if hs := ws.heads(); len(hs) != 1 || !ws.serve(hs[0], []byte("*1\r\n$1\r\nb\r\n"), 8) {
+		t.Fatal("the second client was not served")
+	}
+	now += waiterLease.Milliseconds() + 1
+	ws.gate("other#i", 1, &attempt{at: now, md: defaultMode, args: words("BLPOP x 1")})
+	if g := try(9, 7, false); !g.skip || !bytes.HasPrefix(execReply(g.served), []byte("-ERR")) {
+		t.Errorf("an attempt after its reply expired: skip %v, payload %q, served %q", g.skip, g.payload, g.served)
+	}
+	// The marks go two leases later; a waiter whose lease ran out (its
+	// agent still waits) is queued again by its next attempt.
+	now += 3 * waiterLease.Milliseconds()
+	ws.settle(10, try(10, 0, false), skippedReply)
+	now += waiterLease.Milliseconds() + 1
+	ws.gate("other#i", 2, &attempt{at: now, md: defaultMode, args: words("BLPOP x 1")})
+	if g := try(11, 10, false); g.skip {
+		t.Errorf("a waiter whose lease ran out was not queued again")
+	}
+	if n := len(ws.served); n != 0 {
+		t.Errorf("%d marks left after two leases", n)
+	}
+}
+
+// execReply is the one reply inside EXEC's answer.
+func execReply(raw []byte) []byte {
+	reply, _ := execElement(raw)
+	return reply
+}
