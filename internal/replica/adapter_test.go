@@ -250,6 +250,11 @@ func TestAdapter(t *testing.T) {
 	cfg := base
 	cfg.ID, cfg.Join = "r4", agents[0].RaftAddr()
 	late, lateSrv := lineAgent(t, cfg)
+	// A joining agent learns the others when its configuration entry
+	// commits there; until then SYNC through it counts fewer replicas.
+	for deadline := time.Now().Add(10 * time.Second); len(late.Replicas()) < 4 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	c := dialLines(t, late.ClientAddr())
 	c.do("SET late yes")
 	if got := c.do("SYNC"); got != "4" {
