@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -191,4 +192,14 @@ func StopAll(procs []Process) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// JarHome is where scripts/fetch-jars.sh NAME put the jars of java/NAME:
+// $GAIT_<NAME> when set, else /var/cache/gait/NAME (the same rule as the
+// script's).
+func JarHome(name string) string {
+	if home := os.Getenv("GAIT_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))); home != "" {
+		return home
+	}
+	return filepath.Join("/var/cache/gait", name)
 }

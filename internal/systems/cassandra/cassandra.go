@@ -27,10 +27,6 @@ import (
 	"github.com/gait-dev/gait/internal/systems"
 )
 
-// DefaultHome is where scripts/fetch-jars.sh cassandra puts the jars;
-// $GAIT_CASSANDRA overrides it.
-const DefaultHome = "/var/cache/gait/cassandra"
-
 // Version is the Cassandra release java/cassandra/pom.xml names (4.x does
 // not run on Java 17).
 const Version = "5.0.8"
@@ -101,10 +97,7 @@ type Driver struct {
 // enough for several nodes on a small machine), quorum reads and writes,
 // and replication factor 3.
 func New() *Driver {
-	home := os.Getenv("GAIT_CASSANDRA")
-	if home == "" {
-		home = DefaultHome
-	}
+	home := systems.JarHome("cassandra")
 	return &Driver{
 		Java: "/usr/bin/java",
 		Home: home,

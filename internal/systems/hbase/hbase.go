@@ -33,10 +33,6 @@ import (
 	"github.com/gait-dev/gait/internal/systems/zookeeper"
 )
 
-// DefaultHome is where scripts/fetch-jars.sh hbase puts the jars; $GAIT_HBASE
-// overrides it.
-const DefaultHome = "/var/cache/gait/hbase"
-
 // Version is the HBase release java/hbase/pom.xml names. Its -hadoop3
 // build brings Hadoop 3.4.2's client jars, which the daemons and the
 // client run on; HDFS's own daemons run Hadoop 3.5.0 (hdfs.Version).
@@ -110,10 +106,7 @@ type Driver struct {
 // enough for a master and three region servers beside HDFS on a small
 // machine.
 func New() *Driver {
-	home := os.Getenv("GAIT_HBASE")
-	if home == "" {
-		home = DefaultHome
-	}
+	home := systems.JarHome("hbase")
 	small := []string{"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-XX:+ExitOnOutOfMemoryError"}
 	return &Driver{
 		Java:            "/usr/bin/java",

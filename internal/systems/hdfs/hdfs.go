@@ -75,10 +75,6 @@ const (
 	dnIPCPort  = 9867
 )
 
-// DefaultHome is where scripts/fetch-jars.sh hadoop puts the jars; $GAIT_HADOOP
-// overrides both.
-const DefaultHome = "/var/cache/gait/hadoop"
-
 // JVMFlags are the JVM flags of every daemon and of the client: IPv4 (the
 // testbed's addresses), no perf data file per JVM, and the module openings
 // Hadoop needs on Java 17 (its own scripts add the same).
@@ -97,10 +93,7 @@ var JVMFlags = append([]string{
 // New returns a driver with Hadoop's defaults but where a small machine
 // needs others (heaps, threads, timeouts; see conf).
 func New() *Driver {
-	home := os.Getenv("GAIT_HADOOP")
-	if home == "" {
-		home = DefaultHome
-	}
+	home := systems.JarHome("hadoop")
 	return &Driver{
 		Java: "/usr/bin/java",
 		Home: home,

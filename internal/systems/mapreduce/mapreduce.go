@@ -36,10 +36,6 @@ import (
 	"github.com/gait-dev/gait/internal/systems/hdfs"
 )
 
-// DefaultHome is where scripts/fetch-jars.sh mapreduce puts the jars;
-// $GAIT_MAPREDUCE overrides it.
-const DefaultHome = "/var/cache/gait/mapreduce"
-
 // Version is the YARN and MapReduce release java/mapreduce/pom.xml names
 // (its examples jar is 3.4.2's: 3.5.0's is not on Maven Central).
 const Version = "3.5.0"
@@ -112,10 +108,7 @@ type Driver struct {
 // New returns a driver with YARN's defaults but where a small machine
 // needs others: heaps, container sizes, the time a node is lost after.
 func New() *Driver {
-	home := os.Getenv("GAIT_MAPREDUCE")
-	if home == "" {
-		home = DefaultHome
-	}
+	home := systems.JarHome("mapreduce")
 	small := []string{"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:CICompilerCount=1", "-Xss256k"}
 	return &Driver{
 		Java:               "/usr/bin/java",
