@@ -105,7 +105,8 @@ type Run struct {
 	Shape    load.Shape    // requests' phases and batches; zero for single accesses
 	Mix      load.Mix      // the accesses' operations where a phase names none (nil: gets)
 	Rate     float64       // requests (single: accesses) per second, Poisson
-	Duration time.Duration // how long arrivals come
+	Duration time.Duration // how long arrivals come at most
+	Requests int           // how many arrive at most (0: no limit)
 	Seed     uint64
 }
 
@@ -135,7 +136,7 @@ func (d *Deployment) Measure(ctx context.Context, r Run) (Point, error) {
 	if r.Mix != nil {
 		wl.Mix = r.Mix
 	}
-	cfg := load.Config{Workload: wl, Rate: r.Rate, Poisson: true, Duration: r.Duration, Seed: r.Seed,
+	cfg := load.Config{Workload: wl, Rate: r.Rate, Poisson: true, Duration: r.Duration, Requests: r.Requests, Seed: r.Seed,
 		Timeout: 10 * time.Second, Shape: r.Shape, Hosts: d.hosts}
 	if r.Shape.FanOut() {
 		cfg.RequestRecorder = &req

@@ -29,7 +29,8 @@ type Study struct {
 	// ServiceTime its length (0: none).
 	ServiceRate float64
 	ServiceTime time.Duration
-	Duration    time.Duration // of each measured run
+	Duration    time.Duration // of each measured run, at most
+	Requests    int           // of each measured run, at most (0: no limit)
 	Seed        uint64
 	Log         io.Writer
 	// Measured is called with every point as it is measured.
@@ -49,6 +50,8 @@ func (s Study) Check() error {
 		return errors.New("--load needs the service-time run (--service-time above 0) to turn a load into a rate")
 	case s.Duration <= 0:
 		return fmt.Errorf("--duration %v: want above 0", s.Duration)
+	case s.Requests < 0:
+		return fmt.Errorf("--requests %d: want 0 (no limit) or more", s.Requests)
 	}
 	for _, u := range s.Loads {
 		if !(u > 0 && u < 1) {
@@ -105,7 +108,7 @@ func (s Study) runMix(ctx context.Context, mix model.Config) error {
 		}
 	}
 	for _, rate := range rates {
-		p, err := d.Measure(ctx, Run{Shape: s.Shape, Rate: rate, Duration: s.Duration, Seed: s.Seed})
+		p, err := d.Measure(ctx, Run{Shape: s.Shape, Rate: rate, Duration: s.Duration, Requests: s.Requests, Seed: s.Seed})
 		if err != nil {
 			return err
 		}

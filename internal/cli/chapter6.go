@@ -24,6 +24,7 @@ type chapter6Flags struct {
 	report             bool
 	target             string
 	simRequests        int
+	requests           int
 }
 
 func newModelChapter6Cmd() *cobra.Command {
@@ -61,7 +62,8 @@ DIR/report.html (docs/requests.md).`,
 	fl.Float64Var(&f.cpus, "cpus", 0.4, "each host's CPU share")
 	fl.Float64Var(&f.serviceRate, "service-rate", 200, "single accesses per second of the service-time run")
 	fl.DurationVar(&f.serviceTime, "service-time", 10*time.Second, "length of the service-time run (0: none)")
-	fl.DurationVar(&f.dur, "duration", time.Minute, "length of each measured run")
+	fl.DurationVar(&f.dur, "duration", time.Minute, "length of each measured run, at most")
+	fl.IntVar(&f.requests, "requests", 0, "requests of each measured run, at most (0: as many as --duration brings)")
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed of arrivals and keys")
 	fl.StringVar(&f.target, "target", "99%@10ms", "with --report: the SLA single accesses must meet (Figure 16)")
 	fl.IntVar(&f.simRequests, "sim-requests", 100000, "with --report: requests the simulator runs per point")
@@ -95,7 +97,7 @@ func runChapter6(cmd *cobra.Command, f chapter6Flags) error {
 		return err
 	}
 	st := chapter6.Study{Gait: gait, CPUs: f.cpus, Mixes: mixes, Shape: shape, Loads: f.loads, Rates: f.rates,
-		ServiceRate: f.serviceRate, ServiceTime: f.serviceTime, Duration: f.dur, Seed: f.seed, Log: cmd.ErrOrStderr(),
+		ServiceRate: f.serviceRate, ServiceTime: f.serviceTime, Duration: f.dur, Requests: f.requests, Seed: f.seed, Log: cmd.ErrOrStderr(),
 		Measured: func(p chapter6.Point) error { return chapter6.Append(points, p) }}
 	if err := st.Check(); err != nil {
 		return err
