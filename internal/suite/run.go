@@ -207,7 +207,8 @@ func Run(ctx context.Context, scenarios []*bench.Scenario, o Options) ([]Result,
 			results = append(results, r)
 			continue
 		}
-		if err := clearUnfinished(dir); err != nil {
+		resume, err := clearUnfinished(dir, s)
+		if err != nil {
 			return results, err
 		}
 		fmt.Fprintf(o.Log, "experiment %d/%d %s (%s): %s, results in %s\n", i+1, len(scenarios), s.Name, s.File, units.Count(len(s.Runs()), "run"), dir)
@@ -226,7 +227,7 @@ func Run(ctx context.Context, scenarios []*bench.Scenario, o Options) ([]Result,
 			o.Status(Progress{Experiment: i + 1, Experiments: len(scenarios), Name: s.Name, Run: st,
 				Elapsed: time.Since(started), ETA: eta + rest})
 		}
-		r, err = runOne(ctx, s, dir, o, status)
+		r, err = runOne(ctx, s, dir, resume, o, status)
 		switch {
 		case ctx.Err() != nil:
 			return results, errors.Join(append([]error{ctx.Err()}, failed...)...)
@@ -272,29 +273,35 @@ func finished(dir string, s *bench.Scenario, o verdict.Options) (Result, bool, e
 	return r, err == nil, err
 }
 
-// clearUnfinished removes what an interrupted experiment left: a directory
-// bench made (it holds scenario.yaml). Anything else in the way is not
-// gait's to remove.
-func clearUnfinished(dir string) error {
+// clearUnfinished makes an interrupted experiment's directory ready to
+// run: one that bench made for the same scenario text keeps its finished
+// runs, which the experiment resumes from (resume true), so a long
+// experiment can be run in pieces; one made for another text is removed.
+// Anything else in the way is not gait's to remove.
+func clearUnfinished(dir string, s *bench.Scenario) (resume bool, err error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("experiment directory: %w", err)
+		return false, fmt.Errorf("experiment directory: %w", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "scenario.yaml")); err != nil {
-		return fmt.Errorf("experiment directory %s: exists and is not an experiment's results; move it away", dir)
+	had, err := os.ReadFile(filepath.Join(dir, "scenario.yaml"))
+	if err != nil {
+		return false, fmt.Errorf("experiment directory %s: exists and is not an experiment's results; move it away", dir)
+	}
+	if bytes.Equal(had, s.Source) {
+		return true, nil
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("remove the unfinished experiment %s: %w", dir, err)
+		return false, fmt.Errorf("remove the unfinished experiment %s: %w", dir, err)
 	}
-	return nil
+	return false, nil
 }
 
-func runOne(ctx context.Context, s *bench.Scenario, dir string, o Options, status func(bench.Status)) (Result, error) {
+func runOne(ctx context.Context, s *bench.Scenario, dir string, resume bool, o Options, status func(bench.Status)) (Result, error) {
 	begin := time.Now()
-	runs, err := bench.Run(ctx, s, bench.Options{Out: dir, StateDir: o.StateDir, Log: o.Log, Status: status})
+	runs, err := bench.Run(ctx, s, bench.Options{Out: dir, StateDir: o.StateDir, Log: o.Log, Status: status, Resume: resume})
 	if err != nil {
 		return Result{}, err
 	}
@@ -313,6 +320,12 @@ func runOne(ctx context.Context, s *bench.Scenario, dir string, o Options, statu
 		return Result{}, err
 	}
 	r.Dir, r.WallSeconds = dir, time.Since(begin).Seconds()
+	if resume { // the pieces' time: each run's own, earlier ones too
+		r.WallSeconds = 0
+		for _, run := range runs {
+			r.WallSeconds += run.Wall.Seconds()
+		}
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
