@@ -62,6 +62,9 @@ type Result struct {
 	BaseThroughput float64 `json:"base_throughput"`
 	Steps          []Step  `json:"steps"`
 	WallSeconds    float64 `json:"wall_seconds"`
+	// MinRequests is the scenario's own min_requests, when it sets one in
+	// place of the suite's: the baseline requests a group needs.
+	MinRequests int `json:"min_requests,omitempty"`
 	// Source is the scenario as it ran; a resumed suite redoes the
 	// experiment if the scenario has changed since.
 	Source string `json:"source"`
@@ -340,7 +343,7 @@ func runOne(ctx context.Context, s *bench.Scenario, dir string, resume bool, o O
 // on its own against its own baseline.
 func judge(s *bench.Scenario, sum bench.Summary, runs []bench.RunResult, o verdict.Options) (Result, error) {
 	r := Result{Experiment: s.Name, File: s.File, System: s.System, Paper: s.Paper, Expect: s.Expect, Quick: s.Quick,
-		Source: string(s.Source)}
+		Source: string(s.Source), MinRequests: s.MinRequests}
 	r.Fault, r.Target = s.FaultNames()
 	if len(sum.Steps) > 0 {
 		r.BaseMean, r.BaseThroughput = sum.Steps[0].Mean, sum.Steps[0].Throughput
