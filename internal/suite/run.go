@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/gait-dev/gait/internal/bench"
 	"github.com/gait-dev/gait/internal/units"
 	"github.com/gait-dev/gait/internal/verdict"
+	"gopkg.in/yaml.v3"
 )
 
 // Options say where a suite's results go and how it talks.
@@ -260,7 +262,7 @@ func finished(dir string, s *bench.Scenario, o verdict.Options) (Result, bool, e
 		return Result{}, false, nil
 	}
 	var old Result
-	if json.Unmarshal(b, &old) != nil || old.Source != string(s.Source) {
+	if json.Unmarshal(b, &old) != nil || !SameExperiment([]byte(old.Source), s.Source) {
 		return Result{}, false, nil
 	}
 	rs, runs, err := bench.Reload(dir)
@@ -276,10 +278,30 @@ func finished(dir string, s *bench.Scenario, o verdict.Options) (Result, bool, e
 	return r, err == nil, err
 }
 
+// SameExperiment says whether two scenario texts run the same
+// experiment: the same text but for comments and the paper's differs:,
+// which explain a result and do not change it, so a finished
+// experiment's runs are kept when only its explanation is edited.
+func SameExperiment(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var x, y map[string]any
+	if yaml.Unmarshal(a, &x) != nil || yaml.Unmarshal(b, &y) != nil {
+		return false
+	}
+	for _, doc := range []map[string]any{x, y} {
+		if p, ok := doc["paper"].(map[string]any); ok {
+			delete(p, "differs")
+		}
+	}
+	return reflect.DeepEqual(x, y)
+}
+
 // clearUnfinished makes an interrupted experiment's directory ready to
-// run: one that bench made for the same scenario text keeps its finished
-// runs, which the experiment resumes from (resume true), so a long
-// experiment can be run in pieces; one made for another text is removed.
+// run: one that bench made for the same experiment (SameExperiment) keeps
+// its finished runs, which the experiment resumes from (resume true), so a
+// long experiment can be run in pieces; one made for another is removed.
 // Anything else in the way is not gait's to remove.
 func clearUnfinished(dir string, s *bench.Scenario) (resume bool, err error) {
 	entries, err := os.ReadDir(dir)
@@ -293,8 +315,9 @@ func clearUnfinished(dir string, s *bench.Scenario) (resume bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("experiment directory %s: exists and is not an experiment's results; move it away", dir)
 	}
-	if bytes.Equal(had, s.Source) {
-		return true, nil
+	if SameExperiment(had, s.Source) {
+		// The runs read it back: keep the text they will be judged by.
+		return true, atomicfile.WriteBytes(filepath.Join(dir, "scenario.yaml"), s.Source)
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return false, fmt.Errorf("remove the unfinished experiment %s: %w", dir, err)

@@ -137,6 +137,13 @@ func TestClearUnfinished(t *testing.T) {
 	if _, err := os.Stat(run); err != nil {
 		t.Errorf("same scenario: the finished run is gone: %v", err)
 	}
+	write("# a comment\nname: x\n")
+	if resume, err := clearUnfinished(dir, s); !resume || err != nil {
+		t.Errorf("the same scenario but for a comment: resume %v, error %v; want to resume", resume, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "scenario.yaml")); string(b) != string(s.Source) {
+		t.Errorf("kept scenario.yaml %q, want the text the runs go on with", b)
+	}
 	write("name: x\nrepeat: 3\n")
 	if resume, err := clearUnfinished(dir, s); resume || err != nil {
 		t.Errorf("another scenario: resume %v, error %v; want a fresh start", resume, err)
@@ -152,5 +159,26 @@ func TestClearUnfinished(t *testing.T) {
 	}
 	if _, err := clearUnfinished(dir, s); err == nil || !strings.Contains(err.Error(), "not an experiment's results") {
 		t.Errorf("a foreign directory: error %v, want one naming it", err)
+	}
+}
+
+// TestSameExperiment: comments and the paper's differs: explain a result;
+// anything else changes the experiment.
+func TestSameExperiment(t *testing.T) {
+	base := "# why\nname: x\nrepeat: 3\npaper: {row: Z1, marks: []}\n"
+	for _, c := range []struct {
+		other string
+		same  bool
+	}{
+		{base, true},
+		{"# another comment\nname: x\nrepeat: 3\npaper: {row: Z1, marks: []}\n", true},
+		{"name: x\nrepeat: 3\npaper:\n  row: Z1\n  marks: []\n  differs: a pause\n", true},
+		{"name: x\nrepeat: 1\npaper: {row: Z1, marks: []}\n", false},
+		{"name: x\nrepeat: 3\npaper: {row: Z1, marks: [OL]}\n", false},
+		{"name: x\nrepeat: [3\n", false},
+	} {
+		if got := SameExperiment([]byte(base), []byte(c.other)); got != c.same {
+			t.Errorf("%q: same %v, want %v", c.other, got, c.same)
+		}
 	}
 }
