@@ -167,7 +167,7 @@ func whyDiffers(r Result) string {
 		why = "the scenario does not say why."
 	}
 	if m := Measured(r); m != "" {
-		why = strings.TrimSuffix(why, ".") + ". Measured: " + m
+		why = strings.TrimSuffix(why, ".") + ". Measured: " + m + "."
 	}
 	return why
 }
