@@ -221,14 +221,6 @@ func PredictRequest(sys System, cfg Config, horizon float64, thesis bool) (Reque
 	// groupOK(c) at cell i: the first of d duplicates is done.
 	groupOK := func(cdf []float64, i int) float64 { return 1 - math.Pow(1-cdf[i], float64(d)) }
 
-	// ahead[m]: the chance m accesses of the batch's earlier requests wait
-	// ahead in a group: j-1 earlier requests, j uniform over the batch.
-	ahead := make([]float64, (B-1)*phases[0]+1)
-	for j := 1; j <= B; j++ {
-		for m, w := range binomial((j-1)*phases[0], p) {
-			ahead[m] += w / float64(B)
-		}
-	}
 	if r == 1 {
 		// One group: every duplicate serves the whole batch's work in
 		// arrival order. Request j's last phase waits behind all of the
@@ -281,7 +273,7 @@ func PredictRequest(sys System, cfg Config, horizon float64, thesis bool) (Reque
 		}
 		return RequestPrediction{Step: g.h, CDF: law}, nil
 	}
-	if B > 1 && len(phases) > 1 {
+	if B > 1 {
 		return RequestPrediction{Step: g.h, CDF: g.batchGroups(sys, phases, sums, wait, thesis, rho, r, d)}, nil
 	}
 	if d > 1 && !thesis && B == 1 && len(phases) == 2 {
@@ -290,24 +282,12 @@ func PredictRequest(sys System, cfg Config, horizon float64, thesis bool) (Reque
 	}
 	law := make([]float64, g.n)
 	law[0] = 1
-	for ph, k := range phases {
+	for _, k := range phases {
 		// a[n][i]: a group that holds n of this phase's accesses is done by i.
 		a := make([][]float64, k+1)
 		a[0] = onesLike(g.n)
 		for n := 1; n <= k; n++ {
 			a[n] = make([]float64, g.n)
-			if ph == 0 && B > 1 {
-				for m, w := range ahead {
-					if w < 1e-12 {
-						continue
-					}
-					cdf := part(n + m)
-					for i := range a[n] {
-						a[n][i] += w * groupOK(cdf, i)
-					}
-				}
-				continue
-			}
 			cdf := part(n)
 			for i := range a[n] {
 				a[n][i] = groupOK(cdf, i)
@@ -320,7 +300,7 @@ func PredictRequest(sys System, cfg Config, horizon float64, thesis bool) (Reque
 }
 
 // batchGroups is the request law on r > 1 groups of d duplicates when
-// requests of several phases arrive in batches of B. At every group, a
+// requests arrive in batches of B. At every group, a
 // request's last-phase accesses come after all of the batch's earlier
 // phases (the first phases arrived at the batch's instant, a later phase
 // when the phase before it ended, which for the batch's other requests was
@@ -392,8 +372,11 @@ func (g grid) batchGroups(sys System, phases []int, sums [][]float64, wait []flo
 				}
 			}
 		}
-		behind := multinomialProduct(a, r, g.n)
 		alone := g.batchEarlierPhases(phases, sums, first, j, r, d)
+		behind := onesLike(g.n) // one phase: its work behind is alone's
+		if P > 1 {
+			behind = multinomialProduct(a, r, g.n)
+		}
 		for i, v := range behind {
 			law[i] += v * alone[i] / float64(B)
 		}
