@@ -51,6 +51,11 @@ type Response struct {
 	Err    string          `json:"err,omitempty"`
 	Code   string          `json:"code,omitempty"` // one of the Code* constants when Err matches a known cause
 	Result json.RawMessage `json:"result,omitempty"`
+	// At is when the agent began serving the request, in Unix
+	// nanoseconds on its machine's clock: when a fault it applies began
+	// there, which the control node puts on its own clock with the
+	// machine's measured offset.
+	At int64 `json:"at,omitempty"`
 }
 
 // Codes name errors the control node acts on, as a sentinel error does

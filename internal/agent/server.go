@@ -212,8 +212,8 @@ func (s *server) scan() ScanResult {
 
 // handle serves one request.
 func (s *server) handle(ctx context.Context, req Request) Response {
+	resp := Response{ID: req.ID, At: time.Now().UnixNano()}
 	result, err := s.do(ctx, req)
-	resp := Response{ID: req.ID}
 	if err != nil {
 		resp.Err = err.Error()
 		switch {
@@ -229,7 +229,7 @@ func (s *server) handle(ctx context.Context, req Request) Response {
 	if result != nil {
 		data, err := json.Marshal(result)
 		if err != nil {
-			return Response{ID: req.ID, Err: "encode result: " + err.Error()}
+			return Response{ID: req.ID, At: resp.At, Err: "encode result: " + err.Error()}
 		}
 		resp.Result = data
 	}
