@@ -377,7 +377,8 @@ func (s *server) up(a UpArgs) (UpResult, error) {
 		}
 		avoid = append(avoid, p)
 	}
-	tb, err := testbed.Up(testbed.Options{Hosts: a.Hosts, Bandwidth: a.Bandwidth, Disk: a.Disk, Dir: dir, StateDir: StateDir(s.opts.Root), Avoid: avoid})
+	tb, err := testbed.Up(testbed.Options{Hosts: a.Hosts, Bandwidth: a.Bandwidth, Disk: a.Disk,
+		DiskBandwidth: a.DiskBandwidth, DiskLatency: a.DiskLatency, Emulate: a.Emulate, Dir: dir, StateDir: StateDir(s.opts.Root), Avoid: avoid})
 	if err != nil {
 		return UpResult{}, errors.Join(err, os.RemoveAll(dir))
 	}
@@ -597,6 +598,9 @@ func (s *server) file(run string, a FileArgs) (FileArgs, error) {
 			err = fmt.Errorf("read %s: larger than %d bytes", path, MaxRead)
 		}
 		return FileArgs{Data: data}, err
+	case "size":
+		size, err := systems.LocalFiles{}.FileSystemSize(path)
+		return FileArgs{Size: size}, err
 	}
-	return FileArgs{}, fmt.Errorf("file: %.20q is not mkdir, remove, write or read", a.Do)
+	return FileArgs{}, fmt.Errorf("file: %.20q is not mkdir, remove, write, read or size", a.Do)
 }

@@ -25,6 +25,9 @@ import (
 type Machine struct {
 	inventory.Machine
 	Arch string // the machine's, as uname -m says it
+	// Binary is gait's binary on the machine, pushed from Pushed, the
+	// one on this machine.
+	Binary, Pushed string
 
 	client *ssh.Client
 	sess   *ssh.Session
@@ -99,6 +102,7 @@ func Connect(ctx context.Context, m inventory.Machine, o Options) (*Machine, err
 	if err != nil {
 		return fail(StepPush, err)
 	}
+	rm.Binary = bin
 	if err := rm.startAgent(bin, o.AgentTimeout); err != nil {
 		return fail(StepAgent, err)
 	}
@@ -188,6 +192,7 @@ func (m *Machine) push(path string) (string, error) {
 		}
 		path = self
 	}
+	m.Pushed = path
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("read gait's binary: %w", err)
