@@ -509,7 +509,7 @@ inject:
 
 	t.Run("three times what one machine holds", func(t *testing.T) {
 		if os.Getenv("GAIT_MANY") != "hold" {
-			t.Skip("set GAIT_MANY=hold (and GAIT_HOLD_MEM, GAIT_HOLD_HOSTS) to bound each machine's memory and run HDFS of GAIT_HOLD_HOSTS hosts on one machine, of 3x that on one machine (which must fail), and of 3x over the three (heavy: JVMs)")
+			t.Skip("set GAIT_MANY=hold (and GAIT_HOLD_SYSTEM hdfs or etcd, GAIT_HOLD_MEM, GAIT_HOLD_HOSTS) to bound each machine's memory and run GAIT_HOLD_HOSTS hosts on one machine, 3x that on one machine (which must fail), and 3x over the three (HDFS is heavy: JVMs)")
 		}
 		limit, err := load.ParseSize(cmp.Or(os.Getenv("GAIT_HOLD_MEM"), "1GiB"))
 		if err != nil {
@@ -517,36 +517,66 @@ inject:
 		}
 		n, err := strconv.Atoi(cmp.Or(os.Getenv("GAIT_HOLD_HOSTS"), "6"))
 		if err != nil || n < 4 {
-			t.Fatalf("GAIT_HOLD_HOSTS %q: want a NameNode and at least 3 DataNodes", os.Getenv("GAIT_HOLD_HOSTS"))
+			t.Fatalf("GAIT_HOLD_HOSTS %q: want 4 hosts at least (HDFS: a NameNode and 3 DataNodes)", os.Getenv("GAIT_HOLD_HOSTS"))
+		}
+		system := cmp.Or(os.Getenv("GAIT_HOLD_SYSTEM"), "hdfs")
+		body, ok := map[string]string{
+			// A NameNode (h0) and DataNodes; creates of 1 MiB files
+			// with replication 3, so every DataNode may serve.
+			"hdfs": `system: hdfs
+workload: {op: create, keys: 30, value_size: 1MiB, clients: 2, duration: 10s, timeout: 3m}
+`,
+			"etcd": `system: etcd
+workload: {op: put, keys: 100, value_size: 1KiB, clients: 4, duration: 5s}
+`,
+		}[system]
+		if !ok {
+			t.Fatalf("GAIT_HOLD_SYSTEM %q: want hdfs or etcd", system)
 		}
 		cgroups := f.limitMachines(t, limit)
-		// A NameNode (h0) and DataNodes; creates of 1 MiB files with
-		// replication 3, so every DataNode may serve.
-		const body = `system: hdfs
-workload: {op: create, keys: 30, value_size: 1MiB, clients: 2, duration: 10s, timeout: 3m}
-`
+		// The most one machine holds: GAIT_HOLD_HOSTS hosts, then one
+		// more at a time, until a run fails; its OOM kills must show
+		// that memory is what failed it.
+		held := 0
 		t.Run("one machine", func(t *testing.T) {
-			runSpanning(t, f, f.machines[:1], "hdfs-hold-1", n, body, "datanode", 0)
-			t.Logf("%d hosts on m1 (limit %s): %s", n, load.FormatSize(limit), machineMemory(cgroups[0]))
-		})
-		t.Run("one machine, 3x", func(t *testing.T) {
-			resetPeak(cgroups[0])
-			out, err := runScenario(t, f, f.machines[:1], "hdfs-hold-1x3", 3*n, body)
-			t.Logf("%d hosts on m1 (limit %s): %s", 3*n, load.FormatSize(limit), machineMemory(cgroups[0]))
-			if err == nil {
-				t.Fatalf("one machine held %d hosts: the limit bounds nothing\n%s", 3*n, out)
+			for k := n; ; k++ {
+				if k > 3*n {
+					t.Fatalf("one machine held %d hosts: the limit bounds nothing", held)
+				}
+				resetPeak(cgroups[0])
+				out, err := runScenario(t, f, f.machines[:1], fmt.Sprintf("%s-hold-1-%d", system, k), k, body)
+				mem, how := machineMemory(cgroups[0]), "ran"
+				if err != nil {
+					how = "failed: " + err.Error()
+				}
+				t.Logf("%d hosts on m1 (limit %s): %s; %s", k, load.FormatSize(limit), how, mem)
+				if left := f.scan(t, 0, nil); len(left) > 0 {
+					t.Errorf("m1 after %d hosts: %q", k, left)
+				}
+				if err == nil {
+					held = k
+					continue
+				}
+				if strings.HasSuffix(mem, "OOM kills 0") {
+					t.Errorf("%d hosts failed with no OOM kill: not for memory\n%s", k, out)
+				}
+				break
 			}
-			if left := f.scan(t, 0, nil); len(left) > 0 {
-				t.Errorf("m1 after the failed run: %q", left)
+			if held == 0 {
+				t.Fatalf("one machine held not even %d hosts", n)
 			}
+			t.Logf("one machine holds %d hosts of %s within %s", held, system, load.FormatSize(limit))
 		})
 		t.Run("three machines, 3x", func(t *testing.T) {
+			if held == 0 {
+				t.Skip("no count of what one machine holds")
+			}
 			for _, c := range cgroups {
 				resetPeak(c)
 			}
-			runSpanning(t, f, f.machines, "hdfs-hold-3", 3*n, body, "datanode", 0)
+			runSpanning(t, f, f.machines, fmt.Sprintf("%s-hold-3-%d", system, 3*held), 3*held, body, "", 0)
 			for i, c := range cgroups {
-				t.Logf("%s of %d hosts (limit %s): %s", f.machines[i].Name, 3*n, load.FormatSize(limit), machineMemory(c))
+				t.Logf("%s, one of 3 machines holding %d hosts (limit %s): %s", f.machines[i].Name, 3*held, load.FormatSize(limit), machineMemory(c))
 			}
 		})
 	})
