@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -143,22 +144,61 @@ func Table1Rows(results []Result) [][]string {
 }
 
 // Differences explains each experiment whose verdicts are not the paper's
-// marks, by its scenario's paper.differs: "Z5 zk-z5-...: why". One that
-// does not say is listed too, so no difference passes unexplained.
+// marks: by its scenario's paper.differs, then by what this suite measured
+// for each mark that differs (Measured), "Z5 zk-z5-...: why. Measured: ...".
+// One whose scenario does not say is listed too, with what was measured,
+// so no difference passes unexplained.
 func Differences(results []Result) []string {
 	var out []string
 	for _, r := range results {
 		if r.Paper == nil || verdict.Agreement(r.Paper.Marks, r.Got()) == "yes" {
 			continue
 		}
-		why := r.Paper.Differs
-		if why == "" {
-			why = "the scenario does not say why"
-		}
 		out = append(out, fmt.Sprintf("%s %s: gait %s, the paper %s: %s", r.Paper.Row, r.Experiment,
-			verdict.CountText(r.Got()), MarkText(r.Paper.Marks), why))
+			verdict.CountText(r.Got()), MarkText(r.Paper.Marks), whyDiffers(r)))
 	}
 	return out
+}
+
+// whyDiffers is the scenario's paper.differs and what was measured.
+func whyDiffers(r Result) string {
+	why := r.Paper.Differs
+	if why == "" {
+		why = "the scenario does not say why."
+	}
+	if m := Measured(r); m != "" {
+		why = strings.TrimSuffix(why, ".") + ". Measured: " + m + "."
+	}
+	return why
+}
+
+// Measured gives, for each verdict where r differs from the paper's marks,
+// the reason this suite's runs gave: from the step that gave it most often
+// (a verdict the paper does not mark, or one that flips), or from the
+// largest step (a mark the paper has that no repetition gave).
+func Measured(r Result) string {
+	if r.Paper == nil || len(r.Steps) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, m := range verdict.MarkNames {
+		wanted := slices.Contains(r.Paper.Marks, m)
+		st, given, of := r.Steps[len(r.Steps)-1], 0, 1
+		for _, s := range r.Steps {
+			for _, c := range s.Counts {
+				if c.Mark == m && c.Given*of > given*c.Of {
+					st, given, of = s, c.Given, c.Of
+				}
+			}
+		}
+		if (wanted && given > 0 && given == of) || (!wanted && given == 0) {
+			continue
+		}
+		if why := st.Why(m); why != "" {
+			parts = append(parts, st.Label+", "+why)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // WriteText writes one line per experiment and step, then Table 1.

@@ -30,8 +30,8 @@ func Report(results []Result, o verdict.Options) (*report.Page, error) {
 		"which do not involve the limpware, are over %gx slower; cluster limplock (CL) when throughput falls under %.0f%% "+
 		"of the baseline's or every healthy member the clients use is in node limplock; a hidden backlog when a queue or "+
 		"lag rises along a fitted line (p < %g) by more than %gx its baseline peak while the clients see neither OL nor NL. "+
-		"Groups need %d baseline requests. The rules and thresholds are in docs/bench.md.",
-		len(results), units.Seconds(wall), o.Slow, o.Slow, 100*o.Collapse, o.Alpha, o.Growth, o.MinRequests))
+		"%s The rules and thresholds are in docs/bench.md.",
+		len(results), units.Seconds(wall), o.Slow, o.Slow, 100*o.Collapse, o.Alpha, o.Growth, MinRequestsText(results, o.MinRequests)))
 	figure1(p, results)
 	p.Heading("Table 1: verdicts beside the paper's marks")
 	p.Table(Table1Header, Table1Rows(results))
@@ -109,8 +109,8 @@ func section(p *report.Page, r Result) error {
 		r.Target, r.File, units.Seconds(r.BaseMean), units.Sig(r.BaseThroughput), r.Dir)
 	if r.Paper != nil {
 		head += fmt.Sprintf(" The paper's row %s is marked %s; gait gives %s.", r.Paper.Row, MarkText(r.Paper.Marks), verdict.CountText(r.Got()))
-		if r.Paper.Differs != "" && verdict.Agreement(r.Paper.Marks, r.Got()) != "yes" {
-			head += " Why they differ: " + r.Paper.Differs
+		if verdict.Agreement(r.Paper.Marks, r.Got()) != "yes" {
+			head += " Why they differ: " + whyDiffers(r)
 		}
 	}
 	if r.Expect != nil {
@@ -137,4 +137,21 @@ func section(p *report.Page, r Result) error {
 		return err
 	}
 	return bench.Section(p, s, runs)
+}
+
+// MinRequestsText says how many baseline requests a group needs: the
+// suite's number, and each experiment's own where its scenario sets
+// min_requests (MapReduce's rows judge one job).
+func MinRequestsText(results []Result, suite int) string {
+	var own []string
+	for _, r := range results {
+		if r.MinRequests > 0 && r.MinRequests != suite {
+			own = append(own, fmt.Sprintf("%s %d", r.Experiment, r.MinRequests))
+		}
+	}
+	text := fmt.Sprintf("Groups need %d baseline requests", suite)
+	if len(own) > 0 {
+		text += " (where a scenario sets its own min_requests, that many: " + strings.Join(own, ", ") + ")"
+	}
+	return text + "."
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/gait-dev/gait/internal/bench"
 	"github.com/gait-dev/gait/internal/units"
 	"github.com/gait-dev/gait/internal/verdict"
+	"gopkg.in/yaml.v3"
 )
 
 // Options say where a suite's results go and how it talks.
@@ -62,6 +64,9 @@ type Result struct {
 	BaseThroughput float64 `json:"base_throughput"`
 	Steps          []Step  `json:"steps"`
 	WallSeconds    float64 `json:"wall_seconds"`
+	// MinRequests is the scenario's own min_requests, when it sets one in
+	// place of the suite's: the baseline requests a group needs.
+	MinRequests int `json:"min_requests,omitempty"`
 	// Source is the scenario as it ran; a resumed suite redoes the
 	// experiment if the scenario has changed since.
 	Source string `json:"source"`
@@ -207,7 +212,8 @@ func Run(ctx context.Context, scenarios []*bench.Scenario, o Options) ([]Result,
 			results = append(results, r)
 			continue
 		}
-		if err := clearUnfinished(dir); err != nil {
+		resume, err := clearUnfinished(dir, s)
+		if err != nil {
 			return results, err
 		}
 		fmt.Fprintf(o.Log, "experiment %d/%d %s (%s): %s, results in %s\n", i+1, len(scenarios), s.Name, s.File, units.Count(len(s.Runs()), "run"), dir)
@@ -226,7 +232,7 @@ func Run(ctx context.Context, scenarios []*bench.Scenario, o Options) ([]Result,
 			o.Status(Progress{Experiment: i + 1, Experiments: len(scenarios), Name: s.Name, Run: st,
 				Elapsed: time.Since(started), ETA: eta + rest})
 		}
-		r, err = runOne(ctx, s, dir, o, status)
+		r, err = runOne(ctx, s, dir, resume, o, status)
 		switch {
 		case ctx.Err() != nil:
 			return results, errors.Join(append([]error{ctx.Err()}, failed...)...)
@@ -256,7 +262,7 @@ func finished(dir string, s *bench.Scenario, o verdict.Options) (Result, bool, e
 		return Result{}, false, nil
 	}
 	var old Result
-	if json.Unmarshal(b, &old) != nil || old.Source != string(s.Source) {
+	if json.Unmarshal(b, &old) != nil || !SameExperiment([]byte(old.Source), s.Source) {
 		return Result{}, false, nil
 	}
 	rs, runs, err := bench.Reload(dir)
@@ -272,29 +278,56 @@ func finished(dir string, s *bench.Scenario, o verdict.Options) (Result, bool, e
 	return r, err == nil, err
 }
 
-// clearUnfinished removes what an interrupted experiment left: a directory
-// bench made (it holds scenario.yaml). Anything else in the way is not
-// gait's to remove.
-func clearUnfinished(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0) {
-		return nil
+// SameExperiment says whether two scenario texts run the same
+// experiment: the same text but for comments and the paper's differs:,
+// which explain a result and do not change it, so a finished
+// experiment's runs are kept when only its explanation is edited.
+func SameExperiment(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
 	}
-	if err != nil {
-		return fmt.Errorf("experiment directory: %w", err)
+	var x, y map[string]any
+	if yaml.Unmarshal(a, &x) != nil || yaml.Unmarshal(b, &y) != nil {
+		return false
 	}
-	if _, err := os.Stat(filepath.Join(dir, "scenario.yaml")); err != nil {
-		return fmt.Errorf("experiment directory %s: exists and is not an experiment's results; move it away", dir)
+	for _, doc := range []map[string]any{x, y} {
+		if p, ok := doc["paper"].(map[string]any); ok {
+			delete(p, "differs")
+		}
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("remove the unfinished experiment %s: %w", dir, err)
-	}
-	return nil
+	return reflect.DeepEqual(x, y)
 }
 
-func runOne(ctx context.Context, s *bench.Scenario, dir string, o Options, status func(bench.Status)) (Result, error) {
+// clearUnfinished makes an interrupted experiment's directory ready to
+// run: one that bench made for the same experiment (SameExperiment) keeps
+// its finished runs, which the experiment resumes from (resume true), so a
+// long experiment can be run in pieces; one made for another is removed.
+// Anything else in the way is not gait's to remove.
+func clearUnfinished(dir string, s *bench.Scenario) (resume bool, err error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("experiment directory: %w", err)
+	}
+	had, err := os.ReadFile(filepath.Join(dir, "scenario.yaml"))
+	if err != nil {
+		return false, fmt.Errorf("experiment directory %s: exists and is not an experiment's results; move it away", dir)
+	}
+	if SameExperiment(had, s.Source) {
+		// The runs read it back: keep the text they will be judged by.
+		return true, atomicfile.WriteBytes(filepath.Join(dir, "scenario.yaml"), s.Source)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return false, fmt.Errorf("remove the unfinished experiment %s: %w", dir, err)
+	}
+	return false, nil
+}
+
+func runOne(ctx context.Context, s *bench.Scenario, dir string, resume bool, o Options, status func(bench.Status)) (Result, error) {
 	begin := time.Now()
-	runs, err := bench.Run(ctx, s, bench.Options{Out: dir, StateDir: o.StateDir, Log: o.Log, Status: status})
+	runs, err := bench.Run(ctx, s, bench.Options{Out: dir, StateDir: o.StateDir, Log: o.Log, Status: status, Resume: resume})
 	if err != nil {
 		return Result{}, err
 	}
@@ -313,6 +346,12 @@ func runOne(ctx context.Context, s *bench.Scenario, dir string, o Options, statu
 		return Result{}, err
 	}
 	r.Dir, r.WallSeconds = dir, time.Since(begin).Seconds()
+	if resume { // the pieces' time: each run's own, earlier ones too
+		r.WallSeconds = 0
+		for _, run := range runs {
+			r.WallSeconds += run.Wall.Seconds()
+		}
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
@@ -327,7 +366,7 @@ func runOne(ctx context.Context, s *bench.Scenario, dir string, o Options, statu
 // on its own against its own baseline.
 func judge(s *bench.Scenario, sum bench.Summary, runs []bench.RunResult, o verdict.Options) (Result, error) {
 	r := Result{Experiment: s.Name, File: s.File, System: s.System, Paper: s.Paper, Expect: s.Expect, Quick: s.Quick,
-		Source: string(s.Source)}
+		Source: string(s.Source), MinRequests: s.MinRequests}
 	r.Fault, r.Target = s.FaultNames()
 	if len(sum.Steps) > 0 {
 		r.BaseMean, r.BaseThroughput = sum.Steps[0].Mean, sum.Steps[0].Throughput

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gait-dev/gait/internal/bench"
 	"github.com/gait-dev/gait/internal/verdict"
 )
 
@@ -106,5 +107,78 @@ func TestSuiteResumes(t *testing.T) {
 	}
 	if err := p.WriteFile(filepath.Join(out, "report.html")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestClearUnfinished: an interrupted experiment of the same scenario text
+// keeps its finished runs to resume from; one of another text is removed;
+// a directory bench did not make is left alone with an error.
+func TestClearUnfinished(t *testing.T) {
+	s := &bench.Scenario{Source: []byte("name: x\n")}
+	dir := filepath.Join(t.TempDir(), "x")
+	run := filepath.Join(dir, "baseline-r1", "summary.json")
+	write := func(scenario string) {
+		if err := os.MkdirAll(filepath.Dir(run), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for f, text := range map[string]string{filepath.Join(dir, "scenario.yaml"): scenario, run: "{}"} {
+			if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if resume, err := clearUnfinished(dir, s); resume || err != nil {
+		t.Errorf("no directory: resume %v, error %v; want a fresh start", resume, err)
+	}
+	write("name: x\n")
+	if resume, err := clearUnfinished(dir, s); !resume || err != nil {
+		t.Errorf("same scenario: resume %v, error %v; want to resume", resume, err)
+	}
+	if _, err := os.Stat(run); err != nil {
+		t.Errorf("same scenario: the finished run is gone: %v", err)
+	}
+	write("# a comment\nname: x\n")
+	if resume, err := clearUnfinished(dir, s); !resume || err != nil {
+		t.Errorf("the same scenario but for a comment: resume %v, error %v; want to resume", resume, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "scenario.yaml")); string(b) != string(s.Source) {
+		t.Errorf("kept scenario.yaml %q, want the text the runs go on with", b)
+	}
+	write("name: x\nrepeat: 3\n")
+	if resume, err := clearUnfinished(dir, s); resume || err != nil {
+		t.Errorf("another scenario: resume %v, error %v; want a fresh start", resume, err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("another scenario's directory was kept: %v", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clearUnfinished(dir, s); err == nil || !strings.Contains(err.Error(), "not an experiment's results") {
+		t.Errorf("a foreign directory: error %v, want one naming it", err)
+	}
+}
+
+// TestSameExperiment: comments and the paper's differs: explain a result;
+// anything else changes the experiment.
+func TestSameExperiment(t *testing.T) {
+	base := "# why\nname: x\nrepeat: 3\npaper: {row: Z1, marks: []}\n"
+	for _, c := range []struct {
+		other string
+		same  bool
+	}{
+		{base, true},
+		{"# another comment\nname: x\nrepeat: 3\npaper: {row: Z1, marks: []}\n", true},
+		{"name: x\nrepeat: 3\npaper:\n  row: Z1\n  marks: []\n  differs: a pause\n", true},
+		{"name: x\nrepeat: 1\npaper: {row: Z1, marks: []}\n", false},
+		{"name: x\nrepeat: 3\npaper: {row: Z1, marks: [OL]}\n", false},
+		{"name: x\nrepeat: [3\n", false},
+	} {
+		if got := SameExperiment([]byte(base), []byte(c.other)); got != c.same {
+			t.Errorf("%q: same %v, want %v", c.other, got, c.same)
+		}
 	}
 }

@@ -161,6 +161,13 @@ func TestTable1(t *testing.T) {
 			Steps: []Step{step("10x", 10, Rep{Slowdown: 2}, Rep{Slowdown: 1}, Rep{Slowdown: 7, Verdict: ol}),
 				step("100x", 100, Rep{Slowdown: 30, Verdict: olcl}, Rep{Slowdown: 9, Verdict: ol}, Rep{Slowdown: 50, Verdict: olcl})}},
 	}
+	if got, want := MinRequestsText(rs, 20), "Groups need 20 baseline requests."; got != want {
+		t.Errorf("min requests %q, want %q", got, want)
+	}
+	rs[1].MinRequests = 1
+	if got, want := MinRequestsText(rs, 20), "Groups need 20 baseline requests (where a scenario sets its own min_requests, that many: z3 1)."; got != want {
+		t.Errorf("min requests %q, want %q", got, want)
+	}
 	rows := Table1Rows(rs)
 	if got := rows[0]; got[0] != "Z1" || got[5] != "-" || got[6] != "-" || got[7] != "yes" || got[8] != "" || got[9] != "" {
 		t.Errorf("Z1 row %q", got)
@@ -184,7 +191,7 @@ func TestTable1(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"z3 100x: 3 requests left out of the verdicts", "30.00x (9.00-50.00x)", "flips 2/3", "yes 3/3",
-		"differs: Z5 z5: gait OL 3/3 CL 2/3, the paper OL CL: the heap filled in 2 of 3"} {
+		"differs: Z5 z5: gait OL 3/3 CL 2/3, the paper OL CL: the heap filled in 2 of 3. Measured: 100x, x; in another repetition"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the text lacks %q:\n%s", want, text.String())
 		}

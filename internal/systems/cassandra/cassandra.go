@@ -311,6 +311,13 @@ func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Clust
 		c.Stop()
 		return nil, err
 	}
+	// The metrics sessions open now, before any fault: over a limping
+	// link the handshake alone takes seconds.
+	for _, m := range c.members {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		c.scrapeSession(ctx, m) // one that fails is tried again at the next scrape
+		cancel()
+	}
 	return c, nil
 }
 

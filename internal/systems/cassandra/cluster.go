@@ -18,8 +18,10 @@ type Cluster struct {
 	byName  map[string]*member
 	byAddr  map[string]string // node address -> host name
 
-	mu    sync.Mutex
-	scrap map[string]*gocql.Session // host -> the session Metrics reads it with
+	mu      sync.Mutex
+	scrap   map[string]*gocql.Session // host -> the session Metrics reads it with
+	opening map[string]chan struct{}  // host -> closed when its session is opened or failed
+	stopped bool
 }
 
 var _ systems.Cluster = (*Cluster)(nil)
@@ -140,6 +142,7 @@ func (c *Cluster) Restart(ctx context.Context, host string) error {
 // Stop ends every node at once.
 func (c *Cluster) Stop() error {
 	c.mu.Lock()
+	c.stopped = true
 	for h, s := range c.scrap {
 		s.Close()
 		delete(c.scrap, h)
