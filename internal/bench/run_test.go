@@ -232,3 +232,17 @@ func buildGait(t *testing.T) string {
 	}
 	return bin
 }
+
+func TestRolesText(t *testing.T) {
+	few := map[string]string{"h0": "namenode", "h1": "datanode", "h2": "datanode"}
+	if got, want := rolesText(few), "[h0 namenode h1 datanode h2 datanode]"; got != want {
+		t.Errorf("3 members: %q, want %q", got, want)
+	}
+	many := map[string]string{"h0": "namenode"}
+	for i := 1; i < 100; i++ {
+		many["h"+strconv.Itoa(i)] = "datanode"
+	}
+	if got, want := rolesText(many), "[99 datanode 1 namenode]"; got != want {
+		t.Errorf("100 members: %q, want %q", got, want)
+	}
+}

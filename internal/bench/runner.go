@@ -324,11 +324,26 @@ const memoryDir = "/dev/shm"
 
 func rolesText(roles map[string]string) string {
 	var parts []string
+	if len(roles) > maxRolesListed {
+		// A hundred DataNodes: how many of each role, not every host.
+		count := map[string]int{}
+		for _, r := range roles {
+			count[r]++
+		}
+		for _, r := range sortedKeys(count) {
+			parts = append(parts, fmt.Sprintf("%d %s", count[r], r))
+		}
+		return fmt.Sprint(parts)
+	}
 	for _, h := range sortedKeys(roles) {
 		parts = append(parts, h+" "+roles[h])
 	}
 	return fmt.Sprint(parts)
 }
+
+// maxRolesListed is the most members whose roles a progress line lists
+// one by one.
+const maxRolesListed = 12
 
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
