@@ -82,7 +82,8 @@ func predictRow(p, svc Point, simRequests int) (Row, error) {
 	}
 	sys := model.System{Service: emp, Rate: p.Rate, Request: p.Request}
 	row := Row{Point: p, Service: name, ServiceMean: emp.Mean(), service: svc.Accesses, Utilization: sys.Utilization(p.Mix)}
-	enough := func(l float64) bool { return float64(len(p.Requests))*(1-l) >= 5 }
+	// A level is told when at least 3 requests lie beyond it.
+	enough := func(l float64) bool { return float64(len(p.Requests))*(1-l) >= 3 }
 	for _, l := range Levels {
 		v := math.NaN()
 		if enough(l) {
