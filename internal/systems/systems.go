@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gait-dev/gait/internal/load"
@@ -44,6 +45,27 @@ type Files interface {
 	// WriteFile writes data to path, making its directory first.
 	WriteFile(path string, data []byte) error
 	ReadFile(path string) ([]byte, error)
+	// FileSystemSize is the size in bytes of the file system path is on.
+	FileSystemSize(path string) (int64, error)
+}
+
+// Elsewhere is a Host on another machine than the one gait runs on (a
+// host of a testbed an agent made there): package os does not reach its
+// files, only its Files do.
+type Elsewhere interface {
+	Host
+	// Machine names where the host is, for logs and errors.
+	Machine() string
+}
+
+// AllHere says whether every host is on this machine.
+func AllHere(hosts []Host) bool {
+	for _, h := range hosts {
+		if _, ok := h.(Elsewhere); ok {
+			return false
+		}
+	}
+	return true
 }
 
 // LocalFiles are this machine's files, for hosts on it.
@@ -54,6 +76,14 @@ var _ Files = LocalFiles{}
 func (LocalFiles) MkdirAll(path string) error           { return os.MkdirAll(path, 0o755) }
 func (LocalFiles) RemoveAll(path string) error          { return os.RemoveAll(path) }
 func (LocalFiles) ReadFile(path string) ([]byte, error) { return os.ReadFile(path) }
+
+func (LocalFiles) FileSystemSize(path string) (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return 0, &os.PathError{Op: "statfs", Path: path, Err: err}
+	}
+	return int64(st.Blocks) * st.Bsize, nil
+}
 
 func (LocalFiles) WriteFile(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
