@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gait-dev/gait/internal/rundir"
 )
@@ -126,6 +127,11 @@ inject:
 		if !seen[m] {
 			t.Errorf("time series lacks %s (has %v)", m, seen)
 		}
+	}
+	// A resumed scenario reads a finished run back with its whole time.
+	again, err := finishedRun(r.ID, r.Dir)
+	if err != nil || again.Wall.Round(time.Millisecond) != r.Wall.Round(time.Millisecond) || r.Wall < r.Ready {
+		t.Errorf("run read back: wall %v against %v (ready %v), error %v", again.Wall, r.Wall, r.Ready, err)
 	}
 	for _, f := range []string{"summary.json", "report.html", "scenario.yaml", "hosts/f100-r1/h0/log/etcd.stderr"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {

@@ -252,6 +252,10 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 		}
 		err = errors.Join(err, place.Close())
 		res.Wall = time.Since(begin)
+		if err == nil {
+			// Kept beside the run, for a resumed scenario's time.
+			err = atomicfile.WriteBytes(filepath.Join(res.Dir, wallFile), fmt.Appendf(nil, "{\"wall_seconds\": %.3f}\n", res.Wall.Seconds()))
+		}
 	}()
 	// An interrupted run leaves nothing, after Ctrl-C or, through the
 	// testbed's state, after SIGKILL and gait clean: not its servers' logs,
