@@ -41,6 +41,9 @@ func (Backend) System() string { return "gait-zookeeper" }
 
 func (b Backend) Check() error { return b.ZooKeeper.Check() }
 
+// Needs are ZooKeeper's java and jars.
+func (b Backend) Needs() []string { return b.ZooKeeper.Needs() }
+
 func (b Backend) Start(ctx context.Context, h systems.Host, port int) (systems.Process, error) {
 	return b.ZooKeeper.StartStandalone(ctx, h, port)
 }
