@@ -808,8 +808,13 @@ func (f *fleet) limitMachines(t *testing.T, limit int64) []string {
 			pid := strconv.Itoa(f.sshd[i].Pid())
 			os.WriteFile(filepath.Join(memoryCgroups, "cgroup.procs"), []byte(pid), 0o644)
 			deadline := time.Now().Add(10 * time.Second)
-			for syscall.Rmdir(dir) == syscall.EBUSY && time.Now().Before(deadline) {
+			err := syscall.Rmdir(dir)
+			for err == syscall.EBUSY && time.Now().Before(deadline) {
 				time.Sleep(100 * time.Millisecond) // sessions on their way out
+				err = syscall.Rmdir(dir)
+			}
+			if err != nil {
+				t.Errorf("remove %s's memory cgroup: %v", m.Name, err)
 			}
 		})
 		if err := os.WriteFile(filepath.Join(dir, "memory.limit_in_bytes"), []byte(strconv.FormatInt(limit, 10)), 0o644); err != nil {
