@@ -516,8 +516,8 @@ inject:
 			t.Fatalf("GAIT_HOLD_MEM: %v", err)
 		}
 		n, err := strconv.Atoi(cmp.Or(os.Getenv("GAIT_HOLD_HOSTS"), "6"))
-		if err != nil || n < 4 {
-			t.Fatalf("GAIT_HOLD_HOSTS %q: want 4 hosts at least (HDFS: a NameNode and 3 DataNodes)", os.Getenv("GAIT_HOLD_HOSTS"))
+		if err != nil || n < 1 {
+			t.Fatalf("GAIT_HOLD_HOSTS %q: want a number of hosts to begin with", os.Getenv("GAIT_HOLD_HOSTS"))
 		}
 		system := cmp.Or(os.Getenv("GAIT_HOLD_SYSTEM"), "hdfs")
 		body, ok := map[string]string{
