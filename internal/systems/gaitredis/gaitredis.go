@@ -214,7 +214,7 @@ func (d *Driver) check(hosts []systems.Host) (voters int, err error) {
 	if _, err := os.Stat(d.Gait); err != nil {
 		return 0, fmt.Errorf("%s: %w", d.Name(), err)
 	}
-	return voters, d.Backend.Check()
+	return voters, systems.CheckHere(hosts, d.Backend.Check)
 }
 
 // checkShape checks the deployment's settings (read mode, fan-out) and
