@@ -15,11 +15,17 @@
 # gait model predict for the same configuration and writes OUT/report.html.
 #
 #   scripts/zoolander-zk.sh [--out out/zoolander-zk] [--requests 4000] [--rate 200]
-#                           [--only "fig10 fig12 fig13"] [--reanalyze]
+#                           [--only "fig10 fig12 fig13"] [--durability disk|replicated]
+#                           [--reanalyze]
 #
 # It starts up to 12 ZooKeeper JVMs at once (fig13, D = 4): about 2.5 GiB.
-# With LOCK set to a file, each configuration (about a minute) runs under
-# `flock LOCK`, so that on a shared machine no other measurement runs beside it.
+# With LOCK set to one or more files (space-separated), each figure's
+# configurations run under `flock` of every one of them, so that on a
+# shared machine no other measurement runs beside them. Every agent serves
+# its metrics; each run keeps the clients' agent's (OUT/EXP/dD.metrics), where
+# the report reads how a write's time divides between the part every
+# duplicate shares (raft's ordering) and the part each does alone (its
+# ZooKeeper), and how often another duplicate answered first.
 set -euo pipefail
 
 out=out/zoolander-zk
@@ -27,12 +33,14 @@ requests=4000
 rate=200
 only="fig10 fig12 fig13"
 reanalyze=false
+durability=disk
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--out) out=$2; shift 2 ;;
 	--requests) requests=$2; shift 2 ;;
 	--rate) rate=$2; shift 2 ;;
 	--only) only=$2; shift 2 ;;
+	--durability) durability=$2; shift 2 ;;
 	--reanalyze) reanalyze=true; shift ;;
 	*) echo "zoolander-zk: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -40,8 +48,8 @@ done
 [[ "$requests" =~ ^[1-9][0-9]*$ && "$rate" =~ ^[1-9][0-9]*$ ]] ||
 	{ echo "zoolander-zk: --requests and --rate want positive integers" >&2; exit 2; }
 
-go build -o bin/gait ./cmd/gait
-gait=bin/gait
+gait=${GAIT:-bin/gait}
+[[ -n ${GAIT:-} ]] || go build -o bin/gait ./cmd/gait
 cluster=""
 cleanup() { [[ -z $cluster ]] || { kill -INT "$cluster" 2>/dev/null || true; wait "$cluster" 2>/dev/null || true; }; }
 trap cleanup EXIT
@@ -57,7 +65,7 @@ measure() {
 	mkdir -p "$dir"
 	[[ -d $dir/d$d ]] && { echo "$exp D=$d: kept" >&2; return; }
 	"$gait" replica cluster --loopback --server zookeeper --voters 1 --duplicates $((d - 1)) "${args[@]}" \
-		>"$dir/d$d.addrs" 2>"$dir/d$d.cluster.log" &
+		--durability "$durability" --metrics >"$dir/d$d.addrs" 2>"$dir/d$d.cluster.log" &
 	cluster=$!
 	for _ in $(seq 1800); do
 		[[ $(grep -c '^zookeeper ' "$dir/d$d.addrs") -ge $d ]] && break
@@ -78,6 +86,8 @@ measure() {
 	"$gait" load --system gait-zookeeper --addr "$addr" --mix "$mix" --keys 100 --value-size 1KiB \
 		--rate "$rate/s" --poisson --requests "$requests" --factor duplicates="$d" --out "$dir/d$d" 2>>"$dir/load.log"
 	echo "load average $(cut -d' ' -f1-3 /proc/loadavg)" >"$dir/d$d.loadavg"
+	# The first agent's metrics: the clients' agent, which proposed every write.
+	curl -s --max-time 5 "$(awk '$1 == "metrics" { print $2; exit }' "$dir/d$d.addrs")" >"$dir/d$d.metrics" || true
 	kill -INT "$cluster"
 	wait "$cluster" || true
 	cluster=""
@@ -85,13 +95,14 @@ measure() {
 
 if ! $reanalyze; then
 	for exp in $only; do
-		for d in 1 2 4; do
-			(
-				trap cleanup EXIT # a subshell does not inherit the trap
-				if [[ -n ${LOCK:-} ]]; then flock 9; fi
-				measure "$exp" "$d"
-			) 9>>"${LOCK:-/dev/null}"
-		done
+		(
+			trap cleanup EXIT # a subshell does not inherit the trap
+			for lock in ${LOCK:-}; do
+				exec {fd}>>"$lock"
+				flock "$fd"
+			done
+			for d in 1 2 4; do measure "$exp" "$d"; done
+		)
 	done
 fi
 go run ./scripts/zoolander-zk-report "$out"

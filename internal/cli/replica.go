@@ -203,7 +203,7 @@ this process, without root; its files go to one directory in $TMPDIR.`,
 	fs.StringVar(&f.stateDir, "state-dir", testbed.DefaultStateDir, "where the testbed keeps its state file")
 	fs.BoolVar(&f.loopback, "loopback", false, "run every replica on 127.0.0.1 in this process, without root or testbed hosts")
 	fs.StringVar(&f.server, "server", "redis", "the server behind every agent: redis, or zookeeper (docs/systems/gait-zookeeper.md)")
-	fs.IntVar(&f.groupSize, "group-size", 1, "with --server zookeeper: ZooKeeper servers per replica, 1 (standalone) or 3 (an ensemble, with --loopback)")
+	fs.IntVar(&f.groupSize, "group-size", 1, "with --server zookeeper: ZooKeeper servers per replica, 1 (standalone) or 3 (an ensemble)")
 	return cmd
 }
 
@@ -271,9 +271,6 @@ func (f *clusterFlags) checkServer(changed func(string) bool) error {
 	if err := gaitzookeeper.CheckGroupSize(f.groupSize); err != nil {
 		return fmt.Errorf("--group-size %d: want 1 (a standalone server per replica) or 3 (an ensemble per replica)", f.groupSize)
 	}
-	if f.groupSize != 1 && !f.loopback {
-		return fmt.Errorf("--group-size %d runs with --loopback for now (testbed hosts run a standalone ZooKeeper each)", f.groupSize)
-	}
 	return nil
 }
 
@@ -287,7 +284,7 @@ func replicaTestbed(cmd *cobra.Command, f clusterFlags) error {
 	defer in.Stop()
 	d := gaitredis.New()
 	if f.server == "zookeeper" {
-		d = gaitzookeeper.New()
+		d = gaitzookeeper.NewGroup(f.groupSize)
 	}
 	d.Read, d.Fanout, d.WriteAll, d.Durability = string(f.cfg.Read), f.cfg.Fanout, f.cfg.WriteAll, string(f.cfg.Durability)
 	d.ScriptCommandStats = f.scriptStats

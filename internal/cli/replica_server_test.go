@@ -16,7 +16,6 @@ func TestReplicaServerFlags(t *testing.T) {
 		{[]string{"cluster", "--loopback", "--server", "etcd"}, `--server "etcd": want redis or zookeeper`},
 		{[]string{"cluster", "--loopback", "--server", "zookeeper", "--group-size", "2"}, "--group-size 2: want 1 (a standalone server per replica) or 3"},
 		{[]string{"cluster", "--loopback", "--group-size", "3"}, "--group-size is for --server zookeeper"},
-		{[]string{"cluster", "--server", "zookeeper", "--group-size", "3"}, "--group-size 3 runs with --loopback for now"},
 		{append(agent, "--server", "zookeeper"), "--server zookeeper takes --zookeeper HOST:PORT"},
 		{append(agent, "--server", "zookeeper", "--zookeeper", "127.0.0.1:2181", "--redis", "127.0.0.1:6379"), "--server zookeeper takes --zookeeper HOST:PORT (and no --redis)"},
 		{agent, "--server redis takes --redis HOST:PORT"},

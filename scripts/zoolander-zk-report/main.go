@@ -54,6 +54,19 @@ type experiment struct {
 	dir         string
 	runs        map[int][]float64 // per D: every request's latency in seconds, +Inf when it failed
 	loadavg     map[int]string
+	late        map[int]float64 // per D: the load generator's p99 send lateness, seconds
+	split       map[int]split   // per D: where the clients' agent's writes spent their time
+}
+
+// split is how the writes the clients' agent proposed spent their time,
+// from its metrics (gait_replica_write_stage_seconds): the part every
+// duplicate shares (proposal to commit: raft's ordering) and the part its
+// own duplicate did alone (the apply queue and its ZooKeeper), in mean
+// seconds, and the share of writes another duplicate answered first.
+type split struct {
+	writes        int
+	shared, alone float64
+	remoteShare   float64
 }
 
 // point is one measured SLA beside its prediction.
@@ -122,7 +135,7 @@ func run(out string) error {
 }
 
 func (e *experiment) load() error {
-	e.runs, e.loadavg = map[int][]float64{}, map[int]string{}
+	e.runs, e.loadavg, e.late, e.split = map[int][]float64{}, map[int]string{}, map[int]float64{}, map[int]split{}
 	for _, d := range ds {
 		dir := filepath.Join(e.dir, fmt.Sprintf("d%d", d))
 		if _, err := os.Stat(dir); err != nil && d > 1 {
@@ -148,6 +161,12 @@ func (e *experiment) load() error {
 		if b, err := os.ReadFile(dir + ".loadavg"); err == nil {
 			e.loadavg[d] = strings.TrimSpace(strings.TrimPrefix(string(b), "load average "))
 		}
+		if late, err := sendLate(dir); err == nil {
+			e.late[d] = late
+		}
+		if b, err := os.ReadFile(dir + ".metrics"); err == nil {
+			e.split[d] = splitOf(string(b))
+		}
 	}
 	return nil
 }
@@ -161,10 +180,66 @@ func (e *experiment) note() string {
 			continue
 		}
 		failed := len(lat) - sort.SearchFloat64s(lat, math.Inf(1))
-		parts = append(parts, fmt.Sprintf("D=%d: %d requests (%d failed), p50 %s, p90 %s, p99 %s, load average after %s", d, len(lat), failed,
-			latency(quantile(lat, 50)), latency(quantile(lat, 90)), latency(quantile(lat, 99)), e.loadavg[d]))
+		part := fmt.Sprintf("D=%d: %d requests (%d failed), p50 %s, p90 %s, p99 %s, load generator late by %s at p99, load average after %s",
+			d, len(lat), failed, latency(quantile(lat, 50)), latency(quantile(lat, 90)), latency(quantile(lat, 99)),
+			latency(e.late[d]), e.loadavg[d])
+		if sp := e.split[d]; sp.writes > 0 {
+			part += fmt.Sprintf("; the clients' agent's %d writes: %s mean shared by every duplicate (proposal to commit), "+
+				"%s its own duplicate alone (apply queue and ZooKeeper), %.0f%% answered first by another duplicate",
+				sp.writes, latency(sp.shared), latency(sp.alone), 100*sp.remoteShare)
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, "; ") + "."
+}
+
+// sendLate is the load generator's p99 send lateness of the run in dir
+// (its summary.json): the time its requests waited for the generator
+// itself, part of every duplicate's latency alike.
+func sendLate(dir string) (float64, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return 0, err
+	}
+	var sum struct {
+		Generator struct {
+			SendLateP99 float64 `json:"send_late_p99"`
+		} `json:"generator"`
+	}
+	err = json.Unmarshal(b, &sum)
+	return sum.Generator.SendLateP99, err
+}
+
+// splitOf reads a split from an agent's metrics in Prometheus's text format.
+func splitOf(metrics string) split {
+	vals := map[string]float64{}
+	for _, line := range strings.Split(metrics, "\n") {
+		name, v, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(name, "#") {
+			continue
+		}
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			vals[name] = f
+		}
+	}
+	stage := func(name, what string) float64 {
+		return vals[`gait_replica_write_stage_seconds_`+what+`{stage="`+name+`"}`]
+	}
+	mean := func(names ...string) float64 {
+		var sum float64
+		for _, n := range names {
+			if c := stage(n, "count"); c > 0 {
+				sum += stage(n, "sum") / c
+			}
+		}
+		return sum
+	}
+	writes := vals["gait_replica_commit_seconds_count"]
+	if writes == 0 {
+		return split{}
+	}
+	return split{writes: int(writes), shared: mean("commit"), alone: mean("apply_queue", "server"),
+		remoteShare: stage("remote_reply", "count") / writes}
 }
 
 // latency writes seconds s for people; a failed request's is +Inf.

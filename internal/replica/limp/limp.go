@@ -109,29 +109,40 @@ const (
 // alike); a leader limping at 10x took 60 to 98 ms (CPU) and 72 to 172 ms
 // (link), its round trips 4 to 50 times its peers'.
 //
-// Neither counts while the replicas' median round trip is past strongCalm:
-// at load average 11 to 22 (round 8: three other helpers building and
+// Neither counts unless the probe is also calmFactor times the replicas'
+// median round trip, the machine's noise as the peers measure it now. At
+// load average 11 to 22 (round 8: three other helpers building and
 // measuring beside a healthy deployment) healthy replicas' probes took 60
 // to 247 ms, past the line on their own, and handed leadership over 4
-// times in 16 minutes; in every such mark logged the median round trip was
-// 10.8 to 49.5 ms, where beside a leader limping at 10x (CPU or link) it
-// was 1.6 to 5.2 ms. On so busy a machine a limping replica is marked after
-// the full hold instead.
+// times in 16 minutes, while the median round trip was 10.8 to 49.5 ms;
+// beside a leader limping at 10x (CPU or link) it was 1.6 to 5.2 ms and
+// the probe 72 to 172 ms. Round 8 drew an absolute line (no strong probe
+// while the median round trip is 8 ms or more), and load defeats a line:
+// at load average 33 to 189 (gait-zookeeper's limping matrix) no probe
+// could be strong, a link at 100x or 1000x as well as at 10x, and three
+// of the leader's NIC cells missed. Relative to the noise, a slow link still
+// stands out on a busy machine when it is slow enough (a 1-Mbit/s link's
+// probe takes 262 ms on the wire alone), and noise alone does not.
 const (
 	probeStrongFloor = 60 * time.Millisecond
-	strongCalm       = 8 * time.Millisecond
+	calmFactor       = 10.0
 )
 
 // slowProbeStrong tells a probe strongFactor past its line: on its own past
 // probeStrongFloor, or past twice probeLimpFloor with the round trips slow
-// too, while the round trips are calm (probeStrongFloor).
+// too, while it stands out of the round trips' noise (calmFactor).
 func slowProbeStrong(probe, medianProbe, net, medianNet time.Duration) bool {
 	if probe <= strongFactor*probeLimpFloor || float64(probe) <= strongFactor*sideFactor*float64(medianProbe) ||
-		medianNet >= strongCalm {
+		!outOfNoise(probe, medianNet) {
 		return false
 	}
 	return probe > probeStrongFloor || medianNet > 0 && float64(net) > sideFactor*float64(medianNet)
 }
+
+// outOfNoise tells whether a round trip v stands out of the replicas'
+// median round trip by calmFactor: then the machine's scheduling delays,
+// which slow every message alike, do not explain it.
+func outOfNoise(v, medianNet time.Duration) bool { return float64(v) > calmFactor*float64(medianNet) }
 
 // A replica judging itself has a second view of its link and CPU besides
 // the probes it reports: its own round trips to its nearest peer (NetSecs),

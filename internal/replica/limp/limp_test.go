@@ -574,9 +574,16 @@ func TestAgreement(t *testing.T) {
 		{"round trips 20 ms, probes fine", steady(ms(3)), steady(ms(20)), 0, time.Hour, time.Hour},
 		{"one stall of 150 ms", stallProbe, stallNet, 0, time.Hour, time.Hour},
 		// one agent starved on a busy machine whose every agent is slow: its
-		// probes 70 ms, its round trips 40 ms against its peers' 12 ms; past
-		// strongCalm, so only after the full hold
+		// probes 70 ms, its round trips 40 ms against its peers' 12 ms; not
+		// calmFactor times their round trips, so only after the full hold
 		{"busy machine, one agent starved", steady(ms(70)), steady(ms(40)), ms(12), time.Second, ms(1400)},
+		// a busy machine's healthy probe of 247 ms (round 8) beside round
+		// trips of 30 ms: noise, the full hold
+		{"busy machine, probes of 247 ms", steady(ms(247)), nil, ms(30), ms(1200), ms(2500)},
+		// a link at 10x and at 100x on a machine whose round trips are
+		// 12 ms: far enough out of the noise for the short hold
+		{"busy machine, link 10x", steady(ms(150)), nil, ms(12), ms(550), ms(1000)},
+		{"busy machine, link 100x", steady(ms(300)), nil, ms(20), ms(550), ms(1300)},
 		// peers at 6 ms: not calm enough to agree, calm enough for the
 		// probe's short hold
 		{"peers' round trips 6 ms", steady(ms(70)), steady(ms(40)), ms(6), ms(550), ms(1000)},

@@ -20,19 +20,27 @@ import (
 // unmodified standalone ZooKeeper behind every agent instead of a
 // redis-server. Clients speak ZooKeeper's protocol to the agents at port
 // 2181, the ZooKeeper servers listen on 2281.
-func New() *gaitredis.Driver {
+func New() *gaitredis.Driver { return NewGroup(1) }
+
+// NewGroup is New with groupSize ZooKeeper servers per replica (1, or 3:
+// an ensemble on the replica's host, at client ports 2281 to 2283, quorum
+// ports 2888 to 2890 and election ports 3888 to 3890; its agent talks to
+// the first). groupSize is checked by CheckGroupSize.
+func NewGroup(groupSize int) *gaitredis.Driver {
 	d := gaitredis.New()
-	d.Backend = Backend{ZooKeeper: zksys.New()}
+	d.Backend = Backend{ZooKeeper: zksys.New(), GroupSize: groupSize}
 	d.ServerPort, d.ClientPort = 2281, 2181
 	// A JVM per host starts in seconds, tens of them on a busy machine.
 	d.StartTimeout = 90 * time.Second
 	return d
 }
 
-// Backend is a standalone ZooKeeper server behind every agent of a
-// testbed deployment (gaitredis.Backend).
+// Backend is a standalone ZooKeeper server, or with GroupSize 3 an
+// ensemble of three, behind every agent of a testbed deployment
+// (gaitredis.Backend).
 type Backend struct {
 	ZooKeeper *zksys.Driver
+	GroupSize int
 }
 
 var _ gaitredis.Backend = Backend{}
@@ -44,12 +52,31 @@ func (b Backend) Check() error { return b.ZooKeeper.Check() }
 // Needs are ZooKeeper's java and jars.
 func (b Backend) Needs() []string { return b.ZooKeeper.Needs() }
 
+// Start starts the replica's server on h at port, or its ensemble, the
+// first server at port and the others at the next two; the process it
+// returns is the server the agent talks to (the one a test kills behind
+// its agent).
 func (b Backend) Start(ctx context.Context, h systems.Host, port int) (systems.Process, error) {
-	return b.ZooKeeper.StartStandalone(ctx, h, port)
+	if b.GroupSize != 3 {
+		return b.ZooKeeper.StartStandalone(ctx, h, port)
+	}
+	var ports [3][3]int
+	for i := range ports {
+		ports[i] = [3]int{port + i, ensembleQuorumPort + i, ensembleElectionPort + i}
+	}
+	d := *b.ZooKeeper
+	return startEnsemble(ctx, &d, h, ports)
 }
 
+// The quorum and election ports of a replica's ensemble on its testbed
+// host, ZooKeeper's usual ones and the next two.
+const (
+	ensembleQuorumPort   = 2888
+	ensembleElectionPort = 3888
+)
+
 func (b Backend) Answers(ctx context.Context, h systems.Host, addr string, p systems.Process) error {
-	return b.ZooKeeper.WaitStandalone(ctx, h, addr, p)
+	return b.ZooKeeper.WaitServes(ctx, h, addr, p)
 }
 
 func (Backend) AgentFlags(addr string) []string {

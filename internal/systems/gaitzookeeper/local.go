@@ -8,9 +8,9 @@ package gaitzookeeper
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/gait-dev/gait/internal/replica"
@@ -37,7 +37,7 @@ func LocalServer(groupSize int) (*gaitredis.Server, error) {
 	}
 	start := startStandalone
 	if groupSize == 3 {
-		start = startEnsemble
+		start = startLocalEnsemble
 	}
 	return &gaitredis.Server{Start: start, Adapter: func() replica.Adapter { return &zookeeper.Adapter{} }}, nil
 }
@@ -53,54 +53,78 @@ func startStandalone(ctx context.Context, h systems.Host) (string, error) {
 	return net.JoinHostPort(h.Address(), strconv.Itoa(port)), nil
 }
 
-// startEnsemble starts three servers on addresses of their own in one
-// loopback /24 (their quorum and election ports are the same on each) and
-// returns the first's client address: the agent's sessions all go to it,
-// and it forwards writes to the ensemble's leader.
-func startEnsemble(ctx context.Context, h systems.Host) (string, error) {
-	d := zksys.New()
-	ports := make([]int, 3)
+// startLocalEnsemble starts a loopback replica's ensemble on free ports
+// and returns the first server's client address.
+func startLocalEnsemble(ctx context.Context, h systems.Host) (string, error) {
+	var ports [3][3]int
 	for i := range ports {
-		p, err := freePort()
-		if err != nil {
-			return "", err
+		for j := range ports[i] {
+			p, err := freePort()
+			if err != nil {
+				return "", err
+			}
+			ports[i][j] = p
 		}
-		ports[i] = p
 	}
-	d.ClientPort, d.QuorumPort, d.ElectionPort = ports[0], ports[1], ports[2]
+	if _, err := startEnsemble(ctx, zksys.New(), h, ports); err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(h.Address(), strconv.Itoa(ports[0][0])), nil
+}
+
+// startEnsemble starts a replica's three ZooKeeper servers on h's address,
+// server i at ports[i] (client, quorum, election), and returns the first
+// server's process once the ensemble serves: the agent's sessions all go
+// to that server, and it forwards writes to the ensemble's leader.
+func startEnsemble(ctx context.Context, d *zksys.Driver, h systems.Host, ports [3][3]int) (systems.Process, error) {
 	// As for a standalone backend (zookeeper.Driver.StartStandalone): the
 	// container manager, which reaps on each server's own clock, never
 	// runs, and TTL nodes are enabled.
-	d.JVMFlags = append(d.JVMFlags, "-Dzookeeper.extendedTypesEnabled=true", "-Dznode.container.checkIntervalMs=2147483647")
-	b, c := 16+rand.IntN(240), rand.IntN(256)
+	d.JVMFlags = append(slices.Clone(d.JVMFlags), "-Dzookeeper.extendedTypesEnabled=true", "-Dznode.container.checkIntervalMs=2147483647")
+	var first systems.Process
 	var members []systems.Host
-	for i := range 3 {
+	for i, p := range ports {
 		dir := filepath.Join(h.DataDir(), fmt.Sprintf("zk%d", i+1))
 		if err := h.MkdirAll(dir); err != nil {
-			return "", fmt.Errorf("zookeeper ensemble on %s: %w", h.Name(), err)
+			return nil, fmt.Errorf("zookeeper ensemble on %s: %w", h.Name(), err)
 		}
-		members = append(members, member{Host: h, name: fmt.Sprintf("%s-zk%d", h.Name(), i+1),
-			addr: fmt.Sprintf("127.%d.%d.%d", b, c, i+1), dir: dir})
+		m := member{Host: h, name: fmt.Sprintf("%s-zk%d", h.Name(), i+1), dir: dir, ports: p}
+		if i == 0 {
+			m.started = &first
+		}
+		members = append(members, m)
 	}
 	if _, err := d.Start(ctx, members); err != nil {
-		return "", err
+		return nil, err
 	}
-	return net.JoinHostPort(members[0].Address(), strconv.Itoa(d.ClientPort)), nil
+	return first, nil
 }
 
-// member is one server of a replica's ensemble: an address and directory
-// of its own, its processes started (and so recorded) on the replica's host.
+// member is one server of a replica's ensemble: ports and a directory of
+// its own on the replica's host, its processes started (and so recorded)
+// there.
 type member struct {
 	systems.Host
-	name, addr, dir string
+	name, dir string
+	ports     [3]int           // client, quorum, election
+	started   *systems.Process // where its process goes once started, if set
 }
 
+var _ zksys.PortsHost = member{}
+
 func (m member) Name() string    { return m.name }
-func (m member) Address() string { return m.addr }
 func (m member) DataDir() string { return m.dir }
 
+func (m member) ZooKeeperPorts() (client, quorum, election int) {
+	return m.ports[0], m.ports[1], m.ports[2]
+}
+
 func (m member) Start(name string, argv []string, env []string) (systems.Process, error) {
-	return m.Host.Start(name+"-"+m.name, argv, env)
+	p, err := m.Host.Start(name+"-"+m.name, argv, env)
+	if err == nil && m.started != nil {
+		*m.started = p
+	}
+	return p, err
 }
 
 func freePort() (int, error) {

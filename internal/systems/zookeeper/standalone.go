@@ -54,17 +54,18 @@ func (d *Driver) StartStandalone(ctx context.Context, h systems.Host, port int) 
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper on %s: %w", h.Name(), err)
 	}
-	if err := d.WaitStandalone(ctx, h, net.JoinHostPort(h.Address(), strconv.Itoa(port)), proc); err != nil {
+	if err := d.WaitServes(ctx, h, net.JoinHostPort(h.Address(), strconv.Itoa(port)), proc); err != nil {
 		proc.Stop()
 		return nil, err
 	}
 	return proc, nil
 }
 
-// WaitStandalone waits, up to the driver's StartTimeout, until the
-// standalone server proc on h answers at addr (after StartStandalone, or
-// once restarted in place), or fails with the tail of its log.
-func (d *Driver) WaitStandalone(ctx context.Context, h systems.Host, addr string, proc systems.Process) error {
+// WaitServes waits, up to the driver's StartTimeout, until the server
+// proc on h serves at addr, standalone or as a member of its ensemble
+// (after StartStandalone, or once restarted in place), or fails with the
+// tail of its log.
+func (d *Driver) WaitServes(ctx context.Context, h systems.Host, addr string, proc systems.Process) error {
 	members := func() []systems.Starting { return []systems.Starting{{Host: h.Name(), Proc: proc}} }
 	return systems.WaitReady(ctx, "zookeeper", d.StartTimeout, members, func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -73,8 +74,8 @@ func (d *Driver) WaitStandalone(ctx context.Context, h systems.Host, addr string
 		if err != nil {
 			return err
 		}
-		if !strings.Contains(s, "Mode: standalone") {
-			return fmt.Errorf("srvr: not standalone yet")
+		if !strings.Contains(s, "Mode: standalone") && !strings.Contains(s, "Mode: leader") && !strings.Contains(s, "Mode: follower") {
+			return fmt.Errorf("srvr: not serving yet")
 		}
 		return nil
 	})

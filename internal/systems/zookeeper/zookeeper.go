@@ -96,8 +96,25 @@ func (m *member) exited() bool {
 	return p == nil || p.Exited()
 }
 
+// PortsHost is a host whose server listens at ports of its own rather than
+// the driver's: the servers of one ensemble sharing one address (each
+// replica's ensemble on its testbed host, internal/systems/gaitzookeeper).
+type PortsHost interface {
+	systems.Host
+	ZooKeeperPorts() (client, quorum, election int)
+}
+
+// ports are the client, quorum and election ports of the server on h.
+func (d *Driver) ports(h systems.Host) (client, quorum, election int) {
+	if p, ok := h.(PortsHost); ok {
+		return p.ZooKeeperPorts()
+	}
+	return d.ClientPort, d.QuorumPort, d.ElectionPort
+}
+
 func (d *Driver) clientAddr(h systems.Host) string {
-	return net.JoinHostPort(h.Address(), strconv.Itoa(d.ClientPort))
+	client, _, _ := d.ports(h)
+	return net.JoinHostPort(h.Address(), strconv.Itoa(client))
 }
 
 func dir(h systems.Host) string { return filepath.Join(h.DataDir(), "zookeeper") }
@@ -122,8 +139,8 @@ func (d *Driver) config(h systems.Host, hosts []systems.Host) string {
 	b.WriteString("autopurge.purgeInterval=1\nautopurge.snapRetainCount=3\n")
 	b.WriteString("maxClientCnxns=0\n")
 	for i, p := range hosts {
-		a := p.Address()
-		fmt.Fprintf(&b, "server.%d=%s:%d:%d;%s\n", i+1, a, d.QuorumPort, d.ElectionPort, d.clientAddr(p))
+		_, quorum, election := d.ports(p)
+		fmt.Fprintf(&b, "server.%d=%s:%d:%d;%s\n", i+1, p.Address(), quorum, election, d.clientAddr(p))
 	}
 	return b.String()
 }
