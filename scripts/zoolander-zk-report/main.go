@@ -363,7 +363,7 @@ func predict(service string, b time.Duration) (map[int]prediction, error) {
 	return m, nil
 }
 
-var header = []string{"D", "bound", "of D=1", "requests", "missing", "measured SLA", "predicted (thesis)", "predicted (accurate)", "error (accurate)", "nines measured", "nines predicted"}
+var header = []string{"D", "bound", "of D=1", "requests", "missing", "measured", "predicted (thesis)", "predicted (accurate)", "error", "nines", "nines predicted"}
 
 func rows(pts []point) [][]string {
 	var out [][]string
