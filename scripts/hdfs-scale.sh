@@ -7,6 +7,8 @@
 #
 #   sudo scripts/hdfs-scale.sh SCENARIO OUT
 #   env: GAIT (gait binary, default bin/gait)
+#        TIMING=1: hold /tmp/gait-bench.lock too (the start-up time is a
+#        timing figure: no other heavy run or benchmark beside it)
 #
 # It holds /tmp/gait-mem.lock for the whole run (a hundred JVMs are more
 # than 4 GiB) and prints one line of figures at the end.
@@ -15,6 +17,11 @@ GAIT=${GAIT:-bin/gait}
 scenario=$1 out=$2
 exec 9>/tmp/gait-mem.lock
 flock 9
+if [[ ${TIMING:-0} == 1 ]]; then
+	exec 8>/tmp/gait-bench.lock
+	flock 8
+fi
+echo "start $(date -u +%T) load $(cut -d' ' -f1-3 /proc/loadavg)"
 free -g | sed 's/^/free: /'
 mkdir -p "$(dirname "$out")"
 log=$out.log

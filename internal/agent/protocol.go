@@ -51,6 +51,11 @@ type Response struct {
 	Err    string          `json:"err,omitempty"`
 	Code   string          `json:"code,omitempty"` // one of the Code* constants when Err matches a known cause
 	Result json.RawMessage `json:"result,omitempty"`
+	// At is when the agent began serving the request, in Unix
+	// nanoseconds on its machine's clock: when a fault it applies began
+	// there, which the control node puts on its own clock with the
+	// machine's measured offset.
+	At int64 `json:"at,omitempty"`
 }
 
 // Codes name errors the control node acts on, as a sentinel error does
@@ -152,6 +157,12 @@ type (
 		Hosts     int    `json:"hosts"`
 		Bandwidth uint64 `json:"bandwidth,omitempty"` // bit/s; 0 for the default
 		Disk      bool   `json:"disk,omitempty"`
+		// DiskBandwidth (byte/s) and DiskLatency are the limpfs disk's;
+		// Emulate makes every data directory an emulating store, as
+		// testbed.Options has them.
+		DiskBandwidth float64       `json:"disk_bandwidth,omitempty"`
+		DiskLatency   time.Duration `json:"disk_latency,omitempty"`
+		Emulate       bool          `json:"emulate,omitempty"`
 		// Avoid are subnets the testbed must not take: those of the
 		// same run's testbeds on other machines and the control node's.
 		Avoid []string `json:"avoid,omitempty"`
@@ -205,11 +216,13 @@ type (
 	}
 	// FileArgs act on a file of a host's testbed directory (nothing
 	// outside it): Do is "mkdir", "remove" (recursively), "write" (Data,
-	// making its directory) or "read" (at most MaxRead bytes).
+	// making its directory), "read" (at most MaxRead bytes) or "size"
+	// (Size: the bytes of the file system Path is on).
 	FileArgs struct {
 		Do   string `json:"do"`
 		Path string `json:"path"`
 		Data []byte `json:"data,omitempty"`
+		Size int64  `json:"size,omitempty"`
 	}
 	// ExecArgs runs the agent's own binary with these arguments (a gait
 	// command, such as one experiment of gait bench) until it exits;

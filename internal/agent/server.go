@@ -212,8 +212,8 @@ func (s *server) scan() ScanResult {
 
 // handle serves one request.
 func (s *server) handle(ctx context.Context, req Request) Response {
+	resp := Response{ID: req.ID, At: time.Now().UnixNano()}
 	result, err := s.do(ctx, req)
-	resp := Response{ID: req.ID}
 	if err != nil {
 		resp.Err = err.Error()
 		switch {
@@ -229,7 +229,7 @@ func (s *server) handle(ctx context.Context, req Request) Response {
 	if result != nil {
 		data, err := json.Marshal(result)
 		if err != nil {
-			return Response{ID: req.ID, Err: "encode result: " + err.Error()}
+			return Response{ID: req.ID, At: resp.At, Err: "encode result: " + err.Error()}
 		}
 		resp.Result = data
 	}
@@ -377,7 +377,8 @@ func (s *server) up(a UpArgs) (UpResult, error) {
 		}
 		avoid = append(avoid, p)
 	}
-	tb, err := testbed.Up(testbed.Options{Hosts: a.Hosts, Bandwidth: a.Bandwidth, Disk: a.Disk, Dir: dir, StateDir: StateDir(s.opts.Root), Avoid: avoid})
+	tb, err := testbed.Up(testbed.Options{Hosts: a.Hosts, Bandwidth: a.Bandwidth, Disk: a.Disk,
+		DiskBandwidth: a.DiskBandwidth, DiskLatency: a.DiskLatency, Emulate: a.Emulate, Dir: dir, StateDir: StateDir(s.opts.Root), Avoid: avoid})
 	if err != nil {
 		return UpResult{}, errors.Join(err, os.RemoveAll(dir))
 	}
@@ -597,6 +598,9 @@ func (s *server) file(run string, a FileArgs) (FileArgs, error) {
 			err = fmt.Errorf("read %s: larger than %d bytes", path, MaxRead)
 		}
 		return FileArgs{Data: data}, err
+	case "size":
+		size, err := systems.LocalFiles{}.FileSystemSize(path)
+		return FileArgs{Size: size}, err
 	}
-	return FileArgs{}, fmt.Errorf("file: %.20q is not mkdir, remove, write or read", a.Do)
+	return FileArgs{}, fmt.Errorf("file: %.20q is not mkdir, remove, write, read or size", a.Do)
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gait-dev/gait/internal/rundir"
 )
@@ -127,6 +128,11 @@ inject:
 			t.Errorf("time series lacks %s (has %v)", m, seen)
 		}
 	}
+	// A resumed scenario reads a finished run back with its whole time.
+	again, err := finishedRun(r.ID, r.Dir)
+	if err != nil || again.Wall.Round(time.Millisecond) != r.Wall.Round(time.Millisecond) || r.Wall < r.Ready {
+		t.Errorf("run read back: wall %v against %v (ready %v), error %v", again.Wall, r.Wall, r.Ready, err)
+	}
 	for _, f := range []string{"summary.json", "report.html", "scenario.yaml", "hosts/f100-r1/h0/log/etcd.stderr"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Error(err)
@@ -225,4 +231,18 @@ func buildGait(t *testing.T) string {
 		t.Fatalf("build gait: %v\n%s", err, b)
 	}
 	return bin
+}
+
+func TestRolesText(t *testing.T) {
+	few := map[string]string{"h0": "namenode", "h1": "datanode", "h2": "datanode"}
+	if got, want := rolesText(few), "[h0 namenode h1 datanode h2 datanode]"; got != want {
+		t.Errorf("3 members: %q, want %q", got, want)
+	}
+	many := map[string]string{"h0": "namenode"}
+	for i := 1; i < 100; i++ {
+		many["h"+strconv.Itoa(i)] = "datanode"
+	}
+	if got, want := rolesText(many), "[99 datanode 1 namenode]"; got != want {
+		t.Errorf("100 members: %q, want %q", got, want)
+	}
 }

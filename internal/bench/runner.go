@@ -252,6 +252,10 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 		}
 		err = errors.Join(err, place.Close())
 		res.Wall = time.Since(begin)
+		if err == nil {
+			// Kept beside the run, for a resumed scenario's time.
+			err = atomicfile.WriteBytes(filepath.Join(res.Dir, wallFile), fmt.Appendf(nil, "{\"wall_seconds\": %.3f}\n", res.Wall.Seconds()))
+		}
 	}()
 	// An interrupted run leaves nothing, after Ctrl-C or, through the
 	// testbed's state, after SIGKILL and gait clean: not its servers' logs,
@@ -320,11 +324,26 @@ const memoryDir = "/dev/shm"
 
 func rolesText(roles map[string]string) string {
 	var parts []string
+	if len(roles) > maxRolesListed {
+		// A hundred DataNodes: how many of each role, not every host.
+		count := map[string]int{}
+		for _, r := range roles {
+			count[r]++
+		}
+		for _, r := range sortedKeys(count) {
+			parts = append(parts, fmt.Sprintf("%d %s", count[r], r))
+		}
+		return fmt.Sprint(parts)
+	}
 	for _, h := range sortedKeys(roles) {
 		parts = append(parts, h+" "+roles[h])
 	}
 	return fmt.Sprint(parts)
 }
+
+// maxRolesListed is the most members whose roles a progress line lists
+// one by one.
+const maxRolesListed = 12
 
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))

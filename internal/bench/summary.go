@@ -383,5 +383,16 @@ func finishedRun(id RunID, dir string) (RunResult, error) {
 		return res, fmt.Errorf("run directory %s: %w", dir, err)
 	}
 	res.Events, res.Ready, res.Clients, res.RoleChanges = kept.Events, seconds(kept.Ready), kept.Clients, kept.RoleChanges
+	var wall struct {
+		Seconds float64 `json:"wall_seconds"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, wallFile)); err == nil && json.Unmarshal(b, &wall) == nil {
+		res.Wall = seconds(wall.Seconds)
+	}
 	return res, nil
 }
+
+// wallFile keeps a finished run's whole time, setup and teardown
+// included, which its run directory, written before the teardown, cannot.
+// A run without it (from before it was kept) counts 0.
+const wallFile = "wall.json"

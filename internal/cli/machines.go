@@ -112,10 +112,8 @@ func (f *machineFlags) preflightFor(ctx context.Context, w io.Writer, out string
 // spreadOver places each run's hosts across the machines (remote.SpreadHosts).
 func spreadOver(machines []*remote.Machine, stateDir string) func(context.Context, testbed.Options) (bench.Place, error) {
 	return func(ctx context.Context, o testbed.Options) (bench.Place, error) {
-		if o.Emulate {
-			return nil, errors.New("storage: emulated runs on one machine only, not across an inventory")
-		}
-		sp, err := remote.SpreadHosts(ctx, machines, o.Hosts, remote.SpreadOptions{Bandwidth: o.Bandwidth, Disk: o.Disk, StateDir: stateDir})
+		sp, err := remote.SpreadHosts(ctx, machines, o.Hosts, remote.SpreadOptions{Bandwidth: o.Bandwidth, Disk: o.Disk,
+			DiskBandwidth: o.DiskBandwidth, DiskLatency: o.DiskLatency, Emulate: o.Emulate, StateDir: stateDir})
 		if err != nil {
 			return nil, err
 		}

@@ -35,7 +35,7 @@ A service or network distribution (--service, --net) is one of
                            latency_ns/us/ms/s column, or an HdrHistogram log`,
 	}
 	cmd.AddCommand(newModelPredictCmd(), newModelSimulateCmd(), newModelPlanCmd(),
-		newModelFigure7Cmd(), newModelErrorMapCmd(), newModelIndependenceCmd(), newModelLimplockCmd())
+		newModelFigure7Cmd(), newModelErrorMapCmd(), newModelIndependenceCmd(), newModelLimplockCmd(), newModelChapter6Cmd())
 	return cmd
 }
 

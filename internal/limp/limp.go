@@ -62,6 +62,16 @@ type Host interface {
 	RestartStopped() error
 }
 
+// Clocked is a Host on another machine, whose actions begin on that
+// machine's clock. BeganAt says when the first action asked of it at or
+// after sent (this machine's time) began there, put on this machine's
+// clock by the machines' measured offset; false when it does not know.
+// A schedule's events then tell when a fault began where it acts, not
+// when it was asked for.
+type Clocked interface {
+	BeganAt(sent time.Time) (time.Time, bool)
+}
+
 // Injector slows one kind of resource of a host.
 type Injector interface {
 	// Kind names the fault, as it is registered: nic, disk, cpu, crash

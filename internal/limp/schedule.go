@@ -28,9 +28,12 @@ type Fault struct {
 
 // Event says what the schedule did, for the run's record.
 type Event struct {
-	Time   time.Time // when the action began
-	Action string    // "apply" or "clear"
-	Fault  int       // which fault: its index in the list given to Run
+	// Time is when the action began: on a Clocked host (one on another
+	// machine), when its machine began it, on this machine's clock;
+	// else when this machine began it.
+	Time   time.Time
+	Action string // "apply" or "clear"
+	Fault  int    // which fault: its index in the list given to Run
 	Kind   string
 	Host   string // empty when the target could not be resolved
 	Factor float64
@@ -59,9 +62,11 @@ func Run(ctx context.Context, faults []Fault, record func(Event)) error {
 	do := func(s step) {
 		f := faults[s.fault]
 		ev := Event{Time: time.Now(), Action: "clear", Fault: s.fault, Kind: f.Injector.Kind()}
+		var h Host // the host acted on
 		if s.apply {
 			ev.Action, ev.Factor = "apply", f.Factor
-			h, err := f.Target()
+			var err error
+			h, err = f.Target()
 			if err == nil {
 				ev.Host = h.HostName()
 				if err = f.Injector.Apply(h, f.Factor); err == nil {
@@ -69,12 +74,17 @@ func Run(ctx context.Context, faults []Fault, record func(Event)) error {
 				}
 			}
 			ev.Err = err
-		} else if h := hosts[s.fault]; h != nil {
+		} else if h = hosts[s.fault]; h != nil {
 			ev.Host = h.HostName()
 			ev.Err = f.Injector.Clear(h)
 			hosts[s.fault] = nil
 		} else {
 			return // never applied
+		}
+		if c, ok := h.(Clocked); ok {
+			if t, ok := c.BeganAt(ev.Time); ok {
+				ev.Time = t
+			}
 		}
 		if ev.Err != nil {
 			errs = append(errs, fmt.Errorf("%s %s at %s: %w", ev.Action, ev.Kind, ev.Time.Sub(start).Round(time.Millisecond), ev.Err))

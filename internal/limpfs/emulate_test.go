@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -713,14 +714,20 @@ func benchWriters(b *testing.B, n int, dir string, f *FS, flag, size int, hdfs b
 	if f != nil {
 		before = f.Stats()
 	}
+	var fsyncs syncTimes
 	if n == 1 {
-		benchWrite(b, b.N, dir, "f", flag, size, hdfs)
+		benchWrite(b, b.N, dir, "f", flag, size, hdfs, &fsyncs)
 	} else {
 		var wg sync.WaitGroup
 		for w := range n {
-			wg.Go(func() { benchWrite(b, (b.N+n-1-w)/n, dir, fmt.Sprintf("f%d", w), flag, size, hdfs) })
+			wg.Go(func() { benchWrite(b, (b.N+n-1-w)/n, dir, fmt.Sprintf("f%d", w), flag, size, hdfs, &fsyncs) })
 		}
 		wg.Wait()
+	}
+	if dir != "" {
+		// What the writers' fsyncs (every 64 MiB) cost: the part of
+		// the time a file system spends making data durable.
+		b.ReportMetric(float64(fsyncs.total.Load())/1e6/float64(max(fsyncs.n.Load(), 1)), "ms/fsync")
 	}
 	if f != nil {
 		st := f.Stats()
@@ -732,9 +739,12 @@ func benchWriters(b *testing.B, n int, dir string, f *FS, flag, size int, hdfs b
 // round: more than the caches hold, as a disk's pages would be.
 const memcpyBuffer = 64 << 20
 
+// syncTimes adds up the writers' fsyncs.
+type syncTimes struct{ total, n atomic.Int64 }
+
 // benchWrite writes ops writes of size into dir/name, or copies them into
-// memory when dir is "".
-func benchWrite(b *testing.B, ops int, dir, name string, flag, size int, hdfs bool) {
+// memory when dir is "", and adds its fsyncs' time to fsyncs.
+func benchWrite(b *testing.B, ops int, dir, name string, flag, size int, hdfs bool, fsyncs *syncTimes) {
 	// O_DIRECT wants an aligned buffer.
 	raw := make([]byte, size+4096)
 	buf := raw[4096-int(uintptr(unsafe.Pointer(&raw[0]))%4096):][:size]
@@ -775,6 +785,8 @@ func benchWrite(b *testing.B, ops int, dir, name string, flag, size int, hdfs bo
 		return
 	}
 	sync := func() {
+		t0 := time.Now()
+		defer func() { fsyncs.total.Add(int64(time.Since(t0))); fsyncs.n.Add(1) }()
 		for _, g := range []*os.File{out, meta} {
 			if g != nil {
 				if err := g.Sync(); err != nil {

@@ -221,14 +221,6 @@ func PredictRequest(sys System, cfg Config, horizon float64, thesis bool) (Reque
 	// groupOK(c) at cell i: the first of d duplicates is done.
 	groupOK := func(cdf []float64, i int) float64 { return 1 - math.Pow(1-cdf[i], float64(d)) }
 
-	// ahead[m]: the chance m accesses of the batch's earlier requests wait
-	// ahead in a group: j-1 earlier requests, j uniform over the batch.
-	ahead := make([]float64, (B-1)*phases[0]+1)
-	for j := 1; j <= B; j++ {
-		for m, w := range binomial((j-1)*phases[0], p) {
-			ahead[m] += w / float64(B)
-		}
-	}
 	if r == 1 {
 		// One group: every duplicate serves the whole batch's work in
 		// arrival order. Request j's last phase waits behind all of the
@@ -246,35 +238,47 @@ func PredictRequest(sys System, cfg Config, horizon float64, thesis bool) (Reque
 		// arriving before its last phase starts put their first phase
 		// ahead of it.
 		batchRate := sys.Rate / float64(B)
-		wait := wait
+		// waits are the laws a duplicate's wait takes, each with its
+		// weight: the duplicates see the same arrivals, so whether the
+		// group is idle is theirs alike (thesis: the mean, for all).
+		waits := []weightedLaw{{1, wait}}
 		if !thesis {
-			wait = g.waitingPMF(g.lumpEquilibrium(sums[B*q.Accesses()], float64(B*q.Accesses())*sys.Service.Mean()), rho)
+			w := g.waitingPMF(g.lumpEquilibrium(sums[B*q.Accesses()], float64(B*q.Accesses())*sys.Service.Mean()), rho)
 			if d > 1 && B == 1 && P <= 2 {
-				return RequestPrediction{Step: g.h, CDF: g.oneGroupShared(phases, sums, wait, g.pmf(sys.net()), batchRate, d)}, nil
+				return RequestPrediction{Step: g.h, CDF: g.oneGroupShared(phases, sums, w, g.pmf(sys.net()), batchRate, d)}, nil
 			}
-			wait = convolve(wait, g.pmf(sys.net()))
+			waits = g.idleOrBusy(w, g.pmf(sys.net()))
 		}
 		for j := 1; j <= B; j++ {
-			var cdf []float64
-			if P == 1 {
-				cdf = part(j * phases[0])
-			} else {
-				early := j * phases[P-2]
-				for _, k := range phases[:P-2] {
-					early += B * k
+			for _, w := range waits {
+				var cdf []float64
+				if P == 1 {
+					cdf = cumulative(convolve(w.pmf, sums[j*phases[0]]))
+				} else {
+					early := j * phases[P-2]
+					for _, k := range phases[:P-2] {
+						early += B * k
+					}
+					rest := (B-j)*phases[P-2] + j*phases[P-1]
+					window := convolve(w.pmf, sums[early])
+					if !thesis {
+						window = g.withArrivals(window, batchRate, sums[B*phases[0]])
+					}
+					cdf = cumulative(convolve(window, sums[rest]))
 				}
-				rest := (B-j)*phases[P-2] + j*phases[P-1]
-				window := convolve(wait, sums[early])
-				if !thesis {
-					window = g.withArrivals(window, batchRate, sums[B*phases[0]])
+				for i := range law {
+					law[i] += w.w * groupOK(cdf, i) / float64(B)
 				}
-				cdf = cumulative(convolve(window, sums[rest]))
-			}
-			for i := range law {
-				law[i] += groupOK(cdf, i) / float64(B)
 			}
 		}
 		return RequestPrediction{Step: g.h, CDF: law}, nil
+	}
+	// Duplicates in several groups, three phases or more: a group's
+	// slower duplicates are still serving a phase when the next reaches
+	// them, which batchGroups's back-to-back work takes in (for one
+	// request, its earlier phases are the work ahead of its last).
+	if B > 1 || (d > 1 && len(phases) > 2) {
+		return RequestPrediction{Step: g.h, CDF: g.batchGroups(sys, phases, sums, wait, thesis, rho, r, d)}, nil
 	}
 	if d > 1 && !thesis && B == 1 && len(phases) == 2 {
 		g := grid{h: horizon / (twoPhaseGroupsCells - 1), n: twoPhaseGroupsCells}
@@ -282,24 +286,12 @@ func PredictRequest(sys System, cfg Config, horizon float64, thesis bool) (Reque
 	}
 	law := make([]float64, g.n)
 	law[0] = 1
-	for ph, k := range phases {
+	for _, k := range phases {
 		// a[n][i]: a group that holds n of this phase's accesses is done by i.
 		a := make([][]float64, k+1)
 		a[0] = onesLike(g.n)
 		for n := 1; n <= k; n++ {
 			a[n] = make([]float64, g.n)
-			if ph == 0 && B > 1 {
-				for m, w := range ahead {
-					if w < 1e-12 {
-						continue
-					}
-					cdf := part(n + m)
-					for i := range a[n] {
-						a[n][i] += w * groupOK(cdf, i)
-					}
-				}
-				continue
-			}
 			cdf := part(n)
 			for i := range a[n] {
 				a[n][i] = groupOK(cdf, i)
@@ -309,6 +301,146 @@ func PredictRequest(sys System, cfg Config, horizon float64, thesis bool) (Reque
 		law = convolve(law, differences(phaseCDF))
 	}
 	return RequestPrediction{Step: g.h, CDF: cumulative(law)}, nil
+}
+
+// batchGroups is the request law on r > 1 groups of d duplicates when
+// requests arrive in batches of B. At every group, a
+// request's last-phase accesses come after all of the batch's earlier
+// phases (the first phases arrived at the batch's instant, a later phase
+// when the phase before it ended, which for the batch's other requests was
+// before the request's own next phase began) and after the last phases of
+// the batch's earlier requests. A group that holds n of the request's
+// last-phase accesses is taken to serve all that work back to back after
+// the wait it found: its part ends when its first duplicate is done with
+// the wait, that work and the n accesses. The request ends with its
+// slowest such group, over the multinomial split of its last phase, each
+// group's share of the other work binomial, averaged over the request's
+// place j in its batch. The wait is the M/G/1 workload of whole batches'
+// shares of a group (thesis: its mean, as given). Left out: a group that
+// idles before the request's last phase reaches it (the request's earlier
+// phase ended later on another group), and other batches arriving while
+// the batch runs. A request also ends no sooner than its phases would
+// alone (batchEarlierPhases).
+func (g grid) batchGroups(sys System, phases []int, sums [][]float64, wait []float64, thesis bool, rho float64, r, d int) []float64 {
+	B, P := sys.Request.batch(), len(phases)
+	p := 1 / float64(r)
+	if !thesis {
+		whole := make([]float64, g.n)
+		for c, w := range binomial(B*sys.Request.Accesses(), p) {
+			for i, v := range sums[c] {
+				whole[i] += w * v
+			}
+		}
+		wait = g.waitingPMF(g.lumpEquilibrium(whole, float64(B*sys.Request.Accesses())*p*sys.Service.Mean()), rho)
+	}
+	waits := []weightedLaw{{1, wait}}
+	if !thesis {
+		waits = g.idleOrBusy(wait, g.pmf(sys.net()))
+	}
+	// first(c): the group's first duplicate is done with its wait and c
+	// accesses, the group idle or busy alike for all its duplicates.
+	firsts := map[int][]float64{}
+	first := func(c int) []float64 {
+		if v, ok := firsts[c]; ok {
+			return v
+		}
+		v := make([]float64, g.n)
+		for _, w := range waits {
+			cdf := cumulative(convolve(w.pmf, sums[c]))
+			for i := range v {
+				v[i] += w.w * (1 - ipow(1-cdf[i], d))
+			}
+		}
+		firsts[c] = v
+		return v
+	}
+	before := 0 // the batch's accesses of every phase but the last
+	for _, k := range phases[:P-1] {
+		before += B * k
+	}
+	last := phases[P-1]
+	law := make([]float64, g.n)
+	for j := 1; j <= B; j++ {
+		other := binomial(before+(j-1)*last, p)
+		a := make([][]float64, last+1)
+		a[0] = onesLike(g.n)
+		for n := 1; n <= last; n++ {
+			a[n] = make([]float64, g.n)
+			for m, w := range other {
+				if w < 1e-12 {
+					continue
+				}
+				done := first(m + n)
+				for i := range a[n] {
+					a[n][i] += w * done[i]
+				}
+			}
+		}
+		alone := g.batchEarlierPhases(phases, sums, first, j, r, d)
+		behind := onesLike(g.n) // one phase: its work behind is alone's
+		if P > 1 {
+			behind = multinomialProduct(a, r, g.n)
+		}
+		for i, v := range behind {
+			law[i] += v * alone[i] / float64(B)
+		}
+	}
+	return law
+}
+
+// idleOrBusy splits a duplicate's wait law (before the network delay net)
+// into the group's two shared states: idle (no wait at any duplicate, the
+// mass of cell 0) and busy (the wait's law given it is not 0), each then
+// with the network delay, and weighted by its chance.
+func (g grid) idleOrBusy(wait, net []float64) []weightedLaw {
+	idle := make([]float64, g.n)
+	idle[0] = 1
+	if wait[0] >= 1-1e-12 {
+		return []weightedLaw{{1, net}}
+	}
+	busy := make([]float64, g.n)
+	for i := 1; i < g.n; i++ {
+		busy[i] = wait[i] / (1 - wait[0])
+	}
+	return []weightedLaw{{wait[0], convolve(idle, net)}, {1 - wait[0], convolve(busy, net)}}
+}
+
+// batchEarlierPhases is the law of a request's end when no group holds
+// other work when its later phases reach it: its first phase behind the
+// batch's earlier requests' first phases (request j of its batch), each
+// later phase's accesses alone on their groups. The request ends after both
+// this and batchGroups's back-to-back work; the two are taken as independent,
+// which, since both grow with the same waits, puts the request's SLA a
+// little low where both bind.
+func (g grid) batchEarlierPhases(phases []int, sums [][]float64, first func(int) []float64, j, r, d int) []float64 {
+	p := 1 / float64(r)
+	law := make([]float64, g.n)
+	law[0] = 1
+	for ph, k := range phases {
+		a := make([][]float64, k+1)
+		a[0] = onesLike(g.n)
+		for n := 1; n <= k; n++ {
+			a[n] = make([]float64, g.n)
+			if ph > 0 {
+				cdf := cumulative(sums[n])
+				for i := range a[n] {
+					a[n][i] = 1 - ipow(1-cdf[i], d)
+				}
+				continue
+			}
+			for m, w := range binomial((j-1)*k, p) {
+				if w < 1e-12 {
+					continue
+				}
+				done := first(n + m)
+				for i := range a[n] {
+					a[n][i] += w * done[i]
+				}
+			}
+		}
+		law = convolve(law, differences(multinomialProduct(a, r, g.n)))
+	}
+	return cumulative(law)
 }
 
 // withArrivals is the law of Y + A(Y), A(w) the work that lumps arriving

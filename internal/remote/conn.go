@@ -25,6 +25,9 @@ import (
 type Machine struct {
 	inventory.Machine
 	Arch string // the machine's, as uname -m says it
+	// Binary is gait's binary on the machine, pushed from Pushed, the
+	// one on this machine.
+	Binary, Pushed string
 
 	client *ssh.Client
 	sess   *ssh.Session
@@ -38,6 +41,10 @@ type Machine struct {
 	lost    chan struct{}
 	lostErr error
 	closed  bool
+	// offset is the machine's clock minus this one's, as ClockOffset
+	// last measured it (clockKnown).
+	offset     time.Duration
+	clockKnown bool
 }
 
 // Step names what Connect was doing when a machine failed, for the one
@@ -95,6 +102,7 @@ func Connect(ctx context.Context, m inventory.Machine, o Options) (*Machine, err
 	if err != nil {
 		return fail(StepPush, err)
 	}
+	rm.Binary = bin
 	if err := rm.startAgent(bin, o.AgentTimeout); err != nil {
 		return fail(StepAgent, err)
 	}
@@ -184,6 +192,7 @@ func (m *Machine) push(path string) (string, error) {
 		}
 		path = self
 	}
+	m.Pushed = path
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("read gait's binary: %w", err)
@@ -317,11 +326,19 @@ func (m *Machine) Err() error {
 // Call sends one request and waits for its response, decoding its result
 // into result (when not nil).
 func (m *Machine) Call(ctx context.Context, op, run, host string, args, result any) error {
+	_, err := m.call(ctx, op, run, host, args, result)
+	return err
+}
+
+// call is Call that also says when the agent began the request, on this
+// machine's clock: zero when the agent did not answer or the machine's
+// clock offset has not been measured.
+func (m *Machine) call(ctx context.Context, op, run, host string, args, result any) (time.Time, error) {
 	req := agent.Request{Op: op, Run: run, Host: host}
 	if args != nil {
 		data, err := json.Marshal(args)
 		if err != nil {
-			return fmt.Errorf("%s on %s: %w", op, m.Name, err)
+			return time.Time{}, fmt.Errorf("%s on %s: %w", op, m.Name, err)
 		}
 		req.Args = data
 	}
@@ -330,7 +347,7 @@ func (m *Machine) Call(ctx context.Context, op, run, host string, args, result a
 	if m.lostErr != nil {
 		err := m.lostErr
 		m.mu.Unlock()
-		return fmt.Errorf("%s on %s: %w: %v", op, m.Name, ErrLost, err)
+		return time.Time{}, fmt.Errorf("%s on %s: %w: %v", op, m.Name, ErrLost, err)
 	}
 	m.next++
 	req.ID = m.next
@@ -341,27 +358,39 @@ func (m *Machine) Call(ctx context.Context, op, run, host string, args, result a
 	m.wmu.Unlock()
 	if err != nil {
 		m.lose(fmt.Errorf("send to the agent: %w", err))
-		return fmt.Errorf("%s on %s: %w", op, m.Name, err)
+		return time.Time{}, fmt.Errorf("%s on %s: %w", op, m.Name, err)
 	}
 	select {
 	case r := <-ch:
+		began := m.localTime(r.At)
 		if r.Err != "" {
-			return &AgentError{Machine: m.Name, Op: op, Msg: r.Err, Code: r.Code}
+			return began, &AgentError{Machine: m.Name, Op: op, Msg: r.Err, Code: r.Code}
 		}
 		if result != nil {
 			if err := json.Unmarshal(r.Result, result); err != nil {
-				return fmt.Errorf("%s on %s: result: %w", op, m.Name, err)
+				return began, fmt.Errorf("%s on %s: result: %w", op, m.Name, err)
 			}
 		}
-		return nil
+		return began, nil
 	case <-m.lost:
-		return fmt.Errorf("%s on %s: %w: %v", op, m.Name, ErrLost, m.Err())
+		return time.Time{}, fmt.Errorf("%s on %s: %w: %v", op, m.Name, ErrLost, m.Err())
 	case <-ctx.Done():
 		m.mu.Lock()
 		delete(m.pending, req.ID)
 		m.mu.Unlock()
-		return fmt.Errorf("%s on %s: %w", op, m.Name, ctx.Err())
+		return time.Time{}, fmt.Errorf("%s on %s: %w", op, m.Name, ctx.Err())
 	}
+}
+
+// localTime puts a time of the agent's clock (Unix nanoseconds) on this
+// machine's: zero when there is none or the offset is not known.
+func (m *Machine) localTime(agentNano int64) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if agentNano == 0 || !m.clockKnown {
+		return time.Time{}
+	}
+	return time.Unix(0, agentNano).Add(-m.offset)
 }
 
 // AgentError is an error the agent answered.

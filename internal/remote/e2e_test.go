@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,6 +26,7 @@ import (
 	"github.com/gait-dev/gait/internal/gaitbin"
 	"github.com/gait-dev/gait/internal/inventory"
 	"github.com/gait-dev/gait/internal/limp"
+	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/suite"
 	"github.com/gait-dev/gait/internal/testbed"
 	"github.com/vishvananda/netns"
@@ -50,6 +52,7 @@ type fleet struct {
 	dir      string
 	tb       *testbed.Testbed
 	machines []inventory.Machine
+	sshd     []*testbed.Proc // each machine's
 	opts     Options
 	otherKey string // a key no machine accepts
 }
@@ -182,9 +185,11 @@ X11Forwarding no
 PrintMotd no
 LogLevel VERBOSE
 `, h.Addr, hostKey, mdir)), 0o644)
-		if _, err := h.Start(testbed.ProcSpec{Name: "sshd", Path: sshd, Args: []string{"-D", "-e", "-f", conf}}); err != nil {
+		p, err := h.Start(testbed.ProcSpec{Name: "sshd", Path: sshd, Args: []string{"-D", "-e", "-f", conf}})
+		if err != nil {
 			t.Fatal(err)
 		}
+		f.sshd = append(f.sshd, p)
 		hpub, _ := os.ReadFile(hostKey + ".pub")
 		fields := strings.Fields(string(hpub))
 		fmt.Fprintf(&known, "%s %s %s\n", h.Addr, fields[0], fields[1])
@@ -306,10 +311,21 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 			{Injector: limp.NIC{}, Target: limp.On(h0), Factor: 1000},
 			{Injector: limp.Partition{}, Target: limp.On(h1), Factor: 1},
 		}
+		// Events are stamped on the agent's clock, corrected by the
+		// measured offset: pretend m's clock runs an hour ahead, and
+		// each event must come out an hour before this clock says.
+		m.mu.Lock()
+		m.offset += time.Hour
+		m.mu.Unlock()
 		fctx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		var events []limp.Event
-		go func() { done <- limp.Run(fctx, faults, func(e limp.Event) { events = append(events, e) }) }()
+		var recorded []time.Time
+		go func() {
+			done <- limp.Run(fctx, faults, func(e limp.Event) {
+				events, recorded = append(events, e), append(recorded, time.Now())
+			})
+		}()
 		time.Sleep(500 * time.Millisecond)
 		if got := rate(); !strings.Contains(got, "rate 100Kbit") {
 			t.Errorf("h0's link at 1000x: tc says %q, want rate 100Kbit", got)
@@ -335,8 +351,12 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 		if err := <-done; err != nil {
 			t.Fatalf("faults: %v", err)
 		}
-		for _, e := range events {
-			t.Logf("%s %s on %s", e.Action, e.Kind, e.Host)
+		for i, e := range events {
+			ahead := recorded[i].Add(-time.Hour).Sub(e.Time)
+			t.Logf("%s %s on %s, %v before it was recorded (less the hour)", e.Action, e.Kind, e.Host, ahead)
+			if ahead < 0 || ahead > 5*time.Second {
+				t.Errorf("%s %s at %v, recorded at %v: want the agent's time less the machine's offset (an hour ahead)", e.Action, e.Kind, e.Time, recorded[i])
+			}
 		}
 		if err := healed(reach); err != nil {
 			t.Errorf("after the faults cleared: %v", err)
@@ -452,11 +472,25 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 		// gait run --inventory as a user types it: six etcd members, two
 		// on each machine, the clients here, the leader's NIC at 1000x.
 		// Every put is proposed by the leader: at 1000x it crawls.
-		runSpanning(t, f, "etcd-spanning", 6, `system: etcd
+		runSpanning(t, f, f.machines, "etcd-spanning", 6, `system: etcd
 workload: {op: put, keys: 100, value_size: 1KiB, clients: 4, duration: 4s}
 inject:
   - {fault: nic, target: leader, factors: [1000], at: 0s}
 `, "follower", 5)
+	})
+
+	t.Run("emulated storage spanning machines", func(t *testing.T) {
+		if os.Getenv("GAIT_MANY") == "" {
+			t.Skip("set GAIT_MANY=1 to run etcd on emulating stores across the three machines, the leader's disk at 1000x (40 s)")
+		}
+		// Each machine's agent mounts its hosts' emulating stores;
+		// the leader's disk fault acts through its agent on its store.
+		runSpanning(t, f, f.machines, "etcd-emulated", 3, `system: etcd
+storage: emulated
+workload: {op: put, keys: 100, value_size: 1KiB, clients: 4, duration: 5s}
+inject:
+  - {fault: disk, target: leader, factors: [1000], at: 0s}
+`, "", 3)
 	})
 
 	t.Run("HDFS spanning machines", func(t *testing.T) {
@@ -466,11 +500,104 @@ inject:
 		// h0 the NameNode on m1; DataNodes h1..h9 round robin, three a
 		// machine. A DataNode's NIC at 100x slows the creates whose
 		// pipeline it is in.
-		runSpanning(t, f, "hdfs-spanning", 10, `system: hdfs
+		runSpanning(t, f, f.machines, "hdfs-spanning", 10, `system: hdfs
 workload: {op: create, keys: 30, value_size: 1MiB, clients: 2, duration: 15s, timeout: 3m}
 inject:
   - {fault: nic, target: h1, factors: [100], at: 0s}
 `, "datanode", 1.5)
+	})
+
+	t.Run("three times what one machine holds", func(t *testing.T) {
+		if os.Getenv("GAIT_MANY") != "hold" {
+			t.Skip("set GAIT_MANY=hold (and GAIT_HOLD_SYSTEM hdfs or etcd, GAIT_HOLD_MEM, GAIT_HOLD_HOSTS) to bound each machine's memory and run GAIT_HOLD_HOSTS hosts on one machine, 3x that on one machine (which must fail), and 3x over the three (HDFS is heavy: JVMs)")
+		}
+		limit, err := load.ParseSize(cmp.Or(os.Getenv("GAIT_HOLD_MEM"), "1GiB"))
+		if err != nil {
+			t.Fatalf("GAIT_HOLD_MEM: %v", err)
+		}
+		n, err := strconv.Atoi(cmp.Or(os.Getenv("GAIT_HOLD_HOSTS"), "6"))
+		if err != nil || n < 1 {
+			t.Fatalf("GAIT_HOLD_HOSTS %q: want a number of hosts to begin with", os.Getenv("GAIT_HOLD_HOSTS"))
+		}
+		system := cmp.Or(os.Getenv("GAIT_HOLD_SYSTEM"), "hdfs")
+		body, ok := map[string]string{
+			// A NameNode (h0) and DataNodes; creates of 1 MiB files
+			// with replication 3, so every DataNode may serve.
+			"hdfs": `system: hdfs
+workload: {op: create, keys: 30, value_size: 1MiB, clients: 2, duration: 10s, timeout: 3m}
+`,
+			"etcd": `system: etcd
+workload: {op: put, keys: 100, value_size: 1KiB, clients: 4, duration: 5s}
+`,
+		}[system]
+		if !ok {
+			t.Fatalf("GAIT_HOLD_SYSTEM %q: want hdfs or etcd", system)
+		}
+		cgroups := f.limitMachines(t, limit)
+		// The most one machine holds: GAIT_HOLD_HOSTS hosts, then one
+		// more at a time, until a run fails; its OOM kills must show
+		// that memory is what failed it.
+		held := 0
+		t.Run("one machine", func(t *testing.T) {
+			for k := n; ; k++ {
+				if k > 3*n {
+					t.Fatalf("one machine held %d hosts: the limit bounds nothing", held)
+				}
+				before := startUse(cgroups[0])
+				out, err := runScenario(t, f, f.machines[:1], fmt.Sprintf("%s-hold-1-%d", system, k), k, body)
+				use := readUse(cgroups[0], before)
+				how := "ran"
+				if err != nil {
+					how = "failed: " + err.Error()
+				}
+				t.Logf("%d hosts on m1 (limit %s): %s; %s", k, load.FormatSize(limit), how, use)
+				if err == nil && use.oomKills == 0 {
+					held = k
+					continue
+				}
+				// Memory fails a run by the OOM killer, or by
+				// reclaiming until the agent misses its heartbeats.
+				if use.oomKills == 0 && use.failcnt == 0 {
+					t.Errorf("%d hosts failed within the memory limit: not for memory\n%s", k, out)
+				}
+				break
+			}
+			// A machine lost keeps what its agent made until that agent
+			// has taken it down (slowly, on a machine short of memory),
+			// or gait clean --inventory does.
+			left := f.scan(t, 0, nil)
+			for end := time.Now().Add(time.Minute); len(left) > 0 && time.Now().Before(end); left = f.scan(t, 0, nil) {
+				time.Sleep(time.Second)
+			}
+			if len(left) > 0 {
+				clean, err := f.gaitOn(f.machines[:1], "clean").CombinedOutput()
+				t.Logf("m1 a minute after the search: %q; gait clean --inventory: %v\n%s", left, err, clean)
+				if left := f.scan(t, 0, nil); len(left) > 0 {
+					t.Errorf("m1 after gait clean --inventory: %q", left)
+				}
+			}
+			if held == 0 {
+				t.Fatalf("one machine held not even %d hosts", n)
+			}
+			t.Logf("one machine holds %d hosts of %s within %s", held, system, load.FormatSize(limit))
+		})
+		t.Run("three machines, 3x", func(t *testing.T) {
+			if held == 0 {
+				t.Skip("no count of what one machine holds")
+			}
+			var before []machineUse
+			for _, c := range cgroups {
+				before = append(before, startUse(c))
+			}
+			runSpanning(t, f, f.machines, fmt.Sprintf("%s-hold-3-%d", system, 3*held), 3*held, body, "", 0)
+			for i, c := range cgroups {
+				use := readUse(c, before[i])
+				t.Logf("%s, one of 3 machines holding %d hosts (limit %s): %s", f.machines[i].Name, 3*held, load.FormatSize(limit), use)
+				if use.oomKills > 0 {
+					t.Errorf("%s: %d processes killed for memory", f.machines[i].Name, use.oomKills)
+				}
+			}
+		})
 	})
 
 	t.Run("a spanning run interrupted, killed, or losing an agent", func(t *testing.T) {
@@ -674,6 +801,87 @@ workload: {op: put, keys: 100, value_size: 1KiB, clients: 2, duration: 60s}
 	})
 }
 
+// memoryCgroups is cgroup v1's memory hierarchy. There a host's move
+// into its CPU cgroup leaves it in its memory cgroup, so the agents'
+// hosts stay in their machine's; under v2 (one hierarchy) they would
+// leave it.
+const memoryCgroups = "/sys/fs/cgroup/memory"
+
+// limitMachines gives each machine a memory cgroup of limit bytes and
+// moves its sshd in: every agent it starts and every process
+// an agent starts is bounded by it, as by a machine's memory. That is
+// what makes each of the three a machine of its own when they share
+// this one. t.Cleanup moves sshd back and removes the cgroups.
+func (f *fleet) limitMachines(t *testing.T, limit int64) []string {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(memoryCgroups, "memory.limit_in_bytes")); err != nil {
+		t.Skipf("no cgroup v1 memory controller at %s, which bounds a test machine's memory", memoryCgroups)
+	}
+	var dirs []string
+	for i, m := range f.machines {
+		dir := filepath.Join(memoryCgroups, fmt.Sprintf("gait-e2e-%d-%s", os.Getpid(), m.Name))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			pid := strconv.Itoa(f.sshd[i].Pid())
+			os.WriteFile(filepath.Join(memoryCgroups, "cgroup.procs"), []byte(pid), 0o644)
+			deadline := time.Now().Add(10 * time.Second)
+			err := syscall.Rmdir(dir)
+			for err == syscall.EBUSY && time.Now().Before(deadline) {
+				time.Sleep(100 * time.Millisecond) // sessions on their way out
+				err = syscall.Rmdir(dir)
+			}
+			if err != nil {
+				t.Errorf("remove %s's memory cgroup: %v", m.Name, err)
+			}
+		})
+		if err := os.WriteFile(filepath.Join(dir, "memory.limit_in_bytes"), []byte(strconv.FormatInt(limit, 10)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(f.sshd[i].Pid())), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, dir)
+	}
+	return dirs
+}
+
+// machineUse is what a machine's memory cgroup counted over a run: its
+// peak, how often it hit the limit (reclaiming page cache counts too),
+// and the processes its OOM killer ended.
+type machineUse struct{ peakMiB, failcnt, oomKills int64 }
+
+func (u machineUse) String() string {
+	return fmt.Sprintf("peak %d MiB, failcnt %d, OOM kills %d", u.peakMiB, u.failcnt, u.oomKills)
+}
+
+// startUse begins a run's count: the peak and failcnt afresh, the OOM
+// kills so far (the kernel does not reset them).
+func startUse(dir string) machineUse {
+	os.WriteFile(filepath.Join(dir, "memory.max_usage_in_bytes"), []byte("0"), 0o644)
+	os.WriteFile(filepath.Join(dir, "memory.failcnt"), []byte("0"), 0o644)
+	return readUse(dir, machineUse{})
+}
+
+// readUse is the count since before.
+func readUse(dir string, before machineUse) machineUse {
+	read := func(file string) int64 {
+		data, _ := os.ReadFile(filepath.Join(dir, file))
+		n, _ := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+		return n
+	}
+	u := machineUse{peakMiB: read("memory.max_usage_in_bytes") >> 20, failcnt: read("memory.failcnt")}
+	data, _ := os.ReadFile(filepath.Join(dir, "memory.oom_control"))
+	for line := range strings.Lines(string(data)) {
+		if k, ok := strings.CutPrefix(strings.TrimSpace(line), "oom_kill "); ok {
+			n, _ := strconv.ParseInt(k, 10, 64)
+			u.oomKills = n - before.oomKills
+		}
+	}
+	return u
+}
+
 // inNetns runs f on a thread inside the named network namespace.
 func inNetns(name string, f func() error) error {
 	ns, err := netns.GetFromName(name)
@@ -710,11 +918,14 @@ func inNetns(name string, f func() error) error {
 
 // gait is the gait command with args over the fleet's inventory, as a
 // user would type it.
-func (f *fleet) gait(args ...string) *exec.Cmd {
-	inv := filepath.Join(f.dir, "inventory.yaml")
+func (f *fleet) gait(args ...string) *exec.Cmd { return f.gaitOn(f.machines, args...) }
+
+// gaitOn is the gait command with args over an inventory of ms.
+func (f *fleet) gaitOn(ms []inventory.Machine, args ...string) *exec.Cmd {
+	inv := filepath.Join(f.dir, fmt.Sprintf("inventory-%d.yaml", len(ms)))
 	var b strings.Builder
 	b.WriteString("machines:\n")
-	for _, m := range f.machines {
+	for _, m := range ms {
 		fmt.Fprintf(&b, "  - {name: %s, address: %s, user: %s, key: %s, root: %s}\n", m.Name, m.Addr, m.User, m.Key, m.Root)
 	}
 	os.WriteFile(inv, []byte(b.String()), 0o644)
@@ -723,24 +934,18 @@ func (f *fleet) gait(args ...string) *exec.Cmd {
 }
 
 // runSpanning runs a scenario of nodes hosts with gait run --inventory
-// over the three machines: its baseline and, when slower is not 0, one
+// over the machines ms: its baseline and, when slower is not 0, one
 // factor (the scenario's one fault). Each run must have its hosts on the
-// three machines' subnets, requests done, its last host's log brought
-// back, the faulted run's mean latency slower times the baseline's,
-// members with role on every machine, and every machine clean after.
-func runSpanning(t *testing.T, f *fleet, name string, nodes int, body, role string, slower float64) {
-	scen := filepath.Join(f.dir, name+".yaml")
-	os.WriteFile(scen, []byte(fmt.Sprintf("name: %s\nnodes: %d\n%s", name, nodes, body)), 0o644)
-	out := filepath.Join(f.dir, name)
-	begin := time.Now()
-	cmd := f.gait("run", scen, "--out", out, "--format", "json")
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	t.Logf("gait run --inventory (%.0fs, load average %s):\n%s", time.Since(begin).Seconds(), loadAverage(), stderr.String())
+// machines' subnets, requests done, its last host's log brought back,
+// the faulted run's mean latency slower times the baseline's, members
+// with role (unless empty) on every machine, and every machine clean
+// after.
+func runSpanning(t *testing.T, f *fleet, ms []inventory.Machine, name string, nodes int, body, role string, slower float64) {
+	stdout, err := runScenario(t, f, ms, name, nodes, body)
 	if err != nil {
-		t.Fatalf("gait run --inventory: %v\n%s", err, stdout.String())
+		t.Fatalf("gait run --inventory: %v\n%s", err, stdout)
 	}
+	out := filepath.Join(f.dir, name)
 	runs, _ := filepath.Glob(filepath.Join(out, "f*-r1"))
 	if want := map[bool]int{true: 1, false: 2}[slower == 0]; len(runs) != want {
 		t.Fatalf("runs %v, want %d", runs, want)
@@ -772,8 +977,8 @@ func runSpanning(t *testing.T, f *fleet, name string, nodes int, body, role stri
 			}
 		}
 		t.Logf("%s: %d requests, mean %.1f ms; hosts %v", filepath.Base(run), sum.Requests, sum.Mean*1e3, rj.Hosts)
-		if len(rj.Hosts) != nodes || len(subnets) != 3 || len(withRole) != 3 {
-			t.Errorf("%s: %d hosts on %d subnets, %s on %d; want %d on 3 (one a machine), %s on each", run, len(rj.Hosts), len(subnets), role, len(withRole), nodes, role)
+		if len(rj.Hosts) != nodes || len(subnets) != len(ms) || role != "" && len(withRole) != len(ms) {
+			t.Errorf("%s: %d hosts on %d subnets, %s on %d; want %d on %d (one a machine), %s on each", run, len(rj.Hosts), len(subnets), role, len(withRole), nodes, len(ms), role)
 		}
 		if sum.Requests == 0 {
 			t.Errorf("%s: no request finished", run)
@@ -781,7 +986,7 @@ func runSpanning(t *testing.T, f *fleet, name string, nodes int, body, role stri
 		means[i] = sum.Mean
 		last := fmt.Sprintf("h%d", nodes-1)
 		if logs, _ := filepath.Glob(filepath.Join(out, "hosts", filepath.Base(run), last, "log", "*.stderr")); len(logs) == 0 {
-			t.Errorf("%s: the logs of %s (on m3) are not back", run, last)
+			t.Errorf("%s: the logs of %s (on %s) are not back", run, last, ms[(nodes-1)%len(ms)].Name)
 		}
 	}
 	// f1-r1 sorts before f100-r1 and f1000-r1.
@@ -796,6 +1001,21 @@ func runSpanning(t *testing.T, f *fleet, name string, nodes int, body, role stri
 			t.Errorf("%s after gait run: %q", m.Name, left)
 		}
 	}
+}
+
+// runScenario writes a scenario of nodes hosts and runs it with gait run
+// --inventory over the machines ms, logging what gait printed; it
+// returns gait's standard output.
+func runScenario(t *testing.T, f *fleet, ms []inventory.Machine, name string, nodes int, body string) (string, error) {
+	scen := filepath.Join(f.dir, name+".yaml")
+	os.WriteFile(scen, []byte(fmt.Sprintf("name: %s\nnodes: %d\n%s", name, nodes, body)), 0o644)
+	begin := time.Now()
+	cmd := f.gaitOn(ms, "run", scen, "--out", filepath.Join(f.dir, name), "--format", "json")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	t.Logf("gait run --inventory over %d machines (%.0fs, load average %s):\n%s", len(ms), time.Since(begin).Seconds(), loadAverage(), stderr.String())
+	return stdout.String(), err
 }
 
 // benchOverInventory runs the quick experiments that match only with gait

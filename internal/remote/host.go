@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"sync"
 	"syscall"
 	"time"
 
@@ -36,9 +37,23 @@ type Host struct {
 	run       string
 	baseline  uint64
 	cpuCgroup bool
+
+	mu   sync.Mutex
+	acts []act // the latest calls, oldest first, at most maxActs
 }
 
-var _ limp.Host = (*Host)(nil)
+// act is one call to the host's agent: when this machine sent it, and
+// when the agent began it, on this machine's clock.
+type act struct{ sent, began time.Time }
+
+// maxActs bounds the calls a host remembers; an injector's apply makes
+// one to a few, and its event asks right after.
+const maxActs = 16
+
+var (
+	_ limp.Host    = (*Host)(nil)
+	_ limp.Clocked = (*Host)(nil)
+)
 
 // Up makes a testbed of n hosts on the machine.
 func (m *Machine) Up(ctx context.Context, a agent.UpArgs) (*Testbed, error) {
@@ -88,7 +103,31 @@ func (h *Host) Machine() *Machine { return h.m }
 func (h *Host) call(op string, args, result any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	return sentinel(h.m.Call(ctx, op, h.run, h.Name, args, result))
+	sent := time.Now()
+	began, err := h.m.call(ctx, op, h.run, h.Name, args, result)
+	if !began.IsZero() {
+		h.mu.Lock()
+		h.acts = append(h.acts, act{sent, began})
+		if len(h.acts) > maxActs {
+			h.acts = h.acts[len(h.acts)-maxActs:]
+		}
+		h.mu.Unlock()
+	}
+	return sentinel(err)
+}
+
+// BeganAt says when the host's agent began the first call sent at or
+// after sent, on this machine's clock: the agent's time corrected by its
+// machine's measured offset.
+func (h *Host) BeganAt(sent time.Time) (time.Time, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, a := range h.acts {
+		if !a.sent.Before(sent) {
+			return a.began, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // sentinel gives back the testbed's sentinel errors the agent sent as

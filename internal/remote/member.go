@@ -2,6 +2,7 @@ package remote
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -25,7 +26,7 @@ type member struct {
 	name string
 }
 
-var _ systems.Host = member{}
+var _ systems.Elsewhere = member{}
 
 func (m member) Name() string    { return m.name }
 func (m member) Address() string { return m.h.Addr.String() }
@@ -38,11 +39,25 @@ func (m member) Start(name string, argv []string, env []string) (systems.Process
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("start %s on %s: no program", name, m.name)
 	}
+	argv = m.h.m.ownBinary(argv)
 	p, err := m.h.Start(agent.StartArgs{Name: name, Path: argv[0], Args: argv[1:], Env: env})
 	if err != nil {
 		return nil, fmt.Errorf("start %s on %s (%s): %w", name, m.name, m.h.HostName(), err)
 	}
 	return p, nil
+}
+
+// ownBinary gives the machine's gait binary for every word of argv that
+// names the one on this machine: a server that is gait itself (gait
+// replica agent, started by gait-redis) runs from the copy pushed there.
+func (m *Machine) ownBinary(argv []string) []string {
+	out := slices.Clone(argv)
+	for i, w := range out {
+		if w == m.Pushed && m.Binary != "" {
+			out[i] = m.Binary
+		}
+	}
+	return out
 }
 
 func (m member) file(a agent.FileArgs) ([]byte, error) {
@@ -70,6 +85,12 @@ func (m member) WriteFile(path string, data []byte) error {
 
 func (m member) ReadFile(path string) ([]byte, error) {
 	return m.file(agent.FileArgs{Do: "read", Path: path})
+}
+
+func (m member) FileSystemSize(path string) (int64, error) {
+	var r agent.FileArgs
+	err := m.h.call("file", agent.FileArgs{Do: "size", Path: path}, &r)
+	return r.Size, err
 }
 
 // Proc is a process an agent started on a host of its machine.

@@ -83,7 +83,9 @@ func preflight(ctx context.Context, m inventory.Machine, o Options, a agent.Chec
 
 // ClockOffset measures the machine's clock against this one's by n round
 // trips to its agent: for the one with the least delay, the offset is the
-// agent's time minus the middle of the trip, within half the trip.
+// agent's time minus the middle of the trip, within half the trip. The
+// machine keeps it, to put the times its agent reports (when a fault
+// began there) on this clock.
 func (m *Machine) ClockOffset(ctx context.Context, n int) (offset, bound time.Duration, err error) {
 	best := time.Duration(-1)
 	for range n {
@@ -99,5 +101,8 @@ func (m *Machine) ClockOffset(ctx context.Context, n int) (offset, bound time.Du
 			offset = time.Unix(0, info.UnixNano).Sub(mid)
 		}
 	}
+	m.mu.Lock()
+	m.offset, m.clockKnown = offset, true
+	m.mu.Unlock()
 	return offset, best / 2, nil
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/gait-dev/gait/internal/agent"
 	"github.com/gait-dev/gait/internal/limp"
@@ -36,7 +37,12 @@ type Spread struct {
 type SpreadOptions struct {
 	Bandwidth uint64 // each host's link in bit/s; 0 for the default
 	Disk      bool   // limpfs under each host's data directory
-	StateDir  string // this machine's testbed state directory; empty for the default
+	// DiskBandwidth (byte/s) and DiskLatency are the limpfs disk's;
+	// Emulate makes every data directory an emulating store.
+	DiskBandwidth float64
+	DiskLatency   time.Duration
+	Emulate       bool
+	StateDir      string // this machine's testbed state directory; empty for the default
 }
 
 // SpreadHosts places n hosts across the machines and joins them and this
@@ -73,7 +79,8 @@ func SpreadHosts(ctx context.Context, ms []*Machine, n int, o SpreadOptions) (sp
 		if k < n%len(ms) {
 			count++
 		}
-		a := agent.UpArgs{Hosts: count, Bandwidth: o.Bandwidth, Disk: o.Disk}
+		a := agent.UpArgs{Hosts: count, Bandwidth: o.Bandwidth, Disk: o.Disk,
+			DiskBandwidth: o.DiskBandwidth, DiskLatency: o.DiskLatency, Emulate: o.Emulate}
 		for _, p := range avoid {
 			a.Avoid = append(a.Avoid, p.String())
 		}

@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"log"
 	"sync"
@@ -23,6 +22,10 @@ const snapshotMagic = "GAITSNAP5"
 // server never stalls raft's own loop (and with it heartbeats and leadership
 // transfer); past this bound the hand-over blocks, so the backlog stays bounded.
 const applyQueueBytes = 64 << 20
+
+// maxSpare is the longest batch whose array the applier keeps for the next
+// queue: a backlog's long one is left to the collector.
+const maxSpare = 4096
 
 // applied is one entry the local server has run, as the proposer learns it.
 type applied struct {
@@ -63,6 +66,8 @@ type fsm struct {
 	qmu      sync.Mutex
 	qcond    *sync.Cond // signals queue changes, both ways
 	queue    []queued
+	spare    []queued      // the applier's last batch, emptied: the next queue
+	nils     []interface{} // ApplyBatch's responses, all nil
 	qbytes   int
 	enqueued uint64 // last index handed over by raft
 	closed   bool
@@ -111,7 +116,10 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 		f.enqueued = l.Index
 	}
 	f.qcond.Broadcast()
-	return make([]interface{}, len(logs))
+	if len(f.nils) < len(logs) {
+		f.nils = make([]interface{}, len(logs))
+	}
+	return f.nils[:len(logs)] // raft reads the responses, never writes them
 }
 
 // toQueued decodes a committed log entry for the applier.
@@ -146,12 +154,20 @@ func (f *fsm) runApplier() {
 			return
 		}
 		batch := f.queue
-		f.queue, f.qbytes = nil, 0
+		f.queue, f.spare, f.qbytes = f.spare, nil, 0
 		f.qcond.Broadcast()
 		f.qmu.Unlock()
 		f.run.Lock()
 		f.applyBatch(batch)
 		f.run.Unlock()
+		// Nothing holds on to the batch's elements now (applied copies
+		// what it reports): it becomes the queue after next.
+		if cap(batch) <= maxSpare {
+			clear(batch)
+			f.qmu.Lock()
+			f.spare = batch[:0]
+			f.qmu.Unlock()
+		}
 	}
 }
 
@@ -165,7 +181,7 @@ func (f *fsm) applyBatch(batch []queued) {
 	f.mu.Lock()
 	from := f.applied
 	f.mu.Unlock()
-	var cmds []Committed
+	cmds := make([]Committed, 0, len(batch))
 	run := make([]bool, len(batch)) // entries to apply: new, decoded, first copies
 	for i, q := range batch {
 		if q.ok && q.index > from && f.sessions.admit(q.entry.proposer, q.entry.seq, q.entry.floor, q.index) {
@@ -201,7 +217,7 @@ func (f *fsm) applyBatch(batch []queued) {
 func (f *fsm) account(batch []queued, run []bool, i *int, from uint64, results []Result, sent time.Time) {
 	// The replies go out once per run, not once per entry: one message to
 	// each other proposer.
-	var reports []applied
+	reports := make([]applied, 0, len(results))
 	first := *i
 	defer func() {
 		if *i > first {
@@ -235,13 +251,18 @@ func (f *fsm) account(batch []queued, run []bool, i *int, from uint64, results [
 
 // chain folds one reply into the running digest: replicas that applied the
 // same log to the same state hold the same digest at every index.
+// It is 64-bit FNV-1a over prev (8 bytes, big-endian) and then raw, as
+// hash/fnv computes it, written out so that it allocates nothing.
 func chain(prev uint64, raw []byte) uint64 {
-	h := fnv.New64a()
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], prev)
-	h.Write(b[:])
-	h.Write(raw)
-	return h.Sum64()
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for shift := 56; shift >= 0; shift -= 8 {
+		h = (h ^ (prev >> shift & 0xff)) * prime
+	}
+	for _, c := range raw {
+		h = (h ^ uint64(c)) * prime
+	}
+	return h
 }
 
 // setApplied moves the applied index; raw, when the entry had replies,

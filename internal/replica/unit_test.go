@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
+	"hash/fnv"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -107,6 +109,15 @@ func TestChainDigest(t *testing.T) {
 	d := chain(chain(0, []byte(":2\r\n")), []byte("+OK\r\n"))
 	if a != b || a == c || a == d {
 		t.Errorf("digests %x %x %x %x: want equal logs equal, any other differ", a, b, c, d)
+	}
+	// Replicas of older builds chain with hash/fnv: the digests must stay theirs.
+	for _, prev := range []uint64{0, 1, 0x0123456789abcdef, ^uint64(0)} {
+		h := fnv.New64a()
+		h.Write(binary.BigEndian.AppendUint64(nil, prev))
+		h.Write([]byte("*2\r\n$3\r\nfoo\r\n"))
+		if got, want := chain(prev, []byte("*2\r\n$3\r\nfoo\r\n")), h.Sum64(); got != want {
+			t.Errorf("chain(%x, ...) = %x, hash/fnv says %x", prev, got, want)
+		}
 	}
 }
 

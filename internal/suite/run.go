@@ -280,8 +280,8 @@ func finished(dir string, s *bench.Scenario, o verdict.Options) (Result, bool, e
 
 // SameExperiment says whether two scenario texts run the same
 // experiment: the same text but for comments and the paper's differs:,
-// which explain a result and do not change it, so a finished
-// experiment's runs are kept when only its explanation is edited.
+// which explain a result, and quick:, which only selects it for --quick;
+// so a finished experiment's runs are kept when only those are edited.
 func SameExperiment(a, b []byte) bool {
 	if bytes.Equal(a, b) {
 		return true
@@ -291,6 +291,7 @@ func SameExperiment(a, b []byte) bool {
 		return false
 	}
 	for _, doc := range []map[string]any{x, y} {
+		delete(doc, "quick")
 		if p, ok := doc["paper"].(map[string]any); ok {
 			delete(p, "differs")
 		}

@@ -173,6 +173,7 @@ func TestSameExperiment(t *testing.T) {
 		{base, true},
 		{"# another comment\nname: x\nrepeat: 3\npaper: {row: Z1, marks: []}\n", true},
 		{"name: x\nrepeat: 3\npaper:\n  row: Z1\n  marks: []\n  differs: a pause\n", true},
+		{"name: x\nrepeat: 3\npaper: {row: Z1, marks: []}\nquick: true\n", true},
 		{"name: x\nrepeat: 1\npaper: {row: Z1, marks: []}\n", false},
 		{"name: x\nrepeat: 3\npaper: {row: Z1, marks: [OL]}\n", false},
 		{"name: x\nrepeat: [3\n", false},

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gait-dev/gait/internal/load"
@@ -44,6 +45,39 @@ type Files interface {
 	// WriteFile writes data to path, making its directory first.
 	WriteFile(path string, data []byte) error
 	ReadFile(path string) ([]byte, error)
+	// FileSystemSize is the size in bytes of the file system path is on.
+	FileSystemSize(path string) (int64, error)
+}
+
+// Elsewhere is a Host on another machine than the one gait runs on (a
+// host of a testbed an agent made there): package os does not reach its
+// files, only its Files do.
+type Elsewhere interface {
+	Host
+	// Machine names where the host is, for logs and errors.
+	Machine() string
+}
+
+// CountElsewhere is how many of hosts are on other machines.
+func CountElsewhere(hosts []Host) int {
+	n := 0
+	for _, h := range hosts {
+		if _, ok := h.(Elsewhere); ok {
+			n++
+		}
+	}
+	return n
+}
+
+// CheckHere runs check, a driver's look at this machine for its servers'
+// files, when any of hosts is on this machine. When all are elsewhere,
+// preflight checked those files on their machines (Needer), and this
+// machine, which runs only the clients, need not have them.
+func CheckHere(hosts []Host, check func() error) error {
+	if len(hosts) > 0 && CountElsewhere(hosts) == len(hosts) {
+		return nil
+	}
+	return check()
 }
 
 // LocalFiles are this machine's files, for hosts on it.
@@ -54,6 +88,14 @@ var _ Files = LocalFiles{}
 func (LocalFiles) MkdirAll(path string) error           { return os.MkdirAll(path, 0o755) }
 func (LocalFiles) RemoveAll(path string) error          { return os.RemoveAll(path) }
 func (LocalFiles) ReadFile(path string) ([]byte, error) { return os.ReadFile(path) }
+
+func (LocalFiles) FileSystemSize(path string) (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return 0, &os.PathError{Op: "statfs", Path: path, Err: err}
+	}
+	return int64(st.Blocks) * st.Bsize, nil
+}
 
 func (LocalFiles) WriteFile(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

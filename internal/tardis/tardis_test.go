@@ -600,3 +600,72 @@ func BenchmarkGenerateByBlock(b *testing.B) {
 		}
 	}
 }
+
+// TestMatchForwardVector checks matchForward, with and without the vector
+// loop, against the stream compared byte by byte: runs of every length
+// around block edges, one byte changed anywhere in them (or none), and
+// blocks up to the end of the stream, where a run stops.
+func TestMatchForwardVector(t *testing.T) {
+	vector := matchVector
+	defer func() { matchVector = vector }()
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 3000 {
+		seed := r.Uint64()
+		b := r.Uint64N(maxBlock)
+		if i%4 == 0 {
+			b = maxBlock - r.Uint64N(20) // the stream's last blocks
+		}
+		n := r.IntN(40 * BlockSize)
+		p := make([]byte, n)
+		Generate(seed, b*BlockSize, p)
+		if b+uint64(n/BlockSize) > maxBlock {
+			// Past the end the stream wraps: what follows is block 0.
+			wrap := (maxBlock + 1 - b) * BlockSize
+			Generate(seed, 0, p[wrap:])
+		}
+		want := n
+		if wrap := (maxBlock + 1 - b) * BlockSize; uint64(n) > wrap {
+			want = int(wrap) // a run stops where the stream wraps
+		}
+		if n > 0 && r.IntN(5) > 0 {
+			at := r.IntN(n)
+			p[at] ^= byte(1 + r.IntN(255))
+			want = min(want, at)
+		}
+		for _, v := range []bool{false, true} {
+			matchVector = v && vector
+			if got := matchForward(p, seed, key(seed), b); got != want {
+				t.Fatalf("case %d (vector %v): block %d, %d bytes: matched %d, want %d", i, matchVector, b, n, got, want)
+			}
+		}
+	}
+	if !vector {
+		t.Log("no vector loop on this CPU: the Go loop alone was checked")
+	}
+}
+
+// BenchmarkMatchForward is the recognition loop over 64 KiB of the
+// stream, in vector registers where the CPU has them and in Go (its peer,
+// the same run).
+func BenchmarkMatchForward(b *testing.B) {
+	data := syntheticBuf(64 << 10)[64-17:] // starts at a block boundary
+	data = data[:len(data)/BlockSize*BlockSize]
+	seed, blk := uint64(0xfeed), uint64((1<<33+17+64-17)/BlockSize)
+	vector := matchVector
+	defer func() { matchVector = vector }()
+	for _, v := range []bool{true, false} {
+		name := map[bool]string{true: "vector", false: "go"}[v]
+		b.Run(name, func(b *testing.B) {
+			if v && !vector {
+				b.Skip("no vector loop on this CPU")
+			}
+			matchVector = v
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if n := matchForward(data, seed, key(seed), blk); n != len(data) {
+					b.Fatal(n)
+				}
+			}
+		})
+	}
+}

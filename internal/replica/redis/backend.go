@@ -41,7 +41,13 @@ type redisBackend struct {
 	busySince atomic.Int64
 	logger    *log.Logger
 	reads     *redisMux
+	// payload is applyRun's buffer, kept between runs (only the applier
+	// calls Apply) unless a large run grew it.
+	payload []byte
 }
+
+// maxKeptPayload is the largest run buffer applyRun keeps for the next.
+const maxKeptPayload = 1 << 20
 
 func openRedis(addr string, pause *atomic.Int64, reads *redisMux, logger *log.Logger) (*redisBackend, error) {
 	conn, err := dialRedis(addr)
@@ -79,7 +85,7 @@ func (b *redisBackend) Apply(batch []replica.Committed) ([]replica.Result, error
 // the replies.
 func (b *redisBackend) applyRun(run []applying) ([]replica.Result, error) {
 	start := time.Now()
-	var payload []byte
+	payload := b.payload[:0]
 	n := 0
 	var g gated // the attempt's, when run[0] is one
 	for i := range run {
@@ -108,6 +114,9 @@ func (b *redisBackend) applyRun(run []applying) ([]replica.Result, error) {
 		defer b.busySince.Store(0)
 		if err := b.conn.send(payload); err != nil {
 			return nil, err
+		}
+		if cap(payload) <= maxKeptPayload {
+			b.payload = payload
 		}
 	}
 	out := make([]replica.Result, 0, len(run))

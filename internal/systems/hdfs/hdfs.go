@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gait-dev/gait/internal/systems"
@@ -250,7 +250,7 @@ func (d *Driver) conf(h, nn systems.Host, dns int) map[string]string {
 		c["dfs.blocksize"] = strconv.FormatInt(d.BlockSize, 10)
 	}
 	if d.DataNodeCapacity > 0 {
-		c["dfs.datanode.du.reserved"] = strconv.FormatInt(reserved(h.DataDir(), d.DataNodeCapacity), 10)
+		c["dfs.datanode.du.reserved"] = strconv.FormatInt(reserved(h, d.DataNodeCapacity), 10)
 		// A volume takes a block only with 1 GiB to spare beyond it by
 		// default: no block at all at a capacity under 1 GiB.
 		c["dfs.datanode.round-robin-volume-choosing-policy.additional-available-space"] = "0"
@@ -264,17 +264,18 @@ func (d *Driver) conf(h, nn systems.Host, dns int) map[string]string {
 	return c
 }
 
-// reserved is what a DataNode with its data in dir must set aside for its
-// capacity to be capacity. A DataNode's free space is then its file
-// system's less what the reservation leaves unused by others' files
-// (FsVolumeImpl.getAvailable): capacity less its own blocks, while the
-// file system (tmpfs for the testbed's hosts) has room.
-func reserved(dir string, capacity int64) int64 {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
+// reserved is what a DataNode with its data in h's data directory must
+// set aside for its capacity to be capacity. A DataNode's free space is
+// then its file system's less what the reservation leaves unused by
+// others' files (FsVolumeImpl.getAvailable): capacity less its own
+// blocks, while the file system (tmpfs for the testbed's hosts) has
+// room. The file system is the one on h's machine.
+func reserved(h systems.Host, capacity int64) int64 {
+	size, err := h.FileSystemSize(h.DataDir())
+	if err != nil {
 		return 0 // the DataNode fails on the same directory, and says so
 	}
-	return max(0, int64(st.Blocks)*st.Bsize-capacity)
+	return max(0, size-capacity)
 }
 
 // siteXML writes props as a Hadoop configuration file.
@@ -361,6 +362,14 @@ func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Clust
 	if err := d.Check(); err != nil {
 		return nil, err
 	}
+	if d.ClassArchive && systems.CountElsewhere(hosts) > 0 {
+		// The archive is made and kept under Home on this machine;
+		// a DataNode on another would name a file missing there.
+		without := *d
+		without.ClassArchive = false
+		d = &without
+		systems.Progress(ctx)("DataNodes' class-data archive: not used, the hosts span machines")
+	}
 	c := &Cluster{d: d, byName: map[string]*member{}}
 	for i, h := range hosts {
 		if c.byName[h.Name()] != nil {
@@ -423,19 +432,34 @@ func (d *Driver) format(ctx context.Context, nn *member, nameDir string) error {
 	if digest, err := d.digest("NameNode -format"); err == nil {
 		kept = filepath.Join(d.Home, "namespace", digest)
 		if _, err := os.Stat(filepath.Join(kept, "current", "VERSION")); err == nil {
-			if err := os.CopyFS(nameDir, os.DirFS(kept)); err == nil {
+			if err := copyTo(nn.host, nameDir, kept); err == nil {
 				return nil
 			}
-			os.RemoveAll(nameDir) // and format it anew
+			nn.host.RemoveAll(nameDir) // and format it anew
 		}
 	}
 	if err := d.formatByHadoop(ctx, nn, nameDir); err != nil {
 		return err
 	}
-	if kept != "" {
+	if _, elsewhere := nn.host.(systems.Elsewhere); kept != "" && !elsewhere {
 		keep(nameDir, kept)
 	}
 	return nil
+}
+
+// copyTo copies the directory src of this machine into dir on h's
+// machine, through h.
+func copyTo(h systems.Host, dir, src string) error {
+	return fs.WalkDir(os.DirFS(src), ".", func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(filepath.Join(src, path))
+		if err != nil {
+			return err
+		}
+		return h.WriteFile(filepath.Join(dir, path), data)
+	})
 }
 
 // keep copies dir to kept, whole or not at all; best effort (a namespace

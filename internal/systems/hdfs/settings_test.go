@@ -90,7 +90,8 @@ func TestFormatKeptNamespace(t *testing.T) {
 	os.WriteFile(filepath.Join(other, "current", "VERSION"), []byte("namespaceID=2\n"), 0o644)
 	keep(other, kept)
 	nameDir := filepath.Join(t.TempDir(), "name")
-	if err := d.format(context.Background(), nil, nameDir); err != nil { // nil: no NameNode to format with
+	nn := &member{host: loopback.New("h0", "127.0.0.1", t.TempDir()), role: RoleNameNode} // not started: the kept one must do
+	if err := d.format(context.Background(), nn, nameDir); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(nameDir, "current", "VERSION")); err != nil || string(b) != "namespaceID=1\n" {

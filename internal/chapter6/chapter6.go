@@ -1,0 +1,225 @@
+// Package chapter6 runs the Zoolander thesis's chapter 6 (001, ch. 6) on
+// real servers: gait-redis (docs/replica.md) on testbed hosts that each
+// have a fixed CPU share, one deployment per duplicates x replicas mix,
+// Inner-Join Olio or Gridlab-D requests from gait's load engine, and the
+// model's prediction beside each measurement from service times measured
+// on the same deployment.
+//
+// A mix d x r is a deployment of d*r hosts whose agents send every read to
+// d replicas, their own first, and answer with the first reply (gait
+// replica agent --read any --fanout d); the requests' accesses spread over
+// the agents, so each replica serves d/(d*r) of the reads, as a server of
+// the model's d x r does. Writes go through raft to every replica whatever
+// the mix.
+package chapter6
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gait-dev/gait/internal/load"
+	"github.com/gait-dev/gait/internal/model"
+	"github.com/gait-dev/gait/internal/rundir"
+	"github.com/gait-dev/gait/internal/systems"
+	"github.com/gait-dev/gait/internal/systems/gaitredis"
+	"github.com/gait-dev/gait/internal/systems/tbhost"
+	"github.com/gait-dev/gait/internal/testbed"
+)
+
+// Deployment is one mix running on a testbed of its own.
+type Deployment struct {
+	Mix   model.Config
+	CPUs  float64 // each host's CPU share
+	tb    *testbed.Testbed
+	c     systems.Cluster
+	hosts []string
+}
+
+// Deploy brings up a testbed of mix.Nodes() hosts, gives each host cpus
+// CPUs, and starts gait-redis on them with reads fanned out to
+// mix.Duplicates replicas (gait is the program the agents run).
+func Deploy(ctx context.Context, gait string, mix model.Config, cpus float64, log io.Writer) (*Deployment, error) {
+	n := mix.Nodes()
+	if n < 1 || n > gaitredis.MaxReplicas {
+		return nil, fmt.Errorf("mix %s: %d nodes, want 1 to %d", MixName(mix), n, gaitredis.MaxReplicas)
+	}
+	tb, err := testbed.Up(testbed.Options{Hosts: n, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	d := &Deployment{Mix: mix, CPUs: cpus, tb: tb}
+	for _, h := range tb.Hosts {
+		if err := h.LimitCPU(cpus); err != nil {
+			tb.Close()
+			return nil, err
+		}
+		d.hosts = append(d.hosts, h.Name)
+	}
+	drv := gaitredis.New()
+	drv.Gait, drv.Read, drv.Fanout, drv.Durability = gait, "any", mix.Duplicates, "replicated"
+	drv.Voters = min(3, n)
+	if d.c, err = drv.Start(ctx, tbhost.Hosts(tb, "")); err != nil {
+		tb.Close()
+		return nil, fmt.Errorf("start gait-redis %s: %w", MixName(mix), err)
+	}
+	return d, nil
+}
+
+// Close stops the servers and removes the testbed.
+func (d *Deployment) Close() error {
+	err := d.c.Stop()
+	if cerr := d.tb.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// dial opens worker's client on host worker mod n: a request's accesses
+// (one client each) spread over every agent.
+func (d *Deployment) dial(worker int) (load.Client, uint8, error) {
+	h := worker % len(d.hosts)
+	c, err := d.c.Client(d.hosts[h])
+	return c, uint8(h), err
+}
+
+// Workload is what the study's requests read and write.
+var Workload = load.Workload{Mix: load.Mix{{Kind: opGet, Name: "get", Weight: 1}}, Keys: 1000, ValueSize: 64}
+
+var (
+	opGet = uint8(slices.Index(gaitredis.Ops, "get"))
+	opSet = uint8(slices.Index(gaitredis.Ops, "set"))
+)
+
+// Preload writes every key once, so reads find them.
+func (d *Deployment) Preload(ctx context.Context) error {
+	return load.Preload(ctx, Workload, opSet, d.dial, 8)
+}
+
+// Run is one measured run on a deployment.
+type Run struct {
+	Shape    load.Shape    // requests' phases and batches; zero for single accesses
+	Mix      load.Mix      // the accesses' operations where a phase names none (nil: gets)
+	Rate     float64       // requests (single: accesses) per second, Poisson
+	Duration time.Duration // how long arrivals come at most
+	Requests int           // how many arrive at most (0: no limit)
+	Seed     uint64
+}
+
+// Point is a run's measurement.
+type Point struct {
+	Mix     model.Config  `json:"mix"`
+	CPUs    float64       `json:"cpus_per_host"`
+	Study   string        `json:"study"`             // the study's request shape, which its service run shares
+	Service bool          `json:"service,omitempty"` // the study's service-time run (single accesses)
+	Shape   string        `json:"shape"`
+	Request model.Request `json:"request"` // the requests' phases and batch, as the model takes them
+	Rate    float64       `json:"rate"`    // requests per second offered
+	// Offered is the load the rate was set from (of one server taking
+	// every access, over this deployment's service run), 0 for a rate.
+	Offered  float64 `json:"offered_load,omitempty"`
+	Achieved float64 `json:"achieved"` // requests per second completed
+	// Requests and Accesses are the succeeded ones' latencies in seconds,
+	// sorted; for single accesses both are the accesses.
+	Requests []float64 `json:"requests_s"`
+	Accesses []float64 `json:"accesses_s"`
+	Failed   int       `json:"failed"`
+	LateP99  float64   `json:"send_lateness_p99_s"`
+	Load     string    `json:"load_average"`
+}
+
+// Measure runs r on the deployment and keeps every latency.
+func (d *Deployment) Measure(ctx context.Context, r Run) (Point, error) {
+	var acc, req samples
+	wl := Workload
+	if r.Mix != nil {
+		wl.Mix = r.Mix
+	}
+	cfg := load.Config{Workload: wl, Rate: r.Rate, Poisson: true, Duration: r.Duration, Requests: r.Requests, Seed: r.Seed,
+		Timeout: 10 * time.Second, Shape: r.Shape, Hosts: d.hosts}
+	if r.Shape.FanOut() {
+		cfg.RequestRecorder = &req
+	}
+	res, err := load.Run(ctx, cfg, d.dial, &acc)
+	if err != nil {
+		return Point{}, fmt.Errorf("%s at %.4g/s: %w", MixName(d.Mix), r.Rate, err)
+	}
+	if !r.Shape.FanOut() {
+		req = acc
+	}
+	p := Point{Mix: d.Mix, CPUs: d.CPUs, Shape: shapeName(r.Shape), Request: requestOf(r.Shape), Rate: r.Rate,
+		Achieved: float64(len(req.ok)+req.failed) / res.Elapsed.Seconds(),
+		Requests: req.sorted(), Accesses: acc.sorted(), Failed: req.failed, Load: LoadAverage()}
+	if res.Lag != nil {
+		p.LateP99 = res.Lag.P99.Seconds()
+	}
+	return p, nil
+}
+
+// requestOf is a shape as the model takes it.
+func requestOf(s load.Shape) model.Request {
+	if !s.FanOut() {
+		return model.Request{}
+	}
+	q := model.Request{Batch: s.Batch}
+	for _, ph := range s.Phases {
+		q.Phases = append(q.Phases, ph.Count)
+	}
+	return q
+}
+
+func shapeName(s load.Shape) string {
+	if !s.FanOut() {
+		return "single"
+	}
+	return s.String()
+}
+
+// samples records the latencies of the succeeded samples and counts the
+// others.
+type samples struct {
+	ok     []float64
+	failed int
+}
+
+func (s *samples) Add(x rundir.Sample) {
+	if x.Outcome != rundir.OK {
+		s.failed++
+		return
+	}
+	s.ok = append(s.ok, x.Latency.Seconds())
+}
+
+func (s *samples) AddMetric(int, string, float64) {}
+
+func (s *samples) sorted() []float64 {
+	slices.Sort(s.ok)
+	return s.ok
+}
+
+// MixName is d x r as the thesis names them.
+func MixName(c model.Config) string {
+	return strconv.Itoa(c.Duplicates) + "x" + strconv.Itoa(c.Replicas)
+}
+
+// ParseMixes reads "1x4,2x2,4x1" (duplicates x replicas).
+func ParseMixes(s string) ([]model.Config, error) {
+	var out []model.Config
+	for _, f := range strings.Split(s, ",") {
+		d, r, ok := strings.Cut(strings.TrimSpace(f), "x")
+		dn, err1 := strconv.Atoi(d)
+		rn, err2 := strconv.Atoi(r)
+		if !ok || err1 != nil || err2 != nil || dn < 1 || rn < 1 {
+			return nil, fmt.Errorf("mix %q: want DUPLICATESxREPLICAS, e.g. 2x2", f)
+		}
+		if dn*rn > gaitredis.MaxReplicas {
+			return nil, fmt.Errorf("mix %q: %d nodes, more than gait-redis's %d", f, dn*rn, gaitredis.MaxReplicas)
+		}
+		out = append(out, model.Config{Duplicates: dn, Replicas: rn})
+	}
+	return out, nil
+}

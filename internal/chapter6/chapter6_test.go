@@ -1,0 +1,136 @@
+package chapter6
+
+import (
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gait-dev/gait/internal/load"
+	"github.com/gait-dev/gait/internal/model"
+)
+
+func TestParseMixes(t *testing.T) {
+	got, err := ParseMixes("1x4, 2x2,4x1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []model.Config{{Duplicates: 1, Replicas: 4}, {Duplicates: 2, Replicas: 2}, {Duplicates: 4, Replicas: 1}}
+	if !slices.Equal(got, want) {
+		t.Errorf("ParseMixes = %v, want %v", got, want)
+	}
+	for _, bad := range []string{"", "4", "0x4", "2x", "ax2", "1x-1", "16x16"} {
+		if _, err := ParseMixes(bad); err == nil {
+			t.Errorf("ParseMixes(%q) accepted", bad)
+		}
+	}
+}
+
+func TestCheckRefusesBadInput(t *testing.T) {
+	ok := Study{Mixes: []model.Config{{Duplicates: 1, Replicas: 1}}, CPUs: 0.4, Loads: []float64{0.08},
+		ServiceTime: time.Second, ServiceRate: 100, Duration: time.Second}
+	if err := ok.Check(); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		edit func(*Study)
+		want string
+	}{
+		"no mix":     {func(s *Study) { s.Mixes = nil }, "--mixes"},
+		"no cpus":    {func(s *Study) { s.CPUs = 0 }, "--cpus"},
+		"no rate":    {func(s *Study) { s.Loads = nil }, "--load or --rate"},
+		"load 1":     {func(s *Study) { s.Loads = []float64{1} }, "--load 1"},
+		"no service": {func(s *Study) { s.ServiceTime = 0 }, "--service-time"},
+		"bad rate":   {func(s *Study) { s.Loads, s.Rates = nil, []float64{-1} }, "--rate -1"},
+		"no time":    {func(s *Study) { s.Duration = 0 }, "--duration"},
+	} {
+		s := ok
+		c.edit(&s)
+		if err := s.Check(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Check = %v, want an error naming %s", name, err, c.want)
+		}
+	}
+}
+
+// TestSinglesKeepTheRequestsOps: the service-time run of Gridlab-D's
+// requests reads and writes in their proportion (4 to 3).
+func TestSinglesKeepTheRequestsOps(t *testing.T) {
+	p, err := load.FindPreset("gridlabd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.Shape([]string{"get", "set"}, "set")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := singles(s)
+	if len(got) != 2 || got[0].Name != "set" || got[0].Weight != 3 || got[1].Name != "get" || got[1].Weight != 4 {
+		t.Errorf("singles(gridlabd) = %v, want set:3 and get:4", got)
+	}
+	if got := singles(load.Shape{}); len(got) != 1 || got[0].Name != "get" {
+		t.Errorf("singles(single accesses) = %v, want get", got)
+	}
+}
+
+// TestRowsPredictFromTheServiceRun: points written and read back are
+// paired with the model's answer from the service run of a one-duplicate
+// mix; a measured point drawn from the model's own system (exponential
+// service, one server, single accesses) agrees with the simulator at its
+// percentiles within sampling error.
+func TestRowsPredictFromTheServiceRun(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	exp := func(n int, mean float64) []float64 {
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = rng.ExpFloat64() * mean
+		}
+		slices.Sort(out)
+		return out
+	}
+	mix := model.Config{Duplicates: 1, Replicas: 1}
+	// M/M/1 at utilization 0.5: the response time is exponential with
+	// mean 2 x the service mean.
+	svc := Point{Mix: mix, Study: "single", Service: true, Accesses: exp(20000, 1e-3)}
+	meas := Point{Mix: mix, Study: "single", Rate: 500, Requests: exp(20000, 2e-3)}
+	path := filepath.Join(t.TempDir(), "points.jsonl")
+	for _, p := range []Point{svc, meas} {
+		if err := Append(path, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps, err := ReadPoints(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := Rows(ps, 200000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 {
+		t.Fatalf("%d rows, want 1", len(rows))
+	}
+	r := rows[0]
+	if math.Abs(r.Utilization-0.5) > 0.02 {
+		t.Errorf("utilization %.3f, want 0.5", r.Utilization)
+	}
+	for i, s := range Shares {
+		if math.Abs(r.SimShares[i]-s) > 0.02 || math.Abs(r.Predicted[i]-s) > 0.02 {
+			t.Errorf("at the measured p%g: simulated %.4f, predicted %.4f", 100*s, r.SimShares[i], r.Predicted[i])
+		}
+	}
+	caps, err := Capacities(rows, model.Target{SLA: 0.99, Bound: 20e-3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// p99 of an exponential of mean 2 ms is 9.2 ms: 500/s meets 99% within
+	// 20 ms; the plan for M/M/1 is 1000 - ln(100)/0.02 = 770/s.
+	if len(caps) != 1 || caps[0].Measured != 500 || math.Abs(caps[0].Planned-770) > 40 {
+		t.Errorf("capacities %+v, want measured 500/s and planned about 770/s", caps)
+	}
+	if _, err := Rows([]Point{meas}, 1000); err == nil {
+		t.Error("Rows without a service run accepted")
+	}
+}

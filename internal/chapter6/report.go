@@ -1,0 +1,363 @@
+package chapter6
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+
+	"github.com/gait-dev/gait/internal/model"
+	"github.com/gait-dev/gait/internal/report"
+)
+
+// Levels are the percentile levels a row compares (Figure 14's four and
+// the median).
+var Levels = []float64{0.5, 0.9, 0.95, 0.99, 0.999}
+
+// Row is one measured point beside the model's answer for it.
+type Row struct {
+	Point
+	// Service is the per-duplicate service time the prediction used: the
+	// single accesses of the study's service run on a mix of one
+	// duplicate (name, mean).
+	Service     string
+	ServiceMean float64
+	service     []float64 // its samples, sorted
+	// Measured and Simulated are the requests' latencies at Levels
+	// (NaN where too few were measured to tell).
+	Measured, Simulated []float64
+	// At the measured latencies of Bounds (p50, p90, p99), the share the
+	// predictor and the simulator put within them.
+	Bounds               []float64
+	Predicted, SimShares []float64
+	Utilization          float64 // of each server, the model's
+	// Unstable says the model's queues grow without bound at this rate
+	// and the measured service time: nothing is predicted.
+	Unstable bool
+}
+
+// Shares are the levels Row.Bounds stand at.
+var Shares = []float64{0.5, 0.9, 0.99}
+
+// Rows pairs every measured point of points with the model's answer,
+// from the service run of the same study on a mix of one duplicate (the
+// most replicas of those), request by request.
+func Rows(points []Point, simRequests int) ([]Row, error) {
+	services := map[string]Point{}
+	for _, p := range points {
+		if !p.Service || p.Mix.Duplicates != 1 {
+			continue
+		}
+		if s, ok := services[p.Study]; !ok || p.Mix.Replicas > s.Mix.Replicas {
+			services[p.Study] = p
+		}
+	}
+	var rows []Row
+	for _, p := range points {
+		if p.Service {
+			continue
+		}
+		svc, ok := services[p.Study]
+		if !ok {
+			return nil, fmt.Errorf("study %s: no service-time run on a mix of one duplicate to predict from", p.Study)
+		}
+		row, err := predictRow(p, svc, simRequests)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+func predictRow(p, svc Point, simRequests int) (Row, error) {
+	name := "service run of " + MixName(svc.Mix)
+	emp, err := model.NewEmpirical(svc.Accesses, name)
+	if err != nil {
+		return Row{}, err
+	}
+	sys := model.System{Service: emp, Rate: p.Rate, Request: p.Request}
+	row := Row{Point: p, Service: name, ServiceMean: emp.Mean(), service: svc.Accesses, Utilization: sys.Utilization(p.Mix)}
+	// A level is told when at least 3 requests lie beyond it.
+	enough := func(l float64) bool { return float64(len(p.Requests))*(1-l) >= 3 }
+	for _, l := range Levels {
+		v := math.NaN()
+		if enough(l) {
+			v = quantile(p.Requests, l)
+		}
+		row.Measured = append(row.Measured, v)
+	}
+	for _, s := range Shares {
+		if enough(s) {
+			row.Bounds = append(row.Bounds, quantile(p.Requests, s))
+		}
+	}
+	if len(row.Bounds) == 0 {
+		return row, nil
+	}
+	if row.Utilization >= 1 {
+		row.Unstable = true
+		return row, nil
+	}
+	sim, err := model.SimulateRequests(sys, p.Mix, row.Bounds, model.SimOptions{Requests: simRequests, Seed: 1})
+	if err != nil {
+		return Row{}, fmt.Errorf("simulate %s at %.4g/s: %w", MixName(p.Mix), p.Rate, err)
+	}
+	row.SimShares, row.Simulated = sim.SLA, sim.Percentiles
+	pred, err := model.PredictRequest(sys, p.Mix, 2*slices.Max(row.Bounds), false)
+	if err != nil {
+		return Row{}, fmt.Errorf("predict %s at %.4g/s: %w", MixName(p.Mix), p.Rate, err)
+	}
+	for _, b := range row.Bounds {
+		row.Predicted = append(row.Predicted, pred.At(b))
+	}
+	return row, nil
+}
+
+// ReadPoints reads the points a study appended to path, one JSON a line.
+func ReadPoints(path string) ([]Point, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Point
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<30)
+	for n := 1; sc.Scan(); n++ {
+		var p Point
+		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+		out = append(out, p)
+	}
+	return out, sc.Err()
+}
+
+// Append writes p to path as one JSON line.
+func Append(path string, p Point) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(p)
+	if err == nil {
+		_, err = f.Write(append(b, '\n'))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func ms(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return strconv.FormatFloat(v*1e3, 'f', 2, 64)
+}
+
+func pct(v float64) string { return strconv.FormatFloat(100*v, 'f', 2, 64) + "%" }
+
+// WriteText prints the rows: measured and simulated percentiles, and the
+// predicted and simulated shares at the measured p50, p90 and p99.
+func WriteText(w io.Writer, rows []Row) error {
+	bw := bufio.NewWriter(w)
+	for _, r := range rows {
+		fmt.Fprintf(bw, "%s %s %.4g req/s (server utilization %.3f, %.2g CPU/host): %d requests, %d failed, send lateness p99 %s ms, load %s\n",
+			r.Study, MixName(r.Mix), r.Rate, r.Utilization, r.CPUs, len(r.Requests), r.Failed, ms(r.LateP99), r.Load)
+		fmt.Fprintf(bw, "  %-10s", "")
+		for _, l := range Levels {
+			fmt.Fprintf(bw, " %8s", "p"+strconv.FormatFloat(100*l, 'g', 4, 64))
+		}
+		fmt.Fprintf(bw, "\n  %-10s", "measured")
+		for _, v := range r.Measured {
+			fmt.Fprintf(bw, " %8s", ms(v))
+		}
+		if r.Unstable {
+			fmt.Fprintf(bw, "\n  the model's queues grow without bound at this rate (service mean %s ms)\n", ms(r.ServiceMean))
+			continue
+		}
+		fmt.Fprintf(bw, "\n  %-10s", "simulated")
+		for _, v := range r.Simulated {
+			fmt.Fprintf(bw, " %8s", ms(v))
+		}
+		fmt.Fprintln(bw, " (ms)")
+		for i, b := range r.Bounds {
+			fmt.Fprintf(bw, "  within %s ms: measured %s, predicted %s (error %+.4f), simulated %s (error %+.4f)\n",
+				ms(b), pct(Shares[i]), pct(r.Predicted[i]), r.Predicted[i]-Shares[i], pct(r.SimShares[i]), r.SimShares[i]-Shares[i])
+		}
+	}
+	return bw.Flush()
+}
+
+// Page is the rows as a report: per study a chart of the percentiles of
+// each mix, measured (solid) and simulated from the measured service
+// time (dashed), and the table.
+func Page(title string, rows []Row, caps []Capacity, target model.Target) *report.Page {
+	pg := report.NewPage(title)
+	var studies []string
+	for _, r := range rows {
+		if r.Study == "single" {
+			continue
+		}
+		if !slices.Contains(studies, r.Study+" at "+rateName(r)) {
+			studies = append(studies, r.Study+" at "+rateName(r))
+		}
+	}
+	for _, st := range studies {
+		var in []Row
+		for _, r := range rows {
+			if r.Study+" at "+rateName(r) == st {
+				in = append(in, r)
+			}
+		}
+		pg.Heading(st)
+		pg.Figure(st+": request latency at each percentile level, measured on gait-redis (first bar of each mix) and simulated from the measured service time (second bar); a level with fewer than 3 requests beyond it is not drawn",
+			percentileChart(in))
+		pg.Table([]string{"mix", "rate /s", "requests", "failed", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "p99.9 ms", "load average"},
+			tableRows(in))
+	}
+	if len(caps) > 0 {
+		pg.Heading("single accesses: the highest rate that meets " + target.String())
+		pg.Figure("the highest rate each mix carried with "+target.String()+" of its accesses, measured on gait-redis (solid) and planned by the model from the measured service time (dashed)",
+			capacityChart(caps))
+		var tr [][]string
+		for _, c := range caps {
+			tried := ""
+			for i, r := range c.Tried {
+				tried += fmt.Sprintf("%.0f/s: %s ms; ", r, ms(c.P99s[i]))
+			}
+			tr = append(tr, []string{MixName(c.Mix), strconv.Itoa(c.Mix.Nodes()), fmt.Sprintf("%.0f", c.Measured), fmt.Sprintf("%.0f", c.Planned), tried})
+		}
+		pg.Table([]string{"mix", "nodes", "measured max rate /s", "planned max rate /s", "rates tried: latency at the target's share"}, tr)
+	}
+	return pg
+}
+
+// capacityChart draws the highest rate against the nodes, one line per
+// duplicate count.
+func capacityChart(caps []Capacity) report.LineChart {
+	c := report.LineChart{Title: "highest rate meeting the target", Markers: true,
+		X: report.Axis{Label: "nodes"}, Y: report.Axis{Label: "accesses per second", Zero: true}}
+	byD := map[int][2]*report.Series{}
+	var ds []int
+	for _, k := range caps {
+		s, ok := byD[k.Mix.Duplicates]
+		if !ok {
+			name := fmt.Sprintf("%d duplicates", k.Mix.Duplicates)
+			if k.Mix.Duplicates == 1 {
+				name = "all replicas"
+			}
+			s = [2]*report.Series{{Name: name + " measured"}, {Name: name + " planned", Dashed: true}}
+			byD[k.Mix.Duplicates], ds = s, append(ds, k.Mix.Duplicates)
+		}
+		n := float64(k.Mix.Nodes())
+		s[0].X, s[0].Y = append(s[0].X, n), append(s[0].Y, k.Measured)
+		s[1].X, s[1].Y = append(s[1].X, n), append(s[1].Y, k.Planned)
+	}
+	for _, d := range ds {
+		c.Series = append(c.Series, *byD[d][0], *byD[d][1])
+	}
+	return c
+}
+
+// rateName groups a study's rows: by the load asked for (its rate followed
+// from each deployment's own service run), or by the rate.
+func rateName(r Row) string {
+	if r.Offered > 0 {
+		return fmt.Sprintf("load %g (of one server taking every access)", r.Offered)
+	}
+	return fmt.Sprintf("%.4g requests/s", r.Rate)
+}
+
+func percentileChart(rows []Row) report.BarChart {
+	c := report.BarChart{Title: "request latency", Y: report.Axis{Label: "latency", Unit: "s"}}
+	for _, l := range Levels[1:] {
+		c.Categories = append(c.Categories, "p"+strconv.FormatFloat(100*l, 'g', 4, 64))
+	}
+	for _, r := range rows {
+		c.Series = append(c.Series, report.Series{Name: MixName(r.Mix) + " measured", Y: r.Measured[1:]})
+		if len(r.Simulated) > 0 {
+			c.Series = append(c.Series, report.Series{Name: MixName(r.Mix) + " simulated", Y: r.Simulated[1:], Dashed: true})
+		}
+	}
+	return c
+}
+
+// tableRows puts each level's measured and simulated latency in one cell.
+func tableRows(rows []Row) [][]string {
+	var out [][]string
+	for _, r := range rows {
+		row := []string{MixName(r.Mix), fmt.Sprintf("%.3g", r.Rate), strconv.Itoa(len(r.Requests)), strconv.Itoa(r.Failed)}
+		for i, v := range r.Measured {
+			sim := math.NaN()
+			if i < len(r.Simulated) {
+				sim = r.Simulated[i]
+			}
+			row = append(row, ms(v)+" / "+ms(sim))
+		}
+		out = append(out, append(row, r.Load))
+	}
+	return out
+}
+
+// Capacity is Figure 16's point: the highest rate of single accesses a
+// mix carried while meeting the target, measured and planned.
+type Capacity struct {
+	Mix      model.Config
+	Measured float64   // the highest measured rate that met the target (0: none did)
+	Tried    []float64 // every measured rate
+	P99s     []float64 // the accesses' latency at the target's share, per rate
+	// Planned is the model's highest rate for the mix (gait model plan
+	// --max-rate's), from the same service time.
+	Planned float64
+	// PlannedAbove marks a planned rate that bounds the mix's from above
+	// (the planner skipped the mix: it cannot beat the best).
+	PlannedAbove bool
+}
+
+// Capacities sums up the single-access rows per mix against target.
+func Capacities(rows []Row, target model.Target) ([]Capacity, error) {
+	byMix := map[model.Config]*Capacity{}
+	var order []model.Config
+	for _, r := range rows {
+		if r.Study != "single" {
+			continue
+		}
+		c, ok := byMix[r.Mix]
+		if !ok {
+			emp, err := model.NewEmpirical(r.service, r.Service)
+			if err != nil {
+				return nil, err
+			}
+			// An error with every mix's result means none meets the
+			// target: each planned rate is then 0.
+			_, all, err := model.MaxRate(model.System{Service: emp}, target, r.Mix.Nodes(), model.PredictorAccurate, model.AccurateOptions{})
+			if err != nil && all == nil {
+				return nil, fmt.Errorf("plan %s: %w", MixName(r.Mix), err)
+			}
+			c = &Capacity{Mix: r.Mix}
+			for _, a := range all {
+				if a.Config == r.Mix {
+					c.Planned, c.PlannedAbove = a.Rate, a.UpperBound
+				}
+			}
+			byMix[r.Mix], order = c, append(order, r.Mix)
+		}
+		at := quantile(r.Requests, target.SLA)
+		c.Tried, c.P99s = append(c.Tried, r.Rate), append(c.P99s, at)
+		if at <= target.Bound && r.Failed == 0 && r.Rate > c.Measured {
+			c.Measured = r.Rate
+		}
+	}
+	out := make([]Capacity, len(order))
+	for i, m := range order {
+		out[i] = *byMix[m]
+	}
+	return out, nil
+}

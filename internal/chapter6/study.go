@@ -1,0 +1,180 @@
+package chapter6
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/gait-dev/gait/internal/load"
+	"github.com/gait-dev/gait/internal/model"
+)
+
+// Study is one experiment of chapter 6: each mix deployed in turn, its
+// service time measured with single accesses at a low rate, then the
+// study's requests at each load.
+type Study struct {
+	Gait  string
+	CPUs  float64 // each host's fixed CPU share
+	Mixes []model.Config
+	Shape load.Shape // zero: single accesses (Figure 16)
+	// Loads are utilizations of one server taking every access (the
+	// model's --utilization): rate = load / (accesses x mean service).
+	// Rates, when given instead, are requests per second.
+	Loads, Rates []float64
+	// ServiceRate is the single accesses' rate of the service-time run,
+	// ServiceTime its length (0: none).
+	ServiceRate float64
+	ServiceTime time.Duration
+	Duration    time.Duration // of each measured run, at most
+	Requests    int           // of each measured run, at most (0: no limit)
+	Seed        uint64
+	Log         io.Writer
+	// Measured is called with every point as it is measured.
+	Measured func(Point) error
+}
+
+// Check refuses bad input before anything starts.
+func (s Study) Check() error {
+	switch {
+	case len(s.Mixes) == 0:
+		return errors.New("--mixes: no mix")
+	case !(s.CPUs > 0):
+		return fmt.Errorf("--cpus %g: want a share above 0", s.CPUs)
+	case len(s.Loads) == 0 && len(s.Rates) == 0:
+		return errors.New("no --load or --rate to run at")
+	case len(s.Loads) > 0 && s.ServiceTime <= 0:
+		return errors.New("--load needs the service-time run (--service-time above 0) to turn a load into a rate")
+	case s.Duration <= 0:
+		return fmt.Errorf("--duration %v: want above 0", s.Duration)
+	case s.Requests < 0:
+		return fmt.Errorf("--requests %d: want 0 (no limit) or more", s.Requests)
+	}
+	for _, u := range s.Loads {
+		if !(u > 0 && u < 1) {
+			return fmt.Errorf("--load %g: want a utilization between 0 and 1", u)
+		}
+	}
+	for _, r := range s.Rates {
+		if !(r > 0) {
+			return fmt.Errorf("--rate %g: want above 0 requests/s", r)
+		}
+	}
+	return nil
+}
+
+// Run deploys each mix in turn and measures it.
+func (s Study) Run(ctx context.Context) error {
+	if err := s.Check(); err != nil {
+		return err
+	}
+	for _, mix := range s.Mixes {
+		if err := s.runMix(ctx, mix); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s Study) runMix(ctx context.Context, mix model.Config) error {
+	s.logf("%s: deploying gait-redis on %d hosts of %.2g CPU each", MixName(mix), mix.Nodes(), s.CPUs)
+	d, err := Deploy(ctx, s.Gait, mix, s.CPUs, s.Log)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Preload(ctx); err != nil {
+		return fmt.Errorf("%s: %w", MixName(mix), err)
+	}
+	rates := s.Rates
+	offered := make([]float64, len(rates))
+	if s.ServiceTime > 0 {
+		svc, err := d.Measure(ctx, Run{Rate: s.ServiceRate, Duration: s.ServiceTime, Seed: s.Seed, Mix: singles(s.Shape)})
+		if err != nil {
+			return err
+		}
+		if len(svc.Accesses) == 0 {
+			return fmt.Errorf("%s: no access of the service-time run succeeded", MixName(mix))
+		}
+		svc.Study, svc.Service = shapeName(s.Shape), true
+		s.logf("%s: service run: %d accesses, mean %s, load %s", MixName(mix), len(svc.Accesses), model.FormatDuration(mean(svc.Accesses)), svc.Load)
+		if err := s.Measured(svc); err != nil {
+			return err
+		}
+		for _, u := range s.Loads {
+			rates = append(rates, u/(float64(s.Shape.Accesses())*mean(svc.Accesses)))
+			offered = append(offered, u)
+		}
+	}
+	for i, rate := range rates {
+		p, err := d.Measure(ctx, Run{Shape: s.Shape, Rate: rate, Duration: s.Duration, Requests: s.Requests, Seed: s.Seed})
+		if err != nil {
+			return err
+		}
+		p.Study, p.Offered = shapeName(s.Shape), offered[i]
+		s.logf("%s: %.4g requests/s: %d requests, %d failed, p99 %s, send lateness p99 %s, load %s", MixName(mix), rate,
+			len(p.Requests), p.Failed, model.FormatDuration(quantile(p.Requests, 0.99)), model.FormatDuration(p.LateP99), p.Load)
+		if err := s.Measured(p); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// singles is the service-time run's mix: single accesses with the
+// request's own share of reads (phases naming no op) and of each phase's
+// named op.
+func singles(s load.Shape) load.Mix {
+	reads := 0
+	var mix load.Mix
+	for _, ph := range s.Phases {
+		if ph.Op == "" {
+			reads += ph.Count
+			continue
+		}
+		mix = append(mix, load.MixEntry{Kind: ph.Kind, Name: ph.Op, Weight: ph.Count})
+	}
+	if reads > 0 || len(mix) == 0 {
+		mix = append(mix, load.MixEntry{Kind: opGet, Name: "get", Weight: max(1, reads)})
+	}
+	return mix
+}
+
+func (s Study) logf(format string, args ...any) {
+	if s.Log != nil {
+		fmt.Fprintf(s.Log, format+"\n", args...)
+	}
+}
+
+func mean(xs []float64) float64 {
+	sum := 0.0
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs))
+}
+
+// quantile of sorted xs (0 when empty).
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+}
+
+// LoadAverage is the machine's load average (1, 5, 15 minutes), as uptime
+// prints it.
+func LoadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}

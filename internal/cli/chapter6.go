@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gait-dev/gait/internal/chapter6"
+	"github.com/gait-dev/gait/internal/interrupt"
+	"github.com/gait-dev/gait/internal/load"
+	"github.com/gait-dev/gait/internal/model"
+	"github.com/gait-dev/gait/internal/systems/gaitredis"
+	"github.com/spf13/cobra"
+)
+
+type chapter6Flags struct {
+	mixes, preset, out string
+	cpus, serviceRate  float64
+	loads, rates       []float64
+	serviceTime, dur   time.Duration
+	seed               uint64
+	report             bool
+	target             string
+	simRequests        int
+	requests           int
+}
+
+func newModelChapter6Cmd() *cobra.Command {
+	var f chapter6Flags
+	cmd := &cobra.Command{
+		Use:   "chapter6 --out DIR --mixes 1x4,2x2,4x1 --preset olio|gridlabd|single (--load U | --rate R) [--cpus C]",
+		Short: "The thesis's chapter 6 on real servers: each mix as a gait-redis deployment on hosts of a fixed CPU share, measured beside the model",
+		Long: `Deploys each duplicates x replicas mix in turn as gait-redis on a testbed of
+d*r hosts (root), each host limited to --cpus CPUs; the agents send every read
+to d replicas, their own first, and answer with the first reply (--read any
+--fanout d). On each it measures the per-duplicate service time (single
+accesses at --service-rate for --service-time), then the preset's requests
+(olio: 30 then 20 parallel reads; gridlabd: 4 reads then 3 writes, batches
+of 8; single: one access) at each --load (utilization of one server taking
+every access, as gait model's --utilization) or --rate (requests/s), Poisson
+arrivals, for --duration. Every point is appended to DIR/points.jsonl.
+
+--report reads DIR/points.jsonl instead of running, and prints every point
+beside the model: the request simulator and predictor run from the service
+time measured on the study's mix of one duplicate. It writes
+DIR/report.html (docs/requests.md).`,
+		Example: `  # long: three deployments of gait-redis, a minute each (root)
+  gait model chapter6 --out runs/fig14 --mixes 1x4,2x2,4x1 --preset olio --load 0.08 --duration 60s
+  gait model chapter6 --out runs/fig14 --report`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runChapter6(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.out, "out", "", "directory of the points (required)")
+	fl.BoolVar(&f.report, "report", false, "print the points in --out beside the model and write report.html; run nothing")
+	fl.StringVar(&f.mixes, "mixes", "1x4,2x2,4x1", "duplicates x replicas mixes, each a deployment")
+	fl.StringVar(&f.preset, "preset", "olio", "requests: olio, gridlabd or single")
+	fl.Float64SliceVar(&f.loads, "load", nil, "utilizations of one server taking every access")
+	fl.Float64SliceVar(&f.rates, "rate", nil, "requests per second (instead of --load)")
+	fl.Float64Var(&f.cpus, "cpus", 0.4, "each host's CPU share")
+	fl.Float64Var(&f.serviceRate, "service-rate", 200, "single accesses per second of the service-time run")
+	fl.DurationVar(&f.serviceTime, "service-time", 10*time.Second, "length of the service-time run (0: none)")
+	fl.DurationVar(&f.dur, "duration", time.Minute, "length of each measured run, at most")
+	fl.IntVar(&f.requests, "requests", 0, "requests of each measured run, at most (0: as many as --duration brings)")
+	fl.Uint64Var(&f.seed, "seed", 1, "random seed of arrivals and keys")
+	fl.StringVar(&f.target, "target", "99%@10ms", "with --report: the SLA single accesses must meet (Figure 16)")
+	fl.IntVar(&f.simRequests, "sim-requests", 100000, "with --report: requests the simulator runs per point")
+	return cmd
+}
+
+func runChapter6(cmd *cobra.Command, f chapter6Flags) error {
+	if f.out == "" {
+		return errors.New("--out: required")
+	}
+	points := filepath.Join(f.out, "points.jsonl")
+	if f.report {
+		return chapter6Report(cmd, f, points)
+	}
+	mixes, err := chapter6.ParseMixes(f.mixes)
+	if err != nil {
+		return fmt.Errorf("--mixes: %w", err)
+	}
+	var shape load.Shape
+	if f.preset != "single" {
+		p, err := load.FindPreset(f.preset)
+		if err != nil {
+			return fmt.Errorf("--preset: %w", err)
+		}
+		if shape, err = p.Shape(gaitredis.Ops, "set"); err != nil {
+			return err
+		}
+	}
+	gait, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	st := chapter6.Study{Gait: gait, CPUs: f.cpus, Mixes: mixes, Shape: shape, Loads: f.loads, Rates: f.rates,
+		ServiceRate: f.serviceRate, ServiceTime: f.serviceTime, Duration: f.dur, Requests: f.requests, Seed: f.seed, Log: cmd.ErrOrStderr(),
+		Measured: func(p chapter6.Point) error { return chapter6.Append(points, p) }}
+	if err := st.Check(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return err
+	}
+	sig := interrupt.Catch(cmd.Context(), cmd.ErrOrStderr(), interrupt.Messages{})
+	defer sig.Stop()
+	return st.Run(sig.Context())
+}
+
+func chapter6Report(cmd *cobra.Command, f chapter6Flags, points string) error {
+	target, err := model.ParseTarget(f.target)
+	if err != nil {
+		return fmt.Errorf("--target: %w", err)
+	}
+	ps, err := chapter6.ReadPoints(points)
+	if err != nil {
+		return err
+	}
+	rows, err := chapter6.Rows(ps, f.simRequests)
+	if err != nil {
+		return err
+	}
+	caps, err := chapter6.Capacities(rows, target)
+	if err != nil {
+		return err
+	}
+	if err := chapter6.WriteText(cmd.OutOrStdout(), rows); err != nil {
+		return err
+	}
+	for _, c := range caps {
+		fmt.Fprintf(cmd.OutOrStdout(), "%s on %d nodes: highest rate with %s measured %.0f/s, planned %.0f/s\n",
+			chapter6.MixName(c.Mix), c.Mix.Nodes(), target, c.Measured, c.Planned)
+	}
+	return chapter6.Page("gait: the thesis's chapter 6 on gait-redis ("+f.out+")", rows, caps, target).WriteFile(filepath.Join(f.out, "report.html"))
+}
