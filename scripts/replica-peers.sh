@@ -13,7 +13,10 @@
 # Every client talks to the primary or to the deployment's leader. The peers
 # alternate, ROUNDS times (A B, then B A). Prints one line per run and then
 # the medians and the two ratios (replicated/wait1, disk/aof), with the load
-# average before and after. -b GAIT also runs deployments of that binary
+# average before and after, and per peer the CPU its server side spent per
+# SET (user + system time of its processes: the redis-servers, or the
+# 'gait replica cluster' process and its redis-servers; not the client's),
+# which on a machine of few cores bounds the rate: cores / CPU per SET. -b GAIT also runs deployments of that binary
 # (built from the tree before a change) as replicated0 and disk0, beside
 # the others, and prints their ratios to this tree's.
 #
@@ -61,15 +64,37 @@ fi
 target+=([wait1]="127.0.0.1:$base" [aof]="127.0.0.1:$((base + 3))")
 declare -A extra=([wait1]="--wait-replicas 1")
 
-# run PEER -> "PEER SET/s p50 p99 errors"
+declare -A servers=([wait1]="$(eval echo "\$pid_$base \$pid_$((base + 1)) \$pid_$((base + 2))")" [aof]=$(eval echo "\$pid_$((base + 3))"))
+for d in disk replicated disk0 replicated0; do
+	[[ -v "pid_$d" ]] && servers[$d]=$(eval echo "\$pid_$d")
+done
+# ticks PID... -> user + system clock ticks of the processes and their children.
+ticks() {
+	local p t=0 f
+	for p in "$@" $(for p in "$@"; do pgrep -P "$p"; done); do
+		f=($(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null)) || continue
+		t=$((t + f[11] + f[12]))
+	done
+	echo "$t"
+}
+hz=$(getconf CLK_TCK)
+
+# run PEER -> "PEER SET/s p50 p99 errors CPU-µs/SET"
 run() {
 	[[ $1 == disk* || $1 == replicated* ]] && aim "$1"
-	local out
+	local out before
+	before=$(ticks ${servers[$1]})
 	out=$("$work/gait" load --addr "${target[$1]}" --mix set:100 --clients "$clients" --duration "$duration" \
 		${extra[$1]:-} --out "$work/run-$1-$RANDOM" 2>&1 | tail -1)
-	echo "$out" | sed -n 's/.*(\([0-9]*\)\/s), mean [0-9.]*ms p50 \([0-9.]*\)ms p99 \([0-9.]*\)ms.*, \([0-9]*\) errors.*/'"$1"' \1 \2 \3 \4/p'
+	echo "$out" | sed -n 's/.*: \([0-9]*\) requests in .*(\([0-9]*\)\/s), mean [0-9.]*ms p50 \([0-9.]*\)ms p99 \([0-9.]*\)ms.*, \([0-9]*\) errors.*/'"$1"' \2 \3 \4 \5 \1/p' |
+		awk -v t="$(( $(ticks ${servers[$1]}) - before ))" -v hz="$hz" '{ $6 = sprintf("%.1f", t * 1e6 / hz / $6); print }'
 }
 
+# One second of each peer first, not counted: a replica's first WAIT can
+# wait on its initial sync, a deployment's first writes on its connections.
+for p in "${peers[@]}"; do
+	duration=1s run "$p" >/dev/null
+done
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 : >"$work/runs.txt"
 for r in $(seq "$rounds"); do
@@ -81,7 +106,11 @@ for r in $(seq "$rounds"); do
 	for p in "${order[@]}"; do run "$p" | tee -a "$work/runs.txt"; done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-median() { awk -v p="$1" '$1 == p { print $2 }' "$work/runs.txt" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# median PEER [FIELD] -> the median of a field (default SET/s) over PEER's runs.
+median() { awk -v p="$1" -v f="${2:-2}" '$1 == p { print $f }' "$work/runs.txt" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+for p in "${peers[@]}"; do
+	awk -v p="$p" -v c="$(median "$p" 6)" -v n="$(nproc)" 'BEGIN { printf "%s: %.1f CPU-µs per SET on the server side (%d cores: at most %d SET/s)\n", p, c, n, n * 1e6 / c }'
+done
 pairs=("replicated wait1" "disk aof")
 [[ -n "$before" ]] && pairs+=("replicated replicated0" "disk disk0")
 for pair in "${pairs[@]}"; do

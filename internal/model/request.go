@@ -273,7 +273,11 @@ func PredictRequest(sys System, cfg Config, horizon float64, thesis bool) (Reque
 		}
 		return RequestPrediction{Step: g.h, CDF: law}, nil
 	}
-	if B > 1 {
+	// Duplicates in several groups, three phases or more: a group's
+	// slower duplicates are still serving a phase when the next reaches
+	// them, which batchGroups's back-to-back work takes in (for one
+	// request, its earlier phases are the work ahead of its last).
+	if B > 1 || (d > 1 && len(phases) > 2) {
 		return RequestPrediction{Step: g.h, CDF: g.batchGroups(sys, phases, sums, wait, thesis, rho, r, d)}, nil
 	}
 	if d > 1 && !thesis && B == 1 && len(phases) == 2 {

@@ -58,14 +58,26 @@ type Elsewhere interface {
 	Machine() string
 }
 
-// AllHere says whether every host is on this machine.
-func AllHere(hosts []Host) bool {
+// CountElsewhere is how many of hosts are on other machines.
+func CountElsewhere(hosts []Host) int {
+	n := 0
 	for _, h := range hosts {
 		if _, ok := h.(Elsewhere); ok {
-			return false
+			n++
 		}
 	}
-	return true
+	return n
+}
+
+// CheckHere runs check, a driver's look at this machine for its servers'
+// files, when any of hosts is on this machine. When all are elsewhere,
+// preflight checked those files on their machines (Needer), and this
+// machine, which runs only the clients, need not have them.
+func CheckHere(hosts []Host, check func() error) error {
+	if len(hosts) > 0 && CountElsewhere(hosts) == len(hosts) {
+		return nil
+	}
+	return check()
 }
 
 // LocalFiles are this machine's files, for hosts on it.

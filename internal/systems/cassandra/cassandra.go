@@ -285,7 +285,7 @@ func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Clust
 	if len(hosts) == 0 {
 		return nil, errors.New("cassandra: no hosts")
 	}
-	if err := d.Check(); err != nil {
+	if err := systems.CheckHere(hosts, d.Check); err != nil {
 		return nil, err
 	}
 	if d.Replication > len(hosts) {

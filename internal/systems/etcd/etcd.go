@@ -158,12 +158,19 @@ func (d *Driver) argv(h systems.Host, initialCluster, token, state string) []str
 // Needs is the server program.
 func (d *Driver) Needs() []string { return []string{d.Binary} }
 
+func (d *Driver) check() error {
+	if _, err := os.Stat(d.Binary); err != nil {
+		return fmt.Errorf("etcd: server program: %w (install Debian's etcd-server)", err)
+	}
+	return nil
+}
+
 func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Cluster, error) {
 	if len(hosts) == 0 {
 		return nil, errors.New("etcd: no hosts")
 	}
-	if _, err := os.Stat(d.Binary); err != nil {
-		return nil, fmt.Errorf("etcd: server program: %w (install Debian's etcd-server)", err)
+	if err := systems.CheckHere(hosts, d.check); err != nil {
+		return nil, err
 	}
 	peers := make([]string, len(hosts))
 	seen := map[string]bool{}

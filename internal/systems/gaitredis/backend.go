@@ -46,6 +46,10 @@ type RedisBackend struct {
 
 func (RedisBackend) System() string { return "gait-redis" }
 
+// Needs is the server's program, on every machine of a run across
+// machines.
+func (b RedisBackend) Needs() []string { return []string{b.Binary} }
+
 func (b RedisBackend) Check() error {
 	if _, err := os.Stat(b.Binary); err != nil {
 		return fmt.Errorf("gait-redis: %w", err)

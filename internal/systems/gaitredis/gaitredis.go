@@ -101,6 +101,15 @@ func (m *member) procs() (serverProc, agentProc systems.Process) {
 	return m.server, m.agent
 }
 
+// Needs are the backend's files (when it names them), for a run across
+// machines' preflight; gait itself is pushed to every machine.
+func (d *Driver) Needs() []string {
+	if n, ok := d.Backend.(systems.Needer); ok {
+		return n.Needs()
+	}
+	return nil
+}
+
 func (d *Driver) addr(h systems.Host, port int) string {
 	return net.JoinHostPort(h.Address(), strconv.Itoa(port))
 }
@@ -205,7 +214,7 @@ func (d *Driver) check(hosts []systems.Host) (voters int, err error) {
 	if _, err := os.Stat(d.Gait); err != nil {
 		return 0, fmt.Errorf("%s: %w", d.Name(), err)
 	}
-	return voters, d.Backend.Check()
+	return voters, systems.CheckHere(hosts, d.Backend.Check)
 }
 
 // checkShape checks the deployment's settings (read mode, fan-out) and

@@ -49,6 +49,9 @@ func (Backend) System() string { return "gait-zookeeper" }
 
 func (b Backend) Check() error { return b.ZooKeeper.Check() }
 
+// Needs are ZooKeeper's java and jars.
+func (b Backend) Needs() []string { return b.ZooKeeper.Needs() }
+
 // Start starts the replica's server on h at port, or its ensemble, the
 // first server at port and the others at the next two; the process it
 // returns is the server the agent talks to (the one a test kills behind

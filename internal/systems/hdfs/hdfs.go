@@ -362,7 +362,7 @@ func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Clust
 	if err := d.Check(); err != nil {
 		return nil, err
 	}
-	if d.ClassArchive && !systems.AllHere(hosts) {
+	if d.ClassArchive && systems.CountElsewhere(hosts) > 0 {
 		// The archive is made and kept under Home on this machine;
 		// a DataNode on another would name a file missing there.
 		without := *d

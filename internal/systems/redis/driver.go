@@ -188,12 +188,19 @@ type member struct {
 // Needs is the server program (which is Sentinel too).
 func (d *Driver) Needs() []string { return []string{d.Binary} }
 
+func (d *Driver) check() error {
+	if _, err := os.Stat(d.Binary); err != nil {
+		return fmt.Errorf("redis: server program: %w (install Debian's redis-server)", err)
+	}
+	return nil
+}
+
 func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Cluster, error) {
 	if len(hosts) == 0 {
 		return nil, errors.New("redis: no hosts")
 	}
-	if _, err := os.Stat(d.Binary); err != nil {
-		return nil, fmt.Errorf("redis: server program: %w (install Debian's redis-server)", err)
+	if err := systems.CheckHere(hosts, d.check); err != nil {
+		return nil, err
 	}
 	if d.Sentinel && len(hosts) < 3 {
 		return nil, fmt.Errorf("redis: Sentinel needs at least 3 hosts, got %d", len(hosts))

@@ -23,7 +23,7 @@ import (
 // nodes on each server's own clock (so duplicates would diverge), never
 // running. The data directory is emptied first.
 func (d *Driver) StartStandalone(ctx context.Context, h systems.Host, port int) (systems.Process, error) {
-	if err := d.Check(); err != nil {
+	if err := systems.CheckHere([]systems.Host{h}, d.Check); err != nil {
 		return nil, err
 	}
 	base := filepath.Join(h.DataDir(), "zookeeper")
