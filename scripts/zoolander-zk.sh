@@ -16,7 +16,13 @@
 #
 #   scripts/zoolander-zk.sh [--out out/zoolander-zk] [--requests 4000] [--rate 200]
 #                           [--only "fig10 fig12 fig13"] [--durability disk|replicated]
-#                           [--reanalyze]
+#                           [--rounds K] [--reanalyze]
+#
+# --rounds K starts every D's deployment at once and drives them in turn,
+# K rounds of requests/K each (OUT/EXP/dD/rK): whatever else the machine
+# does meanwhile falls on every D alike, where one deployment after another
+# gives each its own stretch of the machine's noise (7 JVMs at once for
+# fig10 and fig12; not for fig13).
 #
 # It starts up to 12 ZooKeeper JVMs at once (fig13, D = 4): about 2.5 GiB.
 # With LOCK set to one or more files (space-separated), each figure's
@@ -34,6 +40,7 @@ rate=200
 only="fig10 fig12 fig13"
 reanalyze=false
 durability=disk
+rounds=1
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--out) out=$2; shift 2 ;;
@@ -41,56 +48,105 @@ while [[ $# -gt 0 ]]; do
 	--rate) rate=$2; shift 2 ;;
 	--only) only=$2; shift 2 ;;
 	--durability) durability=$2; shift 2 ;;
+	--rounds) rounds=$2; shift 2 ;;
 	--reanalyze) reanalyze=true; shift ;;
 	*) echo "zoolander-zk: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
-[[ "$requests" =~ ^[1-9][0-9]*$ && "$rate" =~ ^[1-9][0-9]*$ ]] ||
-	{ echo "zoolander-zk: --requests and --rate want positive integers" >&2; exit 2; }
+[[ "$requests" =~ ^[1-9][0-9]*$ && "$rate" =~ ^[1-9][0-9]*$ && "$rounds" =~ ^[1-9][0-9]*$ ]] ||
+	{ echo "zoolander-zk: --requests, --rate and --rounds want positive integers" >&2; exit 2; }
 
 gait=${GAIT:-bin/gait}
 [[ -n ${GAIT:-} ]] || go build -o bin/gait ./cmd/gait
-cluster=""
-cleanup() { [[ -z $cluster ]] || { kill -INT "$cluster" 2>/dev/null || true; wait "$cluster" 2>/dev/null || true; }; }
+declare -A clusters # D -> the pid of its deployment's gait replica cluster
+cleanup() {
+	local pid
+	for pid in "${clusters[@]}"; do kill -INT "$pid" 2>/dev/null || true; done
+	for pid in "${clusters[@]}"; do wait "$pid" 2>/dev/null || true; done
+	clusters=()
+}
 trap cleanup EXIT
 
-# measure EXPERIMENT D: one deployment of D duplicates, one run in OUT/EXPERIMENT/dD.
-measure() {
-	local exp=$1 d=$2 args=() mix=set:100
+# start EXPERIMENT D: a deployment of D duplicates, its addresses in OUT/EXPERIMENT/dD.addrs.
+start() {
+	local exp=$1 d=$2 args=()
 	case $exp in
-	fig12) args=(--read any --fanout "$d"); mix=get:100 ;;
+	fig12) args=(--read any --fanout "$d") ;;
 	fig13) args=(--group-size 3) ;;
 	esac
-	local dir=$out/$exp
-	mkdir -p "$dir"
-	[[ -d $dir/d$d ]] && { echo "$exp D=$d: kept" >&2; return; }
+	mkdir -p "$out/$exp"
 	"$gait" replica cluster --loopback --server zookeeper --voters 1 --duplicates $((d - 1)) "${args[@]}" \
-		--durability "$durability" --metrics >"$dir/d$d.addrs" 2>"$dir/d$d.cluster.log" &
-	cluster=$!
+		--durability "$durability" --metrics >"$out/$exp/d$d.addrs" 2>"$out/$exp/d$d.cluster.log" &
+	clusters[$d]=$!
+}
+
+# started EXPERIMENT D waits until the deployment serves; false if it did not start.
+started() {
+	local exp=$1 d=$2 addrs=$out/$1/d$2.addrs
 	for _ in $(seq 1800); do
-		[[ $(grep -c '^zookeeper ' "$dir/d$d.addrs") -ge $d ]] && break
-		kill -0 "$cluster" 2>/dev/null || break
+		[[ $(grep -c '^zookeeper ' "$addrs") -ge $d ]] && return 0
+		kill -0 "${clusters[$d]}" 2>/dev/null || break
 		sleep 0.1
 	done
-	if [[ $(grep -c '^zookeeper ' "$dir/d$d.addrs") -lt $d ]]; then
-		echo "zoolander-zk: $exp D=$d did not start; left out" >&2
-		tail "$dir/d$d.cluster.log" >&2
-		cleanup
-		cluster=""
+	echo "zoolander-zk: $exp D=$d did not start; left out" >&2
+	tail "$out/$exp/d$d.cluster.log" >&2
+	return 1
+}
+
+# drive EXPERIMENT D N RUN: N requests at the first agent of the deployment, into RUN.
+drive() {
+	local exp=$1 d=$2 n=$3 run=$4 mix=set:100 addr
+	[[ $exp == fig12 ]] && mix=get:100
+	addr=$(awk '$1 == "zookeeper" { print $2; exit }' "$out/$exp/d$d.addrs")
+	echo "$exp D=$d: $run, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+	mkdir -p "$(dirname "$run")"
+	"$gait" load --system gait-zookeeper --addr "$addr" --mix "$mix" --keys 100 --value-size 1KiB \
+		--rate "$rate/s" --poisson --requests "$n" --factor duplicates="$d" --out "$run" 2>>"$out/$exp/load.log"
+}
+
+# finish EXPERIMENT D: keeps the load average and the clients' agent's
+# metrics (it proposed every write), then stops the deployment.
+finish() {
+	local exp=$1 d=$2
+	echo "load average $(cut -d' ' -f1-3 /proc/loadavg)" >"$out/$exp/d$d.loadavg"
+	curl -s --max-time 5 "$(awk '$1 == "metrics" { print $2; exit }' "$out/$exp/d$d.addrs")" >"$out/$exp/d$d.metrics" || true
+	kill -INT "${clusters[$d]}"
+	wait "${clusters[$d]}" || true
+	unset "clusters[$d]"
+}
+
+# measure EXPERIMENT: with one round, one deployment at a time, each D's
+# requests in one run (OUT/EXP/dD); with more, every D's deployment at
+# once and their runs interleaved, round by round (OUT/EXP/dD/rK), so that
+# whatever else the machine does in that time falls on every D alike.
+measure() {
+	local exp=$1 d k ds=()
+	for d in 1 2 4; do
+		[[ -e $out/$exp/d$d ]] && { echo "$exp D=$d: kept" >&2; continue; }
+		ds+=("$d")
+	done
+	if ((rounds == 1)); then
+		for d in "${ds[@]}"; do
+			start "$exp" "$d"
+			if started "$exp" "$d"; then
+				sleep 2 # the agents exchange their first status reports
+				drive "$exp" "$d" "$requests" "$out/$exp/d$d"
+				finish "$exp" "$d"
+			else
+				cleanup
+			fi
+		done
 		return
 	fi
-	local addr
-	addr=$(awk 'NR == 1 { print $2 }' "$dir/d$d.addrs")
-	echo "$exp D=$d: $(grep -c '^zookeeper ' "$dir/d$d.addrs") agents, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-	sleep 2 # the agents exchange their first status reports
-	"$gait" load --system gait-zookeeper --addr "$addr" --mix "$mix" --keys 100 --value-size 1KiB \
-		--rate "$rate/s" --poisson --requests "$requests" --factor duplicates="$d" --out "$dir/d$d" 2>>"$dir/load.log"
-	echo "load average $(cut -d' ' -f1-3 /proc/loadavg)" >"$dir/d$d.loadavg"
-	# The first agent's metrics: the clients' agent, which proposed every write.
-	curl -s --max-time 5 "$(awk '$1 == "metrics" { print $2; exit }' "$dir/d$d.addrs")" >"$dir/d$d.metrics" || true
-	kill -INT "$cluster"
-	wait "$cluster" || true
-	cluster=""
+	for d in "${ds[@]}"; do start "$exp" "$d"; done
+	local up=()
+	for d in "${ds[@]}"; do started "$exp" "$d" && up+=("$d"); done
+	sleep 2
+	for k in $(seq "$rounds"); do
+		for d in "${up[@]}"; do drive "$exp" "$d" $((requests / rounds)) "$out/$exp/d$d/r$k"; done
+	done
+	for d in "${up[@]}"; do finish "$exp" "$d"; done
+	cleanup
 }
 
 if ! $reanalyze; then
@@ -101,12 +157,12 @@ if ! $reanalyze; then
 				exec {fd}>>"$lock"
 				flock "$fd"
 			done
-			for d in 1 2 4; do measure "$exp" "$d"; done
+			measure "$exp"
 		)
 	done
 fi
 go run ./scripts/zoolander-zk-report "$out"
 if command -v chromium >/dev/null || command -v chromium-browser >/dev/null; then
-	HEIGHT=${HEIGHT:-2600} scripts/screenshot.sh "$out/report.html" "$out/report.png" >/dev/null
+	HEIGHT=${HEIGHT:-2600} WIDTH=${WIDTH:-1300} scripts/screenshot.sh "$out/report.html" "$out/report.png" >/dev/null
 	echo "figure: $out/report.png" >&2
 fi

@@ -112,14 +112,17 @@ type Run struct {
 
 // Point is a run's measurement.
 type Point struct {
-	Mix      model.Config  `json:"mix"`
-	CPUs     float64       `json:"cpus_per_host"`
-	Study    string        `json:"study"`             // the study's request shape, which its service run shares
-	Service  bool          `json:"service,omitempty"` // the study's service-time run (single accesses)
-	Shape    string        `json:"shape"`
-	Request  model.Request `json:"request"`  // the requests' phases and batch, as the model takes them
-	Rate     float64       `json:"rate"`     // requests per second offered
-	Achieved float64       `json:"achieved"` // requests per second completed
+	Mix     model.Config  `json:"mix"`
+	CPUs    float64       `json:"cpus_per_host"`
+	Study   string        `json:"study"`             // the study's request shape, which its service run shares
+	Service bool          `json:"service,omitempty"` // the study's service-time run (single accesses)
+	Shape   string        `json:"shape"`
+	Request model.Request `json:"request"` // the requests' phases and batch, as the model takes them
+	Rate    float64       `json:"rate"`    // requests per second offered
+	// Offered is the load the rate was set from (of one server taking
+	// every access, over this deployment's service run), 0 for a rate.
+	Offered  float64 `json:"offered_load,omitempty"`
+	Achieved float64 `json:"achieved"` // requests per second completed
 	// Requests and Accesses are the succeeded ones' latencies in seconds,
 	// sorted; for single accesses both are the accesses.
 	Requests []float64 `json:"requests_s"`

@@ -217,9 +217,9 @@ func Page(title string, rows []Row, caps []Capacity, target model.Target) *repor
 			}
 		}
 		pg.Heading(st)
-		pg.Figure(st+": latency at each percentile level, measured on gait-redis (bars) and simulated from the measured service time (hatched: the second bar of each mix)",
+		pg.Figure(st+": request latency at each percentile level, measured on gait-redis (first bar of each mix) and simulated from the measured service time (second bar); a level with fewer than 3 requests beyond it is not drawn",
 			percentileChart(in))
-		pg.Table([]string{"mix", "requests", "failed", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "p99.9 ms", "sim p50", "sim p90", "sim p95", "sim p99", "sim p99.9", "load"},
+		pg.Table([]string{"mix", "rate /s", "requests", "failed", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "p99.9 ms", "load average"},
 			tableRows(in))
 	}
 	if len(caps) > 0 {
@@ -266,8 +266,13 @@ func capacityChart(caps []Capacity) report.LineChart {
 	return c
 }
 
+// rateName groups a study's rows: by the load asked for (its rate followed
+// from each deployment's own service run), or by the rate.
 func rateName(r Row) string {
-	return fmt.Sprintf("%.3f utilization per server", r.Utilization)
+	if r.Offered > 0 {
+		return fmt.Sprintf("load %g (of one server taking every access)", r.Offered)
+	}
+	return fmt.Sprintf("%.4g requests/s", r.Rate)
 }
 
 func percentileChart(rows []Row) report.BarChart {
@@ -284,19 +289,17 @@ func percentileChart(rows []Row) report.BarChart {
 	return c
 }
 
+// tableRows puts each level's measured and simulated latency in one cell.
 func tableRows(rows []Row) [][]string {
 	var out [][]string
 	for _, r := range rows {
-		row := []string{MixName(r.Mix), strconv.Itoa(len(r.Requests)), strconv.Itoa(r.Failed)}
-		for _, v := range r.Measured {
-			row = append(row, ms(v))
-		}
-		for i := range Levels {
-			v := math.NaN()
+		row := []string{MixName(r.Mix), fmt.Sprintf("%.3g", r.Rate), strconv.Itoa(len(r.Requests)), strconv.Itoa(r.Failed)}
+		for i, v := range r.Measured {
+			sim := math.NaN()
 			if i < len(r.Simulated) {
-				v = r.Simulated[i]
+				sim = r.Simulated[i]
 			}
-			row = append(row, ms(v))
+			row = append(row, ms(v)+" / "+ms(sim))
 		}
 		out = append(out, append(row, r.Load))
 	}

@@ -90,6 +90,7 @@ func (s Study) runMix(ctx context.Context, mix model.Config) error {
 		return fmt.Errorf("%s: %w", MixName(mix), err)
 	}
 	rates := s.Rates
+	offered := make([]float64, len(rates))
 	if s.ServiceTime > 0 {
 		svc, err := d.Measure(ctx, Run{Rate: s.ServiceRate, Duration: s.ServiceTime, Seed: s.Seed, Mix: singles(s.Shape)})
 		if err != nil {
@@ -105,14 +106,15 @@ func (s Study) runMix(ctx context.Context, mix model.Config) error {
 		}
 		for _, u := range s.Loads {
 			rates = append(rates, u/(float64(s.Shape.Accesses())*mean(svc.Accesses)))
+			offered = append(offered, u)
 		}
 	}
-	for _, rate := range rates {
+	for i, rate := range rates {
 		p, err := d.Measure(ctx, Run{Shape: s.Shape, Rate: rate, Duration: s.Duration, Requests: s.Requests, Seed: s.Seed})
 		if err != nil {
 			return err
 		}
-		p.Study = shapeName(s.Shape)
+		p.Study, p.Offered = shapeName(s.Shape), offered[i]
 		s.logf("%s: %.4g requests/s: %d requests, %d failed, p99 %s, send lateness p99 %s, load %s", MixName(mix), rate,
 			len(p.Requests), p.Failed, model.FormatDuration(quantile(p.Requests, 0.99)), model.FormatDuration(p.LateP99), p.Load)
 		if err := s.Measured(p); err != nil {

@@ -443,10 +443,13 @@ func freeShare(out string, d time.Duration) (share, speed float64, err error) {
 
 // TestCPUFactors runs a busy loop on a host whose CPU limps, with a
 // cgroup quota and with duty cycling, and checks that it gets 1/factor
-// of one CPU, within 20%. Its work rate is checked not to exceed
-// 1/factor of its unthrottled speed by more than 20%; it may fall further
-// below, as a loop resumed after a stall (and on a virtual machine, a
-// vCPU) runs slower for a moment.
+// of one CPU, within 20%: the loop's own CPU time over wall time, which is
+// what a limping CPU takes from a server. Its work rate is logged, not
+// asserted: the work a loop does per CPU-second is the machine's, not
+// gait's, and varies 1.5x with load (under a load of 13 the free loop did
+// 5.7e8 it/s of CPU time, pre-empted every few ms, and the throttled one
+// 8.5e8, running warm in its slices), so a bound on it failed on a busy
+// machine while the CPU share was within 3% of its target.
 func TestCPUFactors(t *testing.T) {
 	tb := up(t, testbed.Options{Hosts: 1})
 	h := tb.Hosts[0]
@@ -494,9 +497,6 @@ func TestCPUFactors(t *testing.T) {
 			}
 			if !within(share, want, 0.2) {
 				t.Errorf("cpu %gx (%s): %.4f of a CPU, want %.4f ±20%%", c.factor, mode, share, want)
-			}
-			if work > 1.2*speed/c.factor {
-				t.Errorf("cpu %gx (%s): work rate %.3g it/s, over 1/%g of %.3g", c.factor, mode, work, c.factor, speed)
 			}
 		}
 		if err := cpu.Clear(h); err != nil {

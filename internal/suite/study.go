@@ -103,7 +103,10 @@ func (f *studyFigure) add(s *bench.Scenario, base bench.RunResult) error {
 			x-- // the first host runs the master
 		}
 		y := summaryValue(st.Y, base.Summary, s.Workload.ValueSize)
-		sr.X, sr.Y = append(sr.X, x), append(sr.Y, y)
+		// In order of x, so the line joins neighbours whatever order
+		// the suite ran them in.
+		at, _ := slices.BinarySearch(sr.X, x)
+		sr.X, sr.Y = slices.Insert(sr.X, at, x), slices.Insert(sr.Y, at, y)
 		f.rows = append(f.rows, []string{st.Series, s.Name, units.Sig(x), units.Sig(y)})
 		return nil
 	}

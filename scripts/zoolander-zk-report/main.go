@@ -138,22 +138,22 @@ func (e *experiment) load() error {
 	e.runs, e.loadavg, e.late, e.split = map[int][]float64{}, map[int]string{}, map[int]float64{}, map[int]split{}
 	for _, d := range ds {
 		dir := filepath.Join(e.dir, fmt.Sprintf("d%d", d))
-		if _, err := os.Stat(dir); err != nil && d > 1 {
+		runs, err := runDirs(dir)
+		if err != nil && d > 1 {
 			continue // not measured (a deployment that did not start): left out
 		}
-		r, err := rundir.Open(dir)
 		if err != nil {
 			return err
 		}
-		samples, err := r.Samples()
-		if err != nil {
-			return fmt.Errorf("%s: %w", dir, err)
-		}
-		lat := make([]float64, len(samples))
-		for i, s := range samples {
-			lat[i] = s.Latency.Seconds()
-			if s.Outcome != rundir.OK {
-				lat[i] = math.Inf(1)
+		var lat []float64
+		for _, run := range runs {
+			l, err := latencies(run)
+			if err != nil {
+				return err
+			}
+			lat = append(lat, l...)
+			if late, err := sendLate(run); err == nil {
+				e.late[d] = max(e.late[d], late)
 			}
 		}
 		slices.Sort(lat)
@@ -161,14 +161,58 @@ func (e *experiment) load() error {
 		if b, err := os.ReadFile(dir + ".loadavg"); err == nil {
 			e.loadavg[d] = strings.TrimSpace(strings.TrimPrefix(string(b), "load average "))
 		}
-		if late, err := sendLate(dir); err == nil {
-			e.late[d] = late
-		}
 		if b, err := os.ReadFile(dir + ".metrics"); err == nil {
 			e.split[d] = splitOf(string(b))
 		}
 	}
 	return nil
+}
+
+// runDirs are the runs of one D: dir itself, or with rounds
+// (scripts/zoolander-zk.sh --rounds) each dir/rK.
+func runDirs(dir string) ([]string, error) {
+	if _, err := os.Stat(filepath.Join(dir, "summary.json")); err == nil {
+		return []string{dir}, nil
+	}
+	runs, _ := filepath.Glob(filepath.Join(dir, "r*"))
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("%s: no run", dir)
+	}
+	return runs, nil
+}
+
+// latencies are every request's latency of the run in dir, in seconds,
+// +Inf for a failed request.
+func latencies(dir string) ([]float64, error) {
+	r, err := rundir.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	samples, err := r.Samples()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	lat := make([]float64, len(samples))
+	for i, s := range samples {
+		lat[i] = s.Latency.Seconds()
+		if s.Outcome != rundir.OK {
+			lat[i] = math.Inf(1)
+		}
+	}
+	return lat, nil
+}
+
+// service writes one duplicate's latencies (the D = 1 runs) as a CSV file
+// gait model predict reads, a failed request as an hour: past any bound,
+// as the measured SLA counts it.
+func (e *experiment) service() (string, error) {
+	var b strings.Builder
+	b.WriteString("latency\n")
+	for _, l := range e.runs[1] {
+		b.WriteString(strconv.FormatFloat(min(l, 3600), 'g', -1, 64) + "\n")
+	}
+	path := filepath.Join(e.dir, "d1.latencies.csv")
+	return path, os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 func (e *experiment) note() string {
@@ -264,8 +308,12 @@ func bound(sorted []float64, q float64) time.Duration {
 // points measures every D's SLA at each bound and asks gait model predict.
 func (e *experiment) points(bounds []time.Duration, pcts []float64) ([]point, error) {
 	var pts []point
+	service, err := e.service()
+	if err != nil {
+		return nil, err
+	}
 	for i, b := range bounds {
-		pred, err := predict(filepath.Join(e.dir, "d1"), b)
+		pred, err := predict(service, b)
 		if err != nil {
 			return nil, err
 		}
@@ -293,9 +341,11 @@ type prediction struct {
 	StdErr     float64 `json:"sla_stderr"`
 }
 
-// predict runs gait model predict with the D = 1 run as the service time.
+// predict runs gait model predict with one duplicate's latencies (service)
+// as the service time.
 func predict(service string, b time.Duration) (map[int]prediction, error) {
-	cmd := exec.Command("bin/gait", "model", "predict", "--service", service, "--net", "0", "--rate", "0.001",
+	cmd := exec.Command("bin/gait", "model", "predict", "--service", service, "--latency-column", "latency", "--unit", "s",
+		"--net", "0", "--rate", "0.001",
 		"--bound", strconv.FormatInt(b.Microseconds(), 10)+"us", "--duplicates", "1,2,4", "--replicas", "1", "--format", "json")
 	cmd.Stderr = os.Stderr
 	outb, err := cmd.Output()
@@ -313,7 +363,7 @@ func predict(service string, b time.Duration) (map[int]prediction, error) {
 	return m, nil
 }
 
-var header = []string{"D", "bound", "of D=1", "requests", "missing", "measured SLA", "predicted (thesis)", "predicted (accurate)", "error (accurate)", "nines measured", "nines predicted"}
+var header = []string{"D", "bound", "of D=1", "requests", "missing", "measured", "predicted (thesis)", "predicted (accurate)", "error", "nines", "nines predicted"}
 
 func rows(pts []point) [][]string {
 	var out [][]string
