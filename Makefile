@@ -17,7 +17,8 @@ build:
 	$(GO) build -o $(BIN) ./cmd/gait
 
 # The main job (needs root): the quick limpbench suite on real ZooKeeper,
-# etcd, Redis and gait-redis (a few minutes), with its suite report of
+# etcd, Redis, gait-redis, Cassandra and HBase (on gait's HDFS) (several
+# minutes), with its suite report of
 # limplock verdicts beside the Limplock paper's Table 1; then the magical-1%
 # analysis of the slow-leader experiments' runs and of the bundled Redis trace.
 DEMO_REPORTS := $(OUT)/demo-bench.html $(OUT)/demo-analyze.html $(OUT)/demo-trace.html

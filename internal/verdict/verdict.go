@@ -216,12 +216,12 @@ func clusterMark(in Input, free []Group, node Mark, o Options) Mark {
 		r := in.Throughput / in.BaseThroughput
 		if r < o.Collapse {
 			return Mark{On: true, Why: fmt.Sprintf("cluster limplock: throughput %s against %s in the baseline, %.0f%%, under the %.0f%% threshold",
-				units.Rate(in.Throughput), units.Rate(in.BaseThroughput), 100*r, 100*o.Collapse)}
+				units.Rate(in.Throughput), units.Rate(in.BaseThroughput), 100*r, 100*o.Collapse) + waitedOn(in.Groups)}
 		}
 		if t := in.TailThroughput; t != nil && *t/in.BaseThroughput < o.Collapse {
 			return Mark{On: true, Why: fmt.Sprintf("cluster limplock: throughput fell to %s in the last third of the run (%s over the whole run) "+
 				"against %s in the baseline, %.0f%%, under the %.0f%% threshold",
-				units.Rate(*t), units.Rate(in.Throughput), units.Rate(in.BaseThroughput), 100**t/in.BaseThroughput, 100*o.Collapse)}
+				units.Rate(*t), units.Rate(in.Throughput), units.Rate(in.BaseThroughput), 100**t/in.BaseThroughput, 100*o.Collapse) + waitedOn(in.Groups)}
 		}
 	}
 	if node.On {
@@ -242,6 +242,26 @@ func clusterMark(in Input, free []Group, node Mark, o Options) Mark {
 	}
 	return Mark{Why: fmt.Sprintf("no cluster limplock: throughput %s is %.0f%% of the baseline's %s (threshold %.0f%%)",
 		units.Rate(in.Throughput), 100*in.Throughput/in.BaseThroughput, units.Rate(in.BaseThroughput), 100*o.Collapse)}
+}
+
+// waitedOn says what share of the clients' time in the step went to
+// operations that involve the limping component. A closed loop's clients
+// wait for their own requests, so a collapse that this share explains is
+// those operations' limplock holding the clients, while the rest of the
+// cluster may keep its pace (its node verdict says).
+func waitedOn(gs []Group) string {
+	var involved, all float64
+	for _, g := range gs {
+		t := float64(g.Now.N) * g.Now.Mean
+		all += t
+		if g.Involved {
+			involved += t
+		}
+	}
+	if involved <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %.0f%% of the clients' time went to operations that involve the limping component", 100*involved/all)
 }
 
 // Trend is a fitted straight line through a series.

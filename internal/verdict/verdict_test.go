@@ -44,7 +44,14 @@ func TestJudge(t *testing.T) {
 			Groups:         []Group{{Op: "put", Node: "follower 1, clients", Involved: true, Base: lat(4000, 0.004), Now: lat(100, 0.19)}},
 			BaseThroughput: 2000, Throughput: 43},
 			[]string{"OL", "CL"}, []string{"operation limplock: put on the follower 1, clients: mean 190ms against 4ms in the baseline, 47.50x, over the 5x threshold",
-				"cluster limplock: throughput 43/s against 2000/s in the baseline, 2%, under the 20% threshold"}},
+				"cluster limplock: throughput 43/s against 2000/s in the baseline, 2%, under the 20% threshold; 100% of the clients' time went to operations that involve the limping component"}},
+		// C3: a closed loop of puts through a slow replica and gets that
+		// keep their pace; the clients wait on the puts.
+		{"a closed loop held by its slow operations", Input{
+			Groups: []Group{{Op: "put", Node: "coordinator, clients", Involved: true, Base: lat(1700, 0.015), Now: lat(50, 0.85)},
+				{Op: "get", Node: "coordinator, clients", Base: lat(1700, 0.009), Now: lat(45, 0.005)}},
+			BaseThroughput: 670, Throughput: 16},
+			[]string{"OL", "CL"}, []string{"no node limplock", "2%, under the 20% threshold; 99% of the clients' time went to operations that involve the limping component"}},
 		{"just at the threshold is not slow", Input{
 			Groups:         []Group{{Op: "put", Node: "leader", Involved: true, Base: lat(4000, 0.004), Now: lat(4000, 0.020)}},
 			BaseThroughput: 2000, Throughput: 1000},

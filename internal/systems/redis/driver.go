@@ -182,9 +182,6 @@ type member struct {
 	sentinel systems.Process
 }
 
-// Start starts the primary on hosts[0], a replica on every other host, and
-// the Sentinels if asked, and returns once every replica is in sync (and
-// every Sentinel knows the others and every replica).
 // Needs is the server program (which is Sentinel too).
 func (d *Driver) Needs() []string { return []string{d.Binary} }
 
@@ -195,6 +192,9 @@ func (d *Driver) check() error {
 	return nil
 }
 
+// Start starts the primary on hosts[0], a replica on every other host, and
+// the Sentinels if asked, and returns once every replica is in sync (and
+// every Sentinel knows the others and every replica).
 func (d *Driver) Start(ctx context.Context, hosts []systems.Host) (systems.Cluster, error) {
 	if len(hosts) == 0 {
 		return nil, errors.New("redis: no hosts")
