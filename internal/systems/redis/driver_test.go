@@ -14,7 +14,7 @@ import (
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/loopback"
-	"github.com/gait-dev/gait/internal/systems/tbhost"
+	"github.com/gait-dev/gait/internal/systems/systemstest"
 	"github.com/gait-dev/gait/internal/testbed"
 )
 
@@ -93,33 +93,15 @@ func TestStartFailureQuotesTheLog(t *testing.T) {
 	}
 }
 
-// onTestbed starts d on n testbed hosts, all removed when t ends.
+// onTestbed starts d on n testbed hosts (systemstest.OnTestbed), all
+// removed when t ends, skipping t without Debian's redis-server.
 func onTestbed(t *testing.T, d *Driver, n int) (*Cluster, *testbed.Testbed) {
 	t.Helper()
-	if err := testbed.NeedRoot(); err != nil {
-		t.Skipf("replicas run on testbed hosts: %v", err)
-	}
 	if _, err := os.Stat(d.Binary); err != nil {
 		t.Skipf("%s not installed (make deps installs it)", d.Binary)
 	}
-	tb, err := testbed.Up(testbed.Options{Hosts: n, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := tb.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	t0 := time.Now()
-	cl, err := d.Start(context.Background(), tbhost.Hosts(tb, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d-member redis (sentinel %v) ready in %v", n, d.Sentinel, time.Since(t0).Round(time.Millisecond))
-	c := cl.(*Cluster)
-	t.Cleanup(func() { c.Stop() })
-	return c, tb
+	c, tb := systemstest.OnTestbed(t, d, n)
+	return c.(*Cluster), tb
 }
 
 func client(t *testing.T, c *Cluster, host string) *Client {
