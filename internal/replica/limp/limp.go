@@ -110,19 +110,14 @@ const (
 // (link), its round trips 4 to 50 times its peers'.
 //
 // Neither counts unless the probe is also calmFactor times the replicas'
-// median round trip, the machine's noise as the peers measure it now. At
-// load average 11 to 22 (round 8: three other helpers building and
-// measuring beside a healthy deployment) healthy replicas' probes took 60
-// to 247 ms, past the line on their own, and handed leadership over 4
-// times in 16 minutes, while the median round trip was 10.8 to 49.5 ms;
-// beside a leader limping at 10x (CPU or link) it was 1.6 to 5.2 ms and
-// the probe 72 to 172 ms. Round 8 drew an absolute line (no strong probe
-// while the median round trip is 8 ms or more), and load defeats a line:
-// at load average 33 to 189 (gait-zookeeper's limping matrix) no probe
-// could be strong, a link at 100x or 1000x as well as at 10x, and three
-// of the leader's NIC cells missed. Relative to the noise, a slow link still
-// stands out on a busy machine when it is slow enough (a 1-Mbit/s link's
-// probe takes 262 ms on the wire alone), and noise alone does not.
+// median round trip, the machine's noise as the peers measure it now. On
+// a busy machine healthy probes pass the lines above (60 to 247 ms beside
+// medians of 10.8 to 49.5 ms at load 11 to 22), while beside a limping
+// leader the median stays small (1.6 to 5.2 ms) and the probe does not.
+// The line is relative because load defeats an absolute one: an 8-ms
+// cap on the median let no probe be strong at load 33 and more, a link at
+// 1000x included. A slow enough link still stands out (a 1-Mbit/s link's
+// probe takes 262 ms on the wire alone); noise alone does not.
 const (
 	probeStrongFloor = 60 * time.Millisecond
 	calmFactor       = 10.0
