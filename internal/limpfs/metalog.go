@@ -38,7 +38,7 @@ import (
 
 const (
 	storeLog  = "log"
-	logSize   = 64 << 10 // about 700 records of a file with one extent
+	logSize   = 64 << 10 // about 850 records of a file with one extent
 	logHeader = 16       // logMagic, then the epoch
 )
 
