@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"github.com/gait-dev/gait/internal/tardis"
 	"golang.org/x/sys/unix"
@@ -210,19 +211,7 @@ func replayLog(store string) error {
 		return err
 	}
 	if len(last) > 0 {
-		err := filepath.WalkDir(filepath.Join(store, storeTree), func(path string, d fs.DirEntry, err error) error {
-			if err != nil || !d.Type().IsRegular() {
-				return err
-			}
-			f, err := os.OpenFile(path, os.O_RDWR, 0)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			id, _, err := identify(int(f.Fd()))
-			if err != nil {
-				return fmt.Errorf("stat %s: %w", path, err)
-			}
+		err := walkTree(store, os.O_RDWR, func(path string, f *os.File, id identity, _ syscall.Stat_t) error {
 			m, ok := last[id.ino]
 			if !ok || m.id.btime != id.btime {
 				return nil // not recorded, or an earlier file's number

@@ -316,19 +316,7 @@ func ReadStoreStats(dir string) (StoreStats, error) {
 	}
 	var s StoreStats
 	seen := map[uint64]bool{}
-	err = filepath.WalkDir(filepath.Join(store, storeTree), func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		id, st, err := identify(int(f.Fd()))
-		if err != nil {
-			return fmt.Errorf("stat %s: %w", path, err)
-		}
+	err = walkTree(store, os.O_RDONLY, func(path string, f *os.File, id identity, st syscall.Stat_t) error {
 		if seen[id.ino] { // a hard link
 			return nil
 		}
@@ -358,4 +346,24 @@ func ReadStoreStats(dir string) (StoreStats, error) {
 		s.Ratio = float64(s.LogicalBytes) / float64(s.PhysicalBytes)
 	}
 	return s, nil
+}
+
+// walkTree calls fn for every regular file of the store's tree, opened
+// with flag.
+func walkTree(store string, flag int, fn func(path string, f *os.File, id identity, st syscall.Stat_t) error) error {
+	return filepath.WalkDir(filepath.Join(store, storeTree), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		f, err := os.OpenFile(path, flag, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		id, st, err := identify(int(f.Fd()))
+		if err != nil {
+			return fmt.Errorf("stat %s: %w", path, err)
+		}
+		return fn(path, f, id, st)
+	})
 }
