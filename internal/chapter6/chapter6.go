@@ -79,6 +79,15 @@ func (d *Deployment) Close() error {
 	return err
 }
 
+// hostCPU is the CPU time every host's processes have used so far.
+func (d *Deployment) hostCPU() time.Duration {
+	var t time.Duration
+	for _, h := range d.tb.Hosts {
+		t += h.CPUTime()
+	}
+	return t
+}
+
 // dial opens worker's client on host worker mod n: a request's accesses
 // (one client each) spread over every agent.
 func (d *Deployment) dial(worker int) (load.Client, uint8, error) {
@@ -130,7 +139,31 @@ type Point struct {
 	Failed   int       `json:"failed"`
 	LateP99  float64   `json:"send_lateness_p99_s"`
 	Load     string    `json:"load_average"`
+	// HostCPU is the CPU time the hosts' processes (agents and
+	// redis-servers) used during the run, in seconds, all hosts together:
+	// over the accesses served, the hosts' work per access, which the
+	// access latency (mostly round trips that parallel accesses overlap)
+	// is not.
+	HostCPU float64 `json:"host_cpu_s,omitempty"`
+	// IdleCPU is the hosts' CPU per second with no access (raft
+	// heartbeats, health checks), measured before the run; Elapsed the
+	// run's length in seconds.
+	IdleCPU float64 `json:"idle_cpu_per_s,omitempty"`
+	Elapsed float64 `json:"elapsed_s,omitempty"`
 }
+
+// WorkPerAccess is the hosts' CPU time per access served beyond their
+// idle use, all hosts together (so a read fanned out to d replicas counts
+// d redis-servers' work), or 0 when the run did not measure it.
+func (p Point) WorkPerAccess() float64 {
+	if p.HostCPU == 0 || len(p.Accesses) == 0 {
+		return 0
+	}
+	return max(0, p.HostCPU-p.IdleCPU*p.Elapsed) / float64(len(p.Accesses))
+}
+
+// idleWindow is how long the hosts' idle CPU use is measured before a run.
+const idleWindow = 2 * time.Second
 
 // Measure runs r on the deployment and keeps every latency.
 func (d *Deployment) Measure(ctx context.Context, r Run) (Point, error) {
@@ -144,7 +177,16 @@ func (d *Deployment) Measure(ctx context.Context, r Run) (Point, error) {
 	if r.Shape.FanOut() {
 		cfg.RequestRecorder = &req
 	}
+	idle0 := d.hostCPU()
+	select {
+	case <-ctx.Done():
+		return Point{}, ctx.Err()
+	case <-time.After(idleWindow):
+	}
+	cpu0 := d.hostCPU()
+	idle := (cpu0 - idle0).Seconds() / idleWindow.Seconds()
 	res, err := load.Run(ctx, cfg, d.dial, &acc)
+	cpu := d.hostCPU() - cpu0
 	if err != nil {
 		return Point{}, fmt.Errorf("%s at %.4g/s: %w", MixName(d.Mix), r.Rate, err)
 	}
@@ -153,7 +195,7 @@ func (d *Deployment) Measure(ctx context.Context, r Run) (Point, error) {
 	}
 	p := Point{Mix: d.Mix, CPUs: d.CPUs, Shape: shapeName(r.Shape), Request: requestOf(r.Shape), Rate: r.Rate,
 		Achieved: float64(len(req.ok)+req.failed) / res.Elapsed.Seconds(),
-		Requests: req.sorted(), Accesses: acc.sorted(), Failed: req.failed, Load: LoadAverage()}
+		Requests: req.sorted(), Accesses: acc.sorted(), Failed: req.failed, Load: LoadAverage(), HostCPU: cpu.Seconds(), IdleCPU: idle, Elapsed: res.Elapsed.Seconds()}
 	if res.Lag != nil {
 		p.LateP99 = res.Lag.P99.Seconds()
 	}

@@ -105,7 +105,7 @@ func TestRowsPredictFromTheServiceRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := Rows(ps, 200000)
+	rows, err := Rows(ps, 200000, Latency)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,33 @@ func TestRowsPredictFromTheServiceRun(t *testing.T) {
 	if len(caps) != 1 || caps[0].Measured != 500 || math.Abs(caps[0].Planned-770) > 40 {
 		t.Errorf("capacities %+v, want measured 500/s and planned about 770/s", caps)
 	}
-	if _, err := Rows([]Point{meas}, 1000); err == nil {
+	if _, err := Rows([]Point{meas}, 1000, Latency); err == nil {
 		t.Error("Rows without a service run accepted")
+	}
+}
+
+// TestWorkBasisSplitsTheAccess: with the hosts' CPU measured, the model
+// queues the work per access (beyond the idle use) and draws the rest of
+// each access's latency as network delay.
+func TestWorkBasisSplitsTheAccess(t *testing.T) {
+	svc := Point{Mix: model.Config{Duplicates: 1, Replicas: 4}, Service: true, Accesses: []float64{0.3e-3, 0.5e-3, 1e-3, 2e-3},
+		HostCPU: 1.5, IdleCPU: 0.1, Elapsed: 10}
+	if w := svc.WorkPerAccess(); math.Abs(w-0.125) > 1e-12 {
+		t.Fatalf("work per access %g, want (1.5 - 0.1 x 10) / 4 = 0.125", w)
+	}
+	svc.HostCPU = 1.0 + 4*0.2e-3
+	sys, _, err := Work.system(Point{Rate: 1}, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := sys.Service.(model.Constant); !ok || math.Abs(c.V-0.2e-3) > 1e-12 {
+		t.Errorf("service %v, want the constant 200µs", sys.Service)
+	}
+	if m := sys.Net.Mean(); math.Abs(m-(0.1e-3+0.3e-3+0.8e-3+1.8e-3)/4) > 1e-12 {
+		t.Errorf("network mean %g, want the latencies less the work", m)
+	}
+	svc.HostCPU = 0
+	if _, _, err := Work.system(Point{Rate: 1}, svc); err == nil {
+		t.Error("a service run without the hosts' CPU accepted for the work basis")
 	}
 }

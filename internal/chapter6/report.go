@@ -26,7 +26,7 @@ type Row struct {
 	// duplicate (name, mean).
 	Service     string
 	ServiceMean float64
-	service     []float64 // its samples, sorted
+	sys         model.System // the model's system for the point
 	// Measured and Simulated are the requests' latencies at Levels
 	// (NaN where too few were measured to tell).
 	Measured, Simulated []float64
@@ -46,7 +46,7 @@ var Shares = []float64{0.5, 0.9, 0.99}
 // Rows pairs every measured point of points with the model's answer,
 // from the service run of the same study on a mix of one duplicate (the
 // most replicas of those), request by request.
-func Rows(points []Point, simRequests int) ([]Row, error) {
+func Rows(points []Point, simRequests int, basis Basis) ([]Row, error) {
 	services := map[string]Point{}
 	for _, p := range points {
 		if !p.Service || p.Mix.Duplicates != 1 {
@@ -65,7 +65,7 @@ func Rows(points []Point, simRequests int) ([]Row, error) {
 		if !ok {
 			return nil, fmt.Errorf("study %s: no service-time run on a mix of one duplicate to predict from", p.Study)
 		}
-		row, err := predictRow(p, svc, simRequests)
+		row, err := predictRow(p, svc, simRequests, basis)
 		if err != nil {
 			return nil, err
 		}
@@ -74,14 +74,60 @@ func Rows(points []Point, simRequests int) ([]Row, error) {
 	return rows, nil
 }
 
-func predictRow(p, svc Point, simRequests int) (Row, error) {
+// Basis is what of the service run the model takes as a duplicate's
+// service time.
+type Basis string
+
+const (
+	// Work: the hosts' CPU time per access (Point.WorkPerAccess) is the
+	// service time each duplicate queues, a constant; the rest of each
+	// access's latency (round trips, the client's and the agent's
+	// hand-offs, which parallel accesses overlap) is the network delay,
+	// drawn per access from the service run's latencies less that work.
+	Work Basis = "work"
+	// Latency: the service run's whole access latency is the service
+	// time, queued at the duplicate (what the study did before it
+	// measured the hosts' work).
+	Latency Basis = "latency"
+)
+
+// ParseBasis reads --service-basis.
+func ParseBasis(s string) (Basis, error) {
+	switch b := Basis(s); b {
+	case Work, Latency:
+		return b, nil
+	}
+	return "", fmt.Errorf("--service-basis %q: want work or latency", s)
+}
+
+// system is the model's system for point p from the service run svc.
+func (b Basis) system(p, svc Point) (model.System, string, error) {
 	name := "service run of " + MixName(svc.Mix)
-	emp, err := model.NewEmpirical(svc.Accesses, name)
+	sys := model.System{Rate: p.Rate, Request: p.Request}
+	if b == Latency {
+		emp, err := model.NewEmpirical(svc.Accesses, name)
+		sys.Service = emp
+		return sys, name + ": access latency", err
+	}
+	w := svc.WorkPerAccess()
+	if w <= 0 {
+		return sys, "", fmt.Errorf("%s: the hosts' CPU time was not measured (a point of an older gait); use --service-basis latency", name)
+	}
+	net := make([]float64, len(svc.Accesses))
+	for i, l := range svc.Accesses {
+		net[i] = max(0, l-w)
+	}
+	emp, err := model.NewEmpirical(net, name+" less the work")
+	sys.Service, sys.Net = model.Constant{V: w}, emp
+	return sys, name + ": hosts' work " + model.FormatDuration(w) + ", the rest as network", err
+}
+
+func predictRow(p, svc Point, simRequests int, basis Basis) (Row, error) {
+	sys, name, err := basis.system(p, svc)
 	if err != nil {
 		return Row{}, err
 	}
-	sys := model.System{Service: emp, Rate: p.Rate, Request: p.Request}
-	row := Row{Point: p, Service: name, ServiceMean: emp.Mean(), service: svc.Accesses, Utilization: sys.Utilization(p.Mix)}
+	row := Row{Point: p, Service: name, ServiceMean: sys.Service.Mean(), sys: sys, Utilization: sys.Utilization(p.Mix)}
 	// A level is told when at least 3 requests lie beyond it.
 	enough := func(l float64) bool { return float64(len(p.Requests))*(1-l) >= 3 }
 	for _, l := range Levels {
@@ -331,13 +377,9 @@ func Capacities(rows []Row, target model.Target) ([]Capacity, error) {
 		}
 		c, ok := byMix[r.Mix]
 		if !ok {
-			emp, err := model.NewEmpirical(r.service, r.Service)
-			if err != nil {
-				return nil, err
-			}
 			// An error with every mix's result means none meets the
 			// target: each planned rate is then 0.
-			_, all, err := model.MaxRate(model.System{Service: emp}, target, r.Mix.Nodes(), model.PredictorAccurate, model.AccurateOptions{})
+			_, all, err := model.MaxRate(model.System{Service: r.sys.Service, Net: r.sys.Net}, target, r.Mix.Nodes(), model.PredictorAccurate, model.AccurateOptions{})
 			if err != nil && all == nil {
 				return nil, fmt.Errorf("plan %s: %w", MixName(r.Mix), err)
 			}

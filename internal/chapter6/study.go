@@ -100,7 +100,8 @@ func (s Study) runMix(ctx context.Context, mix model.Config) error {
 			return fmt.Errorf("%s: no access of the service-time run succeeded", MixName(mix))
 		}
 		svc.Study, svc.Service = shapeName(s.Shape), true
-		s.logf("%s: service run: %d accesses, mean %s, load %s", MixName(mix), len(svc.Accesses), model.FormatDuration(mean(svc.Accesses)), svc.Load)
+		s.logf("%s: service run: %d accesses, mean %s, the hosts' work per access %s, load %s", MixName(mix), len(svc.Accesses),
+			model.FormatDuration(mean(svc.Accesses)), model.FormatDuration(svc.WorkPerAccess()), svc.Load)
 		if err := s.Measured(svc); err != nil {
 			return err
 		}
@@ -115,8 +116,9 @@ func (s Study) runMix(ctx context.Context, mix model.Config) error {
 			return err
 		}
 		p.Study, p.Offered = shapeName(s.Shape), offered[i]
-		s.logf("%s: %.4g requests/s: %d requests, %d failed, p99 %s, send lateness p99 %s, load %s", MixName(mix), rate,
-			len(p.Requests), p.Failed, model.FormatDuration(quantile(p.Requests, 0.99)), model.FormatDuration(p.LateP99), p.Load)
+		s.logf("%s: %.4g requests/s: %d requests, %d failed, p99 %s, send lateness p99 %s, the hosts' work per access %s, load %s", MixName(mix), rate,
+			len(p.Requests), p.Failed, model.FormatDuration(quantile(p.Requests, 0.99)), model.FormatDuration(p.LateP99),
+			model.FormatDuration(p.WorkPerAccess()), p.Load)
 		if err := s.Measured(p); err != nil {
 			return err
 		}

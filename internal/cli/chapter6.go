@@ -24,6 +24,7 @@ type chapter6Flags struct {
 	report             bool
 	target             string
 	simRequests        int
+	basis              string
 	requests           int
 }
 
@@ -67,6 +68,7 @@ DIR/report.html (docs/requests.md).`,
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed of arrivals and keys")
 	fl.StringVar(&f.target, "target", "99%@10ms", "with --report: the SLA single accesses must meet (Figure 16)")
 	fl.IntVar(&f.simRequests, "sim-requests", 100000, "with --report: requests the simulator runs per point")
+	fl.StringVar(&f.basis, "service-basis", "work", "with --report: the model's service time: work (the hosts' CPU per access; the rest of the access latency is network) or latency (the whole access latency)")
 	return cmd
 }
 
@@ -119,7 +121,11 @@ func chapter6Report(cmd *cobra.Command, f chapter6Flags, points string) error {
 	if err != nil {
 		return err
 	}
-	rows, err := chapter6.Rows(ps, f.simRequests)
+	basis, err := chapter6.ParseBasis(f.basis)
+	if err != nil {
+		return err
+	}
+	rows, err := chapter6.Rows(ps, f.simRequests, basis)
 	if err != nil {
 		return err
 	}
