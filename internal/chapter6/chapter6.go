@@ -114,6 +114,7 @@ type Run struct {
 	Shape    load.Shape    // requests' phases and batches; zero for single accesses
 	Mix      load.Mix      // the accesses' operations where a phase names none (nil: gets)
 	Rate     float64       // requests (single: accesses) per second, Poisson
+	Clients  int           // instead of a rate: clients issuing requests back to back
 	Duration time.Duration // how long arrivals come at most
 	Requests int           // how many arrive at most (0: no limit)
 	Seed     uint64
@@ -150,6 +151,10 @@ type Point struct {
 	// run's length in seconds.
 	IdleCPU float64 `json:"idle_cpu_per_s,omitempty"`
 	Elapsed float64 `json:"elapsed_s,omitempty"`
+	// Delay is the delay added to a share of the accesses (Figure 2's
+	// steps back to back), zero for none.
+	Delay      float64 `json:"delay_s,omitempty"`
+	DelayShare float64 `json:"delay_share,omitempty"`
 }
 
 // WorkPerAccess is the hosts' CPU time per access served beyond their
@@ -172,7 +177,7 @@ func (d *Deployment) Measure(ctx context.Context, r Run) (Point, error) {
 	if r.Mix != nil {
 		wl.Mix = r.Mix
 	}
-	cfg := load.Config{Workload: wl, Rate: r.Rate, Poisson: true, Duration: r.Duration, Requests: r.Requests, Seed: r.Seed,
+	cfg := load.Config{Workload: wl, Rate: r.Rate, Poisson: r.Clients == 0, Clients: r.Clients, Duration: r.Duration, Requests: r.Requests, Seed: r.Seed,
 		Timeout: 10 * time.Second, Shape: r.Shape, Hosts: d.hosts}
 	if r.Shape.FanOut() {
 		cfg.RequestRecorder = &req
@@ -195,7 +200,7 @@ func (d *Deployment) Measure(ctx context.Context, r Run) (Point, error) {
 	}
 	p := Point{Mix: d.Mix, CPUs: d.CPUs, Shape: shapeName(r.Shape), Request: requestOf(r.Shape), Rate: r.Rate,
 		Achieved: float64(len(req.ok)+req.failed) / res.Elapsed.Seconds(),
-		Requests: req.sorted(), Accesses: acc.sorted(), Failed: req.failed, Load: LoadAverage(), HostCPU: cpu.Seconds(), IdleCPU: idle, Elapsed: res.Elapsed.Seconds()}
+		Requests: req.sorted(), Accesses: acc.sorted(), Delay: r.Shape.Delay.Delay.Seconds(), DelayShare: r.Shape.Delay.Share, Failed: req.failed, Load: LoadAverage(), HostCPU: cpu.Seconds(), IdleCPU: idle, Elapsed: res.Elapsed.Seconds()}
 	if res.Lag != nil {
 		p.LateP99 = res.Lag.P99.Seconds()
 	}

@@ -41,7 +41,7 @@ func TestCheckRefusesBadInput(t *testing.T) {
 	}{
 		"no mix":     {func(s *Study) { s.Mixes = nil }, "--mixes"},
 		"no cpus":    {func(s *Study) { s.CPUs = 0 }, "--cpus"},
-		"no rate":    {func(s *Study) { s.Loads = nil }, "--load or --rate"},
+		"no rate":    {func(s *Study) { s.Loads = nil }, "--load, --rate or --delays"},
 		"load 1":     {func(s *Study) { s.Loads = []float64{1} }, "--load 1"},
 		"no service": {func(s *Study) { s.ServiceTime = 0 }, "--service-time"},
 		"bad rate":   {func(s *Study) { s.Loads, s.Rates = nil, []float64{-1} }, "--rate -1"},
@@ -158,5 +158,44 @@ func TestWorkBasisSplitsTheAccess(t *testing.T) {
 	svc.HostCPU = 0
 	if _, _, err := Work.system(Point{Rate: 1}, svc); err == nil {
 		t.Error("a service run without the hosts' CPU accepted for the work basis")
+	}
+}
+
+// TestSlowdowns: Figure 2's points give the time a step gained over the
+// run without delay, beside what the mean and the fan-out expect.
+func TestSlowdowns(t *testing.T) {
+	mix := model.Config{Duplicates: 1, Replicas: 2}
+	req := model.Request{Phases: []int{4, 3}}
+	steps := func(delay, elapsed float64) Point {
+		return Point{Mix: mix, Request: req, DelayShare: 0.02, Delay: delay, Elapsed: elapsed, Requests: make([]float64, 100)}
+	}
+	got := Slowdowns([]Point{steps(0, 1), steps(0.05, 2), {Mix: mix, Rate: 5, Requests: []float64{1}}})
+	if len(got) != 2 {
+		t.Fatalf("%d slowdowns, want 2 (the point without a delay share is not one)", len(got))
+	}
+	d := got[1]
+	fan := (1-math.Pow(0.98, 4))*0.05 + (1-math.Pow(0.98, 3))*0.05
+	if math.Abs(d.Extra-0.01) > 1e-12 || math.Abs(d.ExpectedMean-2*0.02*0.05) > 1e-12 || math.Abs(d.ExpectedFanOut-fan) > 1e-12 {
+		t.Errorf("slowdown %+v, want extra 10ms per step, expected 2ms from the mean and %.4g from the fan-out", d, fan)
+	}
+}
+
+// TestStudyRefusesBadDelays: Figure 2's flags are checked before anything
+// starts.
+func TestStudyRefusesBadDelays(t *testing.T) {
+	ok := Study{Mixes: []model.Config{{Duplicates: 1, Replicas: 1}}, CPUs: 0.4, Duration: time.Second,
+		Delays: []time.Duration{0, 5 * time.Millisecond}, DelayShare: 0.02, Steps: 10}
+	if err := ok.Check(); err != nil {
+		t.Fatalf("good study refused: %v", err)
+	}
+	for name, s := range map[string]Study{
+		"share above 100%": func() Study { s := ok; s.DelayShare = 1.5; return s }(),
+		"no steps":         func() Study { s := ok; s.Steps = 0; return s }(),
+		"with a rate":      func() Study { s := ok; s.Rates = []float64{1}; return s }(),
+		"negative delay":   func() Study { s := ok; s.Delays = []time.Duration{-time.Millisecond}; return s }(),
+	} {
+		if err := s.Check(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }
