@@ -14,9 +14,11 @@
 package chapter6
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,13 +81,49 @@ func (d *Deployment) Close() error {
 	return err
 }
 
-// hostCPU is the CPU time every host's processes have used so far.
+// hostCPU is the CPU time every host's processes have used so far, from
+// /proc/PID/stat (utime + stime, in clock ticks of 10 ms), which keeps the
+// time of threads that have exited where their schedstat goes with them.
 func (d *Deployment) hostCPU() time.Duration {
-	var t time.Duration
+	var ticks int64
 	for _, h := range d.tb.Hosts {
-		t += h.CPUTime()
+		for _, p := range h.Procs() {
+			if p.Running() {
+				ticks += procTicks(p.Pid())
+			}
+		}
 	}
-	return t
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// procTicks is a process's utime + stime, or 0 when it cannot be read.
+func procTicks(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name may hold spaces: the fields start after its ')'.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + s
+}
+
+// down names the hosts' processes that are not running (why a dial
+// failed), or "" when all run.
+func (d *Deployment) down() string {
+	var out []string
+	for _, h := range d.tb.Hosts {
+		for _, p := range h.Procs() {
+			if !p.Running() {
+				out = append(out, h.Name+"/"+p.Spec.Name)
+			}
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // dial opens worker's client on host worker mod n: a request's accesses
@@ -168,7 +206,7 @@ func (p Point) WorkPerAccess() float64 {
 }
 
 // idleWindow is how long the hosts' idle CPU use is measured before a run.
-const idleWindow = 2 * time.Second
+const idleWindow = 3 * time.Second
 
 // Measure runs r on the deployment and keeps every latency.
 func (d *Deployment) Measure(ctx context.Context, r Run) (Point, error) {
@@ -193,6 +231,9 @@ func (d *Deployment) Measure(ctx context.Context, r Run) (Point, error) {
 	res, err := load.Run(ctx, cfg, d.dial, &acc)
 	cpu := d.hostCPU() - cpu0
 	if err != nil {
+		if down := d.down(); down != "" {
+			err = fmt.Errorf("%w (not running: %s)", err, down)
+		}
 		return Point{}, fmt.Errorf("%s at %.4g/s: %w", MixName(d.Mix), r.Rate, err)
 	}
 	if !r.Shape.FanOut() {
