@@ -106,14 +106,7 @@ func TestJudgePipelines(t *testing.T) {
 		pipelineRun(t, out, runs[0], 300*time.Millisecond, 300*time.Millisecond, 0),
 		pipelineRun(t, out, last, 320*time.Millisecond, 30*time.Second, 2),
 	}
-	sum, err := Summarize(s, out, results)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs, err := Judge(s, sum, results, verdict.Defaults())
-	if err != nil {
-		t.Fatal(err)
-	}
+	vs := judgeRuns(t, s, out, results)
 	if len(vs) != 1 {
 		t.Fatalf("verdicts %+v, want the last step's", vs)
 	}
@@ -153,18 +146,25 @@ func TestTailNeedsBaselineRequests(t *testing.T) {
 	} {
 		out := t.TempDir()
 		results := []RunResult{hdfsRun(t, out, runs[0], c.base), hdfsRun(t, out, last, c.step)}
-		sum, err := Summarize(s, out, results)
-		if err != nil {
-			t.Fatal(err)
-		}
-		vs, err := Judge(s, sum, results, verdict.Defaults())
-		if err != nil {
-			t.Fatal(err)
-		}
+		vs := judgeRuns(t, s, out, results)
 		if len(vs) != 1 || vs[0].Cluster.On != c.cluster {
 			t.Errorf("%s: cluster limplock %v, want %v: %+v", c.name, len(vs) == 1 && vs[0].Cluster.On, c.cluster, vs)
 		}
 	}
+}
+
+// judgeRuns sums the runs up and judges them with the default thresholds.
+func judgeRuns(t *testing.T, s *Scenario, out string, results []RunResult) []StepVerdict {
+	t.Helper()
+	sum, err := Summarize(s, out, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := Judge(s, sum, results, verdict.Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vs
 }
 
 // many are n operations one after the other, each taking d.
