@@ -29,6 +29,7 @@ import (
 	"github.com/gait-dev/gait/internal/limp"
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/suite"
+	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/testbed"
 	"github.com/vishvananda/netns"
 )
@@ -367,6 +368,19 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 		}
 		if got := rate(); !strings.Contains(got, "rate 100Mbit") {
 			t.Errorf("h0's link after clear: tc says %q", got)
+		}
+		// A process's output is read through its host, on its machine,
+		// as hdfs's NNThroughputBenchmark reads its stats.
+		mh := h1.Member("h1")
+		p, err := mh.Start("say", []string{"sh", "-c", "echo out; echo err >&2"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); !p.Exited() && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if out, log, err := systems.Output(mh, p); err != nil || out != "out\n" || log != "err\n" {
+			t.Errorf("output of a process on a remote host: %q, %q, %v; want \"out\\n\", \"err\\n\"", out, log, err)
 		}
 		if m.Err() != nil {
 			t.Errorf("machine lost: %v", m.Err())
