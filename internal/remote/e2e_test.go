@@ -30,6 +30,7 @@ import (
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/suite"
 	"github.com/gait-dev/gait/internal/systems"
+	"github.com/gait-dev/gait/internal/systems/hdfs"
 	"github.com/gait-dev/gait/internal/testbed"
 	"github.com/vishvananda/netns"
 )
@@ -523,6 +524,48 @@ workload: {op: create, keys: 30, value_size: 1MiB, clients: 2, duration: 15s, ti
 inject:
   - {fault: nic, target: h1, factors: [100], at: 0s}
 `, "datanode", 1.5)
+	})
+
+	t.Run("NNThroughputBenchmark on a remote host", func(t *testing.T) {
+		if os.Getenv("GAIT_MANY") != "hdfs" {
+			t.Skip("set GAIT_MANY=hdfs to run Hadoop's NNThroughputBenchmark against a NameNode on m2, a DataNode on m3 (three JVMs)")
+		}
+		d := hdfs.New()
+		if err := d.Check(); err != nil {
+			t.Skip(err)
+		}
+		var ms []*Machine
+		for _, m := range f.machines[1:] {
+			c, err := Connect(ctx, m, f.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ms = append(ms, c)
+		}
+		sp, err := SpreadHosts(ctx, ms, 2, SpreadOptions{StateDir: filepath.Join(f.dir, "control-state")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sp.Close()
+		d.Conf = maps.Clone(hdfs.NNBenchConf)
+		c, err := d.Start(ctx, sp.Members(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Stop()
+		// The benchmark runs on the NameNode's host, on m2; its stats
+		// are in its log there, read through that host.
+		bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer cancel()
+		r, err := c.(*hdfs.Cluster).NNBench(bctx, "-op", "create", "-threads", "4", "-files", "1000", "-close")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("NNThroughputBenchmark create on m2's NameNode: %d ops in %v, %.0f ops/s, mean %v a thread", r.Ops, r.Elapsed, r.OpsPerSec, r.AvgTime)
+		if r.Ops != 1000 {
+			t.Errorf("%d operations, want 1000", r.Ops)
+		}
 	})
 
 	t.Run("three times what one machine holds", func(t *testing.T) {
