@@ -693,11 +693,15 @@ workload: {op: put, keys: 100, value_size: 1KiB, clients: 2, duration: 60s}
 			for sc.Scan() && !strings.Contains(sc.Text(), "running closed loop") {
 			}
 			go io.Copy(io.Discard, stderr)
-			for i := range f.machines {
-				if len(f.scan(t, i, nil)) == 0 {
-					t.Fatalf("%s: %s holds nothing of a running spanning cluster", how, f.machines[i].Name)
+			var held []string
+			for i, m := range f.machines {
+				left := f.scan(t, i, nil)
+				if len(left) == 0 {
+					t.Fatalf("%s: %s holds nothing of a running spanning cluster", how, m.Name)
 				}
+				held = append(held, fmt.Sprintf("%s %d", m.Name, len(left)))
 			}
+			t.Logf("%s: while the run runs, the scans see %s things", how, strings.Join(held, ", "))
 			begin := time.Now()
 			switch how {
 			case "SIGINT":
@@ -714,9 +718,11 @@ workload: {op: put, keys: 100, value_size: 1KiB, clients: 2, duration: 60s}
 			if how == "agent killed" {
 				// The run fails for its lost machine; what that agent
 				// made stays until gait clean --inventory.
-				if left := f.scan(t, 1, nil); len(left) == 0 {
+				left := f.scan(t, 1, nil)
+				if len(left) == 0 {
 					t.Errorf("a killed agent left nothing on m2: the check proves nothing")
 				}
+				t.Logf("agent killed: m2 keeps %d things until gait clean --inventory: %q", len(left), left)
 				if out, err := f.gait("clean").CombinedOutput(); err != nil {
 					t.Errorf("gait clean --inventory: %v: %s", err, out)
 				}
