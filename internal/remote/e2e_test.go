@@ -134,7 +134,13 @@ func upFleet(t *testing.T) *fleet {
 	// sshd reads authorized_keys as the user: the directory must be
 	// readable by all.
 	os.Chmod(dir, 0o755)
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	// GAIT_E2E_KEEP keeps the runs' output directories (their reports)
+	// for a look after the test.
+	if os.Getenv("GAIT_E2E_KEEP") == "" {
+		t.Cleanup(func() { os.RemoveAll(dir) })
+	} else {
+		t.Logf("GAIT_E2E_KEEP: the test's directory %s stays", dir)
+	}
 	run := func(name string, args ...string) {
 		t.Helper()
 		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
