@@ -408,15 +408,7 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 	})
 
 	t.Run("a testbed spanning machines", func(t *testing.T) {
-		var ms []*Machine
-		for _, m := range f.machines {
-			c, err := Connect(ctx, m, f.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			ms = append(ms, c)
-		}
+		ms := f.connect(t, f.machines)
 		sp, err := SpreadHosts(ctx, ms, 3, SpreadOptions{StateDir: filepath.Join(f.dir, "control-state")})
 		if err != nil {
 			t.Fatal(err)
@@ -540,15 +532,7 @@ inject:
 		if err := d.Check(); err != nil {
 			t.Skip(err)
 		}
-		var ms []*Machine
-		for _, m := range f.machines[1:] {
-			c, err := Connect(ctx, m, f.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			ms = append(ms, c)
-		}
+		ms := f.connect(t, f.machines[1:])
 		sp, err := SpreadHosts(ctx, ms, 2, SpreadOptions{StateDir: filepath.Join(f.dir, "control-state")})
 		if err != nil {
 			t.Fatal(err)
@@ -1049,6 +1033,21 @@ func (f *fleet) gaitOn(ms []inventory.Machine, args ...string) *exec.Cmd {
 	os.WriteFile(inv, []byte(b.String()), 0o644)
 	args = append(args, "--inventory", inv, "--known-hosts", f.opts.KnownHosts[0], "--ssh-config", "none", "--agent-timeout", f.opts.AgentTimeout.String())
 	return exec.Command(f.opts.Binary, args...)
+}
+
+// connect connects to each of machines; t.Cleanup closes the connections.
+func (f *fleet) connect(t *testing.T, machines []inventory.Machine) []*Machine {
+	t.Helper()
+	var ms []*Machine
+	for _, m := range machines {
+		c, err := Connect(context.Background(), m, f.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		ms = append(ms, c)
+	}
+	return ms
 }
 
 // runSpanning runs a scenario of nodes hosts with gait run --inventory
