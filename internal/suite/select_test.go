@@ -92,6 +92,13 @@ func TestQuick(t *testing.T) {
 	if ss[0].Repeat != 2 || len(ss[0].Inject[0].Factors) != 3 {
 		t.Errorf("--repeat 2: repeat %d, factors %v", ss[0].Repeat, ss[0].Inject[0].Factors)
 	}
+	ss, err = Load([]string{f}, Selection{Warmup: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ss[0].Warmup != 5*time.Second || !strings.Contains(string(ss[0].Source), "warmup: 5s") {
+		t.Errorf("--warmup 5s: warmup %v, source:\n%s", ss[0].Warmup, ss[0].Source)
+	}
 }
 
 // Every scenario is checked before anything runs, and every mistake is
