@@ -13,7 +13,7 @@ import (
 // their own, not through msgpack. msgpack's reflection-driven codec, at
 // every entry's six fields (AppendedAt a time.Time extension), was 10 % of
 // gait's agents' CPU in SET at 8 clients, the decoder on the followers two
-// thirds of it (pprof of the three agents, docs/results/replica-group-cost.md).
+// thirds of it (pprof of the three agents, docs/results/replica-cpu-per-set.md).
 // The other RPCs, rare, stay msgpack.
 //
 // A request is rpcGaitAppendEntries, a uvarint length and that many bytes:
