@@ -75,6 +75,10 @@ type Options struct {
 	// Avoid are subnets the run must not take: its testbeds' on other
 	// machines, when it spans them.
 	Avoid []netip.Prefix
+	// Cgroup is the CPU cgroup, relative to the controller's root, below
+	// which the hosts' cgroups go; empty means DefaultCgroup. A machine
+	// whose gait must stay within a cgroup of its own names one there.
+	Cgroup string
 	// Log hears what Close waits for, when that takes over a second;
 	// nil means nowhere.
 	Log io.Writer
@@ -89,11 +93,12 @@ type Testbed struct {
 	Dir       string
 	Hosts     []*Host
 
-	log       io.Writer
-	mu        sync.Mutex // guards st
-	st        *state
-	closeOnce sync.Once
-	closeErr  error
+	cgroupParent string // Options.Cgroup
+	log          io.Writer
+	mu           sync.Mutex // guards st
+	st           *state
+	closeOnce    sync.Once
+	closeErr     error
 }
 
 // Host is one isolated host.
@@ -130,6 +135,12 @@ func Up(opts Options) (tb *Testbed, err error) {
 	}
 	if opts.Bandwidth < MinBandwidth || opts.Bandwidth > MaxBandwidth {
 		return nil, fmt.Errorf("bandwidth: %d bit/s is not between %d and %d", opts.Bandwidth, uint64(MinBandwidth), uint64(MaxBandwidth))
+	}
+	if opts.Cgroup == "" {
+		opts.Cgroup = DefaultCgroup
+	}
+	if !filepath.IsLocal(opts.Cgroup) || filepath.Clean(opts.Cgroup) != opts.Cgroup {
+		return nil, fmt.Errorf("cgroup %q: want a clean path below the cpu controller's root", opts.Cgroup)
 	}
 	if opts.StateDir == "" {
 		opts.StateDir = DefaultStateDir
@@ -198,12 +209,13 @@ func register(opts Options) (*Testbed, error) {
 		return nil, err
 	}
 	tb := &Testbed{
-		ID:        id,
-		Subnet:    subnet,
-		Gateway:   subnet.Addr().Next(),
-		Bandwidth: opts.Bandwidth,
-		log:       opts.Log,
-		st:        st,
+		ID:           id,
+		Subnet:       subnet,
+		Gateway:      subnet.Addr().Next(),
+		Bandwidth:    opts.Bandwidth,
+		cgroupParent: opts.Cgroup,
+		log:          opts.Log,
+		st:           st,
 	}
 	track(tb)
 	return tb, nil
@@ -362,11 +374,11 @@ func (h *Host) makeCgroup() error {
 	if ctl == nil {
 		return nil
 	}
-	path := filepath.Join(ctl.root, "gait", h.Namespace)
+	path := filepath.Join(ctl.root, h.tb.cgroupParent, h.Namespace)
 	if err := h.tb.record(func(s *state) { s.Cgroups = append(s.Cgroups, path) }); err != nil {
 		return err
 	}
-	dir, err := ctl.newCgroup(h.Namespace)
+	dir, err := ctl.newCgroup(h.tb.cgroupParent, h.Namespace)
 	if err != nil {
 		return fmt.Errorf("cgroup of %s: %w", h.Name, err)
 	}

@@ -465,7 +465,7 @@ func eventually(cond func() bool) bool {
 
 func TestBadOptions(t *testing.T) {
 	needRoot(t)
-	for _, o := range []Options{{Hosts: 0}, {Hosts: MaxHosts + 1}, {Hosts: 1, Bandwidth: 10}} {
+	for _, o := range []Options{{Hosts: 0}, {Hosts: MaxHosts + 1}, {Hosts: 1, Bandwidth: 10}, {Hosts: 1, Cgroup: "../x"}, {Hosts: 1, Cgroup: "/x"}} {
 		o.StateDir = t.TempDir()
 		if tb, err := Up(o); err == nil {
 			tb.Close()
@@ -589,6 +589,32 @@ func TestCPUThrottled(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("a process spinning at a tenth of a CPU was never throttled")
 		}
+	}
+}
+
+// TestCgroupParent: Options.Cgroup puts the hosts' CPU cgroups below a
+// cgroup of the caller's choosing (a machine's gait_cgroup), whose quota
+// then bounds them too; Close leaves the parent, which runs share.
+func TestCgroupParent(t *testing.T) {
+	ctl := cgroupcpu.Find()
+	if ctl == nil {
+		t.Skip("no cpu cgroup on this machine")
+	}
+	parent := fmt.Sprintf("gait-test-%d/hosts", os.Getpid())
+	t.Cleanup(func() {
+		syscall.Rmdir(filepath.Join(ctl.Root, parent))
+		syscall.Rmdir(filepath.Join(ctl.Root, filepath.Dir(parent)))
+	})
+	tb := up(t, Options{Hosts: 1, Dir: t.TempDir(), Cgroup: parent})
+	h := tb.Hosts[0]
+	if want := filepath.Join(ctl.Root, parent, h.Namespace); h.cgroup != want {
+		t.Errorf("host's cgroup %s, want %s", h.cgroup, want)
+	}
+	if err := tb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(h.cgroup); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after Close, the host's cgroup: %v", err)
 	}
 }
 
