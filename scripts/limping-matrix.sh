@@ -17,6 +17,8 @@
 #   env: GAIT (default bin/gait), SYSTEMS (default "gait-redis etcd"; also
 #        gait-zookeeper and zookeeper, whose nic rows are the Z3 and Z4 rows),
 #        REPEAT (repetitions of every run in place of each scenario's),
+#        WARMUP (unmeasured workload before each run, like 8s: JVM servers
+#        start cold in every run),
 #        LOCK (a file: each experiment runs under `flock LOCK`, so that on
 #        a shared machine no other measurement runs beside it and none
 #        waits longer than one experiment, about a minute)
@@ -58,7 +60,7 @@ for f in "${files[@]}"; do
 	(
 		if [[ -n ${LOCK:-} ]]; then flock 9; fi
 		echo "$(basename "$f" .yaml): load average before $(cut -d' ' -f1-3 /proc/loadavg)"
-		"$GAIT" bench "$f" --out "$out" ${REPEAT:+--repeat "$REPEAT"}
+		"$GAIT" bench "$f" --out "$out" ${REPEAT:+--repeat "$REPEAT"} ${WARMUP:+--warmup "$WARMUP"}
 		echo "$(basename "$f" .yaml): load average after $(cut -d' ' -f1-3 /proc/loadavg)"
 	) 9>>"${LOCK:-/dev/null}" >&2
 done

@@ -16,13 +16,18 @@
 #
 #   scripts/zoolander-zk.sh [--out out/zoolander-zk] [--requests 4000] [--rate 200]
 #                           [--only "fig10 fig12 fig13"] [--durability disk|replicated]
-#                           [--rounds K] [--reanalyze]
+#                           [--rounds K] [--warmup SECONDS] [--reanalyze]
 #
 # --rounds K starts every D's deployment at once and drives them in turn,
 # K rounds of requests/K each (OUT/EXP/dD/rK): whatever else the machine
 # does meanwhile falls on every D alike, where one deployment after another
 # gives each its own stretch of the machine's noise (7 JVMs at once for
 # fig10 and fig12; not for fig13).
+#
+# --warmup S (default 5) drives each deployment S seconds, closed loop with
+# 4 clients, before its first measured request (OUT/EXP/dD.warmup, not in the
+# report): every deployment starts cold JVMs, whose first seconds the
+# measured requests would otherwise pay for.
 #
 # It starts up to 12 ZooKeeper JVMs at once (fig13, D = 4): about 2.5 GiB.
 # With LOCK set to one or more files (space-separated), each figure's
@@ -41,6 +46,7 @@ only="fig10 fig12 fig13"
 reanalyze=false
 durability=disk
 rounds=1
+warmup=5
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--out) out=$2; shift 2 ;;
@@ -49,12 +55,13 @@ while [[ $# -gt 0 ]]; do
 	--only) only=$2; shift 2 ;;
 	--durability) durability=$2; shift 2 ;;
 	--rounds) rounds=$2; shift 2 ;;
+	--warmup) warmup=$2; shift 2 ;;
 	--reanalyze) reanalyze=true; shift ;;
 	*) echo "zoolander-zk: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
-[[ "$requests" =~ ^[1-9][0-9]*$ && "$rate" =~ ^[1-9][0-9]*$ && "$rounds" =~ ^[1-9][0-9]*$ ]] ||
-	{ echo "zoolander-zk: --requests, --rate and --rounds want positive integers" >&2; exit 2; }
+[[ "$requests" =~ ^[1-9][0-9]*$ && "$rate" =~ ^[1-9][0-9]*$ && "$rounds" =~ ^[1-9][0-9]*$ && "$warmup" =~ ^[0-9]+$ ]] ||
+	{ echo "zoolander-zk: --requests, --rate and --rounds want positive integers, --warmup a whole number of seconds" >&2; exit 2; }
 
 gait=${GAIT:-bin/gait}
 [[ -n ${GAIT:-} ]] || go build -o bin/gait ./cmd/gait
@@ -93,15 +100,30 @@ started() {
 	return 1
 }
 
+# mix EXPERIMENT: the experiment's operations.
+mix() { if [[ $1 == fig12 ]]; then echo get:100; else echo set:100; fi; }
+
+# addr EXPERIMENT D: the first agent of the deployment.
+addr() { awk '$1 == "zookeeper" { print $2; exit }' "$out/$1/d$2.addrs"; }
+
 # drive EXPERIMENT D N RUN: N requests at the first agent of the deployment, into RUN.
 drive() {
-	local exp=$1 d=$2 n=$3 run=$4 mix=set:100 addr
-	[[ $exp == fig12 ]] && mix=get:100
-	addr=$(awk '$1 == "zookeeper" { print $2; exit }' "$out/$exp/d$d.addrs")
+	local exp=$1 d=$2 n=$3 run=$4
 	echo "$exp D=$d: $run, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 	mkdir -p "$(dirname "$run")"
-	"$gait" load --system gait-zookeeper --addr "$addr" --mix "$mix" --keys 100 --value-size 1KiB \
+	"$gait" load --system gait-zookeeper --addr "$(addr "$exp" "$d")" --mix "$(mix "$exp")" --keys 100 --value-size 1KiB \
 		--rate "$rate/s" --poisson --requests "$n" --factor duplicates="$d" --out "$run" 2>>"$out/$exp/load.log"
+}
+
+# warm EXPERIMENT D: the deployment's JVMs compile their hot paths under
+# the same operations, unmeasured.
+warm() {
+	local exp=$1 d=$2
+	((warmup > 0)) || return 0
+	rm -rf "$out/$exp/d$d.warmup"
+	"$gait" load --system gait-zookeeper --addr "$(addr "$exp" "$d")" --mix "$(mix "$exp")" --keys 100 --value-size 1KiB \
+		--clients 4 --duration "${warmup}s" --out "$out/$exp/d$d.warmup" >/dev/null 2>>"$out/$exp/load.log" ||
+		echo "zoolander-zk: $exp D=$d: the warm-up failed (see $out/$exp/load.log); measuring cold" >&2
 }
 
 # finish EXPERIMENT D: keeps the load average and the clients' agent's
@@ -130,6 +152,7 @@ measure() {
 			start "$exp" "$d"
 			if started "$exp" "$d"; then
 				sleep 2 # the agents exchange their first status reports
+				warm "$exp" "$d"
 				drive "$exp" "$d" "$requests" "$out/$exp/d$d"
 				finish "$exp" "$d"
 			else
@@ -142,6 +165,7 @@ measure() {
 	local up=()
 	for d in "${ds[@]}"; do started "$exp" "$d" && up+=("$d"); done
 	sleep 2
+	for d in "${up[@]}"; do warm "$exp" "$d"; done
 	for k in $(seq "$rounds"); do
 		for d in "${up[@]}"; do drive "$exp" "$d" $((requests / rounds)) "$out/$exp/d$d/r$k"; done
 	done

@@ -501,7 +501,7 @@ func (lr *liveRun) measure(ctx context.Context, res RunResult) (rundir.Summary, 
 	out, err := load.Measure(ctx, load.Measurement{
 		Spec: lr.s.Workload.Spec, Dial: lr.dialer(), PreloadDial: lr.preloadDialer(res.Roles), Ops: lr.s.sys.Ops, Write: lr.s.sys.Write,
 		Dir: res.Dir, Run: lr.rundirConfig(res.Roles), Record: lr.workloadRecord(),
-		MaxThroughput: lr.maxSeen, Around: around, Log: func(format string, args ...any) { lr.logf("  "+format, args...) },
+		MaxThroughput: lr.maxSeen, Warmup: lr.s.Warmup, Around: around, Log: func(format string, args ...any) { lr.logf("  "+format, args...) },
 		Probes:   []load.Probe{lr.metricsProbe(), newProcProbe(lr.tb).sample, sched.probe},
 		Progress: lr.progress(),
 	})
@@ -545,6 +545,9 @@ func (lr *liveRun) workloadRecord() map[string]any {
 	w := map[string]any{"connect": lr.s.Workload.Connect, "bandwidth_bps": lr.s.Bandwidth, "data": lr.s.Data}
 	if len(lr.s.Config) > 0 {
 		w["config"] = lr.s.Config
+	}
+	if lr.s.Warmup > 0 {
+		w["warmup_seconds"] = lr.s.Warmup.Seconds()
 	}
 	if d := lr.s.Disk; d != nil {
 		w["disk_bandwidth"], w["disk_latency"] = d.Bandwidth, d.Latency.Seconds()

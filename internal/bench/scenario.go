@@ -55,6 +55,12 @@ type Scenario struct {
 	Workload Workload
 	Inject   []Fault
 	Repeat   int
+	// Warmup is how long the workload runs, unmeasured and without any
+	// fault, after the cluster is up and before each run's measurement:
+	// a JVM system (ZooKeeper, HDFS) starts cold in every run and
+	// compiles its hot paths during the first seconds, so a short step
+	// measures its warming up as much as the fault.
+	Warmup time.Duration
 	// Paper is the Limplock paper's Table 1 row this experiment reproduces,
 	// if any, so a suite report can set gait's verdicts beside the paper's.
 	Paper *PaperRow
@@ -179,7 +185,7 @@ func Parse(file string, src []byte) (*Scenario, error) {
 	}
 	top, err := d.mapping(root.Content[0], "",
 		"name", "description", "system", "nodes", "bandwidth", "disk", "data", "storage", "config", "workload", "inject", "repeat",
-		"paper", "quick", "expect", "study", "min_requests")
+		"warmup", "paper", "quick", "expect", "study", "min_requests")
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +262,8 @@ func (s *Scenario) parseTop(top object) error {
 	if s.Repeat > maxRepeat {
 		return top.errorf(top.values["repeat"], "repeat", "%d: at most %d repetitions", s.Repeat, maxRepeat)
 	}
-	return nil
+	s.Warmup, err = parsed(top, "warmup", 0, nonNegativeDuration)
+	return err
 }
 
 func (s *Scenario) parseWorkload(top object) error {

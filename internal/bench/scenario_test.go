@@ -64,6 +64,7 @@ inject:
   - {fault: disk, target: follower, factors: [2.5, 10], at: 2s, for: 5s}
   - {fault: crash, target: h4, at: 1s, for: 3s}
 repeat: 2
+warmup: 5s
 `
 	s, err := Parse("v.yaml", []byte(src))
 	if err != nil {
@@ -73,8 +74,8 @@ repeat: 2
 	if w.Rate.Share != 0.5 || !w.Poisson || w.Clients != 0 || w.Requests != 5000 || w.Duration != 0 || w.Connect != "all" {
 		t.Errorf("workload: %+v", w)
 	}
-	if s.Bandwidth != 1e9 || s.Disk == nil || s.Disk.Bandwidth != 40e6 || s.Disk.Latency != time.Millisecond {
-		t.Errorf("bandwidth %d, disk %+v", s.Bandwidth, s.Disk)
+	if s.Bandwidth != 1e9 || s.Disk == nil || s.Disk.Bandwidth != 40e6 || s.Disk.Latency != time.Millisecond || s.Warmup != 5*time.Second {
+		t.Errorf("bandwidth %d, disk %+v, warmup %v", s.Bandwidth, s.Disk, s.Warmup)
 	}
 	runs := s.Runs()
 	var dirs []string
@@ -226,6 +227,8 @@ func TestMalformed(t *testing.T) {
 			"f.yaml:7: nodes: given twice"},
 		{"repeat zero", with(7, "repeat: 0"),
 			`f.yaml:7: repeat: "0" is not a whole number of at least 1`},
+		{"bad warmup", with(7, "warmup: soon"),
+			`f.yaml:7: warmup: "soon" is not a duration`},
 		{"unknown system", with(2, "system: nosuchdb"),
 			`f.yaml:2: system: unknown system "nosuchdb" (known: ` + strings.Join(systems.Names(), ", ") + ")"},
 		{"no system", with(2, "description: x"),
@@ -551,13 +554,13 @@ func TestNeeds(t *testing.T) {
 // a run across an inventory may start it.
 func TestMoreNodesThanOneMachine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "big.yaml")
-	os.WriteFile(path, []byte("name: big\nsystem: etcd\nnodes: 300\nworkload: {op: put, duration: 1s}\n"), 0o644)
+	os.WriteFile(path, []byte("name: big\nsystem: etcd\nnodes: 1200\nworkload: {op: put, duration: 1s}\n"), 0o644)
 	s, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = Run(context.Background(), s, Options{Out: filepath.Join(t.TempDir(), "out")})
-	if err == nil || !strings.Contains(err.Error(), "nodes: 300 is more than one machine's testbed holds (200 hosts); gait run --inventory") {
+	if err == nil || !strings.Contains(err.Error(), "nodes: 1200 is more than one machine's testbed holds (1000 hosts); gait run --inventory") {
 		t.Errorf("got %v", err)
 	}
 }

@@ -25,7 +25,7 @@ type benchFlags struct {
 func newBenchCmd() *cobra.Command {
 	f := benchFlags{verdict: verdict.Defaults(), end: ending{verb: "bench"}}
 	cmd := &cobra.Command{
-		Use:   "bench [SCENARIO.yaml|DIR ...] [--quick] [--only PATTERN] [--repeat N] [--out DIR] [--format text|json] [--html FILE]",
+		Use:   "bench [SCENARIO.yaml|DIR ...] [--quick] [--only PATTERN] [--repeat N] [--warmup D] [--out DIR] [--format text|json] [--html FILE]",
 		Short: "Run the limpware experiment library and judge operation, node and cluster limplock",
 		Long: `Run a suite of limpware experiments (default: ` + suite.DefaultDir + `, the Limplock
 paper's Table 1 on ZooKeeper, etcd, Redis and gait-redis), each as 'gait run'
@@ -61,6 +61,7 @@ SSH and passwordless sudo there, not root here (docs/many-machines.md).`,
 	fl.BoolVar(&f.sel.Quick, "quick", false, "the representative subset (scenarios with quick: true), shortened")
 	fl.StringVar(&f.sel.Only, "only", "", "only the experiments whose name matches this shell pattern, like 'zk-*'")
 	fl.IntVar(&f.sel.Repeat, "repeat", 0, "repetitions of every run, in place of each scenario's repeat:")
+	fl.DurationVar(&f.sel.Warmup, "warmup", 0, "unmeasured workload before each run's measurement, in place of each scenario's warmup: (JVM servers start cold)")
 	fl.StringVar(&f.out, "out", filepath.Join("runs", "bench"), "suite output directory; finished experiments in it are kept and skipped")
 	fl.StringVar(&f.stateDir, "state-dir", "", "testbed state directory (default "+testbed.DefaultStateDir+")")
 	fl.Float64Var(&f.verdict.Slow, "slow", f.verdict.Slow, "a group of operations is slow over this many times its baseline mean latency")

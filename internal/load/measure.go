@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/gait-dev/gait/internal/rundir"
 )
@@ -32,9 +33,14 @@ type Measurement struct {
 	// MaxThroughput is the maximum an earlier calibration of the same
 	// workload found; 0 calibrates now if the rate is a share of it.
 	MaxThroughput float64
-	Probes        []Probe
-	Progress      func(Progress)
-	Log           func(format string, args ...any) // phase lines; nil discards them
+	// Warmup, when above 0, drives the workload this long, closed loop and
+	// unrecorded, before the measured run (after any preload and
+	// calibration): a JVM server starts cold and compiles its hot paths
+	// in its first seconds, which a short run would otherwise measure.
+	Warmup   time.Duration
+	Probes   []Probe
+	Progress func(Progress)
+	Log      func(format string, args ...any) // phase lines; nil discards them
 	// Around, if set, is called just before the first request (a fault
 	// schedule starts there); the function it returns is called right after
 	// the last one, and what that returns is kept in run.json.
@@ -96,6 +102,11 @@ func Measure(ctx context.Context, m Measurement) (Measured, error) {
 		}
 		rate = s.Rate.Share * out.MaxThroughput
 		logf("maximum throughput %s, so %s is %s", FormatRate(out.MaxThroughput), s.Rate, FormatRate(rate))
+	}
+	if m.Warmup > 0 {
+		if err := warmUp(ctx, s, dial, m.Warmup, logf); err != nil {
+			return out, err
+		}
 	}
 	cfg := s.Config(rate)
 	cfg.Probes, cfg.Progress = m.Probes, m.Progress
@@ -249,4 +260,17 @@ func (c Config) Planned() string {
 		return fmt.Sprintf("%d requests", c.Requests)
 	}
 	return c.Duration.String()
+}
+
+// warmUp drives the workload for d with the spec's clients (an open loop's
+// default number of them), and logs the rate it reached.
+func warmUp(ctx context.Context, s Spec, dial Dialer, d time.Duration, logf func(string, ...any)) error {
+	clients := orDefault(s.Clients, DefaultClients)
+	logf("warming up: %v closed loop with %d clients, not measured", d, clients)
+	rate, err := Calibrate(ctx, s.Workload(), dial, clients, d, s.Seed)
+	if err != nil {
+		return fmt.Errorf("warm-up of %v before the measured run: %w", d, err)
+	}
+	logf("warmed up at %s", FormatRate(rate))
+	return nil
 }

@@ -36,6 +36,8 @@ type Selection struct {
 	Quick bool
 	// Repeat, when above 0, replaces every scenario's repeat:.
 	Repeat int
+	// Warmup, when above 0, replaces every scenario's warmup:.
+	Warmup time.Duration
 }
 
 // Quick runs keep at most this much workload and the smallest and largest
@@ -81,6 +83,9 @@ func Load(files []string, sel Selection) ([]*bench.Scenario, error) {
 	if sel.Repeat < 0 {
 		return nil, fmt.Errorf("--repeat %d: want a number of repetitions of at least 1", sel.Repeat)
 	}
+	if sel.Warmup < 0 {
+		return nil, fmt.Errorf("--warmup %v: want a duration of at least 0", sel.Warmup)
+	}
 	var all []*bench.Scenario
 	var errs []error
 	byName := map[string]string{}
@@ -120,10 +125,10 @@ func Load(files []string, sel Selection) ([]*bench.Scenario, error) {
 	return out, nil
 }
 
-// adjust rewrites a scenario's text for --quick and --repeat and reads it
-// again, so the scenario.yaml kept with its results is what ran.
+// adjust rewrites a scenario's text for --quick, --repeat and --warmup and
+// reads it again, so the scenario.yaml kept with its results is what ran.
 func adjust(s *bench.Scenario, sel Selection) (*bench.Scenario, error) {
-	if !sel.Quick && sel.Repeat == 0 {
+	if !sel.Quick && sel.Repeat == 0 && sel.Warmup == 0 {
 		return s, nil
 	}
 	var doc yaml.Node
@@ -136,6 +141,9 @@ func adjust(s *bench.Scenario, sel Selection) (*bench.Scenario, error) {
 	}
 	if sel.Repeat > 0 {
 		set(top, "repeat", strconv.Itoa(sel.Repeat))
+	}
+	if sel.Warmup > 0 {
+		set(top, "warmup", sel.Warmup.String())
 	}
 	src, err := yaml.Marshal(&doc)
 	if err != nil {

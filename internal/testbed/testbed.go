@@ -30,8 +30,10 @@ import (
 // DefaultBandwidth is the baseline link of the Limplock paper, 100 Mbit/s.
 const DefaultBandwidth = 100_000_000
 
-// MaxHosts bounds a run's hosts: one /24 holds the bridge and them.
-const MaxHosts = 200
+// MaxHosts bounds a run's hosts: a Linux bridge takes at most 1024
+// ports. The run's subnet grows with its hosts, from a /24 (up to 253)
+// to a /22 (up to 1021): see subnetBits.
+const MaxHosts = 1000
 
 // ErrNotRoot is returned by everything that creates hosts without root.
 var ErrNotRoot = errors.New("this command needs root (network namespaces, tc, FUSE)")
@@ -194,7 +196,7 @@ func register(opts Options) (*Testbed, error) {
 	if err != nil {
 		return nil, err
 	}
-	subnet, err := freeSubnet(states, opts.Avoid)
+	subnet, err := freeSubnet(states, opts.Avoid, subnetBits(opts.Hosts))
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +290,7 @@ func (tb *Testbed) makeBridge() (netlink.Link, error) {
 	if err := tb.record(func(s *state) { s.Bridge = name }); err != nil {
 		return nil, err
 	}
-	return newBridge(name, netip.PrefixFrom(tb.Gateway, 24))
+	return newBridge(name, netip.PrefixFrom(tb.Gateway, tb.Subnet.Bits()))
 }
 
 func (tb *Testbed) makeHost(i int, br netlink.Link, opts Options) (*Host, error) {
@@ -318,7 +320,7 @@ func (tb *Testbed) makeHost(i int, br netlink.Link, opts Options) (*Host, error)
 		return nil, err
 	}
 	h.ns = ns
-	if err := wireHost(br, h.Link, ns, netip.PrefixFrom(addr, 24)); err != nil {
+	if err := wireHost(br, h.Link, ns, netip.PrefixFrom(addr, tb.Subnet.Bits())); err != nil {
 		return h, err
 	}
 	if err := h.SetBandwidth(opts.Bandwidth); err != nil {
