@@ -7,27 +7,43 @@
 #
 #   sudo scripts/hdfs-scale.sh SCENARIO OUT
 #   env: GAIT (gait binary, default bin/gait)
-#        TIMING=1: hold /tmp/gait-bench.lock too (the start-up time is a
-#        timing figure: no other heavy run or benchmark beside it)
+#        MINFREE (MiB, default 1536): stop the run (SIGINT to gait) if
+#        the machine's available memory falls below it, so a count too
+#        large for the machine ends as "memory" rather than in the OOM
+#        killer, which may pick anyone's process
 #
-# It holds /tmp/gait-mem.lock for the whole run (a hundred JVMs are more
-# than 4 GiB) and prints one line of figures at the end.
+# It takes no lock itself: on a shared machine run it under the
+# machine's lock (a hundred JVMs are more than 4 GiB). Every 5 s it
+# notes the available memory and the load average, whose fourth field
+# counts the machine's threads, in OUT.mem; it prints the figures at
+# the end.
 set -euo pipefail
 GAIT=${GAIT:-bin/gait}
+MINFREE=${MINFREE:-1536}
 scenario=$1 out=$2
-exec 9>/tmp/gait-mem.lock
-flock 9
-if [[ ${TIMING:-0} == 1 ]]; then
-	exec 8>/tmp/gait-bench.lock
-	flock 8
-fi
 echo "start $(date -u +%T) load $(cut -d' ' -f1-3 /proc/loadavg)"
 free -g | sed 's/^/free: /'
 mkdir -p "$(dirname "$out")"
 log=$out.log
 "$GAIT" run "$scenario" --out "$out" --format json >"$out.json" 2>"$log" &
 gait=$!
-trap 'kill -INT $gait 2>/dev/null; wait $gait' INT TERM
+watch() { # OUT.mem every 5 s; SIGINT to gait below MINFREE
+	local avail
+	while kill -0 $gait 2>/dev/null; do
+		avail=$(awk '/^MemAvailable:/ {print int($2 / 1024)}' /proc/meminfo)
+		echo "$(date -u +%T) available ${avail} MiB load $(cut -d' ' -f1-4 /proc/loadavg)" >>"$out.mem"
+		if ((avail < MINFREE)); then
+			echo "$(date -u +%T) available ${avail} MiB < ${MINFREE} MiB: stopping the run" | tee -a "$out.mem" >&2
+			kill -INT $gait
+			return
+		fi
+		sleep 5
+	done
+}
+watch &
+watcher=$!
+trap 'kill -INT $gait 2>/dev/null; wait $gait; kill $watcher 2>/dev/null' INT TERM
+trap 'kill $watcher 2>/dev/null' EXIT
 until grep -q "cluster ready in" "$log" 2>/dev/null; do
 	kill -0 $gait 2>/dev/null || { tail -30 "$log"; exit 1; }
 	sleep 2

@@ -154,7 +154,7 @@ func serve(t *testing.T, timeout time.Duration) (c *client, root, run string, do
 	if err := c.call("disk", up.Run, "h1", Number{N: 10}, nil); err == nil || !strings.Contains(err.Error(), "not on limpfs") {
 		t.Errorf("disk on a host without limpfs: %v", err)
 	}
-	if left := Leftovers(root, os.Getpid(), []string{up.Run}); len(left) == 0 {
+	if left := Leftovers(root, "", os.Getpid(), []string{up.Run}); len(left) == 0 {
 		t.Fatal("the leftover scan sees nothing of a live testbed")
 	}
 	return c, root, up.Run, served
@@ -180,7 +180,7 @@ func TestCloseRemovesAll(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the agent did not stop after its input closed")
 	}
-	if left := Leftovers(root, os.Getpid(), []string{run}); len(left) > 0 {
+	if left := Leftovers(root, "", os.Getpid(), []string{run}); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
 	}
 }
@@ -200,7 +200,7 @@ func TestHeartbeatTimeout(t *testing.T) {
 		t.Fatal("the agent did not time out")
 	}
 	t.Logf("down %.1fs after the last request", time.Since(start).Seconds())
-	if left := Leftovers(root, os.Getpid(), []string{run}); len(left) > 0 {
+	if left := Leftovers(root, "", os.Getpid(), []string{run}); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
 	}
 	c.in.Close()

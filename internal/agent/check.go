@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/gait-dev/gait/internal/cgroupcpu"
+	"github.com/gait-dev/gait/internal/testbed"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
@@ -146,9 +148,10 @@ var runLink = regexp.MustCompile(`^g([0-9a-f]{5})-`)
 // Leftovers lists what gait left on this machine under root, one line a
 // thing: state files of runs, mounts under root, processes running from
 // or in root (except the agent itself, self), scratch files, and the
-// links, network namespaces and cgroups of the runs the state files name
-// and of runs (ids made by the agent). An empty list is a clean machine.
-func Leftovers(root string, self int, runs []string) []string {
+// links, network namespaces and cgroups (under the CPU cgroup cgroup,
+// gait_cgroup) of the runs the state files name and of runs (ids made by
+// the agent). An empty list is a clean machine.
+func Leftovers(root, cgroup string, self int, runs []string) []string {
 	var out []string
 	ids := map[string]bool{}
 	for _, id := range runs {
@@ -174,7 +177,7 @@ func Leftovers(root string, self int, runs []string) []string {
 			out = append(out, "network namespace "+filepath.Base(n))
 		}
 		if c := cgroupcpu.Find(); c != nil {
-			cgs, _ := filepath.Glob(filepath.Join(c.Root, "gait", "g"+id+"-*"))
+			cgs, _ := filepath.Glob(filepath.Join(c.Root, cmp.Or(cgroup, testbed.DefaultCgroup), "g"+id+"-*"))
 			for _, g := range cgs {
 				out = append(out, "cgroup "+g)
 			}

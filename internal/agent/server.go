@@ -26,6 +26,10 @@ type Options struct {
 	// Root is gait_root: the binary, state (Root/state), scratch
 	// directories (Root/tmp) and mounts of the agent live under it.
 	Root string
+	// Cgroup is gait_cgroup: the CPU cgroup, relative to the
+	// controller's root, below which the hosts' cgroups go; empty means
+	// testbed.DefaultCgroup.
+	Cgroup string
 	// Timeout: when no frame arrives for this long, the agent takes the
 	// control node for gone; 0 means DefaultTimeout.
 	Timeout time.Duration
@@ -207,7 +211,7 @@ func (s *server) scan() ScanResult {
 	s.mu.Lock()
 	ids := append([]string(nil), s.made...)
 	s.mu.Unlock()
-	return ScanResult{Leftovers: Leftovers(s.opts.Root, os.Getpid(), ids)}
+	return ScanResult{Leftovers: Leftovers(s.opts.Root, s.opts.Cgroup, os.Getpid(), ids)}
 }
 
 // handle serves one request.
@@ -378,7 +382,7 @@ func (s *server) up(a UpArgs) (UpResult, error) {
 		avoid = append(avoid, p)
 	}
 	tb, err := testbed.Up(testbed.Options{Hosts: a.Hosts, Bandwidth: a.Bandwidth, Disk: a.Disk,
-		DiskBandwidth: a.DiskBandwidth, DiskLatency: a.DiskLatency, Emulate: a.Emulate, Dir: dir, StateDir: StateDir(s.opts.Root), Avoid: avoid})
+		DiskBandwidth: a.DiskBandwidth, DiskLatency: a.DiskLatency, Emulate: a.Emulate, Dir: dir, StateDir: StateDir(s.opts.Root), Avoid: avoid, Cgroup: s.opts.Cgroup})
 	if err != nil {
 		return UpResult{}, errors.Join(err, os.RemoveAll(dir))
 	}

@@ -204,7 +204,7 @@ func cleanInventory(ctx context.Context, w io.Writer, f machineFlags) error {
 
 func newAgentCmd() *cobra.Command {
 	var stdio bool
-	var root string
+	var root, cgroup string
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:    "agent --stdio --root DIR",
@@ -226,7 +226,7 @@ func newAgentCmd() *cobra.Command {
 			// agent as a closed connection does.
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
-			err := agent.Serve(ctx, os.Stdin, os.Stdout, agent.Options{Root: root, Timeout: timeout, Log: os.Stderr})
+			err := agent.Serve(ctx, os.Stdin, os.Stdout, agent.Options{Root: root, Cgroup: cgroup, Timeout: timeout, Log: os.Stderr})
 			if errors.Is(err, context.Canceled) {
 				return nil
 			}
@@ -235,6 +235,7 @@ func newAgentCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&stdio, "stdio", false, "requests on stdin, responses on stdout")
 	cmd.Flags().StringVar(&root, "root", inventory.DefaultRoot, "gait_root: where the agent keeps its state and scratch files")
+	cmd.Flags().StringVar(&cgroup, "cgroup", testbed.DefaultCgroup, "gait_cgroup: the CPU cgroup, below the controller's root, under which the hosts' cgroups go")
 	cmd.Flags().DurationVar(&timeout, "timeout", agent.DefaultTimeout, "remove everything and exit after this long without a heartbeat")
 	return cmd
 }

@@ -1,7 +1,7 @@
 // Package inventory reads the machines gait may use: gait's own YAML list,
 // or an Ansible inventory (INI or YAML) as it is, with the variables
 // ansible_host, ansible_user, ansible_port and ansible_ssh_private_key_file,
-// plus gait's own gait_root. It only parses and checks; reaching the
+// plus gait's own gait_root and gait_cgroup. It only parses and checks; reaching the
 // machines is package remote's.
 package inventory
 
@@ -34,6 +34,9 @@ type Machine struct {
 	Port int    // 0: ~/.ssh/config's, else 22
 	Key  string // a private key file; empty: ~/.ssh/config's and the ssh-agent's
 	Root string // gait_root: the agent's directory on the machine
+	// Cgroup is gait_cgroup: the CPU cgroup (relative to the controller's
+	// root) below which the agent makes its hosts' cgroups; empty: "gait".
+	Cgroup string
 	// Line is where the machine is named in its file (1-based), for
 	// errors found later, such as in preflight.
 	Line int
@@ -113,6 +116,8 @@ var (
 	// rootPath is a plain absolute path, safe inside a shell command
 	// without quoting surprises.
 	rootPath = regexp.MustCompile(`^/[A-Za-z0-9_./+-]{0,255}$`)
+	// cgroupPath is gait_cgroup's: a path below the controller's root.
+	cgroupPath = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_./+-]{0,255}$`)
 )
 
 func (m *Machine) check(file string) error {
@@ -139,6 +144,9 @@ func (m *Machine) check(file string) error {
 	if !rootPath.MatchString(m.Root) || path.Clean(m.Root) != m.Root || m.Root == "/" {
 		return bad("gait_root %s must be a clean absolute path other than / of letters, digits and _./+-", quote(m.Root))
 	}
+	if m.Cgroup != "" && (!cgroupPath.MatchString(m.Cgroup) || path.Clean(m.Cgroup) != m.Cgroup || strings.Contains("/"+m.Cgroup+"/", "/../")) {
+		return bad("gait_cgroup %s must be a clean relative path (below the cpu controller's root) of letters, digits and _./+-", quote(m.Cgroup))
+	}
 	return nil
 }
 
@@ -158,7 +166,7 @@ type vars map[string]string
 // an error.
 func machine(file string, line int, name string, v vars) (Machine, error) {
 	m := Machine{Name: name, Line: line, Addr: v["ansible_host"], User: v["ansible_user"],
-		Key: v["ansible_ssh_private_key_file"], Root: v["gait_root"]}
+		Key: v["ansible_ssh_private_key_file"], Root: v["gait_root"], Cgroup: v["gait_cgroup"]}
 	if p, ok := v["ansible_port"]; ok {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 || n > 65535 {

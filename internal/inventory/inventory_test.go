@@ -41,8 +41,8 @@ func TestGaitList(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Machine{
-		{Name: "m1", Addr: "198.19.255.1", User: "gait", Port: 22, Key: "/root/.ssh/id_ed25519", Root: "/var/lib/gait/m1", Line: 2},
-		{Name: "198.19.255.2", Addr: "198.19.255.2", Root: DefaultRoot, Line: 8},
+		{Name: "m1", Addr: "198.19.255.1", User: "gait", Port: 22, Key: "/root/.ssh/id_ed25519", Root: "/var/lib/gait/m1", Cgroup: "machines/m1", Line: 2},
+		{Name: "198.19.255.2", Addr: "198.19.255.2", Root: DefaultRoot, Line: 9},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("\n got %+v\nwant %+v", got, want)
@@ -56,6 +56,8 @@ func TestBad(t *testing.T) {
 		{"empty", "", "names no machine"},
 		{"port", "[a]\nm1 ansible_port=http\n", "x:2: machine \"m1\": ansible_port \"http\" is not a port number"},
 		{"root", "[a]\nm1 gait_root=relative/dir\n", "x:2: machine \"m1\": gait_root \"relative/dir\" must be a clean absolute path"},
+		{"cgroup up", "[a]\nm1 gait_cgroup=gait/../..\n", "x:2: machine \"m1\": gait_cgroup \"gait/../..\" must be a clean relative path"},
+		{"cgroup absolute", "[a]\nm1 gait_cgroup=/sys/fs/cgroup/cpu\n", "gait_cgroup \"/sys/fs/cgroup/cpu\" must be"},
 		{"root shell", "[a]\nm1 gait_root='/x;rm -rf /'\n", "gait_root \"/x;rm -rf /\""},
 		{"user", "- address: h\n  user: \"a b\"\n", "x:1: machine \"h\": user \"a b\" is not a user name"},
 		{"address", "- address: \"-oProxyCommand=x\"\n", "address \"-oProxyCommand=x\" is not a host name"},

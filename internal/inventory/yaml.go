@@ -49,6 +49,7 @@ type gaitMachine struct {
 	Port    int    `yaml:"port"`
 	Key     string `yaml:"key"`
 	Root    string `yaml:"root"`
+	Cgroup  string `yaml:"cgroup"`
 }
 
 func gaitList(file string, seq *yaml.Node) ([]Machine, error) {
@@ -62,7 +63,7 @@ func gaitList(file string, seq *yaml.Node) ([]Machine, error) {
 	seen := map[string]int{}
 	for _, n := range seq.Content {
 		if n.Kind == yaml.MappingNode {
-			if err := knownKeys(file, n, "name", "address", "user", "port", "key", "root"); err != nil {
+			if err := knownKeys(file, n, "name", "address", "user", "port", "key", "root", "cgroup"); err != nil {
 				return nil, err
 			}
 		}
@@ -80,7 +81,7 @@ func gaitList(file string, seq *yaml.Node) ([]Machine, error) {
 		if gm.Port < 0 || gm.Port > 65535 {
 			return nil, &Error{File: file, Line: n.Line, Msg: fmt.Sprintf("machine %s: port %d is not between 1 and 65535", quote(gm.Name), gm.Port)}
 		}
-		out = append(out, Machine{Name: gm.Name, Addr: gm.Address, User: gm.User, Port: gm.Port, Key: gm.Key, Root: gm.Root, Line: n.Line})
+		out = append(out, Machine{Name: gm.Name, Addr: gm.Address, User: gm.User, Port: gm.Port, Key: gm.Key, Root: gm.Root, Cgroup: gm.Cgroup, Line: n.Line})
 	}
 	return out, nil
 }

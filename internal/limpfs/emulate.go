@@ -61,12 +61,16 @@ type emulator struct {
 	// the stream went through it).
 	sums *tardis.SumIndex
 	late *late // literal ranges to look at again (late.go)
+	log  *metaLog
 	// openFlags is what opening a regular file answers: direct I/O
 	// unless the mount uses the write-back cache (Options.WriteBack).
 	openFlags uint32
 
 	openMu sync.Mutex
 	open   map[uint64]*emuNode // the nodes whose contents are loaded, by inode number
+	// unsyncedLit are the inode numbers of closed files whose tree
+	// file took literal bytes (or a punch) since its last fdatasync.
+	unsyncedLit map[uint64]bool
 }
 
 // opened is the node of inode ino if its contents are loaded.
@@ -87,6 +91,23 @@ func (em *emulator) setOpened(ino uint64, n *emuNode) {
 	}
 }
 
+// litUnsynced says whether the closed file ino's tree file took literal
+// bytes since its last fdatasync, and forgets it; setLitUnsynced notes it
+// at the last close.
+func (em *emulator) litUnsynced(ino uint64) bool {
+	em.openMu.Lock()
+	defer em.openMu.Unlock()
+	u := em.unsyncedLit[ino]
+	delete(em.unsyncedLit, ino)
+	return u
+}
+
+func (em *emulator) setLitUnsynced(ino uint64) {
+	em.openMu.Lock()
+	defer em.openMu.Unlock()
+	em.unsyncedLit[ino] = true
+}
+
 // contents is an open regular file.
 type contents struct {
 	f    *os.File // the tree file, read-write
@@ -99,7 +120,11 @@ type contents struct {
 	treeSize int64
 	dirty    bool // data differs from the metadata file
 	unsynced bool // the metadata file was written without fsync
-	fed      bool // synthetic bytes were written since the last commit
+	// litUnsynced: the tree file took literal bytes (or a punch) since
+	// its last fdatasync; an fsync that finds it unset syncs only the
+	// metadata log (metalog.go), which records the size.
+	litUnsynced bool
+	fed         bool // synthetic bytes were written since the last commit
 	// recheck: file ranges written as literal bytes since the last
 	// commit, looked at again at the commit (see recognise), at most
 	// recheckMax bytes.
@@ -310,7 +335,7 @@ func (n *emuNode) load(p string) (*contents, error) {
 		f.Close()
 		return nil, fmt.Errorf("open %s: %w", p, err)
 	}
-	c := &contents{f: f, id: id, size: st.Size, treeSize: st.Size}
+	c := &contents{f: f, id: id, size: st.Size, treeSize: st.Size, litUnsynced: n.em.litUnsynced(id.ino)}
 	c.data.Sums = n.em.sums
 	if ok && len(exts) > 0 {
 		c.data.SetExtents(exts, exts[len(exts)-1].End())
@@ -334,6 +359,9 @@ func (n *emuNode) release() error {
 	if _, st, serr := identify(int(n.c.f.Fd())); serr == nil && st.Nlink == 0 && err == nil {
 		err = removeMeta(n.em.store, n.c.id.ino, false)
 	}
+	if n.c.litUnsynced {
+		n.em.setLitUnsynced(n.c.id.ino)
+	}
 	if cerr := n.c.f.Close(); err == nil {
 		err = cerr
 	}
@@ -343,7 +371,9 @@ func (n *emuNode) release() error {
 }
 
 // commit writes the metadata if it changed; with sync, makes the literal
-// bytes, the size and the metadata durable. n.mu is held.
+// bytes, the size and the metadata durable: the tree file's literal
+// bytes by its fdatasync (if it took any since the last), the size and
+// extents by the metadata log's. n.mu is held.
 func (n *emuNode) commit(sync bool) error {
 	c := n.c
 	if c.treeSize < c.size {
@@ -352,10 +382,11 @@ func (n *emuNode) commit(sync bool) error {
 		}
 		c.treeSize = c.size
 	}
-	if sync {
+	if sync && c.litUnsynced {
 		if err := unix.Fdatasync(int(c.f.Fd())); err != nil {
 			return fmt.Errorf("fsync %s: %w", c.f.Name(), err)
 		}
+		c.litUnsynced = false
 	}
 	if !c.dirty && !(sync && c.unsynced) && len(c.late) == 0 {
 		return nil
@@ -389,7 +420,7 @@ func (n *emuNode) commit(sync bool) error {
 		// as they may have been fsynced.
 		sync = sync || old
 		if wrote = c.dirty || len(punch) > 0 || (sync && c.unsynced); wrote {
-			err = writeMeta(n.em.store, c.id, c.data.Extents(), c.data.Size(), sync)
+			err = n.em.writeMeta(c.id, c.data.Extents(), c.data.Size(), sync)
 		}
 	}
 	if err != nil {
@@ -419,6 +450,15 @@ func (n *emuNode) commit(sync bool) error {
 		}
 	}
 	return nil
+}
+
+// writeMeta commits a file's metadata: its meta/ file, and a record in
+// the metadata log, durably with sync.
+func (em *emulator) writeMeta(id identity, exts []tardis.FileExtent, size int64, sync bool) error {
+	if err := writeMeta(em.store, id, exts, size, false); err != nil {
+		return err
+	}
+	return em.log.record(id, exts, size, sync)
 }
 
 // blockSize is the block of the store's file system that punching
@@ -575,6 +615,7 @@ func (n *emuNode) write(p []byte, off int64) error {
 		}
 		c.size = max(c.size, e.End())
 		c.treeSize = max(c.treeSize, e.End())
+		c.litUnsynced = true
 	}
 	c.dirty = true
 	c.size = max(c.size, off+int64(len(p))) // the tree file follows at the commit
@@ -781,7 +822,7 @@ func (h *emuFile) Allocate(ctx context.Context, off uint64, size uint64, mode ui
 	case unix.FALLOC_FL_PUNCH_HOLE | unix.FALLOC_FL_KEEP_SIZE:
 		if err = unix.Fallocate(int(c.f.Fd()), mode, int64(off), int64(size)); err == nil {
 			c.data.Punch(int64(off), int64(size))
-			c.dirty = true
+			c.dirty, c.litUnsynced = true, true
 		}
 	default:
 		return syscall.EOPNOTSUPP

@@ -70,6 +70,7 @@ type FS struct {
 	dev        *device
 	lock       *os.File // an emulating mount's store lock
 	late       *late    // an emulating mount's literal ranges to look at again
+	log        *metaLog // an emulating mount's metadata log
 }
 
 // Mount makes mountpoint show backing's files through the emulated
@@ -106,6 +107,10 @@ func MountStore(store, mountpoint string, opts Options) (*FS, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := replayLog(store); err != nil {
+		lock.Close()
+		return nil, err
+	}
 	tree := filepath.Join(store, storeTree)
 	lroot, err := fs.NewLoopbackRoot(tree)
 	if err != nil {
@@ -113,7 +118,8 @@ func MountStore(store, mountpoint string, opts Options) (*FS, error) {
 		return nil, fmt.Errorf("mount emulating limpfs on %s: %w", mountpoint, err)
 	}
 	sums := tardis.NewSumIndex(0)
-	em := &emulator{dev: dev, store: store, report: opts.Report, sums: sums, late: newLate(sums), open: map[uint64]*emuNode{}}
+	em := &emulator{dev: dev, store: store, report: opts.Report, sums: sums, late: newLate(sums),
+		log: &metaLog{store: store}, open: map[uint64]*emuNode{}, unsyncedLit: map[uint64]bool{}}
 	root := &emuNode{LoopbackNode: lroot.(*fs.LoopbackNode), em: em}
 	caps := uint64(fuse.CAP_DIRECT_IO_ALLOW_MMAP)
 	if opts.WriteBack {
@@ -130,7 +136,7 @@ func MountStore(store, mountpoint string, opts Options) (*FS, error) {
 		lock.Close()
 		return nil, err
 	}
-	f.lock, f.late = lock, em.late
+	f.lock, f.late, f.log = lock, em.late, em.log
 	return f, nil
 }
 
@@ -241,6 +247,12 @@ func (f *FS) Unmount() error {
 		}
 	}
 	f.server.Wait()
+	if f.log != nil {
+		if err := f.log.close(); err != nil {
+			f.lock.Close()
+			return fmt.Errorf("unmount %s: %w", f.Mountpoint, err)
+		}
+	}
 	if f.lock != nil {
 		f.lock.Close()
 	}

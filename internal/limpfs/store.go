@@ -29,6 +29,8 @@ import (
 //	STORE/meta/INO     the synthetic extents of the tree file with inode
 //	                   number INO (see metaHeader)
 //	STORE/lock         flock'ed by the process serving the store
+//	STORE/log          the metadata log, from a mount's first fsync to
+//	                   its unmount (metalog.go)
 //
 // Keying metadata by inode number makes renames and hard links free and
 // keeps it right across them; a number reused after a delete is told
@@ -187,38 +189,54 @@ func readMeta(store string, id identity) (exts []tardis.FileExtent, ok bool, err
 	if err != nil {
 		return nil, false, fmt.Errorf("read metadata: %w", err)
 	}
+	m, err := decodeMeta(path, b)
+	if err != nil {
+		return nil, false, err
+	}
+	if m.id.ino != id.ino {
+		return nil, false, &CorruptError{Path: path, Offset: int64(len(metaMagic)), What: fmt.Sprintf("names inode %d, but the file is named for %d", m.id.ino, id.ino)}
+	}
+	if m.id.btime != id.btime {
+		return nil, false, nil // an earlier file's, whose inode number was reused
+	}
+	return m.exts, true, nil
+}
+
+// meta is one file's metadata as encodeMeta wrote it.
+type meta struct {
+	id   identity
+	exts []tardis.FileExtent
+	size int64
+}
+
+// decodeMeta reads what encodeMeta wrote; path names where b is from in
+// the error.
+func decodeMeta(path string, b []byte) (meta, error) {
 	bad := func(off int, what string, args ...any) error {
 		return &CorruptError{Path: path, Offset: int64(off), What: fmt.Sprintf(what, args...)}
 	}
 	if len(b) < metaHeaderSize {
-		return nil, false, bad(len(b), "%d bytes, shorter than the %d-byte header", len(b), metaHeaderSize)
+		return meta{}, bad(len(b), "%d bytes, shorter than the %d-byte header", len(b), metaHeaderSize)
 	}
 	if !bytes.Equal(b[:len(metaMagic)], metaMagic) {
-		return nil, false, bad(0, "starts %q, not %q", clipped(b[:len(metaMagic)]), metaMagic)
+		return meta{}, bad(0, "starts %q, not %q", clipped(b[:len(metaMagic)]), metaMagic)
 	}
 	h := b[len(metaMagic):]
-	ino := binary.LittleEndian.Uint64(h)
-	btime := int64(binary.LittleEndian.Uint64(h[8:]))
+	id := identity{ino: binary.LittleEndian.Uint64(h), btime: int64(binary.LittleEndian.Uint64(h[8:]))}
 	n := binary.LittleEndian.Uint64(h[16:])
 	sum := binary.LittleEndian.Uint32(h[24:])
-	if ino != id.ino {
-		return nil, false, bad(len(metaMagic), "names inode %d, but the file is named for %d", ino, id.ino)
-	}
-	if btime != id.btime {
-		return nil, false, nil // an earlier file's, whose inode number was reused
-	}
 	payload := b[metaHeaderSize:]
 	if uint64(len(payload)) != n {
-		return nil, false, bad(len(b), "the header says %d payload bytes, the file has %d", n, len(payload))
+		return meta{}, bad(len(b), "the header says %d payload bytes, the file has %d", n, len(payload))
 	}
 	if got := crc32.Checksum(payload, castagnoli); got != sum {
-		return nil, false, bad(metaHeaderSize, "checksum %08x of the payload, the header says %08x", got, sum)
+		return meta{}, bad(metaHeaderSize, "checksum %08x of the payload, the header says %08x", got, sum)
 	}
-	exts, _, rest, err := tardis.UnmarshalExtents(payload)
+	exts, size, rest, err := tardis.UnmarshalExtents(payload)
 	if err != nil {
-		return nil, false, bad(metaHeaderSize+len(payload)-len(rest), "%v", err)
+		return meta{}, bad(metaHeaderSize+len(payload)-len(rest), "%v", err)
 	}
-	return exts, true, nil
+	return meta{id: id, exts: exts, size: size}, nil
 }
 
 // writeMeta replaces the metadata of id atomically (a temporary file
@@ -281,8 +299,8 @@ type StoreStats struct {
 	// LogicalBytes is the sum of the files' sizes: what the mount shows.
 	LogicalBytes int64 `json:"logical_bytes"`
 	// PhysicalBytes is what they take on the store's file system: the
-	// blocks of the tree files (literal bytes) and the metadata files'
-	// sizes.
+	// blocks of the tree files (literal bytes), the metadata files'
+	// sizes and the metadata log's blocks.
 	PhysicalBytes int64 `json:"physical_bytes"`
 	// Ratio is LogicalBytes / PhysicalBytes (0 for an empty store).
 	Ratio float64 `json:"ratio"`
@@ -298,19 +316,7 @@ func ReadStoreStats(dir string) (StoreStats, error) {
 	}
 	var s StoreStats
 	seen := map[uint64]bool{}
-	err = filepath.WalkDir(filepath.Join(store, storeTree), func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		id, st, err := identify(int(f.Fd()))
-		if err != nil {
-			return fmt.Errorf("stat %s: %w", path, err)
-		}
+	err = walkTree(store, os.O_RDONLY, func(path string, f *os.File, id identity, st syscall.Stat_t) error {
 		if seen[id.ino] { // a hard link
 			return nil
 		}
@@ -332,8 +338,32 @@ func ReadStoreStats(dir string) (StoreStats, error) {
 	if err != nil {
 		return StoreStats{}, fmt.Errorf("store %s: %w", dir, err)
 	}
+	var st syscall.Stat_t
+	if syscall.Stat(filepath.Join(store, storeLog), &st) == nil {
+		s.PhysicalBytes += st.Blocks * 512 // a mount's metadata log, while it has one
+	}
 	if s.PhysicalBytes > 0 {
 		s.Ratio = float64(s.LogicalBytes) / float64(s.PhysicalBytes)
 	}
 	return s, nil
+}
+
+// walkTree calls fn for every regular file of the store's tree, opened
+// with flag.
+func walkTree(store string, flag int, fn func(path string, f *os.File, id identity, st syscall.Stat_t) error) error {
+	return filepath.WalkDir(filepath.Join(store, storeTree), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		f, err := os.OpenFile(path, flag, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		id, st, err := identify(int(f.Fd()))
+		if err != nil {
+			return fmt.Errorf("stat %s: %w", path, err)
+		}
+		return fn(path, f, id, st)
+	})
 }

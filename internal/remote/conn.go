@@ -233,6 +233,9 @@ func (m *Machine) startAgent(bin string, timeout time.Duration) error {
 	m.stderr = &lastLines{agent.Tail{Max: 2048}}
 	s.Stderr = m.stderr
 	cmd := fmt.Sprintf("sudo -n %s agent --stdio --root %s --timeout %s", bin, m.Root, timeout)
+	if m.Cgroup != "" {
+		cmd += " --cgroup " + m.Cgroup
+	}
 	if err := s.Start(cmd); err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}

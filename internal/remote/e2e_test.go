@@ -23,11 +23,14 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/agent"
+	"github.com/gait-dev/gait/internal/cgroupcpu"
 	"github.com/gait-dev/gait/internal/gaitbin"
 	"github.com/gait-dev/gait/internal/inventory"
 	"github.com/gait-dev/gait/internal/limp"
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/suite"
+	"github.com/gait-dev/gait/internal/systems"
+	"github.com/gait-dev/gait/internal/systems/hdfs"
 	"github.com/gait-dev/gait/internal/testbed"
 	"github.com/vishvananda/netns"
 )
@@ -131,7 +134,13 @@ func upFleet(t *testing.T) *fleet {
 	// sshd reads authorized_keys as the user: the directory must be
 	// readable by all.
 	os.Chmod(dir, 0o755)
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	// GAIT_E2E_KEEP keeps the runs' output directories (their reports)
+	// for a look after the test.
+	if os.Getenv("GAIT_E2E_KEEP") == "" {
+		t.Cleanup(func() { os.RemoveAll(dir) })
+	} else {
+		t.Logf("GAIT_E2E_KEEP: the test's directory %s stays", dir)
+	}
 	run := func(name string, args ...string) {
 		t.Helper()
 		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
@@ -227,7 +236,7 @@ LogLevel VERBOSE
 func (f *fleet) scan(t *testing.T, i int, runs []string) []string {
 	var left []string
 	f.tb.Hosts[i].Do(func() error {
-		left = agent.Leftovers(f.machines[i].Root, 0, runs)
+		left = agent.Leftovers(f.machines[i].Root, f.machines[i].Cgroup, 0, runs)
 		return nil
 	})
 	return left
@@ -367,6 +376,19 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 		if got := rate(); !strings.Contains(got, "rate 100Mbit") {
 			t.Errorf("h0's link after clear: tc says %q", got)
 		}
+		// A process's output is read through its host, on its machine,
+		// as hdfs's NNThroughputBenchmark reads its stats.
+		mh := h1.Member("h1")
+		p, err := mh.Start("say", []string{"sh", "-c", "echo out; echo err >&2"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); !p.Exited() && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if out, log, err := systems.Output(mh, p); err != nil || out != "out\n" || log != "err\n" {
+			t.Errorf("output of a process on a remote host: %q, %q, %v; want \"out\\n\", \"err\\n\"", out, log, err)
+		}
 		if m.Err() != nil {
 			t.Errorf("machine lost: %v", m.Err())
 		}
@@ -386,15 +408,7 @@ pwsudo   ansible_host=%s ansible_user=%s ansible_ssh_private_key_file=%s gait_ro
 	})
 
 	t.Run("a testbed spanning machines", func(t *testing.T) {
-		var ms []*Machine
-		for _, m := range f.machines {
-			c, err := Connect(ctx, m, f.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			ms = append(ms, c)
-		}
+		ms := f.connect(t, f.machines)
 		sp, err := SpreadHosts(ctx, ms, 3, SpreadOptions{StateDir: filepath.Join(f.dir, "control-state")})
 		if err != nil {
 			t.Fatal(err)
@@ -510,9 +524,43 @@ inject:
 `, "datanode", 1.5)
 	})
 
+	t.Run("NNThroughputBenchmark on a remote host", func(t *testing.T) {
+		if os.Getenv("GAIT_MANY") != "hdfs" {
+			t.Skip("set GAIT_MANY=hdfs to run Hadoop's NNThroughputBenchmark against a NameNode on m2, a DataNode on m3 (three JVMs)")
+		}
+		d := hdfs.New()
+		if err := d.Check(); err != nil {
+			t.Skip(err)
+		}
+		ms := f.connect(t, f.machines[1:])
+		sp, err := SpreadHosts(ctx, ms, 2, SpreadOptions{StateDir: filepath.Join(f.dir, "control-state")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sp.Close()
+		d.Conf = maps.Clone(hdfs.NNBenchConf)
+		c, err := d.Start(ctx, sp.Members(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Stop()
+		// The benchmark runs on the NameNode's host, on m2; its stats
+		// are in its log there, read through that host.
+		bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer cancel()
+		r, err := c.(*hdfs.Cluster).NNBench(bctx, "-op", "create", "-threads", "4", "-files", "1000", "-close")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("NNThroughputBenchmark create on m2's NameNode: %d ops in %v, %.0f ops/s, mean %v a thread", r.Ops, r.Elapsed, r.OpsPerSec, r.AvgTime)
+		if r.Ops != 1000 {
+			t.Errorf("%d operations, want 1000", r.Ops)
+		}
+	})
+
 	t.Run("three times what one machine holds", func(t *testing.T) {
 		if os.Getenv("GAIT_MANY") != "hold" {
-			t.Skip("set GAIT_MANY=hold (and GAIT_HOLD_SYSTEM hdfs or etcd, GAIT_HOLD_MEM, GAIT_HOLD_HOSTS) to bound each machine's memory and run GAIT_HOLD_HOSTS hosts on one machine, 3x that on one machine (which must fail), and 3x over the three (HDFS is heavy: JVMs)")
+			t.Skip("set GAIT_MANY=hold (and GAIT_HOLD_SYSTEM hdfs or etcd, GAIT_HOLD_MEM, GAIT_HOLD_CPU, GAIT_HOLD_HOSTS) to bound each machine's memory and CPU and run GAIT_HOLD_HOSTS hosts on one machine, 3x that on one machine (which must fail), and 3x over the three (HDFS is heavy: JVMs)")
 		}
 		limit, err := load.ParseSize(cmp.Or(os.Getenv("GAIT_HOLD_MEM"), "1GiB"))
 		if err != nil {
@@ -536,7 +584,11 @@ workload: {op: put, keys: 100, value_size: 1KiB, clients: 4, duration: 5s}
 		if !ok {
 			t.Fatalf("GAIT_HOLD_SYSTEM %q: want hdfs or etcd", system)
 		}
-		cgroups := f.limitMachines(t, limit)
+		cpus, err := strconv.ParseFloat(cmp.Or(os.Getenv("GAIT_HOLD_CPU"), "0"), 64)
+		if err != nil || cpus < 0 {
+			t.Fatalf("GAIT_HOLD_CPU %q: want a number of CPUs for each machine (0: no CPU limit)", os.Getenv("GAIT_HOLD_CPU"))
+		}
+		cgroups := f.limitMachines(t, limit, cpus)
 		// The most one machine holds: GAIT_HOLD_HOSTS hosts, then one
 		// more at a time, until a run fails; its OOM kills must show
 		// that memory is what failed it.
@@ -553,7 +605,7 @@ workload: {op: put, keys: 100, value_size: 1KiB, clients: 4, duration: 5s}
 				if err != nil {
 					how = "failed: " + err.Error()
 				}
-				t.Logf("%d hosts on m1 (limit %s): %s; %s", k, load.FormatSize(limit), how, use)
+				t.Logf("%d hosts on m1 (limits %s, %g CPUs): %s; %s", k, load.FormatSize(limit), cpus, how, use)
 				if err == nil && use.oomKills == 0 {
 					held = k
 					continue
@@ -595,7 +647,7 @@ workload: {op: put, keys: 100, value_size: 1KiB, clients: 4, duration: 5s}
 			runSpanning(t, f, f.machines, fmt.Sprintf("%s-hold-3-%d", system, 3*held), 3*held, body, "", 0)
 			for i, c := range cgroups {
 				use := readUse(c, before[i])
-				t.Logf("%s, one of 3 machines holding %d hosts (limit %s): %s", f.machines[i].Name, 3*held, load.FormatSize(limit), use)
+				t.Logf("%s, one of 3 machines holding %d hosts (limits %s, %g CPUs): %s", f.machines[i].Name, 3*held, load.FormatSize(limit), cpus, use)
 				if use.oomKills > 0 {
 					t.Errorf("%s: %d processes killed for memory", f.machines[i].Name, use.oomKills)
 				}
@@ -631,11 +683,15 @@ workload: {op: put, keys: 100, value_size: 1KiB, clients: 2, duration: 60s}
 			for sc.Scan() && !strings.Contains(sc.Text(), "running closed loop") {
 			}
 			go io.Copy(io.Discard, stderr)
-			for i := range f.machines {
-				if len(f.scan(t, i, nil)) == 0 {
-					t.Fatalf("%s: %s holds nothing of a running spanning cluster", how, f.machines[i].Name)
+			var held []string
+			for i, m := range f.machines {
+				left := f.scan(t, i, nil)
+				if len(left) == 0 {
+					t.Fatalf("%s: %s holds nothing of a running spanning cluster", how, m.Name)
 				}
+				held = append(held, fmt.Sprintf("%s %d", m.Name, len(left)))
 			}
+			t.Logf("%s: while the run runs, the scans see %s things", how, strings.Join(held, ", "))
 			begin := time.Now()
 			switch how {
 			case "SIGINT":
@@ -652,9 +708,11 @@ workload: {op: put, keys: 100, value_size: 1KiB, clients: 2, duration: 60s}
 			if how == "agent killed" {
 				// The run fails for its lost machine; what that agent
 				// made stays until gait clean --inventory.
-				if left := f.scan(t, 1, nil); len(left) == 0 {
+				left := f.scan(t, 1, nil)
+				if len(left) == 0 {
 					t.Errorf("a killed agent left nothing on m2: the check proves nothing")
 				}
+				t.Logf("agent killed: m2 keeps %d things until gait clean --inventory: %q", len(left), left)
 				if out, err := f.gait("clean").CombinedOutput(); err != nil {
 					t.Errorf("gait clean --inventory: %v: %s", err, out)
 				}
@@ -728,27 +786,19 @@ workload: {op: put, keys: 100, value_size: 1KiB, clients: 2, duration: 60s}
 	t.Run("bench over the inventory", func(t *testing.T) {
 		switch os.Getenv("GAIT_MANY") {
 		case "":
-			t.Skip("set GAIT_MANY=1 to run the quick etcd experiments over the three machines, one machine lost on the way, or GAIT_MANY=quick for the whole quick suite over them and on this machine alone (minutes)")
+			t.Skip("set GAIT_MANY=1 to run the quick etcd experiments over the three machines, one machine lost on the way, or GAIT_MANY=quick for the whole quick suite over them and on this machine alone (minutes; GAIT_QUICK_ONE=rows.json takes the one-machine rows from a run of its own)")
 		case "quick":
 			begin := time.Now()
 			many, manyJSON := benchOverInventory(t, f, "*", false)
-			manyWall := time.Since(begin)
-			begin = time.Now()
-			out := filepath.Join(f.dir, "bench-one")
-			cmd := exec.Command(f.opts.Binary, "bench", "../../scenarios/limpbench", "--quick", "--out", out, "--format", "json")
-			var stdout strings.Builder
-			cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
-			if err := cmd.Run(); err != nil {
-				t.Fatalf("gait bench on one machine: %v", err)
-			}
-			one := stepsOf(t, stdout.String())
-			t.Logf("quick suite: %.0fs over the three machines, %.0fs on this machine alone (load average %s)", manyWall.Seconds(), time.Since(begin).Seconds(), loadAverage())
+			t.Logf("quick suite over the three machines: %.0fs (load average %s)", time.Since(begin).Seconds(), loadAverage())
+			oneJSON := quickOnOneMachine(t, f)
+			one := stepsOf(t, oneJSON)
 			if fmt.Sprint(one) != fmt.Sprint(many) {
 				t.Errorf("rows differ in form:\n three machines %v\n one machine    %v", many, one)
 			}
 			// Verdicts come from two runs on a busy machine: a row whose
 			// verdicts differ is reported, not failed.
-			oneV, manyV := verdictsOf(t, stdout.String()), verdictsOf(t, manyJSON)
+			oneV, manyV := verdictsOf(t, oneJSON), verdictsOf(t, manyJSON)
 			same := 0
 			for _, row := range slices.Sorted(maps.Keys(oneV)) {
 				if oneV[row] == manyV[row] {
@@ -804,83 +854,132 @@ workload: {op: put, keys: 100, value_size: 1KiB, clients: 2, duration: 60s}
 	})
 }
 
-// memoryCgroups is cgroup v1's memory hierarchy. There a host's move
-// into its CPU cgroup leaves it in its memory cgroup, so the agents'
-// hosts stay in their machine's; under v2 (one hierarchy) they would
-// leave it.
-const memoryCgroups = "/sys/fs/cgroup/memory"
+// The test's machines are bounded by cgroup v1 hierarchies, one each for
+// memory, cpu and cpuacct. v1 moves a process in one hierarchy without
+// moving it in the others: a host's move into its CPU cgroup leaves it
+// in its machine's memory and cpuacct cgroups, and the CPU cgroup itself
+// lies below the machine's (gait_cgroup). Under v2 (one hierarchy) the
+// hosts' cgroups would have to sit below a machine's that has no
+// processes of its own; this test bounds machines only under v1.
+const (
+	memoryCgroups  = "/sys/fs/cgroup/memory"
+	cpuCgroups     = "/sys/fs/cgroup/cpu"
+	cpuacctCgroups = "/sys/fs/cgroup/cpuacct"
+)
 
-// limitMachines gives each machine a memory cgroup of limit bytes and
-// moves its sshd in: every agent it starts and every process
-// an agent starts is bounded by it, as by a machine's memory. That is
-// what makes each of the three a machine of its own when they share
-// this one. t.Cleanup moves sshd back and removes the cgroups.
-func (f *fleet) limitMachines(t *testing.T, limit int64) []string {
+// machineCgroups are one test machine's cgroups in each hierarchy.
+type machineCgroups struct{ memory, cpu, cpuacct string }
+
+// limitMachines gives each machine a memory cgroup of limit bytes, a CPU
+// cgroup whose quota is cpus CPUs (none when cpus is 0) and a cpuacct
+// cgroup that counts its CPU time, and moves its sshd into them: every
+// agent it starts and every process an agent starts is bounded by them,
+// as by a machine's memory and cores. Each machine's gait_cgroup puts its
+// hosts' CPU cgroups below the machine's, so the machine's quota bounds
+// them too. That is what makes each of the three a machine of its own
+// when they share this one. t.Cleanup moves sshd back and removes the
+// cgroups.
+func (f *fleet) limitMachines(t *testing.T, limit int64, cpus float64) []machineCgroups {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(memoryCgroups, "memory.limit_in_bytes")); err != nil {
-		t.Skipf("no cgroup v1 memory controller at %s, which bounds a test machine's memory", memoryCgroups)
+	for _, h := range []string{filepath.Join(memoryCgroups, "memory.limit_in_bytes"), filepath.Join(cpuCgroups, "cpu.cfs_quota_us"), filepath.Join(cpuacctCgroups, "cpuacct.usage")} {
+		if _, err := os.Stat(h); err != nil {
+			t.Skipf("no cgroup v1 controller file %s, which bounds a test machine", h)
+		}
 	}
-	var dirs []string
+	var out []machineCgroups
 	for i, m := range f.machines {
-		dir := filepath.Join(memoryCgroups, fmt.Sprintf("gait-e2e-%d-%s", os.Getpid(), m.Name))
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			pid := strconv.Itoa(f.sshd[i].Pid())
-			os.WriteFile(filepath.Join(memoryCgroups, "cgroup.procs"), []byte(pid), 0o644)
-			deadline := time.Now().Add(10 * time.Second)
-			err := syscall.Rmdir(dir)
-			for err == syscall.EBUSY && time.Now().Before(deadline) {
-				time.Sleep(100 * time.Millisecond) // sessions on their way out
-				err = syscall.Rmdir(dir)
+		name := fmt.Sprintf("gait-e2e-%d-%s", os.Getpid(), m.Name)
+		cg := machineCgroups{filepath.Join(memoryCgroups, name), filepath.Join(cpuCgroups, name), filepath.Join(cpuacctCgroups, name)}
+		// Removed in reverse: sshd back to each root first, then the
+		// hosts' parent below the machine's CPU cgroup, then the
+		// machine's cgroups.
+		sshd := strconv.Itoa(f.sshd[i].Pid())
+		for _, root := range []string{memoryCgroups, cpuCgroups, cpuacctCgroups} {
+			dir := filepath.Join(root, name)
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
 			}
-			if err != nil {
-				t.Errorf("remove %s's memory cgroup: %v", m.Name, err)
+			t.Cleanup(func() {
+				os.WriteFile(filepath.Join(root, "cgroup.procs"), []byte(sshd), 0o644)
+				if root == cpuCgroups {
+					rmdirBusy(t, filepath.Join(dir, "gait"))
+				}
+				rmdirBusy(t, dir)
+			})
+		}
+		write := func(dir, file, value string) {
+			if err := os.WriteFile(filepath.Join(dir, file), []byte(value), 0o644); err != nil {
+				t.Fatal(err)
 			}
-		})
-		if err := os.WriteFile(filepath.Join(dir, "memory.limit_in_bytes"), []byte(strconv.FormatInt(limit, 10)), 0o644); err != nil {
-			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(f.sshd[i].Pid())), 0o644); err != nil {
-			t.Fatal(err)
+		write(cg.memory, "memory.limit_in_bytes", strconv.FormatInt(limit, 10))
+		if cpus > 0 {
+			write(cg.cpu, "cpu.cfs_period_us", "100000")
+			write(cg.cpu, "cpu.cfs_quota_us", strconv.Itoa(int(cpus*100000)))
 		}
-		dirs = append(dirs, dir)
+		for _, dir := range []string{cg.memory, cg.cpu, cg.cpuacct} {
+			write(dir, "cgroup.procs", sshd)
+		}
+		f.machines[i].Cgroup = name + "/gait"
+		t.Cleanup(func() { f.machines[i].Cgroup = "" })
+		out = append(out, cg)
 	}
-	return dirs
+	return out
 }
 
-// machineUse is what a machine's memory cgroup counted over a run: its
-// peak, how often it hit the limit (reclaiming page cache counts too),
-// and the processes its OOM killer ended.
-type machineUse struct{ peakMiB, failcnt, oomKills int64 }
+// rmdirBusy removes an emptied cgroup, waiting while the kernel still
+// calls it busy (sessions on their way out); a missing one is gone.
+func rmdirBusy(t *testing.T, dir string) {
+	deadline := time.Now().Add(10 * time.Second)
+	err := syscall.Rmdir(dir)
+	for err == syscall.EBUSY && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		err = syscall.Rmdir(dir)
+	}
+	if err != nil && err != syscall.ENOENT {
+		t.Errorf("remove cgroup %s: %v", dir, err)
+	}
+}
+
+// machineUse is what a machine's cgroups counted over a run: its memory
+// peak, how often it hit the memory limit (reclaiming page cache counts
+// too), the processes its OOM killer ended, the CPU time its processes
+// used and how long its CPU quota held them back.
+type machineUse struct {
+	peakMiB, failcnt, oomKills int64
+	cpu, throttled             time.Duration
+}
 
 func (u machineUse) String() string {
-	return fmt.Sprintf("peak %d MiB, failcnt %d, OOM kills %d", u.peakMiB, u.failcnt, u.oomKills)
+	return fmt.Sprintf("peak %d MiB, failcnt %d, OOM kills %d, CPU %.1fs, throttled %.1fs", u.peakMiB, u.failcnt, u.oomKills, u.cpu.Seconds(), u.throttled.Seconds())
 }
 
-// startUse begins a run's count: the peak and failcnt afresh, the OOM
-// kills so far (the kernel does not reset them).
-func startUse(dir string) machineUse {
-	os.WriteFile(filepath.Join(dir, "memory.max_usage_in_bytes"), []byte("0"), 0o644)
-	os.WriteFile(filepath.Join(dir, "memory.failcnt"), []byte("0"), 0o644)
-	return readUse(dir, machineUse{})
+// startUse begins a run's count: the peak and failcnt afresh, the
+// counters that the kernel does not reset as they are so far.
+func startUse(cg machineCgroups) machineUse {
+	os.WriteFile(filepath.Join(cg.memory, "memory.max_usage_in_bytes"), []byte("0"), 0o644)
+	os.WriteFile(filepath.Join(cg.memory, "memory.failcnt"), []byte("0"), 0o644)
+	return readUse(cg, machineUse{})
 }
 
 // readUse is the count since before.
-func readUse(dir string, before machineUse) machineUse {
+func readUse(cg machineCgroups, before machineUse) machineUse {
 	read := func(file string) int64 {
-		data, _ := os.ReadFile(filepath.Join(dir, file))
+		data, _ := os.ReadFile(file)
 		n, _ := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
 		return n
 	}
-	u := machineUse{peakMiB: read("memory.max_usage_in_bytes") >> 20, failcnt: read("memory.failcnt")}
-	data, _ := os.ReadFile(filepath.Join(dir, "memory.oom_control"))
+	u := machineUse{peakMiB: read(filepath.Join(cg.memory, "memory.max_usage_in_bytes")) >> 20, failcnt: read(filepath.Join(cg.memory, "memory.failcnt"))}
+	data, _ := os.ReadFile(filepath.Join(cg.memory, "memory.oom_control"))
 	for line := range strings.Lines(string(data)) {
 		if k, ok := strings.CutPrefix(strings.TrimSpace(line), "oom_kill "); ok {
 			n, _ := strconv.ParseInt(k, 10, 64)
 			u.oomKills = n - before.oomKills
 		}
+	}
+	u.cpu = time.Duration(read(filepath.Join(cg.cpuacct, "cpuacct.usage"))) - before.cpu
+	if th, err := (&cgroupcpu.Controller{Root: cpuCgroups}).Throttled(cg.cpu); err == nil {
+		u.throttled = th - before.throttled
 	}
 	return u
 }
@@ -929,11 +1028,26 @@ func (f *fleet) gaitOn(ms []inventory.Machine, args ...string) *exec.Cmd {
 	var b strings.Builder
 	b.WriteString("machines:\n")
 	for _, m := range ms {
-		fmt.Fprintf(&b, "  - {name: %s, address: %s, user: %s, key: %s, root: %s}\n", m.Name, m.Addr, m.User, m.Key, m.Root)
+		fmt.Fprintf(&b, "  - {name: %s, address: %s, user: %s, key: %s, root: %s, cgroup: %s}\n", m.Name, m.Addr, m.User, m.Key, m.Root, cmp.Or(m.Cgroup, testbed.DefaultCgroup))
 	}
 	os.WriteFile(inv, []byte(b.String()), 0o644)
 	args = append(args, "--inventory", inv, "--known-hosts", f.opts.KnownHosts[0], "--ssh-config", "none", "--agent-timeout", f.opts.AgentTimeout.String())
 	return exec.Command(f.opts.Binary, args...)
+}
+
+// connect connects to each of machines; t.Cleanup closes the connections.
+func (f *fleet) connect(t *testing.T, machines []inventory.Machine) []*Machine {
+	t.Helper()
+	var ms []*Machine
+	for _, m := range machines {
+		c, err := Connect(context.Background(), m, f.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		ms = append(ms, c)
+	}
+	return ms
 }
 
 // runSpanning runs a scenario of nodes hosts with gait run --inventory
@@ -1094,6 +1208,30 @@ func benchOverInventory(t *testing.T, f *fleet, only string, kill bool) (steps m
 
 // verdictsOf reads gait bench's JSON rows as experiment/step: the
 // verdicts that hold (OL, NL, CL, HB), "none" when none does.
+// quickOnOneMachine is the quick suite's JSON rows on this machine
+// alone: read from GAIT_QUICK_ONE (the stdout of `gait bench
+// scenarios/limpbench --quick --format json` of the same tree, run in a
+// hold of its own, since both halves together outlast one), or run here.
+func quickOnOneMachine(t *testing.T, f *fleet) string {
+	t.Helper()
+	if file := os.Getenv("GAIT_QUICK_ONE"); file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatalf("GAIT_QUICK_ONE: %v", err)
+		}
+		return string(data)
+	}
+	begin := time.Now()
+	cmd := exec.Command(f.opts.Binary, "bench", "../../scenarios/limpbench", "--quick", "--out", filepath.Join(f.dir, "bench-one"), "--format", "json")
+	var stdout strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("gait bench on one machine: %v", err)
+	}
+	t.Logf("quick suite on this machine alone: %.0fs (load average %s)", time.Since(begin).Seconds(), loadAverage())
+	return stdout.String()
+}
+
 func verdictsOf(t *testing.T, js string) map[string]string {
 	var rows []suite.Row
 	if err := json.Unmarshal([]byte(js), &rows); err != nil {

@@ -148,6 +148,10 @@ func (p *Proc) Restart() error {
 	return err
 }
 
+// LogFile is the process's standard error, a file on its machine, for
+// systems.Output (which reads it through the host).
+func (p *Proc) LogFile() string { return p.logPath }
+
 // ReadLog is the end of the process's standard error on its machine,
 // for systems.LogTail.
 func (p *Proc) ReadLog() (where, text string, err error) {

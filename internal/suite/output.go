@@ -137,10 +137,19 @@ func Table1Rows(results []Result) [][]string {
 		if r.Expect != nil {
 			expected = MarkText(r.Expect)
 		}
-		rows = append(rows, []string{row, r.Experiment, r.Fault + " on " + r.Target, units.Seconds(r.BaseMean),
+		rows = append(rows, []string{row, r.Experiment, r.Limpware(), units.Seconds(r.BaseMean),
 			units.Rate(r.BaseThroughput), verdict.CountText(got), paper, paperMatch, expected, verdict.Agreement(r.Expect, got)})
 	}
 	return rows
+}
+
+// Limpware names the experiment's faults and where: "nic on leader", or
+// "none" for an experiment that injects nothing.
+func (r Result) Limpware() string {
+	if r.Fault == "" {
+		return "none"
+	}
+	return r.Fault + " on " + r.Target
 }
 
 // Differences explains each experiment whose verdicts are not the paper's

@@ -105,8 +105,12 @@ func figure1(p *report.Page, results []Result) {
 // figures.
 func section(p *report.Page, r Result) error {
 	p.Heading(r.Experiment)
-	head := fmt.Sprintf("%s, %s on the %s (%s). Baseline: mean %s, %s requests/s. Results in %s.", r.System, r.Fault,
-		r.Target, r.File, units.Seconds(r.BaseMean), units.Sig(r.BaseThroughput), r.Dir)
+	where := "no limpware"
+	if r.Fault != "" {
+		where = r.Fault + " on the " + r.Target
+	}
+	head := fmt.Sprintf("%s, %s (%s). Baseline: mean %s, %s requests/s. Results in %s.", r.System, where,
+		r.File, units.Seconds(r.BaseMean), units.Sig(r.BaseThroughput), r.Dir)
 	if r.Paper != nil {
 		head += fmt.Sprintf(" The paper's row %s is marked %s; gait gives %s.", r.Paper.Row, MarkText(r.Paper.Marks), verdict.CountText(r.Got()))
 		if verdict.Agreement(r.Paper.Marks, r.Got()) != "yes" {

@@ -282,7 +282,17 @@ func finished(dir string, s *bench.Scenario, o verdict.Options) (Result, bool, e
 // experiment: the same text but for comments and the paper's differs:,
 // which explain a result, and quick:, which only selects it for --quick;
 // so a finished experiment's runs are kept when only those are edited.
-func SameExperiment(a, b []byte) bool {
+func SameExperiment(a, b []byte) bool { return sameBut(a, b, "quick") }
+
+// sameRuns says whether two scenario texts make the same runs but for how
+// many: as SameExperiment, and repeat: may differ too (a repetition runs
+// alike whatever the count), so a --repeat that differs from the one an
+// experiment ran with resumes from its finished runs.
+func sameRuns(a, b []byte) bool { return sameBut(a, b, "quick", "repeat") }
+
+// sameBut compares two scenario texts but for comments, the paper's
+// differs: and the top-level keys named.
+func sameBut(a, b []byte, keys ...string) bool {
 	if bytes.Equal(a, b) {
 		return true
 	}
@@ -291,7 +301,9 @@ func SameExperiment(a, b []byte) bool {
 		return false
 	}
 	for _, doc := range []map[string]any{x, y} {
-		delete(doc, "quick")
+		for _, k := range keys {
+			delete(doc, k)
+		}
 		if p, ok := doc["paper"].(map[string]any); ok {
 			delete(p, "differs")
 		}
@@ -300,9 +312,10 @@ func SameExperiment(a, b []byte) bool {
 }
 
 // clearUnfinished makes an interrupted experiment's directory ready to
-// run: one that bench made for the same experiment (SameExperiment) keeps
-// its finished runs, which the experiment resumes from (resume true), so a
-// long experiment can be run in pieces; one made for another is removed.
+// run: one that bench made for the same experiment (sameRuns: with
+// another repeat: too) keeps its finished runs, which the experiment
+// resumes from (resume true), so a long experiment can be run in pieces
+// and given more repetitions later; one made for another is removed.
 // Anything else in the way is not gait's to remove.
 func clearUnfinished(dir string, s *bench.Scenario) (resume bool, err error) {
 	entries, err := os.ReadDir(dir)
@@ -316,7 +329,7 @@ func clearUnfinished(dir string, s *bench.Scenario) (resume bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("experiment directory %s: exists and is not an experiment's results; move it away", dir)
 	}
-	if SameExperiment(had, s.Source) {
+	if sameRuns(had, s.Source) {
 		// The runs read it back: keep the text they will be judged by.
 		return true, atomicfile.WriteBytes(filepath.Join(dir, "scenario.yaml"), s.Source)
 	}

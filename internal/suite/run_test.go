@@ -110,9 +110,10 @@ func TestSuiteResumes(t *testing.T) {
 	}
 }
 
-// TestClearUnfinished: an interrupted experiment of the same scenario text
-// keeps its finished runs to resume from; one of another text is removed;
-// a directory bench did not make is left alone with an error.
+// TestClearUnfinished: an interrupted experiment of the same scenario text,
+// or of the same but for its repeat:, keeps its finished runs to resume
+// from; one of another text is removed; a directory bench did not make is
+// left alone with an error.
 func TestClearUnfinished(t *testing.T) {
 	s := &bench.Scenario{Source: []byte("name: x\n")}
 	dir := filepath.Join(t.TempDir(), "x")
@@ -145,6 +146,13 @@ func TestClearUnfinished(t *testing.T) {
 		t.Errorf("kept scenario.yaml %q, want the text the runs go on with", b)
 	}
 	write("name: x\nrepeat: 3\n")
+	if resume, err := clearUnfinished(dir, s); !resume || err != nil {
+		t.Errorf("the same runs with another repeat: resume %v, error %v; want to resume", resume, err)
+	}
+	if _, err := os.Stat(run); err != nil {
+		t.Errorf("another repeat: the finished run is gone: %v", err)
+	}
+	write("name: y\n")
 	if resume, err := clearUnfinished(dir, s); resume || err != nil {
 		t.Errorf("another scenario: resume %v, error %v; want a fresh start", resume, err)
 	}

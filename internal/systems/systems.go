@@ -120,6 +120,36 @@ type Process interface {
 	Exited() bool
 }
 
+// MachineLog is a process whose standard error is a file on its host's
+// machine, another than this one: LogFile is its path there, which only
+// the host's Files reach (a process on this machine says LogPath).
+type MachineLog interface{ LogFile() string }
+
+// Output reads the standard output and standard error of p, a process
+// started on h (by its Start) that has exited, through h's Files: on h's
+// machine, wherever that is. An output the host did not keep reads as
+// empty.
+func Output(h Host, p Process) (stdout, stderr string, err error) {
+	var path string
+	switch lp := p.(type) {
+	case interface{ LogPath() string }:
+		path = lp.LogPath()
+	case MachineLog:
+		path = lp.LogFile()
+	default:
+		return "", "", fmt.Errorf("host %s keeps no output of its processes to read", h.Name())
+	}
+	var texts [2]string
+	for i, file := range []string{strings.TrimSuffix(path, ".stderr") + ".stdout", path} {
+		b, err := h.ReadFile(file)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", "", fmt.Errorf("output of a process on %s: %w", h.Name(), err)
+		}
+		texts[i] = string(b)
+	}
+	return texts[0], texts[1], nil
+}
+
 // Needer is a driver that names the files its servers need on each
 // host's machine (programs, jars), so that a run across machines checks
 // them on every machine before anything starts (gait's preflight).

@@ -40,26 +40,34 @@ func findCPUController() *cpuController {
 	return cpuCtl
 }
 
-// newCgroup creates the cgroup for one host, below a "gait" group that
-// all runs share.
-func (c *cpuController) newCgroup(name string) (string, error) {
-	parent := filepath.Join(c.root, "gait")
+// DefaultCgroup is the CPU cgroup, under the controller's root, that
+// all runs' hosts share unless Options.Cgroup names another.
+const DefaultCgroup = "gait"
+
+// newCgroup creates the cgroup for one host, below the group parent
+// (relative to the controller's root) that all runs share, making parent
+// and its ancestors when missing.
+func (c *cpuController) newCgroup(parent, name string) (string, error) {
+	dir := c.root
+	for _, elem := range strings.Split(parent, "/") {
+		if c.v2 {
+			// v2 hands a controller to children only when each
+			// ancestor lists it in cgroup.subtree_control.
+			if err := enableCPU(dir); err != nil {
+				return "", err
+			}
+		}
+		dir = filepath.Join(dir, elem)
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return "", fmt.Errorf("create cgroup %s: %w", dir, err)
+		}
+	}
 	if c.v2 {
-		// v2 hands a controller to children only when each ancestor
-		// lists it in cgroup.subtree_control.
-		if err := enableCPU(c.root); err != nil {
+		if err := enableCPU(dir); err != nil {
 			return "", err
 		}
 	}
-	if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", fmt.Errorf("create cgroup %s: %w", parent, err)
-	}
-	if c.v2 {
-		if err := enableCPU(parent); err != nil {
-			return "", err
-		}
-	}
-	dir := filepath.Join(parent, name)
+	dir = filepath.Join(dir, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return "", fmt.Errorf("create cgroup %s: %w", dir, err)
 	}

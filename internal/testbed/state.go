@@ -234,35 +234,82 @@ func newRunID(states []*state) (string, error) {
 	return "", errors.New("run id: no free id after 100 tries")
 }
 
-// freeSubnet picks the first /24 of 198.18.0.0/15 that is not in avoid
-// and not used here (usedSubnets).
-func freeSubnet(states []*state, avoid []netip.Prefix) (netip.Prefix, error) {
+// subnetBits is the prefix length of the subnet a run of hosts takes:
+// a /24 unless its hosts, the bridge, the network and the broadcast
+// address need more (a /23 from 254 hosts, a /22 from 510).
+func subnetBits(hosts int) int {
+	bits := 24
+	for hosts+3 > 1<<(32-bits) {
+		bits--
+	}
+	return bits
+}
+
+// freeSubnet picks the first aligned subnet of prefix length bits in
+// 198.18.0.0/15 none of whose /24s is in avoid or used here
+// (usedSubnets).
+func freeSubnet(states []*state, avoid []netip.Prefix, bits int) (netip.Prefix, error) {
 	used, err := usedSubnets(states)
 	if err != nil {
 		return netip.Prefix{}, err
 	}
 	for _, p := range avoid {
-		used[p.Masked()] = true
+		markSubnets(used, p)
 	}
-	base := testbedRange.Addr().As4()
-	for i := range 512 {
-		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{base[0], base[1] + byte(i/256), byte(i % 256), 0}), 24)
-		if !used[p] {
-			return p, nil
+	return pickSubnet(used, bits)
+}
+
+// pickSubnet is the first aligned subnet of prefix length bits in
+// 198.18.0.0/15 none of whose /24s is used.
+func pickSubnet(used map[netip.Prefix]bool, bits int) (netip.Prefix, error) {
+	step := 1 << (24 - bits) // /24s in one subnet
+next:
+	for i := 0; i < 512; i += step {
+		for j := i; j < i+step; j++ {
+			if used[slash24(j)] {
+				continue next
+			}
 		}
+		return netip.PrefixFrom(slash24(i).Addr(), bits), nil
 	}
-	return netip.Prefix{}, errors.New("no free /24 left in 198.18.0.0/15: run `gait clean`")
+	return netip.Prefix{}, fmt.Errorf("no free /%d left in 198.18.0.0/15: run `gait clean`", bits)
+}
+
+// slash24 is the i-th /24 of 198.18.0.0/15.
+func slash24(i int) netip.Prefix {
+	base := testbedRange.Addr().As4()
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{base[0], base[1] + byte(i/256), byte(i % 256), 0}), 24)
+}
+
+// markSubnets marks every /24 that p covers (or the one p is in) as used.
+func markSubnets(used map[netip.Prefix]bool, p netip.Prefix) {
+	p = p.Masked()
+	if p.Bits() >= 24 {
+		used[netip.PrefixFrom(p.Addr(), 24).Masked()] = true
+		return
+	}
+	a := p.Addr()
+	for range 1 << (24 - p.Bits()) {
+		used[netip.PrefixFrom(a, 24)] = true
+		b := a.As4()
+		if b[2] == 255 {
+			b[1]++
+		}
+		b[2]++
+		a = netip.AddrFrom4(b)
+	}
 }
 
 // usedSubnets are the /24s of 198.18.0.0/15 that a state file (live or
 // crashed, whose bridge may still hold it; or reserved by a run's
-// overlay) or an address on this machine uses.
+// overlay) or an address on this machine uses. A run's subnet larger
+// than a /24 marks each of its /24s.
 func usedSubnets(states []*state) (map[netip.Prefix]bool, error) {
 	used := map[netip.Prefix]bool{}
 	for _, s := range states {
 		for _, sn := range append([]string{s.Subnet}, s.Reserved...) {
 			if p, err := netip.ParsePrefix(sn); err == nil {
-				used[p.Masked()] = true
+				markSubnets(used, p)
 			}
 		}
 	}
@@ -272,9 +319,11 @@ func usedSubnets(states []*state) (map[netip.Prefix]bool, error) {
 	}
 	for _, a := range addrs {
 		ip, ok := netip.AddrFromSlice(a.IP.To4())
-		if ok && testbedRange.Contains(ip) {
-			used[netip.PrefixFrom(ip, 24).Masked()] = true
+		if !ok || !testbedRange.Contains(ip) {
+			continue
 		}
+		ones, _ := a.Mask.Size()
+		markSubnets(used, netip.PrefixFrom(ip, ones))
 	}
 	return used, nil
 }

@@ -30,8 +30,10 @@ import (
 // DefaultBandwidth is the baseline link of the Limplock paper, 100 Mbit/s.
 const DefaultBandwidth = 100_000_000
 
-// MaxHosts bounds a run's hosts: one /24 holds the bridge and them.
-const MaxHosts = 200
+// MaxHosts bounds a run's hosts: a Linux bridge takes at most 1024
+// ports. The run's subnet grows with its hosts, from a /24 (up to 253)
+// to a /22 (up to 1021): see subnetBits.
+const MaxHosts = 1000
 
 // ErrNotRoot is returned by everything that creates hosts without root.
 var ErrNotRoot = errors.New("this command needs root (network namespaces, tc, FUSE)")
@@ -73,6 +75,10 @@ type Options struct {
 	// Avoid are subnets the run must not take: its testbeds' on other
 	// machines, when it spans them.
 	Avoid []netip.Prefix
+	// Cgroup is the CPU cgroup, relative to the controller's root, below
+	// which the hosts' cgroups go; empty means DefaultCgroup. A machine
+	// whose gait must stay within a cgroup of its own names one there.
+	Cgroup string
 	// Log hears what Close waits for, when that takes over a second;
 	// nil means nowhere.
 	Log io.Writer
@@ -87,11 +93,12 @@ type Testbed struct {
 	Dir       string
 	Hosts     []*Host
 
-	log       io.Writer
-	mu        sync.Mutex // guards st
-	st        *state
-	closeOnce sync.Once
-	closeErr  error
+	cgroupParent string // Options.Cgroup
+	log          io.Writer
+	mu           sync.Mutex // guards st
+	st           *state
+	closeOnce    sync.Once
+	closeErr     error
 }
 
 // Host is one isolated host.
@@ -128,6 +135,12 @@ func Up(opts Options) (tb *Testbed, err error) {
 	}
 	if opts.Bandwidth < MinBandwidth || opts.Bandwidth > MaxBandwidth {
 		return nil, fmt.Errorf("bandwidth: %d bit/s is not between %d and %d", opts.Bandwidth, uint64(MinBandwidth), uint64(MaxBandwidth))
+	}
+	if opts.Cgroup == "" {
+		opts.Cgroup = DefaultCgroup
+	}
+	if !filepath.IsLocal(opts.Cgroup) || filepath.Clean(opts.Cgroup) != opts.Cgroup {
+		return nil, fmt.Errorf("cgroup %q: want a clean path below the cpu controller's root", opts.Cgroup)
 	}
 	if opts.StateDir == "" {
 		opts.StateDir = DefaultStateDir
@@ -183,7 +196,7 @@ func register(opts Options) (*Testbed, error) {
 	if err != nil {
 		return nil, err
 	}
-	subnet, err := freeSubnet(states, opts.Avoid)
+	subnet, err := freeSubnet(states, opts.Avoid, subnetBits(opts.Hosts))
 	if err != nil {
 		return nil, err
 	}
@@ -196,12 +209,13 @@ func register(opts Options) (*Testbed, error) {
 		return nil, err
 	}
 	tb := &Testbed{
-		ID:        id,
-		Subnet:    subnet,
-		Gateway:   subnet.Addr().Next(),
-		Bandwidth: opts.Bandwidth,
-		log:       opts.Log,
-		st:        st,
+		ID:           id,
+		Subnet:       subnet,
+		Gateway:      subnet.Addr().Next(),
+		Bandwidth:    opts.Bandwidth,
+		cgroupParent: opts.Cgroup,
+		log:          opts.Log,
+		st:           st,
 	}
 	track(tb)
 	return tb, nil
@@ -276,7 +290,7 @@ func (tb *Testbed) makeBridge() (netlink.Link, error) {
 	if err := tb.record(func(s *state) { s.Bridge = name }); err != nil {
 		return nil, err
 	}
-	return newBridge(name, netip.PrefixFrom(tb.Gateway, 24))
+	return newBridge(name, netip.PrefixFrom(tb.Gateway, tb.Subnet.Bits()))
 }
 
 func (tb *Testbed) makeHost(i int, br netlink.Link, opts Options) (*Host, error) {
@@ -306,7 +320,7 @@ func (tb *Testbed) makeHost(i int, br netlink.Link, opts Options) (*Host, error)
 		return nil, err
 	}
 	h.ns = ns
-	if err := wireHost(br, h.Link, ns, netip.PrefixFrom(addr, 24)); err != nil {
+	if err := wireHost(br, h.Link, ns, netip.PrefixFrom(addr, tb.Subnet.Bits())); err != nil {
 		return h, err
 	}
 	if err := h.SetBandwidth(opts.Bandwidth); err != nil {
@@ -360,11 +374,11 @@ func (h *Host) makeCgroup() error {
 	if ctl == nil {
 		return nil
 	}
-	path := filepath.Join(ctl.root, "gait", h.Namespace)
+	path := filepath.Join(ctl.root, h.tb.cgroupParent, h.Namespace)
 	if err := h.tb.record(func(s *state) { s.Cgroups = append(s.Cgroups, path) }); err != nil {
 		return err
 	}
-	dir, err := ctl.newCgroup(h.Namespace)
+	dir, err := ctl.newCgroup(h.tb.cgroupParent, h.Namespace)
 	if err != nil {
 		return fmt.Errorf("cgroup of %s: %w", h.Name, err)
 	}

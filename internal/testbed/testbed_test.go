@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -464,7 +465,7 @@ func eventually(cond func() bool) bool {
 
 func TestBadOptions(t *testing.T) {
 	needRoot(t)
-	for _, o := range []Options{{Hosts: 0}, {Hosts: MaxHosts + 1}, {Hosts: 1, Bandwidth: 10}} {
+	for _, o := range []Options{{Hosts: 0}, {Hosts: MaxHosts + 1}, {Hosts: 1, Bandwidth: 10}, {Hosts: 1, Cgroup: "../x"}, {Hosts: 1, Cgroup: "/x"}} {
 		o.StateDir = t.TempDir()
 		if tb, err := Up(o); err == nil {
 			tb.Close()
@@ -591,6 +592,32 @@ func TestCPUThrottled(t *testing.T) {
 	}
 }
 
+// TestCgroupParent: Options.Cgroup puts the hosts' CPU cgroups below a
+// cgroup of the caller's choosing (a machine's gait_cgroup), whose quota
+// then bounds them too; Close leaves the parent, which runs share.
+func TestCgroupParent(t *testing.T) {
+	ctl := cgroupcpu.Find()
+	if ctl == nil {
+		t.Skip("no cpu cgroup on this machine")
+	}
+	parent := fmt.Sprintf("gait-test-%d/hosts", os.Getpid())
+	t.Cleanup(func() {
+		syscall.Rmdir(filepath.Join(ctl.Root, parent))
+		syscall.Rmdir(filepath.Join(ctl.Root, filepath.Dir(parent)))
+	})
+	tb := up(t, Options{Hosts: 1, Dir: t.TempDir(), Cgroup: parent})
+	h := tb.Hosts[0]
+	if want := filepath.Join(ctl.Root, parent, h.Namespace); h.cgroup != want {
+		t.Errorf("host's cgroup %s, want %s", h.cgroup, want)
+	}
+	if err := tb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(h.cgroup); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after Close, the host's cgroup: %v", err)
+	}
+}
+
 // A process a user starts in a host with `ip netns exec` (as
 // docs/testbed.md shows) gets a mount namespace of its own holding a copy
 // of the host's limpfs mount, and so does any process that made one
@@ -644,5 +671,31 @@ func TestCloseSaysWhatItWaitsFor(t *testing.T) {
 	})
 	if want := "removing run 0732b: waiting 1s for the processes of h1: etcd (pid 48113)\n"; log.String() != want {
 		t.Errorf("said %q, want %q", log.String(), want)
+	}
+}
+
+func TestSubnetsGrowWithHosts(t *testing.T) {
+	for hosts, want := range map[int]int{1: 24, 200: 24, 253: 24, 254: 23, 509: 23, 510: 22, MaxHosts: 22} {
+		if got := subnetBits(hosts); got != want {
+			t.Errorf("subnetBits(%d) = /%d, want /%d", hosts, got, want)
+		}
+	}
+	// 198.18.0.0/24 and 198.18.2.0/23 taken, 198.18.5.0/24 reserved: a
+	// /24 fits in the gap at .1, a /23 only at .6, a /22 only at .8.
+	used := map[netip.Prefix]bool{}
+	for _, p := range []string{"198.18.0.0/24", "198.18.2.0/23", "198.18.5.7/24"} {
+		markSubnets(used, netip.MustParsePrefix(p))
+	}
+	for bits, want := range map[int]string{24: "198.18.1.0/24", 23: "198.18.6.0/23", 22: "198.18.8.0/22"} {
+		got, err := pickSubnet(used, bits)
+		if err != nil || got.String() != want {
+			t.Errorf("pickSubnet(/%d) = %v, %v; want %s", bits, got, err, want)
+		}
+	}
+	// A /22 marks its four /24s, up to the end of 198.18.0.0/16.
+	used = map[netip.Prefix]bool{}
+	markSubnets(used, netip.MustParsePrefix("198.18.252.0/22"))
+	if len(used) != 4 || !used[netip.MustParsePrefix("198.18.255.0/24")] {
+		t.Errorf("markSubnets(198.18.252.0/22) = %v", used)
 	}
 }

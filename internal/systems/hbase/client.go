@@ -136,18 +136,19 @@ func (ch *channel) Do(ctx context.Context, op load.Op) error {
 }
 
 // servers are the region servers' addresses an answer names: those its
-// ok line lists, else the one its op said it went to ("at SERVER"), nil
-// when it said neither.
+// ok line lists, else those its op said it went to ("at SERVER", a scan's
+// for each region it went on to), nil when it said neither.
 func servers(a javapipe.Answer) []string {
 	if a.Err == nil && a.Rest != "" {
 		return strings.Split(a.Rest, ",")
 	}
+	var out []string
 	for _, s := range a.Seen {
 		if at, ok := strings.CutPrefix(s, "at "); ok {
-			return []string{at}
+			out = append(out, at)
 		}
 	}
-	return nil
+	return out
 }
 
 // involved names the hosts of servers (region server addresses) and, for

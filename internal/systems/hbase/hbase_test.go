@@ -55,7 +55,7 @@ func TestSplitKeys(t *testing.T) {
 }
 
 // TestServers: the region servers an answer names: its ok line's list,
-// else where its op said it went before it failed or was cut.
+// else everywhere its op said it went before it failed or was cut.
 func TestServers(t *testing.T) {
 	for _, c := range []struct {
 		a    javapipe.Answer
@@ -64,6 +64,8 @@ func TestServers(t *testing.T) {
 		{javapipe.Answer{Rest: "198.18.0.2,198.18.0.3", Seen: []string{"at 198.18.0.2"}}, []string{"198.18.0.2", "198.18.0.3"}},
 		{javapipe.Answer{Err: errors.New("timeout"), Seen: []string{"at 198.18.0.4"}}, []string{"198.18.0.4"}},
 		{javapipe.Answer{Seen: []string{"at 198.18.0.4"}}, []string{"198.18.0.4"}},
+		// A scan cut in the second region it went to names both servers.
+		{javapipe.Answer{Seen: []string{"at 198.18.0.3", "at 198.18.0.4"}}, []string{"198.18.0.3", "198.18.0.4"}},
 		{javapipe.Answer{}, nil},
 	} {
 		if got := servers(c.a); !slices.Equal(got, c.want) {

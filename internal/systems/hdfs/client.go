@@ -3,7 +3,6 @@ package hdfs
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"os"
@@ -458,19 +457,11 @@ func run(ctx context.Context, h systems.Host, name string, argv []string) (out, 
 	if err := waitExit(ctx, p); err != nil {
 		return "", "", fmt.Errorf("%s on %s: %w", name, h.Name(), err)
 	}
-	lp, ok := p.(interface{ LogPath() string })
-	if !ok {
-		return "", "", fmt.Errorf("%s on %s: the host keeps no output to read", name, h.Name())
+	out, log, err = systems.Output(h, p)
+	if err != nil {
+		return "", "", fmt.Errorf("%s: %w", name, err)
 	}
-	var texts [2]string
-	for i, path := range []string{strings.TrimSuffix(lp.LogPath(), ".stderr") + ".stdout", lp.LogPath()} {
-		b, err := os.ReadFile(path)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return "", "", fmt.Errorf("%s on %s: %w", name, h.Name(), err)
-		}
-		texts[i] = string(b)
-	}
-	return texts[0], texts[1], nil
+	return out, log, nil
 }
 
 // waitExit waits for p to exit, or stops it when ctx ends.

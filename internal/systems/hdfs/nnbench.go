@@ -3,7 +3,6 @@ package hdfs
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -58,17 +57,14 @@ func (c *Cluster) NNBench(ctx context.Context, args ...string) (NNBenchResult, e
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	lp, ok := p.(interface{ LogPath() string })
-	if !ok {
-		return NNBenchResult{}, fmt.Errorf("hdfs NNThroughputBenchmark: host %s keeps no log to read its results from", h.Name())
-	}
-	out, err := os.ReadFile(lp.LogPath())
+	// Its stats are in its log, on the NameNode host's machine.
+	_, out, err := systems.Output(h, p)
 	if err != nil {
 		return NNBenchResult{}, fmt.Errorf("hdfs NNThroughputBenchmark: %w", err)
 	}
-	r, err := parseNNBench(string(out))
+	r, err := parseNNBench(out)
 	if err != nil {
-		return r, fmt.Errorf("hdfs NNThroughputBenchmark %s: %w%s%s", strings.Join(args, " "), err, firstException(string(out)), systems.LogTail(p))
+		return r, fmt.Errorf("hdfs NNThroughputBenchmark %s: %w%s%s", strings.Join(args, " "), err, firstException(out), systems.LogTail(p))
 	}
 	return r, nil
 }

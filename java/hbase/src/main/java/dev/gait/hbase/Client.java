@@ -49,7 +49,9 @@ import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
  * is the number of rows to scan from ROW, as decimal text) or close (the
  * channel). An answer is "SEQ ok LEN SERVERS\n" and LEN bytes (a get's
  * value; for a scan, nothing), or "SEQ err MESSAGE\n", in the order the
- * ops end. SERVERS are the host addresses of the region servers holding
+ * ops end. Before an op asks a region server it says "SEQ at SERVER\n"
+ * (a scan, for each region server it goes on to), so an op cut at gait's
+ * timeout still names where it waited. SERVERS are the host addresses of the region servers holding
  * the rows the op touched, joined by commas: the region locations the
  * client itself went to (cached, as it caches them), so gait can tell the
  * requests that met a slow region server from those that did not.
@@ -231,17 +233,33 @@ public final class Client {
         return v == null ? new byte[0] : v;
       }
       case "scan": {
-        int rows = Integer.parseInt(new String(data, StandardCharsets.UTF_8));
+        // Region by region, naming each region's server before asking it,
+        // so a scan cut at its timeout has named every server it waited for
+        // (one scanner across regions would name the next only after it
+        // answered).
+        int left = Integer.parseInt(new String(data, StandardCharsets.UTF_8));
         servers.add(first);
-        Scan s = new Scan().withStartRow(row).addColumn(family, QUALIFIER).setLimit(rows).setCaching(rows);
-        byte[] last = null;
-        try (ResultScanner sc = ch.t.getScanner(s)) {
-          for (Result r : sc) {
-            last = r.getRow();
+        byte[] from = row;
+        while (left > 0) {
+          HRegionLocation l = ch.loc.getRegionLocation(from);
+          String host = l.getServerName().getHostname();
+          if (servers.add(host)) {
+            reply((seq + " at " + host + "\n").getBytes(StandardCharsets.UTF_8), null);
           }
-        }
-        if (last != null) {
-          servers.add(server(ch, last));
+          byte[] end = l.getRegion().getEndKey();
+          Scan s = new Scan().withStartRow(from).addColumn(family, QUALIFIER).setLimit(left).setCaching(left);
+          if (end.length > 0) {
+            s.withStopRow(end);
+          }
+          try (ResultScanner sc = ch.t.getScanner(s)) {
+            for (Result r : sc) {
+              left--;
+            }
+          }
+          if (end.length == 0) {
+            break;
+          }
+          from = end;
         }
         return new byte[0];
       }
