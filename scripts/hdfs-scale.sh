@@ -77,9 +77,11 @@ echo "memory: $dn DataNodes, RSS mean $((rss / dn / 1024)) MiB, PSS mean $((pss 
 free -m | sed 's/^/free at ready: /'
 wait $gait || true
 grep -E "cluster ready in|registered," "$log" | sed 's/^/gait: /'
-python3 - "$out.json" <<'PY'
+if [[ -s $out.json ]]; then # empty when gait run was interrupted
+	python3 - "$out.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 print("summary:", json.dumps(d)[:1500])
 PY
+fi
 echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
