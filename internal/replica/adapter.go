@@ -87,10 +87,23 @@ type Command struct {
 	Pinned bool
 }
 
+// Grouping is an Adapter whose writes may share a log index. The leader's
+// agent holds its clients' writes while a group of them is in raft (the
+// gate, gate.go) and sends those it held together; with GroupsWrites true
+// it sends them as one raft entry, which every replica applies write by
+// write in the group's order, each its own Committed with the group's
+// Index and Time: one log append, one AppendEntries record and one commit
+// for the group, in place of one each per write. An adapter that derives
+// identifiers from Index (ZooKeeper's zxid) does not implement it.
+type Grouping interface {
+	GroupsWrites() bool
+}
+
 // Committed is one committed write as a Backend applies it.
 type Committed struct {
 	// Index is the write's raft log index: the same on every replica, so
-	// an adapter may derive identifiers from it (ZooKeeper's zxid).
+	// an adapter may derive identifiers from it (ZooKeeper's zxid). The
+	// writes of one group entry (Grouping) share it.
 	Index uint64
 	// Time is when the leader appended the write to its log, on the
 	// leader's clock, carried in the log: the same on every replica (a

@@ -273,3 +273,85 @@ func TestAdapter(t *testing.T) {
 		t.Errorf("the late replica's log starts at %d: it was not rebuilt from a snapshot", first)
 	}
 }
+
+// groupingLines is lineAdapter letting its writes share a log index.
+type groupingLines struct{ lineAdapter }
+
+func (groupingLines) GroupsWrites() bool { return true }
+
+// TestAdapterGroups: with an adapter that lets writes share a log index,
+// eight clients' writes through the leader go in fewer log entries than
+// there are writes, and every replica applies each write once, every
+// client getting its own reply.
+func TestAdapterGroups(t *testing.T) {
+	base := Config{HeartbeatTimeout: 200 * time.Millisecond}
+	var agents []*Agent
+	var servers []*memServer
+	for i := range 3 {
+		cfg := base
+		cfg.ID, cfg.Bootstrap = fmt.Sprintf("g%d", i+1), i == 0
+		if i > 0 {
+			cfg.Join = agents[0].RaftAddr()
+		}
+		srv := &memServer{data: map[string]string{}}
+		cfg.Adapter, cfg.ServerAddr, cfg.RaftAddr, cfg.Listen = groupingLines{lineAdapter{srv}}, "memory", "127.0.0.1:0", "127.0.0.1:0"
+		a, err := Start(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		agents, servers = append(agents, a), append(servers, srv)
+		for i == 0 && !a.IsLeader() {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(agents[0].Replicas()) < 3 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	const clients, each = 8, 40
+	before := agents[0].LastIndex()
+	var wg sync.WaitGroup
+	replies := make(chan string, clients*each)
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := dialLines(t, agents[0].ClientAddr())
+			for range each {
+				replies <- l.do(fmt.Sprintf("INCR c%d", c)) + " " + l.do("INCR n")
+			}
+		}()
+	}
+	wg.Wait()
+	close(replies)
+	seen := map[string]bool{}
+	for r := range replies {
+		n := strings.Fields(r)[1]
+		if seen[n] {
+			t.Errorf("two clients got INCR n's reply %s", n)
+		}
+		seen[n] = true
+	}
+	entries := agents[0].LastIndex() - before
+	if entries >= 2*clients*each {
+		t.Errorf("%d writes took %d log entries: none were grouped", 2*clients*each, entries)
+	}
+	t.Logf("%d writes in %d log entries", 2*clients*each, entries)
+	last := agents[0].LastIndex()
+	for _, ag := range agents {
+		for deadline := time.Now().Add(10 * time.Second); ag.Applied() < last && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	for i, srv := range servers {
+		got := srv.keys()
+		if got["n"] != strconv.Itoa(clients*each) {
+			t.Errorf("replica %d: n = %s, want %d", i+1, got["n"], clients*each)
+		}
+		for c := range clients {
+			if got[fmt.Sprintf("c%d", c)] != strconv.Itoa(each) {
+				t.Errorf("replica %d: c%d = %s, want %d", i+1, c, got[fmt.Sprintf("c%d", c)], each)
+			}
+		}
+	}
+}

@@ -264,6 +264,7 @@ type Agent struct {
 	lease      *lease
 	futures    chan appliedFuture
 	gate       *gate // holds this leader's own proposals while a group is in raft
+	grouping   bool  // the gate's groups go as one entry each (Grouping)
 
 	mu      sync.Mutex
 	seq     uint64
@@ -291,7 +292,7 @@ func Start(cfg Config) (*Agent, error) {
 		done: make(chan struct{}), raftUp: make(chan struct{}), pending: map[uint64]waiter{}, writes: map[uint64]*write{},
 		peers: map[string]*peer{}, pacer: newPacer(), open: map[net.Conn]struct{}{},
 		futures: make(chan appliedFuture, 4096)}
-	a.gate = newGate(func(w *write) { a.propose(w, a.raftAddr) })
+	a.gate = newGate(a.proposeGroup)
 	a.incarnation, a.born = newIncarnation(), time.Now()
 	a.m = newMetrics(a)
 	a.health = newHealth(a)
@@ -312,6 +313,9 @@ func newIncarnation() string {
 
 func (a *Agent) start() error {
 	a.adapter = a.cfg.Adapter
+	if g, ok := a.adapter.(Grouping); ok {
+		a.grouping = g.GroupsWrites()
+	}
 	if h, ok := a.adapter.(Hosted); ok {
 		h.Attach(&agentHost{a})
 	}

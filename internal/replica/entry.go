@@ -10,6 +10,9 @@ import (
 
 // entryVersion marks an entry of the core's format: the proposer, its
 // request number and floor, then the adapter's data (adapter.go).
+// groupVersion marks a group of one proposer's writes in one entry: the
+// proposer, the floor, the number of writes, and each write's request
+// number and data (its length first), applied in that order.
 // compressedVersion wraps another entry's encoding, compressed. Versions 4
 // to 6 are the format from before the adapter seam, when the core knew
 // Redis: the same header, and after it what is now the Redis adapter's
@@ -18,6 +21,7 @@ const (
 	oldestVersion     = 4
 	compressedVersion = 7
 	entryVersion      = 8
+	groupVersion      = 9
 )
 
 // compressAbove is the size from which an entry is stored and sent
@@ -40,6 +44,16 @@ type entry struct {
 	// data is the adapter's encoding of the command (Command.Data); empty
 	// marks a no-op entry, which only moves the applied index.
 	data []byte
+	// group, when not empty, holds the writes of a group entry in place of
+	// seq and data: one raft entry for the writes the gate sends together
+	// (gate.go), when the adapter lets writes share a log index (Grouping).
+	group []member
+}
+
+// member is one write of a group entry.
+type member struct {
+	seq  uint64
+	data []byte
 }
 
 func (e entry) encode() []byte {
@@ -57,6 +71,9 @@ func (e entry) encode() []byte {
 }
 
 func (e entry) encodePlain() []byte {
+	if len(e.group) > 0 {
+		return e.encodeGroup()
+	}
 	b := make([]byte, 0, 1+3*binary.MaxVarintLen64+len(e.proposer)+len(e.data))
 	b = append(b, entryVersion)
 	b = binary.AppendUvarint(b, uint64(len(e.proposer)))
@@ -64,6 +81,25 @@ func (e entry) encodePlain() []byte {
 	b = binary.AppendUvarint(b, e.seq)
 	b = binary.AppendUvarint(b, e.floor)
 	return append(b, e.data...)
+}
+
+func (e entry) encodeGroup() []byte {
+	n := 1 + 3*binary.MaxVarintLen64 + len(e.proposer)
+	for _, m := range e.group {
+		n += 2*binary.MaxVarintLen64 + len(m.data)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, groupVersion)
+	b = binary.AppendUvarint(b, uint64(len(e.proposer)))
+	b = append(b, e.proposer...)
+	b = binary.AppendUvarint(b, e.floor)
+	b = binary.AppendUvarint(b, uint64(len(e.group)))
+	for _, m := range e.group {
+		b = binary.AppendUvarint(b, m.seq)
+		b = binary.AppendUvarint(b, uint64(len(m.data)))
+		b = append(b, m.data...)
+	}
+	return b
 }
 
 // compressReplyAbove is the size from which a replica's reply to another
@@ -93,7 +129,7 @@ func decodeEntry(b []byte) (entry, error) {
 		}
 		b = plain
 	}
-	if len(b) == 0 || b[0] < oldestVersion || b[0] > entryVersion {
+	if len(b) == 0 || b[0] < oldestVersion || b[0] > groupVersion {
 		return entry{}, errors.New("log entry: unknown version")
 	}
 	var e entry
@@ -104,6 +140,9 @@ func decodeEntry(b []byte) (entry, error) {
 		return entry{}, fmt.Errorf("log entry: bad proposer length")
 	}
 	e.proposer, b = string(b[:n]), b[n:]
+	if version == groupVersion {
+		return decodeGroup(e, b)
+	}
 	if e.seq, err = uvarint(&b); err != nil {
 		return entry{}, fmt.Errorf("log entry: bad sequence number")
 	}
@@ -116,6 +155,34 @@ func decodeEntry(b []byte) (entry, error) {
 		return e, nil
 	}
 	e.data = b
+	return e, nil
+}
+
+// decodeGroup reads a group entry's floor and writes, after its proposer.
+func decodeGroup(e entry, b []byte) (entry, error) {
+	var err error
+	if e.floor, err = uvarint(&b); err != nil {
+		return entry{}, fmt.Errorf("log entry: bad floor")
+	}
+	n, err := uvarint(&b)
+	if err != nil || n == 0 || n > uint64(len(b)) {
+		return entry{}, fmt.Errorf("log entry: bad group size")
+	}
+	e.group = make([]member, n)
+	for i := range e.group {
+		m := &e.group[i]
+		if m.seq, err = uvarint(&b); err != nil {
+			return entry{}, fmt.Errorf("log entry: bad sequence number in group")
+		}
+		size, err := uvarint(&b)
+		if err != nil || size > uint64(len(b)) {
+			return entry{}, fmt.Errorf("log entry: bad data length in group")
+		}
+		m.data, b = b[:size:size], b[size:]
+	}
+	if len(b) > 0 {
+		return entry{}, fmt.Errorf("log entry: %d bytes after the group", len(b))
+	}
 	return e, nil
 }
 

@@ -49,6 +49,9 @@ type queued struct {
 	ok        bool      // entry decoded and has data to apply
 	committed time.Time // when raft handed it over
 	appended  time.Time // raft.Log.AppendedAt: when the leader took it into its log
+	// more marks a write of a group entry that is not the group's last:
+	// the applied index moves past the entry only with its last write.
+	more bool
 }
 
 // fsm is raft's state machine: it queues committed entries and one applier
@@ -107,12 +110,11 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 	f.qmu.Lock()
 	defer f.qmu.Unlock()
 	for _, l := range logs {
-		q := f.toQueued(l, now)
 		for f.qbytes > applyQueueBytes && !f.closed {
 			f.qcond.Wait()
 		}
-		f.queue = append(f.queue, q)
-		f.qbytes += len(q.entry.data)
+		f.queue = f.appendQueued(f.queue, l, now)
+		f.qbytes += len(l.Data)
 		f.enqueued = l.Index
 	}
 	f.qcond.Broadcast()
@@ -122,18 +124,29 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []interface{} {
 	return f.nils[:len(logs)] // raft reads the responses, never writes them
 }
 
-// toQueued decodes a committed log entry for the applier.
-func (f *fsm) toQueued(l *raft.Log, committed time.Time) queued {
+// appendQueued decodes a committed log entry for the applier: one queued
+// write, or one per write of a group entry, in the group's order.
+func (f *fsm) appendQueued(qs []queued, l *raft.Log, committed time.Time) []queued {
 	q := queued{index: l.Index, committed: committed, appended: l.AppendedAt}
-	if l.Type == raft.LogCommand {
-		e, err := decodeEntry(l.Data)
-		if err != nil {
-			// Every replica decodes the same bytes the same way, so skipping keeps them equal.
-			f.logger.Printf("log index %d: %v; skipped", l.Index, err)
-		}
-		q.entry, q.ok = e, err == nil && len(e.data) > 0
+	if l.Type != raft.LogCommand {
+		return append(qs, q)
 	}
-	return q
+	e, err := decodeEntry(l.Data)
+	if err != nil {
+		// Every replica decodes the same bytes the same way, so skipping keeps them equal.
+		f.logger.Printf("log index %d: %v; skipped", l.Index, err)
+		return append(qs, q)
+	}
+	if len(e.group) == 0 {
+		q.entry, q.ok = e, len(e.data) > 0
+		return append(qs, q)
+	}
+	for i, m := range e.group {
+		q.entry = entry{proposer: e.proposer, seq: m.seq, floor: e.floor, data: m.data}
+		q.ok, q.more = len(m.data) > 0, i < len(e.group)-1
+		qs = append(qs, q)
+	}
+	return qs
 }
 
 // StoreConfiguration is raft's path for configuration entries when it does
@@ -233,7 +246,7 @@ func (f *fsm) account(batch []queued, run []bool, i *int, from uint64, results [
 			continue // already in a restored snapshot
 		}
 		if !run[*i] {
-			f.setApplied(q.index, nil)
+			f.setApplied(q, nil)
 			continue
 		}
 		if len(results) == 0 {
@@ -241,7 +254,7 @@ func (f *fsm) account(batch []queued, run []bool, i *int, from uint64, results [
 		}
 		r := results[0]
 		results = results[1:]
-		d := f.setApplied(q.index, r.Digest)
+		d := f.setApplied(q, r.Digest)
 		if q.entry.proposer != "" {
 			reports = append(reports, applied{entry: q.entry, index: q.index, raw: r.Reply, digest: d, committed: q.committed,
 				sent: sent, appended: q.appended})
@@ -265,16 +278,18 @@ func chain(prev uint64, raw []byte) uint64 {
 	return h
 }
 
-// setApplied moves the applied index; raw, when the entry had replies,
-// extends the digest. It returns the digest at index. Waiters learn of it
-// at notifyApplied.
-func (f *fsm) setApplied(index uint64, raw []byte) uint64 {
+// setApplied moves the applied index to q's, unless more of q's group
+// is to come; raw, when the write had replies, extends the digest. It
+// returns the digest after q. Waiters learn of it at notifyApplied.
+func (f *fsm) setApplied(q queued, raw []byte) uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if raw != nil {
 		f.digest = chain(f.digest, raw)
 	}
-	f.applied = max(f.applied, index)
+	if !q.more {
+		f.applied = max(f.applied, q.index)
+	}
 	return f.digest
 }
 
@@ -487,8 +502,8 @@ func (f *fsm) reattach(snaps raft.SnapshotStore, logs raft.LogStore) error {
 			f.fail(fmt.Errorf("reattach: log index %d: %w", i, err))
 			return f.failure()
 		}
-		qs = append(qs, f.toQueued(&l, now))
-		if len(qs) == batch || i == target {
+		qs = f.appendQueued(qs, &l, now)
+		if len(qs) >= batch || i == target {
 			f.applyBatch(qs)
 			qs = nil
 			if err := f.failure(); err != nil {

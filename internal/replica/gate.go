@@ -20,7 +20,7 @@ import (
 // once, at c = 8 the cohorts merge. It changes when a write is proposed,
 // never what an acknowledgement means.
 type gate struct {
-	propose func(*write)
+	propose func([]*write) // sends a group (Agent.proposeGroup)
 	mu      sync.Mutex
 	held    []*write
 	open    int // writes of sent groups not yet answered
@@ -35,7 +35,7 @@ type gate struct {
 // in whole milliseconds.
 const holdMax = 500 * time.Microsecond
 
-func newGate(propose func(*write)) *gate {
+func newGate(propose func([]*write)) *gate {
 	g := &gate{propose: propose}
 	g.timer = time.AfterFunc(time.Hour, g.expire)
 	g.timer.Stop()
@@ -94,7 +94,5 @@ func (g *gate) send() {
 	g.open += len(group)
 	g.last = len(group)
 	g.mu.Unlock()
-	for _, w := range group {
-		g.propose(w)
-	}
+	g.propose(group)
 }

@@ -6,14 +6,24 @@ import (
 	"time"
 )
 
-// proposals records what a gate proposes, in order.
+// proposals records what a gate proposes, in order, and the size of each
+// group it sends.
 type proposals struct {
-	mu  sync.Mutex
-	ids []uint64
+	mu     sync.Mutex
+	ids    []uint64
+	groups []int
 }
 
-func (p *proposals) propose(w *write) { p.mu.Lock(); p.ids = append(p.ids, w.id); p.mu.Unlock() }
-func (p *proposals) count() int       { p.mu.Lock(); defer p.mu.Unlock(); return len(p.ids) }
+func (p *proposals) propose(ws []*write) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, w := range ws {
+		p.ids = append(p.ids, w.id)
+	}
+	p.groups = append(p.groups, len(ws))
+}
+
+func (p *proposals) count() int { p.mu.Lock(); defer p.mu.Unlock(); return len(p.ids) }
 
 func TestGate(t *testing.T) {
 	var p proposals
@@ -44,6 +54,9 @@ func TestGate(t *testing.T) {
 	g.add(w(6))
 	if got := p.ids; len(got) != 6 || got[3] != 3 || got[4] != 4 || got[5] != 6 {
 		t.Fatalf("want 3, 4, 6 sent together in order after 5's client came back, got %v", got)
+	}
+	if g := p.groups; len(g) != 4 || g[3] != 3 {
+		t.Fatalf("want 3, 4, 6 in one group, got groups of %v", g)
 	}
 	// A client that does not come back costs at most holdMax.
 	for range 3 {

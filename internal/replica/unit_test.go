@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/binary"
 	"hash/fnv"
+	"io"
+	"log"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gait-dev/gait/internal/resp"
+	"github.com/hashicorp/raft"
 	"github.com/klauspost/compress/s2"
 )
 
@@ -62,6 +65,85 @@ func TestEntry(t *testing.T) {
 		if _, err := decodeEntry(bad); err == nil {
 			t.Errorf("%v: no error", bad)
 		}
+	}
+}
+
+// TestGroupEntry: a group entry comes back write for write, in order,
+// compressed when large; one cut short, empty, or with bytes to spare is
+// an error.
+func TestGroupEntry(t *testing.T) {
+	e := entry{proposer: "127.0.0.1:1#ab", floor: 3, group: []member{{seq: 3, data: []byte("SET a 1")}, {seq: 5, data: []byte("INCR b")}}}
+	enc := e.encode()
+	got, err := decodeEntry(enc)
+	if err != nil || got.proposer != e.proposer || got.floor != 3 || len(got.group) != 2 ||
+		got.group[0].seq != 3 || string(got.group[0].data) != "SET a 1" || got.group[1].seq != 5 || string(got.group[1].data) != "INCR b" {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	for n := range len(enc) {
+		if _, err := decodeEntry(enc[:n]); err == nil {
+			t.Errorf("a group entry cut to %d of %d bytes decoded", n, len(enc))
+		}
+	}
+	for _, bad := range [][]byte{append(enc[:len(enc):len(enc)], 0), {groupVersion, 0, 0, 0}} {
+		if _, err := decodeEntry(bad); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+	big := entry{proposer: "p#i", floor: 1}
+	for i := range 2000 {
+		big.group = append(big.group, member{seq: uint64(i + 1), data: []byte("SET k v")})
+	}
+	enc = big.encode()
+	if enc[0] != compressedVersion {
+		t.Errorf("a group of %d bytes went uncompressed", len(enc))
+	}
+	if got, err := decodeEntry(enc); err != nil || len(got.group) != 2000 || got.group[1999].seq != 2000 {
+		t.Errorf("large group round trip: %d writes, %v", len(got.group), err)
+	}
+}
+
+// TestGroupApplied: the applier runs a group entry's writes in order, each
+// reported to its proposer with its own reply and the digest chained up
+// to it, skips a member committed again on its own, and moves the applied
+// index past the group only with its last write.
+func TestGroupApplied(t *testing.T) {
+	srv := &memServer{data: map[string]string{}}
+	var reports []applied
+	f := newFSM(srv, func(r []applied) { reports = append(reports, r...) }, log.New(io.Discard, "", 0))
+	group := entry{proposer: "p#1", floor: 1, group: []member{{seq: 1, data: []byte("INCR n")}, {seq: 2, data: []byte("INCR n")}, {seq: 3, data: []byte("SET k v")}}}
+	again := entry{proposer: "p#1", seq: 2, floor: 1, data: []byte("INCR n")} // re-sent after the group committed
+	logs := []*raft.Log{{Index: 1, Type: raft.LogCommand, Data: group.encode()}, {Index: 2, Type: raft.LogCommand, Data: again.encode()}}
+	f.ApplyBatch(logs)
+	var batch []queued
+	f.qmu.Lock()
+	batch, f.queue = f.queue, nil
+	f.qmu.Unlock()
+	if len(batch) != 4 || !batch[0].more || !batch[1].more || batch[2].more || batch[3].more {
+		t.Fatalf("queued %d writes: %+v", len(batch), batch)
+	}
+	f.applyBatch(batch)
+	if got := srv.keys(); got["n"] != "2" || got["k"] != "v" {
+		t.Fatalf("server holds %v", got)
+	}
+	if len(reports) != 3 {
+		t.Fatalf("%d replies reported, want 3", len(reports))
+	}
+	d := uint64(0)
+	for i, want := range []string{"1", "2", "OK"} {
+		d = chain(d, []byte(want))
+		r := reports[i]
+		if r.entry.seq != uint64(i+1) || string(r.raw) != want || r.index != 1 || r.digest != d {
+			t.Errorf("report %d: seq %d, reply %q, index %d, digest %x; want seq %d, %q, index 1, %x", i, r.entry.seq, r.raw, r.index, r.digest, i+1, want, d)
+		}
+	}
+	if f.appliedIndex() != 2 {
+		t.Errorf("applied index %d, want 2", f.appliedIndex())
+	}
+	// Cut short after the group's first write, the index stays before it.
+	g := newFSM(srv, func([]applied) {}, log.New(io.Discard, "", 0))
+	g.account(batch[:3], []bool{true, true, true}, new(int), 0, []Result{{Reply: []byte("1"), Digest: []byte("1")}}, time.Now())
+	if g.appliedIndex() != 0 {
+		t.Errorf("a group applied in part moved the applied index to %d", g.appliedIndex())
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 type write struct {
 	id       uint64
 	entry    []byte // the encoded log entry, re-sent as it is
+	data     []byte // the adapter's data, for a group entry (gate.go)
 	leader   string // raft address of the leader it was last proposed to
 	via      string // that leader when it is another agent; "" when it is this one
 	sentAt   time.Time
@@ -61,7 +62,7 @@ func (a *Agent) startEntry(data []byte, volatile bool) (*write, error) {
 	w.id = a.seq
 	a.writes[w.id] = w
 	e := entry{proposer: a.proposer(), seq: w.id, floor: a.lowestUnanswered(), data: data}
-	w.entry, w.volatile = e.encode(), volatile
+	w.entry, w.data, w.volatile = e.encode(), data, volatile
 	if leader == a.raftAddr {
 		// Held by the gate meanwhile: proposed here, as far as re-proposing goes.
 		w.gated, w.leader, w.sentAt = true, leader, time.Now()
@@ -98,6 +99,34 @@ func (a *Agent) lowestUnanswered() uint64 {
 		a.floor++ // answered, dropped, or the id of a request, not a write
 	}
 	return a.floor
+}
+
+// proposeGroup proposes writes the gate sends together to this agent's
+// raft: as one group entry when the adapter lets writes share a log index
+// (Grouping), else one entry each. A failed group entry orphans each of
+// its writes, which are proposed again one entry each.
+func (a *Agent) proposeGroup(ws []*write) {
+	if len(ws) == 1 || !a.grouping {
+		for _, w := range ws {
+			a.propose(w, a.raftAddr)
+		}
+		return
+	}
+	e := entry{proposer: a.proposer(), group: make([]member, len(ws))}
+	now := time.Now()
+	a.mu.Lock()
+	e.floor = a.lowestUnanswered() // at most every member's id: none is answered
+	for i, w := range ws {
+		e.group[i] = member{seq: w.id, data: w.data}
+		w.leader, w.via, w.sentAt, w.orphaned = a.raftAddr, "", now, nil
+	}
+	a.mu.Unlock()
+	f := a.raft.Apply(e.encode(), a.cfg.WriteTimeout)
+	a.watchApply(f, func(err error) {
+		for _, w := range ws {
+			a.orphan(w, err)
+		}
+	})
 }
 
 // propose hands w's entry to leader: to raft here, or to the leader's agent,

@@ -189,6 +189,10 @@ type netConn struct {
 	w      *bufio.Writer
 	dec    *codec.Decoder
 	enc    *codec.Encoder
+	// gait: r is what dec reads from, for the binary AppendEntries'
+	// answers; scratch holds the last request's frame (gait_appendentries.go).
+	r       *bufio.Reader
+	scratch []byte
 }
 
 func (n *netConn) Release() error {
@@ -413,11 +417,13 @@ func (n *NetworkTransport) getConn(target ServerAddress) (*netConn, error) {
 	}
 
 	// Wrap the conn
+	r := bufio.NewReader(conn)
 	netConn := &netConn{
 		target: target,
 		conn:   conn,
-		dec:    codec.NewDecoder(bufio.NewReader(conn), &codec.MsgpackHandle{}),
+		dec:    codec.NewDecoder(r, &codec.MsgpackHandle{}),
 		w:      bufio.NewWriterSize(conn, connSendBufferSize),
+		r:      r,
 	}
 
 	netConn.enc = codec.NewEncoder(netConn.w, &codec.MsgpackHandle{
@@ -622,7 +628,7 @@ func (n *NetworkTransport) handleConn(connCtx context.Context, conn net.Conn) {
 		default:
 		}
 
-		if err := n.handleCommand(r, dec, enc); err != nil {
+		if err := n.handleCommand(r, w, dec, enc); err != nil {
 			if err != io.EOF {
 				n.logger.Error("failed to decode incoming command", "error", err)
 			}
@@ -636,7 +642,7 @@ func (n *NetworkTransport) handleConn(connCtx context.Context, conn net.Conn) {
 }
 
 // handleCommand is used to decode and dispatch a single command.
-func (n *NetworkTransport) handleCommand(r *bufio.Reader, dec *codec.Decoder, enc *codec.Encoder) error {
+func (n *NetworkTransport) handleCommand(r *bufio.Reader, w *bufio.Writer, dec *codec.Decoder, enc *codec.Encoder) error {
 	getTypeStart := time.Now()
 
 	// Get the rpc type
@@ -658,11 +664,21 @@ func (n *NetworkTransport) handleCommand(r *bufio.Reader, dec *codec.Decoder, en
 
 	// Decode the command
 	isHeartbeat := false
+	binaryAnswer := false // gait: answered as asked, in gait_appendentries.go's form
 	var labels []metrics.Label
 	switch rpcType {
-	case rpcAppendEntries:
+	case rpcAppendEntries, rpcGaitAppendEntries:
 		var req AppendEntriesRequest
-		if err := dec.Decode(&req); err != nil {
+		if rpcType == rpcGaitAppendEntries {
+			body, err := readFrame(r)
+			if err != nil {
+				return err
+			}
+			if err := decodeAppendEntries(body, &req); err != nil {
+				return err
+			}
+			binaryAnswer = true
+		} else if err := dec.Decode(&req); err != nil {
 			return err
 		}
 		rpc.Command = &req
@@ -752,6 +768,10 @@ RESP:
 		if resp.Error != nil {
 			respErr = resp.Error.Error()
 		}
+		if binaryAnswer {
+			ae, _ := resp.Response.(*AppendEntriesResponse)
+			return writeFrame(w, encodeAppendEntriesResponse(nil, respErr, ae))
+		}
 		if err := enc.Encode(respErr); err != nil {
 			return err
 		}
@@ -769,6 +789,9 @@ RESP:
 // decodeResponse is used to decode an RPC response and reports whether
 // the connection can be reused.
 func decodeResponse(conn *netConn, resp interface{}) (bool, error) {
+	if ae, ok := resp.(*AppendEntriesResponse); ok {
+		return readAppendEntriesResponse(conn, ae) // gait
+	}
 	// Decode the error if any
 	var rpcError string
 	if err := conn.dec.Decode(&rpcError); err != nil {
@@ -791,16 +814,24 @@ func decodeResponse(conn *netConn, resp interface{}) (bool, error) {
 
 // sendRPC is used to encode and send the RPC.
 func sendRPC(conn *netConn, rpcType uint8, args interface{}) error {
-	// Write the request type
-	if err := conn.w.WriteByte(rpcType); err != nil {
-		conn.Release()
-		return err
-	}
+	if req, ok := args.(*AppendEntriesRequest); ok && rpcType == rpcAppendEntries {
+		// gait: in gait_appendentries.go's form.
+		if err := sendAppendEntries(conn, req); err != nil {
+			conn.Release()
+			return err
+		}
+	} else {
+		// Write the request type
+		if err := conn.w.WriteByte(rpcType); err != nil {
+			conn.Release()
+			return err
+		}
 
-	// Send the request
-	if err := conn.enc.Encode(args); err != nil {
-		conn.Release()
-		return err
+		// Send the request
+		if err := conn.enc.Encode(args); err != nil {
+			conn.Release()
+			return err
+		}
 	}
 
 	// Flush

@@ -95,6 +95,13 @@ type metrics struct {
 // Name is "redis".
 func (*Adapter) Name() string { return "redis" }
 
+// GroupsWrites lets the leader send its clients' writes that the gate
+// holds together as one log entry (replica.Grouping): nothing of Redis's
+// is named by a log index (a blocked client is named by its proposer and
+// sequence number; the index only orders the table of blocked clients'
+// changes, which a shared one keeps).
+func (*Adapter) GroupsWrites() bool { return true }
+
 // Attach takes the agent's Host, before Open, and starts the agent's
 // Redis state anew.
 func (ad *Adapter) Attach(h replica.Host) {
