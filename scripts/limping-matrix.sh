@@ -8,7 +8,7 @@
 # factor, client p99 and throughput as ratios to the same experiment's
 # healthy baseline, and marks the gait-redis cells that miss issue 12's
 # target (p99 at most 1.5x, throughput at least 0.8x). Then, per gait-redis
-# step, the leadership transfers the agents decided (their logs), the
+# and gait-zookeeper step, the leadership transfers the agents decided (their logs), the
 # leader changes of any cause (the leader gauge second by second, from the
 # run's first leader) and when each replica was first marked limping, in
 # seconds from the step's start, and by which rule (rule below).
@@ -17,6 +17,7 @@
 #   env: GAIT (default bin/gait), SYSTEMS (default "gait-redis etcd"; also
 #        gait-zookeeper and zookeeper, whose nic rows are the Z3 and Z4 rows),
 #        REPEAT (repetitions of every run in place of each scenario's),
+#        PRINT_ONLY (set: run nothing, print what OUT holds),
 #        WARMUP (unmeasured workload before each run, like 8s: JVM servers
 #        start cold in every run),
 #        LOCK (a file: each experiment runs under `flock LOCK`, so that on
@@ -57,6 +58,7 @@ for s in $systems; do
 	done
 done
 for f in "${files[@]}"; do
+	[[ -z ${PRINT_ONLY:-} ]] || break
 	(
 		if [[ -n ${LOCK:-} ]]; then flock 9; fi
 		echo "$(basename "$f" .yaml): load average before $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -69,13 +71,15 @@ printf '%-14s %-5s %-9s %7s %9s %11s  %s\n' system fault role factor "p99 ratio"
 for s in $systems; do
 	for fault in nic disk cpu; do
 		for role in leader follower; do
+			sum=$out/$(scenario "$s" "$role" "$fault")/summary.json
+			[[ -e $sum ]] || continue
 			jq -r --arg s "$s" --arg f "$fault" --arg r "$role" '
 				.steps[0] as $b | .steps[1:][] |
 				(.p99 / $b.p99) as $p | .throughput_ratio as $t |
 				[$s, $f, $r, "\(.factor)x", ($p * 100 | round / 100), ($t * 100 | round / 100),
 				 "(\($b.p99 * 1000 | round) ms, \($b.throughput | round)/s)",
 				 (if ($s | startswith("gait-")) and ($p > 1.5 or $t < 0.8) then "short" else "" end)] | @tsv' \
-				"$out/$(scenario "$s" "$role" "$fault")/summary.json" |
+				"$sum" |
 				awk -F'\t' '{ printf "%-14s %-5s %-9s %7s %8sx %10sx  %s %s\n", $1, $2, $3, $4, $5, $6, $7, $8 }'
 		done
 	done
@@ -113,11 +117,13 @@ handovers() {
 	done | sort -k1,1 -k2,2n | awk '!seen[$1]++ { printf "%s %ss (%s)  ", $1, $2, $3 } END { print "" }'
 }
 
-if [[ " $systems " == *" gait-redis "* ]]; then
-	printf '\n%-5s %-9s %7s  %-19s  %s\n' fault role factor "transfers / changes" "first marked (from the step's start)"
+for gait in gait-redis gait-zookeeper; do
+	[[ " $systems " == *" $gait "* ]] || continue
+	printf '\n%s\n%-5s %-9s %7s  %-19s  %s\n' "$gait" fault role factor "transfers / changes" "first marked (from the step's start)"
 	for fault in nic disk cpu; do
 		for role in leader follower; do
-			for run in "$out/$(scenario gait-redis "$role" "$fault")"/f*-r1; do
+			[[ -d "$out/$(scenario "$gait" "$role" "$fault")" ]] || continue
+			for run in "$out/$(scenario "$gait" "$role" "$fault")"/f*-r1; do
 				factor=${run##*/f} factor=${factor%-r1}
 				[[ $factor == 1 ]] && continue
 				printf '%-5s %-9s %7s  ' "$fault" "$role" "${factor}x"
@@ -125,4 +131,4 @@ if [[ " $systems " == *" gait-redis "* ]]; then
 			done
 		done
 	done
-fi
+done

@@ -274,6 +274,11 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 		return res, err
 	}
 	res.Ready = time.Since(t0)
+	if err := lr.warmUp(ctx); err != nil {
+		return res, err
+	}
+	// Read after the warm-up, in which leadership may have moved: the
+	// clients and the faults go by the roles the measurement starts with.
 	if res.Roles, err = lr.cluster.Roles(ctx); err != nil {
 		return res, err
 	}
@@ -285,6 +290,24 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 	r.logf("  cluster ready in %v; %s; clients on %v", res.Ready.Round(time.Millisecond), rolesText(res.Roles), lr.clients)
 	res.Summary, res.Events, res.RoleChanges, err = lr.measure(ctx, res)
 	return res, err
+}
+
+// warmUp drives the workload for the scenario's warmup:, unmeasured and
+// without faults, through the members the clients would use now.
+func (lr *liveRun) warmUp(ctx context.Context) error {
+	if lr.s.Warmup == 0 {
+		return nil
+	}
+	roles, err := lr.cluster.Roles(ctx)
+	if err != nil {
+		return err
+	}
+	clients := lr.clientHosts(roles, lr.s.Inject)
+	if len(clients) == 0 {
+		return fmt.Errorf("warm-up: no member to connect the clients to: connect is %s, the roles are %s", lr.s.Workload.Connect, rolesText(roles))
+	}
+	return load.WarmUp(ctx, load.Measurement{Spec: lr.s.Workload.Spec, Dial: lr.dialerOn(clients), PreloadDial: lr.preloadDialer(roles),
+		Ops: lr.s.sys.Ops, Write: lr.s.sys.Write, Log: func(format string, args ...any) { lr.logf("  "+format, args...) }}, lr.s.Warmup)
 }
 
 // place makes the run's hosts: a testbed here unless Options.Place says
@@ -501,7 +524,7 @@ func (lr *liveRun) measure(ctx context.Context, res RunResult) (rundir.Summary, 
 	out, err := load.Measure(ctx, load.Measurement{
 		Spec: lr.s.Workload.Spec, Dial: lr.dialer(), PreloadDial: lr.preloadDialer(res.Roles), Ops: lr.s.sys.Ops, Write: lr.s.sys.Write,
 		Dir: res.Dir, Run: lr.rundirConfig(res.Roles), Record: lr.workloadRecord(),
-		MaxThroughput: lr.maxSeen, Warmup: lr.s.Warmup, Around: around, Log: func(format string, args ...any) { lr.logf("  "+format, args...) },
+		MaxThroughput: lr.maxSeen, Around: around, Log: func(format string, args ...any) { lr.logf("  "+format, args...) },
 		Probes:   []load.Probe{lr.metricsProbe(), newProcProbe(lr.tb).sample, sched.probe},
 		Progress: lr.progress(),
 	})

@@ -554,13 +554,13 @@ func TestNeeds(t *testing.T) {
 // a run across an inventory may start it.
 func TestMoreNodesThanOneMachine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "big.yaml")
-	os.WriteFile(path, []byte("name: big\nsystem: etcd\nnodes: 300\nworkload: {op: put, duration: 1s}\n"), 0o644)
+	os.WriteFile(path, []byte("name: big\nsystem: etcd\nnodes: 1200\nworkload: {op: put, duration: 1s}\n"), 0o644)
 	s, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = Run(context.Background(), s, Options{Out: filepath.Join(t.TempDir(), "out")})
-	if err == nil || !strings.Contains(err.Error(), "nodes: 300 is more than one machine's testbed holds (200 hosts); gait run --inventory") {
+	if err == nil || !strings.Contains(err.Error(), "nodes: 1200 is more than one machine's testbed holds (1000 hosts); gait run --inventory") {
 		t.Errorf("got %v", err)
 	}
 }

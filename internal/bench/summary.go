@@ -49,6 +49,8 @@ type StepSummary struct {
 	// backlog has filled a heap (the paper's Z5), hides in the whole
 	// run's mean.
 	TailThroughput float64 `json:"tail_throughput"`
+	// TailRequests is how many requests that rate counts.
+	TailRequests int `json:"tail_requests"`
 	// RoleChanges counts the members' role changes in the step's runs
 	// (RunRecord.RoleChanges says which): where leadership moved, the
 	// figures are of two arrangements of the cluster, not one.
@@ -126,7 +128,7 @@ func Summarize(s *Scenario, out string, results []RunResult) (Summary, error) {
 			ss.Throughput = float64(ss.Requests) / dur
 		}
 		if window > 0 {
-			ss.TailThroughput = float64(tail) / window
+			ss.TailThroughput, ss.TailRequests = float64(tail)/window, tail
 		}
 		sum.Steps = append(sum.Steps, ss)
 	}

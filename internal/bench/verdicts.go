@@ -19,6 +19,13 @@ type StepVerdict struct {
 	verdict.Verdict
 }
 
+// minTailRequests is how many requests the baseline must complete in the
+// last thirds of its runs for a step's rate there to be judged: with
+// fewer (MapReduce's two jobs a run, each a third of the run or more),
+// whether one ended in that third says when a long operation happened to
+// end, not a rate, and a slow step's none there is no collapse.
+const minTailRequests = 10
+
 // Judge gives the verdicts of every step after the baseline, against the
 // baseline. Requests are grouped by operation and by the member they were
 // sent to, named by what it was in its run (hostLabels), so repetitions
@@ -72,8 +79,11 @@ func Judge(s *Scenario, sum Summary, results []RunResult, o verdict.Options) ([]
 		in := verdict.Input{BaseThroughput: base.Throughput}
 		for _, ss := range sum.Steps {
 			if ss.Label == st.Label() {
-				tail := ss.TailThroughput
-				in.Throughput, in.TailThroughput = ss.Throughput, &tail
+				in.Throughput = ss.Throughput
+				if base.TailRequests >= minTailRequests {
+					tail := ss.TailThroughput
+					in.TailThroughput = &tail
+				}
 			}
 		}
 		for k, now := range groups[i] {

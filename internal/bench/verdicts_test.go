@@ -39,6 +39,34 @@ func TestQueueSeries(t *testing.T) {
 // without it, taking fast, and failed ones that reported no pipeline.
 func pipelineRun(t *testing.T, out string, id RunID, fast, slow time.Duration, failed int) RunResult {
 	t.Helper()
+	with, without := pipelines()
+	var samples []rundir.Sample
+	for i := range 40 {
+		at := time.Duration(i) * time.Second
+		samples = append(samples, rundir.Sample{Start: at, Latency: slow, Involved: with},
+			rundir.Sample{Start: at, Latency: fast, Involved: without})
+	}
+	for range failed {
+		samples = append(samples, rundir.Sample{Start: 0, Latency: 3 * time.Minute, Outcome: rundir.Timeout})
+	}
+	return hdfsRun(t, out, id, samples)
+}
+
+// pipelines are two HDFS write pipelines: with the last DataNode (h5), and
+// without it.
+func pipelines() (with, without rundir.HostSet) {
+	for _, h := range []uint8{1, 3, 5} {
+		with.Add(h)
+	}
+	for _, h := range []uint8{1, 2, 4} {
+		without.Add(h)
+	}
+	return with, without
+}
+
+// hdfsRun writes a run of hdfs-write-nic's hosts with these samples.
+func hdfsRun(t *testing.T, out string, id RunID, samples []rundir.Sample) RunResult {
+	t.Helper()
 	dir := filepath.Join(out, id.Dir())
 	roles := map[string]string{"h0": "namenode"}
 	hosts := []rundir.Host{{Name: "h0", Role: "namenode"}}
@@ -51,20 +79,8 @@ func pipelineRun(t *testing.T, out string, id RunID, fast, slow time.Duration, f
 	if err != nil {
 		t.Fatal(err)
 	}
-	var with, without rundir.HostSet
-	for _, h := range []uint8{1, 3, 5} {
-		with.Add(h)
-	}
-	for _, h := range []uint8{1, 2, 4} {
-		without.Add(h)
-	}
-	for i := range 40 {
-		at := time.Duration(i) * time.Second
-		w.Add(rundir.Sample{Start: at, Latency: slow, Involved: with})
-		w.Add(rundir.Sample{Start: at, Latency: fast, Involved: without})
-	}
-	for range failed {
-		w.Add(rundir.Sample{Start: 0, Latency: 3 * time.Minute, Outcome: rundir.Timeout})
+	for _, x := range samples {
+		w.Add(x)
 	}
 	if err := w.Close(nil); err != nil {
 		t.Fatal(err)
@@ -90,14 +106,7 @@ func TestJudgePipelines(t *testing.T) {
 		pipelineRun(t, out, runs[0], 300*time.Millisecond, 300*time.Millisecond, 0),
 		pipelineRun(t, out, last, 320*time.Millisecond, 30*time.Second, 2),
 	}
-	sum, err := Summarize(s, out, results)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs, err := Judge(s, sum, results, verdict.Defaults())
-	if err != nil {
-		t.Fatal(err)
-	}
+	vs := judgeRuns(t, s, out, results)
 	if len(vs) != 1 {
 		t.Fatalf("verdicts %+v, want the last step's", vs)
 	}
@@ -108,4 +117,61 @@ func TestJudgePipelines(t *testing.T) {
 	if !strings.Contains(v.Operation.Why, "create on the namenode, clients, through the datanode, fault: mean 30s against 300ms") {
 		t.Errorf("operation: %s", v.Operation.Why)
 	}
+}
+
+// The last third's rate is judged only when the baseline completed enough
+// requests there to have a rate: two long operations a run (MapReduce's
+// jobs) say only when they ended, and a step whose two ended outside the
+// last third did not collapse; forty a second that stop do.
+func TestTailNeedsBaselineRequests(t *testing.T) {
+	s, err := Load("../../scenarios/limpbench/hdfs-write-nic.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := s.Runs()
+	last := runs[len(runs)-1]
+	with, _ := pipelines()
+	op := func(start, latency time.Duration) rundir.Sample {
+		return rundir.Sample{Start: start, Latency: latency, Involved: with}
+	}
+	// The workload is 60 s: its last third is 40-60 s.
+	for _, c := range []struct {
+		name       string
+		base, step []rundir.Sample
+		cluster    bool
+	}{
+		{"two long operations", []rundir.Sample{op(0, 30*time.Second), op(30*time.Second, 30*time.Second)},
+			[]rundir.Sample{op(0, 12*time.Second), op(0, 90*time.Second)}, false},
+		{"a stream that stops", many(op, 60, time.Second), append(many(op, 35, time.Second), op(0, 90*time.Second)), true},
+	} {
+		out := t.TempDir()
+		results := []RunResult{hdfsRun(t, out, runs[0], c.base), hdfsRun(t, out, last, c.step)}
+		vs := judgeRuns(t, s, out, results)
+		if len(vs) != 1 || vs[0].Cluster.On != c.cluster {
+			t.Errorf("%s: cluster limplock %v, want %v: %+v", c.name, len(vs) == 1 && vs[0].Cluster.On, c.cluster, vs)
+		}
+	}
+}
+
+// judgeRuns sums the runs up and judges them with the default thresholds.
+func judgeRuns(t *testing.T, s *Scenario, out string, results []RunResult) []StepVerdict {
+	t.Helper()
+	sum, err := Summarize(s, out, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := Judge(s, sum, results, verdict.Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
+
+// many are n operations one after the other, each taking d.
+func many(op func(start, latency time.Duration) rundir.Sample, n int, d time.Duration) []rundir.Sample {
+	var out []rundir.Sample
+	for i := range n {
+		out = append(out, op(time.Duration(i)*d, d))
+	}
+	return out
 }

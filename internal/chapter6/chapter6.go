@@ -14,9 +14,11 @@
 package chapter6
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,6 +81,51 @@ func (d *Deployment) Close() error {
 	return err
 }
 
+// hostCPU is the CPU time every host's processes have used so far, from
+// /proc/PID/stat (utime + stime, in clock ticks of 10 ms), which keeps the
+// time of threads that have exited where their schedstat goes with them.
+func (d *Deployment) hostCPU() time.Duration {
+	var ticks int64
+	for _, h := range d.tb.Hosts {
+		for _, p := range h.Procs() {
+			if p.Running() {
+				ticks += procTicks(p.Pid())
+			}
+		}
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// procTicks is a process's utime + stime, or 0 when it cannot be read.
+func procTicks(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name may hold spaces: the fields start after its ')'.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + s
+}
+
+// down names the hosts' processes that are not running (why a dial
+// failed), or "" when all run.
+func (d *Deployment) down() string {
+	var out []string
+	for _, h := range d.tb.Hosts {
+		for _, p := range h.Procs() {
+			if !p.Running() {
+				out = append(out, h.Name+"/"+p.Spec.Name)
+			}
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
 // dial opens worker's client on host worker mod n: a request's accesses
 // (one client each) spread over every agent.
 func (d *Deployment) dial(worker int) (load.Client, uint8, error) {
@@ -105,6 +152,7 @@ type Run struct {
 	Shape    load.Shape    // requests' phases and batches; zero for single accesses
 	Mix      load.Mix      // the accesses' operations where a phase names none (nil: gets)
 	Rate     float64       // requests (single: accesses) per second, Poisson
+	Clients  int           // instead of a rate: clients issuing requests back to back
 	Duration time.Duration // how long arrivals come at most
 	Requests int           // how many arrive at most (0: no limit)
 	Seed     uint64
@@ -130,7 +178,35 @@ type Point struct {
 	Failed   int       `json:"failed"`
 	LateP99  float64   `json:"send_lateness_p99_s"`
 	Load     string    `json:"load_average"`
+	// HostCPU is the CPU time the hosts' processes (agents and
+	// redis-servers) used during the run, in seconds, all hosts together:
+	// over the accesses served, the hosts' work per access, which the
+	// access latency (mostly round trips that parallel accesses overlap)
+	// is not.
+	HostCPU float64 `json:"host_cpu_s,omitempty"`
+	// IdleCPU is the hosts' CPU per second with no access (raft
+	// heartbeats, health checks), measured before the run; Elapsed the
+	// run's length in seconds.
+	IdleCPU float64 `json:"idle_cpu_per_s,omitempty"`
+	Elapsed float64 `json:"elapsed_s,omitempty"`
+	// Delay is the delay added to a share of the accesses (Figure 2's
+	// steps back to back), zero for none.
+	Delay      float64 `json:"delay_s,omitempty"`
+	DelayShare float64 `json:"delay_share,omitempty"`
 }
+
+// WorkPerAccess is the hosts' CPU time per access served beyond their
+// idle use, all hosts together (so a read fanned out to d replicas counts
+// d redis-servers' work), or 0 when the run did not measure it.
+func (p Point) WorkPerAccess() float64 {
+	if p.HostCPU == 0 || len(p.Accesses) == 0 {
+		return 0
+	}
+	return max(0, p.HostCPU-p.IdleCPU*p.Elapsed) / float64(len(p.Accesses))
+}
+
+// idleWindow is how long the hosts' idle CPU use is measured before a run.
+const idleWindow = 3 * time.Second
 
 // Measure runs r on the deployment and keeps every latency.
 func (d *Deployment) Measure(ctx context.Context, r Run) (Point, error) {
@@ -139,13 +215,25 @@ func (d *Deployment) Measure(ctx context.Context, r Run) (Point, error) {
 	if r.Mix != nil {
 		wl.Mix = r.Mix
 	}
-	cfg := load.Config{Workload: wl, Rate: r.Rate, Poisson: true, Duration: r.Duration, Requests: r.Requests, Seed: r.Seed,
+	cfg := load.Config{Workload: wl, Rate: r.Rate, Poisson: r.Clients == 0, Clients: r.Clients, Duration: r.Duration, Requests: r.Requests, Seed: r.Seed,
 		Timeout: 10 * time.Second, Shape: r.Shape, Hosts: d.hosts}
 	if r.Shape.FanOut() {
 		cfg.RequestRecorder = &req
 	}
+	idle0 := d.hostCPU()
+	select {
+	case <-ctx.Done():
+		return Point{}, ctx.Err()
+	case <-time.After(idleWindow):
+	}
+	cpu0 := d.hostCPU()
+	idle := (cpu0 - idle0).Seconds() / idleWindow.Seconds()
 	res, err := load.Run(ctx, cfg, d.dial, &acc)
+	cpu := d.hostCPU() - cpu0
 	if err != nil {
+		if down := d.down(); down != "" {
+			err = fmt.Errorf("%w (not running: %s)", err, down)
+		}
 		return Point{}, fmt.Errorf("%s at %.4g/s: %w", MixName(d.Mix), r.Rate, err)
 	}
 	if !r.Shape.FanOut() {
@@ -153,7 +241,7 @@ func (d *Deployment) Measure(ctx context.Context, r Run) (Point, error) {
 	}
 	p := Point{Mix: d.Mix, CPUs: d.CPUs, Shape: shapeName(r.Shape), Request: requestOf(r.Shape), Rate: r.Rate,
 		Achieved: float64(len(req.ok)+req.failed) / res.Elapsed.Seconds(),
-		Requests: req.sorted(), Accesses: acc.sorted(), Failed: req.failed, Load: LoadAverage()}
+		Requests: req.sorted(), Accesses: acc.sorted(), Delay: r.Shape.Delay.Delay.Seconds(), DelayShare: r.Shape.Delay.Share, Failed: req.failed, Load: LoadAverage(), HostCPU: cpu.Seconds(), IdleCPU: idle, Elapsed: res.Elapsed.Seconds()}
 	if res.Lag != nil {
 		p.LateP99 = res.Lag.P99.Seconds()
 	}

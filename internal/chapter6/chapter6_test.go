@@ -41,7 +41,7 @@ func TestCheckRefusesBadInput(t *testing.T) {
 	}{
 		"no mix":     {func(s *Study) { s.Mixes = nil }, "--mixes"},
 		"no cpus":    {func(s *Study) { s.CPUs = 0 }, "--cpus"},
-		"no rate":    {func(s *Study) { s.Loads = nil }, "--load or --rate"},
+		"no rate":    {func(s *Study) { s.Loads = nil }, "--load, --rate or --delays"},
 		"load 1":     {func(s *Study) { s.Loads = []float64{1} }, "--load 1"},
 		"no service": {func(s *Study) { s.ServiceTime = 0 }, "--service-time"},
 		"bad rate":   {func(s *Study) { s.Loads, s.Rates = nil, []float64{-1} }, "--rate -1"},
@@ -105,7 +105,7 @@ func TestRowsPredictFromTheServiceRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := Rows(ps, 200000)
+	rows, err := Rows(ps, 200000, Latency)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,72 @@ func TestRowsPredictFromTheServiceRun(t *testing.T) {
 	if len(caps) != 1 || caps[0].Measured != 500 || math.Abs(caps[0].Planned-770) > 40 {
 		t.Errorf("capacities %+v, want measured 500/s and planned about 770/s", caps)
 	}
-	if _, err := Rows([]Point{meas}, 1000); err == nil {
+	if _, err := Rows([]Point{meas}, 1000, Latency); err == nil {
 		t.Error("Rows without a service run accepted")
+	}
+}
+
+// TestWorkBasisSplitsTheAccess: with the hosts' CPU measured, the model
+// queues the work per access (beyond the idle use) and draws the rest of
+// each access's latency as network delay.
+func TestWorkBasisSplitsTheAccess(t *testing.T) {
+	svc := Point{Mix: model.Config{Duplicates: 1, Replicas: 4}, Service: true, Accesses: []float64{0.3e-3, 0.5e-3, 1e-3, 2e-3},
+		HostCPU: 1.5, IdleCPU: 0.1, Elapsed: 10}
+	if w := svc.WorkPerAccess(); math.Abs(w-0.125) > 1e-12 {
+		t.Fatalf("work per access %g, want (1.5 - 0.1 x 10) / 4 = 0.125", w)
+	}
+	svc.HostCPU = 1.0 + 4*0.2e-3
+	sys, _, err := Work.system(Point{Rate: 1}, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := sys.Service.(model.Constant); !ok || math.Abs(c.V-0.2e-3) > 1e-12 {
+		t.Errorf("service %v, want the constant 200µs", sys.Service)
+	}
+	if m := sys.Net.Mean(); math.Abs(m-(0.1e-3+0.3e-3+0.8e-3+1.8e-3)/4) > 1e-12 {
+		t.Errorf("network mean %g, want the latencies less the work", m)
+	}
+	svc.HostCPU = 0
+	if _, _, err := Work.system(Point{Rate: 1}, svc); err == nil {
+		t.Error("a service run without the hosts' CPU accepted for the work basis")
+	}
+}
+
+// TestSlowdowns: Figure 2's points give the time a step gained over the
+// run without delay, beside what the mean and the fan-out expect.
+func TestSlowdowns(t *testing.T) {
+	mix := model.Config{Duplicates: 1, Replicas: 2}
+	req := model.Request{Phases: []int{4, 3}}
+	steps := func(delay, elapsed float64) Point {
+		return Point{Mix: mix, Request: req, DelayShare: 0.02, Delay: delay, Elapsed: elapsed, Requests: make([]float64, 100)}
+	}
+	got := Slowdowns([]Point{steps(0, 1), steps(0.05, 2), {Mix: mix, Rate: 5, Requests: []float64{1}}})
+	if len(got) != 2 {
+		t.Fatalf("%d slowdowns, want 2 (the point without a delay share is not one)", len(got))
+	}
+	d := got[1]
+	fan := (1-math.Pow(0.98, 4))*0.05 + (1-math.Pow(0.98, 3))*0.05
+	if math.Abs(d.Extra-0.01) > 1e-12 || math.Abs(d.ExpectedMean-2*0.02*0.05) > 1e-12 || math.Abs(d.ExpectedFanOut-fan) > 1e-12 {
+		t.Errorf("slowdown %+v, want extra 10ms per step, expected 2ms from the mean and %.4g from the fan-out", d, fan)
+	}
+}
+
+// TestStudyRefusesBadDelays: Figure 2's flags are checked before anything
+// starts.
+func TestStudyRefusesBadDelays(t *testing.T) {
+	ok := Study{Mixes: []model.Config{{Duplicates: 1, Replicas: 1}}, CPUs: 0.4, Duration: time.Second,
+		Delays: []time.Duration{0, 5 * time.Millisecond}, DelayShare: 0.02, Steps: 10}
+	if err := ok.Check(); err != nil {
+		t.Fatalf("good study refused: %v", err)
+	}
+	for name, s := range map[string]Study{
+		"share above 100%": func() Study { s := ok; s.DelayShare = 1.5; return s }(),
+		"no steps":         func() Study { s := ok; s.Steps = 0; return s }(),
+		"with a rate":      func() Study { s := ok; s.Rates = []float64{1}; return s }(),
+		"negative delay":   func() Study { s := ok; s.Delays = []time.Duration{-time.Millisecond}; return s }(),
+	} {
+		if err := s.Check(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }

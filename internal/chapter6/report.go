@@ -26,7 +26,7 @@ type Row struct {
 	// duplicate (name, mean).
 	Service     string
 	ServiceMean float64
-	service     []float64 // its samples, sorted
+	sys         model.System // the model's system for the point
 	// Measured and Simulated are the requests' latencies at Levels
 	// (NaN where too few were measured to tell).
 	Measured, Simulated []float64
@@ -46,7 +46,7 @@ var Shares = []float64{0.5, 0.9, 0.99}
 // Rows pairs every measured point of points with the model's answer,
 // from the service run of the same study on a mix of one duplicate (the
 // most replicas of those), request by request.
-func Rows(points []Point, simRequests int) ([]Row, error) {
+func Rows(points []Point, simRequests int, basis Basis) ([]Row, error) {
 	services := map[string]Point{}
 	for _, p := range points {
 		if !p.Service || p.Mix.Duplicates != 1 {
@@ -58,14 +58,14 @@ func Rows(points []Point, simRequests int) ([]Row, error) {
 	}
 	var rows []Row
 	for _, p := range points {
-		if p.Service {
+		if p.Service || p.DelayShare > 0 {
 			continue
 		}
 		svc, ok := services[p.Study]
 		if !ok {
 			return nil, fmt.Errorf("study %s: no service-time run on a mix of one duplicate to predict from", p.Study)
 		}
-		row, err := predictRow(p, svc, simRequests)
+		row, err := predictRow(p, svc, simRequests, basis)
 		if err != nil {
 			return nil, err
 		}
@@ -74,14 +74,60 @@ func Rows(points []Point, simRequests int) ([]Row, error) {
 	return rows, nil
 }
 
-func predictRow(p, svc Point, simRequests int) (Row, error) {
+// Basis is what of the service run the model takes as a duplicate's
+// service time.
+type Basis string
+
+const (
+	// Work: the hosts' CPU time per access (Point.WorkPerAccess) is the
+	// service time each duplicate queues, a constant; the rest of each
+	// access's latency (round trips, the client's and the agent's
+	// hand-offs, which parallel accesses overlap) is the network delay,
+	// drawn per access from the service run's latencies less that work.
+	Work Basis = "work"
+	// Latency: the service run's whole access latency is the service
+	// time, queued at the duplicate (what the study did before it
+	// measured the hosts' work).
+	Latency Basis = "latency"
+)
+
+// ParseBasis reads --service-basis.
+func ParseBasis(s string) (Basis, error) {
+	switch b := Basis(s); b {
+	case Work, Latency:
+		return b, nil
+	}
+	return "", fmt.Errorf("--service-basis %q: want work or latency", s)
+}
+
+// system is the model's system for point p from the service run svc.
+func (b Basis) system(p, svc Point) (model.System, string, error) {
 	name := "service run of " + MixName(svc.Mix)
-	emp, err := model.NewEmpirical(svc.Accesses, name)
+	sys := model.System{Rate: p.Rate, Request: p.Request}
+	if b == Latency {
+		emp, err := model.NewEmpirical(svc.Accesses, name)
+		sys.Service = emp
+		return sys, name + ": access latency", err
+	}
+	w := svc.WorkPerAccess()
+	if w <= 0 {
+		return sys, "", fmt.Errorf("%s: the hosts' CPU time was not measured (a point of an older gait); use --service-basis latency", name)
+	}
+	net := make([]float64, len(svc.Accesses))
+	for i, l := range svc.Accesses {
+		net[i] = max(0, l-w)
+	}
+	emp, err := model.NewEmpirical(net, name+" less the work")
+	sys.Service, sys.Net = model.Constant{V: w}, emp
+	return sys, name + ": hosts' work " + model.FormatDuration(w) + ", the rest as network", err
+}
+
+func predictRow(p, svc Point, simRequests int, basis Basis) (Row, error) {
+	sys, name, err := basis.system(p, svc)
 	if err != nil {
 		return Row{}, err
 	}
-	sys := model.System{Service: emp, Rate: p.Rate, Request: p.Request}
-	row := Row{Point: p, Service: name, ServiceMean: emp.Mean(), service: svc.Accesses, Utilization: sys.Utilization(p.Mix)}
+	row := Row{Point: p, Service: name, ServiceMean: sys.Service.Mean(), sys: sys, Utilization: sys.Utilization(p.Mix)}
 	// A level is told when at least 3 requests lie beyond it.
 	enough := func(l float64) bool { return float64(len(p.Requests))*(1-l) >= 3 }
 	for _, l := range Levels {
@@ -198,8 +244,19 @@ func WriteText(w io.Writer, rows []Row) error {
 // Page is the rows as a report: per study a chart of the percentiles of
 // each mix, measured (solid) and simulated from the measured service
 // time (dashed), and the table.
-func Page(title string, rows []Row, caps []Capacity, target model.Target) *report.Page {
+func Page(title string, rows []Row, caps []Capacity, target model.Target, slow []Slowdown) *report.Page {
 	pg := report.NewPage(title)
+	if len(slow) > 0 {
+		pg.Heading("steps back to back with a delay on a share of the accesses (Figure 2)")
+		pg.Figure("the time each step gained over the run without delay, measured on gait-redis (solid), expected from the mean access latency (every access's mean grows by share x delay; dashed) and from the fan-out (a phase is late when any of its accesses is; dashed)",
+			slowdownChart(slow))
+		var tr [][]string
+		for _, d := range slow {
+			tr = append(tr, []string{MixName(d.Mix), model.FormatDuration(d.Delay), pct(d.Share), strconv.Itoa(d.Steps),
+				fmt.Sprintf("%.2f", d.Elapsed), ms(d.Extra), ms(d.ExpectedMean), ms(d.ExpectedFanOut), ratio(d.Extra, d.ExpectedMean), d.Load})
+		}
+		pg.Table([]string{"mix", "delay", "share", "steps", "run s", "extra per step ms", "expected from the mean ms", "expected from the fan-out ms", "measured / expected from the mean", "load average"}, tr)
+	}
 	var studies []string
 	for _, r := range rows {
 		if r.Study == "single" {
@@ -331,13 +388,9 @@ func Capacities(rows []Row, target model.Target) ([]Capacity, error) {
 		}
 		c, ok := byMix[r.Mix]
 		if !ok {
-			emp, err := model.NewEmpirical(r.service, r.Service)
-			if err != nil {
-				return nil, err
-			}
 			// An error with every mix's result means none meets the
 			// target: each planned rate is then 0.
-			_, all, err := model.MaxRate(model.System{Service: emp}, target, r.Mix.Nodes(), model.PredictorAccurate, model.AccurateOptions{})
+			_, all, err := model.MaxRate(model.System{Service: r.sys.Service, Net: r.sys.Net}, target, r.Mix.Nodes(), model.PredictorAccurate, model.AccurateOptions{})
 			if err != nil && all == nil {
 				return nil, fmt.Errorf("plan %s: %w", MixName(r.Mix), err)
 			}
@@ -360,4 +413,79 @@ func Capacities(rows []Row, target model.Target) ([]Capacity, error) {
 		out[i] = *byMix[m]
 	}
 	return out, nil
+}
+
+// Slowdown is Figure 2's point: a run of steps back to back with a delay
+// on a share of the accesses, against the same run with none.
+type Slowdown struct {
+	Mix          model.Config
+	Delay, Share float64
+	Steps        int
+	Elapsed      float64 // the run's length, seconds
+	// Extra is the added time per step over the run without delay
+	// (NaN when the study has none); ExpectedMean is what the mean would
+	// add (every access's mean grows by Share x Delay, and a step's
+	// phases follow one another), ExpectedFanOut what a phase of k
+	// parallel accesses adds when any of its k is delayed,
+	// (1-(1-Share)^k) x Delay per phase.
+	Extra, ExpectedMean, ExpectedFanOut float64
+	Load                                string
+}
+
+// Slowdowns sums up Figure 2's points per mix, in the order measured.
+func Slowdowns(points []Point) []Slowdown {
+	base := map[model.Config]float64{}
+	for _, p := range points {
+		if p.DelayShare > 0 && p.Delay == 0 && len(p.Requests) > 0 {
+			base[p.Mix] = p.Elapsed / float64(len(p.Requests))
+		}
+	}
+	var out []Slowdown
+	for _, p := range points {
+		if p.DelayShare == 0 || len(p.Requests) == 0 {
+			continue
+		}
+		s := Slowdown{Mix: p.Mix, Delay: p.Delay, Share: p.DelayShare, Steps: len(p.Requests), Elapsed: p.Elapsed, Extra: math.NaN(), Load: p.Load}
+		if b, ok := base[p.Mix]; ok {
+			s.Extra = p.Elapsed/float64(len(p.Requests)) - b
+		}
+		for _, k := range p.Request.Phases {
+			s.ExpectedMean += p.DelayShare * p.Delay
+			s.ExpectedFanOut += (1 - math.Pow(1-p.DelayShare, float64(k))) * p.Delay
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func ratio(a, b float64) string {
+	if math.IsNaN(a) || b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+// slowdownChart draws the extra time per step against the delay, one
+// measured line per mix and the two expectations of the first.
+func slowdownChart(slow []Slowdown) report.LineChart {
+	c := report.LineChart{Title: "slowdown per step", Markers: true,
+		X: report.Axis{Label: "delay", Unit: "s"}, Y: report.Axis{Label: "extra time per step", Unit: "s", Zero: true}}
+	byMix := map[model.Config]int{}
+	mean := report.Series{Name: "expected from the mean", Dashed: true}
+	fan := report.Series{Name: "expected from the fan-out", Dashed: true}
+	for _, d := range slow {
+		i, ok := byMix[d.Mix]
+		if !ok {
+			i = len(c.Series)
+			byMix[d.Mix] = i
+			c.Series = append(c.Series, report.Series{Name: MixName(d.Mix) + " measured"})
+		}
+		c.Series[i].X, c.Series[i].Y = append(c.Series[i].X, d.Delay), append(c.Series[i].Y, d.Extra)
+		if i == 0 {
+			mean.X, mean.Y = append(mean.X, d.Delay), append(mean.Y, d.ExpectedMean)
+			fan.X, fan.Y = append(fan.X, d.Delay), append(fan.Y, d.ExpectedFanOut)
+		}
+	}
+	c.Series = append(c.Series, mean, fan)
+	return c
 }

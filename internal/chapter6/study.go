@@ -25,6 +25,12 @@ type Study struct {
 	// model's --utilization): rate = load / (accesses x mean service).
 	// Rates, when given instead, are requests per second.
 	Loads, Rates []float64
+	// Delays, instead of loads or rates, run Figure 2: Steps requests
+	// back to back from one client (a simulation's steps), once per delay,
+	// the delay added to DelayShare of the accesses.
+	Delays     []time.Duration
+	DelayShare float64
+	Steps      int
 	// ServiceRate is the single accesses' rate of the service-time run,
 	// ServiceTime its length (0: none).
 	ServiceRate float64
@@ -44,14 +50,25 @@ func (s Study) Check() error {
 		return errors.New("--mixes: no mix")
 	case !(s.CPUs > 0):
 		return fmt.Errorf("--cpus %g: want a share above 0", s.CPUs)
-	case len(s.Loads) == 0 && len(s.Rates) == 0:
-		return errors.New("no --load or --rate to run at")
+	case len(s.Delays) > 0 && (len(s.Loads) > 0 || len(s.Rates) > 0):
+		return errors.New("--delays runs steps back to back: give no --load or --rate with it")
+	case len(s.Delays) > 0 && !(s.DelayShare > 0 && s.DelayShare <= 1):
+		return fmt.Errorf("--delay-share %g%%: want above 0%% and at most 100%%", 100*s.DelayShare)
+	case len(s.Delays) > 0 && s.Steps < 1:
+		return fmt.Errorf("--steps %d: want at least 1", s.Steps)
+	case len(s.Delays) == 0 && len(s.Loads) == 0 && len(s.Rates) == 0:
+		return errors.New("no --load, --rate or --delays to run at")
 	case len(s.Loads) > 0 && s.ServiceTime <= 0:
 		return errors.New("--load needs the service-time run (--service-time above 0) to turn a load into a rate")
 	case s.Duration <= 0:
 		return fmt.Errorf("--duration %v: want above 0", s.Duration)
 	case s.Requests < 0:
 		return fmt.Errorf("--requests %d: want 0 (no limit) or more", s.Requests)
+	}
+	for _, d := range s.Delays {
+		if d < 0 {
+			return fmt.Errorf("--delays %v: must not be negative", d)
+		}
 	}
 	for _, u := range s.Loads {
 		if !(u > 0 && u < 1) {
@@ -89,6 +106,9 @@ func (s Study) runMix(ctx context.Context, mix model.Config) error {
 	if err := d.Preload(ctx); err != nil {
 		return fmt.Errorf("%s: %w", MixName(mix), err)
 	}
+	if len(s.Delays) > 0 {
+		return s.runSteps(ctx, d)
+	}
 	rates := s.Rates
 	offered := make([]float64, len(rates))
 	if s.ServiceTime > 0 {
@@ -100,12 +120,19 @@ func (s Study) runMix(ctx context.Context, mix model.Config) error {
 			return fmt.Errorf("%s: no access of the service-time run succeeded", MixName(mix))
 		}
 		svc.Study, svc.Service = shapeName(s.Shape), true
-		s.logf("%s: service run: %d accesses, mean %s, load %s", MixName(mix), len(svc.Accesses), model.FormatDuration(mean(svc.Accesses)), svc.Load)
+		s.logf("%s: service run: %d accesses, mean %s, the hosts' work per access %s, load %s", MixName(mix), len(svc.Accesses),
+			model.FormatDuration(mean(svc.Accesses)), model.FormatDuration(svc.WorkPerAccess()), svc.Load)
 		if err := s.Measured(svc); err != nil {
 			return err
 		}
+		// A load is of the hosts' work per access when it was measured
+		// (the service time the model queues), else of the access latency.
+		per := svc.WorkPerAccess()
+		if per <= 0 {
+			per = mean(svc.Accesses)
+		}
 		for _, u := range s.Loads {
-			rates = append(rates, u/(float64(s.Shape.Accesses())*mean(svc.Accesses)))
+			rates = append(rates, u/(float64(s.Shape.Accesses())*per))
 			offered = append(offered, u)
 		}
 	}
@@ -115,8 +142,30 @@ func (s Study) runMix(ctx context.Context, mix model.Config) error {
 			return err
 		}
 		p.Study, p.Offered = shapeName(s.Shape), offered[i]
-		s.logf("%s: %.4g requests/s: %d requests, %d failed, p99 %s, send lateness p99 %s, load %s", MixName(mix), rate,
-			len(p.Requests), p.Failed, model.FormatDuration(quantile(p.Requests, 0.99)), model.FormatDuration(p.LateP99), p.Load)
+		s.logf("%s: %.4g requests/s: %d requests, %d failed, p99 %s, send lateness p99 %s, the hosts' work per access %s, load %s", MixName(mix), rate,
+			len(p.Requests), p.Failed, model.FormatDuration(quantile(p.Requests, 0.99)), model.FormatDuration(p.LateP99),
+			model.FormatDuration(p.WorkPerAccess()), p.Load)
+		if err := s.Measured(p); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// runSteps runs the study's requests back to back from one client, once
+// per delay (Figure 2): the run's length against the delay.
+func (s Study) runSteps(ctx context.Context, d *Deployment) error {
+	shape := s.Shape
+	shape.Batch, shape.Trace = 0, nil
+	study := "steps " + shapeName(shape)
+	for _, delay := range s.Delays {
+		shape.Delay = load.Delay{Share: s.DelayShare, Delay: delay}
+		p, err := d.Measure(ctx, Run{Shape: shape, Clients: 1, Duration: s.Duration, Requests: s.Steps, Seed: s.Seed})
+		if err != nil {
+			return err
+		}
+		p.Study = study
+		s.logf("%s: %d steps with %s: %s, load %s", MixName(d.Mix), len(p.Requests), shape.Delay, model.FormatDuration(p.Elapsed), p.Load)
 		if err := s.Measured(p); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/gait-dev/gait/internal/chapter6"
@@ -24,7 +25,11 @@ type chapter6Flags struct {
 	report             bool
 	target             string
 	simRequests        int
+	basis              string
 	requests           int
+	delays             []time.Duration
+	delayShare         float64
+	steps              int
 }
 
 func newModelChapter6Cmd() *cobra.Command {
@@ -64,9 +69,13 @@ DIR/report.html (docs/requests.md).`,
 	fl.DurationVar(&f.serviceTime, "service-time", 10*time.Second, "length of the service-time run (0: none)")
 	fl.DurationVar(&f.dur, "duration", time.Minute, "length of each measured run, at most")
 	fl.IntVar(&f.requests, "requests", 0, "requests of each measured run, at most (0: as many as --duration brings)")
+	fl.DurationSliceVar(&f.delays, "delays", nil, "instead of --load/--rate, Figure 2: --steps requests back to back from one client, once per delay, the delay added to --delay-share of the accesses")
+	fl.Float64Var(&f.delayShare, "delay-share", 2, "with --delays: percent of the accesses delayed")
+	fl.IntVar(&f.steps, "steps", 500, "with --delays: requests (a simulation's steps) per run")
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed of arrivals and keys")
 	fl.StringVar(&f.target, "target", "99%@10ms", "with --report: the SLA single accesses must meet (Figure 16)")
 	fl.IntVar(&f.simRequests, "sim-requests", 100000, "with --report: requests the simulator runs per point")
+	fl.StringVar(&f.basis, "service-basis", "work", "with --report: the model's service time: work (the hosts' CPU per access; the rest of the access latency is network) or latency (the whole access latency)")
 	return cmd
 }
 
@@ -97,6 +106,7 @@ func runChapter6(cmd *cobra.Command, f chapter6Flags) error {
 		return err
 	}
 	st := chapter6.Study{Gait: gait, CPUs: f.cpus, Mixes: mixes, Shape: shape, Loads: f.loads, Rates: f.rates,
+		Delays: f.delays, DelayShare: f.delayShare / 100, Steps: f.steps,
 		ServiceRate: f.serviceRate, ServiceTime: f.serviceTime, Duration: f.dur, Requests: f.requests, Seed: f.seed, Log: cmd.ErrOrStderr(),
 		Measured: func(p chapter6.Point) error { return chapter6.Append(points, p) }}
 	if err := st.Check(); err != nil {
@@ -119,7 +129,11 @@ func chapter6Report(cmd *cobra.Command, f chapter6Flags, points string) error {
 	if err != nil {
 		return err
 	}
-	rows, err := chapter6.Rows(ps, f.simRequests)
+	basis, err := chapter6.ParseBasis(f.basis)
+	if err != nil {
+		return err
+	}
+	rows, err := chapter6.Rows(ps, f.simRequests, basis)
 	if err != nil {
 		return err
 	}
@@ -134,5 +148,11 @@ func chapter6Report(cmd *cobra.Command, f chapter6Flags, points string) error {
 		fmt.Fprintf(cmd.OutOrStdout(), "%s on %d nodes: highest rate with %s measured %.0f/s, planned %.0f/s\n",
 			chapter6.MixName(c.Mix), c.Mix.Nodes(), target, c.Measured, c.Planned)
 	}
-	return chapter6.Page("gait: the thesis's chapter 6 on gait-redis ("+f.out+")", rows, caps, target).WriteFile(filepath.Join(f.out, "report.html"))
+	slow := chapter6.Slowdowns(ps)
+	for _, d := range slow {
+		fmt.Fprintf(cmd.OutOrStdout(), "%s: %d steps with %s on %.3g%% of accesses: %.2f s, %s ms per step more than without, expected %s ms from the mean, %s ms from the fan-out\n",
+			chapter6.MixName(d.Mix), d.Steps, model.FormatDuration(d.Delay), 100*d.Share, d.Elapsed, strconv.FormatFloat(d.Extra*1e3, 'f', 2, 64),
+			strconv.FormatFloat(d.ExpectedMean*1e3, 'f', 2, 64), strconv.FormatFloat(d.ExpectedFanOut*1e3, 'f', 2, 64))
+	}
+	return chapter6.Page("gait: the thesis's chapter 6 on gait-redis ("+f.out+")", rows, caps, target, slow).WriteFile(filepath.Join(f.out, "report.html"))
 }

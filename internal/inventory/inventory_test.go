@@ -3,6 +3,7 @@ package inventory
 import (
 	"errors"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -99,6 +100,7 @@ func FuzzInventory(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte("[a:children]\nb\n[b:children]\nc\n[c]\nm[01:10] ansible_port=22\n"))
+	f.Add([]byte("[a]\nm1 gait_root=/srv/gait gait_cgroup=machines/m1\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ms, err := Parse("fuzz", data)
 		if err != nil {
@@ -111,6 +113,12 @@ func FuzzInventory(f *testing.F) {
 		for _, m := range ms {
 			if m.Name == "" || m.Addr == "" || !strings.HasPrefix(m.Root, "/") || m.Port < 0 || m.Port > 65535 {
 				t.Fatalf("machine passed the checks: %+v", m)
+			}
+			// Root and Cgroup go into the agent's command line: no
+			// shell word may break out of them, no cgroup climb out.
+			if strings.ContainsAny(m.Root+m.Cgroup, " \t\n;&|$`'\"\\<>()*?") ||
+				m.Cgroup != "" && (strings.HasPrefix(m.Cgroup, "/") || path.Clean(m.Cgroup) != m.Cgroup || m.Cgroup == ".." || strings.HasPrefix(m.Cgroup, "../")) {
+				t.Fatalf("machine passed the checks: root %q, cgroup %q", m.Root, m.Cgroup)
 			}
 		}
 	})

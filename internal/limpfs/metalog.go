@@ -17,17 +17,19 @@ import (
 )
 
 // The metadata log makes an fsync cost one write to a block the disk
-// already holds. A file's metadata lives in STORE/meta/INO, written whole
-// and renamed over the old one on every commit; making that durable takes
-// an fsync of the new file and one of its directory, two journal commits
-// of the store's file system, and making the tree file's new size durable
-// a third. Instead, once a mount has been asked to fsync, every commit
+// already holds and one flush of the disk's cache. A file's metadata
+// lives in STORE/meta/INO, written whole and renamed over the old one on
+// every commit; making that durable takes an fsync of the new file and
+// one of its directory, and making the tree file's new size durable a
+// third: three flushes of the disk's cache, and on a file system with a
+// journal a commit of it each, which waits for whatever else the file
+// system has to commit. Instead, once a mount has been asked to fsync, every commit
 // also appends its metadata (the extents and the file's size) to
 // STORE/log, a file of logSize bytes written with zeros when it is made,
 // so that a record is an overwrite in place: fsync then is an fdatasync
 // of the tree file only if literal bytes went into it, and an fdatasync
 // of the log, which writes the log's block and changes no file system
-// metadata (no journal commit on ext4 or xfs).
+// metadata (no inode to write, no journal commit on ext4 or xfs).
 //
 // The meta/ files are still written on every commit (without a sync), so
 // reading a store needs no log. The log says what they and the tree files'

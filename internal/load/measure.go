@@ -33,14 +33,9 @@ type Measurement struct {
 	// MaxThroughput is the maximum an earlier calibration of the same
 	// workload found; 0 calibrates now if the rate is a share of it.
 	MaxThroughput float64
-	// Warmup, when above 0, drives the workload this long, closed loop and
-	// unrecorded, before the measured run (after any preload and
-	// calibration): a JVM server starts cold and compiles its hot paths
-	// in its first seconds, which a short run would otherwise measure.
-	Warmup   time.Duration
-	Probes   []Probe
-	Progress func(Progress)
-	Log      func(format string, args ...any) // phase lines; nil discards them
+	Probes        []Probe
+	Progress      func(Progress)
+	Log           func(format string, args ...any) // phase lines; nil discards them
 	// Around, if set, is called just before the first request (a fault
 	// schedule starts there); the function it returns is called right after
 	// the last one, and what that returns is kept in run.json.
@@ -71,17 +66,8 @@ func Measure(ctx context.Context, m Measurement) (Measured, error) {
 	s := m.Spec
 	out := Measured{MaxThroughput: m.MaxThroughput}
 	write := slices.Index(m.Ops, m.Write)
-	reads := slices.ContainsFunc(s.Mix, func(e MixEntry) bool { return e.Name != m.Write })
-	if s.Preload && reads && write >= 0 {
-		logf("preloading %d keys", s.Keys)
-		preloadDial := m.PreloadDial
-		if preloadDial == nil {
-			preloadDial = m.Dial
-		}
-		preloadDial = timedDialer(preloadDial, s.Timeout)
-		if err := Preload(ctx, s.Workload(), uint8(write), preloadDial, 16); err != nil {
-			return out, err
-		}
+	if err := preload(ctx, m, logf); err != nil {
+		return out, err
 	}
 	dial := timedDialer(m.Dial, s.Timeout)
 	if s.Wait.Replicas > 0 {
@@ -102,11 +88,6 @@ func Measure(ctx context.Context, m Measurement) (Measured, error) {
 		}
 		rate = s.Rate.Share * out.MaxThroughput
 		logf("maximum throughput %s, so %s is %s", FormatRate(out.MaxThroughput), s.Rate, FormatRate(rate))
-	}
-	if m.Warmup > 0 {
-		if err := warmUp(ctx, s, dial, m.Warmup, logf); err != nil {
-			return out, err
-		}
 	}
 	cfg := s.Config(rate)
 	cfg.Probes, cfg.Progress = m.Probes, m.Progress
@@ -262,12 +243,39 @@ func (c Config) Planned() string {
 	return c.Duration.String()
 }
 
-// warmUp drives the workload for d with the spec's clients (an open loop's
-// default number of them), and logs the rate it reached.
-func warmUp(ctx context.Context, s Spec, dial Dialer, d time.Duration, logf func(string, ...any)) error {
+// preload writes the workload's keys when it reads them.
+func preload(ctx context.Context, m Measurement, logf func(string, ...any)) error {
+	s := m.Spec
+	write := slices.Index(m.Ops, m.Write)
+	reads := slices.ContainsFunc(s.Mix, func(e MixEntry) bool { return e.Name != m.Write })
+	if !s.Preload || !reads || write < 0 {
+		return nil
+	}
+	logf("preloading %d keys", s.Keys)
+	dial := m.PreloadDial
+	if dial == nil {
+		dial = m.Dial
+	}
+	return Preload(ctx, s.Workload(), uint8(write), timedDialer(dial, s.Timeout), 16)
+}
+
+// WarmUp drives m's workload for d, closed loop with its clients (an open
+// loop's default number of them) and unrecorded, after preloading its keys
+// when it reads them: a JVM server starts cold and compiles its hot paths
+// in its first seconds, which a short measured run would otherwise pay for.
+// Measure preloads again; the keys and values are the same.
+func WarmUp(ctx context.Context, m Measurement, d time.Duration) error {
+	logf := m.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	if err := preload(ctx, m, logf); err != nil {
+		return err
+	}
+	s := m.Spec
 	clients := orDefault(s.Clients, DefaultClients)
 	logf("warming up: %v closed loop with %d clients, not measured", d, clients)
-	rate, err := Calibrate(ctx, s.Workload(), dial, clients, d, s.Seed)
+	rate, err := Calibrate(ctx, s.Workload(), timedDialer(m.Dial, s.Timeout), clients, d, s.Seed)
 	if err != nil {
 		return fmt.Errorf("warm-up of %v before the measured run: %w", d, err)
 	}

@@ -79,7 +79,7 @@ type pool struct {
 }
 
 func (p *pool) dispatch() {
-	ownThread()
+	defer ownThread()()
 	r := p.run
 	rng := rand.New(rand.NewPCG(r.cfg.Seed, math.MaxUint32))
 	timer := time.NewTimer(time.Hour)

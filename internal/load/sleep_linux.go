@@ -14,12 +14,20 @@ import (
 // slack is 1 ns: it then wakes within about 10 µs of an arrival.
 
 // ownThread gives the calling goroutine its own OS thread for precise
-// sleeps. The goroutine must not unlock it: the thread, with its changed
-// timer slack, then ends with the goroutine.
-func ownThread() {
+// sleeps; the goroutine calls the returned release when it is done, which
+// puts the thread's timer slack back and unlocks it. The thread must not
+// end with the goroutine (as a locked thread does): a process started
+// from it earlier with Pdeathsig (a testbed host's server) would be
+// killed with it.
+func ownThread() (release func()) {
+	const prSetTimerSlack, prGetTimerSlack = 29, 30 // prctl(2)
 	runtime.LockOSThread()
-	const prSetTimerSlack = 29 // prctl(2) PR_SET_TIMERSLACK
+	old, _, _ := syscall.RawSyscall(syscall.SYS_PRCTL, prGetTimerSlack, 0, 0)
 	syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerSlack, 1, 0)
+	return func() {
+		syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerSlack, old, 0)
+		runtime.UnlockOSThread()
+	}
 }
 
 // sleepUntil waits until t or until ctx ends, reporting which. Long waits use

@@ -248,6 +248,15 @@ func PredictRequest(sys System, cfg Config, horizon float64, thesis bool) (Reque
 				return RequestPrediction{Step: g.h, CDF: g.oneGroupShared(phases, sums, w, g.pmf(sys.net()), batchRate, d)}, nil
 			}
 			waits = g.idleOrBusy(w, g.pmf(sys.net()))
+			if d > 1 {
+				// The duplicates share the age of the last batch to
+				// reach them, which sets most of the wait they find.
+				waits = g.pastStates(w, sums[B*q.Accesses()], batchRate, 48)
+				net := g.pmf(sys.net())
+				for i := range waits {
+					waits[i].pmf = convolve(waits[i].pmf, net)
+				}
+			}
 		}
 		for j := 1; j <= B; j++ {
 			for _, w := range waits {
@@ -261,6 +270,16 @@ func PredictRequest(sys System, cfg Config, horizon float64, thesis bool) (Reque
 					}
 					rest := (B-j)*phases[P-2] + j*phases[P-1]
 					window := convolve(w.pmf, sums[early])
+					if d > 1 && !thesis {
+						// The first batch to arrive before the request's
+						// last phase starts goes ahead of it at every
+						// duplicate alike (later ones are left out).
+						cdf = g.oneGroupTwoPhases(window, sums[rest], sums[B*phases[0]], batchRate, d)
+						for i := range law {
+							law[i] += w.w * cdf[i] / float64(B)
+						}
+						continue
+					}
 					if !thesis {
 						window = g.withArrivals(window, batchRate, sums[B*phases[0]])
 					}

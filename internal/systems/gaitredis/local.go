@@ -24,8 +24,9 @@ import (
 )
 
 // MaxReplicas bounds the replicas of one deployment gait starts itself
-// (gait replica cluster): on testbed hosts each replica takes a host, and a
-// testbed holds at most 200 (testbed.MaxHosts); loopback has the same bound.
+// (gait replica cluster): each replica is an agent and a redis-server, and
+// past a few hundred one machine serves none of them well; loopback has the
+// same bound.
 const MaxReplicas = 200
 
 // RangeError is a deployment setting outside the range it is valid in.
