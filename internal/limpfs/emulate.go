@@ -69,9 +69,16 @@ type emulator struct {
 	openMu sync.Mutex
 	open   map[uint64]*emuNode // the nodes whose contents are loaded, by inode number
 	// unsyncedLit are the inode numbers of closed files whose tree
-	// file took literal bytes (or a punch) since its last fdatasync.
+	// file took literal bytes (or a punch) since its last fdatasync, up
+	// to unsyncedMax; past that, unsyncedAll: every file is taken to
+	// have some (an fsync then syncs its tree file, as it always did).
 	unsyncedLit map[uint64]bool
+	unsyncedAll bool
 }
+
+// unsyncedMax bounds the closed files a mount remembers as having
+// unsynced literal bytes: 64 Ki of them, a few MB.
+const unsyncedMax = 1 << 16
 
 // opened is the node of inode ino if its contents are loaded.
 func (em *emulator) opened(ino uint64) *emuNode {
@@ -99,12 +106,16 @@ func (em *emulator) litUnsynced(ino uint64) bool {
 	defer em.openMu.Unlock()
 	u := em.unsyncedLit[ino]
 	delete(em.unsyncedLit, ino)
-	return u
+	return u || em.unsyncedAll
 }
 
 func (em *emulator) setLitUnsynced(ino uint64) {
 	em.openMu.Lock()
 	defer em.openMu.Unlock()
+	if len(em.unsyncedLit) >= unsyncedMax {
+		clear(em.unsyncedLit)
+		em.unsyncedAll = true
+	}
 	em.unsyncedLit[ino] = true
 }
 

@@ -886,3 +886,43 @@ func TestEmulateLogReplay(t *testing.T) {
 	}
 	unmount()
 }
+
+// TestEmulateLogCheckpoint fsyncs more often than the metadata log
+// holds records, so the log is checkpointed (syncfs, a new epoch) while
+// the file grows, and a crash after the last fsync still reads the file
+// back whole from what the log holds since.
+func TestEmulateLogCheckpoint(t *testing.T) {
+	needFUSE(t)
+	store := t.TempDir()
+	f, unmount := mountStore(t, store)
+	out, err := os.Create(filepath.Join(f.Mountpoint, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := tardis.AppendGenerate(nil, 5, 0, 1000*4096)
+	for off := 0; off < len(data); off += 4096 {
+		if _, err := out.Write(data[off : off+4096]); err != nil {
+			t.Fatal(err)
+		}
+		if err := out.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log, err := os.ReadFile(filepath.Join(store, storeLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if epoch := binary.LittleEndian.Uint64(log[len(logMagic):]); epoch < 2 {
+		t.Fatalf("the log's epoch is %d after 1,000 fsyncs: it was never checkpointed", epoch)
+	}
+	out.Close()
+	unmount()
+	metas, _ := filepath.Glob(filepath.Join(store, storeMeta, "*"))
+	for _, m := range metas {
+		os.Remove(m)
+	}
+	os.Truncate(filepath.Join(store, storeTree, "f"), 0)
+	os.WriteFile(filepath.Join(store, storeLog), log, 0o644)
+	f, _ = mountStore(t, store)
+	sameFile(t, filepath.Join(f.Mountpoint, "f"), data)
+}
