@@ -216,6 +216,7 @@ func WriteText(w io.Writer, rows []Row) error {
 	for _, r := range rows {
 		fmt.Fprintf(bw, "%s %s %.4g req/s (server utilization %.3f, %.2g CPU/host): %d requests, %d failed, send lateness p99 %s ms, load %s\n",
 			r.Study, MixName(r.Mix), r.Rate, r.Utilization, r.CPUs, len(r.Requests), r.Failed, ms(r.LateP99), r.Load)
+		fmt.Fprintf(bw, "  model from the %s\n", r.Service)
 		fmt.Fprintf(bw, "  %-10s", "")
 		for _, l := range Levels {
 			fmt.Fprintf(bw, " %8s", "p"+strconv.FormatFloat(100*l, 'g', 4, 64))

@@ -40,17 +40,23 @@ func newModelChapter6Cmd() *cobra.Command {
 		Long: `Deploys each duplicates x replicas mix in turn as gait-redis on a testbed of
 d*r hosts (root), each host limited to --cpus CPUs; the agents send every read
 to d replicas, their own first, and answer with the first reply (--read any
---fanout d). On each it measures the per-duplicate service time (single
-accesses at --service-rate for --service-time), then the preset's requests
-(olio: 30 then 20 parallel reads; gridlabd: 4 reads then 3 writes, batches
-of 8; single: one access) at each --load (utilization of one server taking
-every access, as gait model's --utilization) or --rate (requests/s), Poisson
-arrivals, for --duration. Every point is appended to DIR/points.jsonl.
+--fanout d). On each it measures the service time (single accesses at
+--service-rate for --service-time: their latency, and the hosts' CPU time
+per access beyond their idle use), then the preset's requests (olio: 30 then
+20 parallel reads; gridlabd: 4 reads then 3 writes, batches of 8; single: one
+access) at each --load (utilization of one server taking every access, as
+gait model's --utilization, of the hosts' work per access) or --rate
+(requests/s), Poisson arrivals, for --duration. With --delays instead
+(Figure 2), --steps requests run back to back from one client, once per
+delay, the delay added to --delay-share percent of the accesses. Every point
+is appended to DIR/points.jsonl.
 
 --report reads DIR/points.jsonl instead of running, and prints every point
 beside the model: the request simulator and predictor run from the service
-time measured on the study's mix of one duplicate. It writes
-DIR/report.html (docs/requests.md).`,
+run of the study's mix of one duplicate (--service-basis work: the hosts'
+work per access queued, the rest of the access latency as network delay;
+latency: the whole access queued). It writes DIR/report.html
+(docs/requests.md).`,
 		Example: `  # long: three deployments of gait-redis, a minute each (root)
   gait model chapter6 --out runs/fig14 --mixes 1x4,2x2,4x1 --preset olio --load 0.08 --duration 60s
   gait model chapter6 --out runs/fig14 --report`,

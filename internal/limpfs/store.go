@@ -302,6 +302,9 @@ type StoreStats struct {
 	// blocks of the tree files (literal bytes), the metadata files'
 	// sizes and the metadata log's blocks.
 	PhysicalBytes int64 `json:"physical_bytes"`
+	// LogBytes is the metadata log's part of PhysicalBytes: a fixed
+	// 64 KiB while a mount has one, whatever the store holds.
+	LogBytes int64 `json:"log_bytes"`
 	// Ratio is LogicalBytes / PhysicalBytes (0 for an empty store).
 	Ratio float64 `json:"ratio"`
 }
@@ -340,7 +343,8 @@ func ReadStoreStats(dir string) (StoreStats, error) {
 	}
 	var st syscall.Stat_t
 	if syscall.Stat(filepath.Join(store, storeLog), &st) == nil {
-		s.PhysicalBytes += st.Blocks * 512 // a mount's metadata log, while it has one
+		s.LogBytes = st.Blocks * 512 // a mount's metadata log, while it has one
+		s.PhysicalBytes += s.LogBytes
 	}
 	if s.PhysicalBytes > 0 {
 		s.Ratio = float64(s.LogicalBytes) / float64(s.PhysicalBytes)

@@ -170,17 +170,43 @@ func (l *lines) do(line string) string {
 	return s
 }
 
-// lineAgent starts an agent of lineAdapter over a memServer of its own.
-func lineAgent(t *testing.T, cfg Config) (*Agent, *memServer) {
+// lineAgent starts an agent of lineAdapter (groupingLines with grouping)
+// over a memServer of its own.
+func lineAgent(t *testing.T, cfg Config, grouping bool) (*Agent, *memServer) {
 	t.Helper()
 	srv := &memServer{data: map[string]string{}}
-	cfg.Adapter, cfg.ServerAddr, cfg.RaftAddr, cfg.Listen = lineAdapter{srv}, "memory", "127.0.0.1:0", "127.0.0.1:0"
+	var ad Adapter = lineAdapter{srv}
+	if grouping {
+		ad = groupingLines{lineAdapter{srv}}
+	}
+	cfg.Adapter, cfg.ServerAddr, cfg.RaftAddr, cfg.Listen = ad, "memory", "127.0.0.1:0", "127.0.0.1:0"
 	a, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
 	return a, srv
+}
+
+// lineCluster starts three agents of lineAdapter, IDs prefix1 to prefix3,
+// the first leading.
+func lineCluster(t *testing.T, base Config, prefix string, grouping bool) ([]*Agent, []*memServer) {
+	t.Helper()
+	var agents []*Agent
+	var servers []*memServer
+	for i := range 3 {
+		cfg := base
+		cfg.ID, cfg.Bootstrap = fmt.Sprintf("%s%d", prefix, i+1), i == 0
+		if i > 0 {
+			cfg.Join = agents[0].RaftAddr()
+		}
+		a, srv := lineAgent(t, cfg, grouping)
+		agents, servers = append(agents, a), append(servers, srv)
+		for i == 0 && !a.IsLeader() {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return agents, servers
 }
 
 // TestAdapter runs the core under an adapter of its own: writes through
@@ -191,20 +217,7 @@ func lineAgent(t *testing.T, cfg Config) (*Agent, *memServer) {
 func TestAdapter(t *testing.T) {
 	// Five trailing entries: the late replica gets the snapshot, not the log.
 	base := Config{TrailingLogs: 5, SnapshotThreshold: 1 << 20, HeartbeatTimeout: 200 * time.Millisecond}
-	var agents []*Agent
-	var servers []*memServer
-	for i := range 3 {
-		cfg := base
-		cfg.ID, cfg.Bootstrap = fmt.Sprintf("r%d", i+1), i == 0
-		if i > 0 {
-			cfg.Join = agents[0].RaftAddr()
-		}
-		a, srv := lineAgent(t, cfg)
-		agents, servers = append(agents, a), append(servers, srv)
-		for i == 0 && !a.IsLeader() {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	agents, servers := lineCluster(t, base, "r", false)
 	a, b := dialLines(t, agents[0].ClientAddr()), dialLines(t, agents[2].ClientAddr())
 	if got := a.do("SET k v1"); got != "OK" {
 		t.Fatalf("SET: %q", got)
@@ -249,7 +262,7 @@ func TestAdapter(t *testing.T) {
 	a.do("SET after snapshot")
 	cfg := base
 	cfg.ID, cfg.Join = "r4", agents[0].RaftAddr()
-	late, lateSrv := lineAgent(t, cfg)
+	late, lateSrv := lineAgent(t, cfg, false)
 	// A joining agent learns the others when its configuration entry
 	// commits there; until then SYNC through it counts fewer replicas.
 	for deadline := time.Now().Add(10 * time.Second); len(late.Replicas()) < 4 && time.Now().Before(deadline); {
@@ -284,27 +297,7 @@ func (groupingLines) GroupsWrites() bool { return true }
 // there are writes, and every replica applies each write once, every
 // client getting its own reply.
 func TestAdapterGroups(t *testing.T) {
-	base := Config{HeartbeatTimeout: 200 * time.Millisecond}
-	var agents []*Agent
-	var servers []*memServer
-	for i := range 3 {
-		cfg := base
-		cfg.ID, cfg.Bootstrap = fmt.Sprintf("g%d", i+1), i == 0
-		if i > 0 {
-			cfg.Join = agents[0].RaftAddr()
-		}
-		srv := &memServer{data: map[string]string{}}
-		cfg.Adapter, cfg.ServerAddr, cfg.RaftAddr, cfg.Listen = groupingLines{lineAdapter{srv}}, "memory", "127.0.0.1:0", "127.0.0.1:0"
-		a, err := Start(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { a.Close() })
-		agents, servers = append(agents, a), append(servers, srv)
-		for i == 0 && !a.IsLeader() {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	agents, servers := lineCluster(t, Config{HeartbeatTimeout: 200 * time.Millisecond}, "g", true)
 	for deadline := time.Now().Add(10 * time.Second); len(agents[0].Replicas()) < 3 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}

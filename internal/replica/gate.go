@@ -27,6 +27,18 @@ type gate struct {
 	expect  int // once open is 0, send when this many are held
 	last    int // size of the last group sent
 	timer   *time.Timer
+	taken   uint64 // groups that left the gate (under mu)
+
+	// Groups are proposed in the order they left the gate: a group is
+	// sent from the goroutine of the write that completed it or from the
+	// timer's, each after releasing mu, and a later group overtook an
+	// earlier one whose goroutine was descheduled in between: one
+	// connection's pipelined batches then entered the log out of order
+	// (a GET of the next batch ran before the SET of the one before it; 2
+	// to 6 of 100,000 pipelined SET/GET pairs at load average 15 to 100).
+	omu      sync.Mutex
+	ocond    *sync.Cond
+	proposed uint64 // groups handed to propose
 }
 
 // holdMax bounds how long a write waits in the gate: a client that does
@@ -37,6 +49,7 @@ const holdMax = 500 * time.Microsecond
 
 func newGate(propose func([]*write)) *gate {
 	g := &gate{propose: propose}
+	g.ocond = sync.NewCond(&g.omu)
 	g.timer = time.AfterFunc(time.Hour, g.expire)
 	g.timer.Stop()
 	return g
@@ -85,14 +98,26 @@ func (g *gate) expire() {
 	g.send()
 }
 
-// send proposes every held write as one group. Called with g.mu held; it
-// unlocks it before proposing, so that raft's channel never waits under it.
+// send proposes every held write as one group, after the groups that
+// left the gate before it. Called with g.mu held; it unlocks it before
+// proposing, so that raft's channel never waits under it.
 func (g *gate) send() {
 	group := g.held
 	g.held = nil
 	g.timer.Stop()
 	g.open += len(group)
 	g.last = len(group)
+	turn := g.taken
+	g.taken++
 	g.mu.Unlock()
+	g.omu.Lock()
+	for g.proposed != turn {
+		g.ocond.Wait()
+	}
+	g.omu.Unlock()
 	g.propose(group)
+	g.omu.Lock()
+	g.proposed++
+	g.ocond.Broadcast()
+	g.omu.Unlock()
 }

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -72,5 +73,65 @@ func TestGate(t *testing.T) {
 	}
 	if p.count() != 7 {
 		t.Fatalf("7 was held past %v: %v", holdMax, p.ids)
+	}
+}
+
+// TestGateProposesInOrder: a group the timer sends while the goroutine
+// of the group before it has not yet proposed it (descheduled between
+// leaving the gate and raft.Apply) is proposed after it, not before: one
+// connection's pipelined batches must enter the log in order.
+func TestGateProposesInOrder(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var order []uint64
+	calls := 0
+	g := newGate(func(ws []*write) {
+		mu.Lock()
+		calls++
+		first := calls == 1
+		mu.Unlock()
+		if first {
+			<-release
+		}
+		mu.Lock()
+		for _, w := range ws {
+			order = append(order, w.id)
+		}
+		mu.Unlock()
+	})
+	go g.add(&write{id: 1}) // nothing in raft: sent at once, its proposal held up
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		mu.Lock()
+		c := calls
+		mu.Unlock()
+		if c == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first write was not sent")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	g.add(&write{id: 2}) // held while 1 is open; the timer sends it after holdMax
+	time.Sleep(20 * holdMax)
+	mu.Lock()
+	early := slices.Clone(order)
+	mu.Unlock()
+	close(release)
+	if len(early) != 0 {
+		t.Fatalf("proposed %v while the group before it was still being proposed", early)
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		mu.Lock()
+		n := len(order)
+		mu.Unlock()
+		if n == 2 {
+			break
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(order, []uint64{1, 2}) {
+		t.Fatalf("proposed in the order %v, want [1 2]", order)
 	}
 }

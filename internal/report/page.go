@@ -154,7 +154,10 @@ p { margin: 10px 0; white-space: pre-line; }
 .note { margin: 14px 0; padding: 10px 14px; background: #fff8e6; border-left: 4px solid #E69F00; white-space: pre-line; }
 pre { margin: 12px 0; padding: 10px 12px; background: #f6f6f6; border: 1px solid #e4e4e4; overflow-x: auto;
   font: 13px/1.4 ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; }
-.table { overflow-x: auto; margin: 12px 0; }
+/* A table wider than the text may reach to the window's right edge (the
+   suite's Table 1 has ten columns); wider still, it scrolls. */
+.table { overflow-x: auto; margin: 12px 0; width: max-content;
+  max-width: min(calc(50vw + 430px), calc(100vw - 40px)); }
 table { border-collapse: collapse; font-size: 14px; font-variant-numeric: tabular-nums; }
 th, td { padding: 4px 10px; text-align: left; vertical-align: top; }
 th { border-bottom: 2px solid #444; font-weight: 600; white-space: nowrap; }

@@ -677,14 +677,19 @@ func (t *Tracker) paces(now time.Time, leader bool, medianLag time.Duration) []P
 	// voters stay unpaced for a majority: with one follower limping and
 	// the other paced for a lag on a busy machine (at 2.7 MB/s, a noisy
 	// probe's estimate), every commit waited on the paced one and
-	// throughput fell to a third for the rest of the step.
+	// throughput fell to a third for the rest of the step. A limping
+	// voter counts as paced before its turn: a new leader that had marked
+	// its predecessor limping while it followed paced, in its first tick
+	// as leader, the healthy follower that lagged it (the more behind of
+	// the two, so the first) and then the limping one, and commits waited
+	// on a follower paced at 1 MiB/s for the 5-s hold (a 100x leader NIC).
 	var rs []*replica
 	voters, unpaced := 0, 0
 	for _, r := range t.replicas {
 		rs = append(rs, r)
 		if r.voter {
 			voters++
-			if !r.paced {
+			if !r.paced && !(leader && r.limping && r.id != t.cfg.Self) {
 				unpaced++
 			}
 		}
@@ -702,7 +707,7 @@ func (t *Tracker) paces(now time.Time, leader bool, medianLag time.Duration) []P
 			rate := t.paceRate()
 			if !r.paced {
 				r.paced = true
-				if r.voter {
+				if r.voter && !r.limping {
 					unpaced--
 				}
 			} else if math.Abs(float64(rate)-float64(r.paceRate)) <= paceRetune*float64(r.paceRate) {

@@ -930,3 +930,39 @@ func TestRate(t *testing.T) {
 		t.Errorf("a whole window with nothing: %v, want 0", got)
 	}
 }
+
+// TestLimpingVoterLeavesLaggingOneUnpaced: an agent that marked the old
+// leader limping while it followed, and now leads, paces that replica in
+// its first tick as leader, but not the other follower, which lags
+// 150 ms as followers do right after a leader change: with both paced,
+// every commit waits on a paced follower (a 100x leader NIC's handover:
+// the healthy follower paced at 1 MiB/s for its 5-s hold, throughput 0.3x
+// to 0.6x its healthy run's).
+func TestLimpingVoterLeavesLaggingOneUnpaced(t *testing.T) {
+	tr := heldTracker()
+	for i := range 21 {
+		now := t0.Add(time.Duration(i) * 50 * time.Millisecond)
+		b := uint64(i + 3)
+		if i == 20 {
+			b = uint64(i) // 3 ticks, 150 ms, behind
+		}
+		for id, st := range map[string]Status{
+			"a": {Applied: uint64(i + 3), ProbeSecs: 0.003, NetSecs: 0.001},
+			"b": {Applied: b, ProbeSecs: 0.003, NetSecs: 0.001},
+			"c": {Applied: uint64(i + 3), ProbeSecs: 0.2, NetSecs: 0.2}, // its link at 100x
+		} {
+			st.ID, st.Incarnation = id, "inc-"+id
+			tr.Observe(st, now)
+		}
+		d := tr.Tick(now, i == 20, nil) // a follower until tick 20
+		if i < 20 {
+			continue
+		}
+		if !limping(tr)["c"] {
+			t.Fatalf("tick 20: c not marked limping: %+v", d.Marks)
+		}
+		if len(d.Paces) != 1 || d.Paces[0].Addr != "c:1" {
+			t.Fatalf("tick 20: c marked limping and b 150 ms behind: paces %+v, want c:1 alone", d.Paces)
+		}
+	}
+}

@@ -39,6 +39,8 @@ func checkStores(t *testing.T, c *Cluster, tb *testbed.Testbed, cl load.Client) 
 	if err := c.Stop(); err != nil {
 		t.Logf("stop: %v", err)
 	}
+	// The bound is on the data's descriptions: each store's metadata log
+	// is a fixed 64 KiB while it is mounted, 40% of these small stores.
 	var logical, physical int64
 	for _, h := range tb.Hosts[1:] {
 		st, err := limpfs.ReadStoreStats(h.Disk().Backing)
@@ -50,10 +52,10 @@ func checkStores(t *testing.T, c *Cluster, tb *testbed.Testbed, cl load.Client) 
 			t.Errorf("%s: the store shows %d bytes, fewer than a replica of every file (%d)", h.Name, st.LogicalBytes, files*size)
 		}
 		logical += st.LogicalBytes
-		physical += st.PhysicalBytes
+		physical += st.PhysicalBytes - st.LogBytes
 	}
 	ratio := float64(logical) / float64(max(physical, 1))
-	t.Logf("the DataNodes' stores: %d bytes logical, %d physical, ratio %.1f", logical, physical, ratio)
+	t.Logf("the DataNodes' stores: %d bytes logical, %d physical besides their logs, ratio %.1f", logical, physical, ratio)
 	if ratio < 400 {
 		t.Errorf("ratio %.1f, want more than 400 (826 measured)", ratio)
 	}
