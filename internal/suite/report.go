@@ -94,11 +94,24 @@ func figure1(p *report.Page, results []Result) {
 		p.Figure("Mean latency over the baseline's at each slowdown factor, one line per experiment (the Limplock paper's "+
 			"Figure 1): the median over the repetitions, each repetition against its own baseline, with a bar from the "+
 			"smallest to the largest. Both axes are logarithmic; a line along the bottom is a system that tolerates the limpware.",
-			report.LineChart{X: report.Axis{Label: "limpware factor", Log: true}, Y: y, Series: series, Markers: true})
+			report.LineChart{X: factorAxis(series), Y: y, Series: series, Markers: true})
 	}
 	if len(crashes) > 0 {
 		p.Paragraph("Steps without a slowdown factor (crash, partition), for comparison: " + strings.Join(crashes, "; ") + ".")
 	}
+}
+
+// factorAxis runs from 1x, the baseline, to the decade of the largest
+// factor, so that a suite of one factor (--quick's 1000x) is drawn at its
+// place on the scale, not at the left end of a decade of its own.
+func factorAxis(series []report.Series) report.Axis {
+	hi := 10.0
+	for _, s := range series {
+		for _, x := range s.X {
+			hi = max(hi, x)
+		}
+	}
+	return report.Axis{Label: "limpware factor", Log: true, Min: 1, Max: math.Pow(10, math.Ceil(math.Log10(hi)-1e-9))}
 }
 
 // section adds one experiment: its verdicts with their reasons, then its
