@@ -192,32 +192,22 @@ func (a *Agent) reproposeOrphans() {
 }
 
 // awaitWrite waits for the first reply to a proposed write, or with
-// --write-all for every replica's.
+// --write-all for every replica's. The first reply needs no timer of its
+// own (one per write was two allocations and a timer-heap update):
+// sweepWrites answers a write still unanswered after the write timeout
+// with the error.
 func (a *Agent) awaitWrite(w *write) (result, error) {
 	var r result
-	got := false
 	select {
-	case r = <-w.first: // answered already: often no timer is needed
-		got = true
-		if r.err != nil || !a.cfg.WriteAll {
-			return r, r.err
-		}
-	default:
-	}
-	t := time.NewTimer(a.cfg.WriteTimeout)
-	defer t.Stop()
-	if !got {
-		select {
-		case r = <-w.first:
-		case <-t.C:
-			return r, fmt.Errorf("no replica applied the write within %v; it may still be applied", a.cfg.WriteTimeout)
-		case <-a.done:
-			return r, errors.New("agent stopped")
-		}
+	case r = <-w.first:
+	case <-a.done:
+		return r, errors.New("agent stopped")
 	}
 	if r.err != nil || !a.cfg.WriteAll {
 		return r, r.err
 	}
+	t := time.NewTimer(time.Until(w.start.Add(a.cfg.WriteTimeout)))
+	defer t.Stop()
 	select {
 	case <-w.all:
 		return r, nil
@@ -402,7 +392,7 @@ func (a *Agent) sweepWrites(now time.Time) (missing map[string]time.Duration) {
 			}
 			if !w.answered {
 				w.answered = true
-				err := fmt.Errorf("no replica applied the write within %v", a.cfg.WriteTimeout)
+				err := fmt.Errorf("no replica applied the write within %v; it may still be applied", a.cfg.WriteTimeout)
 				if w.orphaned != nil {
 					err = fmt.Errorf("%w; last proposal: %w", err, w.orphaned)
 				}
