@@ -29,9 +29,8 @@ type write struct {
 	all      chan struct{}   // closed once every expected replica replied
 	answered bool
 	index    uint64
-	digests  map[string]uint64 // replica ID -> digest of its reply
-	incs     map[string]string // replica ID -> incarnation that replied
-	agreed   bool              // a majority of expected replicas agree on agreedOn
+	replies  []replyOf // one per replica that replied, in the order they did
+	agreed   bool      // a majority of expected replicas agree on agreedOn
 	agreedOn uint64
 	volatile bool // the client gets this replica's reply, not the first
 	waited   bool // a WAITALL waits for every replica to reply
@@ -56,7 +55,8 @@ func (a *Agent) startEntry(data []byte, volatile bool) (*write, error) {
 		}
 	}
 	w := &write{start: time.Now(), expected: a.health.expectedReplicas(),
-		first: make(chan result, 1), all: make(chan struct{}), digests: map[string]uint64{}, incs: map[string]string{}}
+		first: make(chan result, 1), all: make(chan struct{})}
+	w.replies = make([]replyOf, 0, len(w.expected))
 	a.mu.Lock()
 	a.seq++
 	w.id = a.seq
@@ -239,7 +239,7 @@ func (a *Agent) waitAll(w *write, timeout time.Duration) int {
 func (a *Agent) replied(w *write) (got, want int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(w.digests), len(w.expected)
+	return len(w.replies), len(w.expected)
 }
 
 // onReply takes one replica's reply to a write this agent proposed: the
@@ -258,12 +258,12 @@ func (a *Agent) onReply(seq uint64, incarnation string, index, digest uint64, fr
 		a.mu.Unlock()
 		return
 	}
-	if _, dup := w.digests[from]; dup {
+	if w.repliedBy(from) {
 		a.mu.Unlock()
 		return
 	}
 	w.expected[from] = true // a member that joined since the proposal
-	w.digests[from], w.incs[from] = digest, fromInc
+	w.replies = append(w.replies, replyOf{id: from, inc: fromInc, digest: digest})
 	a.health.observeReply(from, now.Sub(w.start))
 	ungate := false
 	if !w.answered && (!w.volatile || local != nil) {
@@ -284,10 +284,7 @@ func (a *Agent) onReply(seq uint64, incarnation string, index, digest uint64, fr
 			a.m.stage("remote_reply", now.Sub(w.start))
 		}
 	}
-	var outvoted [][2]string
-	for _, id := range w.vote() {
-		outvoted = append(outvoted, [2]string{id, w.incs[id]})
-	}
+	outvoted := w.vote()
 	if w.complete() {
 		delete(a.writes, seq)
 		close(w.all)
@@ -297,32 +294,50 @@ func (a *Agent) onReply(seq uint64, incarnation string, index, digest uint64, fr
 		a.gate.answered()
 	}
 	for _, r := range outvoted {
-		a.health.quarantine(r[0], r[1], fmt.Sprintf("its reply to log index %d differs from the majority's", index))
+		a.health.quarantine(r.id, r.inc, fmt.Sprintf("its reply to log index %d differs from the majority's", index))
 	}
+}
+
+// replyOf is one replica's reply to a write: who, which run of it, and
+// the digest after the write. A write has a few (one per replica), so a
+// slice serves where two maps per write were four allocations.
+type replyOf struct {
+	id, inc string
+	digest  uint64
+}
+
+// repliedBy tells whether the replica with this ID has replied.
+func (w *write) repliedBy(id string) bool {
+	for _, r := range w.replies {
+		if r.id == id {
+			return true
+		}
+	}
+	return false
 }
 
 // vote finds the digest a majority of expected replicas agree on and
 // returns the replicas whose digest differs from it.
-func (w *write) vote() []string {
-	if !w.agreed {
-		counts := map[uint64]int{}
-		for _, d := range w.digests {
-			counts[d]++
-		}
-		for d, n := range counts {
-			if n > len(w.expected)/2 {
-				w.agreed, w.agreedOn = true, d
+func (w *write) vote() []replyOf {
+	for i := 0; !w.agreed && i < len(w.replies); i++ {
+		n := 0
+		for _, r := range w.replies {
+			if r.digest == w.replies[i].digest {
+				n++
 			}
+		}
+		if n > len(w.expected)/2 {
+			w.agreed, w.agreedOn = true, w.replies[i].digest
 		}
 	}
 	if !w.agreed {
 		return nil
 	}
-	var out []string
-	for id, d := range w.digests {
-		if d != w.agreedOn {
-			out = append(out, id)
-			w.digests[id] = w.agreedOn // report each replica once
+	var out []replyOf
+	for i, r := range w.replies {
+		if r.digest != w.agreedOn {
+			out = append(out, r)
+			w.replies[i].digest = w.agreedOn // report each replica once
 		}
 	}
 	return out
@@ -330,7 +345,7 @@ func (w *write) vote() []string {
 
 func (w *write) complete() bool {
 	for id := range w.expected {
-		if _, ok := w.digests[id]; !ok {
+		if !w.repliedBy(id) {
 			return false
 		}
 	}
@@ -364,7 +379,7 @@ func (a *Agent) sweepWrites(now time.Time) (missing map[string]time.Duration) {
 	missing = map[string]time.Duration{}
 	for id, w := range a.writes {
 		for r := range w.expected {
-			if _, ok := w.digests[r]; ok {
+			if w.repliedBy(r) {
 				continue
 			}
 			st := replicas[r]
@@ -380,7 +395,7 @@ func (a *Agent) sweepWrites(now time.Time) (missing map[string]time.Duration) {
 		age := now.Sub(w.start)
 		if w.answered {
 			for r := range w.expected {
-				if _, ok := w.digests[r]; !ok && age > missing[r] {
+				if !w.repliedBy(r) && age > missing[r] {
 					missing[r] = age
 				}
 			}
