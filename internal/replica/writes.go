@@ -16,9 +16,13 @@ import (
 // to apply it has replied (or it is dropped after the write timeout). Its
 // fields are guarded by Agent.mu.
 type write struct {
-	id       uint64
-	entry    []byte // the encoded log entry, re-sent as it is
-	data     []byte // the adapter's data, for a group entry (gate.go)
+	id uint64
+	// entry is the write's own log entry, encoded when it is first
+	// proposed alone and re-sent as it is; a write the gate sends in a
+	// group entry (gate.go) never needs it.
+	entry    []byte
+	data     []byte // the adapter's data
+	floor    uint64 // the proposer's floor when the write was made (entry.floor)
 	leader   string // raft address of the leader it was last proposed to
 	via      string // that leader when it is another agent; "" when it is this one
 	sentAt   time.Time
@@ -61,8 +65,7 @@ func (a *Agent) startEntry(data []byte, volatile bool) (*write, error) {
 	a.seq++
 	w.id = a.seq
 	a.writes[w.id] = w
-	e := entry{proposer: a.proposer(), seq: w.id, floor: a.lowestUnanswered(), data: data}
-	w.entry, w.data, w.volatile = e.encode(), data, volatile
+	w.floor, w.data, w.volatile = a.lowestUnanswered(), data, volatile
 	if leader == a.raftAddr {
 		// Held by the gate meanwhile: proposed here, as far as re-proposing goes.
 		w.gated, w.leader, w.sentAt = true, leader, time.Now()
@@ -140,13 +143,17 @@ func (a *Agent) propose(w *write, leader string) {
 	}
 	a.mu.Lock()
 	w.leader, w.via, w.sentAt, w.orphaned = leader, via, time.Now(), nil
+	if w.entry == nil {
+		w.entry = entry{proposer: a.proposer(), seq: w.id, floor: w.floor, data: w.data}.encode()
+	}
+	e := w.entry
 	a.mu.Unlock()
 	if via == "" {
-		f := a.raft.Apply(w.entry, a.cfg.WriteTimeout)
+		f := a.raft.Apply(e, a.cfg.WriteTimeout)
 		a.watchApply(f, func(err error) { a.orphan(w, err) })
 		return
 	}
-	msg := appendFrame(nil, []byte("PROPOSE"), strconv.AppendUint(nil, w.id, 10), w.entry)
+	msg := appendFrame(nil, []byte("PROPOSE"), strconv.AppendUint(nil, w.id, 10), e)
 	a.peer(leader).send(peerMsg{data: msg, id: w.id})
 }
 
