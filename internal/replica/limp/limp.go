@@ -726,7 +726,7 @@ func (t *Tracker) paces(now time.Time, leader bool, medianLag time.Duration) []P
 			// lagging in the warm-up's catch-up was still capped at 1 MiB/s
 			// when the other follower's CPU went to 1/100 or 1/1000, and
 			// for the rest of the hold every commit waited on it (304 to
-			// 797 sets a second against 1,050 to 2,080 once lifted).
+			// 777 sets a second against 1,223 to 2,080 once lifted).
 			if !leader || now.Sub(r.fineSince) >= paceHold || (r.voter && unpaced <= voters/2) {
 				r.paced, r.fineSince = false, time.Time{}
 				if r.voter {

@@ -931,6 +931,19 @@ func TestRate(t *testing.T) {
 	}
 }
 
+// observeSlowC has a and c report top applied, b report b, at now, with
+// c's link at 100x (probes of 200 ms).
+func observeSlowC(tr *Tracker, now time.Time, top, b uint64) {
+	for id, st := range map[string]Status{
+		"a": {Applied: top, ProbeSecs: 0.003, NetSecs: 0.001},
+		"b": {Applied: b, ProbeSecs: 0.003, NetSecs: 0.001},
+		"c": {Applied: top, ProbeSecs: 0.2, NetSecs: 0.2},
+	} {
+		st.ID, st.Incarnation = id, "inc-"+id
+		tr.Observe(st, now)
+	}
+}
+
 // TestLimpingVoterLeavesLaggingOneUnpaced: an agent that marked the old
 // leader limping while it followed, and now leads, paces that replica in
 // its first tick as leader, but not the other follower, which lags
@@ -946,14 +959,7 @@ func TestLimpingVoterLeavesLaggingOneUnpaced(t *testing.T) {
 		if i == 20 {
 			b = uint64(i) // 3 ticks, 150 ms, behind
 		}
-		for id, st := range map[string]Status{
-			"a": {Applied: uint64(i + 3), ProbeSecs: 0.003, NetSecs: 0.001},
-			"b": {Applied: b, ProbeSecs: 0.003, NetSecs: 0.001},
-			"c": {Applied: uint64(i + 3), ProbeSecs: 0.2, NetSecs: 0.2}, // its link at 100x
-		} {
-			st.ID, st.Incarnation = id, "inc-"+id
-			tr.Observe(st, now)
-		}
+		observeSlowC(tr, now, uint64(i+3), b)
 		d := tr.Tick(now, i == 20, nil) // a follower until tick 20
 		if i < 20 {
 			continue
@@ -979,14 +985,7 @@ func TestLimpingVoterLiftsLagPace(t *testing.T) {
 		if i >= 3 && i <= 5 {
 			b = uint64(i) // 3 ticks, 150 ms, behind
 		}
-		for id, st := range map[string]Status{
-			"a": {Applied: uint64(i + 3), ProbeSecs: 0.003, NetSecs: 0.001},
-			"b": {Applied: b, ProbeSecs: 0.003, NetSecs: 0.001},
-			"c": {Applied: uint64(i + 3), ProbeSecs: 0.2, NetSecs: 0.2}, // its link at 100x
-		} {
-			st.ID, st.Incarnation = id, "inc-"+id
-			tr.Observe(st, now)
-		}
+		observeSlowC(tr, now, uint64(i+3), b)
 		d := tr.Tick(now, true, nil)
 		for _, p := range d.Paces {
 			if p.Addr == "b:1" && p.BytesPerSec > 0 {
