@@ -247,6 +247,9 @@ func PredictRequest(sys System, cfg Config, horizon float64, thesis bool) (Reque
 			if d > 1 && B == 1 && P <= 2 {
 				return RequestPrediction{Step: g.h, CDF: g.oneGroupShared(phases, sums, w, g.pmf(sys.net()), batchRate, d)}, nil
 			}
+			if d == 1 && B == 1 && P == 2 {
+				return RequestPrediction{Step: g.h, CDF: g.oneServerTwoPhases(w, sums, phases[0], phases[1], batchRate, g.pmf(sys.net()))}, nil
+			}
 			waits = g.idleOrBusy(w, g.pmf(sys.net()))
 			if d > 1 {
 				// The duplicates share the age of the last batch to
