@@ -204,7 +204,11 @@ ceiling() {
 		}
 		/^BenchmarkEmulateWrite\// {
 			split($1, n, "/"); sub(/-[0-9]+$/, "", n[3]); w = n[3] ~ /x4/ ? "x4" : "x1"
-			for (i = 2; i < NF; i++) if ($(i + 1) == "MB/s") { vals[n[2] "," w] = vals[n[2] "," w] " " $i; r[n[2] "," w] = $i }
+			for (i = 2; i < NF; i++) {
+				if ($(i + 1) == "MB/s") { vals[n[2] "," w] = vals[n[2] "," w] " " $i; r[n[2] "," w] = $i }
+				if ($(i + 1) == "cpu-ms/GiB") vals["cpu," n[2] "," w] = vals["cpu," n[2] "," w] " " $i
+				if ($(i + 1) == "%fsync") vals["fsync," n[2] "," w] = vals["fsync," n[2] "," w] " " $i
+			}
 		}
 		/^repetition done/ {
 			if (r["null-fuse,x1"] > 0) vals["ratio,x1"] = vals["ratio,x1"] " " r["emulating,x1"] / r["null-fuse,x1"]
@@ -219,6 +223,11 @@ ceiling() {
 				m1["emulating"] / m1["raw-disk-odirect"], m4["emulating"] / m4["raw-disk-odirect"],
 				median("ratio,x1"), median("ratio,x4")
 			if (reps > 1) printf " (each repetition: %s /%s)", vals["ratio,x1"], vals["ratio,x4"]
+			# Where the gap between them goes: CPU per GiB (the writers
+			# and the in-process server), and the share of the time the writers spend in fsync.
+			printf "; cpu-ms/GiB null %.0f / %.0f, emulating %.0f / %.0f; %% of writer time in fsync null %.1f / %.1f, emulating %.1f / %.1f",
+				median("cpu,null-fuse,x1"), median("cpu,null-fuse,x4"), median("cpu,emulating,x1"), median("cpu,emulating,x4"),
+				median("fsync,null-fuse,x1"), median("fsync,null-fuse,x4"), median("fsync,emulating,x1"), median("fsync,emulating,x4")
 			printf "\n"
 		}'
 }

@@ -88,6 +88,7 @@ type Status struct {
 	Elapsed     time.Duration // of this run's workload
 	Planned     time.Duration // this run's workload length, 0 if unknown
 	Requests    int64         // completed in this run
+	Failed      int64         // of them, errors and timeouts
 	ETA         time.Duration // for the whole scenario, -1 while unknown
 	ScenarioRun time.Duration // since the scenario started
 	// Done says the workload is over: what follows is writing the run and
@@ -624,7 +625,7 @@ func (lr *liveRun) progress() func(load.Progress) {
 	planned := lr.s.Workload.Duration
 	return func(p load.Progress) {
 		st := Status{Run: lr.current + 1, Runs: len(lr.runs), ID: lr.id, Elapsed: p.Elapsed, Planned: planned,
-			Requests: p.Done, ScenarioRun: time.Since(lr.started), ETA: lr.eta(p)}
+			Requests: p.Done, Failed: p.Failed, ScenarioRun: time.Since(lr.started), ETA: lr.eta(p)}
 		st.Done = p.Final
 		switch {
 		case p.Final && lr.opt.Status == nil:
@@ -656,8 +657,8 @@ func (s Status) String() string {
 	if s.Done {
 		run = "workload done, writing the run and resetting the cluster"
 	}
-	return fmt.Sprintf("[%d/%d] %s r%d: %s, %d requests; scenario %v elapsed, about %s left",
-		s.Run, s.Runs, s.ID.Step.Label(), s.ID.Rep, run, s.Requests,
+	return fmt.Sprintf("[%d/%d] %s r%d: %s, %d requests, %d errors; scenario %v elapsed, about %s left",
+		s.Run, s.Runs, s.ID.Step.Label(), s.ID.Rep, run, s.Requests, s.Failed,
 		s.ScenarioRun.Round(time.Second), eta)
 }
 

@@ -303,7 +303,7 @@ func runLoad(ctx context.Context, cmd *cobra.Command, f loadFlags) error {
 	return printLoadSummary(cmd.OutOrStdout(), f.out, out)
 }
 
-// loadProgress shows the run's elapsed time, ETA and requests done.
+// loadProgress shows the run's elapsed time, ETA, and requests done and failed.
 func loadProgress(status *statusLine) func(load.Progress) {
 	return func(p load.Progress) {
 		if p.Final {
@@ -314,7 +314,7 @@ func loadProgress(status *statusLine) func(load.Progress) {
 		if p.ETA >= 0 {
 			eta = p.ETA.Round(time.Second).String()
 		}
-		status.show(fmt.Sprintf("%v elapsed, ETA %s, %d requests done", p.Elapsed.Round(time.Second), eta, p.Done))
+		status.show(fmt.Sprintf("%v elapsed, ETA %s, %d requests done, %d errors", p.Elapsed.Round(time.Second), eta, p.Done, p.Failed))
 	}
 }
 

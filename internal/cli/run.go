@@ -137,7 +137,15 @@ func runScenario(cmd *cobra.Command, path string, f runFlags) error {
 	}
 	fmt.Fprintf(stderr, "gait run %s: %s, results in %s\n", s.Name, units.Count(len(s.Runs()), "run"), f.out)
 	status := newStatusLine(stderr)
-	opts.Log, opts.Status = status, func(st bench.Status) { status.show(st.String()) }
+	// The last status of a run still going: what an interrupted run had
+	// done, which its removal would lose.
+	var last *bench.Status
+	opts.Log, opts.Status = status, func(st bench.Status) {
+		status.show(st.String())
+		if last = &st; st.Done {
+			last = nil
+		}
+	}
 	results, err := bench.Run(ctx, s, opts)
 	status.clear()
 	if f.machines.inventory != "" && len(results) > 0 {
@@ -146,17 +154,27 @@ func runScenario(cmd *cobra.Command, path string, f runFlags) error {
 	if err != nil {
 		var lost *lostMachine
 		if errors.As(context.Cause(ctx), &lost) {
-			return fmt.Errorf("%w; the other machines' hosts and the run are removed, what %s's agent made goes with 'gait clean --inventory'; %d of %d runs finished, in %s: "+
-				"'gait run %s --inventory ... --out %s --resume' runs the rest", lost, lost.name, len(results), len(s.Runs()), f.out, path, f.out)
+			return fmt.Errorf("%w; the other machines' hosts and the run are removed%s, what %s's agent made goes with 'gait clean --inventory'; %d of %d runs finished, in %s: "+
+				"'gait run %s --inventory ... --out %s --resume' runs the rest", lost, interruptedRun(last), lost.name, len(results), len(s.Runs()), f.out, path, f.out)
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted; the hosts and the interrupted run are removed; %d of %d runs finished, in %s: "+
+			return fmt.Errorf("interrupted; the hosts and the interrupted run are removed%s; %d of %d runs finished, in %s: "+
 				"'gait run %s --out %s --resume' runs the rest, 'gait run --report-from %s' reports them",
-				len(results), len(s.Runs()), f.out, path, f.out, f.out)
+				interruptedRun(last), len(results), len(s.Runs()), f.out, path, f.out, f.out)
 		}
 		return err
 	}
 	return finishRun(cmd, s, results, f)
+}
+
+// interruptedRun says what the interrupted run had done by its last
+// status (none before its workload began).
+func interruptedRun(st *bench.Status) string {
+	if st == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (%s r%d had done %d requests, %d errors, in %v of its workload)",
+		st.ID.Step.Label(), st.ID.Rep, st.Requests, st.Failed, st.Elapsed.Round(time.Second))
 }
 
 // lostMachine ends a run spanning machines: one stopped answering.

@@ -99,6 +99,7 @@ type Config struct {
 type Progress struct {
 	Elapsed time.Duration
 	Done    int64         // requests completed
+	Failed  int64         // of them, errors and timeouts
 	ETA     time.Duration // estimated time left, -1 while unknown
 	Final   bool          // the last call, after the run
 }
@@ -216,7 +217,7 @@ func Run(ctx context.Context, cfg Config, dial Dialer, rec Recorder) (Result, er
 		res.Lag.HeldBack, res.Lag.MaxInFlight, res.Lag.Workers = int(r.heldBack.Load()), cfg.MaxInFlight, r.workers
 	}
 	if cfg.Progress != nil && !r.start.IsZero() {
-		cfg.Progress(Progress{Elapsed: time.Since(r.start), Done: int64(res.Requests), Final: true})
+		cfg.Progress(Progress{Elapsed: time.Since(r.start), Done: int64(res.Requests), Failed: int64(res.Errors + res.Timeouts), Final: true})
 	}
 	if err == nil {
 		err = ctx.Err()
@@ -232,6 +233,7 @@ type run struct {
 	start  time.Time
 	out    chan batch // to the recording goroutine
 	done   atomic.Int64
+	failed atomic.Int64 // of done, errors and timeouts
 	claims atomic.Int64 // closed loop: requests handed out, for cfg.Requests
 	// heldBack counts open-loop arrivals that found the in-flight limit reached.
 	heldBack atomic.Int64
@@ -330,7 +332,7 @@ func (r *run) firstError() error {
 // add buffers one sample of a worker and ships full batches.
 func (r *run) add(buf []rundir.Sample, s rundir.Sample) []rundir.Sample {
 	if !r.cfg.Shape.FanOut() {
-		r.done.Add(1)
+		r.count(s)
 	}
 	return push(r, buf, s, func(b []rundir.Sample) batch { return batch{samples: b} })
 }
@@ -341,8 +343,16 @@ func (r *run) flush(buf []rundir.Sample) {
 
 // addRequest buffers one request's sample and ships full batches.
 func (r *run) addRequest(buf []rundir.Sample, s rundir.Sample) []rundir.Sample {
-	r.done.Add(1)
+	r.count(s)
 	return push(r, buf, s, func(b []rundir.Sample) batch { return batch{requests: b} })
+}
+
+// count notes a completed request for the progress line.
+func (r *run) count(s rundir.Sample) {
+	r.done.Add(1)
+	if s.Outcome != rundir.OK {
+		r.failed.Add(1)
+	}
 }
 
 func (r *run) flushRequests(buf []rundir.Sample) {
@@ -461,7 +471,7 @@ func (r *run) report(stop <-chan struct{}) {
 		case <-tick.C:
 			elapsed := time.Since(r.start)
 			done := r.done.Load()
-			r.cfg.Progress(Progress{Elapsed: elapsed, Done: done, ETA: r.eta(elapsed, done)})
+			r.cfg.Progress(Progress{Elapsed: elapsed, Done: done, Failed: r.failed.Load(), ETA: r.eta(elapsed, done)})
 		}
 	}
 }

@@ -77,6 +77,47 @@ func (s *fakeSystem) dialer(dialed, closed *atomic.Int64) Dialer {
 	}
 }
 
+// TestProgressCountsErrors: the progress line counts the failed requests
+// as they happen, and its last call the run's errors and timeouts.
+func TestProgressCountsErrors(t *testing.T) {
+	var n atomic.Int64
+	sys := &fakeSystem{do: func(ctx context.Context, op Op) error {
+		time.Sleep(100 * time.Microsecond)
+		if n.Add(1)%4 == 0 {
+			return errors.New("down")
+		}
+		return nil
+	}}
+	var dialed, closed atomic.Int64
+	var mu sync.Mutex
+	var seen []Progress
+	cfg := Config{Workload: testWorkload(t, "get"), Clients: 2, Requests: 800, Seed: 1, ProgressEvery: time.Millisecond,
+		Progress: func(p Progress) { mu.Lock(); seen = append(seen, p); mu.Unlock() }}
+	res, err := Run(context.Background(), cfg, sys.dialer(&dialed, &closed), &memRecorder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Errors != 200 {
+		t.Fatalf("%d errors, want 200 (every fourth of 800)", res.Errors)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	last := seen[len(seen)-1]
+	if !last.Final || last.Failed != int64(res.Errors+res.Timeouts) {
+		t.Errorf("last progress %+v, want final with %d failed", last, res.Errors+res.Timeouts)
+	}
+	var during bool
+	for _, p := range seen[:len(seen)-1] {
+		if p.Failed > p.Done {
+			t.Errorf("progress %+v: more failed than done", p)
+		}
+		during = during || p.Failed > 0
+	}
+	if !during {
+		t.Errorf("no progress line during the run counted a failure (%d lines)", len(seen)-1)
+	}
+}
+
 func TestClosedLoopRequests(t *testing.T) {
 	sys := &fakeSystem{do: func(ctx context.Context, op Op) error {
 		time.Sleep(50 * time.Microsecond)

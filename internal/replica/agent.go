@@ -657,7 +657,7 @@ func (a *Agent) report(aps []applied) {
 	}
 	var to []string // proposers in order of their first reply
 	msgs := map[string][]byte{}
-	for _, ap := range aps {
+	for i, ap := range aps {
 		addr, incarnation := splitProposer(ap.entry.proposer)
 		if addr == a.raftAddr {
 			a.onReply(ap.entry.seq, incarnation, ap.index, ap.digest, a.cfg.ID, a.incarnation, ap.raw, &ap)
@@ -665,19 +665,28 @@ func (a *Agent) report(aps []applied) {
 		}
 		if _, ok := msgs[addr]; !ok {
 			to = append(to, addr)
+			// Room for this reply and the frames of every later one
+			// (short replies, such as SET's, fit), so the message is
+			// mostly made once rather than grown frame by frame.
+			msgs[addr] = make([]byte, 0, (len(aps)-i)*replyFrameBytes+len(ap.raw))
 		}
 		verb, raw := []byte("REPLY"), ap.raw
 		if c, ok := compressReply(raw); ok {
 			verb, raw = []byte("REPLYS2"), c
 		}
-		msgs[addr] = appendFrame(msgs[addr], verb, strconv.AppendUint(nil, ap.entry.seq, 10),
-			[]byte(incarnation), strconv.AppendUint(nil, ap.index, 10), strconv.AppendUint(nil, ap.digest, 16),
+		var seq, index, digest [20]byte // the numbers' text, on the stack
+		msgs[addr] = appendFrame(msgs[addr], verb, strconv.AppendUint(seq[:0], ap.entry.seq, 10),
+			[]byte(incarnation), strconv.AppendUint(index[:0], ap.index, 10), strconv.AppendUint(digest[:0], ap.digest, 16),
 			[]byte(a.cfg.ID), []byte(a.incarnation), raw)
 	}
 	for _, addr := range to {
 		a.peer(addr).send(peerMsg{data: msgs[addr]})
 	}
 }
+
+// replyFrameBytes is about what a REPLY frame takes with a short reply:
+// its verb, numbers, replica ID and incarnations, and a few bytes of reply.
+const replyFrameBytes = 96
 
 func splitProposer(p string) (addr, incarnation string) {
 	for i := len(p) - 1; i >= 0; i-- {

@@ -59,7 +59,10 @@ type queued struct {
 // skipping duplicates, and chains the replies into the digest.
 type fsm struct {
 	backend Backend
-	report  func([]applied) // hands a batch's replies to their waiting proposers
+	// report hands a run's replies to their waiting proposers; it keeps
+	// nothing of the slice, which the next run reuses.
+	report  func([]applied)
+	reports []applied // account's, emptied between runs
 	logger  *log.Logger
 	// observe, when set, learns how long each batch took on the server.
 	observe func(d time.Duration, entries int)
@@ -230,7 +233,7 @@ func (f *fsm) applyBatch(batch []queued) {
 func (f *fsm) account(batch []queued, run []bool, i *int, from uint64, results []Result, sent time.Time) {
 	// The replies go out once per run, not once per entry: one message to
 	// each other proposer.
-	reports := make([]applied, 0, len(results))
+	reports := f.reports[:0]
 	first := *i
 	defer func() {
 		if *i > first {
@@ -238,6 +241,10 @@ func (f *fsm) account(batch []queued, run []bool, i *int, from uint64, results [
 		}
 		if len(reports) > 0 {
 			f.report(reports)
+		}
+		clear(reports)
+		if cap(reports) <= maxSpare {
+			f.reports = reports[:0]
 		}
 	}()
 	for ; *i < len(batch); *i++ {

@@ -253,6 +253,7 @@ func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
 	fail := func(id []byte, err error) {
 		answer([]byte("FAIL"), id, []byte(err.Error()), []byte(a.leaderAddr()))
 	}
+	names := names{}
 	for {
 		msg, err := readFrame(br, peerMaxMessage)
 		if err != nil {
@@ -266,7 +267,7 @@ func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
 		case "PROPOSE":
 			a.proposeForPeer(id, arg(msg, 2), fail)
 		case "REPLY":
-			a.peerReply(msg)
+			a.peerReply(msg, names)
 		case "REPLYS2": // REPLY with its reply compressed (compressReply)
 			if len(msg) == 8 {
 				raw, err := s2.Decode(nil, msg[7])
@@ -275,7 +276,7 @@ func (a *Agent) servePeer(c net.Conn, br *bufio.Reader) {
 				}
 				msg[7] = raw
 			}
-			a.peerReply(msg)
+			a.peerReply(msg, names)
 		case "STATUS":
 			a.health.onStatus(parseStatus(msg))
 			for i := statusFields; i+1 < len(msg); i += 2 {
@@ -346,7 +347,7 @@ func parseStatus(msg [][]byte) limp.Status {
 }
 
 // peerReply takes REPLY seq incarnation index digest replica replica-incarnation raw.
-func (a *Agent) peerReply(msg [][]byte) {
+func (a *Agent) peerReply(msg [][]byte, names names) {
 	if len(msg) != 8 {
 		return
 	}
@@ -356,7 +357,23 @@ func (a *Agent) peerReply(msg [][]byte) {
 	if errors.Join(err1, err2, err3) != nil {
 		return
 	}
-	a.onReply(seq, string(msg[2]), index, digest, string(msg[5]), string(msg[6]), msg[7], nil)
+	a.onReply(seq, string(msg[2]), index, digest, names.of(msg[5]), names.of(msg[6]), msg[7], nil)
+}
+
+// names holds the strings one peer connection sends with every reply
+// (the replica's ID and incarnation), made once rather than per reply.
+type names map[string]string
+
+func (n names) of(b []byte) string {
+	if s, ok := n[string(b)]; ok {
+		return s
+	}
+	if len(n) >= 64 {
+		clear(n) // a peer sends a few; bounded all the same
+	}
+	s := string(b)
+	n[s] = s
+	return s
 }
 
 // proposeForPeer appends a follower's entry to the log in arrival order; only

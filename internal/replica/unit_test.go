@@ -163,17 +163,24 @@ func FuzzEntry(f *testing.F) {
 }
 
 func TestVote(t *testing.T) {
-	w := &write{expected: map[string]bool{"a": true, "b": true, "c": true, "d": true}, digests: map[string]uint64{}}
-	w.digests["a"], w.digests["d"] = 1, 2
+	w := &write{expected: map[string]bool{"a": true, "b": true, "c": true, "d": true}}
+	reply := func(id string, digest uint64) {
+		w.replies = append(w.replies, replyOf{id: id, inc: id + "#1", digest: digest})
+	}
+	reply("a", 1)
+	reply("d", 2)
 	if out := w.vote(); out != nil || w.agreed {
 		t.Fatalf("two of four replies decided: %v", out)
 	}
-	w.digests["b"] = 1
+	reply("b", 1)
 	if out := w.vote(); len(out) != 0 {
 		t.Fatalf("two of four agreeing is no majority, yet %v outvoted", out)
 	}
-	w.digests["c"] = 1
-	if out := w.vote(); len(out) != 1 || out[0] != "d" {
+	if w.complete() {
+		t.Error("c has not replied, yet complete")
+	}
+	reply("c", 1)
+	if out := w.vote(); len(out) != 1 || out[0].id != "d" || out[0].inc != "d#1" {
 		t.Fatalf("three of four agree on 1: outvoted %v, want [d]", out)
 	}
 	if out := w.vote(); len(out) != 0 {

@@ -16,9 +16,13 @@ import (
 // to apply it has replied (or it is dropped after the write timeout). Its
 // fields are guarded by Agent.mu.
 type write struct {
-	id       uint64
-	entry    []byte // the encoded log entry, re-sent as it is
-	data     []byte // the adapter's data, for a group entry (gate.go)
+	id uint64
+	// entry is the write's own log entry, encoded when it is first
+	// proposed alone and re-sent as it is; a write the gate sends in a
+	// group entry (gate.go) never needs it.
+	entry    []byte
+	data     []byte // the adapter's data
+	floor    uint64 // the proposer's floor when the write was made (entry.floor)
 	leader   string // raft address of the leader it was last proposed to
 	via      string // that leader when it is another agent; "" when it is this one
 	sentAt   time.Time
@@ -29,9 +33,8 @@ type write struct {
 	all      chan struct{}   // closed once every expected replica replied
 	answered bool
 	index    uint64
-	digests  map[string]uint64 // replica ID -> digest of its reply
-	incs     map[string]string // replica ID -> incarnation that replied
-	agreed   bool              // a majority of expected replicas agree on agreedOn
+	replies  []replyOf // one per replica that replied, in the order they did
+	agreed   bool      // a majority of expected replicas agree on agreedOn
 	agreedOn uint64
 	volatile bool // the client gets this replica's reply, not the first
 	waited   bool // a WAITALL waits for every replica to reply
@@ -56,13 +59,13 @@ func (a *Agent) startEntry(data []byte, volatile bool) (*write, error) {
 		}
 	}
 	w := &write{start: time.Now(), expected: a.health.expectedReplicas(),
-		first: make(chan result, 1), all: make(chan struct{}), digests: map[string]uint64{}, incs: map[string]string{}}
+		first: make(chan result, 1), all: make(chan struct{})}
+	w.replies = make([]replyOf, 0, len(w.expected))
 	a.mu.Lock()
 	a.seq++
 	w.id = a.seq
 	a.writes[w.id] = w
-	e := entry{proposer: a.proposer(), seq: w.id, floor: a.lowestUnanswered(), data: data}
-	w.entry, w.data, w.volatile = e.encode(), data, volatile
+	w.floor, w.data, w.volatile = a.lowestUnanswered(), data, volatile
 	if leader == a.raftAddr {
 		// Held by the gate meanwhile: proposed here, as far as re-proposing goes.
 		w.gated, w.leader, w.sentAt = true, leader, time.Now()
@@ -140,13 +143,17 @@ func (a *Agent) propose(w *write, leader string) {
 	}
 	a.mu.Lock()
 	w.leader, w.via, w.sentAt, w.orphaned = leader, via, time.Now(), nil
+	if w.entry == nil {
+		w.entry = entry{proposer: a.proposer(), seq: w.id, floor: w.floor, data: w.data}.encode()
+	}
+	e := w.entry
 	a.mu.Unlock()
 	if via == "" {
-		f := a.raft.Apply(w.entry, a.cfg.WriteTimeout)
+		f := a.raft.Apply(e, a.cfg.WriteTimeout)
 		a.watchApply(f, func(err error) { a.orphan(w, err) })
 		return
 	}
-	msg := appendFrame(nil, []byte("PROPOSE"), strconv.AppendUint(nil, w.id, 10), w.entry)
+	msg := appendFrame(nil, []byte("PROPOSE"), strconv.AppendUint(nil, w.id, 10), e)
 	a.peer(leader).send(peerMsg{data: msg, id: w.id})
 }
 
@@ -192,32 +199,22 @@ func (a *Agent) reproposeOrphans() {
 }
 
 // awaitWrite waits for the first reply to a proposed write, or with
-// --write-all for every replica's.
+// --write-all for every replica's. The first reply needs no timer of its
+// own (one per write was two allocations and a timer-heap update):
+// sweepWrites answers a write still unanswered after the write timeout
+// with the error.
 func (a *Agent) awaitWrite(w *write) (result, error) {
 	var r result
-	got := false
 	select {
-	case r = <-w.first: // answered already: often no timer is needed
-		got = true
-		if r.err != nil || !a.cfg.WriteAll {
-			return r, r.err
-		}
-	default:
-	}
-	t := time.NewTimer(a.cfg.WriteTimeout)
-	defer t.Stop()
-	if !got {
-		select {
-		case r = <-w.first:
-		case <-t.C:
-			return r, fmt.Errorf("no replica applied the write within %v; it may still be applied", a.cfg.WriteTimeout)
-		case <-a.done:
-			return r, errors.New("agent stopped")
-		}
+	case r = <-w.first:
+	case <-a.done:
+		return r, errors.New("agent stopped")
 	}
 	if r.err != nil || !a.cfg.WriteAll {
 		return r, r.err
 	}
+	t := time.NewTimer(time.Until(w.start.Add(a.cfg.WriteTimeout)))
+	defer t.Stop()
 	select {
 	case <-w.all:
 		return r, nil
@@ -249,7 +246,7 @@ func (a *Agent) waitAll(w *write, timeout time.Duration) int {
 func (a *Agent) replied(w *write) (got, want int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(w.digests), len(w.expected)
+	return len(w.replies), len(w.expected)
 }
 
 // onReply takes one replica's reply to a write this agent proposed: the
@@ -268,12 +265,12 @@ func (a *Agent) onReply(seq uint64, incarnation string, index, digest uint64, fr
 		a.mu.Unlock()
 		return
 	}
-	if _, dup := w.digests[from]; dup {
+	if w.repliedBy(from) {
 		a.mu.Unlock()
 		return
 	}
 	w.expected[from] = true // a member that joined since the proposal
-	w.digests[from], w.incs[from] = digest, fromInc
+	w.replies = append(w.replies, replyOf{id: from, inc: fromInc, digest: digest})
 	a.health.observeReply(from, now.Sub(w.start))
 	ungate := false
 	if !w.answered && (!w.volatile || local != nil) {
@@ -294,10 +291,7 @@ func (a *Agent) onReply(seq uint64, incarnation string, index, digest uint64, fr
 			a.m.stage("remote_reply", now.Sub(w.start))
 		}
 	}
-	var outvoted [][2]string
-	for _, id := range w.vote() {
-		outvoted = append(outvoted, [2]string{id, w.incs[id]})
-	}
+	outvoted := w.vote()
 	if w.complete() {
 		delete(a.writes, seq)
 		close(w.all)
@@ -307,32 +301,50 @@ func (a *Agent) onReply(seq uint64, incarnation string, index, digest uint64, fr
 		a.gate.answered()
 	}
 	for _, r := range outvoted {
-		a.health.quarantine(r[0], r[1], fmt.Sprintf("its reply to log index %d differs from the majority's", index))
+		a.health.quarantine(r.id, r.inc, fmt.Sprintf("its reply to log index %d differs from the majority's", index))
 	}
+}
+
+// replyOf is one replica's reply to a write: who, which run of it, and
+// the digest after the write. A write has a few (one per replica), so a
+// slice serves where two maps per write were four allocations.
+type replyOf struct {
+	id, inc string
+	digest  uint64
+}
+
+// repliedBy tells whether the replica with this ID has replied.
+func (w *write) repliedBy(id string) bool {
+	for _, r := range w.replies {
+		if r.id == id {
+			return true
+		}
+	}
+	return false
 }
 
 // vote finds the digest a majority of expected replicas agree on and
 // returns the replicas whose digest differs from it.
-func (w *write) vote() []string {
-	if !w.agreed {
-		counts := map[uint64]int{}
-		for _, d := range w.digests {
-			counts[d]++
-		}
-		for d, n := range counts {
-			if n > len(w.expected)/2 {
-				w.agreed, w.agreedOn = true, d
+func (w *write) vote() []replyOf {
+	for i := 0; !w.agreed && i < len(w.replies); i++ {
+		n := 0
+		for _, r := range w.replies {
+			if r.digest == w.replies[i].digest {
+				n++
 			}
+		}
+		if n > len(w.expected)/2 {
+			w.agreed, w.agreedOn = true, w.replies[i].digest
 		}
 	}
 	if !w.agreed {
 		return nil
 	}
-	var out []string
-	for id, d := range w.digests {
-		if d != w.agreedOn {
-			out = append(out, id)
-			w.digests[id] = w.agreedOn // report each replica once
+	var out []replyOf
+	for i, r := range w.replies {
+		if r.digest != w.agreedOn {
+			out = append(out, r)
+			w.replies[i].digest = w.agreedOn // report each replica once
 		}
 	}
 	return out
@@ -340,7 +352,7 @@ func (w *write) vote() []string {
 
 func (w *write) complete() bool {
 	for id := range w.expected {
-		if _, ok := w.digests[id]; !ok {
+		if !w.repliedBy(id) {
 			return false
 		}
 	}
@@ -374,7 +386,7 @@ func (a *Agent) sweepWrites(now time.Time) (missing map[string]time.Duration) {
 	missing = map[string]time.Duration{}
 	for id, w := range a.writes {
 		for r := range w.expected {
-			if _, ok := w.digests[r]; ok {
+			if w.repliedBy(r) {
 				continue
 			}
 			st := replicas[r]
@@ -390,7 +402,7 @@ func (a *Agent) sweepWrites(now time.Time) (missing map[string]time.Duration) {
 		age := now.Sub(w.start)
 		if w.answered {
 			for r := range w.expected {
-				if _, ok := w.digests[r]; !ok && age > missing[r] {
+				if !w.repliedBy(r) && age > missing[r] {
 					missing[r] = age
 				}
 			}
@@ -402,7 +414,7 @@ func (a *Agent) sweepWrites(now time.Time) (missing map[string]time.Duration) {
 			}
 			if !w.answered {
 				w.answered = true
-				err := fmt.Errorf("no replica applied the write within %v", a.cfg.WriteTimeout)
+				err := fmt.Errorf("no replica applied the write within %v; it may still be applied", a.cfg.WriteTimeout)
 				if w.orphaned != nil {
 					err = fmt.Errorf("%w; last proposal: %w", err, w.orphaned)
 				}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,8 +43,10 @@ type redisBackend struct {
 	logger    *log.Logger
 	reads     *redisMux
 	// payload is applyRun's buffer, kept between runs (only the applier
-	// calls Apply) unless a large run grew it.
-	payload []byte
+	// calls Apply) unless a large run grew it; applying Apply's, emptied
+	// between calls.
+	payload  []byte
+	applying []applying
 }
 
 // maxKeptPayload is the largest run buffer applyRun keeps for the next.
@@ -73,13 +76,22 @@ func (q *applying) ok() bool { return q.err == nil && q.rec.replies > 0 }
 // (blockQueues.runLength, countRun) and returns its results; the core
 // calls it again with the rest.
 func (b *redisBackend) Apply(batch []replica.Committed) ([]replica.Result, error) {
-	qs := make([]applying, len(batch))
+	qs := slices.Grow(b.applying[:0], len(batch))[:len(batch)]
+	defer func() {
+		clear(qs)
+		if cap(qs) <= maxKeptApplying {
+			b.applying = qs[:0]
+		}
+	}()
 	for i, c := range batch {
-		qs[i].Committed = c
+		qs[i] = applying{Committed: c}
 		qs[i].rec, qs[i].err = decodeRedisRecord(c.Data)
 	}
 	return b.applyRun(qs[:b.countRun(qs[:b.blocked.runLength(qs)])])
 }
+
+// maxKeptApplying is the longest batch whose records Apply keeps room for.
+const maxKeptApplying = 4096
 
 // applyRun sends every payload of the run to redis in one write and reads
 // the replies.
