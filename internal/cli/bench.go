@@ -39,8 +39,8 @@ command again after an interruption skips what finished. The suite report
 holds the paper's Figure 1 (slowdown against factor), its Table 1 with
 gait's marks beside the paper's, and a section per experiment.
 
---quick runs the scenarios marked quick: with each fault's smallest and
-largest factor, at most 5 s of workload per run, once. The rules and
+--quick runs the scenarios marked quick: with each fault's largest factor,
+at most 5 s of workload per run, once. The rules and
 thresholds are in docs/bench.md. Needs root.
 
 --inventory FILE runs each experiment whole on the next free machine of an

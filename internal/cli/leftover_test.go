@@ -295,6 +295,10 @@ func TestRunInterruptedThenReportedAndResumed(t *testing.T) {
 	if err := run.Wait(); err == nil || !strings.Contains(output.String(), "1 of 2 runs finished") {
 		t.Fatalf("interrupted run: %v\n%s", err, output.String())
 	}
+	// What the interrupted run had done is said, though the run is gone.
+	if !regexp.MustCompile(`10x r1 had done [1-9][0-9]* requests, 0 errors, in [0-9]+s of its workload`).MatchString(output.String()) {
+		t.Errorf("the interrupted message does not say what the run had done:\n%s", output.String())
+	}
 	if entries, _ := filepath.Glob(filepath.Join(out, "*")); !slices.Equal(entries, []string{filepath.Join(out, "f1-r1"), filepath.Join(out, "hosts"), filepath.Join(out, "scenario.yaml")}) {
 		t.Errorf("after the interruption the output directory holds %v, want the baseline's run and logs and scenario.yaml", entries)
 	}

@@ -137,14 +137,12 @@ func runScenario(cmd *cobra.Command, path string, f runFlags) error {
 	}
 	fmt.Fprintf(stderr, "gait run %s: %s, results in %s\n", s.Name, units.Count(len(s.Runs()), "run"), f.out)
 	status := newStatusLine(stderr)
-	// The last status of a run still going: what an interrupted run had
-	// done, which its removal would lose.
+	// The last status: what an interrupted run had done, which its
+	// removal would lose.
 	var last *bench.Status
 	opts.Log, opts.Status = status, func(st bench.Status) {
 		status.show(st.String())
-		if last = &st; st.Done {
-			last = nil
-		}
+		last = &st
 	}
 	results, err := bench.Run(ctx, s, opts)
 	status.clear()
@@ -155,12 +153,12 @@ func runScenario(cmd *cobra.Command, path string, f runFlags) error {
 		var lost *lostMachine
 		if errors.As(context.Cause(ctx), &lost) {
 			return fmt.Errorf("%w; the other machines' hosts and the run are removed%s, what %s's agent made goes with 'gait clean --inventory'; %d of %d runs finished, in %s: "+
-				"'gait run %s --inventory ... --out %s --resume' runs the rest", lost, interruptedRun(last), lost.name, len(results), len(s.Runs()), f.out, path, f.out)
+				"'gait run %s --inventory ... --out %s --resume' runs the rest", lost, interruptedRun(last, results), lost.name, len(results), len(s.Runs()), f.out, path, f.out)
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted; the hosts and the interrupted run are removed%s; %d of %d runs finished, in %s: "+
 				"'gait run %s --out %s --resume' runs the rest, 'gait run --report-from %s' reports them",
-				interruptedRun(last), len(results), len(s.Runs()), f.out, path, f.out, f.out)
+				interruptedRun(last, results), len(results), len(s.Runs()), f.out, path, f.out, f.out)
 		}
 		return err
 	}
@@ -168,9 +166,10 @@ func runScenario(cmd *cobra.Command, path string, f runFlags) error {
 }
 
 // interruptedRun says what the interrupted run had done by its last
-// status (none before its workload began).
-func interruptedRun(st *bench.Status) string {
-	if st == nil {
+// status: nothing if its workload had not begun (the last status is
+// none, or a finished run's).
+func interruptedRun(st *bench.Status, finished []bench.RunResult) string {
+	if st == nil || len(finished) > 0 && finished[len(finished)-1].ID.Dir() == st.ID.Dir() {
 		return ""
 	}
 	return fmt.Sprintf(" (%s r%d had done %d requests, %d errors, in %v of its workload)",

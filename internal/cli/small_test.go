@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gait-dev/gait/internal/bench"
 	"github.com/gait-dev/gait/internal/rundir"
 )
 
@@ -73,5 +74,25 @@ func TestEmulateStatsAdvice(t *testing.T) {
 	_, _, err := runGait("emulate", "stats", dir)
 	if err == nil || !strings.Contains(err.Error(), "give the --store directory of a gait emulate mount") {
 		t.Errorf("emulate stats on a plain directory: %v", err)
+	}
+}
+
+// TestInterruptedRunKeepsItsCounts: the message of an interrupted gait run
+// says what the run in progress had done by its last status line (its
+// run directory is removed, so nothing else would).
+func TestInterruptedRunKeepsItsCounts(t *testing.T) {
+	if got := interruptedRun(nil, nil); got != "" {
+		t.Errorf("before any status: %q, want nothing", got)
+	}
+	id := bench.RunID{Step: bench.Step{Index: 1, Factor: 10}, Rep: 1}
+	st := &bench.Status{ID: id, Requests: 27, Failed: 3, Elapsed: 42 * time.Second, Done: true}
+	if got, want := interruptedRun(st, nil), " (10x r1 had done 27 requests, 3 errors, in 42s of its workload)"; got != want {
+		t.Errorf("interruptedRun = %q, want %q", got, want)
+	}
+	if got := interruptedRun(st, []bench.RunResult{{ID: id}}); got != "" {
+		t.Errorf("the last status is of a finished run: %q, want nothing", got)
+	}
+	if s := st.String(); !strings.Contains(s, "27 requests, 3 errors") {
+		t.Errorf("status line %q does not count the errors", s)
 	}
 }

@@ -59,22 +59,7 @@ func Report(results []Result, o verdict.Options) (*report.Page, error) {
 // figure1 draws slowdown against factor, one line per experiment with
 // slowdown factors, both axes logarithmic.
 func figure1(p *report.Page, results []Result) {
-	var series []report.Series
-	var crashes []string
-	for _, r := range results {
-		sr := report.Series{Name: r.Experiment}
-		for _, st := range r.Steps {
-			if st.Factor == nil {
-				crashes = append(crashes, fmt.Sprintf("%s %s: %s", r.Experiment, st.Label, st.Slowdown.Ratio()))
-				continue
-			}
-			sr.X, sr.Y = append(sr.X, *st.Factor), append(sr.Y, st.Slowdown.Median)
-			sr.Lo, sr.Hi = append(sr.Lo, st.Slowdown.Min), append(sr.Hi, st.Slowdown.Max)
-		}
-		if len(sr.X) > 0 {
-			series = append(series, sr)
-		}
-	}
+	series, crashes := slowdownLines(results)
 	p.Heading("Slowdown against the limpware's factor")
 	if len(series) == 0 {
 		p.Paragraph("No experiment has slowdown factors.")
@@ -93,12 +78,48 @@ func figure1(p *report.Page, results []Result) {
 		}
 		p.Figure("Mean latency over the baseline's at each slowdown factor, one line per experiment (the Limplock paper's "+
 			"Figure 1): the median over the repetitions, each repetition against its own baseline, with a bar from the "+
-			"smallest to the largest. Both axes are logarithmic; a line along the bottom is a system that tolerates the limpware.",
-			report.LineChart{X: report.Axis{Label: "limpware factor", Log: true}, Y: y, Series: series, Markers: true})
+			"smallest to the largest; each line starts at the baseline (1x, a slowdown of 1). Both axes are logarithmic; a line "+
+			"along the bottom is a system that tolerates the limpware.",
+			report.LineChart{X: factorAxis(series), Y: y, Series: series, Markers: true})
 	}
 	if len(crashes) > 0 {
 		p.Paragraph("Steps without a slowdown factor (crash, partition), for comparison: " + strings.Join(crashes, "; ") + ".")
 	}
+}
+
+// slowdownLines are Figure 1's lines, one per experiment with slowdown
+// factors, each starting at the baseline: 1x and a slowdown of 1, by
+// definition, so that an experiment of one factor (--quick's) is a line
+// too. crashes lists the steps without a factor.
+func slowdownLines(results []Result) (series []report.Series, crashes []string) {
+	for _, r := range results {
+		sr := report.Series{Name: r.Experiment, X: []float64{1}, Y: []float64{1}, Lo: []float64{1}, Hi: []float64{1}}
+		for _, st := range r.Steps {
+			if st.Factor == nil {
+				crashes = append(crashes, fmt.Sprintf("%s %s: %s", r.Experiment, st.Label, st.Slowdown.Ratio()))
+				continue
+			}
+			sr.X, sr.Y = append(sr.X, *st.Factor), append(sr.Y, st.Slowdown.Median)
+			sr.Lo, sr.Hi = append(sr.Lo, st.Slowdown.Min), append(sr.Hi, st.Slowdown.Max)
+		}
+		if len(sr.X) > 1 {
+			series = append(series, sr)
+		}
+	}
+	return series, crashes
+}
+
+// factorAxis runs from 1x, the baseline, to the decade of the largest
+// factor, so that a suite of one factor (--quick's 1000x) is drawn at its
+// place on the scale, not at the left end of a decade of its own.
+func factorAxis(series []report.Series) report.Axis {
+	hi := 10.0
+	for _, s := range series {
+		for _, x := range s.X {
+			hi = max(hi, x)
+		}
+	}
+	return report.Axis{Label: "limpware factor", Log: true, Min: 1, Max: math.Pow(10, math.Ceil(math.Log10(hi)-1e-9))}
 }
 
 // section adds one experiment: its verdicts with their reasons, then its

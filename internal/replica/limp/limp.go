@@ -700,7 +700,10 @@ func (t *Tracker) paces(now time.Time, leader bool, medianLag time.Duration) []P
 		if r.id == t.cfg.Self || r.addr == "" {
 			continue
 		}
-		lagging := !selfSlow && r.lag >= t.paceLag() && r.lag > medianLag && (r.paced || !r.voter || unpaced-1 > voters/2)
+		// A voter paced for lag stays paced only while the unpaced voters
+		// are a majority without it (it is not counted among them).
+		room := !r.voter || unpaced-1 > voters/2 || (r.paced && !r.limping && unpaced > voters/2)
+		lagging := !selfSlow && r.lag >= t.paceLag() && r.lag > medianLag && room
 		switch {
 		case leader && (r.limping || lagging):
 			r.fineSince = time.Time{}
@@ -719,7 +722,12 @@ func (t *Tracker) paces(now time.Time, leader bool, medianLag time.Duration) []P
 			if r.fineSince.IsZero() {
 				r.fineSince = now
 			}
-			if !leader || now.Sub(r.fineSince) >= paceHold {
+			// Without the hold when commits need it: a follower paced for
+			// lagging in the warm-up's catch-up was still capped at 1 MiB/s
+			// when the other follower's CPU went to 1/100 or 1/1000, and
+			// for the rest of the hold every commit waited on it (304 to
+			// 777 sets a second against 1,223 to 2,080 once lifted).
+			if !leader || now.Sub(r.fineSince) >= paceHold || (r.voter && unpaced <= voters/2) {
 				r.paced, r.fineSince = false, time.Time{}
 				if r.voter {
 					unpaced++

@@ -931,6 +931,19 @@ func TestRate(t *testing.T) {
 	}
 }
 
+// observeSlowC has a and c report top applied, b report b, at now, with
+// c's link at 100x (probes of 200 ms).
+func observeSlowC(tr *Tracker, now time.Time, top, b uint64) {
+	for id, st := range map[string]Status{
+		"a": {Applied: top, ProbeSecs: 0.003, NetSecs: 0.001},
+		"b": {Applied: b, ProbeSecs: 0.003, NetSecs: 0.001},
+		"c": {Applied: top, ProbeSecs: 0.2, NetSecs: 0.2},
+	} {
+		st.ID, st.Incarnation = id, "inc-"+id
+		tr.Observe(st, now)
+	}
+}
+
 // TestLimpingVoterLeavesLaggingOneUnpaced: an agent that marked the old
 // leader limping while it followed, and now leads, paces that replica in
 // its first tick as leader, but not the other follower, which lags
@@ -946,14 +959,7 @@ func TestLimpingVoterLeavesLaggingOneUnpaced(t *testing.T) {
 		if i == 20 {
 			b = uint64(i) // 3 ticks, 150 ms, behind
 		}
-		for id, st := range map[string]Status{
-			"a": {Applied: uint64(i + 3), ProbeSecs: 0.003, NetSecs: 0.001},
-			"b": {Applied: b, ProbeSecs: 0.003, NetSecs: 0.001},
-			"c": {Applied: uint64(i + 3), ProbeSecs: 0.2, NetSecs: 0.2}, // its link at 100x
-		} {
-			st.ID, st.Incarnation = id, "inc-"+id
-			tr.Observe(st, now)
-		}
+		observeSlowC(tr, now, uint64(i+3), b)
 		d := tr.Tick(now, i == 20, nil) // a follower until tick 20
 		if i < 20 {
 			continue
@@ -964,5 +970,42 @@ func TestLimpingVoterLeavesLaggingOneUnpaced(t *testing.T) {
 		if len(d.Paces) != 1 || d.Paces[0].Addr != "c:1" {
 			t.Fatalf("tick 20: c marked limping and b 150 ms behind: paces %+v, want c:1 alone", d.Paces)
 		}
+	}
+}
+
+// TestLimpingVoterLiftsLagPace: b, paced for lagging in a catch-up, is
+// still within its hold when c is marked limping; b's pace is lifted at
+// that tick, since every commit now waits on b.
+func TestLimpingVoterLiftsLagPace(t *testing.T) {
+	tr := heldTracker()
+	pacedB, marked := false, false
+	for i := range 40 {
+		now := t0.Add(time.Duration(i) * 50 * time.Millisecond)
+		b := uint64(i + 3)
+		if i >= 3 && i <= 5 {
+			b = uint64(i) // 3 ticks, 150 ms, behind
+		}
+		observeSlowC(tr, now, uint64(i+3), b)
+		d := tr.Tick(now, true, nil)
+		for _, p := range d.Paces {
+			if p.Addr == "b:1" && p.BytesPerSec > 0 {
+				pacedB = true
+			}
+		}
+		if !limping(tr)["c"] {
+			continue
+		}
+		if !pacedB {
+			t.Fatalf("tick %d: b was never paced for its 150-ms lag", i)
+		}
+		want := []Pace{{Addr: "b:1"}, {Addr: "c:1"}}
+		if len(d.Paces) != 2 || d.Paces[0] != want[0] || d.Paces[1].Addr != "c:1" || d.Paces[1].BytesPerSec == 0 {
+			t.Fatalf("tick %d: c marked limping while b is paced for lag: paces %+v, want b:1 lifted and c:1 paced", i, d.Paces)
+		}
+		marked = true
+		break
+	}
+	if !marked {
+		t.Fatal("c was never marked limping")
 	}
 }

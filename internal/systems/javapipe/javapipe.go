@@ -270,6 +270,22 @@ func (c *Client) Ask(ctx context.Context, ch uint64, op, arg string, data []byte
 	}
 }
 
+// CloseChannel asks the JVM to close channel ch and waits at most wait
+// for its answer. A channel's ops run one after another, so the close
+// queues behind an op in flight: one gait gave up on at its timeout may
+// run on to the system's own (HBase's 60 s), which no one is measuring.
+// A close not answered within wait is left to happen when that op ends,
+// or with the JVM; like a close of a JVM that has gone, it is no error.
+func (c *Client) CloseChannel(ch uint64, wait time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	_, err := c.Ask(ctx, ch, "close", "-", nil)
+	if errors.Is(err, context.DeadlineExceeded) || err != nil && c.Failed() != nil {
+		return nil
+	}
+	return err
+}
+
 // grace is how long the JVM may take to close its channels and exit.
 const grace = 5 * time.Second
 

@@ -21,6 +21,7 @@ while read ch seq op arg n; do
   case $op in
   fail) echo "$seq err no such $arg" ;;
   hang) ;;
+  slow) sleep 2; printf '%s ok 0 %s\n' "$seq" "$ch/$op" ;;
   *) printf '%s ok %s %s\n%s' "$seq" "$n" "$ch/$op" "$data" ;;
   esac
 done`
@@ -119,5 +120,29 @@ func TestParseLine(t *testing.T) {
 		if _, _, _, err := ParseLine(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// TestCloseChannel: a close queued behind an op still running returns
+// within its wait, with no error; a close with nothing ahead of it is
+// answered.
+func TestCloseChannel(t *testing.T) {
+	c := start(t)
+	if _, err := c.Greeting(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	idle := c.Channel()
+	if err := c.CloseChannel(idle, 5*time.Second); err != nil {
+		t.Errorf("close of an idle channel: %v", err)
+	}
+	busy := c.Channel()
+	go c.Ask(context.Background(), busy, "slow", "k", nil)
+	time.Sleep(100 * time.Millisecond) // the slow op first
+	begin := time.Now()
+	if err := c.CloseChannel(busy, 200*time.Millisecond); err != nil {
+		t.Errorf("close behind a slow op: %v", err)
+	}
+	if took := time.Since(begin); took > time.Second {
+		t.Errorf("close behind a slow op took %v, want about its 200ms wait", took)
 	}
 }
