@@ -40,3 +40,24 @@ func BenchmarkSimulate(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPredictRequest is the request predictor for Inner-Join Olio
+// (30 then 20 parallel accesses, exp:1ms) on one server at 30% load and
+// on two groups of two duplicates at 8%, over a horizon of 120 ms.
+func BenchmarkPredictRequest(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		util float64
+		cfg  Config
+	}{{"1x1-30%", 0.3, Config{1, 1}}, {"2x2-8%", 0.08, Config{2, 2}}} {
+		b.Run(c.name, func(b *testing.B) {
+			sys := System{Service: Exponential{1e-3}, Request: Request{Phases: []int{30, 20}}}
+			sys.Rate = c.util / (50 * 1e-3)
+			for b.Loop() {
+				if _, err := PredictRequest(sys, c.cfg, 0.12, false); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

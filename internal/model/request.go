@@ -228,8 +228,10 @@ func PredictRequest(sys System, cfg Config, horizon float64, thesis bool) (Reque
 		// requests 1..j-1 (their earlier phases ended first at every
 		// duplicate), and the other requests' work that arrived until its
 		// own second-to-last phase ended; its part ends at the first
-		// duplicate done with all that. Exact for one duplicate and two
-		// phases.
+		// duplicate done with all that. (It takes the arrivals until the
+		// first phase ends as if the first phase waited for all of that
+		// work: for requests of two phases arriving alone on one server,
+		// oneServerTwoPhases counts only the work already queued.)
 		P := len(phases)
 		law := make([]float64, g.n)
 		// The work a request finds ahead counts the later phases of the
@@ -246,6 +248,9 @@ func PredictRequest(sys System, cfg Config, horizon float64, thesis bool) (Reque
 			w := g.waitingPMF(g.lumpEquilibrium(sums[B*q.Accesses()], float64(B*q.Accesses())*sys.Service.Mean()), rho)
 			if d > 1 && B == 1 && P <= 2 {
 				return RequestPrediction{Step: g.h, CDF: g.oneGroupShared(phases, sums, w, g.pmf(sys.net()), batchRate, d)}, nil
+			}
+			if d == 1 && B == 1 && P == 2 {
+				return RequestPrediction{Step: g.h, CDF: g.oneServerTwoPhases(w, sums, phases[0], phases[1], batchRate, g.pmf(sys.net()))}, nil
 			}
 			waits = g.idleOrBusy(w, g.pmf(sys.net()))
 			if d > 1 {

@@ -113,6 +113,65 @@ func ipow(x float64, n int) float64 {
 	return out
 }
 
+// oneServerTwoPhases is the request law of two phases (k1 then k2
+// accesses) on one server, requests arriving alone at rate: wait is the
+// stationary work of whole requests (what comes ahead of a request's
+// second phase: the second phase of a request still in its first is
+// queued when that first ends, before the new request's first does),
+// sums[c] the law of c service times, net the reply's network delay.
+//
+// The first phase waits only for the work already queued, and the
+// requests arriving until it ends put their first phase ahead of the
+// second. The last request to arrive before (age τ, exponential at rate)
+// found the stationary work and queued k1 accesses: with Z their end after
+// its arrival, X = Z - τ. If X > 0 it is still in its first phase: the
+// first phase waits X, the second behind that request's k2 accesses too,
+// L = Y + A(Y) + S(2 k2) with Y = X + S(k1) and A(Y) the first phases
+// arriving within Y. Otherwise the server holds W = max(0, X + S(k2)),
+// the rest of that request's second phase, and L = Y + A(Y) + S(k2) with
+// Y = W + S(k1). Left out: requests before the last one still in their
+// first phase (their first phase ends before the last one's).
+func (g grid) oneServerTwoPhases(wait []float64, sums [][]float64, k1, k2 int, rate float64, net []float64) []float64 {
+	z := convolve(wait, sums[k1])
+	age := make([]float64, g.n) // age[a]: the last arrival is a cells old
+	for a := range age {
+		lo := math.Max(0, (float64(a)-0.5)*g.h)
+		age[a] = math.Exp(-rate*lo) - math.Exp(-rate*(float64(a)+0.5)*g.h)
+	}
+	older := math.Exp(-rate * (float64(g.n) - 0.5) * g.h) // past the grid: idle
+	x := make([]float64, g.n)                             // X >= 0
+	gap := make([]float64, g.n)                           // -X > 0
+	for a, wa := range age {
+		if wa < 1e-16 {
+			continue
+		}
+		for c, v := range z {
+			if c >= a {
+				x[c-a] += wa * v
+			} else {
+				gap[a-c] += wa * v
+			}
+		}
+	}
+	rest := make([]float64, g.n) // W = max(0, S(k2) - gap)
+	rest[0] = older
+	for gp, wg := range gap {
+		if wg < 1e-16 {
+			continue
+		}
+		for c, v := range sums[k2] {
+			rest[max(0, c-gp)] += wg * v
+		}
+	}
+	lump := sums[k1]
+	busy := convolve(g.withArrivals(convolve(x, sums[k1]), rate, lump), convolve(sums[k2], sums[k2]))
+	done := convolve(g.withArrivals(convolve(rest, sums[k1]), rate, lump), sums[k2])
+	for i := range done {
+		done[i] += busy[i]
+	}
+	return cumulative(convolve(done, net))
+}
+
 // oneGroupShared is the request law on one group of d > 1 duplicates for a
 // request of one or two phases arriving alone: wait is the stationary wait
 // of whole requests' work (lumps of law whole, at rate), net the reply's
@@ -143,33 +202,40 @@ func (g grid) oneGroupShared(phases []int, sums [][]float64, wait, net []float64
 const twoPhaseGroupsCells = 512
 
 // twoPhaseGroups is the request law of two phases (k1 then k2 accesses,
-// each to a uniformly random one of r groups of d > 1 duplicates) for a
-// request arriving alone, given on g: wait is a duplicate's wait (taken as
-// the stationary one, independent between duplicates), sums[c] the law of
-// c service times.
+// each to a uniformly random one of r groups of d duplicates) for a
+// request arriving alone, given on g: states are what a group's duplicates
+// share of the wait they find (whether they are idle), each with a
+// duplicate's wait law given it (the duplicates independent given it),
+// sums[c] the law of c service times, net the reply's network delay.
 //
 // A group's duplicates are still serving its share of the first phase
 // when the slowest group ends that phase at T1 and the second phase
 // arrives: its second-phase accesses queue behind them. Given T1 = s,
 // a duplicate j of a group that got n first-phase and m second-phase
 // accesses ends at max(F_j, s) + U_j (F_j its end of the first phase, U_j
-// its wait and m services), and the group is done when its first
-// duplicate is; the group's first phase ended by s. So, with a = P(F > s),
-// b = P(max(F, s) + U > t) and c = P(F > s, F + U > t), the group is done
-// by t with chance (1 - a^d - b^d + c^d) / (1 - a^d). The groups are
-// taken as independent given T1, each with its first-phase count weighed
-// by the chance it ended by s; the second phase's accesses split over
-// the groups exactly (multinomially), and T1's law is exact given the
-// waits.
-func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, arrived func(window float64) []float64, sums [][]float64) []float64 {
+// the work ahead and the m services), and the group is done when its
+// first duplicate is; the group's first phase ended by s. So, with
+// a = P(F > s), b = P(max(F, s) + U > t) and c = P(F > s, F + U > t), the
+// group is done by t with chance (1 - a^d - b^d + c^d) / (1 - a^d).
+//
+// The work ahead is the accesses that reached the group while the first
+// phase ran (other requests' phases starting in (0, s)): their count,
+// with law ahead(s), is the same at every duplicate of the group (they
+// received the same accesses) and only the service draws differ, so the
+// group's chance is taken given the count and then averaged over it. The
+// groups are taken as independent given T1, each with its first-phase
+// count weighed by the chance it ended by s; the second phase's accesses
+// split over the groups exactly (multinomially), and T1's law is exact
+// given the waits.
+func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, ahead func(window float64) []float64, sums [][]float64, net []float64) []float64 {
 	p := 1 / float64(r)
-	n1, n2 := k1+1, k2+1
+	n2 := k2 + 1
 	prior := binomial(k1, p)
 	// A group's first-phase count n and the state st of its duplicates
 	// (what they share) are one index, i = n*len(states)+st, weighing
 	// prior[n] * states[st].w.
 	ns := len(states)
-	ni := n1 * ns
+	ni := (k1 + 1) * ns
 	count := func(i int) int { return i / ns }
 	pri := make([]float64, ni)
 	for i := range pri {
@@ -177,23 +243,20 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, arrived fun
 	}
 	f := make([][]float64, ni) // f[i]: F's law, a duplicate's end of its n first-phase accesses
 	A := make([][]float64, ni) // A[i][s]: the group's first phase ended by s
+	Fcdf := make([][]float64, ni)
 	for i := range f {
 		n := count(i)
 		f[i] = convolve(states[i%ns].pmf, sums[n])
+		Fcdf[i] = cumulative(f[i])
 		A[i] = onesLike(g.n)
 		if n > 0 {
-			cdf := cumulative(f[i])
 			for s := range A[i] {
-				A[i][s] = 1 - ipow(1-cdf[s], d)
+				A[i][s] = 1 - ipow(1-Fcdf[i][s], d)
 			}
 		}
 	}
-	Fcdf := make([][]float64, ni)
-	for i := range f {
-		Fcdf[i] = cumulative(f[i])
-	}
 	// T1's law: a group's chance of having ended by s, over its states.
-	An := make([][]float64, n1)
+	An := make([][]float64, k1+1)
 	for n := range An {
 		An[n] = make([]float64, g.n)
 		for st := range states {
@@ -203,55 +266,59 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, arrived fun
 		}
 	}
 	t1 := differences(multinomialProduct(An, r, g.n))
-	// Ahead of the second phase at a duplicate is what other requests
-	// brought it while the first phase ran: taken over T1's mean.
-	meanT1 := 0.0
-	for s, w := range t1 {
-		meanT1 += w * float64(s) * g.h
+	last := len(t1) - 1
+	for last > 0 && t1[last] < 1e-13 {
+		last--
 	}
-	ahead := arrived(meanT1)
-	Ubar := make([][]float64, n2) // Ubar[m][x]: P(U > x), U the work that arrived and m services
-	for m := range Ubar {
-		cdf := cumulative(convolve(ahead, sums[m]))
-		Ubar[m] = make([]float64, g.n)
-		for x, c := range cdf {
-			Ubar[m][x] = 1 - c
+	// The most accesses that may come ahead, over the longest first phase.
+	most := countReach(ahead(float64(last)*g.h), 1e-6)
+	nc := most + n2 // U_c: c = ahead + own second-phase accesses
+	sums = extendSums(sums, nc)
+	Ubar := make([][]float64, nc) // Ubar[c][x]: P(U > x), U the network delay and c services
+	for c := range Ubar {
+		cdf := cumulative(convolve(net, sums[c]))
+		Ubar[c] = make([]float64, g.n)
+		for x, v := range cdf {
+			Ubar[c][x] = 1 - v
 		}
 	}
 
-	// c[n][m][t] = P(F_n > s, F_n + U_m > t), kept for the current s.
-	c := make([][][]float64, ni)
-	for n := range c {
-		c[n] = make([][]float64, n2)
-		for m := range c[n] {
-			c[n][m] = make([]float64, g.n)
+	// cc[i][c][t] = P(F_i > s, F_i + U_c > t), kept for the current s.
+	cc := make([][][]float64, ni)
+	for i := range cc {
+		cc[i] = make([][]float64, nc)
+		for c := range cc[i] {
+			cc[i][c] = make([]float64, g.n)
 		}
 	}
 	law := make([]float64, g.n)
-	h := make([][]float64, n2) // h[m][t], as multinomialProduct takes it
-	for m := range h {
-		h[m] = make([]float64, g.n)
+	// G[c][t] and Gstar[c][t]: a group (the last group, whose first
+	// duplicate ended the first phase at s) is done by t given c accesses
+	// ahead of and in its second phase, over its first-phase states.
+	G, Gstar := make([][]float64, nc), make([][]float64, nc)
+	for c := range G {
+		G[c], Gstar[c] = make([]float64, g.n), make([]float64, g.n)
 	}
-	hStar := make([][]float64, n2) // the same for the group whose first phase ended last, at s
-	for m := range hStar {
-		hStar[m] = make([]float64, g.n)
+	h, hStar := make([][]float64, n2), make([][]float64, n2) // as multinomialProduct takes them
+	for m := range h {
+		h[m], hStar[m] = make([]float64, g.n), make([]float64, g.n)
 	}
 	weight, weightStar := make([]float64, ni), make([]float64, ni)
-	for s := g.n - 1; s >= 0; s-- {
-		// c(s) from c(s+1): F in cell s+1 is now past s.
+	for s := last; s >= 0; s-- {
+		// cc(s) from cc(s+1): F in cell s+1 is now past s.
 		if s+1 < g.n {
-			for i := range c {
+			for i := range cc {
 				fv := f[i][s+1]
-				if fv < 1e-300 || pri[i] < 1e-15 {
+				if fv < 1e-300 || pri[i] < 1e-9 {
 					continue
 				}
-				for m := range c[i] {
-					row := c[i][m]
+				for c, row := range cc[i] {
 					for t := range s + 1 {
 						row[t] += fv // U > t-s-1 < 0 surely
 					}
+					ub := Ubar[c]
 					for t := s + 1; t < g.n; t++ {
-						row[t] += fv * Ubar[m][t-s-1]
+						row[t] += fv * ub[t-s-1]
 					}
 				}
 			}
@@ -259,54 +326,91 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, arrived fun
 		if t1[s] < 1e-13 {
 			continue
 		}
-		total, totalStar := 0.0, 0.0
-		for i := range weight {
-			weight[i] = pri[i] * A[i][s]
-			total += weight[i]
+		totalStar, marked := 0.0, 0.0
+		for i := range weightStar {
+			weightStar[i] = 0
 			if a := 1 - Fcdf[i][s]; count(i) > 0 {
 				// The density of the first duplicate's end at s.
 				weightStar[i] = pri[i] * f[i][s] * ipow(a, d-1)
 				totalStar += weightStar[i]
+				marked += float64(count(i)) * weightStar[i]
 			}
 		}
-		for m := range h {
-			clear(h[m][s:])
-			clear(hStar[m][s:])
+		if totalStar == 0 {
+			continue
+		}
+		// The other groups share what the last group left of the first
+		// phase: their counts split k1 less its mean count at s.
+		others := othersPrior(float64(k1)-marked/totalStar, r-1, k1)
+		total := 0.0
+		for i := range weight {
+			weight[i] = others[count(i)] * states[i%ns].w * A[i][s]
+			total += weight[i]
+		}
+		// Only the counts that may come ahead at this s.
+		aheadLaw := ahead(float64(s) * g.h)
+		reach := max(n2, min(nc, countReach(aheadLaw, 1e-9)+n2))
+		for c := range reach {
+			clear(G[c][s:])
+			clear(Gstar[c][s:])
 		}
 		for i, w := range weight {
 			ws := weightStar[i]
-			if w < 1e-15 && ws < 1e-15 {
+			if w < 1e-9*total && ws < 1e-9*totalStar {
 				continue
 			}
 			w, ws = w/total, ws/totalStar
 			a := 1 - Fcdf[i][s]
 			ad := ipow(a, d)
-			inv := 0.0 // 1/a, for the ratio c/a
+			inv, invNot := 0.0, 1/(1-ad) // 1/a, for the ratio c/a; 1/(1-a^d)
 			if a > 1e-300 {
 				inv = 1 / a
 			}
-			for m := range h {
-				row, hm, hs := c[i][m], h[m], hStar[m]
+			for c := range reach {
+				row, gc, gs, ub := cc[i][c], G[c], Gstar[c], Ubar[c]
 				for t := s; t < g.n; t++ {
-					cc := row[t]
-					u := Ubar[m][t-s]
-					b := (1-a)*u + cc
+					x := row[t]
+					u := ub[t-s]
+					if u < 1e-13 && x < 1e-13 {
+						// Done by t, and by every later t: both fall with t.
+						for ; t < g.n; t++ {
+							gc[t] += w
+							gs[t] += ws
+						}
+						break
+					}
+					b := (1-a)*u + x
 					if count(i) == 0 {
-						hm[t] += w * (1 - ipow(b, d))
+						gc[t] += w * (1 - ipow(b, d))
 						continue
 					}
-					if v := (1 - ad - ipow(b, d) + ipow(cc, d)) / (1 - ad); v > 0 {
-						hm[t] += w * min(v, 1)
+					if v := (1 - ad - ipow(b, d) + ipow(x, d)) * invNot; v > 0 {
+						gc[t] += w * min(v, 1)
 					}
 					// The last group: its first duplicate ended the first
 					// phase at s and then serves U; each other duplicate
 					// (past s) fails with chance c/a.
-					hs[t] += ws * (1 - ipow(min(1, cc*inv), d-1)*u)
+					gs[t] += ws * (1 - ipow(min(1, x*inv), d-1)*u)
 				}
 			}
 		}
-		if totalStar == 0 {
-			continue
+		// Average over the accesses ahead, the same at every duplicate.
+		for m := range h {
+			clear(h[m][s:])
+			clear(hStar[m][s:])
+		}
+		for m := range h {
+			hm, hs := h[m], hStar[m]
+			for k, w := range aheadLaw[:min(len(aheadLaw), reach-m)] {
+				if w < 1e-14 {
+					continue
+				}
+				gc, gs := G[k+m], Gstar[k+m]
+				for t := s; t < g.n; t++ {
+					hm[t] += w * gc[t]
+					hs[t] += w * gs[t]
+				}
+			}
 		}
 		done := multinomialProductMarked(hStar, h, r, s, g.n)
 		for t := s; t < g.n; t++ {
@@ -316,8 +420,48 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, arrived fun
 	return law
 }
 
+// othersPrior is the law of one of groups groups' count when they split
+// rest accesses (not a whole number: the split is mixed between the two
+// nearest), as a slice of k+1.
+func othersPrior(rest float64, groups, k int) []float64 {
+	out := make([]float64, k+1)
+	rest = math.Max(0, math.Min(float64(k), rest))
+	lo := int(rest)
+	frac := rest - float64(lo)
+	for c, w := range binomial(lo, 1/float64(groups)) {
+		out[c] += (1 - frac) * w
+	}
+	if frac > 0 {
+		for c, w := range binomial(lo+1, 1/float64(groups)) {
+			out[c] += frac * w
+		}
+	}
+	return out
+}
+
+// countReach is the least count beyond which law holds less than tail.
+func countReach(law []float64, tail float64) int {
+	rest := 1.0
+	for c, w := range law {
+		if rest -= w; rest < tail {
+			return c
+		}
+	}
+	return len(law) - 1
+}
+
+// extendSums makes sums (sums[c] the law of c service times, sums[1] one
+// service time's) at least n long.
+func extendSums(sums [][]float64, n int) [][]float64 {
+	for c := len(sums); c < n; c++ {
+		sums = append(sums, convolve(sums[c-1], sums[1]))
+	}
+	return sums
+}
+
 // twoPhaseGroupsFor sets twoPhaseGroups up for sys on g: the wait of
-// lumps of each phase's share of a group, and the network delay.
+// lumps of each phase's share of a group, and the accesses that reach a
+// group while a first phase runs.
 func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64) []float64 {
 	k1, k2 := phases[0], phases[1]
 	svc := g.pmf(sys.Service)
@@ -341,17 +485,56 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64)
 		}
 	}
 	stationary := g.waitingPMF(g.lumpEquilibrium(lump, mean), rho)
-	arrived := func(window float64) []float64 {
-		return convolve(g.compoundPoisson(2*sys.Rate*window, lump), g.pmf(sys.net()))
-	}
-	// What the duplicates share: whether they are idle (they all are, or
-	// none: they received the same work) or busy.
 	net := g.pmf(sys.net())
+	first := binomial(k1, p)
+	// What the groups share: whether any other request is in the system.
+	// With none, every duplicate of every group is idle and only the first
+	// phases of requests arriving while the first phase runs come ahead of
+	// the second.
+	arrivals := func(window float64) []float64 {
+		return compoundPoissonCounts(sys.Rate*window, first, 1e-13)
+	}
+	alone := g.twoPhaseGroups(k1, k2, r, d, []weightedLaw{{1, net}}, arrivals, sums, net)
+	// With some, a group is busy with the chance that makes its share of
+	// busy time right (each duplicate's wait then its busy law, the
+	// duplicates of a group busy alike), and the request present may still
+	// be in its first phase (for a share k1/(k1+k2) of its time, as of its
+	// work): its second phase then comes ahead at every group alike. The
+	// chance of some is that a Poisson stream of requests, each staying
+	// as long as one alone does, leaves one.
+	present := 1 - math.Exp(-sys.Rate*lawMean(g, cumulative(differences(alone))))
+	busy := 1 - stationary[0]
+	if present < busy {
+		present = busy
+	}
 	states := idleOrBusy(stationary)
+	if len(states) == 1 {
+		return cumulative(differences(alone))
+	}
+	states[0].w, states[1].w = 1-busy/present, busy/present
 	for i := range states {
 		states[i].pmf = convolve(states[i].pmf, net)
 	}
-	return cumulative(differences(g.twoPhaseGroups(k1, k2, r, d, states, arrived, sums)))
+	q := float64(k1) / float64(k1+k2)
+	pending := binomial(k2, p)
+	inFirst := g.twoPhaseGroups(k1, k2, r, d, states, func(window float64) []float64 {
+		return polyConvolve(arrivals(window), pending)
+	}, sums, net)
+	inSecond := g.twoPhaseGroups(k1, k2, r, d, states, arrivals, sums, net)
+	law := make([]float64, g.n)
+	for i := range law {
+		law[i] = (1-present)*alone[i] + present*(q*inFirst[i]+(1-q)*inSecond[i])
+	}
+	return cumulative(differences(law))
+}
+
+// lawMean is the mean of a law given by its CDF on g.
+func lawMean(g grid, cdf []float64) float64 {
+	m := 0.0
+	for _, c := range cdf {
+		m += (1 - c) * g.h
+	}
+	return m
 }
 
 // idleOrBusy splits a wait's law into its idle state (no wait) and its
@@ -371,32 +554,34 @@ func idleOrBusy(wait []float64) []weightedLaw {
 	return []weightedLaw{{wait[0], idle}, {pBusy, busy}}
 }
 
-// addScaled is dst + w*src, dst made when nil.
-func addScaled(dst, src []float64, w float64) []float64 {
-	if dst == nil {
-		dst = make([]float64, len(src))
-	}
-	for i, v := range src {
-		dst[i] += w * v
-	}
-	return dst
-}
-
-// compoundPoisson is the law of the work of Poisson(mean) lumps of law lump.
-func (g grid) compoundPoisson(mean float64, lump []float64) []float64 {
-	out := make([]float64, g.n)
-	power := make([]float64, g.n)
-	power[0] = 1
-	pk := math.Exp(-mean)
-	for k := 0; k < 256; k++ {
+// compoundPoissonCounts is the law of the total count of Poisson(mean)
+// lumps, each a count of law lump, up to the count beyond which less than
+// tail is left.
+func compoundPoissonCounts(mean float64, lump []float64, tail float64) []float64 {
+	out := []float64{}
+	power := []float64{1}
+	pk, left := math.Exp(-mean), 1.0
+	for k := 0; k < 256 && left > tail; k++ {
+		for len(out) < len(power) {
+			out = append(out, 0)
+		}
 		for i, v := range power {
 			out[i] += pk * v
 		}
+		left -= pk
 		pk *= mean / float64(k+1)
-		if pk < 1e-15 && float64(k) > mean {
-			break
+		power = polyConvolve(power, lump)
+	}
+	return out
+}
+
+// polyConvolve is the law of the sum of two independent counts.
+func polyConvolve(a, b []float64) []float64 {
+	out := make([]float64, len(a)+len(b)-1)
+	for i, x := range a {
+		for j, y := range b {
+			out[i+j] += x * y
 		}
-		power = convolve(power, lump)
 	}
 	return out
 }
