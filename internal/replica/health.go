@@ -31,7 +31,19 @@ type health struct {
 	cpu      *cgroupcpu.Controller
 	cgroup   string
 	throttle limp.Throttle
+
+	// aside is set while this replica, limping and not leading, keeps out
+	// of elections (standAside).
+	aside atomic.Bool
 }
+
+// standAsideFactor lengthens a limping follower's heartbeat and election
+// timeouts: the healthy voters, whose timeouts run out first, campaign
+// before it. A leader whose link limps loses its lease and, its log the
+// longest (its appends reached no one), won the next election again in
+// the Z3 step at 100x (docs/results/gait-zookeeper-limplock.md); standing
+// aside, it still campaigns when no one else has for this long.
+const standAsideFactor = 10
 
 func newHealth(a *Agent) *health {
 	cfg := limp.Config{Self: a.cfg.ID, StatusInterval: a.cfg.StatusInterval, Floor: a.cfg.LimpFloor,
@@ -95,11 +107,13 @@ func (h *health) tick(now time.Time) {
 	a.reproposeOrphans()
 	h.sendStatus(now)
 	var d limp.Decision
+	var selfLimping bool
 	leader := a.IsLeader()
 	rate := a.logs.bytesPerSec(now)
 	h.with(func(t *limp.Tracker) {
 		t.ObserveLogRate(rate)
 		d = t.Tick(now, leader, missing)
+		selfLimping = t.SelfLimping()
 	})
 	for _, m := range d.Marks {
 		if m.Limping {
@@ -125,10 +139,36 @@ func (h *health) tick(now time.Time) {
 			a.logger.Printf("%v", err)
 		}
 	}
+	h.standAside(selfLimping && !leader)
 	if tr := d.Transfer; tr != nil {
 		a.logger.Printf("this leader limps; handing leadership to %s", tr.ID)
 		a.m.transfers.Inc()
 		go a.transferLeadership(tr.ID, tr.Addr)
+	}
+}
+
+// standAside lengthens this replica's raft timeouts by standAsideFactor
+// while on (it limps and does not lead), and restores them once not.
+func (h *health) standAside(on bool) {
+	a := h.a
+	if on == h.aside.Load() || a.raft == nil {
+		return
+	}
+	timeout := a.cfg.HeartbeatTimeout
+	if on {
+		timeout *= standAsideFactor
+	}
+	rc := a.raft.ReloadableConfig()
+	rc.HeartbeatTimeout, rc.ElectionTimeout = timeout, timeout
+	if err := a.raft.ReloadConfig(rc); err != nil {
+		a.logger.Printf("raft timeouts to %v: %v", timeout, err)
+		return
+	}
+	h.aside.Store(on)
+	if on {
+		a.logger.Printf("this replica limps; standing aside from elections (raft timeouts %v)", timeout)
+	} else {
+		a.logger.Printf("no longer standing aside from elections (raft timeouts %v)", timeout)
 	}
 }
 

@@ -272,6 +272,7 @@ func (a *Agent) onReply(seq uint64, incarnation string, index, digest uint64, fr
 	w.expected[from] = true // a member that joined since the proposal
 	w.replies = append(w.replies, replyOf{id: from, inc: fromInc, digest: digest})
 	a.health.observeReply(from, now.Sub(w.start))
+	a.m.replies.WithLabelValues(from).Observe(now.Sub(w.start).Seconds())
 	ungate := false
 	if !w.answered && (!w.volatile || local != nil) {
 		ungate = w.ungate()
