@@ -53,7 +53,7 @@ func newMetrics(a *Agent) *metrics {
 	}
 	m := &metrics{
 		reg:           prometheus.NewRegistry(),
-		commit:        hist("commit_seconds", "From proposing a write to its first replica's reply (commit plus apply).", secs),
+		commit:        hist("commit_seconds", "From proposing a write to its first replica's reply (commit plus apply).", replyBuckets),
 		read:          hist("read_seconds", "From a read's arrival to its first fitting answer.", secs),
 		appendSecs:    hist("log_append_seconds", "One append to the raft log, fsync included.", secs),
 		appendBatch:   hist("log_append_entries", "Entries per raft log append: the group commit.", sizes),

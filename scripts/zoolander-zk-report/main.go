@@ -111,6 +111,13 @@ func run(out string) error {
 		p.Figure(fmt.Sprintf("SLA at %s (one duplicate's p90) against the number of duplicates: measured and predicted.", b), slaChart(e, pts))
 		p.Table(header, rows(pts))
 		fmt.Fprintf(&md, "### %s\n\n%s\n\n%s\n", e.title, e.note(), markdown(pts))
+		if cs := e.checks(); e.name != "fig12" && len(cs) > 0 {
+			p.Heading(e.title + ": the model's two assumptions, on the clients' agent's own measurements")
+			p.Paragraph(checkIntro)
+			p.Figure("Within the D = 1 run's first-reply p90: predicted from the lone duplicate, predicted from this run's duplicates, measured.", checkChart(e, cs))
+			p.Table(checkHeader, checkRows(cs))
+			fmt.Fprintf(&md, "#### %s: the model's two assumptions (the clients' agent's view)\n\n%s\n", e.title, checkMarkdown(cs))
+		}
 		if e.name != "fig10" {
 			continue
 		}
