@@ -169,7 +169,8 @@ func (e *experiment) load() error {
 			e.loadavg[d] = strings.TrimSpace(strings.TrimPrefix(string(b), "load average "))
 		}
 		if b, err := os.ReadFile(dir + ".metrics"); err == nil {
-			e.split[d] = splitOf(string(b))
+			b0, _ := os.ReadFile(dir + ".metrics0") // before the measured requests; absent in older runs
+			e.split[d] = splitOf(string(b), string(b0))
 		}
 	}
 	return nil
@@ -261,16 +262,20 @@ func sendLate(dir string) (float64, error) {
 	return sum.Generator.SendLateP99, err
 }
 
-// splitOf reads a split from an agent's metrics in Prometheus's text format.
-func splitOf(metrics string) split {
+// splitOf reads a split from an agent's metrics in Prometheus's text
+// format, after the measured requests less before them (empty: since the
+// agent started, the warm-up's writes included).
+func splitOf(after, before string) split {
 	vals := map[string]float64{}
-	for _, line := range strings.Split(metrics, "\n") {
-		name, v, ok := strings.Cut(line, " ")
-		if !ok || strings.HasPrefix(name, "#") {
-			continue
-		}
-		if f, err := strconv.ParseFloat(v, 64); err == nil {
-			vals[name] = f
+	for sign, text := range map[float64]string{1: after, -1: before} {
+		for _, line := range strings.Split(text, "\n") {
+			name, v, ok := strings.Cut(line, " ")
+			if !ok || strings.HasPrefix(name, "#") {
+				continue
+			}
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				vals[name] += sign * f
+			}
 		}
 	}
 	stage := func(name, what string) float64 {
