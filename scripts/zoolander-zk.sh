@@ -160,7 +160,26 @@ warm() {
 			--clients 4 --duration "${warmup}s" --out "$out/$exp/d$d.warmup" >/dev/null 2>>"$out/$exp/load.log" ||
 			echo "zoolander-zk: $exp D=$d: the warm-up failed (see $out/$exp/load.log); measuring cold" >&2
 	fi
+	settle "$exp" "$d"
 	scrape "$exp" "$d" metrics0 # the clients' agent's metrics before the measured requests
+}
+
+# settle EXPERIMENT D waits (up to 60 s) until, as the clients' agent sees
+# it, no replica is more than 20 ms behind the most advanced: the closed-loop warm-up runs faster
+# than the other duplicates apply, and their backlog would otherwise make
+# them late for the first measured requests (160 ms behind, 124 ms per
+# reply, two seconds after a 2-s warm-up on testbed hosts).
+settle() {
+	local url i
+	url=$(awk '$1 == "metrics" { print $2; exit }' "$out/$1/d$2.addrs")
+	for i in $(seq 120); do
+		curl -s --max-time 2 "$url" | awk '/^gait_replica_apply_lag_seconds\{/ { n++; if ($2 > 0.02) late++ } END { exit !(n > 0 && !late) }' && {
+			echo "$1 D=$2: every replica caught up after $((i / 2)) s" >&2
+			return 0
+		}
+		sleep 0.5
+	done
+	echo "zoolander-zk: $1 D=$2: replicas still apart after 60 s; measuring anyway" >&2
 }
 
 # scrape EXPERIMENT D NAME keeps the clients' agent's metrics as OUT/EXPERIMENT/dD.NAME.
