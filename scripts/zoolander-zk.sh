@@ -34,16 +34,20 @@
 # --warmup S (default 5) drives each deployment S seconds, closed loop with
 # 4 clients, before its first measured request (OUT/EXP/dD.warmup, not in the
 # report): every deployment starts cold JVMs, whose first seconds the
-# measured requests would otherwise pay for.
+# measured requests would otherwise pay for. Then it waits until no replica
+# is more than 20 ms behind (the warm-up outruns the other duplicates).
+#
+# --ds picks the numbers of duplicates (default "1 2 4"; the report needs 1).
 #
 # It starts up to 12 ZooKeeper JVMs at once (fig13, D = 4): about 2.5 GiB.
 # With LOCK set to one or more files (space-separated), each figure's
 # configurations run under `flock` of every one of them, so that on a
 # shared machine no other measurement runs beside them. Every agent serves
-# its metrics; each run keeps the clients' agent's (OUT/EXP/dD.metrics), where
-# the report reads how a write's time divides between the part every
-# duplicate shares (raft's ordering) and the part each does alone (its
-# ZooKeeper), and how often another duplicate answered first.
+# its metrics; each run keeps the clients' agent's before and after its
+# measured requests (OUT/EXP/dD.metrics0, dD.metrics), where the report reads
+# how a write's time divides between the part every duplicate shares (raft's
+# ordering) and the part each does alone (its ZooKeeper), how often another
+# duplicate answered first, and each duplicate's own reply times.
 set -euo pipefail
 
 out=out/zoolander-zk
