@@ -266,11 +266,5 @@ func checkChart(e *experiment, ss []check) report.LineChart {
 			series[i].X, series[i].Y = append(series[i].X, x), append(series[i].Y, nines(y, 0))
 		}
 	}
-	return report.LineChart{
-		Title:   e.title + ": the clients' agent's view",
-		X:       report.Axis{Label: "duplicates", Min: 1, Max: 4},
-		Y:       report.Axis{Label: "nines within the D=1 p90, -log10(1 - share)", Zero: true},
-		Series:  series,
-		Markers: true,
-	}
+	return duplicatesChart(e.title+": the clients' agent's view", "nines within the D=1 p90, -log10(1 - share)", series)
 }

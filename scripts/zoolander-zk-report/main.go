@@ -417,10 +417,15 @@ func slaChart(e *experiment, pts []point) report.LineChart {
 		series[1].X, series[1].Y = append(series[1].X, x), append(series[1].Y, nines(p.thesis, 0))
 		series[2].X, series[2].Y = append(series[2].X, x), append(series[2].Y, nines(p.accurate, 0))
 	}
+	return duplicatesChart(e.title, "nines of the SLA, -log10(1 - SLA)", series)
+}
+
+// duplicatesChart draws series against the number of duplicates.
+func duplicatesChart(title, y string, series []report.Series) report.LineChart {
 	return report.LineChart{
-		Title:   e.title,
+		Title:   title,
 		X:       report.Axis{Label: "duplicates", Min: 1, Max: 4},
-		Y:       report.Axis{Label: "nines of the SLA, -log10(1 - SLA)", Zero: true},
+		Y:       report.Axis{Label: y, Zero: true},
 		Series:  series,
 		Markers: true,
 	}
