@@ -140,28 +140,34 @@ func MarkText(marks []string) string {
 	return strings.Join(marks, " ")
 }
 
-// Table1Header and Table1Rows are the suite's Table 1: one row per
-// experiment, its baseline, gait's verdicts over all its steps, the
-// paper's marks and a regression scenario's prediction.
-var Table1Header = []string{"row", "experiment", "limpware", "base latency", "base tput", "gait", "paper", "same", "expected", "as expected"}
-
-// Table1Rows are Table 1's rows, in the order of results.
-func Table1Rows(results []Result) [][]string {
-	var rows [][]string
+// Table1 is the suite's Table 1: one row per experiment, its baseline,
+// gait's verdicts over all its steps, the paper's marks and a regression
+// scenario's prediction; the prediction's two columns only when an
+// experiment has one, so a suite of the paper's rows fits the page.
+func Table1(results []Result) (header []string, rows [][]string) {
+	header = []string{"row", "experiment", "limpware", "base latency", "base tput", "gait", "paper", "same", "expected", "as expected"}
+	predicts := slices.ContainsFunc(results, func(r Result) bool { return r.Expect != nil })
 	for _, r := range results {
 		got := r.Got()
 		row, paper, paperMatch := "", "", ""
 		if r.Paper != nil {
 			row, paper, paperMatch = r.Paper.Row, MarkText(r.Paper.Marks), verdict.Agreement(r.Paper.Marks, got)
 		}
-		expected := ""
-		if r.Expect != nil {
-			expected = MarkText(r.Expect)
+		cells := []string{row, r.Experiment, r.Limpware(), units.Seconds(r.BaseMean),
+			units.Rate(r.BaseThroughput), r.GotText(), paper, paperMatch}
+		if predicts {
+			expected := ""
+			if r.Expect != nil {
+				expected = MarkText(r.Expect)
+			}
+			cells = append(cells, expected, verdict.Agreement(r.Expect, got))
 		}
-		rows = append(rows, []string{row, r.Experiment, r.Limpware(), units.Seconds(r.BaseMean),
-			units.Rate(r.BaseThroughput), r.GotText(), paper, paperMatch, expected, verdict.Agreement(r.Expect, got)})
+		rows = append(rows, cells)
 	}
-	return rows
+	if !predicts {
+		header = header[:len(header)-2]
+	}
+	return header, rows
 }
 
 // Limpware names the experiment's faults and where: "nic on leader", or
@@ -258,8 +264,9 @@ func WriteText(w io.Writer, results []Result) error {
 		fmt.Fprintln(tw, "warning: "+w)
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, strings.Join(Table1Header, "\t")+"\t")
-	for _, row := range Table1Rows(results) {
+	header, rows := Table1(results)
+	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
+	for _, row := range rows {
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	if err := tw.Flush(); err != nil {

@@ -34,7 +34,7 @@ func Report(results []Result, o verdict.Options) (*report.Page, error) {
 		len(results), units.Seconds(wall), o.Slow, o.Slow, 100*o.Collapse, o.Alpha, o.Growth, MinRequestsText(results, o.MinRequests)))
 	figure1(p, results)
 	p.Heading("Table 1: verdicts beside the paper's marks")
-	p.Table(Table1Header, Table1Rows(results))
+	p.Table(Table1(results))
 	p.Paragraph("gait: every verdict any step of the experiment gave. paper: the Limplock paper's marks for the row; " +
 		"same: whether gait's are the same (flips: the repetitions disagree on a verdict that decides it). " +
 		"With repetitions, each verdict says how many gave it (OL 3/3). base tput: the baseline's throughput in requests per second. " +

@@ -176,7 +176,10 @@ func TestTable1(t *testing.T) {
 	if got, want := MinRequestsText(rs, 20), "Groups need 20 baseline requests (where a scenario sets its own min_requests, that many: z3 1)."; got != want {
 		t.Errorf("min requests %q, want %q", got, want)
 	}
-	rows := Table1Rows(rs)
+	header, rows := Table1(rs)
+	if len(header) != 10 {
+		t.Errorf("header %q: the prediction's columns are missing", header)
+	}
 	if got := rows[0]; got[0] != "Z1" || got[2] != "none" || got[5] != "none 1/1" || got[6] != "-" || got[7] != "yes" || got[8] != "" || got[9] != "" {
 		t.Errorf("Z1 row %q", got)
 	}
@@ -185,6 +188,10 @@ func TestTable1(t *testing.T) {
 	}
 	if got := rows[2]; got[5] != "OL 3/3 CL 2/3" || got[7] != "flips" {
 		t.Errorf("Z5 row %q", got)
+	}
+	// No experiment predicts anything: no empty prediction columns.
+	if header, rows := Table1(rs[2:]); len(header) != 8 || len(rows[0]) != 8 || header[7] != "same" {
+		t.Errorf("paper rows alone: header %q, row %q", header, rows[0])
 	}
 	js := Rows(rs)
 	if len(js) != 5 || !js[2].OperationLL || !js[2].ClusterLL || js[2].NodeLL || js[2].PaperRow != "Z3" || *js[2].Factor != 100 || js[2].Unplaced != 3 {
