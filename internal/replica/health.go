@@ -37,14 +37,6 @@ type health struct {
 	aside atomic.Bool
 }
 
-// standAsideFactor lengthens a limping follower's heartbeat and election
-// timeouts: the healthy voters, whose timeouts run out first, campaign
-// before it. A leader whose link limps loses its lease and, its log the
-// longest (its appends reached no one), won the next election again in
-// the Z3 step at 100x (docs/results/gait-zookeeper-limplock.md); standing
-// aside, it still campaigns when no one else has for this long.
-const standAsideFactor = 10
-
 func newHealth(a *Agent) *health {
 	cfg := limp.Config{Self: a.cfg.ID, StatusInterval: a.cfg.StatusInterval, Floor: a.cfg.LimpFloor,
 		Factor: a.cfg.LimpFactor, Hold: a.cfg.LimpHold, PeerInflight: a.cfg.PeerInflight, Born: a.born}
@@ -147,28 +139,24 @@ func (h *health) tick(now time.Time) {
 	}
 }
 
-// standAside lengthens this replica's raft timeouts by standAsideFactor
-// while on (it limps and does not lead), and restores them once not.
+// standAside keeps this replica out of elections while on (it limps and
+// does not lead): it still grants votes, so the healthy voters elect one
+// of themselves (raft's StandAside, third_party/hashicorp-raft). A leader
+// whose link limps loses its lease and, its log the longest (its appends
+// reached no one), won the next election again in the Z3 step at 100x
+// (docs/results/gait-zookeeper-limplock.md). After raft.StandAsideFactor
+// heartbeat timeouts without a leader it campaigns all the same.
 func (h *health) standAside(on bool) {
 	a := h.a
 	if on == h.aside.Load() || a.raft == nil {
 		return
 	}
-	timeout := a.cfg.HeartbeatTimeout
-	if on {
-		timeout *= standAsideFactor
-	}
-	rc := a.raft.ReloadableConfig()
-	rc.HeartbeatTimeout, rc.ElectionTimeout = timeout, timeout
-	if err := a.raft.ReloadConfig(rc); err != nil {
-		a.logger.Printf("raft timeouts to %v: %v", timeout, err)
-		return
-	}
+	a.raft.StandAside(on)
 	h.aside.Store(on)
 	if on {
-		a.logger.Printf("this replica limps; standing aside from elections (raft timeouts %v)", timeout)
+		a.logger.Printf("this replica limps; standing aside from elections")
 	} else {
-		a.logger.Printf("no longer standing aside from elections (raft timeouts %v)", timeout)
+		a.logger.Printf("no longer standing aside from elections")
 	}
 }
 

@@ -124,7 +124,7 @@ var (
 	descWrites      = desc("pending_writes", "Writes proposed here and not yet replied to by every replica.")
 	descRequests    = desc("pending_requests", "Requests to other agents awaiting an answer.")
 	descLeader      = desc("leader", "1 while this agent is the raft leader.")
-	descAside       = desc("standing_aside", "1 while this replica, limping and not leading, keeps out of elections (its raft timeouts lengthened).")
+	descAside       = desc("standing_aside", "1 while this replica, limping and not leading, keeps out of elections (it still votes).")
 	descFollows     = desc("follows", "1, labelled with the raft ID of the leader this agent knows; absent while it knows none.", "leader")
 )
 
