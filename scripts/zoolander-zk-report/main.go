@@ -86,8 +86,8 @@ func run(out string) error {
 		{name: "fig13", title: "Figure 13: writes, a 3-server ZooKeeper ensemble per duplicate"},
 	}
 	p := report.NewPage("gait-zookeeper: the Zoolander thesis's Figures 10-13, measured and predicted")
-	p.Paragraph("Each configuration is one loopback deployment (gait replica cluster --loopback --server zookeeper --voters 1 " +
-		"--duplicates D-1): the single voter orders the writes, as the thesis's message repeater did, every duplicate applies them " +
+	p.Paragraph("Each configuration is one deployment (gait replica cluster --server zookeeper --voters 1 --duplicates D-1, " +
+		where(out) + "): the single voter orders the writes, as the thesis's message repeater did, every duplicate applies them " +
 		"to its own ZooKeeper and the first reply wins. Measured: the share of requests within the bound, a failed request " +
 		"counting as missing it. Predicted: gait model predict --service <the D = 1 run> --net 0 --rate 0.001 --bound B " +
 		"--duplicates 1,2,4 --replicas 1 (sla_thesis: §4.4's model; sla: the accurate predictor).")
@@ -139,6 +139,18 @@ func run(out string) error {
 	}
 	fmt.Print(md.String())
 	return p.WriteFile(filepath.Join(out, "report.html"))
+}
+
+// where says where the deployments ran: on loopback, or on testbed hosts
+// (their addresses in 198.18.0.0/15).
+func where(out string) string {
+	addrs, _ := filepath.Glob(filepath.Join(out, "*", "d1.addrs"))
+	for _, a := range addrs {
+		if b, err := os.ReadFile(a); err == nil && strings.Contains(string(b), " 198.1") {
+			return "on testbed hosts, one per replica (--testbed; with --pin each replica's processes on CPU i mod 2)"
+		}
+	}
+	return "--loopback: every agent in one process, on 127.0.0.1"
 }
 
 func (e *experiment) load() error {
