@@ -128,8 +128,8 @@ func (p RequestPrediction) Quantile(q float64) float64 {
 // requestSLA is the predicted share of sys.Request's requests that end
 // within sys.Bound on cfg. thesis replaces every duplicate's waiting-time
 // law by its mean, as the thesis deducts the mean queueing delay (§4.4.2).
-func requestSLA(sys System, cfg Config, thesis bool) (float64, error) {
-	p, err := PredictRequest(sys, cfg, sys.Bound, thesis)
+func requestSLA(sys System, cfg Config, thesis bool, progress Progress) (float64, error) {
+	p, err := predictRequest(sys, cfg, sys.Bound, thesis, progress)
 	if err != nil {
 		return 0, err
 	}
@@ -155,6 +155,12 @@ func requestSLA(sys System, cfg Config, thesis bool) (float64, error) {
 // saw a loaded system that the second may still see); the network delay of
 // a group's part is that of its last reply.
 func PredictRequest(sys System, cfg Config, horizon float64, thesis bool) (RequestPrediction, error) {
+	return predictRequest(sys, cfg, horizon, thesis, nil)
+}
+
+// predictRequest is PredictRequest telling progress, where it may take
+// seconds (duplicates in several groups), how much of it is done.
+func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progress Progress) (RequestPrediction, error) {
 	sys.Bound = horizon
 	if err := firstErr(sys.validateShape(), validateRate(sys.Rate), cfg.Validate(), sys.Request.Validate()); err != nil {
 		return RequestPrediction{}, err
@@ -306,7 +312,7 @@ func PredictRequest(sys System, cfg Config, horizon float64, thesis bool) (Reque
 	}
 	if d > 1 && !thesis && B == 1 && len(phases) == 2 {
 		g := grid{h: horizon / (twoPhaseGroupsCells - 1), n: twoPhaseGroupsCells}
-		return RequestPrediction{Step: g.h, CDF: g.twoPhaseGroupsFor(sys, phases, r, d, rho)}, nil
+		return RequestPrediction{Step: g.h, CDF: g.twoPhaseGroupsFor(sys, phases, r, d, rho, progress)}, nil
 	}
 	law := make([]float64, g.n)
 	law[0] = 1
