@@ -369,8 +369,10 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 		for i := range weightStar {
 			weightStar[i] = 0
 			if a := 1 - Fcdf[i][s]; count(i) > 0 {
-				// The density of the first duplicate's end at s.
-				weightStar[i] = pri[i] * f[i][s] * ipow(a, d-1)
+				// The chance the first duplicate ends in cell s: ties
+				// with the others count (on a coarse grid, or a constant
+				// service time, they are most of it).
+				weightStar[i] = pri[i] * (ipow(a+f[i][s], d) - ipow(a, d))
 				totalStar += weightStar[i]
 				marked += float64(count(i)) * weightStar[i]
 			}
@@ -411,9 +413,10 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 			w, ws = w/total, ws/totalStar
 			a := 1 - Fcdf[i][s]
 			ad := ipow(a, d)
-			inv, invNot := 0.0, 1/(1-ad) // 1/a, for the ratio c/a; 1/(1-a^d)
-			if a > 1e-300 {
-				inv = 1 / a
+			fs := f[i][s]                // the last group's other duplicates end in cell s or later
+			inv, invNot := 0.0, 1/(1-ad) // 1/P(F >= s), for their ratio; 1/(1-a^d)
+			if a+fs > 1e-300 {
+				inv = 1 / (a + fs)
 			}
 			tl := tail[i]
 			for c := range reach {
@@ -446,8 +449,9 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 					if lastGroup {
 						// The last group: its first duplicate ended the
 						// first phase at s and then serves U; each other
-						// duplicate (past s) fails with chance c/a.
-						gs[t] += ws * (1 - ipow(min(1, x*inv), d-1)*u)
+						// duplicate (at s or past it) fails with chance
+						// (c + P(F = s) u) / P(F >= s).
+						gs[t] += ws * (1 - ipow(min(1, (x+fs*u)*inv), d-1)*u)
 					}
 				}
 			}
