@@ -71,6 +71,11 @@ type Scenario struct {
 	// reported limplock bug); nil when the scenario predicts nothing, empty
 	// when it predicts that no limplock happens.
 	Expect []string
+	// ExpectDiffers says why gait's verdicts differ from Expect, from what
+	// gait measured (the bug fixed or absent in the version here), as
+	// PaperRow.Differs does for the paper's marks: `expect: {marks: [OL],
+	// differs: ...}`.
+	ExpectDiffers string
 	// Study is the case-study figure the experiment is on, if any.
 	Study *Study
 	// MinRequests, when set, is the fewest baseline operations a group
@@ -718,8 +723,19 @@ func (s *Scenario) parseVerdicts(top object) error {
 		}
 		s.Paper = p
 	}
-	if top.has("expect") {
-		if s.Expect, err = marks(top, "expect", false); err != nil {
+	if n, ok := top.values["expect"]; ok {
+		if n.Kind != yaml.MappingNode {
+			s.Expect, err = marks(top, "expect", false)
+			return err
+		}
+		o, err := top.mapping(n, "expect", "marks", "differs")
+		if err != nil {
+			return err
+		}
+		if s.Expect, err = marks(o, "marks", true); err != nil {
+			return err
+		}
+		if s.ExpectDiffers, _, err = o.str("differs", ""); err != nil {
 			return err
 		}
 	}

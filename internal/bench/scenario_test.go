@@ -111,6 +111,15 @@ func TestVerdictKeys(t *testing.T) {
 	if s.Paper != nil || s.Quick || s.Expect != nil {
 		t.Errorf("defaults: paper %+v, quick %v, expect %#v", s.Paper, s.Quick, s.Expect)
 	}
+	// A regression whose verdicts differ from its prediction says why,
+	// as a paper row does.
+	s, err = Parse("b.yaml", []byte(good+"expect: {marks: [NL, CL], differs: "+why+"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.Expect, []string{"NL", "CL"}) || s.ExpectDiffers != strings.TrimSpace(why) {
+		t.Errorf("expect %#v, differs %q", s.Expect, s.ExpectDiffers)
+	}
 }
 
 func TestPartitionBesideSlowdown(t *testing.T) {
@@ -297,6 +306,10 @@ func TestMalformed(t *testing.T) {
 			`f.yaml:7: min_requests: "0" is not a whole number of at least 1`},
 		{"expect not a list", with(7, "expect: OL"),
 			`f.yaml:7: expect: want a list of marks (any of OL, NL, CL, backlog, [] for none), got "OL"`},
+		{"expect without marks", with(7, "expect: {differs: fixed in 3.4}"),
+			"f.yaml:7: expect.marks: missing"},
+		{"unknown expect field", with(7, "expect: {marks: [OL], why: fixed}"),
+			"f.yaml:7: expect.why: unknown field (known here: marks, differs)"},
 		{"unknown expected mark", with(7, "expect: [limplock]"),
 			`f.yaml:7: expect[0]: unknown mark "limplock"`},
 		{"bad quick", with(7, "quick: sometimes"),

@@ -54,21 +54,42 @@ type Reasons struct {
 	Backlog   string `json:"hidden_backlog"`
 }
 
-// Given writes one verdict's count for a table: "yes" when every
-// repetition gave it, "-" when none did, "flips 2/3" when they disagree.
+// Given writes one verdict's count for a table: "yes 3/3" when every
+// repetition gave it (yes 1/1 for a single one, so a table says how many
+// runs stand behind it), "-" when none did, "flips 2/3" when they
+// disagree.
 func Given(cs []verdict.Count, mark string) string {
 	for _, c := range cs {
 		switch {
 		case c.Mark != mark:
 		case c.Flips():
 			return fmt.Sprintf("flips %d/%d", c.Given, c.Of)
-		case c.Of > 1:
-			return fmt.Sprintf("yes %d/%d", c.Given, c.Of)
 		default:
-			return "yes"
+			return fmt.Sprintf("yes %d/%d", c.Given, c.Of)
 		}
 	}
 	return "-"
+}
+
+// Repetitions is how many repetitions the experiment's steps ran: the
+// most any step did (a resumed experiment's larger factors may have fewer).
+func (r Result) Repetitions() int {
+	n := 0
+	for _, st := range r.Steps {
+		n = max(n, len(st.Reps))
+	}
+	return n
+}
+
+// GotText writes the experiment's verdicts with how many repetitions gave
+// each, also for one repetition ("OL 1/1 CL 1/1"), or "none 3/3" when no
+// repetition gave any.
+func (r Result) GotText() string {
+	if got := r.Got(); len(got) > 0 {
+		return verdict.CountText(got)
+	}
+	n := r.Repetitions()
+	return fmt.Sprintf("none %d/%d", n, n)
 }
 
 // UnplacedText says why n requests are missing from a step's verdicts.
@@ -119,28 +140,34 @@ func MarkText(marks []string) string {
 	return strings.Join(marks, " ")
 }
 
-// Table1Header and Table1Rows are the suite's Table 1: one row per
-// experiment, its baseline, gait's verdicts over all its steps, the
-// paper's marks and a regression scenario's prediction.
-var Table1Header = []string{"row", "experiment", "limpware", "base latency", "base tput", "gait", "paper", "same", "expected", "as expected"}
-
-// Table1Rows are Table 1's rows, in the order of results.
-func Table1Rows(results []Result) [][]string {
-	var rows [][]string
+// Table1 is the suite's Table 1: one row per experiment, its baseline,
+// gait's verdicts over all its steps, the paper's marks and a regression
+// scenario's prediction; the prediction's two columns only when an
+// experiment has one, so a suite of the paper's rows fits the page.
+func Table1(results []Result) (header []string, rows [][]string) {
+	header = []string{"row", "experiment", "limpware", "base latency", "base tput", "gait", "paper", "same", "expected", "as expected"}
+	predicts := slices.ContainsFunc(results, func(r Result) bool { return r.Expect != nil })
 	for _, r := range results {
 		got := r.Got()
 		row, paper, paperMatch := "", "", ""
 		if r.Paper != nil {
 			row, paper, paperMatch = r.Paper.Row, MarkText(r.Paper.Marks), verdict.Agreement(r.Paper.Marks, got)
 		}
-		expected := ""
-		if r.Expect != nil {
-			expected = MarkText(r.Expect)
+		cells := []string{row, r.Experiment, r.Limpware(), units.Seconds(r.BaseMean),
+			units.Rate(r.BaseThroughput), r.GotText(), paper, paperMatch}
+		if predicts {
+			expected := ""
+			if r.Expect != nil {
+				expected = MarkText(r.Expect)
+			}
+			cells = append(cells, expected, verdict.Agreement(r.Expect, got))
 		}
-		rows = append(rows, []string{row, r.Experiment, r.Limpware(), units.Seconds(r.BaseMean),
-			units.Rate(r.BaseThroughput), verdict.CountText(got), paper, paperMatch, expected, verdict.Agreement(r.Expect, got)})
+		rows = append(rows, cells)
 	}
-	return rows
+	if !predicts {
+		header = header[:len(header)-2]
+	}
+	return header, rows
 }
 
 // Limpware names the experiment's faults and where: "nic on leader", or
@@ -153,45 +180,52 @@ func (r Result) Limpware() string {
 }
 
 // Differences explains each experiment whose verdicts are not the paper's
-// marks: by its scenario's paper.differs, then by what this suite measured
-// for each mark that differs (Measured), "Z5 zk-z5-...: why. Measured: ...".
-// One whose scenario does not say is listed too, with what was measured,
-// so no difference passes unexplained.
+// marks, or not a regression scenario's prediction: by its scenario's
+// paper.differs (expect.differs), then by what this suite measured for
+// each mark that differs (Measured), "Z5 zk-z5-...: gait ..., the paper
+// ...: why. Measured: ...". One whose scenario does not say is listed
+// too, with what was measured, so no difference passes unexplained.
 func Differences(results []Result) []string {
 	var out []string
 	for _, r := range results {
-		if r.Paper == nil || verdict.Agreement(r.Paper.Marks, r.Got()) == "yes" {
-			continue
+		got := r.Got()
+		if r.Paper != nil && verdict.Agreement(r.Paper.Marks, got) != "yes" {
+			out = append(out, fmt.Sprintf("%s %s: gait %s, the paper %s: %s", r.Paper.Row, r.Experiment,
+				r.GotText(), MarkText(r.Paper.Marks), whyDiffers(r, r.Paper.Marks, r.Paper.Differs)))
 		}
-		out = append(out, fmt.Sprintf("%s %s: gait %s, the paper %s: %s", r.Paper.Row, r.Experiment,
-			verdict.CountText(r.Got()), MarkText(r.Paper.Marks), whyDiffers(r)))
+		if r.Expect != nil && verdict.Agreement(r.Expect, got) != "yes" {
+			out = append(out, fmt.Sprintf("%s: gait %s, expected %s: %s", r.Experiment,
+				r.GotText(), MarkText(r.Expect), whyDiffers(r, r.Expect, r.ExpectDiffers)))
+		}
 	}
 	return out
 }
 
-// whyDiffers is the scenario's paper.differs and what was measured.
-func whyDiffers(r Result) string {
-	why := r.Paper.Differs
+// whyDiffers is the scenario's reason (differs) and what was measured
+// against the marks it expected.
+func whyDiffers(r Result, marks []string, differs string) string {
+	why := differs
 	if why == "" {
 		why = "the scenario does not say why."
 	}
-	if m := Measured(r); m != "" {
+	if m := Measured(r, marks); m != "" {
 		why = strings.TrimSuffix(why, ".") + ". Measured: " + m + "."
 	}
 	return why
 }
 
-// Measured gives, for each verdict where r differs from the paper's marks,
-// the reason this suite's runs gave: from the step that gave it most often
-// (a verdict the paper does not mark, or one that flips), or from the
-// largest step (a mark the paper has that no repetition gave).
-func Measured(r Result) string {
-	if r.Paper == nil || len(r.Steps) == 0 {
+// Measured gives, for each verdict where r differs from marks (the
+// paper's, or a regression's prediction), the reason this suite's runs
+// gave: from the step that gave it most often (a verdict not marked, or
+// one that flips), or from the largest step (a mark that no repetition
+// gave).
+func Measured(r Result, marks []string) string {
+	if len(r.Steps) == 0 {
 		return ""
 	}
 	var parts []string
 	for _, m := range verdict.MarkNames {
-		wanted := slices.Contains(r.Paper.Marks, m)
+		wanted := slices.Contains(marks, m)
 		st, given, of := r.Steps[len(r.Steps)-1], 0, 1
 		for _, s := range r.Steps {
 			for _, c := range s.Counts {
@@ -230,8 +264,9 @@ func WriteText(w io.Writer, results []Result) error {
 		fmt.Fprintln(tw, "warning: "+w)
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, strings.Join(Table1Header, "\t")+"\t")
-	for _, row := range Table1Rows(results) {
+	header, rows := Table1(results)
+	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
+	for _, row := range rows {
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	if err := tw.Flush(); err != nil {

@@ -34,13 +34,13 @@ func Report(results []Result, o verdict.Options) (*report.Page, error) {
 		len(results), units.Seconds(wall), o.Slow, o.Slow, 100*o.Collapse, o.Alpha, o.Growth, MinRequestsText(results, o.MinRequests)))
 	figure1(p, results)
 	p.Heading("Table 1: verdicts beside the paper's marks")
-	p.Table(Table1Header, Table1Rows(results))
+	p.Table(Table1(results))
 	p.Paragraph("gait: every verdict any step of the experiment gave. paper: the Limplock paper's marks for the row; " +
 		"same: whether gait's are the same (flips: the repetitions disagree on a verdict that decides it). " +
 		"With repetitions, each verdict says how many gave it (OL 3/3). base tput: the baseline's throughput in requests per second. " +
 		"expected: what a regression scenario of a reported bug predicts.")
 	if ds := Differences(results); len(ds) > 0 {
-		p.Heading("Where gait differs from the paper, and why")
+		p.Heading("Where gait differs from the paper or a prediction, and why")
 		for _, d := range ds {
 			p.Paragraph(d)
 		}
@@ -133,13 +133,16 @@ func section(p *report.Page, r Result) error {
 	head := fmt.Sprintf("%s, %s (%s). Baseline: mean %s, %s requests/s. Results in %s.", r.System, where,
 		r.File, units.Seconds(r.BaseMean), units.Sig(r.BaseThroughput), r.Dir)
 	if r.Paper != nil {
-		head += fmt.Sprintf(" The paper's row %s is marked %s; gait gives %s.", r.Paper.Row, MarkText(r.Paper.Marks), verdict.CountText(r.Got()))
+		head += fmt.Sprintf(" The paper's row %s is marked %s; gait gives %s.", r.Paper.Row, MarkText(r.Paper.Marks), r.GotText())
 		if verdict.Agreement(r.Paper.Marks, r.Got()) != "yes" {
-			head += " Why they differ: " + whyDiffers(r)
+			head += " Why they differ: " + whyDiffers(r, r.Paper.Marks, r.Paper.Differs)
 		}
 	}
 	if r.Expect != nil {
-		head += fmt.Sprintf(" Expected %s, got %s.", MarkText(r.Expect), verdict.CountText(r.Got()))
+		head += fmt.Sprintf(" Expected %s, got %s.", MarkText(r.Expect), r.GotText())
+		if verdict.Agreement(r.Expect, r.Got()) != "yes" {
+			head += " Why they differ: " + whyDiffers(r, r.Expect, r.ExpectDiffers)
+		}
 	}
 	p.Paragraph(head)
 	var rows [][]string

@@ -56,8 +56,11 @@ type Result struct {
 	Target     string          `json:"target"`
 	Paper      *bench.PaperRow `json:"paper,omitempty"`
 	Expect     []string        `json:"expect"` // null when the scenario predicts nothing
-	Quick      bool            `json:"quick"`
-	Dir        string          `json:"dir"` // bench's output directory: run directories, summary, report
+	// ExpectDiffers says why the verdicts differ from Expect, from what
+	// was measured (the scenario's expect.differs).
+	ExpectDiffers string `json:"expect_differs,omitempty"`
+	Quick         bool   `json:"quick"`
+	Dir           string `json:"dir"` // bench's output directory: run directories, summary, report
 	// BaseMean and BaseThroughput are the baseline's mean latency
 	// (seconds) and throughput (requests per second).
 	BaseMean       float64 `json:"base_mean"`
@@ -279,19 +282,20 @@ func finished(dir string, s *bench.Scenario, o verdict.Options) (Result, bool, e
 }
 
 // SameExperiment says whether two scenario texts run the same
-// experiment: the same text but for comments and the paper's differs:,
-// which explain a result, and quick:, which only selects it for --quick;
-// so a finished experiment's runs are kept when only those are edited.
-func SameExperiment(a, b []byte) bool { return sameBut(a, b, "quick") }
+// experiment: the same text but for comments, paper: and expect:, which
+// judge a result (a finished experiment is judged again from the current
+// scenario), and quick:, which only selects it for --quick; so a finished
+// experiment's runs are kept when only those are edited.
+func SameExperiment(a, b []byte) bool { return sameBut(a, b, "quick", "paper", "expect") }
 
 // sameRuns says whether two scenario texts make the same runs but for how
 // many: as SameExperiment, and repeat: may differ too (a repetition runs
 // alike whatever the count), so a --repeat that differs from the one an
 // experiment ran with resumes from its finished runs.
-func sameRuns(a, b []byte) bool { return sameBut(a, b, "quick", "repeat") }
+func sameRuns(a, b []byte) bool { return sameBut(a, b, "quick", "paper", "expect", "repeat") }
 
-// sameBut compares two scenario texts but for comments, the paper's
-// differs: and the top-level keys named.
+// sameBut compares two scenario texts but for comments and the top-level
+// keys named.
 func sameBut(a, b []byte, keys ...string) bool {
 	if bytes.Equal(a, b) {
 		return true
@@ -303,9 +307,6 @@ func sameBut(a, b []byte, keys ...string) bool {
 	for _, doc := range []map[string]any{x, y} {
 		for _, k := range keys {
 			delete(doc, k)
-		}
-		if p, ok := doc["paper"].(map[string]any); ok {
-			delete(p, "differs")
 		}
 	}
 	return reflect.DeepEqual(x, y)
@@ -379,8 +380,8 @@ func runOne(ctx context.Context, s *bench.Scenario, dir string, resume bool, o O
 // judge sums an experiment up with its verdicts, judging each repetition
 // on its own against its own baseline.
 func judge(s *bench.Scenario, sum bench.Summary, runs []bench.RunResult, o verdict.Options) (Result, error) {
-	r := Result{Experiment: s.Name, File: s.File, System: s.System, Paper: s.Paper, Expect: s.Expect, Quick: s.Quick,
-		Source: string(s.Source), MinRequests: s.MinRequests}
+	r := Result{Experiment: s.Name, File: s.File, System: s.System, Paper: s.Paper, Expect: s.Expect, ExpectDiffers: s.ExpectDiffers,
+		Quick: s.Quick, Source: string(s.Source), MinRequests: s.MinRequests}
 	r.Fault, r.Target = s.FaultNames()
 	if len(sum.Steps) > 0 {
 		r.BaseMean, r.BaseThroughput = sum.Steps[0].Mean, sum.Steps[0].Throughput

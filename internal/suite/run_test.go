@@ -170,8 +170,8 @@ func TestClearUnfinished(t *testing.T) {
 	}
 }
 
-// TestSameExperiment: comments and the paper's differs: explain a result;
-// anything else changes the experiment.
+// TestSameExperiment: comments, the paper's row and expect: judge a
+// result; anything else changes the experiment.
 func TestSameExperiment(t *testing.T) {
 	base := "# why\nname: x\nrepeat: 3\npaper: {row: Z1, marks: []}\n"
 	for _, c := range []struct {
@@ -183,7 +183,9 @@ func TestSameExperiment(t *testing.T) {
 		{"name: x\nrepeat: 3\npaper:\n  row: Z1\n  marks: []\n  differs: a pause\n", true},
 		{"name: x\nrepeat: 3\npaper: {row: Z1, marks: []}\nquick: true\n", true},
 		{"name: x\nrepeat: 1\npaper: {row: Z1, marks: []}\n", false},
-		{"name: x\nrepeat: 3\npaper: {row: Z1, marks: [OL]}\n", false},
+		{"name: x\nrepeat: 3\npaper: {row: Z1, marks: [OL]}\n", true},
+		{"name: x\nrepeat: 3\npaper: {row: Z1, marks: []}\nexpect: {marks: [NL], differs: fixed}\n", true},
+		{"name: y\nrepeat: 3\npaper: {row: Z1, marks: []}\n", false},
 		{"name: x\nrepeat: [3\n", false},
 	} {
 		if got := SameExperiment([]byte(base), []byte(c.other)); got != c.same {

@@ -160,6 +160,7 @@ func TestTable1(t *testing.T) {
 		{Experiment: "z1", Paper: &bench.PaperRow{Row: "Z1", Marks: []string{}}, BaseMean: 0.002, BaseThroughput: 2000,
 			Steps: []Step{step("10x", 10, Rep{Slowdown: 1})}},
 		{Experiment: "z3", Fault: "nic", Target: "leader", Paper: &bench.PaperRow{Row: "Z3", Marks: []string{"CL", "OL"}}, Expect: []string{"OL"},
+			ExpectDiffers: "the bug is fixed in this version",
 			Steps: []Step{step("10x", 10, Rep{Slowdown: 6, Verdict: ol}),
 				step("100x", 100, Rep{Slowdown: 40, Unplaced: 3, Verdict: olcl})}},
 		// Three repetitions: OL in all at 100x, CL in two; the paper's OL
@@ -175,15 +176,22 @@ func TestTable1(t *testing.T) {
 	if got, want := MinRequestsText(rs, 20), "Groups need 20 baseline requests (where a scenario sets its own min_requests, that many: z3 1)."; got != want {
 		t.Errorf("min requests %q, want %q", got, want)
 	}
-	rows := Table1Rows(rs)
-	if got := rows[0]; got[0] != "Z1" || got[2] != "none" || got[5] != "-" || got[6] != "-" || got[7] != "yes" || got[8] != "" || got[9] != "" {
+	header, rows := Table1(rs)
+	if len(header) != 10 {
+		t.Errorf("header %q: the prediction's columns are missing", header)
+	}
+	if got := rows[0]; got[0] != "Z1" || got[2] != "none" || got[5] != "none 1/1" || got[6] != "-" || got[7] != "yes" || got[8] != "" || got[9] != "" {
 		t.Errorf("Z1 row %q", got)
 	}
-	if got := rows[1]; got[2] != "nic on leader" || got[5] != "OL CL" || got[6] != "CL OL" || got[7] != "yes" || got[8] != "OL" || got[9] != "no" {
+	if got := rows[1]; got[2] != "nic on leader" || got[5] != "OL 1/1 CL 1/1" || got[6] != "CL OL" || got[7] != "yes" || got[8] != "OL" || got[9] != "no" {
 		t.Errorf("Z3 row %q", got)
 	}
 	if got := rows[2]; got[5] != "OL 3/3 CL 2/3" || got[7] != "flips" {
 		t.Errorf("Z5 row %q", got)
+	}
+	// No experiment predicts anything: no empty prediction columns.
+	if header, rows := Table1(rs[2:]); len(header) != 8 || len(rows[0]) != 8 || header[7] != "same" {
+		t.Errorf("paper rows alone: header %q, row %q", header, rows[0])
 	}
 	js := Rows(rs)
 	if len(js) != 5 || !js[2].OperationLL || !js[2].ClusterLL || js[2].NodeLL || js[2].PaperRow != "Z3" || *js[2].Factor != 100 || js[2].Unplaced != 3 {
@@ -198,7 +206,9 @@ func TestTable1(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"z3 100x: 3 requests left out of the verdicts", "30.00x (9.00-50.00x)", "flips 2/3", "yes 3/3",
-		"differs: Z5 z5: gait OL 3/3 CL 2/3, the paper OL CL: the heap filled in 2 of 3. Measured: 100x, x; in another repetition"} {
+		"differs: Z5 z5: gait OL 3/3 CL 2/3, the paper OL CL: the heap filled in 2 of 3. Measured: 100x, x; in another repetition",
+		// a regression's prediction that differs says why, as a paper row
+		"differs: z3: gait OL 1/1 CL 1/1, expected OL: the bug is fixed in this version. Measured: 100x, x."} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the text lacks %q:\n%s", want, text.String())
 		}

@@ -26,13 +26,9 @@ type Count struct {
 // Flips says the repetitions disagree: some gave the verdict, some not.
 func (c Count) Flips() bool { return c.Given > 0 && c.Given < c.Of }
 
-// String is "OL" for a single repetition, else "OL 3/3", "OL 2/3".
-func (c Count) String() string {
-	if c.Of <= 1 {
-		return c.Mark
-	}
-	return fmt.Sprintf("%s %d/%d", c.Mark, c.Given, c.Of)
-}
+// String is "OL 3/3", "OL 2/3", and "OL 1/1" for a single repetition, so
+// a table says how many runs stand behind a verdict.
+func (c Count) String() string { return fmt.Sprintf("%s %d/%d", c.Mark, c.Given, c.Of) }
 
 // Counts counts, for each verdict any repetition gave, how many gave it.
 func Counts(reps []Verdict) []Count {
