@@ -1,6 +1,9 @@
 package model
 
-import "math"
+import (
+	"math"
+	"sort"
+)
 
 // What duplicates share. The duplicates of a group receive the same
 // accesses at the same instants and differ only in their service draws:
@@ -341,6 +344,7 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 		h[m], hStar[m] = make([]float64, g.n), make([]float64, g.n)
 	}
 	weight, weightStar := make([]float64, ni), make([]float64, ni)
+	var slight, slightStar []bool
 	for s := last; s >= first; s-- {
 		if progress != nil && s%32 == 0 {
 			progress("", float64(last-s)/float64(last-first+1))
@@ -388,6 +392,9 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 			weight[i] = others[count(i)] * states[i%ns].w * A[i][s]
 			total += weight[i]
 		}
+		// The states that together weigh less than 1e-7 are left out of
+		// each sum (most of them, at any s, weigh next to nothing).
+		slight, slightStar = negligible(weight, total, 1e-7, slight), negligible(weightStar, totalStar, 1e-7, slightStar)
 		// Only the counts that may come ahead at this s.
 		aheadLaws := make([][]float64, len(aheads))
 		reaches := make([]int, len(aheads))
@@ -406,7 +413,7 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 			// group (ws), often in only one of them: with two groups the
 			// other's count is all but fixed, and that sum is most of the work.
 			ws := weightStar[i]
-			other, lastGroup := w >= 1e-9*total, ws >= 1e-9*totalStar
+			other, lastGroup := w > 0 && !slight[i], ws > 0 && !slightStar[i]
 			if !other && !lastGroup {
 				continue
 			}
@@ -464,6 +471,28 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 		}
 	}
 	return laws
+}
+
+// negligible marks, in out (reused when long enough), the smallest of
+// weights whose sum stays below share of total.
+func negligible(weights []float64, total, share float64, out []bool) []bool {
+	if len(out) < len(weights) {
+		out = make([]bool, len(weights))
+	}
+	order := make([]int, len(weights))
+	for i := range order {
+		order[i] = i
+		out[i] = false
+	}
+	sort.Slice(order, func(a, b int) bool { return weights[order[a]] < weights[order[b]] })
+	left := share * total
+	for _, i := range order {
+		if left -= weights[i]; left < 0 {
+			break
+		}
+		out[i] = true
+	}
+	return out
 }
 
 // averageAhead is, at cells s and on, the chance that every group is done
