@@ -81,7 +81,7 @@ latency: the whole access queued). It writes DIR/report.html
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed of arrivals and keys")
 	fl.StringVar(&f.target, "target", "99%@10ms", "with --report: the SLA single accesses must meet (Figure 16)")
 	fl.IntVar(&f.simRequests, "sim-requests", 100000, "with --report: requests the simulator runs per point")
-	fl.StringVar(&f.basis, "service-basis", "work", "with --report: the model's service time: work (the hosts' CPU per access; the rest of the access latency is network) or latency (the whole access latency)")
+	fl.StringVar(&f.basis, "service-basis", "work", "with --report: the model's service time: work (the hosts' CPU per access in the service run; the rest of the access latency is network), run (the same with the hosts' CPU per access of the point's own run) or latency (the whole access latency)")
 	return cmd
 }
 
