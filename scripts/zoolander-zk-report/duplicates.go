@@ -244,16 +244,9 @@ func checkRows(ss []check) [][]string {
 	return out
 }
 
-func checkMarkdown(ss []check) string {
-	var b strings.Builder
-	b.WriteString("| " + strings.Join(checkHeader, " | ") + " |\n|" + strings.Repeat(" ---: |", len(checkHeader)) + "\n")
-	for _, r := range checkRows(ss) {
-		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
-	}
-	return b.String()
-}
+func checkMarkdown(ss []check) string { return markdownTable(checkHeader, checkRows(ss)) }
 
-// splitChart draws, at the p90 bound, the two predictions and the
+// checkChart draws, at the p90 bound, the two predictions and the
 // measured share against D.
 func checkChart(e *experiment, ss []check) report.LineChart {
 	series := []report.Series{{Name: "predicted from D=1 (the thesis's way)", Dashed: true},

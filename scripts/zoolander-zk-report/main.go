@@ -400,10 +400,13 @@ func rows(pts []point) [][]string {
 	return out
 }
 
-func markdown(pts []point) string {
+func markdown(pts []point) string { return markdownTable(header, rows(pts)) }
+
+// markdownTable writes a table in Markdown, every column aligned right.
+func markdownTable(header []string, rows [][]string) string {
 	var b strings.Builder
 	b.WriteString("| " + strings.Join(header, " | ") + " |\n|" + strings.Repeat(" ---: |", len(header)) + "\n")
-	for _, r := range rows(pts) {
+	for _, r := range rows {
 		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
 	}
 	return b.String()
