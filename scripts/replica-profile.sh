@@ -8,7 +8,10 @@
 # write system calls. Prints:
 #   the load's line (SET/s, latency), the server side's CPU-µs per SET, the
 #   system calls per SET (agents, redis-servers), the writes per raft log
-#   append and per apply batch of each agent, and the profile's CPU-µs per
+#   append and per apply batch of each agent; with perf(1) allowed to count
+#   tracepoints, the agents' process's system calls by kind and its context
+#   switches, per SET and per the leader's apply batch (one raft group);
+#   and the profile's CPU-µs per
 #   SET by the goroutine each sample ran in (its root: a client's reader, its
 #   reply writer, the applier, raft's loops, ...); cpu.pprof is kept in OUT.
 #
@@ -52,6 +55,13 @@ scrape m0
 c0=$(cpu "$pid_g" $servers) a0=($(io "$pid_g")) s0=($(io $servers))
 curl -s "${leader%/metrics}/debug/pprof/profile?seconds=10" >"$out/cpu.pprof" &
 prof=$!
+counted=
+kinds=write,read,recvmsg,epoll_pwait,futex,pwrite64,nanosleep,fdatasync
+events=raw_syscalls:sys_enter,context-switches$(printf ',syscalls:sys_enter_%s' ${kinds//,/ })
+if command -v perf >/dev/null && perf stat -e "$events" -o /dev/null true 2>/dev/null; then
+	perf stat -x, -e "$events" -p "$pid_g" -o "$work/perf" sleep 10 &
+	counted=$!
+fi
 line=$("$work/gait" load --addr "${target[g]}" --mix set:100 --clients "$clients" --duration 12s --out "$work/run" 2>&1 | tail -1)
 c1=$(cpu "$pid_g" $servers) a1=($(io "$pid_g")) s1=($(io $servers))
 scrape m1
@@ -72,6 +82,16 @@ for i in "${!urls[@]}"; do
 			"$work/m0.$i" "$work/m1.$i"
 	done
 done
+if [[ -n $counted ]]; then
+	wait "$counted"
+	li=0
+	for i in "${!urls[@]}"; do [[ ${urls[$i]} == "$leader" ]] && li=$i; done
+	batches=$(awk '$1 == "gait_replica_apply_entries_count" { c[FILENAME] = $2 } END { print c[ARGV[2]] - c[ARGV[1]] }' "$work/m0.$li" "$work/m1.$li")
+	# perf counts 10 s of the 12-s run, as the profile: n * 10 / 12 SETs, batches * 10 / 12 batches.
+	awk -F, -v n="$((n * 10 / 12))" -v b="$((batches * 10 / 12))" '$1 ~ /^[0-9]+$/ {
+		name = $3; sub(/^syscalls:sys_enter_/, "", name); sub(/^raw_syscalls:sys_enter$/, "system calls, all", name)
+		printf "agents: %-22s %6.2f per SET %6.1f per apply batch of the leader\n", name, $1 / n, (b > 0 ? $1 / b : 0) }' "$work/perf"
+fi
 # The profile covers 10 s of the 12-s run: its SETs are n * 10 / 12.
 go tool pprof -traces "$work/gait" "$out/cpu.pprof" 2>/dev/null | python3 -c '
 import re, sys, collections

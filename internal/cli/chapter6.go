@@ -55,7 +55,9 @@ is appended to DIR/points.jsonl.
 beside the model: the request simulator and predictor run from the service
 run of the study's mix of one duplicate (--service-basis work: the hosts'
 work per access queued, the rest of the access latency as network delay;
-latency: the whole access queued). It writes DIR/report.html
+run: the same with the work per access of the point's own run; latency:
+the whole access queued), and the hosts' CPU per request beside the
+measured median. It writes DIR/report.html
 (docs/requests.md).`,
 		Example: `  # long: three deployments of gait-redis, a minute each (root)
   gait model chapter6 --out runs/fig14 --mixes 1x4,2x2,4x1 --preset olio --load 0.08 --duration 60s
@@ -81,7 +83,7 @@ latency: the whole access queued). It writes DIR/report.html
 	fl.Uint64Var(&f.seed, "seed", 1, "random seed of arrivals and keys")
 	fl.StringVar(&f.target, "target", "99%@10ms", "with --report: the SLA single accesses must meet (Figure 16)")
 	fl.IntVar(&f.simRequests, "sim-requests", 100000, "with --report: requests the simulator runs per point")
-	fl.StringVar(&f.basis, "service-basis", "work", "with --report: the model's service time: work (the hosts' CPU per access; the rest of the access latency is network) or latency (the whole access latency)")
+	fl.StringVar(&f.basis, "service-basis", "work", "with --report: the model's service time: work (the hosts' CPU per access in the service run; the rest of the access latency is network), run (the same with the hosts' CPU per access of the point's own run) or latency (the whole access latency)")
 	return cmd
 }
 

@@ -92,7 +92,21 @@ func BestMix(sys System, nodes int, pred Predictor, opt AccurateOptions) (Predic
 		return Prediction{}, nil, err
 	}
 	dups, reps := mixes(nodes)
-	all, err := Predict(sys, dups, reps, opt)
+	var all []Prediction
+	var err error
+	if sys.Request.FanOut() && sys.Validate() == nil {
+		// A request prediction takes up to seconds: weigh only the mixes
+		// that fit.
+		var cfgs []Config
+		for _, r := range reps {
+			for _, d := range dups[:nodes/r] {
+				cfgs = append(cfgs, Config{d, r})
+			}
+		}
+		all, err = predictRequests(sys, cfgs, opt.Progress)
+	} else {
+		all, err = Predict(sys, dups, reps, opt)
+	}
 	if err != nil {
 		return Prediction{}, nil, err
 	}
@@ -140,6 +154,10 @@ func FewestNodes(sys System, target Target, maxNodes int, pred Predictor, opt Ac
 		}
 		if sys.Utilization(Config{1, r}) >= 1 {
 			continue
+		}
+		if sys.Request.FanOut() {
+			// Each request prediction may take seconds: tell which.
+			opt.Progress = progress.stage(fmt.Sprintf("%d replicas of up to %d", r, limit), float64(r-1)/float64(limit), 1/float64(limit))
 		}
 		ps, err := predictFor(sys, seq(limit/r), r, pred, opt)
 		if err != nil {
@@ -222,14 +240,19 @@ func MaxRate(sys System, target Target, nodes int, pred Predictor, opt AccurateO
 	opt.Progress = nil
 	var all []RateResult
 	// The gap law's bounds are most of the work (a bisection of every
-	// mix); the accurate search skips most mixes.
+	// mix); the accurate search skips most mixes. Requests have no
+	// accurate search: their bisections are all of it.
 	count := 0
 	for r := 1; r <= nodes; r++ {
 		count += nodes / r
 	}
+	what, share := "the gap law's bound on every mix", 0.8
+	if sys.Request.FanOut() {
+		what, share = "the request predictor on every mix", 1
+	}
 	for r := 1; r <= nodes; r++ {
 		if progress != nil {
-			progress("the gap law's bound on every mix", 0.8*float64(len(all))/float64(count))
+			progress(what, share*float64(len(all))/float64(count))
 		}
 		for d := 1; d*r <= nodes; d++ {
 			cfg := Config{d, r}
@@ -237,10 +260,20 @@ func MaxRate(sys System, target Target, nodes int, pred Predictor, opt AccurateO
 			hi := float64(r) / (float64(sys.Request.Accesses()) * sys.Service.Mean())
 			first := func(rate float64) (float64, error) { return gapSLA(sys, rate, cfg, opt) }
 			if sys.Request.FanOut() {
+				mix := progress.stage(fmt.Sprintf("mix %dx%d (%d of %d)", d, r, len(all)+1, count), float64(len(all))/float64(count), 1/float64(count))
+				step := 0
 				first = func(rate float64) (float64, error) {
 					s := sys
 					s.Rate = rate
-					return requestSLA(s, cfg, pred == PredictorThesis)
+					// maxRateOf's bisection: one probe, then halvings to 1e-4.
+					const steps = 15
+					step++
+					var tell Progress // past the steps foreseen: quiet, not backwards
+					if step <= steps {
+						tell = mix.stage(fmt.Sprintf("rate %d of about %d", step, steps), float64(step-1)/steps, 1.0/steps)
+						tell("", 0)
+					}
+					return requestSLA(s, cfg, pred == PredictorThesis, tell)
 				}
 			}
 			if pred == PredictorThesis && !sys.Request.FanOut() {

@@ -57,7 +57,7 @@ func Thesis(sys System, cfg Config) (float64, error) {
 		return 0, fmt.Errorf("configuration %dx%d at utilization %.3f: %w", cfg.Duplicates, cfg.Replicas, rho, ErrUnstable)
 	}
 	if sys.Request.FanOut() {
-		return requestSLA(sys, cfg, true)
+		return requestSLA(sys, cfg, true, nil)
 	}
 	tau := sys.Bound - sys.net().Mean() - ThesisQueueDelay(sys.Service, rho)
 	phi := 0.0
@@ -77,7 +77,13 @@ func Predict(sys System, duplicates, replicas []int, opt AccurateOptions) ([]Pre
 		return nil, err
 	}
 	if sys.Request.FanOut() {
-		return predictRequests(sys, duplicates, replicas, opt.Progress)
+		var cfgs []Config
+		for _, r := range replicas {
+			for _, d := range duplicates {
+				cfgs = append(cfgs, Config{d, r})
+			}
+		}
+		return predictRequests(sys, cfgs, opt.Progress)
 	}
 	opt = opt.withDefaults()
 	var rates []float64
@@ -138,30 +144,27 @@ func validateGrid(duplicates, replicas []int) error {
 
 // predictRequests is Predict for requests of several accesses: both
 // predictors are PredictRequest's, the thesis's with every wait at its mean.
-func predictRequests(sys System, duplicates, replicas []int, progress Progress) ([]Prediction, error) {
+func predictRequests(sys System, cfgs []Config, progress Progress) ([]Prediction, error) {
 	var out []Prediction
-	total := len(duplicates) * len(replicas)
-	for _, r := range replicas {
-		for _, d := range duplicates {
-			cfg := Config{d, r}
-			p := Prediction{Config: cfg, Nodes: cfg.Nodes(), Utilization: sys.Utilization(cfg)}
-			if progress != nil {
-				progress(fmt.Sprintf("%d duplicates x %d replicas", d, r), float64(len(out))/float64(total))
-			}
-			if p.Utilization >= 1 {
-				p.Unstable = true
-				out = append(out, p)
-				continue
-			}
-			var err error
-			if p.SLA, err = requestSLA(sys, cfg, false); err != nil {
-				return nil, err
-			}
-			if p.SLAThesis, err = requestSLA(sys, cfg, true); err != nil {
-				return nil, err
-			}
+	for k, cfg := range cfgs {
+		p := Prediction{Config: cfg, Nodes: cfg.Nodes(), Utilization: sys.Utilization(cfg)}
+		if p.Utilization >= 1 {
+			p.Unstable = true
 			out = append(out, p)
+			continue
 		}
+		mix := progress.stage(fmt.Sprintf("mix %dx%d (%d of %d)", cfg.Duplicates, cfg.Replicas, k+1, len(cfgs)), float64(k)/float64(len(cfgs)), 1/float64(len(cfgs)))
+		if mix != nil {
+			mix("", 0)
+		}
+		var err error
+		if p.SLA, err = requestSLA(sys, cfg, false, mix); err != nil {
+			return nil, err
+		}
+		if p.SLAThesis, err = requestSLA(sys, cfg, true, nil); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
 	}
 	return out, nil
 }

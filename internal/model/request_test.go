@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -122,5 +123,45 @@ func TestRequestValidate(t *testing.T) {
 	}
 	if err := olio.Validate(); err != nil {
 		t.Errorf("olio: %v", err)
+	}
+}
+
+// Predict and the planner tell, for requests, which mix they weigh and
+// how far its prediction (duplicates in several groups take seconds) or
+// its bisection has come, forward, to the end; the best mix weighs only
+// the mixes that fit.
+func TestRequestPlannerProgress(t *testing.T) {
+	sys := System{Service: Exponential{1e-3}, Rate: 20, Bound: 40e-3, Request: Request{Phases: []int{4, 3}}}
+	var seen []float64
+	var said []string
+	opt := AccurateOptions{Progress: func(what string, done float64) {
+		if what == "" || done < 0 || done > 1 || (len(seen) > 0 && done < seen[len(seen)-1]) {
+			t.Errorf("progress %q %v after %v", what, done, seen)
+		}
+		seen, said = append(seen, done), append(said, what)
+	}}
+	if _, err := Predict(sys, []int{1, 2}, []int{1, 2}, opt); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(said, "mix 2x2 (4 of 4)") || !slices.Contains(said, "mix 2x2 (4 of 4), behind another request") {
+		t.Errorf("Predict told %q", said)
+	}
+	if seen[len(seen)-1] < 0.9 {
+		t.Errorf("Predict ended at %v", seen[len(seen)-1])
+	}
+	seen, said = nil, nil
+	_, cands, err := BestMix(sys, 4, PredictorAccurate, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cands) != 8 || !slices.Contains(said, "mix 1x4 (8 of 8)") {
+		t.Errorf("BestMix weighed %d mixes, told %q", len(cands), said)
+	}
+	seen, said = nil, nil
+	if _, _, err := MaxRate(sys, Target{0.99, 40e-3}, 2, PredictorThesis, opt); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(said, "mix 1x2 (3 of 3), rate 2 of about 15") || seen[len(seen)-1] < 0.9 {
+		t.Errorf("MaxRate told %q, ending at %v", said, seen[len(seen)-1])
 	}
 }

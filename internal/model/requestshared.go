@@ -1,6 +1,9 @@
 package model
 
-import "math"
+import (
+	"math"
+	"sort"
+)
 
 // What duplicates share. The duplicates of a group receive the same
 // accesses at the same instants and differ only in their service draws:
@@ -68,7 +71,15 @@ func (g grid) oneGroupTwoPhases(y, last, lump []float64, rate float64, d int) []
 	G := cumulative(last)
 	LG := cumulative(convolve(lump, last))
 	gamma := cumulative(convolve(y, last))
-	pow := func(x float64) float64 { return ipow(math.Max(0, x), d) }
+	pow := func(x float64) float64 {
+		if x <= 0 { // math.Max's NaN care costs a tenth of the loop here
+			return 0
+		}
+		if d == 2 {
+			return x * x
+		}
+		return ipow(x, d)
+	}
 	// uw[u]: the chance the first arrival falls in cell u; the sum over u
 	// takes δ and β at every fourth cell, weighing the four.
 	const stride = 4
@@ -227,7 +238,10 @@ const twoPhaseGroupsCells = 512
 // count weighed by the chance it ended by s; the second phase's accesses
 // split over the groups exactly (multinomially), and T1's law is exact
 // given the waits.
-func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, ahead func(window float64) []float64, sums [][]float64, net []float64) []float64 {
+//
+// aheads are several laws of the work ahead, one result each: everything
+// but the final average over the count ahead is shared between them.
+func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []func(window float64) []float64, sums [][]float64, net []float64, progress Progress) [][]float64 {
 	p := 1 / float64(r)
 	n2 := k2 + 1
 	prior := binomial(k1, p)
@@ -270,20 +284,43 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, ahead func(
 	for last > 0 && t1[last] < 1e-13 {
 		last--
 	}
-	// The most accesses that may come ahead, over the longest first phase.
-	most := countReach(ahead(float64(last)*g.h), 1e-6)
-	nc := most + n2 // U_c: c = ahead + own second-phase accesses
+	first := 0 // the first phase ends no sooner
+	for first < last && t1[first] < 1e-13 {
+		first++
+	}
+	// The most accesses that may come ahead, over the longest first phase:
+	// ncs[k] for aheads[k], nc the most of them.
+	ncs := make([]int, len(aheads))
+	nc := 0
+	for k, ahead := range aheads {
+		ncs[k] = countReach(ahead(float64(last)*g.h), 1e-6) + n2 // U_c: c = ahead + own second-phase accesses
+		nc = max(nc, ncs[k])
+	}
 	sums = extendSums(sums, nc)
 	Ubar := make([][]float64, nc) // Ubar[c][x]: P(U > x), U the network delay and c services
+	uEnd := make([]int, nc)       // uEnd[c]: Ubar[c] is below 1e-13 from here on
 	for c := range Ubar {
 		cdf := cumulative(convolve(net, sums[c]))
 		Ubar[c] = make([]float64, g.n)
 		for x, v := range cdf {
 			Ubar[c][x] = 1 - v
 		}
+		uEnd[c] = g.n
+		for uEnd[c] > 0 && Ubar[c][uEnd[c]-1] < 1e-13 {
+			uEnd[c]--
+		}
 	}
 
-	// cc[i][c][t] = P(F_i > s, F_i + U_c > t), kept for the current s.
+	// cc[i][c][t] + tail[i][t] = P(F_i > s, F_i + U_c > t), kept for the
+	// current s: cc holds the first-phase ends v in (s, t], tail those
+	// past t (for them U does not matter).
+	tail := make([][]float64, ni)
+	for i := range tail {
+		tail[i] = make([]float64, g.n)
+		for t := g.n - 2; t >= 0; t-- {
+			tail[i][t] = tail[i][t+1] + f[i][t+1]
+		}
+	}
 	cc := make([][][]float64, ni)
 	for i := range cc {
 		cc[i] = make([][]float64, nc)
@@ -291,7 +328,10 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, ahead func(
 			cc[i][c] = make([]float64, g.n)
 		}
 	}
-	law := make([]float64, g.n)
+	laws := make([][]float64, len(aheads))
+	for k := range laws {
+		laws[k] = make([]float64, g.n)
+	}
 	// G[c][t] and Gstar[c][t]: a group (the last group, whose first
 	// duplicate ended the first phase at s) is done by t given c accesses
 	// ahead of and in its second phase, over its first-phase states.
@@ -304,7 +344,11 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, ahead func(
 		h[m], hStar[m] = make([]float64, g.n), make([]float64, g.n)
 	}
 	weight, weightStar := make([]float64, ni), make([]float64, ni)
-	for s := last; s >= 0; s-- {
+	var slight, slightStar []bool
+	for s := last; s >= first; s-- {
+		if progress != nil && s%32 == 0 {
+			progress("", float64(last-s)/float64(last-first+1))
+		}
 		// cc(s) from cc(s+1): F in cell s+1 is now past s.
 		if s+1 < g.n {
 			for i := range cc {
@@ -313,12 +357,11 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, ahead func(
 					continue
 				}
 				for c, row := range cc[i] {
-					for t := range s + 1 {
-						row[t] += fv // U > t-s-1 < 0 surely
-					}
-					ub := Ubar[c]
-					for t := s + 1; t < g.n; t++ {
-						row[t] += fv * ub[t-s-1]
+					// Past uEnd the terms are below 1e-13 of fv: left out.
+					ub := Ubar[c][:min(uEnd[c], g.n-s-1)]
+					row := row[s+1 : s+1+len(ub)]
+					for x, u := range ub {
+						row[x] += fv * u
 					}
 				}
 			}
@@ -330,8 +373,10 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, ahead func(
 		for i := range weightStar {
 			weightStar[i] = 0
 			if a := 1 - Fcdf[i][s]; count(i) > 0 {
-				// The density of the first duplicate's end at s.
-				weightStar[i] = pri[i] * f[i][s] * ipow(a, d-1)
+				// The chance the first duplicate ends in cell s: ties
+				// with the others count (on a coarse grid, or a constant
+				// service time, they are most of it).
+				weightStar[i] = pri[i] * (ipow(a+f[i][s], d) - ipow(a, d))
 				totalStar += weightStar[i]
 				marked += float64(count(i)) * weightStar[i]
 			}
@@ -347,77 +392,135 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, ahead func(
 			weight[i] = others[count(i)] * states[i%ns].w * A[i][s]
 			total += weight[i]
 		}
+		// The states that together weigh less than 1e-7 are left out of
+		// each sum (most of them, at any s, weigh next to nothing).
+		slight, slightStar = negligible(weight, total, 1e-7, slight), negligible(weightStar, totalStar, 1e-7, slightStar)
 		// Only the counts that may come ahead at this s.
-		aheadLaw := ahead(float64(s) * g.h)
-		reach := max(n2, min(nc, countReach(aheadLaw, 1e-9)+n2))
+		aheadLaws := make([][]float64, len(aheads))
+		reaches := make([]int, len(aheads))
+		reach := 0
+		for k, ahead := range aheads {
+			aheadLaws[k] = ahead(float64(s) * g.h)
+			reaches[k] = max(n2, min(ncs[k], countReach(aheadLaws[k], 1e-9)+n2))
+			reach = max(reach, reaches[k])
+		}
 		for c := range reach {
 			clear(G[c][s:])
 			clear(Gstar[c][s:])
 		}
 		for i, w := range weight {
+			// A group's states weigh in the other groups (w) or the last
+			// group (ws), often in only one of them: with two groups the
+			// other's count is all but fixed, and that sum is most of the work.
 			ws := weightStar[i]
-			if w < 1e-9*total && ws < 1e-9*totalStar {
+			other, lastGroup := w > 0 && !slight[i], ws > 0 && !slightStar[i]
+			if !other && !lastGroup {
 				continue
 			}
 			w, ws = w/total, ws/totalStar
 			a := 1 - Fcdf[i][s]
 			ad := ipow(a, d)
-			inv, invNot := 0.0, 1/(1-ad) // 1/a, for the ratio c/a; 1/(1-a^d)
-			if a > 1e-300 {
-				inv = 1 / a
+			fs := f[i][s]                // the last group's other duplicates end in cell s or later
+			inv, invNot := 0.0, 1/(1-ad) // 1/P(F >= s), for their ratio; 1/(1-a^d)
+			if a+fs > 1e-300 {
+				inv = 1 / (a + fs)
 			}
+			tl := tail[i]
 			for c := range reach {
 				row, gc, gs, ub := cc[i][c], G[c], Gstar[c], Ubar[c]
 				for t := s; t < g.n; t++ {
-					x := row[t]
+					x := row[t] + tl[t]
 					u := ub[t-s]
 					if u < 1e-13 && x < 1e-13 {
 						// Done by t, and by every later t: both fall with t.
 						for ; t < g.n; t++ {
-							gc[t] += w
-							gs[t] += ws
+							if other {
+								gc[t] += w
+							}
+							if lastGroup {
+								gs[t] += ws
+							}
 						}
 						break
 					}
-					b := (1-a)*u + x
-					if count(i) == 0 {
-						gc[t] += w * (1 - ipow(b, d))
-						continue
+					if other {
+						b := (1-a)*u + x
+						if count(i) == 0 {
+							gc[t] += w * (1 - ipow(b, d))
+							continue
+						}
+						if v := (1 - ad - ipow(b, d) + ipow(x, d)) * invNot; v > 0 {
+							gc[t] += w * min(v, 1)
+						}
 					}
-					if v := (1 - ad - ipow(b, d) + ipow(x, d)) * invNot; v > 0 {
-						gc[t] += w * min(v, 1)
+					if lastGroup {
+						// The last group: its first duplicate ended the
+						// first phase at s and then serves U; each other
+						// duplicate (at s or past it) fails with chance
+						// (c + P(F = s) u) / P(F >= s).
+						gs[t] += ws * (1 - ipow(min(1, (x+fs*u)*inv), d-1)*u)
 					}
-					// The last group: its first duplicate ended the first
-					// phase at s and then serves U; each other duplicate
-					// (past s) fails with chance c/a.
-					gs[t] += ws * (1 - ipow(min(1, x*inv), d-1)*u)
 				}
 			}
 		}
-		// Average over the accesses ahead, the same at every duplicate.
-		for m := range h {
-			clear(h[m][s:])
-			clear(hStar[m][s:])
-		}
-		for m := range h {
-			hm, hs := h[m], hStar[m]
-			for k, w := range aheadLaw[:min(len(aheadLaw), reach-m)] {
-				if w < 1e-14 {
-					continue
-				}
-				gc, gs := G[k+m], Gstar[k+m]
-				for t := s; t < g.n; t++ {
-					hm[t] += w * gc[t]
-					hs[t] += w * gs[t]
-				}
+		for k, aheadLaw := range aheadLaws {
+			done := g.averageAhead(h, hStar, G, Gstar, aheadLaw, reaches[k], r, s)
+			for t := s; t < g.n; t++ {
+				laws[k][t] += t1[s] * done[t]
 			}
-		}
-		done := multinomialProductMarked(hStar, h, r, s, g.n)
-		for t := s; t < g.n; t++ {
-			law[t] += t1[s] * done[t]
 		}
 	}
-	return law
+	return laws
+}
+
+// negligible marks, in out (reused when long enough), the smallest of
+// weights whose sum stays below share of total.
+func negligible(weights []float64, total, share float64, out []bool) []bool {
+	if len(out) < len(weights) {
+		out = make([]bool, len(weights))
+	}
+	order := make([]int, len(weights))
+	for i := range order {
+		order[i] = i
+		out[i] = false
+	}
+	sort.Slice(order, func(a, b int) bool { return weights[order[a]] < weights[order[b]] })
+	left := share * total
+	for _, i := range order {
+		if left -= weights[i]; left < 0 {
+			break
+		}
+		out[i] = true
+	}
+	return out
+}
+
+// averageAhead is, at cells s and on, the chance that every group is done
+// given the last group ended the first phase at s: each group's chance
+// (G for the others, Gstar for the last, by the count c of accesses ahead
+// of and in its second phase) averaged over the accesses ahead, whose law
+// aheadLaw is the same at every duplicate, then over the split of the
+// second phase (reach bounds c). h and hStar are scratch, one row per
+// count of the second phase.
+func (g grid) averageAhead(h, hStar, G, Gstar [][]float64, aheadLaw []float64, reach, r, s int) []float64 {
+	for m := range h {
+		clear(h[m][s:])
+		clear(hStar[m][s:])
+	}
+	for m := range h {
+		hm, hs := h[m], hStar[m]
+		for k, w := range aheadLaw[:max(0, min(len(aheadLaw), reach-m))] {
+			if w < 1e-14 {
+				continue
+			}
+			gc, gs := G[k+m], Gstar[k+m]
+			for t := s; t < g.n; t++ {
+				hm[t] += w * gc[t]
+				hs[t] += w * gs[t]
+			}
+		}
+	}
+	return multinomialProductMarked(hStar, h, r, s, g.n)
 }
 
 // othersPrior is the law of one of groups groups' count when they split
@@ -462,7 +565,7 @@ func extendSums(sums [][]float64, n int) [][]float64 {
 // twoPhaseGroupsFor sets twoPhaseGroups up for sys on g: the wait of
 // lumps of each phase's share of a group, and the accesses that reach a
 // group while a first phase runs.
-func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64) []float64 {
+func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64, progress Progress) []float64 {
 	k1, k2 := phases[0], phases[1]
 	svc := g.pmf(sys.Service)
 	sums := make([][]float64, max(k1, k2)+1)
@@ -494,7 +597,7 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64)
 	arrivals := func(window float64) []float64 {
 		return compoundPoissonCounts(sys.Rate*window, first, 1e-13)
 	}
-	alone := g.twoPhaseGroups(k1, k2, r, d, []weightedLaw{{1, net}}, arrivals, sums, net)
+	alone := g.twoPhaseGroups(k1, k2, r, d, []weightedLaw{{1, net}}, []func(float64) []float64{arrivals}, sums, net, progress.stage("alone", 0, 0.2))[0]
 	// With some, a group is busy with the chance that makes its share of
 	// busy time right (each duplicate's wait then its busy law, the
 	// duplicates of a group busy alike), and the request present may still
@@ -517,10 +620,9 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64)
 	}
 	q := float64(k1) / float64(k1+k2)
 	pending := binomial(k2, p)
-	inFirst := g.twoPhaseGroups(k1, k2, r, d, states, func(window float64) []float64 {
-		return polyConvolve(arrivals(window), pending)
-	}, sums, net)
-	inSecond := g.twoPhaseGroups(k1, k2, r, d, states, arrivals, sums, net)
+	withPending := func(window float64) []float64 { return polyConvolve(arrivals(window), pending) }
+	both := g.twoPhaseGroups(k1, k2, r, d, states, []func(float64) []float64{withPending, arrivals}, sums, net, progress.stage("behind another request", 0.2, 0.8))
+	inFirst, inSecond := both[0], both[1]
 	law := make([]float64, g.n)
 	for i := range law {
 		law[i] = (1-present)*alone[i] + present*(q*inFirst[i]+(1-q)*inSecond[i])

@@ -31,6 +31,10 @@ type health struct {
 	cpu      *cgroupcpu.Controller
 	cgroup   string
 	throttle limp.Throttle
+
+	// aside is set while this replica, limping and not leading, keeps out
+	// of elections (standAside).
+	aside atomic.Bool
 }
 
 func newHealth(a *Agent) *health {
@@ -95,11 +99,13 @@ func (h *health) tick(now time.Time) {
 	a.reproposeOrphans()
 	h.sendStatus(now)
 	var d limp.Decision
+	var selfLimping bool
 	leader := a.IsLeader()
 	rate := a.logs.bytesPerSec(now)
 	h.with(func(t *limp.Tracker) {
 		t.ObserveLogRate(rate)
 		d = t.Tick(now, leader, missing)
+		selfLimping = t.SelfLimping()
 	})
 	for _, m := range d.Marks {
 		if m.Limping {
@@ -125,10 +131,32 @@ func (h *health) tick(now time.Time) {
 			a.logger.Printf("%v", err)
 		}
 	}
+	h.standAside(selfLimping && !leader)
 	if tr := d.Transfer; tr != nil {
 		a.logger.Printf("this leader limps; handing leadership to %s", tr.ID)
 		a.m.transfers.Inc()
 		go a.transferLeadership(tr.ID, tr.Addr)
+	}
+}
+
+// standAside keeps this replica out of elections while on (it limps and
+// does not lead): it still grants votes, so the healthy voters elect one
+// of themselves (raft's StandAside, third_party/hashicorp-raft). A leader
+// whose link limps loses its lease and, its log the longest (its appends
+// reached no one), won the next election again in the Z3 step at 100x
+// (docs/results/gait-zookeeper-limplock.md). After raft.StandAsideFactor
+// heartbeat timeouts without a leader it campaigns all the same.
+func (h *health) standAside(on bool) {
+	a := h.a
+	if on == h.aside.Load() || a.raft == nil {
+		return
+	}
+	a.raft.StandAside(on)
+	h.aside.Store(on)
+	if on {
+		a.logger.Printf("this replica limps; standing aside from elections")
+	} else {
+		a.logger.Printf("no longer standing aside from elections")
 	}
 }
 

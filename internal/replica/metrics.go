@@ -30,6 +30,10 @@ type metrics struct {
 	// rounds of messages it ran for them instead.
 	leaseReads, indexRounds prometheus.Counter
 	stages                  *prometheus.HistogramVec
+	// replies holds, per replica, the time from proposing a write here
+	// to that replica's reply: each duplicate's own latency, where commit
+	// holds only the first of them.
+	replies *prometheus.HistogramVec
 	// stageObs holds each stage's histogram, looked up once: a write
 	// observes several, a pipelined request one per command.
 	stageObs map[string]prometheus.Observer
@@ -49,7 +53,7 @@ func newMetrics(a *Agent) *metrics {
 	}
 	m := &metrics{
 		reg:           prometheus.NewRegistry(),
-		commit:        hist("commit_seconds", "From proposing a write to its first replica's reply (commit plus apply).", secs),
+		commit:        hist("commit_seconds", "From proposing a write to its first replica's reply (commit plus apply).", replyBuckets),
 		read:          hist("read_seconds", "From a read's arrival to its first fitting answer.", secs),
 		appendSecs:    hist("log_append_seconds", "One append to the raft log, fsync included.", secs),
 		appendBatch:   hist("log_append_entries", "Entries per raft log append: the group commit.", sizes),
@@ -69,14 +73,22 @@ func newMetrics(a *Agent) *metrics {
 				"into propose (until raft's leader loop took it into the log) and raft_commit (leader append, replication, " +
 				"follower append, commit).", Buckets: secs}, []string{"stage"}),
 	}
+	m.replies = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "gait_replica", Name: "reply_seconds",
+		Help: "From proposing a write here to each replica's reply, by replica: what each duplicate alone takes, where " +
+			"commit_seconds holds only the first reply.", Buckets: replyBuckets}, []string{"replica"})
 	m.stageObs = map[string]prometheus.Observer{}
 	for _, name := range writeStages {
 		m.stageObs[name] = m.stages.WithLabelValues(name)
 	}
 	m.reg.MustRegister(m.commit, m.read, m.appendSecs, m.appendBatch, m.applySecs, m.applyBatch,
-		m.leaderChanges, m.quarantines, m.limpMarks, m.transfers, m.reproposals, m.leaseReads, m.indexRounds, m.stages, &stateCollector{a: a})
+		m.leaderChanges, m.quarantines, m.limpMarks, m.transfers, m.reproposals, m.leaseReads, m.indexRounds, m.stages, m.replies, &stateCollector{a: a})
 	return m
 }
+
+// replyBuckets are fine enough (15 % apart, 100 µs to 1.8 s) to read a
+// duplicate's distribution at a latency bound between its edges, as the
+// Zoolander study does (docs/results/gait-zookeeper-zoolander.md).
+var replyBuckets = prometheus.ExponentialBuckets(100e-6, 1.15, 71)
 
 func (m *metrics) observeAppend(d time.Duration, entries int) {
 	m.appendSecs.Observe(d.Seconds())
@@ -112,6 +124,7 @@ var (
 	descWrites      = desc("pending_writes", "Writes proposed here and not yet replied to by every replica.")
 	descRequests    = desc("pending_requests", "Requests to other agents awaiting an answer.")
 	descLeader      = desc("leader", "1 while this agent is the raft leader.")
+	descAside       = desc("standing_aside", "1 while this replica, limping and not leading, keeps out of elections (it still votes).")
 	descFollows     = desc("follows", "1, labelled with the raft ID of the leader this agent knows; absent while it knows none.", "leader")
 )
 
@@ -121,7 +134,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLag, descApplied, descLimping, descQuarantined, descInflight,
-		descReplyDelay, descNetwork, descProbe, descDiskP75, descThrottled, descPeerQueue, descApplyQueue, descWrites, descRequests, descLeader, descFollows} {
+		descReplyDelay, descNetwork, descProbe, descDiskP75, descThrottled, descPeerQueue, descApplyQueue, descWrites, descRequests, descLeader, descAside, descFollows} {
 		ch <- d
 	}
 }
@@ -155,6 +168,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descApplyQueue, float64(a.fsm.queueLen()))
 	}
 	gauge(descLeader, bool01(a.IsLeader()))
+	gauge(descAside, bool01(a.health.aside.Load()))
 	if a.raft != nil {
 		if _, id := a.raft.LeaderWithID(); id != "" {
 			gauge(descFollows, 1, string(id))

@@ -30,11 +30,18 @@ type write struct {
 	start    time.Time
 	expected map[string]bool // replica IDs that should reply
 	first    chan result     // the first reply or a failure; room for one
-	all      chan struct{}   // closed once every expected replica replied
+	// all is closed once every expected replica replied (allDone); made
+	// only for a write something waits on so (--write-all, WAITALL), under
+	// Agent.mu: allWait.
+	all      chan struct{}
+	allDone  bool
 	answered bool
 	index    uint64
 	replies  []replyOf // one per replica that replied, in the order they did
-	agreed   bool      // a majority of expected replicas agree on agreedOn
+	// replied backs replies for up to three replicas, so that a write to
+	// a 3-voter deployment needs no allocation of its own for them.
+	replied  [3]replyOf
+	agreed   bool // a majority of expected replicas agree on agreedOn
 	agreedOn uint64
 	volatile bool // the client gets this replica's reply, not the first
 	waited   bool // a WAITALL waits for every replica to reply
@@ -58,9 +65,8 @@ func (a *Agent) startEntry(data []byte, volatile bool) (*write, error) {
 			return nil, err
 		}
 	}
-	w := &write{start: time.Now(), expected: a.health.expectedReplicas(),
-		first: make(chan result, 1), all: make(chan struct{})}
-	w.replies = make([]replyOf, 0, len(w.expected))
+	w := &write{start: time.Now(), expected: a.health.expectedReplicas(), first: make(chan result, 1)}
+	w.replies = w.replied[:0]
 	a.mu.Lock()
 	a.seq++
 	w.id = a.seq
@@ -216,7 +222,7 @@ func (a *Agent) awaitWrite(w *write) (result, error) {
 	t := time.NewTimer(time.Until(w.start.Add(a.cfg.WriteTimeout)))
 	defer t.Stop()
 	select {
-	case <-w.all:
+	case <-a.allWait(w):
 		return r, nil
 	case <-t.C:
 		got, want := a.replied(w)
@@ -235,12 +241,35 @@ func (a *Agent) waitAll(w *write, timeout time.Duration) int {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
-	case <-w.all:
+	case <-a.allWait(w):
 	case <-t.C:
 	case <-a.done:
 	}
 	got, _ := a.replied(w)
 	return got
+}
+
+// allWait is w's channel closed once every expected replica replied,
+// made on the first call.
+func (a *Agent) allWait(w *write) <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if w.all == nil {
+		w.all = make(chan struct{})
+		if w.allDone {
+			close(w.all)
+		}
+	}
+	return w.all
+}
+
+// closeAll notes that every expected replica replied. Called with
+// Agent.mu held.
+func (w *write) closeAll() {
+	w.allDone = true
+	if w.all != nil {
+		close(w.all)
+	}
 }
 
 func (a *Agent) replied(w *write) (got, want int) {
@@ -272,6 +301,7 @@ func (a *Agent) onReply(seq uint64, incarnation string, index, digest uint64, fr
 	w.expected[from] = true // a member that joined since the proposal
 	w.replies = append(w.replies, replyOf{id: from, inc: fromInc, digest: digest})
 	a.health.observeReply(from, now.Sub(w.start))
+	a.m.replies.WithLabelValues(from).Observe(now.Sub(w.start).Seconds())
 	ungate := false
 	if !w.answered && (!w.volatile || local != nil) {
 		ungate = w.ungate()
@@ -294,7 +324,7 @@ func (a *Agent) onReply(seq uint64, incarnation string, index, digest uint64, fr
 	outvoted := w.vote()
 	if w.complete() {
 		delete(a.writes, seq)
-		close(w.all)
+		w.closeAll()
 	}
 	a.mu.Unlock()
 	if ungate {
@@ -396,7 +426,7 @@ func (a *Agent) sweepWrites(now time.Time) (missing map[string]time.Duration) {
 		}
 		if w.answered && w.complete() {
 			delete(a.writes, id)
-			close(w.all)
+			w.closeAll()
 			continue
 		}
 		age := now.Sub(w.start)

@@ -86,8 +86,8 @@ func run(out string) error {
 		{name: "fig13", title: "Figure 13: writes, a 3-server ZooKeeper ensemble per duplicate"},
 	}
 	p := report.NewPage("gait-zookeeper: the Zoolander thesis's Figures 10-13, measured and predicted")
-	p.Paragraph("Each configuration is one loopback deployment (gait replica cluster --loopback --server zookeeper --voters 1 " +
-		"--duplicates D-1): the single voter orders the writes, as the thesis's message repeater did, every duplicate applies them " +
+	p.Paragraph("Each configuration is one deployment (gait replica cluster --server zookeeper --voters 1 --duplicates D-1, " +
+		where(out) + "): the single voter orders the writes, as the thesis's message repeater did, every duplicate applies them " +
 		"to its own ZooKeeper and the first reply wins. Measured: the share of requests within the bound, a failed request " +
 		"counting as missing it. Predicted: gait model predict --service <the D = 1 run> --net 0 --rate 0.001 --bound B " +
 		"--duplicates 1,2,4 --replicas 1 (sla_thesis: §4.4's model; sla: the accurate predictor).")
@@ -111,6 +111,13 @@ func run(out string) error {
 		p.Figure(fmt.Sprintf("SLA at %s (one duplicate's p90) against the number of duplicates: measured and predicted.", b), slaChart(e, pts))
 		p.Table(header, rows(pts))
 		fmt.Fprintf(&md, "### %s\n\n%s\n\n%s\n", e.title, e.note(), markdown(pts))
+		if cs := e.checks(); e.name != "fig12" && len(cs) > 0 {
+			p.Heading(e.title + ": the model's two assumptions, on the clients' agent's own measurements")
+			p.Paragraph(checkIntro)
+			p.Figure("Within the D = 1 run's first-reply p90: predicted from the lone duplicate, predicted from this run's duplicates, measured.", checkChart(e, cs))
+			p.Table(checkHeader, checkRows(cs))
+			fmt.Fprintf(&md, "#### %s: the model's two assumptions (the clients' agent's view)\n\n%s\n", e.title, checkMarkdown(cs))
+		}
 		if e.name != "fig10" {
 			continue
 		}
@@ -132,6 +139,18 @@ func run(out string) error {
 	}
 	fmt.Print(md.String())
 	return p.WriteFile(filepath.Join(out, "report.html"))
+}
+
+// where says where the deployments ran: on loopback, or on testbed hosts
+// (their addresses in 198.18.0.0/15).
+func where(out string) string {
+	addrs, _ := filepath.Glob(filepath.Join(out, "*", "d1.addrs"))
+	for _, a := range addrs {
+		if b, err := os.ReadFile(a); err == nil && strings.Contains(string(b), " 198.1") {
+			return "on testbed hosts, one per replica (--testbed; with --pin each replica's processes on CPU i mod 2)"
+		}
+	}
+	return "--loopback: every agent in one process, on 127.0.0.1"
 }
 
 func (e *experiment) load() error {
@@ -162,7 +181,8 @@ func (e *experiment) load() error {
 			e.loadavg[d] = strings.TrimSpace(strings.TrimPrefix(string(b), "load average "))
 		}
 		if b, err := os.ReadFile(dir + ".metrics"); err == nil {
-			e.split[d] = splitOf(string(b))
+			b0, _ := os.ReadFile(dir + ".metrics0") // before the measured requests; absent in older runs
+			e.split[d] = splitOf(string(b), string(b0))
 		}
 	}
 	return nil
@@ -254,16 +274,20 @@ func sendLate(dir string) (float64, error) {
 	return sum.Generator.SendLateP99, err
 }
 
-// splitOf reads a split from an agent's metrics in Prometheus's text format.
-func splitOf(metrics string) split {
+// splitOf reads a split from an agent's metrics in Prometheus's text
+// format, after the measured requests less before them (empty: since the
+// agent started, the warm-up's writes included).
+func splitOf(after, before string) split {
 	vals := map[string]float64{}
-	for _, line := range strings.Split(metrics, "\n") {
-		name, v, ok := strings.Cut(line, " ")
-		if !ok || strings.HasPrefix(name, "#") {
-			continue
-		}
-		if f, err := strconv.ParseFloat(v, 64); err == nil {
-			vals[name] = f
+	for sign, text := range map[float64]string{1: after, -1: before} {
+		for _, line := range strings.Split(text, "\n") {
+			name, v, ok := strings.Cut(line, " ")
+			if !ok || strings.HasPrefix(name, "#") {
+				continue
+			}
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				vals[name] += sign * f
+			}
 		}
 	}
 	stage := func(name, what string) float64 {
@@ -376,10 +400,13 @@ func rows(pts []point) [][]string {
 	return out
 }
 
-func markdown(pts []point) string {
+func markdown(pts []point) string { return markdownTable(header, rows(pts)) }
+
+// markdownTable writes a table in Markdown, every column aligned right.
+func markdownTable(header []string, rows [][]string) string {
 	var b strings.Builder
 	b.WriteString("| " + strings.Join(header, " | ") + " |\n|" + strings.Repeat(" ---: |", len(header)) + "\n")
-	for _, r := range rows(pts) {
+	for _, r := range rows {
 		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
 	}
 	return b.String()
@@ -405,10 +432,15 @@ func slaChart(e *experiment, pts []point) report.LineChart {
 		series[1].X, series[1].Y = append(series[1].X, x), append(series[1].Y, nines(p.thesis, 0))
 		series[2].X, series[2].Y = append(series[2].X, x), append(series[2].Y, nines(p.accurate, 0))
 	}
+	return duplicatesChart(e.title, "nines of the SLA, -log10(1 - SLA)", series)
+}
+
+// duplicatesChart draws series against the number of duplicates.
+func duplicatesChart(title, y string, series []report.Series) report.LineChart {
 	return report.LineChart{
-		Title:   e.title,
+		Title:   title,
 		X:       report.Axis{Label: "duplicates", Min: 1, Max: 4},
-		Y:       report.Axis{Label: "nines of the SLA, -log10(1 - SLA)", Zero: true},
+		Y:       report.Axis{Label: y, Zero: true},
 		Series:  series,
 		Markers: true,
 	}

@@ -218,6 +218,10 @@ type Raft struct {
 	// prevote feature is disabled if set to true.
 	preVoteDisabled bool
 
+	// standAside (gait: added, gait_standaside.go) keeps this server from
+	// campaigning while it knows it limps.
+	standAside atomic.Bool
+
 	// noLegacyTelemetry allows to skip the legacy metrics to avoid duplicates.
 	// legacy metrics are those that have `_peer_name` as metric suffix instead as labels.
 	// e.g: raft_replication_heartbeat_peer0

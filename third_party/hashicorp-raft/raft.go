@@ -228,6 +228,9 @@ func (r *Raft) runFollower() {
 			// Heartbeat failed! Transition to the candidate state
 			lastLeaderAddr, lastLeaderID := r.LeaderWithID()
 			r.setLeader("", "")
+			if r.standingAside(lastContact, hbTimeout) {
+				continue // gait: forgets the leader (grants votes) but does not campaign
+			}
 
 			if r.configurations.latestIndex == 0 {
 				if !didWarn {

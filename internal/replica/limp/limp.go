@@ -998,6 +998,12 @@ func (t *Tracker) isQuarantined(id, incarnation string) bool {
 // SelfQuarantined tells whether this agent's own replica is quarantined.
 func (t *Tracker) SelfQuarantined() bool { return t.selfQuar }
 
+// SelfLimping tells whether this agent has marked its own replica limping.
+func (t *Tracker) SelfLimping() bool {
+	self := t.replicas[t.cfg.Self]
+	return self != nil && self.limping
+}
+
 // PeerAddrs are the addresses of every other replica.
 func (t *Tracker) PeerAddrs() []string {
 	var out []string

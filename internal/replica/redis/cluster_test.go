@@ -220,6 +220,9 @@ func metric(t testing.TB, a *replica.Agent, name, stage string) (count uint64, v
 				}
 				return h.GetSampleCount(), h.GetSampleSum() / float64(h.GetSampleCount())
 			}
+			if g := m.GetGauge(); g != nil {
+				return 0, g.GetValue()
+			}
 			return 0, m.GetCounter().GetValue()
 		}
 	}

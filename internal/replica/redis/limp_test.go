@@ -180,7 +180,8 @@ func TestQuarantine(t *testing.T) {
 	body := scrape(t, cl.nodes[0].agent)
 	for _, want := range []string{"gait_replica_quarantines_total 1", `gait_replica_quarantined{replica="r4"} 1`,
 		`gait_replica_quarantined{replica="r2"} 0`, "gait_replica_commit_seconds_count", `gait_replica_apply_lag_seconds{replica="r3"}`,
-		"gait_replica_leader_changes_total ", "gait_replica_log_append_seconds_bucket", "gait_replica_leader 1"} {
+		"gait_replica_leader_changes_total ", "gait_replica_log_append_seconds_bucket", "gait_replica_leader 1",
+		`gait_replica_reply_seconds_count{replica="r1"}`, `gait_replica_reply_seconds_count{replica="r3"}`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
@@ -255,7 +256,10 @@ func TestLimping(t *testing.T) {
 	if err := writer.Set(ctx, "after", "transfer", 0).Err(); err != nil {
 		t.Fatalf("write after the transfer: %v", err)
 	}
+	aside := func() bool { _, v := metric(t, leader.agent, "standing_aside", ""); return v == 1 }
+	eventually(t, "the limping former leader stands aside from elections", aside)
 	resume()
+	eventually(t, "the recovered former leader no longer stands aside", func() bool { return !aside() })
 	stop()
 	cl.sameData()
 	if _, n := metric(t, leader.agent, "leadership_transfers_total", ""); n < 1 {

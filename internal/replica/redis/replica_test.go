@@ -32,6 +32,7 @@ func TestReplica(t *testing.T) {
 	t.Run("BadInput", func(t *testing.T) { testBadInput(t, cl) })
 	t.Run("BoundedRequests", func(t *testing.T) { testBoundedRequests(t, cl) })
 	t.Run("Pipeline", func(t *testing.T) { testPipeline(t, cl) })
+	t.Run("RequestsWhileAWriteWaits", func(t *testing.T) { testRequestsWhileAWriteWaits(t, cl) })
 	t.Run("RedisCLI", func(t *testing.T) { testRedisCLI(t, cl) })
 	t.Run("LeaderFailover", func(t *testing.T) { testFailover(t, cl) })
 }
@@ -240,6 +241,32 @@ func testBoundedRequests(t *testing.T, cl *cluster) {
 	again := rawConn(t, addr)
 	again.write(header("over") + value)
 	again.expect("+OK")
+}
+
+// testRequestsWhileAWriteWaits: a client that waits for each reply has
+// its write answered by its connection's reader (server.go, awaited);
+// requests it sends before a reply, each in a write of its own, are still
+// read, ordered and answered in order, through every agent.
+func testRequestsWhileAWriteWaits(t *testing.T, cl *cluster) {
+	for i, n := range cl.nodes {
+		p := rawConn(t, n.agent.ClientAddr())
+		key := fmt.Sprintf("awaited%d", i)
+		for range 3 { // one at a time: answered by the reader
+			p.send("INCR " + key)
+			p.r.ReadString('\n')
+		}
+		for range 20 { // then without waiting, a request per write
+			p.send("INCR " + key)
+			time.Sleep(100 * time.Microsecond)
+		}
+		p.send("GET " + key)
+		for want := 4; want <= 23; want++ {
+			p.expect(fmt.Sprintf(":%d\r\n", want))
+		}
+		p.expect("$2", "23")
+		p.send("INCR " + key) // one at a time again
+		p.expect(":24\r\n")
+	}
 }
 
 func testPipeline(t *testing.T, cl *cluster) {

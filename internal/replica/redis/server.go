@@ -22,6 +22,11 @@ import (
 // pipelineDepth bounds the commands one connection may have in flight.
 const pipelineDepth = 1024
 
+// pipelinedFor is how many requests a connection's writes go through the
+// reply writer once its client sent a request before the reply to the
+// write before it (clientState.pipelining).
+const pipelinedFor = 256
+
 // maxArgs bounds the arguments of one client request.
 const maxArgs = 1 << 20
 
@@ -42,6 +47,11 @@ type slot struct {
 	// read): the reading goroutine may run it and write the reply itself
 	// when no reply is owed before it.
 	direct bool
+	// awaited says fill waits for a plain write's first reply: the reading
+	// goroutine may wait for it and write the reply itself, as for direct,
+	// when its client waits for each reply before it sends the next
+	// request (clientState.pipelining).
+	awaited bool
 }
 
 // clientState is the per-connection state.
@@ -70,6 +80,14 @@ type clientState struct {
 	skipNext int
 	// killed is set when CLIENT KILL named this connection itself.
 	killed bool
+	// repliedAt is when the reading goroutine wrote an awaited write's
+	// reply itself (Unix ns; 0: it did not); pipelining counts down the
+	// requests for which it hands such writes to the reply writer
+	// instead, after one of them arrived before the reply to the one
+	// before it went out: the client pipelines, and a reader waiting for
+	// a write's reply would hold its next requests unread meanwhile.
+	repliedAt  int64
+	pipelining int
 	// stamped reads the connection, and knows when its bytes arrived.
 	stamped replica.Conn
 	pubsub
@@ -108,6 +126,12 @@ func (a *agent) serveConn(c net.Conn, st *clientState) {
 			}
 			st.touch(args, st.stamped.Arrived())
 		}
+		if st.repliedAt != 0 {
+			if st.stamped.Arrived() < st.repliedAt {
+				st.pipelining = pipelinedFor
+			}
+			st.repliedAt = 0
+		}
 		if t := st.last.Load(); t-trimmed >= int64(trimEvery) {
 			rd.Trim()
 			trimmed = t
@@ -135,12 +159,19 @@ func (a *agent) serveConn(c net.Conn, st *clientState) {
 			// transaction's stay queued, and charged, until EXEC or DISCARD.
 			rd.Release()
 		}
-		if s.direct && !s.silent && next == nil && rd.Buffered() == 0 && out.owed.Load() == 0 {
+		awaited := s.awaited && st.pipelining == 0
+		st.pipelining = max(st.pipelining-1, 0)
+		if (s.direct || awaited) && !s.silent && next == nil && rd.Buffered() == 0 && out.owed.Load() == 0 {
 			// Nothing owed before it and nothing read after it: answer here,
 			// without waking the writer twice (once for the slot, once for
-			// redis's answer).
+			// redis's answer, or the write's first reply).
 			reply := s.fill()
 			close(s.done)
+			if awaited {
+				// Before the write: the client may answer the reply before
+				// the write returns.
+				st.repliedAt = time.Now().UnixNano()
+			}
 			out.put(reply, true, false)
 		} else {
 			out.owed.Add(1)
@@ -477,7 +508,9 @@ func (a *agent) handle(st *clientState, args [][]byte) slot {
 		if sp.Rewrite != nil {
 			args = sp.Rewrite(args, time.Now())
 		}
-		return a.write(st, redisRecord{replies: 1, payload: resp.AppendCommand(nil, args...), volatile: sp.Volatile})
+		s := a.write(st, redisRecord{replies: 1, payload: resp.AppendCommand(nil, args...), volatile: sp.Volatile})
+		s.awaited = s.fill != nil
+		return s
 	case rediscmd.Read:
 		if readScripts[name] && a.redis.scripts != nil {
 			// Through the log, as a write whose reply is this replica's, so
