@@ -34,11 +34,15 @@ func Report(results []Result, o verdict.Options) (*report.Page, error) {
 		len(results), units.Seconds(wall), o.Slow, o.Slow, 100*o.Collapse, o.Alpha, o.Growth, MinRequestsText(results, o.MinRequests)))
 	figure1(p, results)
 	p.Heading("Table 1: verdicts beside the paper's marks")
-	p.Table(Table1(results))
-	p.Paragraph("gait: every verdict any step of the experiment gave. paper: the Limplock paper's marks for the row; " +
-		"same: whether gait's are the same (flips: the repetitions disagree on a verdict that decides it). " +
-		"With repetitions, each verdict says how many gave it (OL 3/3). base tput: the baseline's throughput in requests per second. " +
-		"expected: what a regression scenario of a reported bug predicts.")
+	header, rows := Table1(results)
+	p.Table(header, rows)
+	legend := "gait: every verdict any step of the experiment gave, each with how many repetitions gave it (OL 3/3; none 3/3 when none gave any). " +
+		"paper: the Limplock paper's marks for the row; same: whether gait's are the same (flips: the repetitions disagree on a verdict that decides it). " +
+		"base tput: the baseline's throughput in requests per second."
+	if slices.Contains(header, "expected") {
+		legend += " expected: what a regression scenario of a reported bug predicts."
+	}
+	p.Paragraph(legend)
 	if ds := Differences(results); len(ds) > 0 {
 		p.Heading("Where gait differs from the paper or a prediction, and why")
 		for _, d := range ds {
