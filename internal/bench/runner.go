@@ -642,10 +642,21 @@ func (s Status) String() string {
 	if s.ETA >= 0 {
 		eta = s.ETA.Round(time.Second).String()
 	}
+	return fmt.Sprintf("[%d/%d] %s r%d: %s, %d requests, %d errors; scenario %v elapsed, about %s left",
+		s.Run, s.Runs, s.ID.Step.Label(), s.ID.Rep, s.Phase(), s.Requests, s.Failed,
+		s.ScenarioRun.Round(time.Second), eta)
+}
+
+// Phase says where the run's workload is: "12s of 20s", or its end.
+func (s Status) Phase() string {
+	if s.Done {
+		return "workload done, writing the run and resetting the cluster"
+	}
 	elapsed, of := s.Elapsed, ""
 	if s.Planned > 0 {
 		// Past the planned length the schedule is over and the run waits
-		// for the requests still in flight: say so, not "24s of 20s".
+		// for the requests still in flight (a MapReduce job can take
+		// minutes more): say so, not "4m2s of 5s".
 		if over := elapsed - s.Planned; over >= time.Second {
 			of = fmt.Sprintf(" of %v, +%v for the requests in flight", s.Planned, over.Round(time.Second))
 			elapsed = s.Planned
@@ -653,13 +664,7 @@ func (s Status) String() string {
 			of = " of " + s.Planned.String()
 		}
 	}
-	run := fmt.Sprintf("%v%s", elapsed.Round(time.Second), of)
-	if s.Done {
-		run = "workload done, writing the run and resetting the cluster"
-	}
-	return fmt.Sprintf("[%d/%d] %s r%d: %s, %d requests, %d errors; scenario %v elapsed, about %s left",
-		s.Run, s.Runs, s.ID.Step.Label(), s.ID.Rep, run, s.Requests, s.Failed,
-		s.ScenarioRun.Round(time.Second), eta)
+	return fmt.Sprintf("%v%s", elapsed.Round(time.Second), of)
 }
 
 // eta estimates what is left of the scenario: the rest of this run's

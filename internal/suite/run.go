@@ -42,9 +42,9 @@ type Progress struct {
 }
 
 func (p Progress) String() string {
-	return fmt.Sprintf("experiment %d/%d %s, %s r%d: %v of %v; suite %v elapsed, about %v left",
-		p.Experiment, p.Experiments, p.Name, p.Run.ID.Step.Label(), p.Run.ID.Rep, p.Run.Elapsed.Round(time.Second),
-		p.Run.Planned, p.Elapsed.Round(time.Second), p.ETA.Round(time.Second))
+	return fmt.Sprintf("experiment %d/%d %s, %s r%d: %s; suite %v elapsed, about %v left",
+		p.Experiment, p.Experiments, p.Name, p.Run.ID.Step.Label(), p.Run.ID.Rep, p.Run.Phase(),
+		p.Elapsed.Round(time.Second), p.ETA.Round(time.Second))
 }
 
 // Result is one finished experiment, as result.json keeps it.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gait-dev/gait/internal/bench"
 	"github.com/gait-dev/gait/internal/verdict"
@@ -191,5 +192,18 @@ func TestSameExperiment(t *testing.T) {
 		if got := SameExperiment([]byte(base), []byte(c.other)); got != c.same {
 			t.Errorf("%q: same %v, want %v", c.other, got, c.same)
 		}
+	}
+}
+
+// TestProgressPastThePlannedLength: a MapReduce run whose jobs outlast its
+// 5-s schedule reads as waiting for them, not "4m2s of 5s".
+func TestProgressPastThePlannedLength(t *testing.T) {
+	p := Progress{Experiment: 6, Experiments: 9, Name: "mapreduce-h2-wordcount-reducer-nic",
+		Run: bench.Status{ID: bench.RunID{Step: bench.Step{Index: 1, Factor: 1000}, Rep: 1},
+			Elapsed: 4*time.Minute + 2*time.Second, Planned: 5 * time.Second},
+		Elapsed: 9 * time.Minute, ETA: 2 * time.Minute}
+	got := p.String()
+	if !strings.Contains(got, "1000x r1: 5s of 5s, +3m57s for the requests in flight; suite 9m0s elapsed") {
+		t.Errorf("past the plan: %q", got)
 	}
 }
