@@ -97,13 +97,7 @@ func BestMix(sys System, nodes int, pred Predictor, opt AccurateOptions) (Predic
 	if sys.Request.FanOut() && sys.Validate() == nil {
 		// A request prediction takes up to seconds: weigh only the mixes
 		// that fit.
-		var cfgs []Config
-		for _, r := range reps {
-			for _, d := range dups[:nodes/r] {
-				cfgs = append(cfgs, Config{d, r})
-			}
-		}
-		all, err = predictRequests(sys, cfgs, opt.Progress)
+		all, err = predictRequests(sys, configs(dups, reps, nodes), opt.Progress)
 	} else {
 		all, err = Predict(sys, dups, reps, opt)
 	}
@@ -242,53 +236,24 @@ func MaxRate(sys System, target Target, nodes int, pred Predictor, opt AccurateO
 	// The gap law's bounds are most of the work (a bisection of every
 	// mix); the accurate search skips most mixes. Requests have no
 	// accurate search: their bisections are all of it.
-	count := 0
-	for r := 1; r <= nodes; r++ {
-		count += nodes / r
-	}
+	dups, reps := mixes(nodes)
+	cfgs := configs(dups, reps, nodes)
 	what, share := "the gap law's bound on every mix", 0.8
 	if sys.Request.FanOut() {
 		what, share = "the request predictor on every mix", 1
 	}
-	for r := 1; r <= nodes; r++ {
+	for k, cfg := range cfgs {
 		if progress != nil {
-			progress(what, share*float64(len(all))/float64(count))
+			progress(what, share*float64(k)/float64(len(cfgs)))
 		}
-		for d := 1; d*r <= nodes; d++ {
-			cfg := Config{d, r}
-			// The queue is stable below r/(accesses x E[S]); search (0, that).
-			hi := float64(r) / (float64(sys.Request.Accesses()) * sys.Service.Mean())
-			first := func(rate float64) (float64, error) { return gapSLA(sys, rate, cfg, opt) }
-			if sys.Request.FanOut() {
-				mix := progress.stage(fmt.Sprintf("mix %dx%d (%d of %d)", d, r, len(all)+1, count), float64(len(all))/float64(count), 1/float64(count))
-				step := 0
-				first = func(rate float64) (float64, error) {
-					s := sys
-					s.Rate = rate
-					// maxRateOf's bisection: one probe, then halvings to 1e-4.
-					const steps = 15
-					step++
-					var tell Progress // past the steps foreseen: quiet, not backwards
-					if step <= steps {
-						tell = mix.stage(fmt.Sprintf("rate %d of about %d", step, steps), float64(step-1)/steps, 1.0/steps)
-						tell("", 0)
-					}
-					return requestSLA(s, cfg, pred == PredictorThesis, tell)
-				}
-			}
-			if pred == PredictorThesis && !sys.Request.FanOut() {
-				first = func(rate float64) (float64, error) {
-					s := sys
-					s.Rate = rate
-					return Thesis(s, cfg)
-				}
-			}
-			res, err := maxRateOf(cfg, target, first, hi, 1e-4)
-			if err != nil {
-				return RateResult{}, nil, err
-			}
-			all = append(all, res)
+		mix := progress.stage(fmt.Sprintf("mix %dx%d (%d of %d)", cfg.Duplicates, cfg.Replicas, k+1, len(cfgs)), float64(k)/float64(len(cfgs)), 1/float64(len(cfgs)))
+		// The queue is stable below r/(accesses x E[S]); search (0, that).
+		hi := float64(cfg.Replicas) / (float64(sys.Request.Accesses()) * sys.Service.Mean())
+		res, err := maxRateOf(cfg, target, rateSLA(sys, cfg, pred, opt, mix), hi, 1e-4)
+		if err != nil {
+			return RateResult{}, nil, err
 		}
+		all = append(all, res)
 	}
 	if pred == PredictorAccurate && !sys.Request.FanOut() {
 		if err := refineAccurate(sys, target, all, opt, progress.stage("the accurate rate, from the highest bound down", 0.8, 0.2)); err != nil {
@@ -305,6 +270,40 @@ func MaxRate(sys System, target Target, nodes int, pred Predictor, opt AccurateO
 		return RateResult{}, all, fmt.Errorf("no mix of up to %d nodes meets %s even at a vanishing rate", nodes, target)
 	}
 	return best, all, nil
+}
+
+// rateSLA is what MaxRate bisects for one mix: its SLA at a total rate,
+// by the gap law (the accurate predictor's bound), the thesis's, or for
+// requests the request predictor, telling mix of each bisection step.
+func rateSLA(sys System, cfg Config, pred Predictor, opt AccurateOptions, mix Progress) func(rate float64) (float64, error) {
+	if sys.Request.FanOut() {
+		return requestRateSLA(sys, cfg, pred == PredictorThesis, mix)
+	}
+	if pred == PredictorThesis {
+		return func(rate float64) (float64, error) {
+			sys.Rate = rate
+			return Thesis(sys, cfg)
+		}
+	}
+	return func(rate float64) (float64, error) { return gapSLA(sys, rate, cfg, opt) }
+}
+
+// requestRateSLA is rateSLA for requests. maxRateOf's bisection is one
+// probe, then halvings to 1e-4: about 15 steps. Past them progress stays
+// quiet rather than run backwards.
+func requestRateSLA(sys System, cfg Config, thesis bool, mix Progress) func(rate float64) (float64, error) {
+	const steps = 15
+	step := 0
+	return func(rate float64) (float64, error) {
+		sys.Rate = rate
+		step++
+		var tell Progress
+		if step <= steps {
+			tell = mix.stage(fmt.Sprintf("rate %d of about %d", step, steps), float64(step-1)/steps, 1.0/steps)
+			tell("", 0)
+		}
+		return requestSLA(sys, cfg, thesis, tell)
+	}
 }
 
 // refineAccurate replaces the gap-law rates in all by accurate ones, from

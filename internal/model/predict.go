@@ -77,13 +77,7 @@ func Predict(sys System, duplicates, replicas []int, opt AccurateOptions) ([]Pre
 		return nil, err
 	}
 	if sys.Request.FanOut() {
-		var cfgs []Config
-		for _, r := range replicas {
-			for _, d := range duplicates {
-				cfgs = append(cfgs, Config{d, r})
-			}
-		}
-		return predictRequests(sys, cfgs, opt.Progress)
+		return predictRequests(sys, configs(duplicates, replicas, 0), opt.Progress)
 	}
 	opt = opt.withDefaults()
 	var rates []float64
@@ -140,6 +134,20 @@ func validateGrid(duplicates, replicas []int) error {
 		}
 	}
 	return Config{slices.Max(duplicates), slices.Max(replicas)}.Validate()
+}
+
+// configs lists every duplicates x replicas pair, replicas outer; with
+// nodes > 0 only the pairs of at most nodes servers.
+func configs(duplicates, replicas []int, nodes int) []Config {
+	var out []Config
+	for _, r := range replicas {
+		for _, d := range duplicates {
+			if cfg := (Config{d, r}); nodes <= 0 || cfg.Nodes() <= nodes {
+				out = append(out, cfg)
+			}
+		}
+	}
+	return out
 }
 
 // predictRequests is Predict for requests of several accesses: both
