@@ -58,9 +58,9 @@ type weightedLaw struct {
 // one group of d duplicates, given the law y of a duplicate's end of the
 // first phase (its wait and the phase's accesses) and ahead's laws: last,
 // the second phase's accesses one after the other, and lump, the work
-// each request arriving meanwhile (at rate) puts at every duplicate. Every one that
-// arrives before the first phase ends (at T, the first duplicate done
-// with it) goes ahead of the second phase everywhere. A duplicate is busy
+// each request arriving meanwhile (at rate) puts at every duplicate.
+// Every one that arrives before the first phase ends (at T, the first
+// duplicate done with it) goes ahead of the second phase everywhere. A duplicate is busy
 // from its first phase's start to its end (its own next phase is released
 // no later than it finishes the one before), so with m lumps ahead it
 // ends at Y + L_m + G: Y its end of the first phase, L_m the m lumps'
