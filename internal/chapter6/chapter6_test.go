@@ -217,15 +217,18 @@ func TestPinThreadsSetsEveryThread(t *testing.T) {
 		t.Skip("no python3:", err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	time.Sleep(300 * time.Millisecond)
+	// Its second thread starts once python3 is up: seconds on a busy machine.
+	var tasks []string
+	for deadline := time.Now().Add(20 * time.Second); len(tasks) < 2 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		tasks, _ = filepath.Glob("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/task/*")
+	}
+	if len(tasks) < 2 {
+		t.Fatalf("threads of the child after 20 s: %v", tasks)
+	}
 	var set unix.CPUSet
 	set.Set(cpu)
 	if err := pinThreads(cmd.Process.Pid, &set); err != nil {
 		t.Fatal(err)
-	}
-	tasks, err := filepath.Glob("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/task/*")
-	if err != nil || len(tasks) < 2 {
-		t.Fatalf("threads of the child: %v, %v", tasks, err)
 	}
 	for _, task := range tasks {
 		tid, _ := strconv.Atoi(filepath.Base(task))
