@@ -165,14 +165,7 @@ func testExpiry(t *testing.T, cl *cluster) {
 // PEXPIREAT that came too late; every replica ends alike.
 func testExpiryBehindLag(t *testing.T, cl *cluster) {
 	ctx := context.Background()
-	leader := cl.waitLeader()
-	var n *node
-	for _, o := range cl.live() {
-		if o != leader {
-			n = o
-			break
-		}
-	}
+	n := cl.other(cl.waitLeader())
 	server, c := direct(t, n), client(t, n.agent.ClientAddr())
 	expired := func() int64 {
 		info := server.Info(ctx, "stats").Val()
@@ -458,13 +451,7 @@ func testRedisCLI(t *testing.T, cl *cluster) {
 func testFailover(t *testing.T, cl *cluster) {
 	ctx := context.Background()
 	old := cl.waitLeader()
-	var other *node
-	for _, n := range cl.live() {
-		if n != old {
-			other = n
-			break
-		}
-	}
+	other := cl.other(old)
 	c := client(t, other.agent.ClientAddr())
 	acked := map[string]string{}
 	for i := range 30 {
