@@ -1512,8 +1512,8 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 		return
 	}
 
-	// gait: how long ago the leader sent it; a stale request names no
-	// leader and turns no candidate back (gait_freshness.go).
+	// gait: how long ago the leader sent it; a stale request turns no
+	// candidate back (gait_freshness.go).
 	leaderAddr := r.trans.DecodePeer(a.Leader)
 	if len(a.Addr) > 0 {
 		leaderAddr = r.trans.DecodePeer(a.Addr)
@@ -1532,9 +1532,7 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 	}
 
 	// Save the current leader
-	if !stale {
-		r.setLeader(leaderAddr, ServerID(a.ID))
-	}
+	r.setLeader(leaderAddr, ServerID(a.ID))
 	// Verify the last log entry
 	if a.PrevLogEntry > 0 {
 		lastIdx, lastTerm := r.getLastEntry()
@@ -1710,7 +1708,7 @@ func (r *Raft) requestVote(rpc RPC, req *RequestVoteRequest) {
 			return
 		}
 	}
-	if leaderAddr, leaderID := r.LeaderWithID(); leaderAddr != "" && leaderAddr != candidate && !req.LeadershipTransfer {
+	if leaderAddr, leaderID := r.LeaderWithID(); leaderAddr != "" && leaderAddr != candidate && !req.LeadershipTransfer && r.heardLately() {
 		r.logger.Warn("rejecting vote request since we have a leader",
 			"from", candidate,
 			"leader", leaderAddr,
@@ -1823,7 +1821,7 @@ func (r *Raft) requestPreVote(rpc RPC, req *RequestPreVoteRequest) {
 		return
 	}
 
-	if leaderAddr, leaderID := r.LeaderWithID(); leaderAddr != "" && leaderAddr != candidate {
+	if leaderAddr, leaderID := r.LeaderWithID(); leaderAddr != "" && leaderAddr != candidate && r.heardLately() {
 		r.logger.Warn("rejecting pre-vote request since we have a leader",
 			"from", candidate,
 			"leader", leaderAddr,
