@@ -434,6 +434,14 @@ func (r *Raft) runCandidate() {
 
 		case <-electionTimer:
 			r.mainThreadSaturation.working()
+			if leader, _ := r.LeaderWithID(); leader != "" && r.standAside.Load() {
+				// gait: a candidate that has since been told to stand aside,
+				// and hears from a leader however late, follows it
+				// (gait_standaside.go)
+				r.logger.Warn("Election timeout reached, standing aside", "leader", leader)
+				r.setState(Follower)
+				return
+			}
 			// Election failed! Restart the election. We simply return,
 			// which will kick us back into runCandidate
 			r.logger.Warn("Election timeout reached, restarting election")
