@@ -8,10 +8,12 @@
 # factor, client p99 and throughput as ratios to the same experiment's
 # healthy baseline, and marks the gait-redis cells that miss issue 12's
 # target (p99 at most 1.5x, throughput at least 0.8x). Then, per gait-redis
-# and gait-zookeeper step, the leadership transfers the agents decided (their logs), the
-# leader changes of any cause (the leader gauge second by second, from the
-# run's first leader) and when each replica was first marked limping, in
-# seconds from the step's start, and by which rule (rule below).
+# and gait-zookeeper step (every repetition), the leadership transfers the
+# agents decided (their logs), the leader changes of any cause (the leader
+# gauge second by second, from the run's first leader), when a replica
+# other than the first leader first led, and when each replica was first
+# marked limping, in seconds from the step's start, and by which rule
+# (rule below).
 #
 #   sudo scripts/limping-matrix.sh [OUT]     # default runs/limping-matrix
 #   env: GAIT (default bin/gait), SYSTEMS (default "gait-redis etcd"; also
@@ -96,6 +98,22 @@ rule() {
 	esac
 }
 
+# led HOSTS FAULTED START prints when a replica other than FAULTED (the
+# step's first leader) first took the lead, in seconds from the step's
+# start (its agent's "this replica leads" line), or "-" when none did.
+led() {
+	local h line day clock first=
+	for h in "$1"/*; do
+		[[ $(basename "$h") == "$2" ]] && continue
+		while read -r line; do
+			read -r _ _ day clock _ <<<"$line"
+			t=$(echo "$(date -d "$day $clock" +%s.%N) - $3" | bc)
+			if [[ $t != -* ]] && { [[ -z $first ]] || (($(echo "$t < $first" | bc))); }; then first=$t; fi
+		done < <(grep -h "this replica leads" "$h"/log/gait-replica.stderr || true)
+	done
+	if [[ -n $first ]]; then printf '%.2fs' "$first"; else echo -; fi
+}
+
 # handovers RUN prints a gait-redis step's transfers, leader changes and
 # first marks. The time series' header quotes the fault's name, which holds
 # a comma: it is replaced before splitting on commas.
@@ -110,7 +128,7 @@ handovers() {
 		{ who = ""; for (i in l) if ($i == 1) who = l[i]
 		  if (who != "" && who != prev) { changes++; prev = who } }
 		END { print changes + 0 }')
-	printf '%-19s  ' "$transfers / $changes"
+	printf '%-19s  %-13s  ' "$transfers / $changes" "$(led "$hosts" "$lead" "$start")"
 	{ grep -h " limps: " "$hosts"/*/log/gait-replica.stderr || true; } | while read -r line; do
 		read -r _ _ day clock _ id _ <<<"$line"
 		printf '%s %.2f %s\n' "$id" "$(echo "$(date -d "$day $clock" +%s.%N) - $start" | bc)" "$(rule "$line")"
@@ -119,14 +137,14 @@ handovers() {
 
 for gait in gait-redis gait-zookeeper; do
 	[[ " $systems " == *" $gait "* ]] || continue
-	printf '\n%s\n%-5s %-9s %7s  %-19s  %s\n' "$gait" fault role factor "transfers / changes" "first marked (from the step's start)"
+	printf '\n%s\n%-5s %-9s %9s  %-19s  %-13s  %s\n' "$gait" fault role "factor/rep" "transfers / changes" "another leads" "first marked (from the step's start)"
 	for fault in nic disk cpu; do
 		for role in leader follower; do
 			[[ -d "$out/$(scenario "$gait" "$role" "$fault")" ]] || continue
-			for run in "$out/$(scenario "$gait" "$role" "$fault")"/f*-r1; do
-				factor=${run##*/f} factor=${factor%-r1}
+			for run in "$out/$(scenario "$gait" "$role" "$fault")"/f*-r*; do
+				factor=${run##*/f} rep=${factor##*-r} factor=${factor%-r*}
 				[[ $factor == 1 ]] && continue
-				printf '%-5s %-9s %7s  ' "$fault" "$role" "${factor}x"
+				printf '%-5s %-9s %9s  ' "$fault" "$role" "${factor}x r$rep"
 				handovers "$run"
 			done
 		done

@@ -480,7 +480,11 @@ func (a *Agent) watchLeadership() {
 		case leader := <-a.raft.LeaderCh():
 			a.m.leaderChanges.Inc()
 			if leader {
+				// The line times a handover (scripts/limping-matrix.sh).
+				a.logger.Printf("this replica leads (term %d)", a.raft.CurrentTerm())
 				a.raft.Apply(entry{}.encode(), a.cfg.WriteTimeout)
+			} else {
+				a.logger.Printf("this replica no longer leads")
 			}
 		case ob := <-obs:
 			addr := string(ob.Data.(raft.LeaderObservation).LeaderAddr)

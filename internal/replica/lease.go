@@ -16,9 +16,12 @@ import (
 // The promise comes from raft itself. A hashicorp/raft follower refuses
 // every vote while it knows a leader (unless the leader itself asked for a
 // leadership transfer), and it forgets its leader only once
-// HeartbeatTimeout has passed since it last heard from it. So a follower
-// that knows this agent as leader and last heard from it age ago elects no
-// one else for another HeartbeatTimeout - age on its own clock. The leader
+// HeartbeatTimeout has passed since it last heard from it (since the
+// leader sent the last message it took, by that message's stamp, never
+// later than when it arrived: third_party/hashicorp-raft's
+// gait_freshness.go). So a follower that knows this agent as leader and
+// last heard from it age ago elects no one else for another
+// HeartbeatTimeout - age on its own clock. The leader
 // asks each voter for that (LEASE, answered LEASEOK leader remaining-ns)
 // every leaseRenew and holds, per voter, the promise sent-time + remaining
 // x (1 - leaseDrift), sent-time being when it asked, on its own clock.

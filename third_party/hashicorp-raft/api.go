@@ -222,6 +222,12 @@ type Raft struct {
 	// campaigning while it knows it limps.
 	standAside atomic.Bool
 
+	// gaitFresh (gait: added, gait_freshness.go) ages a leader's requests;
+	// quorumLostAt (gait_standaside.go) is when this server last stepped
+	// down as leader for want of a quorum, Unix ns.
+	gaitFresh    gaitFreshness
+	quorumLostAt atomic.Int64
+
 	// noLegacyTelemetry allows to skip the legacy metrics to avoid duplicates.
 	// legacy metrics are those that have `_peer_name` as metric suffix instead as labels.
 	// e.g: raft_replication_heartbeat_peer0

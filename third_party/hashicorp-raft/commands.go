@@ -42,6 +42,10 @@ type AppendEntriesRequest struct {
 
 	// Commit index on the leader
 	LeaderCommitIndex uint64
+
+	// GaitSent (gait: added, gait_freshness.go) is the leader's stamp
+	// when it sent the request; 0 for none.
+	GaitSent int64
 }
 
 // GetRPCHeader - See WithRPCHeader.

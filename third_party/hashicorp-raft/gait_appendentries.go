@@ -19,7 +19,8 @@ import (
 // A request is rpcGaitAppendEntries, a uvarint length and that many bytes:
 // the header (protocol version, ID, Addr), Term, Leader, PrevLogEntry,
 // PrevLogTerm, LeaderCommitIndex, the number of entries, and per entry
-// Index, Term, Type, Data, Extensions and AppendedAt (Unix ns, or none).
+// Index, Term, Type, Data, Extensions and AppendedAt (Unix ns, or none),
+// then GaitSent (gait_freshness.go).
 // The answer: a uvarint length and that many bytes: the error text, the
 // header, Term, LastLog and a byte of flags (Success, NoRetryBackoff).
 // Byte strings carry their length plus one, 0 for nil, so nil and empty
@@ -66,7 +67,7 @@ func encodeAppendEntries(body []byte, req *AppendEntriesRequest) []byte {
 		body = appendBytes(body, l.Extensions)
 		body = appendTime(body, l.AppendedAt)
 	}
-	return body
+	return binary.AppendVarint(body, req.GaitSent)
 }
 
 func appendTime(b []byte, t time.Time) []byte {
@@ -222,6 +223,7 @@ func decodeAppendEntries(body []byte, req *AppendEntriesRequest) error {
 			req.Entries[i] = l
 		}
 	}
+	req.GaitSent = f.varint()
 	if f.err == nil && len(f.b) != 0 {
 		return errBadFrame
 	}

@@ -13,7 +13,7 @@ func sampleAppendEntries() *AppendEntriesRequest {
 		RPCHeader:    RPCHeader{ProtocolVersion: ProtocolVersionMax, ID: []byte("leader"), Addr: []byte("127.0.0.1:7000")},
 		Term:         7,
 		Leader:       []byte("127.0.0.1:7000"),
-		PrevLogEntry: 41, PrevLogTerm: 6, LeaderCommitIndex: 40,
+		PrevLogEntry: 41, PrevLogTerm: 6, LeaderCommitIndex: 40, GaitSent: 1234567890123,
 		Entries: []*Log{
 			{Index: 42, Term: 7, Type: LogCommand, Data: []byte("SET k v"), AppendedAt: at},
 			{Index: 43, Term: 7, Type: LogNoop, Data: []byte{}, Extensions: []byte("ext")},

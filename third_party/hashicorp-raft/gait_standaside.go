@@ -20,9 +20,23 @@ const StandAsideFactor = 10
 // heartbeats trickling through a 1000x link, no one was elected for 10 s.
 func (r *Raft) StandAside(on bool) { r.standAside.Store(on) }
 
+// QuorumLostFactor is how many heartbeat timeouts a leader that stepped
+// down for want of a quorum stands aside all the same (gait: added). Its
+// link is the likeliest to limp, and its log the longest (its last appends
+// reached no one), so it would win an election its healthy followers
+// begin; it does not know it limps until its tracker marks it, 1.1 s after
+// stepping down in Limplock Z3 at 100x, where it had stood for election
+// 0.2 s before (docs/results/gait-zookeeper-limplock.md). A leader that
+// was only cut off briefly campaigns a second or so later than it would
+// have.
+const QuorumLostFactor = 3
+
 // standingAside tells the follower loop to skip an election: standing
 // aside, and a leader heard from within StandAsideFactor heartbeat
-// timeouts.
+// timeouts; or stepped down for want of a quorum within QuorumLostFactor.
 func (r *Raft) standingAside(lastContact time.Time, hbTimeout time.Duration) bool {
+	if lost := r.quorumLostAt.Load(); lost != 0 && time.Duration(gaitStamp()-lost) < QuorumLostFactor*hbTimeout {
+		return true
+	}
 	return r.standAside.Load() && time.Since(lastContact) < StandAsideFactor*hbTimeout
 }

@@ -1097,6 +1097,7 @@ func (r *Raft) checkLeaderLease() time.Duration {
 	quorum := r.quorumSize()
 	if contacted < quorum {
 		r.logger.Warn("failed to contact quorum of nodes, stepping down")
+		r.quorumLostAt.Store(gaitStamp()) // gait: stands aside a while (gait_standaside.go)
 		r.setState(Follower)
 		metrics.IncrCounter([]string{"raft", "transition", "leader_lease_timeout"}, 1)
 	}
@@ -1511,9 +1512,19 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 		return
 	}
 
+	// gait: how long ago the leader sent it; a stale request names no
+	// leader and turns no candidate back (gait_freshness.go).
+	leaderAddr := r.trans.DecodePeer(a.Leader)
+	if len(a.Addr) > 0 {
+		leaderAddr = r.trans.DecodePeer(a.Addr)
+	}
+	arrived := time.Now()
+	age := r.gaitFresh.age(leaderAddr, a.Term, a.GaitSent, arrived)
+	stale := age >= r.config().HeartbeatTimeout
+
 	// Increase the term if we see a newer one, also transition to follower
 	// if we ever get an appendEntries call
-	if a.Term > r.getCurrentTerm() || (r.getState() != Follower && !r.candidateFromLeadershipTransfer.Load()) {
+	if a.Term > r.getCurrentTerm() || (r.getState() != Follower && !r.candidateFromLeadershipTransfer.Load() && !stale) {
 		// Ensure transition to follower
 		r.setState(Follower)
 		r.setCurrentTerm(a.Term)
@@ -1521,10 +1532,8 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 	}
 
 	// Save the current leader
-	if len(a.Addr) > 0 {
-		r.setLeader(r.trans.DecodePeer(a.Addr), ServerID(a.ID))
-	} else {
-		r.setLeader(r.trans.DecodePeer(a.Leader), ServerID(a.ID))
+	if !stale {
+		r.setLeader(leaderAddr, ServerID(a.ID))
 	}
 	// Verify the last log entry
 	if a.PrevLogEntry > 0 {
@@ -1630,7 +1639,7 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 
 	// Everything went well, set success
 	resp.Success = true
-	r.setLastContact()
+	r.contactAt(arrived.Add(-age)) // gait: as of when the leader sent it
 }
 
 // processConfigurationLogEntry takes a log entry and updates the latest
