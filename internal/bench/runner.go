@@ -46,6 +46,14 @@ type Options struct {
 	// testbed on this machine: across the machines of an inventory
 	// (gait run --inventory). It is given the testbed's options.
 	Place func(ctx context.Context, o testbed.Options) (Place, error)
+	// Cut, when above 0, ends a request of a step after the baseline once
+	// it has run Cut times the slowest request of the same repetition's
+	// baseline (gait bench --quick, where one MapReduce job could
+	// otherwise hold the suite for minutes). A cut request is a timeout
+	// whose latency is the bound: the step's latencies become lower
+	// bounds and its throughput an upper bound. The run keeps the bound
+	// (summary.json's cut_seconds) and the step's verdicts warn of it.
+	Cut float64
 }
 
 // Place is where a run's hosts are.
@@ -108,6 +116,8 @@ type RunResult struct {
 	// RoleChanges are the members' role changes during the workload.
 	RoleChanges []RoleChange
 	Wall        time.Duration // the whole run, setup and teardown included
+	// Cut is the bound its requests were cut at (Options.Cut), 0 for none.
+	Cut time.Duration
 }
 
 // Run executes every run of s, one after the other, each on a fresh testbed
@@ -124,7 +134,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) ([]RunResult, error) {
 	if err := prepareOut(opt.Out, s, opt.Resume); err != nil {
 		return nil, err
 	}
-	r := &runner{s: s, opt: opt, log: opt.Log, started: time.Now(), runs: s.Runs()}
+	r := &runner{s: s, opt: opt, log: opt.Log, started: time.Now(), runs: s.Runs(), slowestBase: map[int]time.Duration{}}
 	if r.log == nil {
 		r.log = io.Discard
 	}
@@ -136,6 +146,7 @@ func Run(ctx context.Context, s *Scenario, opt Options) ([]RunResult, error) {
 			if err == nil {
 				r.logf("[%d/%d] %s %s: finished before, kept", i+1, len(r.runs), s.Name, id)
 				results = append(results, res)
+				r.noteBaseline(res)
 				continue
 			}
 			if !errors.Is(err, os.ErrNotExist) {
@@ -151,8 +162,32 @@ func Run(ctx context.Context, s *Scenario, opt Options) ([]RunResult, error) {
 		}
 		results = append(results, res)
 		r.done = append(r.done, res.Wall)
+		r.noteBaseline(res)
 	}
 	return results, nil
+}
+
+// noteBaseline keeps a baseline run's slowest request, for Cut.
+func (r *runner) noteBaseline(res RunResult) {
+	if res.ID.Step.Index == 0 {
+		r.slowestBase[res.ID.Rep] = seconds(res.Summary.Max)
+	}
+}
+
+// cut is the bound for the requests of run id (Options.Cut), 0 for none:
+// the baseline is never cut, nor a step whose baseline did not finish.
+// The bound is never under load's default timeout, which the rows of
+// short requests run with: their runs end within it anyway.
+func (r *runner) cut(id RunID) time.Duration {
+	slowest := r.slowestBase[id.Rep]
+	if r.opt.Cut <= 0 || id.Step.Index == 0 || slowest <= 0 {
+		return 0
+	}
+	c := max(time.Duration(r.opt.Cut*float64(slowest)).Round(time.Millisecond), load.DefaultTimeout)
+	if t := r.s.Workload.Timeout; t > 0 && t <= c {
+		return 0 // its own timeout comes first
+	}
+	return c
 }
 
 // prepareOut creates the output directory and keeps the scenario beside
@@ -193,6 +228,8 @@ type runner struct {
 	// a share of it: measured once, on the first baseline, and shared by
 	// every run.
 	maxSeen float64
+	// slowestBase is each repetition's slowest baseline request, for Cut.
+	slowestBase map[int]time.Duration
 }
 
 func (r *runner) logf(format string, args ...any) { fmt.Fprintf(r.log, format+"\n", args...) }
@@ -285,6 +322,9 @@ func (r *runner) one(ctx context.Context, id RunID) (res RunResult, err error) {
 	}
 	lr.clients = lr.clientHosts(res.Roles, r.s.Inject)
 	res.Clients = lr.clients
+	if res.Cut = r.cut(id); res.Cut > 0 {
+		r.logf("  requests cut at %v: %g times the baseline's slowest, %v", res.Cut, r.opt.Cut, r.slowestBase[id.Rep].Round(time.Millisecond))
+	}
 	if len(lr.clients) == 0 {
 		return res, fmt.Errorf("no member to connect the clients to: connect is %s, the roles are %s", r.s.Workload.Connect, rolesText(res.Roles))
 	}
@@ -518,12 +558,20 @@ func (lr *liveRun) measure(ctx context.Context, res RunResult) (rundir.Summary, 
 			after, _ := lr.cluster.Roles(rctx)
 			cancel()
 			changes = watch.stop(after)
-			return map[string]any{"events": events, "ready_seconds": res.Ready.Seconds(), "clients_on": lr.clients,
+			kept := map[string]any{"events": events, "ready_seconds": res.Ready.Seconds(), "clients_on": lr.clients,
 				"roles_after": after, "role_changes": changes}
+			if res.Cut > 0 {
+				kept["cut_seconds"] = res.Cut.Seconds()
+			}
+			return kept
 		}, nil
 	}
+	spec := lr.s.Workload.Spec
+	if res.Cut > 0 {
+		spec.Timeout = res.Cut
+	}
 	out, err := load.Measure(ctx, load.Measurement{
-		Spec: lr.s.Workload.Spec, Dial: lr.dialer(), PreloadDial: lr.preloadDialer(res.Roles), Ops: lr.s.sys.Ops, Write: lr.s.sys.Write,
+		Spec: spec, Dial: lr.dialer(), PreloadDial: lr.preloadDialer(res.Roles), Ops: lr.s.sys.Ops, Write: lr.s.sys.Write,
 		Dir: res.Dir, Run: lr.rundirConfig(res.Roles), Record: lr.workloadRecord(),
 		MaxThroughput: lr.maxSeen, Around: around, Log: func(format string, args ...any) { lr.logf("  "+format, args...) },
 		Probes:   []load.Probe{lr.metricsProbe(), newProcProbe(lr.tb).sample, sched.probe},

@@ -376,6 +376,7 @@ func finishedRun(id RunID, dir string) (RunResult, error) {
 		Ready       float64      `json:"ready_seconds"`
 		Clients     []string     `json:"clients_on"`
 		RoleChanges []RoleChange `json:"role_changes"`
+		Cut         float64      `json:"cut_seconds"`
 	}
 	b, err := json.Marshal(res.Summary.Extra)
 	if err == nil {
@@ -384,7 +385,7 @@ func finishedRun(id RunID, dir string) (RunResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("run directory %s: %w", dir, err)
 	}
-	res.Events, res.Ready, res.Clients, res.RoleChanges = kept.Events, seconds(kept.Ready), kept.Clients, kept.RoleChanges
+	res.Events, res.Ready, res.Clients, res.RoleChanges, res.Cut = kept.Events, seconds(kept.Ready), kept.Clients, kept.RoleChanges, seconds(kept.Cut)
 	var wall struct {
 		Seconds float64 `json:"wall_seconds"`
 	}

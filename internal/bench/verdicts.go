@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gait-dev/gait/internal/rundir"
+	"github.com/gait-dev/gait/internal/units"
 	"github.com/gait-dev/gait/internal/verdict"
 )
 
@@ -43,6 +46,7 @@ func Judge(s *Scenario, sum Summary, results []RunResult, o verdict.Options) ([]
 	groups := map[int]map[verdict.Key]*verdict.Latency{} // step -> group -> sums (Mean holds the total until the end)
 	queues := map[int][]verdict.Series{}
 	unplaced := map[int]int{}
+	cuts := map[int]cutRequests{}
 	basePeak := map[string]float64{} // metric on node -> the baseline's largest value
 	for _, r := range results {
 		g, q, u, err := s.measureRun(r)
@@ -51,6 +55,11 @@ func Judge(s *Scenario, sum Summary, results []RunResult, o verdict.Options) ([]
 		}
 		st := r.ID.Step.Index
 		unplaced[st] += u
+		if r.Cut > 0 {
+			c := cuts[st]
+			c.n, c.at = c.n+r.Summary.Timeouts, max(c.at, r.Cut)
+			cuts[st] = c
+		}
 		if groups[st] == nil {
 			groups[st] = map[verdict.Key]*verdict.Latency{}
 		}
@@ -101,6 +110,9 @@ func Judge(s *Scenario, sum Summary, results []RunResult, o verdict.Options) ([]
 			in.Backlogs = append(in.Backlogs, x)
 		}
 		sv := StepVerdict{Label: st.Label(), Unplaced: unplaced[i], Verdict: verdict.Judge(in, o)}
+		if w := cuts[i].warning(); w != "" {
+			sv.Warning = strings.TrimPrefix(sv.Warning+"; "+w, "; ")
+		}
 		if st.Factor > 0 {
 			f := st.Factor
 			sv.Factor = &f
@@ -108,6 +120,24 @@ func Judge(s *Scenario, sum Summary, results []RunResult, o verdict.Options) ([]
 		out = append(out, sv)
 	}
 	return out, nil
+}
+
+// cutRequests are a step's requests ended at Options.Cut's bound.
+type cutRequests struct {
+	n  int
+	at time.Duration
+}
+
+// warning says what a cut does to the step's verdicts: a cut request
+// counts at the bound, below its real time, and its client goes on
+// sooner than it would have, so a slowdown or collapse found stands and
+// one not found may be hidden by the cut.
+func (c cutRequests) warning() string {
+	if c.n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s cut unfinished at %v (the bound --quick sets): its latencies are lower bounds and its throughput an upper bound, "+
+		"so an OL, NL or CL given stands and one not given may be hidden by the cut", units.Count(c.n, "request"), c.at.Round(time.Second))
 }
 
 func meanOf(sum verdict.Latency) verdict.Latency {

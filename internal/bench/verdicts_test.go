@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/rundir"
 	"github.com/gait-dev/gait/internal/verdict"
 )
@@ -174,4 +175,62 @@ func many(op func(start, latency time.Duration) rundir.Sample, n int, d time.Dur
 		out = append(out, op(time.Duration(i)*d, d))
 	}
 	return out
+}
+
+// A step whose requests were cut (Options.Cut, --quick) says so beside
+// its verdicts: the cut requests count at the bound, a lower bound of
+// their time. A step without a cut says nothing of it.
+func TestCutRequestsWarn(t *testing.T) {
+	s, err := Load("../../scenarios/limpbench/hdfs-write-nic.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := s.Runs()
+	last := runs[len(runs)-1]
+	for _, cut := range []time.Duration{0, 3 * time.Minute} {
+		out := t.TempDir()
+		step := pipelineRun(t, out, last, 320*time.Millisecond, 30*time.Second, 2)
+		step.Cut = cut
+		vs := judgeRuns(t, s, out, []RunResult{pipelineRun(t, out, runs[0], 300*time.Millisecond, 300*time.Millisecond, 0), step})
+		if len(vs) != 1 {
+			t.Fatalf("verdicts %+v, want the last step's", vs)
+		}
+		warned := strings.Contains(vs[0].Warning, "2 requests cut unfinished at 3m0s")
+		if warned != (cut > 0) {
+			t.Errorf("cut %v: warning %q", cut, vs[0].Warning)
+		}
+	}
+}
+
+// The bound is Cut times the repetition's slowest baseline request, for
+// the steps after the baseline only, and none when the scenario's own
+// timeout comes first or the baseline has not finished.
+func TestCutBound(t *testing.T) {
+	s, err := Load("../../scenarios/limpbench/mapreduce-h2-wordcount-reducer-nic.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := s.Runs() // baseline r1, 1000x r1, baseline r2, ...
+	r := &runner{s: s, opt: Options{Cut: 5.25}, slowestBase: map[int]time.Duration{}}
+	r.noteBaseline(RunResult{ID: runs[0], Summary: rundir.Summary{Max: 38.9}})
+	for _, c := range []struct {
+		id   RunID
+		want time.Duration
+	}{
+		{runs[0], 0},                         // the baseline itself
+		{runs[1], 204225 * time.Millisecond}, // 5.25 x 38.9 s
+		{runs[3], 0},                         // repetition 2's baseline has not run
+	} {
+		if got := r.cut(c.id); got != c.want {
+			t.Errorf("%s: cut %v, want %v", c.id, got, c.want)
+		}
+	}
+	r.opt.Cut = 30 // 1167 s: the scenario's 15-min timeout comes first
+	if got := r.cut(runs[1]); got != 0 {
+		t.Errorf("cut %v past the scenario's own timeout, want none", got)
+	}
+	r.opt.Cut = 0.1 // 3.9 s: raised to the default timeout, 10 s
+	if got := r.cut(runs[1]); got != load.DefaultTimeout {
+		t.Errorf("cut %v, want the default timeout %v", got, load.DefaultTimeout)
+	}
 }

@@ -16,13 +16,17 @@ package chapter6
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/model"
@@ -35,11 +39,14 @@ import (
 
 // Deployment is one mix running on a testbed of its own.
 type Deployment struct {
-	Mix   model.Config
-	CPUs  float64 // each host's CPU share
-	tb    *testbed.Testbed
-	c     systems.Cluster
-	hosts []string
+	Mix  model.Config
+	CPUs float64 // each host's CPU share
+	// PinCPUs, when not 0, is how many CPUs the hosts were pinned to:
+	// host i's processes run on CPU i mod PinCPUs (Pin).
+	PinCPUs int
+	tb      *testbed.Testbed
+	c       systems.Cluster
+	hosts   []string
 }
 
 // Deploy brings up a testbed of mix.Nodes() hosts, gives each host cpus
@@ -70,6 +77,52 @@ func Deploy(ctx context.Context, gait string, mix model.Config, cpus float64, lo
 		return nil, fmt.Errorf("start gait-redis %s: %w", MixName(mix), err)
 	}
 	return d, nil
+}
+
+// Pin puts every thread of host i's processes (agent and redis-server) on
+// CPU i mod cpus. With cpus 2 on two cores, a mix of two hosts has no
+// host waiting for the other's core, as the model's servers never do;
+// with cpus 1 both hosts take turns on one core. The load generator and
+// the rest of the machine still share every core. Threads started later
+// inherit the CPU.
+func (d *Deployment) Pin(cpus int) error {
+	if n := runtime.NumCPU(); cpus < 1 || cpus > n {
+		return fmt.Errorf("pin to %d CPUs: this machine has %d", cpus, n)
+	}
+	n := cpus
+	for i, h := range d.tb.Hosts {
+		var set unix.CPUSet
+		set.Set(i % n)
+		for _, p := range h.Procs() {
+			if !p.Running() {
+				continue
+			}
+			if err := pinThreads(p.Pid(), &set); err != nil {
+				return fmt.Errorf("pin %s/%s to CPU %d: %w", h.Name, p.Spec.Name, i%n, err)
+			}
+		}
+	}
+	d.PinCPUs = cpus
+	return nil
+}
+
+// pinThreads sets the CPU affinity of every thread of process pid; a
+// thread that ended meanwhile is skipped.
+func pinThreads(pid int, set *unix.CPUSet) error {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		if err := unix.SchedSetaffinity(tid, set); err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("thread %d: %w", tid, err)
+		}
+	}
+	return nil
 }
 
 // Close stops the servers and removes the testbed.
@@ -162,8 +215,9 @@ type Run struct {
 type Point struct {
 	Mix     model.Config  `json:"mix"`
 	CPUs    float64       `json:"cpus_per_host"`
-	Study   string        `json:"study"`             // the study's request shape, which its service run shares
-	Service bool          `json:"service,omitempty"` // the study's service-time run (single accesses)
+	PinCPUs int           `json:"pin_cpus,omitempty"` // host i on CPU i mod PinCPUs (Deployment.Pin); 0: not pinned
+	Study   string        `json:"study"`              // the study's request shape, which its service run shares
+	Service bool          `json:"service,omitempty"`  // the study's service-time run (single accesses)
 	Shape   string        `json:"shape"`
 	Request model.Request `json:"request"` // the requests' phases and batch, as the model takes them
 	Rate    float64       `json:"rate"`    // requests per second offered
@@ -239,7 +293,7 @@ func (d *Deployment) Measure(ctx context.Context, r Run) (Point, error) {
 	if !r.Shape.FanOut() {
 		req = acc
 	}
-	p := Point{Mix: d.Mix, CPUs: d.CPUs, Shape: shapeName(r.Shape), Request: requestOf(r.Shape), Rate: r.Rate,
+	p := Point{Mix: d.Mix, CPUs: d.CPUs, PinCPUs: d.PinCPUs, Shape: shapeName(r.Shape), Request: requestOf(r.Shape), Rate: r.Rate,
 		Achieved: float64(len(req.ok)+req.failed) / res.Elapsed.Seconds(),
 		Requests: req.sorted(), Accesses: acc.sorted(), Delay: r.Shape.Delay.Delay.Seconds(), DelayShare: r.Shape.Delay.Share, Failed: req.failed, Load: LoadAverage(), HostCPU: cpu.Seconds(), IdleCPU: idle, Elapsed: res.Elapsed.Seconds()}
 	if res.Lag != nil {

@@ -3,11 +3,16 @@ package chapter6
 import (
 	"math"
 	"math/rand/v2"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/model"
@@ -46,6 +51,8 @@ func TestCheckRefusesBadInput(t *testing.T) {
 		"no service": {func(s *Study) { s.ServiceTime = 0 }, "--service-time"},
 		"bad rate":   {func(s *Study) { s.Loads, s.Rates = nil, []float64{-1} }, "--rate -1"},
 		"no time":    {func(s *Study) { s.Duration = 0 }, "--duration"},
+		"pin past":   {func(s *Study) { s.PinCPUs = runtime.NumCPU() + 1 }, "--pin"},
+		"pin < 0":    {func(s *Study) { s.PinCPUs = -1 }, "--pin"},
 	} {
 		s := ok
 		c.edit(&s)
@@ -196,6 +203,41 @@ func TestStudyRefusesBadDelays(t *testing.T) {
 	} {
 		if err := s.Check(); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestPinThreadsSetsEveryThread: a running process's threads all get the
+// CPU asked for (a child of several threads, read back from the kernel).
+func TestPinThreadsSetsEveryThread(t *testing.T) {
+	cpu := runtime.NumCPU() - 1
+	// python3 is in the machine's kind (README); a thread beside the main one.
+	cmd := exec.Command("python3", "-c", "import threading,time; threading.Thread(target=time.sleep, args=(30,)).start(); time.sleep(30)")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no python3:", err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	// Its second thread starts once python3 is up: seconds on a busy machine.
+	var tasks []string
+	for deadline := time.Now().Add(20 * time.Second); len(tasks) < 2 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		tasks, _ = filepath.Glob("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/task/*")
+	}
+	if len(tasks) < 2 {
+		t.Fatalf("threads of the child after 20 s: %v", tasks)
+	}
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := pinThreads(cmd.Process.Pid, &set); err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		tid, _ := strconv.Atoi(filepath.Base(task))
+		var got unix.CPUSet
+		if err := unix.SchedGetaffinity(tid, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Count() != 1 || !got.IsSet(cpu) {
+			t.Errorf("thread %d: %d CPUs, CPU %d set %v; want only CPU %d", tid, got.Count(), cpu, got.IsSet(cpu), cpu)
 		}
 	}
 }

@@ -228,8 +228,12 @@ func pct(v float64) string { return strconv.FormatFloat(100*v, 'f', 2, 64) + "%"
 func WriteText(w io.Writer, rows []Row) error {
 	bw := bufio.NewWriter(w)
 	for _, r := range rows {
-		fmt.Fprintf(bw, "%s %s %.4g req/s (server utilization %.3f, %.2g CPU/host): %d requests, %d failed, send lateness p99 %s ms, load %s\n",
-			r.Study, MixName(r.Mix), r.Rate, r.Utilization, r.CPUs, len(r.Requests), r.Failed, ms(r.LateP99), r.Load)
+		pinned := ""
+		if r.PinCPUs > 0 {
+			pinned = fmt.Sprintf(", host i on CPU i mod %d", r.PinCPUs)
+		}
+		fmt.Fprintf(bw, "%s %s %.4g req/s (server utilization %.3f, %.2g CPU/host%s): %d requests, %d failed, send lateness p99 %s ms, load %s\n",
+			r.Study, MixName(r.Mix), r.Rate, r.Utilization, r.CPUs, pinned, len(r.Requests), r.Failed, ms(r.LateP99), r.Load)
 		fmt.Fprintf(bw, "  model from the %s\n", r.Service)
 		if w := r.WorkPerAccess(); w > 0 {
 			// On a machine whose cores the hosts share, a request's

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -17,10 +18,13 @@ import (
 // service time measured with single accesses at a low rate, then the
 // study's requests at each load.
 type Study struct {
-	Gait  string
-	CPUs  float64 // each host's fixed CPU share
-	Mixes []model.Config
-	Shape load.Shape // zero: single accesses (Figure 16)
+	Gait string
+	CPUs float64 // each host's fixed CPU share
+	// PinCPUs, when not 0, puts host i on CPU i mod PinCPUs
+	// (Deployment.Pin).
+	PinCPUs int
+	Mixes   []model.Config
+	Shape   load.Shape // zero: single accesses (Figure 16)
 	// Loads are utilizations of one server taking every access (the
 	// model's --utilization): rate = load / (accesses x mean service).
 	// Rates, when given instead, are requests per second.
@@ -50,6 +54,8 @@ func (s Study) Check() error {
 		return errors.New("--mixes: no mix")
 	case !(s.CPUs > 0):
 		return fmt.Errorf("--cpus %g: want a share above 0", s.CPUs)
+	case s.PinCPUs < 0 || s.PinCPUs > runtime.NumCPU():
+		return fmt.Errorf("--pin %d: want 0 (not pinned) to this machine's %d CPUs", s.PinCPUs, runtime.NumCPU())
 	case len(s.Delays) > 0 && (len(s.Loads) > 0 || len(s.Rates) > 0):
 		return errors.New("--delays runs steps back to back: give no --load or --rate with it")
 	case len(s.Delays) > 0 && !(s.DelayShare > 0 && s.DelayShare <= 1):
@@ -103,6 +109,11 @@ func (s Study) runMix(ctx context.Context, mix model.Config) error {
 		return err
 	}
 	defer d.Close()
+	if s.PinCPUs > 0 {
+		if err := d.Pin(s.PinCPUs); err != nil {
+			return fmt.Errorf("%s: %w", MixName(mix), err)
+		}
+	}
 	if err := d.Preload(ctx); err != nil {
 		return fmt.Errorf("%s: %w", MixName(mix), err)
 	}

@@ -113,7 +113,7 @@ func runBench(cmd *cobra.Command, args []string, f benchFlags) error {
 	fmt.Fprintf(stderr, "gait bench: %d experiments, results in %s\n", len(scenarios), f.out)
 	status := newStatusLine(stderr)
 	results, err := suite.Run(ctx, scenarios, suite.Options{Out: f.out, StateDir: f.stateDir, Verdict: f.verdict, Log: status,
-		Status: func(p suite.Progress) { status.show(p.String()) }})
+		Status: func(p suite.Progress) { status.show(p.String()) }, Quick: f.sel.Quick})
 	status.clear()
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted; the hosts are removed, %d experiments finished in %s (run the same command again to resume)", len(results), f.out)

@@ -23,6 +23,7 @@ type chapter6Flags struct {
 	serviceTime, dur   time.Duration
 	seed               uint64
 	report             bool
+	pin                int
 	target             string
 	simRequests        int
 	basis              string
@@ -35,7 +36,7 @@ type chapter6Flags struct {
 func newModelChapter6Cmd() *cobra.Command {
 	var f chapter6Flags
 	cmd := &cobra.Command{
-		Use:   "chapter6 --out DIR --mixes 1x4,2x2,4x1 --preset olio|gridlabd|single (--load U | --rate R) [--cpus C]",
+		Use:   "chapter6 --out DIR --mixes 1x4,2x2,4x1 --preset olio|gridlabd|single (--load U | --rate R) [--cpus C] [--pin N]",
 		Short: "The thesis's chapter 6 on real servers: each mix as a gait-redis deployment on hosts of a fixed CPU share, measured beside the model",
 		Long: `Deploys each duplicates x replicas mix in turn as gait-redis on a testbed of
 d*r hosts (root), each host limited to --cpus CPUs; the agents send every read
@@ -73,6 +74,7 @@ measured median. It writes DIR/report.html
 	fl.Float64SliceVar(&f.loads, "load", nil, "utilizations of one server taking every access")
 	fl.Float64SliceVar(&f.rates, "rate", nil, "requests per second (instead of --load)")
 	fl.Float64Var(&f.cpus, "cpus", 0.4, "each host's CPU share")
+	fl.IntVar(&f.pin, "pin", 0, "pin host i's processes to CPU i mod N (2: two hosts on a core each; 1: all on one core; 0: not pinned)")
 	fl.Float64Var(&f.serviceRate, "service-rate", 200, "single accesses per second of the service-time run")
 	fl.DurationVar(&f.serviceTime, "service-time", 10*time.Second, "length of the service-time run (0: none)")
 	fl.DurationVar(&f.dur, "duration", time.Minute, "length of each measured run, at most")
@@ -113,7 +115,7 @@ func runChapter6(cmd *cobra.Command, f chapter6Flags) error {
 	if err != nil {
 		return err
 	}
-	st := chapter6.Study{Gait: gait, CPUs: f.cpus, Mixes: mixes, Shape: shape, Loads: f.loads, Rates: f.rates,
+	st := chapter6.Study{Gait: gait, CPUs: f.cpus, PinCPUs: f.pin, Mixes: mixes, Shape: shape, Loads: f.loads, Rates: f.rates,
 		Delays: f.delays, DelayShare: f.delayShare / 100, Steps: f.steps,
 		ServiceRate: f.serviceRate, ServiceTime: f.serviceTime, Duration: f.dur, Requests: f.requests, Seed: f.seed, Log: cmd.ErrOrStderr(),
 		Measured: func(p chapter6.Point) error { return chapter6.Append(points, p) }}

@@ -41,18 +41,25 @@ func BenchmarkSimulate(b *testing.B) {
 	}
 }
 
-// BenchmarkPredictRequest is the request predictor for Inner-Join Olio
-// (30 then 20 parallel accesses, exp:1ms) on one server at 30% load and
-// on two groups of two duplicates at 8%, over a horizon of 120 ms.
+// BenchmarkPredictRequest is the request predictor over a horizon of 120
+// ms, exp:1ms: for Inner-Join Olio (30 then 20 parallel accesses) on one
+// server at 30% load, on two groups of two duplicates at 8%, on one group
+// of four duplicates at 8% and 30%; for Gridlab-D's batches (8 requests
+// of 4 then 3 accesses) on one group of four at 30%.
 func BenchmarkPredictRequest(b *testing.B) {
 	for _, c := range []struct {
 		name string
+		req  Request
 		util float64
 		cfg  Config
-	}{{"1x1-30%", 0.3, Config{1, 1}}, {"2x2-8%", 0.08, Config{2, 2}}} {
+	}{
+		{"1x1-30%", olio, 0.3, Config{1, 1}}, {"2x2-8%", olio, 0.08, Config{2, 2}},
+		{"4x1-8%", olio, 0.08, Config{4, 1}}, {"4x1-30%", olio, 0.3, Config{4, 1}},
+		{"gridlabd-4x1-30%", gridlabd, 0.3, Config{4, 1}},
+	} {
 		b.Run(c.name, func(b *testing.B) {
-			sys := System{Service: Exponential{1e-3}, Request: Request{Phases: []int{30, 20}}}
-			sys.Rate = c.util / (50 * 1e-3)
+			sys := System{Service: Exponential{1e-3}, Request: c.req}
+			sys.Rate = c.util / (float64(c.req.Accesses()) * 1e-3)
 			for b.Loop() {
 				if _, err := PredictRequest(sys, c.cfg, 0.12, false); err != nil {
 					b.Fatal(err)

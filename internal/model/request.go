@@ -270,6 +270,11 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 			}
 		}
 		for j := 1; j <= B; j++ {
+			var ahead *arrivalsAhead // what every wait's law shares
+			if P > 1 && d > 1 && !thesis {
+				rest := (B-j)*phases[P-2] + j*phases[P-1]
+				ahead = g.newArrivalsAhead(sums[rest], sums[B*phases[0]], batchRate)
+			}
 			for _, w := range waits {
 				var cdf []float64
 				if P == 1 {
@@ -282,10 +287,10 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 					rest := (B-j)*phases[P-2] + j*phases[P-1]
 					window := convolve(w.pmf, sums[early])
 					if d > 1 && !thesis {
-						// The first batch to arrive before the request's
-						// last phase starts goes ahead of it at every
-						// duplicate alike (later ones are left out).
-						cdf = g.oneGroupTwoPhases(window, sums[rest], sums[B*phases[0]], batchRate, d)
+						// The batches that arrive before the request's
+						// last phase starts go ahead of it at every
+						// duplicate alike.
+						cdf = g.oneGroupTwoPhases(window, ahead, d)
 						for i := range law {
 							law[i] += w.w * cdf[i] / float64(B)
 						}

@@ -12,10 +12,10 @@ import (
 // Given those shared arrivals the duplicates are independent, so the
 // request predictor conditions on them: on the age of the last lump of
 // work to reach the group before the request (the wait it finds), and on
-// the instant of the first request to arrive while the request's first
+// the instants of the requests that arrive while the request's first
 // phase runs (whose accesses go ahead of its second phase's at every
-// duplicate). Older lumps and later arrivals are still taken as
-// independent between duplicates.
+// duplicate). Older lumps are still taken as independent between
+// duplicates.
 
 // pastStates is the law of a duplicate's wait at an arrival, split by the
 // age of the last lump before it: lumps of law lump (arriving at rate, a
@@ -56,21 +56,26 @@ type weightedLaw struct {
 
 // oneGroupTwoPhases is P(latency <= cell i) of a request of two phases on
 // one group of d duplicates, given the law y of a duplicate's end of the
-// first phase (its wait and the phase's accesses) and last, the law of
-// the second phase's accesses one after the other. Requests arriving at
-// rate put a lump (law lump) at every duplicate; the first to arrive
-// before the first phase ends (at the first duplicate done with it) goes
-// ahead of the second phase everywhere. With u its instant:
+// first phase (its wait and the phase's accesses) and ahead's laws: last,
+// the second phase's accesses one after the other, and lump, the work
+// each request arriving meanwhile (at rate) puts at every duplicate.
+// Every one that arrives before the first phase ends (at T, the first
+// duplicate done with it) goes ahead of the second phase everywhere. A duplicate is busy
+// from its first phase's start to its end (its own next phase is released
+// no later than it finishes the one before), so with m lumps ahead it
+// ends at Y + L_m + G: Y its end of the first phase, L_m the m lumps'
+// work, G the second phase's. Given the arrival instants u_1 < u_2 < ...,
+// exactly m lumps are ahead when every Y_j > u_m and some Y_j <= u_{m+1};
+// the duplicates are independent given the instants, and by inclusion and
+// exclusion, each term needing one instant's law (u_m is Erlang(m, rate)):
 //
-//	P(R <= t | u) = 1 - γ(t)^d + δ(u,t)^d - β(u,t)^d
+//	P(R <= t) = 1 - γ(t)^d + Σ_{m>=0} E[D_m(u_{m+1}, t)^d - D_{m+1}(u_{m+1}, t)^d]
 //
-// γ(t) = P(Y+G > t), δ(u,t) = P(Y > u, Y+G > t), β(u,t) = P(Y > u,
-// Y+L+G > t), Y the first phase's end, G the second's work, L the lump.
-// Later arrivals within the phase are left out.
-func (g grid) oneGroupTwoPhases(y, last, lump []float64, rate float64, d int) []float64 {
-	G := cumulative(last)
-	LG := cumulative(convolve(lump, last))
-	gamma := cumulative(convolve(y, last))
+// γ(t) = P(Y+G > t), D_m(u,t) = P(Y > u, Y+L_m+G > t). The first term
+// (one lump ahead or none) is taken on the grid; the others, which weigh
+// as much as a second arrival within the first phase (a few percent at
+// 30% load), on a grid four times coarser, until they weigh under 1e-10.
+func (g grid) oneGroupTwoPhases(y []float64, ahead *arrivalsAhead, d int) []float64 {
 	pow := func(x float64) float64 {
 		if x <= 0 { // math.Max's NaN care costs a tenth of the loop here
 			return 0
@@ -80,36 +85,189 @@ func (g grid) oneGroupTwoPhases(y, last, lump []float64, rate float64, d int) []
 		}
 		return ipow(x, d)
 	}
-	// uw[u]: the chance the first arrival falls in cell u; the sum over u
-	// takes δ and β at every fourth cell, weighing the four.
-	const stride = 4
-	uw := make([]float64, g.n)
-	for u := range uw {
-		uw[u] = math.Exp(-rate*float64(u)*g.h) - math.Exp(-rate*float64(u+1)*g.h)
-	}
-	tail := make([]float64, g.n+1) // tail[u] = P(Y > u)
-	for u := g.n - 2; u >= 0; u-- {
-		tail[u] = tail[u+1] + y[u+1]
-	}
+	gamma := cumulative(convolve(y, ahead.last))
+	// The sum over u takes the powers at every fourth cell, weighing the four.
+	fine := arrivalTerms(y, ahead.g, ahead.lg, ahead.first, 4, 0, pow)
+	coarse := ahead.later(y, pow)
 	out := make([]float64, g.n)
 	for t := range out {
-		// From u = t up, δ = β = P(Y > u): the term is 0. Below, walk u
-		// down to 0 keeping δ(u,t) and β(u,t) as suffix sums over the
-		// first phase's ends v > u.
-		delta, beta := tail[t], tail[t]
-		var sum, w float64
-		for u := t - 1; u >= 0; u-- {
+		out[t] = clamp01(1 - pow(1-gamma[t]) + fine[t] + atFine(coarse, t))
+	}
+	return out
+}
+
+// coarseCells is how many cells of the grid one cell of arrivalsAhead's
+// coarse grid spans; sameCell is the chance that an instant in one of its
+// cells comes before an end in the same cell (an end's mass sits at the
+// start of a fine cell, an instant anywhere in it: (coarseCells-1)/2 fine
+// cells of the coarseCells).
+const (
+	coarseCells = 4
+	sameCell    = float64(coarseCells-1) / (2 * coarseCells)
+)
+
+// arrivalsAhead is what oneGroupTwoPhases needs of the lumps (law lump,
+// arriving at rate) and of the second phase (law last), shared by every
+// law of the first phase's end it is given; the terms of more lumps are
+// made as a first phase long enough to meet them asks for them.
+type arrivalsAhead struct {
+	grid
+	rate            float64
+	last, lump      []float64
+	g, lg           []float64 // the CDFs of G and L_1 + G
+	first           []float64 // the first arrival falls in cell u
+	top             []float64 // the law of L_m + G for the largest m made
+	coarse, arrival [][]float64
+}
+
+func (g grid) newArrivalsAhead(last, lump []float64, rate float64) *arrivalsAhead {
+	a := &arrivalsAhead{grid: g, rate: rate, last: last, lump: lump, first: make([]float64, g.n)}
+	a.top = convolve(lump, last)
+	a.g, a.lg = cumulative(last), cumulative(a.top)
+	for u := range a.first {
+		a.first[u] = math.Exp(-rate*float64(u)*g.h) - math.Exp(-rate*float64(u+1)*g.h)
+	}
+	a.coarse = [][]float64{coarseCDF(a.lg)}
+	return a
+}
+
+// level makes the terms of m lumps ahead (m >= 1): coarse[m-1] and
+// coarse[m], the coarse CDFs of L_m + G and L_{m+1} + G, and
+// arrival[m-1], the chance the (m+1)-th arrival falls in each coarse cell.
+func (a *arrivalsAhead) level(m int) {
+	for len(a.arrival) < m {
+		k := len(a.arrival) + 1 // the level made now
+		n := a.n / coarseCells
+		arrival := make([]float64, n)
+		for u := range arrival {
+			lo, hi := float64(u*coarseCells)*a.h, float64((u+1)*coarseCells)*a.h
+			arrival[u] = poissonAbove(a.rate*hi, k+1) - poissonAbove(a.rate*lo, k+1)
+		}
+		a.arrival = append(a.arrival, arrival)
+		a.top = convolve(a.top, a.lump)
+		a.coarse = append(a.coarse, coarseCDF(cumulative(a.top)))
+	}
+}
+
+// later is oneGroupTwoPhases's terms of m >= 1 lumps ahead, on a grid of
+// coarseCells times the cells (each of its cells at the fine cell nearest
+// its middle), for the first phase's end of law y, until they weigh under
+// 1e-10.
+func (a *arrivalsAhead) later(y []float64, pow func(float64) float64) []float64 {
+	n := a.n / coarseCells
+	yc := make([]float64, n)
+	for v := range yc {
+		for _, p := range y[v*coarseCells : (v+1)*coarseCells] {
+			yc[v] += p
+		}
+	}
+	out := make([]float64, n)
+	tails := make([]float64, n) // P(Y's coarse cell > u), for the bound below
+	for u, tail := n-1, 0.0; u >= 0; u-- {
+		tails[u] = tail
+		tail += yc[u]
+	}
+	for m := 1; m < 64; m++ {
+		a.level(m)
+		weight := 0.0
+		for u, w := range a.arrival[m-1] {
+			weight += w * pow(tails[u])
+		}
+		if weight < 1e-10 {
+			break
+		}
+		for t, v := range arrivalTerms(yc, a.coarse[m-1], a.coarse[m], a.arrival[m-1], 1, sameCell, pow) {
+			out[t] += v
+		}
+	}
+	return out
+}
+
+// atFine is a law on laterArrivals's grid at a cell of the fine grid: its
+// cell T stands for the middle of the fine cells it spans.
+func atFine(coarse []float64, t int) float64 {
+	f := (float64(t) - float64(coarseCells-1)/2) / coarseCells
+	if f <= 0 {
+		return coarse[0]
+	}
+	i := int(f)
+	if i >= len(coarse)-1 {
+		return coarse[len(coarse)-1]
+	}
+	return coarse[i] + (f-float64(i))*(coarse[i+1]-coarse[i])
+}
+
+// coarseCDF is a CDF on the fine grid taken at every coarseCells-th cell
+// from the first (its values at lags of whole coarse cells).
+func coarseCDF(cdf []float64) []float64 {
+	out := make([]float64, len(cdf)/coarseCells)
+	for i := range out {
+		out[i] = cdf[i*coarseCells]
+	}
+	return out
+}
+
+// arrivalTerms is, at every cell t, the sum over cells u < t of weight[u]
+// (D_a(u,t)^d - D_b(u,t)^d), D_x(u,t) = P(Y > u, Y + X > t) with y the
+// law of Y and a, b the CDFs of the two X; the powers are taken at every
+// stride-th cell, weighing the cells between.
+func arrivalTerms(y, a, b, weight []float64, stride int, same float64, pow func(float64) float64) []float64 {
+	n := len(y)
+	tail := make([]float64, n+1) // tail[u] = P(Y > u)
+	for u := n - 2; u >= 0; u-- {
+		tail[u] = tail[u+1] + y[u+1]
+	}
+	// Below low the weights are negligible; from reach up Y > u is (both
+	// terms are then below 1e-15).
+	low, reach := 0, n-1
+	for low < n && weight[low] < 1e-16 {
+		low++
+	}
+	for reach > 0 && tail[reach] < 1e-15 {
+		reach--
+	}
+	out := make([]float64, n)
+	for t := range out {
+		// From u = t up, both are P(Y > u): the term is 0. Below, walk u
+		// down to low keeping both as suffix sums over Y's cells v > u.
+		// A block of stride cells takes both at its middle (the mean of
+		// its top and bottom cells').
+		from := min(t-1, reach)
+		da, db := tail[from+1], tail[from+1]
+		if from == t-1 {
+			da, db = tail[t], tail[t]
+		}
+		var sum, w, topA, topB float64
+		for u := from; u >= low; u-- {
 			v := u + 1
-			delta += y[v] * (1 - G[t-v])
-			beta += y[v] * (1 - LG[t-v])
-			if w += uw[u]; u%stride == 0 {
-				sum += w * (pow(delta) - pow(beta))
+			da += y[v] * (1 - a[t-v])
+			db += y[v] * (1 - b[t-v])
+			if w == 0 {
+				topA, topB = da, db
+			}
+			if w += weight[u]; u%stride == 0 || u == low {
+				ea, eb := (da+topA)/2, (db+topB)/2
+				if same > 0 {
+					ea += same * y[u] * (1 - a[t-u])
+					eb += same * y[u] * (1 - b[t-u])
+				}
+				sum += w * (pow(ea) - pow(eb))
 				w = 0
 			}
 		}
-		out[t] = clamp01(1 - pow(1-gamma[t]) + sum)
+		out[t] = sum
 	}
 	return out
+}
+
+// poissonAbove is P(N >= m) for N Poisson with the given mean.
+func poissonAbove(mean float64, m int) float64 {
+	below, term := 0.0, math.Exp(-mean)
+	for k := 0; k < m; k++ {
+		below += term
+		term *= mean / float64(k+1)
+	}
+	return math.Max(0, 1-below)
 }
 
 // ipow is x^n for n >= 0.
@@ -189,6 +347,10 @@ func (g grid) oneServerTwoPhases(wait []float64, sums [][]float64, k1, k2 int, r
 // network delay, sums[c] the law of c service times.
 func (g grid) oneGroupShared(phases []int, sums [][]float64, wait, net []float64, rate float64, d int) []float64 {
 	law := make([]float64, g.n)
+	var ahead *arrivalsAhead
+	if len(phases) == 2 {
+		ahead = g.newArrivalsAhead(sums[phases[1]], sums[phases[0]], rate)
+	}
 	for _, st := range g.pastStates(wait, sums[len(sums)-1], rate, 48) {
 		y := convolve(convolve(st.pmf, net), sums[phases[0]])
 		var cdf []float64
@@ -198,7 +360,7 @@ func (g grid) oneGroupShared(phases []int, sums [][]float64, wait, net []float64
 				cdf[i] = 1 - ipow(1-c, d)
 			}
 		} else {
-			cdf = g.oneGroupTwoPhases(y, sums[phases[1]], sums[phases[0]], rate, d)
+			cdf = g.oneGroupTwoPhases(y, ahead, d)
 		}
 		for i, c := range cdf {
 			law[i] += st.w * c

@@ -142,7 +142,9 @@ type Backend interface {
 	// exactly once (the core has dropped duplicates and entries a restored
 	// snapshot covers), and returns one Result per write it ran. It may
 	// send many at once, and may run only the first few (at least one):
-	// the core marks those applied and calls it again with the rest. On
+	// the core marks those applied and calls it again with the rest, so
+	// such an Apply looks at no more of batch than it runs (a replica
+	// catching up is handed tens of thousands of writes at once). On
 	// the server's failure it returns the Results of the writes applied
 	// before it and the error; the core then stops applying, calls Alive
 	// until the server answers, and rebuilds it from the newest snapshot

@@ -30,7 +30,22 @@ type Options struct {
 	Log      io.Writer // a line per phase; nil discards
 	// Status, if set, is called every second while a workload runs.
 	Status func(Progress)
+	// Quick cuts a step's request once it has run QuickCut times the
+	// repetition's slowest baseline request (bench.Options.Cut).
+	Quick bool
 }
+
+// QuickCut is the bound of a --quick step's requests, in times the
+// repetition's slowest baseline request: a little over both thresholds,
+// so a cut request is a slowdown past o.Slow by itself, and a run that
+// waited for one (a quick MapReduce run's clients run one job each, so
+// its throughput is their count over its longest job) is under
+// o.Collapse of the baseline's throughput. With the defaults, 5.25: a
+// job of H2's quick baseline (38.9 s at the slowest in a quiet make demo)
+// is cut at about 204 s, where one through the limping reducer waited
+// 294 s for YARN's speculation in that demo and 149 s in another suite.
+// Rows of short requests keep their own 10-s timeout (bench.Options.Cut).
+func QuickCut(o verdict.Options) float64 { return 1.05 * max(o.Slow, 1/o.Collapse) }
 
 // Progress is where a suite is.
 type Progress struct {
@@ -342,7 +357,11 @@ func clearUnfinished(dir string, s *bench.Scenario) (resume bool, err error) {
 
 func runOne(ctx context.Context, s *bench.Scenario, dir string, resume bool, o Options, status func(bench.Status)) (Result, error) {
 	begin := time.Now()
-	runs, err := bench.Run(ctx, s, bench.Options{Out: dir, StateDir: o.StateDir, Log: o.Log, Status: status, Resume: resume})
+	bo := bench.Options{Out: dir, StateDir: o.StateDir, Log: o.Log, Status: status, Resume: resume}
+	if o.Quick {
+		bo.Cut = QuickCut(o.Verdict)
+	}
+	runs, err := bench.Run(ctx, s, bo)
 	if err != nil {
 		return Result{}, err
 	}

@@ -214,3 +214,12 @@ func TestTable1(t *testing.T) {
 		}
 	}
 }
+
+// --quick's bound is a little over both thresholds: a cut request alone
+// is past the slowdown threshold.
+func TestQuickCut(t *testing.T) {
+	o := verdict.Defaults()
+	if got := QuickCut(o); got <= o.Slow || got <= 1/o.Collapse || got > 1.1*o.Slow {
+		t.Errorf("QuickCut %g with slow %g and collapse %g", got, o.Slow, o.Collapse)
+	}
+}

@@ -209,8 +209,12 @@ func (r *Raft) replicateTo(s *followerReplication, lastIndex uint64) (shouldStop
 START:
 	// Prevent an excessive retry rate on errors
 	if s.failures > 0 {
+		// gait: capped at half the heartbeat timeout, as heartbeat's own
+		// retries are. Uncapped, the wait doubles to 10 s, and a follower
+		// back from a crash or a partition of a few seconds waited out
+		// 1.3 to 2.6 s of it, behind (gait's TestRandomized).
 		select {
-		case <-time.After(backoff(failureWait, s.failures, maxFailureScale)):
+		case <-time.After(cappedExponentialBackoff(failureWait, s.failures, maxFailureScale, r.config().HeartbeatTimeout/2)):
 		case <-r.shutdownCh:
 		}
 	}

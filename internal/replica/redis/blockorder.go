@@ -445,25 +445,6 @@ func (ws *blockQueues) mentioned(payload []byte) bool {
 	return false
 }
 
-// runLength is how many entries from the start of batch the applier may
-// send to redis at once: an attempt goes alone, since its gate reads the
-// table the entries before it left, and an entry that names a waited key
-// ends the run, since the waiters are served right after it.
-func (ws *blockQueues) runLength(batch []applying) int {
-	if batch[0].rec.block != nil {
-		return 1
-	}
-	for i, q := range batch {
-		if q.rec.block != nil {
-			return i
-		}
-		if q.ok() && ws.mentioned(q.rec.payload) {
-			return i + 1
-		}
-	}
-	return len(batch)
-}
-
 // head is one client heading a queue, and its command on the keys it heads.
 type head struct {
 	w              *blockedClient

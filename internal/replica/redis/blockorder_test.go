@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gait-dev/gait/internal/replica"
+	"github.com/gait-dev/gait/internal/resp"
 )
 
 func words(s string) [][]byte {
@@ -179,4 +182,36 @@ func TestLateAttemptRunsNothing(t *testing.T) {
 func execReply(raw []byte) []byte {
 	reply, _ := execElement(raw)
 	return reply
+}
+
+// TestFirstRun: a run ends before a blocking attempt, which goes alone,
+// and with an entry that names a waited key; nothing past the run is
+// decoded (a backlog of 20,000 entries, whose runs are a few entries long,
+// was decoded whole for each run and applied at about 800 entries a second).
+func TestFirstRun(t *testing.T) {
+	b := &redisBackend{blocked: newBlockQueues()}
+	cmd := func(s string) replica.Committed {
+		return replica.Committed{Data: redisRecord{replies: 1, payload: resp.AppendCommand(nil, words(s)...)}.encode()}
+	}
+	try := replica.Committed{Data: redisRecord{replies: 1, block: &attempt{at: 1, md: defaultMode, args: words("BLPOP k 0")}}.encode()}
+	backlog := slices.Repeat([]replica.Committed{cmd("SET x 1")}, 20000)
+	for _, tc := range []struct {
+		name  string
+		batch []replica.Committed
+		want  int
+	}{
+		{"writes up to an attempt", slices.Concat([]replica.Committed{cmd("SET a 1"), cmd("SET b 1"), try}, backlog), 2},
+		{"an attempt first, alone", slices.Concat([]replica.Committed{try}, backlog), 1},
+		{"writes to the end", backlog[:50], 50},
+	} {
+		run := b.firstRun(nil, tc.batch)
+		if len(run) != tc.want || cap(run) > 2*tc.want {
+			t.Errorf("%s: run of %d entries (room for %d), want %d", tc.name, len(run), cap(run), tc.want)
+		}
+	}
+	// A client waits on k: a push to k ends the run with it.
+	b.blocked.settle(1, b.blocked.gate("p#i", 1, &attempt{at: 1, md: defaultMode, args: words("BLPOP k 0")}), skippedReply)
+	if run := b.firstRun(nil, slices.Concat([]replica.Committed{cmd("SET a 1"), cmd("RPUSH k v")}, backlog)); len(run) != 2 {
+		t.Errorf("a push to a waited key: run of %d entries, want 2", len(run))
+	}
 }

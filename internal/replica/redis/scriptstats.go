@@ -60,25 +60,6 @@ type scriptCounting struct {
 	add       func(map[string]callCounts)
 }
 
-// countRun is how many entries from the start of run go to redis together
-// when this agent counts scripts: a counted script goes alone (marked
-// counted), and ends the run before it.
-func (b *redisBackend) countRun(run []applying) int {
-	if b.scripts == nil {
-		return len(run)
-	}
-	for i, q := range run {
-		if q.ok() && b.countable(q.Proposer, q.rec) {
-			if i == 0 {
-				run[0].counted = true
-				return 1
-			}
-			return i
-		}
-	}
-	return len(run)
-}
-
 // countable says whether e, proposed by proposer, is a script this agent's client sent (EVAL,
 // EVALSHA, FCALL and their _RO forms; not a script gait made of another
 // command, nor one inside a transaction or a pipelined batch), small
