@@ -12,10 +12,10 @@ import (
 // Given those shared arrivals the duplicates are independent, so the
 // request predictor conditions on them: on the age of the last lump of
 // work to reach the group before the request (the wait it finds), and on
-// the instant of the first request to arrive while the request's first
+// the instants of the requests that arrive while the request's first
 // phase runs (whose accesses go ahead of its second phase's at every
-// duplicate). Older lumps and later arrivals are still taken as
-// independent between duplicates.
+// duplicate). Older lumps are still taken as independent between
+// duplicates.
 
 // pastStates is the law of a duplicate's wait at an arrival, split by the
 // age of the last lump before it: lumps of law lump (arriving at rate, a

@@ -39,6 +39,10 @@ type Spec struct {
 	// the agent that proposes it. It returns args unchanged when they do not
 	// parse; redis then refuses them the same way on every replica.
 	Rewrite func(args [][]byte, now time.Time) [][]byte
+	// Expires marks a Rewrite that makes a relative expiry absolute; it
+	// returns args itself when the command carries none. The expiry counts
+	// from the clock reading, so when it is read matters.
+	Expires bool
 	Reason  string // why a refused command is refused
 	// Subs overrides Kind for some sub-commands (the second word).
 	Subs map[string]Kind
@@ -63,10 +67,10 @@ const (
 
 var table = map[string]Spec{
 	// Writes.
-	"SET": {Kind: Write, Arity: -3, Rewrite: rewriteSet}, "SETNX": {Kind: Write, Arity: 3},
-	"SETEX": {Kind: Write, Arity: 4, Rewrite: rewriteSetex(1000)}, "PSETEX": {Kind: Write, Arity: 4, Rewrite: rewriteSetex(1)},
+	"SET": {Kind: Write, Arity: -3, Rewrite: rewriteSet, Expires: true}, "SETNX": {Kind: Write, Arity: 3},
+	"SETEX": {Kind: Write, Arity: 4, Rewrite: rewriteSetex(1000), Expires: true}, "PSETEX": {Kind: Write, Arity: 4, Rewrite: rewriteSetex(1), Expires: true},
 	"GETSET": {Kind: Write, Arity: 3}, "GETDEL": {Kind: Write, Arity: 2},
-	"GETEX": {Kind: Write, Arity: -2, Rewrite: rewriteGetex},
+	"GETEX": {Kind: Write, Arity: -2, Rewrite: rewriteGetex, Expires: true},
 	"MSET":  {Kind: Write, Arity: -3}, "MSETNX": {Kind: Write, Arity: -3},
 	"APPEND": {Kind: Write, Arity: 3}, "SETRANGE": {Kind: Write, Arity: 4},
 	"INCR": {Kind: Write, Arity: 2}, "DECR": {Kind: Write, Arity: 2},
@@ -78,10 +82,10 @@ var table = map[string]Spec{
 	// every replica's copy stays byte for byte the same.
 	"PFCOUNT": {Kind: Write, Arity: -2},
 	"DEL":     {Kind: Write, Arity: -2}, "UNLINK": {Kind: Write, Arity: -2}, "COPY": {Kind: Write, Arity: -3},
-	"EXPIRE": {Kind: Write, Arity: -3, Rewrite: rewriteExpire(1000)}, "PEXPIRE": {Kind: Write, Arity: -3, Rewrite: rewriteExpire(1)},
+	"EXPIRE": {Kind: Write, Arity: -3, Rewrite: rewriteExpire(1000), Expires: true}, "PEXPIRE": {Kind: Write, Arity: -3, Rewrite: rewriteExpire(1), Expires: true},
 	"EXPIREAT": {Kind: Write, Arity: -3}, "PEXPIREAT": {Kind: Write, Arity: -3},
 	"PERSIST": {Kind: Write, Arity: 2}, "RENAME": {Kind: Write, Arity: 3}, "RENAMENX": {Kind: Write, Arity: 3},
-	"RESTORE": {Kind: Write, Arity: -4, Rewrite: rewriteRestore},
+	"RESTORE": {Kind: Write, Arity: -4, Rewrite: rewriteRestore, Expires: true},
 	"HSET":    {Kind: Write, Arity: -4}, "HSETNX": {Kind: Write, Arity: 4}, "HMSET": {Kind: Write, Arity: -4},
 	"HDEL": {Kind: Write, Arity: -3}, "HINCRBY": {Kind: Write, Arity: 4}, "HINCRBYFLOAT": {Kind: Write, Arity: 4},
 	"LPUSH": {Kind: Write, Arity: -3}, "RPUSH": {Kind: Write, Arity: -3},

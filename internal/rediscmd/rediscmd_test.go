@@ -50,9 +50,15 @@ func TestRewrite(t *testing.T) {
 		if msg != "" {
 			t.Fatalf("%s: %s", in, msg)
 		}
-		got := string(bytes.Join(sp.Rewrite(args, now), []byte(" ")))
+		out := sp.Rewrite(args, now)
+		got := string(bytes.Join(out, []byte(" ")))
 		if got != want {
 			t.Errorf("%s: rewritten to %q, want %q", in, got, want)
+		}
+		// An expiry rewrite that rewrites nothing returns args itself
+		// (Spec.Expires), and one that rewrites leaves args as they were.
+		if same := &out[0] == &args[0]; sp.Expires && same != (want == in) || string(bytes.Join(args, []byte(" "))) != in {
+			t.Errorf("%s: Expires %v, args returned %v, args now %q", in, sp.Expires, same, args)
 		}
 	}
 }

@@ -123,6 +123,9 @@ type Host interface {
 	// Failure is why the local server stopped applying, nil while it
 	// applies.
 	Failure() error
+	// Limping says the limp tracker marks this agent's own replica
+	// limping: what waits for it would make its clients feel the limp.
+	Limping() bool
 	// Exclusive runs fn between two of the applier's batches, not at all
 	// while the local server has failed; an error fails it as a failed
 	// Apply does (the core rebuilds it once Alive answers).
@@ -227,6 +230,10 @@ func (h *agentHost) WaitApplied(ctx context.Context, index uint64) error {
 	return h.a.fsm.waitApplied(ctx, index)
 }
 func (h *agentHost) Failure() error { return h.a.fsm.failure() }
+func (h *agentHost) Limping() (limping bool) {
+	h.a.health.with(func(t *limp.Tracker) { limping = t.SelfLimping() })
+	return limping
+}
 
 func (h *agentHost) Exclusive(fn func() error) {
 	f := h.a.fsm

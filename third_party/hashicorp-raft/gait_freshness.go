@@ -27,16 +27,20 @@ import (
 //
 // A request older than the heartbeat timeout is stale: it is applied to the
 // log and answered as ever (a leader with a slow link and one healthy
-// follower still commits through it), but it refreshes the contact only to
-// its send time, names no leader to a follower that has forgotten its
-// leader, and does not turn a candidate back into a follower (raft lets a
-// candidate take entries from the leader of its own term). So the
-// followers forget the limping leader a heartbeat timeout after it last
-// sent, and elect one of themselves.
+// follower still commits through it), and names its leader (an agent
+// behind a limping link still knows where to send its clients' writes),
+// but it refreshes the contact only to its send time and does not turn a
+// candidate back into a follower (raft lets a candidate take entries from
+// the leader of its own term). And a follower refuses a (pre-)vote "since
+// we have a leader" only while it heard from that leader within the
+// heartbeat timeout (heardLately). So the followers of a limping leader
+// elect one of themselves a heartbeat timeout after it last sent.
 //
 // The contact only moves forward: a promise a follower made from its last
 // contact (gait's read lease asks how long it will refuse other
-// candidates) is never cut short by a staler message after it.
+// candidates) is never cut short by a staler message after it, and a vote
+// is granted only once the contact is a heartbeat timeout old, when every
+// such promise has run out.
 
 // gaitDrift is how fast the least arrival difference is let rise, in
 // seconds per second: well above the rate difference of two monotonic
@@ -88,4 +92,13 @@ func (r *Raft) contactAt(t time.Time) {
 		r.lastContact = t
 	}
 	r.lastContactLock.Unlock()
+}
+
+// heardLately tells whether this server leads, or heard from its leader
+// within the heartbeat timeout (by the stamp of the last request it took):
+// only then does it refuse other candidates' votes for that leader's sake.
+// Stock raft forgets the leader at the follower loop's next check after
+// the timeout; a stale request names it again, so the age is asked here.
+func (r *Raft) heardLately() bool {
+	return r.getState() == Leader || time.Since(r.LastContact()) < r.config().HeartbeatTimeout
 }

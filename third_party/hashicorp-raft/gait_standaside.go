@@ -9,7 +9,11 @@ import "time"
 const StandAsideFactor = 10
 
 // StandAside (gait: added) keeps this server, while on, from starting an
-// election when its heartbeat timeout runs out: it still forgets its
+// election when its heartbeat timeout runs out, and a candidate that hears
+// from a leader (however late) gives up at its election timeout (a
+// follower whose own link limps found its leader's heartbeats stale and
+// stood for election before its tracker marked it, then campaigned
+// through the whole 10-s step): it still forgets its
 // leader and grants votes (and pre-votes) as ever, so a healthy voter
 // wins the election in its place. gait's agents turn it on while their
 // limp tracker marks their own replica limping: a leader whose link

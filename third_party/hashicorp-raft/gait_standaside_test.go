@@ -54,3 +54,35 @@ func TestGaitStandAsideStillElects(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestGaitStandAsideCandidateGivesUp (gait): a follower whose leader's
+// heartbeats arrive late (its own link limps) stands for election; told to
+// stand aside, it gives up at its election timeout and follows again.
+// Without the change it campaigns on: the late heartbeats do not turn it
+// back (gait_freshness.go).
+func TestGaitStandAsideCandidateGivesUp(t *testing.T) {
+	conf := inmemConfig(t)
+	conf.HeartbeatTimeout, conf.ElectionTimeout = 100*time.Millisecond, 100*time.Millisecond
+	c := MakeCluster(3, t, conf)
+	defer c.Close()
+	leader := c.Leader()
+	f := c.Followers()[0]
+	term, sent := leader.getCurrentTerm(), gaitStamp()
+	cut := time.Now()
+	c.Disconnect(f.localAddr)
+	defer deliverLate(leader, term, sent, f)()
+	for f.State() != Candidate {
+		if time.Since(cut) > time.Second {
+			t.Fatal("the follower behind late heartbeats did not stand for election within 1 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	f.StandAside(true)
+	asked := time.Now()
+	for f.State() == Candidate {
+		if time.Since(cut) > StandAsideFactor*conf.HeartbeatTimeout-50*time.Millisecond {
+			t.Fatalf("the candidate told to stand aside %v ago still campaigns", time.Since(asked))
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

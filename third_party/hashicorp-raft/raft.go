@@ -434,6 +434,14 @@ func (r *Raft) runCandidate() {
 
 		case <-electionTimer:
 			r.mainThreadSaturation.working()
+			if leader, _ := r.LeaderWithID(); leader != "" && r.standAside.Load() {
+				// gait: a candidate that has since been told to stand aside,
+				// and hears from a leader however late, follows it
+				// (gait_standaside.go)
+				r.logger.Warn("Election timeout reached, standing aside", "leader", leader)
+				r.setState(Follower)
+				return
+			}
 			// Election failed! Restart the election. We simply return,
 			// which will kick us back into runCandidate
 			r.logger.Warn("Election timeout reached, restarting election")
@@ -1512,8 +1520,8 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 		return
 	}
 
-	// gait: how long ago the leader sent it; a stale request names no
-	// leader and turns no candidate back (gait_freshness.go).
+	// gait: how long ago the leader sent it; a stale request turns no
+	// candidate back (gait_freshness.go).
 	leaderAddr := r.trans.DecodePeer(a.Leader)
 	if len(a.Addr) > 0 {
 		leaderAddr = r.trans.DecodePeer(a.Addr)
@@ -1532,9 +1540,7 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 	}
 
 	// Save the current leader
-	if !stale {
-		r.setLeader(leaderAddr, ServerID(a.ID))
-	}
+	r.setLeader(leaderAddr, ServerID(a.ID))
 	// Verify the last log entry
 	if a.PrevLogEntry > 0 {
 		lastIdx, lastTerm := r.getLastEntry()
@@ -1710,7 +1716,7 @@ func (r *Raft) requestVote(rpc RPC, req *RequestVoteRequest) {
 			return
 		}
 	}
-	if leaderAddr, leaderID := r.LeaderWithID(); leaderAddr != "" && leaderAddr != candidate && !req.LeadershipTransfer {
+	if leaderAddr, leaderID := r.LeaderWithID(); leaderAddr != "" && leaderAddr != candidate && !req.LeadershipTransfer && r.heardLately() {
 		r.logger.Warn("rejecting vote request since we have a leader",
 			"from", candidate,
 			"leader", leaderAddr,
@@ -1823,7 +1829,7 @@ func (r *Raft) requestPreVote(rpc RPC, req *RequestPreVoteRequest) {
 		return
 	}
 
-	if leaderAddr, leaderID := r.LeaderWithID(); leaderAddr != "" && leaderAddr != candidate {
+	if leaderAddr, leaderID := r.LeaderWithID(); leaderAddr != "" && leaderAddr != candidate && r.heardLately() {
 		r.logger.Warn("rejecting pre-vote request since we have a leader",
 			"from", candidate,
 			"leader", leaderAddr,

@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"context"
 	"io"
 	"log"
 	"strconv"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/gait-dev/gait/internal/replica"
 	"github.com/gait-dev/gait/internal/resp"
-	redisserver "github.com/gait-dev/gait/internal/systems/redis"
 )
 
 // BenchmarkApplyBacklog applies a backlog of 20,000 committed writes to a
@@ -21,11 +19,7 @@ import (
 // goes to redis alone, so runs are four entries long on average). It
 // reports the entries applied per second.
 func BenchmarkApplyBacklog(b *testing.B) {
-	srv, err := redisserver.StartServer(context.Background())
-	if err != nil {
-		b.Skip(err)
-	}
-	defer srv.Close()
+	srv := plainRedis(b)
 	reads := newRedisMux(srv.Addr, 1)
 	defer reads.close()
 	be, err := openRedis(srv.Addr, new(atomic.Int64), reads, log.New(io.Discard, "", 0))

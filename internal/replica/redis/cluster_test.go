@@ -149,6 +149,33 @@ func client(t testing.TB, addr string) *goredis.Client {
 }
 
 // direct talks to a replica's redis-server behind its agent's back.
+// plainRedis starts a redis-server of t's own, skipping t where none is
+// installed; it stops when t ends.
+func plainRedis(t testing.TB) *redisserver.Server {
+	t.Helper()
+	if _, err := os.Stat(redisserver.ServerBinary); err != nil {
+		t.Skipf("%s not installed (make deps installs it)", redisserver.ServerBinary)
+	}
+	srv, err := redisserver.StartServer(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// other returns a live node other than n.
+func (cl *cluster) other(n *node) *node {
+	cl.t.Helper()
+	for _, o := range cl.live() {
+		if o != n {
+			return o
+		}
+	}
+	cl.t.Fatalf("no live node but %s", n.cfg.ID)
+	return nil
+}
+
 func direct(t testing.TB, n *node) *goredis.Client {
 	return client(t, n.redis.Addr)
 }

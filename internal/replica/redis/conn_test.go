@@ -1,16 +1,13 @@
 package redis
 
 import (
-	"context"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gait-dev/gait/internal/resp"
-	redisserver "github.com/gait-dev/gait/internal/systems/redis"
 )
 
 // TestMuxMatchesReplies reads from many goroutines at once through one
@@ -18,14 +15,7 @@ import (
 // connections half-way: a call may fail then, but every answer must be
 // the call's own, and the mux must serve again after.
 func TestMuxMatchesReplies(t *testing.T) {
-	if _, err := os.Stat(redisserver.ServerBinary); err != nil {
-		t.Skipf("%s not installed (make deps installs it)", redisserver.ServerBinary)
-	}
-	srv, err := redisserver.StartServer(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := plainRedis(t)
 	m := newRedisMux(srv.Addr, 2)
 	defer m.close()
 	// echo fails the test on another call's answer; err is a failed call.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/gait-dev/gait/internal/replica"
 	"github.com/gait-dev/gait/internal/resp"
-	redisserver "github.com/gait-dev/gait/internal/systems/redis"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -68,11 +67,7 @@ var familyCases = map[string][]string{
 func TestFamilies(t *testing.T) {
 	// The third agent counts its clients' scripts' commands (testScriptStats).
 	cl := startCluster(t, 3, 0, func(c *replica.Config) { c.Adapter = New(Options{ScriptCommandStats: c.ID == "r3"}) })
-	ref, err := redisserver.StartServer(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ref.Close() })
+	ref := plainRedis(t)
 	// RESP2, as gait speaks.
 	plain := goredis.NewClient(&goredis.Options{Addr: ref.Addr, Protocol: 2})
 	t.Cleanup(func() { plain.Close() })

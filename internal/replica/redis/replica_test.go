@@ -28,6 +28,7 @@ func TestReplica(t *testing.T) {
 	t.Run("LeaseReads", func(t *testing.T) { testLeaseReads(t, cl) })
 	t.Run("MultiExec", func(t *testing.T) { testMultiExec(t, cl) })
 	t.Run("ExpiryRewritten", func(t *testing.T) { testExpiry(t, cl) })
+	t.Run("ExpiryBehindALaggingServer", func(t *testing.T) { testExpiryBehindLag(t, cl) })
 	t.Run("Refused", func(t *testing.T) { testRefused(t, cl) })
 	t.Run("BadInput", func(t *testing.T) { testBadInput(t, cl) })
 	t.Run("BoundedRequests", func(t *testing.T) { testBoundedRequests(t, cl) })
@@ -153,6 +154,44 @@ func testExpiry(t *testing.T, cl *cluster) {
 				t.Errorf("%s on %s: PTTL %v, want about %v", key, n.cfg.ID, pttl, want)
 			}
 		}
+	}
+	cl.sameData()
+}
+
+// testExpiryBehindLag: a relative expiry sent while the client's own
+// redis-server lags behind its write (a busy script holds it; another
+// replica answered) counts from when that server has the write, so the key
+// expires there as redis expires it (expired_keys), not deleted inside the
+// PEXPIREAT that came too late; every replica ends alike.
+func testExpiryBehindLag(t *testing.T, cl *cluster) {
+	ctx := context.Background()
+	n := cl.other(cl.waitLeader())
+	server, c := direct(t, n), client(t, n.agent.ClientAddr())
+	expired := func() int64 {
+		info := server.Info(ctx, "stats").Val()
+		_, rest, _ := strings.Cut(info, "expired_keys:")
+		v, _ := strconv.ParseInt(strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0]), 10, 64)
+		return v
+	}
+	before := expired()
+	stalled := make(chan error, 1)
+	go func() {
+		stalled <- server.Eval(ctx, `local s = redis.call('TIME') local t0 = s[1] * 1e6 + s[2]
+repeat s = redis.call('TIME') until s[1] * 1e6 + s[2] - t0 > 700000`, nil).Err()
+	}()
+	time.Sleep(50 * time.Millisecond) // the script runs
+	if err := c.Set(ctx, "lagged", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PExpire(ctx, "lagged", 50*time.Millisecond).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-stalled; err != nil && err != goredis.Nil {
+		t.Fatalf("stalling %s's redis-server: %v", n.cfg.ID, err)
+	}
+	eventually(t, "the key expired on the lagging server", func() bool { return server.Exists(ctx, "lagged").Val() == 0 })
+	if got := expired() - before; got != 1 {
+		t.Errorf("%s's redis-server counts %d keys expired, want 1 (deleted in PEXPIREAT instead)", n.cfg.ID, got)
 	}
 	cl.sameData()
 }
@@ -412,13 +451,7 @@ func testRedisCLI(t *testing.T, cl *cluster) {
 func testFailover(t *testing.T, cl *cluster) {
 	ctx := context.Background()
 	old := cl.waitLeader()
-	var other *node
-	for _, n := range cl.live() {
-		if n != old {
-			other = n
-			break
-		}
-	}
+	other := cl.other(old)
 	c := client(t, other.agent.ClientAddr())
 	acked := map[string]string{}
 	for i := range 30 {

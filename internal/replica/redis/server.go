@@ -270,7 +270,7 @@ func (a *agent) batchable(st *clientState, args [][]byte, dst []byte) (out []byt
 		return dst, false, false
 	}
 	if sp.Rewrite != nil {
-		args = sp.Rewrite(args, time.Now())
+		args = a.rewrite(st, sp, args)
 	}
 	return resp.AppendCommand(dst, args...), sp.Kind == rediscmd.Read, true
 }
@@ -506,7 +506,7 @@ func (a *agent) handle(st *clientState, args [][]byte) slot {
 			a.track.noteWrite(args)
 		}
 		if sp.Rewrite != nil {
-			args = sp.Rewrite(args, time.Now())
+			args = a.rewrite(st, sp, args)
 		}
 		s := a.write(st, redisRecord{replies: 1, payload: resp.AppendCommand(nil, args...), volatile: sp.Volatile})
 		s.awaited = s.fill != nil
@@ -606,7 +606,7 @@ func (a *agent) queue(st *clientState, name string, sp rediscmd.Spec, msg string
 		return slot{reply: resp.Error("ERR WATCH inside MULTI is not allowed")}
 	}
 	if msg == "" && sp.Rewrite != nil {
-		args = sp.Rewrite(args, time.Now())
+		args = a.rewrite(st, sp, args)
 	}
 	switch {
 	case msg != "" && sp.Kind == rediscmd.Refused:
@@ -723,6 +723,30 @@ func (a *agent) readSlot(st *clientState, payload []byte, pinned bool) slot {
 func (a *agent) redisRead(st *clientState, md mode, payload []byte, pinned bool) ([]byte, error) {
 	cmd := replica.Command{Class: replica.ClassRead, Data: encodeRead(md, payload), Pinned: pinned}
 	return a.host.Read(context.Background(), st.lastIndex.Load(), cmd)
+}
+
+// rewrite makes a time-relative command absolute (Spec.Rewrite) with this
+// agent's clock. A relative expiry counts, as in redis, from when the
+// command runs on the client's server: where this replica has yet to apply
+// writes the client saw acknowledged (another replica answered first), the
+// clock is read once it has (up to the write timeout; not while it limps,
+// which its clients must not feel). Read earlier, the time could pass
+// before this server applies the expiry, and redis then deletes the key
+// inside PEXPIREAT rather than expiring it: Redis's suite's test of
+// expire-cycle latency events (its million-SADD script ran seconds longer
+// on the client's server than on the one that answered). Every replica
+// applies the same absolute time; one that applies it after that time
+// deletes the key there, as before.
+func (a *agent) rewrite(st *clientState, sp rediscmd.Spec, args [][]byte) [][]byte {
+	out := sp.Rewrite(args, time.Now())
+	own := st.lastIndex.Load()
+	if !sp.Expires || &out[0] == &args[0] || a.host.Applied() >= own || a.host.Limping() {
+		return out
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.WriteTimeout)
+	defer cancel()
+	a.host.WaitApplied(ctx, own)
+	return sp.Rewrite(args, time.Now())
 }
 
 // ownWritesFirst has a command about the local redis-server wait until that
