@@ -595,7 +595,8 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 			// group (ws), often in only one of them: with two groups the
 			// other's count is all but fixed, and that sum is most of the work.
 			ws := weightStar[i]
-			other, lastGroup := w > 0 && !slight[i], ws > 0 && !slightStar[i]
+			// (With one server per group startOnArrival gives the others'.)
+			other, lastGroup := d > 1 && w > 0 && !slight[i], ws > 0 && !slightStar[i]
 			if !other && !lastGroup {
 				continue
 			}
