@@ -242,11 +242,12 @@ func MaxRate(sys System, target Target, nodes int, pred Predictor, opt AccurateO
 	if sys.Request.FanOut() {
 		what, share = "the request predictor on every mix", 1
 	}
+	from, weight := mixShares(sys, cfgs, pred == PredictorAccurate)
 	for k, cfg := range cfgs {
 		if progress != nil {
-			progress(what, share*float64(k)/float64(len(cfgs)))
+			progress(what, share*from[k])
 		}
-		mix := progress.stage(fmt.Sprintf("mix %dx%d (%d of %d)", cfg.Duplicates, cfg.Replicas, k+1, len(cfgs)), float64(k)/float64(len(cfgs)), 1/float64(len(cfgs)))
+		mix := progress.stage(fmt.Sprintf("mix %dx%d (%d of %d)", cfg.Duplicates, cfg.Replicas, k+1, len(cfgs)), share*from[k], share*weight[k])
 		// The queue is stable below r/(accesses x E[S]); search (0, that).
 		hi := float64(cfg.Replicas) / (float64(sys.Request.Accesses()) * sys.Service.Mean())
 		res, err := maxRateOf(cfg, target, rateSLA(sys, cfg, pred, opt, mix), hi, 1e-4)

@@ -154,6 +154,7 @@ func configs(duplicates, replicas []int, nodes int) []Config {
 // predictors are PredictRequest's, the thesis's with every wait at its mean.
 func predictRequests(sys System, cfgs []Config, progress Progress) ([]Prediction, error) {
 	var out []Prediction
+	from, weight := mixShares(sys, cfgs, true)
 	for k, cfg := range cfgs {
 		p := Prediction{Config: cfg, Nodes: cfg.Nodes(), Utilization: sys.Utilization(cfg)}
 		if p.Utilization >= 1 {
@@ -161,7 +162,7 @@ func predictRequests(sys System, cfgs []Config, progress Progress) ([]Prediction
 			out = append(out, p)
 			continue
 		}
-		mix := progress.stage(fmt.Sprintf("mix %dx%d (%d of %d)", cfg.Duplicates, cfg.Replicas, k+1, len(cfgs)), float64(k)/float64(len(cfgs)), 1/float64(len(cfgs)))
+		mix := progress.stage(fmt.Sprintf("mix %dx%d (%d of %d)", cfg.Duplicates, cfg.Replicas, k+1, len(cfgs)), from[k], weight[k])
 		if mix != nil {
 			mix("", 0)
 		}

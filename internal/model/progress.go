@@ -20,3 +20,28 @@ func (p Progress) stage(what string, from, weight float64) Progress {
 		p(inner, from+weight*done)
 	}
 }
+
+// mixShares is where each mix's part of a pass over cfgs starts and the
+// share it is, weighed by what predicting sys's requests on it costs:
+// with the accurate predictor, requests of two phases arriving alone over
+// several groups take about six times what one group does (a plan of Olio-
+// like requests on this machine: 2-3 min a mix against 20-30 s), so
+// equal shares told a third of the time left.
+func mixShares(sys System, cfgs []Config, accurate bool) (from, weight []float64) {
+	cost := make([]float64, len(cfgs))
+	total := 0.0
+	for k, cfg := range cfgs {
+		cost[k] = 1
+		if q := sys.Request; accurate && q.batch() == 1 && len(q.Phases) == 2 && cfg.Replicas > 1 {
+			cost[k] = 6
+		}
+		total += cost[k]
+	}
+	from, weight = make([]float64, len(cfgs)), make([]float64, len(cfgs))
+	done := 0.0
+	for k, c := range cost {
+		from[k], weight[k] = done/total, c/total
+		done += c
+	}
+	return from, weight
+}

@@ -315,7 +315,9 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 	if B > 1 || (d > 1 && len(phases) > 2) {
 		return RequestPrediction{Step: g.h, CDF: g.batchGroups(sys, phases, sums, wait, thesis, rho, r, d)}, nil
 	}
-	if d > 1 && !thesis && B == 1 && len(phases) == 2 {
+	// Two phases over several groups: the second phase's wait is what the
+	// first left at each group (twoPhaseGroups), one server or several.
+	if !thesis && B == 1 && len(phases) == 2 {
 		g := grid{h: horizon / (twoPhaseGroupsCells - 1), n: twoPhaseGroupsCells}
 		return RequestPrediction{Step: g.h, CDF: g.twoPhaseGroupsFor(sys, phases, r, d, rho, progress)}, nil
 	}

@@ -3,6 +3,8 @@ package model
 import (
 	"math"
 	"sort"
+
+	"gonum.org/v1/gonum/dsp/fourier"
 )
 
 // What duplicates share. The duplicates of a group receive the same
@@ -392,18 +394,27 @@ const twoPhaseGroupsCells = 512
 // group is done by t with chance (1 - a^d - b^d + c^d) / (1 - a^d).
 //
 // The work ahead is the accesses that reached the group while the first
-// phase ran (other requests' phases starting in (0, s)): their count,
-// with law ahead(s), is the same at every duplicate of the group (they
-// received the same accesses) and only the service draws differ, so the
-// group's chance is taken given the count and then averaged over it. The
-// groups are taken as independent given T1, each with its first-phase
-// count weighed by the chance it ended by s; the second phase's accesses
-// split over the groups exactly (multinomially), and T1's law is exact
-// given the waits.
+// phase ran (other requests' phases starting in (0, s)): their count is
+// the same at every duplicate of the group (they received the same
+// accesses) and only the service draws differ, so the group's chance is
+// taken given the count and then averaged over it. How many requests
+// arrived in (0, s) is the same at every group: the cases of ahead(s)
+// (none, one, more) each take the product over the groups apart. With
+// one server per group (d = 1) a group other than the last that is free
+// before s starts that work when it arrives, not at s: it ends at
+// max(s, max(F, u) + L) + V (u the instant, L the work, V the m services
+// and the reply), its first-phase end F mixed over the groups' states
+// given it ended by s; one arrival's instant is taken at a few points of
+// (0, s), the same at every group. With duplicates the work is still
+// taken to start at max(F_j, s). The groups are taken as independent given
+// T1 and the case, each with its first-phase count weighed by the chance
+// it ended by s; the second phase's accesses split over the groups
+// exactly (multinomially), and T1's law is exact given the waits.
 //
-// aheads are several laws of the work ahead, one result each: everything
-// but the final average over the count ahead is shared between them.
-func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []func(window float64) []float64, sums [][]float64, net []float64, progress Progress) [][]float64 {
+// aheads are several sets of cases of the work ahead, one result each:
+// everything but the final average over the work ahead is shared
+// between them.
+func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []func(window float64) []aheadCase, sums [][]float64, net []float64, progress Progress) [][]float64 {
 	p := 1 / float64(r)
 	n2 := k2 + 1
 	prior := binomial(k1, p)
@@ -455,7 +466,9 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 	ncs := make([]int, len(aheads))
 	nc := 0
 	for k, ahead := range aheads {
-		ncs[k] = countReach(ahead(float64(last)*g.h), 1e-6) + n2 // U_c: c = ahead + own second-phase accesses
+		for _, c := range ahead(float64(last) * g.h) {
+			ncs[k] = max(ncs[k], countReach(c.law, 1e-6)+n2) // U_c: c = ahead + own second-phase accesses
+		}
 		nc = max(nc, ncs[k])
 	}
 	sums = extendSums(sums, nc)
@@ -489,6 +502,10 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 		for c := range cc[i] {
 			cc[i][c] = make([]float64, g.n)
 		}
+	}
+	var second *spectra // d = 1: the reply's delay and m services, m = 0..k2
+	if d == 1 {
+		second = g.newSpectra(n2, func(m int) []float64 { return convolve(net, sums[m]) })
 	}
 	laws := make([][]float64, len(aheads))
 	for k := range laws {
@@ -558,13 +575,16 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 		// each sum (most of them, at any s, weigh next to nothing).
 		slight, slightStar = negligible(weight, total, 1e-7, slight), negligible(weightStar, totalStar, 1e-7, slightStar)
 		// Only the counts that may come ahead at this s.
-		aheadLaws := make([][]float64, len(aheads))
-		reaches := make([]int, len(aheads))
+		cases := make([][]aheadCase, len(aheads))
+		reaches := make([][]int, len(aheads))
 		reach := 0
 		for k, ahead := range aheads {
-			aheadLaws[k] = ahead(float64(s) * g.h)
-			reaches[k] = max(n2, min(ncs[k], countReach(aheadLaws[k], 1e-9)+n2))
-			reach = max(reach, reaches[k])
+			cases[k] = ahead(float64(s) * g.h)
+			reaches[k] = make([]int, len(cases[k]))
+			for j, c := range cases[k] {
+				reaches[k][j] = max(n2, min(ncs[k], countReach(c.law, 1e-9)+n2))
+				reach = max(reach, reaches[k][j])
+			}
 		}
 		for c := range reach {
 			clear(G[c][s:])
@@ -575,7 +595,8 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 			// group (ws), often in only one of them: with two groups the
 			// other's count is all but fixed, and that sum is most of the work.
 			ws := weightStar[i]
-			other, lastGroup := w > 0 && !slight[i], ws > 0 && !slightStar[i]
+			// (With one server per group startOnArrival gives the others'.)
+			other, lastGroup := d > 1 && w > 0 && !slight[i], ws > 0 && !slightStar[i]
 			if !other && !lastGroup {
 				continue
 			}
@@ -625,14 +646,158 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 				}
 			}
 		}
-		for k, aheadLaw := range aheadLaws {
-			done := g.averageAhead(h, hStar, G, Gstar, aheadLaw, reaches[k], r, s)
-			for t := s; t < g.n; t++ {
-				laws[k][t] += t1[s] * done[t]
+		var firstEnd []float64
+		if d == 1 {
+			firstEnd = g.firstEnds(Fcdf, weight, total, slight, count, s)
+		}
+		for k := range aheads {
+			var lastLaw []float64 // hStar's: the cases of one instant each share it
+			for j, c := range cases[k] {
+				if c.w < 1e-14 {
+					continue
+				}
+				if d == 1 {
+					g.startOnArrival(h, g.freeAt(firstEnd, s, c.at), c.law, sums, second, s)
+				}
+				same := len(lastLaw) > 0 && &lastLaw[0] == &c.law[0]
+				lastLaw = c.law
+				done := g.averageAhead(h, hStar, G, Gstar, c.law, reaches[k][j], r, s, d == 1, same)
+				for t := s; t < g.n; t++ {
+					laws[k][t] += t1[s] * c.w * done[t]
+				}
 			}
 		}
 	}
 	return laws
+}
+
+// aheadCase is one case of the work that reaches every group while the
+// first phase runs, shared by all of them: its chance w, the law of the
+// count of accesses it brings a group, and the instant it arrives as a
+// share of the first phase's length (at < 0: spread evenly over it).
+type aheadCase struct {
+	w   float64
+	law []float64
+	at  float64
+}
+
+// firstEnds is, for one server per group (d = 1), the CDF of a group's
+// end of the first phase F given that it ended by s (a group with no
+// first-phase access: its older work, unconditioned), mixed over the
+// states of the groups other than the last with their weights.
+func (g grid) firstEnds(Fcdf [][]float64, weight []float64, total float64, slight []bool, count func(int) int, s int) []float64 {
+	cdf := make([]float64, g.n)
+	for i, w := range weight {
+		if w <= 0 || slight[i] {
+			continue
+		}
+		w /= total
+		fc := Fcdf[i]
+		if count(i) == 0 {
+			for x := range cdf {
+				cdf[x] += w * fc[x]
+			}
+			continue
+		}
+		for x := range cdf {
+			if x >= s || fc[s] <= 0 {
+				cdf[x] += w
+				continue
+			}
+			cdf[x] += w * fc[x] / fc[s]
+		}
+	}
+	return cdf
+}
+
+// freeAt is the law of M = max(F, u), when a group (F's CDF firstEnd) is
+// free to start work that reaches it at u: u = at*s, or uniform in (0, s)
+// when at < 0.
+func (g grid) freeAt(firstEnd []float64, s int, at float64) []float64 {
+	cdf := append([]float64(nil), firstEnd...)
+	for x := range cdf {
+		switch {
+		case at >= 0 && float64(x) < at*float64(s):
+			cdf[x] = 0
+		case at < 0 && s > 0:
+			cdf[x] *= min(1, (float64(x)+0.5)/float64(s))
+		}
+	}
+	return differences(cdf)
+}
+
+// startOnArrival sets h[m] (cells s on) for one server per group: a group
+// other than the last, free from M (law free), serves the work ahead
+// (aheadLaw's count of services, all reaching it at M's instant) from
+// then, and its m second-phase accesses (second's law m: with the reply's
+// network delay) from the later of that work's end and T1 = s.
+func (g grid) startOnArrival(h [][]float64, free, aheadLaw []float64, sums [][]float64, second *spectra, s int) {
+	work := make([]float64, g.n)
+	for c, w := range aheadLaw {
+		if w < 1e-14 || c >= len(sums) {
+			continue
+		}
+		for x, v := range sums[c] {
+			work[x] += w * v
+		}
+	}
+	z := convolve(free, work)
+	for x := 0; x < s; x++ { // done before T1: the second phase starts at s
+		z[s] += z[x]
+		z[x] = 0
+	}
+	second.each(z, func(m int, pmf []float64) {
+		acc := 0.0
+		for t := range pmf[:s] {
+			acc += pmf[t]
+		}
+		for t := s; t < g.n; t++ {
+			acc += pmf[t]
+			h[m][t] = min(1, acc)
+		}
+	})
+}
+
+// spectra holds the Fourier transforms of a family of laws on the grid,
+// to convolve one law with each of them at the cost of one transform each.
+type spectra struct {
+	n, size int
+	ft      *fourier.FFT
+	coef    [][]complex128
+	buf     []float64
+	prod    []complex128
+}
+
+func (g grid) newSpectra(k int, law func(int) []float64) *spectra {
+	size := fftSize(2 * g.n)
+	sp := &spectra{n: g.n, size: size, ft: fourier.NewFFT(size), buf: make([]float64, size), prod: make([]complex128, size/2+1)}
+	for i := range k {
+		sp.coef = append(sp.coef, sp.transform(law(i)))
+	}
+	return sp
+}
+
+func (sp *spectra) transform(x []float64) []complex128 {
+	clear(sp.buf)
+	copy(sp.buf, x[:min(len(x), sp.n)])
+	return sp.ft.Coefficients(nil, sp.buf)
+}
+
+// each calls f with x convolved with each law in turn (truncated to the
+// grid; the slice is reused).
+func (sp *spectra) each(x []float64, f func(i int, pmf []float64)) {
+	cx := sp.transform(x)
+	out := make([]float64, sp.n)
+	for i, c := range sp.coef {
+		for j := range sp.prod {
+			sp.prod[j] = cx[j] * c[j]
+		}
+		seq := sp.ft.Sequence(sp.buf, sp.prod)
+		for t := range out {
+			out[t] = math.Max(0, seq[t]/float64(sp.size))
+		}
+		f(i, out)
+	}
 }
 
 // negligible marks, in out (reused when long enough), the smallest of
@@ -664,9 +829,14 @@ func negligible(weights []float64, total, share float64, out []bool) []bool {
 // aheadLaw is the same at every duplicate, then over the split of the
 // second phase (reach bounds c). h and hStar are scratch, one row per
 // count of the second phase.
-func (g grid) averageAhead(h, hStar, G, Gstar [][]float64, aheadLaw []float64, reach, r, s int) []float64 {
+func (g grid) averageAhead(h, hStar, G, Gstar [][]float64, aheadLaw []float64, reach, r, s int, hGiven, hStarGiven bool) []float64 {
+	if hGiven && hStarGiven {
+		return multinomialProductMarked(hStar, h, r, s, g.n)
+	}
 	for m := range h {
-		clear(h[m][s:])
+		if !hGiven {
+			clear(h[m][s:])
+		}
 		clear(hStar[m][s:])
 	}
 	for m := range h {
@@ -677,7 +847,9 @@ func (g grid) averageAhead(h, hStar, G, Gstar [][]float64, aheadLaw []float64, r
 			}
 			gc, gs := G[k+m], Gstar[k+m]
 			for t := s; t < g.n; t++ {
-				hm[t] += w * gc[t]
+				if !hGiven {
+					hm[t] += w * gc[t]
+				}
 				hs[t] += w * gs[t]
 			}
 		}
@@ -756,10 +928,8 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64,
 	// With none, every duplicate of every group is idle and only the first
 	// phases of requests arriving while the first phase runs come ahead of
 	// the second.
-	arrivals := func(window float64) []float64 {
-		return compoundPoissonCounts(sys.Rate*window, first, 1e-13)
-	}
-	alone := g.twoPhaseGroups(k1, k2, r, d, []weightedLaw{{1, net}}, []func(float64) []float64{arrivals}, sums, net, progress.stage("alone", 0, 0.2))[0]
+	arrivals := arrivalCases(sys.Rate, first, []float64{1}, d)
+	alone := g.twoPhaseGroups(k1, k2, r, d, []weightedLaw{{1, net}}, []func(float64) []aheadCase{arrivals}, sums, net, progress.stage("alone", 0, 0.2))[0]
 	// With some, a group is busy with the chance that makes its share of
 	// busy time right (each duplicate's wait then its busy law, the
 	// duplicates of a group busy alike), and the request present may still
@@ -782,14 +952,53 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64,
 	}
 	q := float64(k1) / float64(k1+k2)
 	pending := binomial(k2, p)
-	withPending := func(window float64) []float64 { return polyConvolve(arrivals(window), pending) }
-	both := g.twoPhaseGroups(k1, k2, r, d, states, []func(float64) []float64{withPending, arrivals}, sums, net, progress.stage("behind another request", 0.2, 0.8))
+	withPending := arrivalCases(sys.Rate, first, pending, d)
+	both := g.twoPhaseGroups(k1, k2, r, d, states, []func(float64) []aheadCase{withPending, arrivals}, sums, net, progress.stage("behind another request", 0.2, 0.8))
 	inFirst, inSecond := both[0], both[1]
 	law := make([]float64, g.n)
 	for i := range law {
 		law[i] = (1-present)*alone[i] + present*(q*inFirst[i]+(1-q)*inSecond[i])
 	}
 	return cumulative(differences(law))
+}
+
+// instants is how many instants within the first phase stand for the
+// one request that arrives during it, with one server per group.
+const instants = 4
+
+// arrivalCases is the work that reaches every group while a first phase
+// of length window runs: pending (a count law, the same at every group
+// from the start) and the first phases of the requests arriving at rate,
+// each bringing a group a count of law first. The groups share how many
+// arrive: none, one (with d = 1 at one of several instants, the same at
+// every group: a group idle at that instant starts its work then), or
+// more (their counts and instants then taken apart at each group).
+func arrivalCases(rate float64, first, pending []float64, d int) func(window float64) []aheadCase {
+	return func(window float64) []aheadCase {
+		mean := rate * window
+		p0, p1 := math.Exp(-mean), mean*math.Exp(-mean)
+		cases := []aheadCase{{p0, pending, -1}}
+		one := polyConvolve(first, pending)
+		k := 1
+		if d == 1 {
+			k = instants
+		}
+		for j := range k {
+			cases = append(cases, aheadCase{p1 / float64(k), one, (float64(j) + 0.5) / float64(k)})
+		}
+		if more := 1 - p0 - p1; more > 1e-13 {
+			law := compoundPoissonCounts(mean, first, 1e-13)
+			law[0] -= p0
+			for c, w := range first {
+				law[c] -= p1 * w
+			}
+			for c := range law {
+				law[c] = math.Max(0, law[c]) / more
+			}
+			cases = append(cases, aheadCase{more, polyConvolve(law, pending), -1})
+		}
+		return cases
+	}
 }
 
 // lawMean is the mean of a law given by its CDF on g.
