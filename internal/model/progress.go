@@ -32,7 +32,7 @@ func mixShares(sys System, cfgs []Config, accurate bool) (from, weight []float64
 	total := 0.0
 	for k, cfg := range cfgs {
 		cost[k] = 1
-		if q := sys.Request; accurate && q.batch() == 1 && len(q.Phases) == 2 && cfg.Replicas > 1 {
+		if twoPhaseOverGroups(sys.Request, cfg, !accurate) {
 			cost[k] = 6
 		}
 		total += cost[k]

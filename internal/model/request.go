@@ -315,9 +315,7 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 	if B > 1 || (d > 1 && len(phases) > 2) {
 		return RequestPrediction{Step: g.h, CDF: g.batchGroups(sys, phases, sums, wait, thesis, rho, r, d)}, nil
 	}
-	// Two phases over several groups: the second phase's wait is what the
-	// first left at each group (twoPhaseGroups), one server or several.
-	if !thesis && B == 1 && len(phases) == 2 {
+	if twoPhaseOverGroups(q, cfg, thesis) {
 		g := grid{h: horizon / (twoPhaseGroupsCells - 1), n: twoPhaseGroupsCells}
 		return RequestPrediction{Step: g.h, CDF: g.twoPhaseGroupsFor(sys, phases, r, d, rho, progress)}, nil
 	}
@@ -699,4 +697,12 @@ func onesLike(n int) []float64 {
 		out[i] = 1
 	}
 	return out
+}
+
+// twoPhaseOverGroups tells whether predictRequest takes q's requests on
+// cfg through twoPhaseGroups: two phases arriving alone over several
+// groups, whose second phase's wait is what the first left at each group
+// (one server or several). It is the predictor's dearest path.
+func twoPhaseOverGroups(q Request, cfg Config, thesis bool) bool {
+	return !thesis && q.batch() == 1 && len(q.phases()) == 2 && cfg.Replicas > 1
 }

@@ -61,20 +61,30 @@ func TestRequestPredictionMatchesSimulation(t *testing.T) {
 		}
 		sys := System{Service: svc, Request: c.req}
 		sys.Rate = c.util / (float64(c.req.Accesses()) * svc.Mean())
-		pred, err := predictCovering(sys, c.cfg, []float64{0.99}, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bounds := []float64{pred.Quantile(0.5), pred.Quantile(0.9), pred.Quantile(0.99)}
-		sim, err := SimulateRequests(sys, c.cfg, bounds, SimOptions{Requests: 96000, Seed: 7})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, b := range bounds {
-			got, want := pred.At(b), sim.SLA[i]
-			if d := got - want; d > c.tol+3*sim.StdErr[i] || -d > c.tol+3*sim.StdErr[i] {
-				t.Errorf("%v at %g%%, %dx%d, bound %s: predicted %.4f, simulated %.4f±%.4f", c.req, 100*c.util, c.cfg.Duplicates, c.cfg.Replicas, fmtDur(b), got, want, sim.StdErr[i])
-			}
+		matchesSimulation(t, sys, c.cfg, c.util, c.tol, SimOptions{Requests: 96000, Seed: 7})
+	}
+}
+
+// matchesSimulation fails t where the request predictor's SLA for sys on
+// cfg (at utilization util) is further than tol plus three standard
+// errors from the simulator's, at the bounds where the predictor puts the
+// median, the 90th and the 99th percentile.
+func matchesSimulation(t *testing.T, sys System, cfg Config, util, tol float64, opt SimOptions) {
+	t.Helper()
+	pred, err := predictCovering(sys, cfg, []float64{0.99}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bounds := []float64{pred.Quantile(0.5), pred.Quantile(0.9), pred.Quantile(0.99)}
+	sim, err := SimulateRequests(sys, cfg, bounds, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range bounds {
+		got, want := pred.At(b), sim.SLA[i]
+		t.Logf("%v at %g%%, %dx%d, bound %s: predicted %.4f, simulated %.4f±%.4f", sys.Request, 100*util, cfg.Duplicates, cfg.Replicas, fmtDur(b), got, want, sim.StdErr[i])
+		if math.Abs(got-want) > tol+3*sim.StdErr[i] {
+			t.Errorf("%v at %g%%, %dx%d, bound %s: predicted %.4f, simulated %.4f±%.4f", sys.Request, 100*util, cfg.Duplicates, cfg.Replicas, fmtDur(b), got, want, sim.StdErr[i])
 		}
 	}
 }
@@ -218,24 +228,7 @@ func TestSeveralGroupsSecondPhaseFollowsFirst(t *testing.T) {
 		t.Skip("simulates 2.4 million accesses")
 	}
 	req := Request{Phases: []int{10, 10}}
-	for _, cfg := range []Config{{1, 2}} {
-		sys := System{Service: Exponential{1e-3}, Request: req}
-		sys.Rate = 0.3 / (float64(req.Accesses()) * 1e-3)
-		pred, err := predictCovering(sys, cfg, []float64{0.99}, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bounds := []float64{pred.Quantile(0.5), pred.Quantile(0.9), pred.Quantile(0.99)}
-		sim, err := SimulateRequests(sys, cfg, bounds, SimOptions{Requests: 120000, Seed: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, b := range bounds {
-			got, want := pred.At(b), sim.SLA[i]
-			t.Logf("%dx%d, bound %s: predicted %.4f, simulated %.4f±%.4f", cfg.Duplicates, cfg.Replicas, fmtDur(b), got, want, sim.StdErr[i])
-			if d := math.Abs(got - want); d > 0.006+3*sim.StdErr[i] {
-				t.Errorf("%dx%d at 30%%, bound %s: predicted %.4f, simulated %.4f±%.4f", cfg.Duplicates, cfg.Replicas, fmtDur(b), got, want, sim.StdErr[i])
-			}
-		}
-	}
+	sys := System{Service: Exponential{1e-3}, Request: req}
+	sys.Rate = 0.3 / (float64(req.Accesses()) * 1e-3)
+	matchesSimulation(t, sys, Config{1, 2}, 0.3, 0.006, SimOptions{Requests: 120000, Seed: 3})
 }
