@@ -651,7 +651,6 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 			firstEnd = g.firstEnds(Fcdf, weight, total, slight, count, s)
 		}
 		for k := range aheads {
-			var lastLaw []float64 // hStar's: the cases of one instant each share it
 			for j, c := range cases[k] {
 				if c.w < 1e-14 {
 					continue
@@ -659,8 +658,9 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 				if d == 1 {
 					g.startOnArrival(h, g.freeAt(firstEnd, s, c.at), c.law, sums, second, s)
 				}
-				same := len(lastLaw) > 0 && &lastLaw[0] == &c.law[0]
-				lastLaw = c.law
+				// hStar from the case before stands when its law is this one's
+				// (and that case was not skipped above).
+				same := c.sameLaw && j > 0 && cases[k][j-1].w >= 1e-14
 				done := g.averageAhead(h, hStar, G, Gstar, c.law, reaches[k][j], r, s, d == 1, same)
 				for t := s; t < g.n; t++ {
 					laws[k][t] += t1[s] * c.w * done[t]
@@ -679,6 +679,9 @@ type aheadCase struct {
 	w   float64
 	law []float64
 	at  float64
+	// sameLaw: law is the case before's, so the average over it that does
+	// not depend on the instant is that case's too.
+	sameLaw bool
 }
 
 // firstEnds is, for one server per group (d = 1), the CDF of a group's
@@ -977,14 +980,14 @@ func arrivalCases(rate float64, first, pending []float64, d int) func(window flo
 	return func(window float64) []aheadCase {
 		mean := rate * window
 		p0, p1 := math.Exp(-mean), mean*math.Exp(-mean)
-		cases := []aheadCase{{p0, pending, -1}}
+		cases := []aheadCase{{p0, pending, -1, false}}
 		one := polyConvolve(first, pending)
 		k := 1
 		if d == 1 {
 			k = instants
 		}
 		for j := range k {
-			cases = append(cases, aheadCase{p1 / float64(k), one, (float64(j) + 0.5) / float64(k)})
+			cases = append(cases, aheadCase{p1 / float64(k), one, (float64(j) + 0.5) / float64(k), j > 0})
 		}
 		if more := 1 - p0 - p1; more > 1e-13 {
 			law := compoundPoissonCounts(mean, first, 1e-13)
@@ -995,7 +998,7 @@ func arrivalCases(rate float64, first, pending []float64, d int) func(window flo
 			for c := range law {
 				law[c] = math.Max(0, law[c]) / more
 			}
-			cases = append(cases, aheadCase{more, polyConvolve(law, pending), -1})
+			cases = append(cases, aheadCase{more, polyConvolve(law, pending), -1, false})
 		}
 		return cases
 	}
