@@ -232,3 +232,37 @@ func TestSeveralGroupsSecondPhaseFollowsFirst(t *testing.T) {
 	sys.Rate = 0.3 / (float64(req.Accesses()) * 1e-3)
 	matchesSimulation(t, sys, Config{1, 2}, 0.3, 0.006, SimOptions{Requests: 120000, Seed: 3})
 }
+
+// TestDuplicatesInTwoGroupsAlone checks the several-group predictor with
+// duplicates against the exact law of a request alone: one access, then
+// one, on two groups of two duplicates (exp:1ms). The first phase ends
+// with the first of its group's two duplicates, T1 ~ Exp(2/ms); the
+// second access goes to the other group (both duplicates idle: Exp(2))
+// or to the same one, where the slower duplicate is still busy for an
+// Exp(1) more: min(S, E + S'), P(> x) = (1+x) e^(-2x). A horizon of 4 ms
+// leaves 2% of a duplicate's first phase past the grid; counted as done
+// it put the median 0.008 high.
+func TestDuplicatesInTwoGroupsAlone(t *testing.T) {
+	sys := System{Service: Exponential{1e-3}, Rate: 0.01, Request: Request{Phases: []int{1, 1}}}
+	pred, err := PredictRequest(sys, Config{2, 2}, 4e-3, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact := func(t float64) float64 { // t in ms: ∫ 2e^(-2s) P(X <= t-s) ds
+		const n = 4000
+		h, sum := t/n, 0.0
+		for i := range n {
+			s := (float64(i) + 0.5) * h
+			x := t - s
+			sum += h * 2 * math.Exp(-2*s) * (1 - 0.5*math.Exp(-2*x) - 0.5*(1+x)*math.Exp(-2*x))
+		}
+		return sum
+	}
+	for _, b := range []float64{0.3, 0.94, 1.36, 2.1, 3.5} {
+		got, want := pred.At(b*1e-3), exact(b)
+		t.Logf("bound %.2f ms: predicted %.4f, exact %.4f", b, got, want)
+		if math.Abs(got-want) > 0.002 {
+			t.Errorf("bound %.2f ms: predicted %.4f, exact %.4f", b, got, want)
+		}
+	}
+}

@@ -488,10 +488,14 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 
 	// cc[i][c][t] + tail[i][t] = P(F_i > s, F_i + U_c > t), kept for the
 	// current s: cc holds the first-phase ends v in (s, t], tail those
-	// past t (for them U does not matter).
+	// past t (for them U does not matter), the mass past the grid's end
+	// included: a duplicate still in its first phase there is not done by
+	// any t on the grid, and leaving it out made the last group's slower
+	// duplicates too fast.
 	tail := make([][]float64, ni)
 	for i := range tail {
 		tail[i] = make([]float64, g.n)
+		tail[i][g.n-1] = math.Max(0, 1-Fcdf[i][g.n-1]) // past the grid
 		for t := g.n - 2; t >= 0; t-- {
 			tail[i][t] = tail[i][t+1] + f[i][t+1]
 		}
