@@ -623,9 +623,19 @@ func multinomialProductMarked(marked, a [][]float64, r, from, cells int) []float
 		for n := range mark {
 			mark[n] = marked[n][i] * scale[n]
 		}
-		out[i] = clamp01(polyMul(mark, polyPow(base, r-1))[k] * norm)
+		out[i] = clamp01(topCoefficient(mark, polyPow(base, r-1)) * norm)
 	}
 	return out
+}
+
+// topCoefficient is the last coefficient of a*b (both of one length):
+// what polyMul(a, b) would give there, without the others.
+func topCoefficient(a, b []float64) float64 {
+	k, sum := len(a)-1, 0.0
+	for i, x := range a {
+		sum += x * b[k-i]
+	}
+	return sum
 }
 
 // polyPow is p^e truncated to len(p) coefficients.
