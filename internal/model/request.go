@@ -316,8 +316,7 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 		return RequestPrediction{Step: g.h, CDF: g.batchGroups(sys, phases, sums, wait, thesis, rho, r, d)}, nil
 	}
 	if twoPhaseOverGroups(q, cfg, thesis) {
-		g := grid{h: horizon / (twoPhaseGroupsCells - 1), n: twoPhaseGroupsCells}
-		return RequestPrediction{Step: g.h, CDF: g.twoPhaseGroupsFor(sys, phases, r, d, rho, progress)}, nil
+		return twoPhaseGroupsExtrapolated(sys, phases, r, d, rho, horizon, progress), nil
 	}
 	law := make([]float64, g.n)
 	law[0] = 1
