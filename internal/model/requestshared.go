@@ -935,9 +935,9 @@ func extendSums(sums [][]float64, n int) [][]float64 {
 // twoPhaseGroupsExtrapolated is twoPhaseGroupsFor's law up to horizon on
 // twoPhaseGroupsCells cells and, with duplicates, extrapolated to a fine
 // grid's. With duplicates the law converges slowly with the cells, about
-// as their width squared: Olio on 2x2 (0.5% and 4% load per node, its
-// p10-p90 bounds) moved by up to 0.020 from 256 to 512 cells and by
-// 0.0055 from 512 to 1024 (a ratio of 3.5-3.7), its error against the
+// as their width squared: Olio on 2x2 (1% and 8% load per node, its
+// p10-p90 bounds) moved by up to 0.014 from 256 to 512 cells and by
+// 0.0036 from 512 to 1024 (a ratio of 3.5-4), its error against the
 // simulator at the median from +0.0023 to +0.0012 and from +0.0093 to
 // +0.0059. So a second law on half the cells (a quarter of the cost) gives
 // Richardson's estimate of the limit, L + (L - L_half)/3, which came
