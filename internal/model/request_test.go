@@ -34,8 +34,8 @@ func TestRequestPredictionMatchesSimulation(t *testing.T) {
 		util float64
 		cfg  Config
 		tol  float64
-		// long: one server in several groups, whose predictions (about
-		// 10 s each) run with GAIT_REQUEST_LONG=1;
+		// long: one server in several groups, whose predictions (3-4 s
+		// each at 1%) run with GAIT_REQUEST_LONG=1;
 		// TestSeveralGroupsSecondPhaseFollowsFirst holds that path.
 		long bool
 	}{
