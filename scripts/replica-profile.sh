@@ -8,7 +8,8 @@
 # write system calls. Prints:
 #   the load's line (SET/s, latency), the server side's CPU-µs per SET, the
 #   system calls per SET (agents, redis-servers), the writes per raft log
-#   append and per apply batch of each agent; with perf(1) allowed to count
+#   append and per apply batch of each agent, the leader's mean time per
+#   write stage (propose, raft_commit, apply_queue, server, reply); with perf(1) allowed to count
 #   tracepoints, the agents' process's system calls by kind and its context
 #   switches, per SET and per the leader's apply batch (one raft group);
 #   and the profile's CPU-µs per
@@ -82,10 +83,18 @@ for i in "${!urls[@]}"; do
 			"$work/m0.$i" "$work/m1.$i"
 	done
 done
+li=0
+for i in "${!urls[@]}"; do [[ ${urls[$i]} == "$leader" ]] && li=$i; done
+# The leader's clock, stage by stage (gait_replica_write_stage_seconds): propose
+# (the gate and raft's loop taking the write), raft_commit, apply_queue, server,
+# reply; commit is propose + raft_commit.
+awk '$1 ~ /^gait_replica_write_stage_seconds_(sum|count)\{/ {
+		split($1, p, "\""); k = p[2]; v = ($1 ~ /_sum/) ? "s" : "c"
+		d[k, v] += (FILENAME == ARGV[2] ? $2 : -$2); if (!(k in seen)) { seen[k] = 1; order[++n] = k } }
+	END { for (i = 1; i <= n; i++) { k = order[i]; if (d[k, "c"] > 0) printf "leader: write stage %-12s %7.1f µs mean (%d writes)\n", k, d[k, "s"] * 1e6 / d[k, "c"], d[k, "c"] } }' \
+	"$work/m0.$li" "$work/m1.$li"
 if [[ -n $counted ]]; then
 	wait "$counted"
-	li=0
-	for i in "${!urls[@]}"; do [[ ${urls[$i]} == "$leader" ]] && li=$i; done
 	batches=$(awk '$1 == "gait_replica_apply_entries_count" { c[FILENAME] = $2 } END { print c[ARGV[2]] - c[ARGV[1]] }' "$work/m0.$li" "$work/m1.$li")
 	# perf counts 10 s of the 12-s run, as the profile: n * 10 / 12 SETs, batches * 10 / 12 batches.
 	awk -F, -v n="$((n * 10 / 12))" -v b="$((batches * 10 / 12))" '$1 ~ /^[0-9]+$/ {

@@ -6,15 +6,18 @@ package model
 type Progress func(what string, done float64)
 
 // stage maps a part of a computation onto its share of the whole: what
-// names the part, from is the share done before it, weight the share it is.
+// names the part (or nothing, "": the part's own names pass unchanged),
+// from is the share done before it, weight the share it is.
 func (p Progress) stage(what string, from, weight float64) Progress {
 	if p == nil {
 		return nil
 	}
 	return func(inner string, done float64) {
-		if inner != "" {
+		switch {
+		case what == "":
+		case inner != "":
 			inner = what + ", " + inner
-		} else {
+		default:
 			inner = what
 		}
 		p(inner, from+weight*done)

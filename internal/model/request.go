@@ -316,8 +316,7 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 		return RequestPrediction{Step: g.h, CDF: g.batchGroups(sys, phases, sums, wait, thesis, rho, r, d)}, nil
 	}
 	if twoPhaseOverGroups(q, cfg, thesis) {
-		g := grid{h: horizon / (twoPhaseGroupsCells - 1), n: twoPhaseGroupsCells}
-		return RequestPrediction{Step: g.h, CDF: g.twoPhaseGroupsFor(sys, phases, r, d, rho, progress)}, nil
+		return twoPhaseGroupsExtrapolated(sys, phases, r, d, rho, horizon, progress), nil
 	}
 	law := make([]float64, g.n)
 	law[0] = 1
@@ -623,9 +622,19 @@ func multinomialProductMarked(marked, a [][]float64, r, from, cells int) []float
 		for n := range mark {
 			mark[n] = marked[n][i] * scale[n]
 		}
-		out[i] = clamp01(polyMul(mark, polyPow(base, r-1))[k] * norm)
+		out[i] = clamp01(topCoefficient(mark, polyPow(base, r-1)) * norm)
 	}
 	return out
+}
+
+// topCoefficient is the last coefficient of a*b (both of one length):
+// what polyMul(a, b) would give there, without the others.
+func topCoefficient(a, b []float64) float64 {
+	k, sum := len(a)-1, 0.0
+	for i, x := range a {
+		sum += x * b[k-i]
+	}
+	return sum
 }
 
 // polyPow is p^e truncated to len(p) coefficients.

@@ -36,12 +36,13 @@ type Spec struct {
 	Kind  Kind
 	Arity int // as Redis counts it, name included: n exactly, or -n for at least n
 	// Rewrite makes a time-relative command absolute, using now, the clock of
-	// the agent that proposes it. It returns args unchanged when they do not
-	// parse; redis then refuses them the same way on every replica.
-	Rewrite func(args [][]byte, now time.Time) [][]byte
-	// Expires marks a Rewrite that makes a relative expiry absolute; it
-	// returns args itself when the command carries none. The expiry counts
-	// from the clock reading, so when it is read matters.
+	// the agent that proposes it, and says whether it changed anything. It
+	// returns args unchanged when they do not parse; redis then refuses them
+	// the same way on every replica. It never modifies args.
+	Rewrite func(args [][]byte, now time.Time) (out [][]byte, changed bool)
+	// Expires marks a Rewrite that makes a relative expiry absolute (when it
+	// changes the command). The expiry counts from the clock reading, so
+	// when it is read matters.
 	Expires bool
 	Reason  string // why a refused command is refused
 	// Subs overrides Kind for some sub-commands (the second word).
@@ -276,14 +277,14 @@ func absolute(n []byte, unit int64, now time.Time) ([]byte, bool) {
 }
 
 // rewriteSet turns SET's EX and PX options into PXAT.
-func rewriteSet(args [][]byte, now time.Time) [][]byte { return rewriteOptions(args, 3, now) }
+func rewriteSet(args [][]byte, now time.Time) ([][]byte, bool) { return rewriteOptions(args, 3, now) }
 
 // rewriteGetex turns GETEX's EX and PX options into PXAT.
-func rewriteGetex(args [][]byte, now time.Time) [][]byte { return rewriteOptions(args, 2, now) }
+func rewriteGetex(args [][]byte, now time.Time) ([][]byte, bool) { return rewriteOptions(args, 2, now) }
 
 // rewriteOptions copies args only once it rewrites one: most SETs (every
 // one of a redis-cli --pipe of SETs) have no expiry.
-func rewriteOptions(args [][]byte, from int, now time.Time) [][]byte {
+func rewriteOptions(args [][]byte, from int, now time.Time) ([][]byte, bool) {
 	out, copied := args, false
 	for i := from; i < len(args)-1; i++ {
 		var unit int64
@@ -297,7 +298,7 @@ func rewriteOptions(args [][]byte, from int, now time.Time) [][]byte {
 		}
 		at, ok := absolute(args[i+1], unit, now)
 		if !ok || bytes.HasPrefix(args[i+1], []byte("-")) || string(args[i+1]) == "0" {
-			return args // redis answers "invalid expire time" on every replica
+			return args, false // redis answers "invalid expire time" on every replica
 		}
 		if !copied {
 			out, copied = slicesClone(args), true
@@ -305,47 +306,46 @@ func rewriteOptions(args [][]byte, from int, now time.Time) [][]byte {
 		out[i], out[i+1] = []byte("PXAT"), at
 		i++
 	}
-	return out
+	return out, copied
 }
 
 // rewriteSetex turns SETEX/PSETEX key n value into SET key value PXAT t.
-func rewriteSetex(unit int64) func([][]byte, time.Time) [][]byte {
-	return func(args [][]byte, now time.Time) [][]byte {
+func rewriteSetex(unit int64) func([][]byte, time.Time) ([][]byte, bool) {
+	return func(args [][]byte, now time.Time) ([][]byte, bool) {
 		at, ok := absolute(args[2], unit, now)
 		if !ok || bytes.HasPrefix(args[2], []byte("-")) || string(args[2]) == "0" {
-			return args
+			return args, false
 		}
-		return [][]byte{[]byte("SET"), args[1], args[3], []byte("PXAT"), at}
+		return [][]byte{[]byte("SET"), args[1], args[3], []byte("PXAT"), at}, true
 	}
 }
 
 // rewriteExpire turns EXPIRE/PEXPIRE key n [flag] into PEXPIREAT key t [flag].
 // A negative n stays negative in the past, and redis deletes the key either way.
-func rewriteExpire(unit int64) func([][]byte, time.Time) [][]byte {
-	return func(args [][]byte, now time.Time) [][]byte {
+func rewriteExpire(unit int64) func([][]byte, time.Time) ([][]byte, bool) {
+	return func(args [][]byte, now time.Time) ([][]byte, bool) {
 		at, ok := absolute(args[2], unit, now)
 		if !ok {
-			return args
+			return args, false
 		}
-		out := append([][]byte{[]byte("PEXPIREAT"), args[1], at}, args[3:]...)
-		return out
+		return append([][]byte{[]byte("PEXPIREAT"), args[1], at}, args[3:]...), true
 	}
 }
 
 // rewriteRestore makes RESTORE's relative TTL absolute (ABSTTL).
-func rewriteRestore(args [][]byte, now time.Time) [][]byte {
+func rewriteRestore(args [][]byte, now time.Time) ([][]byte, bool) {
 	for _, a := range args[4:] {
 		if strings.EqualFold(string(a), "ABSTTL") {
-			return args
+			return args, false
 		}
 	}
 	at, ok := absolute(args[2], 1, now)
 	if !ok || string(args[2]) == "0" || bytes.HasPrefix(args[2], []byte("-")) {
-		return args
+		return args, false
 	}
 	out := slicesClone(args)
 	out[2] = at
-	return append(out, []byte("ABSTTL"))
+	return append(out, []byte("ABSTTL")), true
 }
 
 // OwnScript says whether an EVAL's script is one a rewrite here made of
@@ -393,7 +393,7 @@ const xaddScriptArgs = 7000
 // picks it from the proposer's clock and the stream's last ID when every
 // replica applies it. An XADD too long for the script gets "<ms>-*", which
 // a stream whose last ID is ahead of the proposer's clock refuses.
-func rewriteXadd(args [][]byte, now time.Time) [][]byte {
+func rewriteXadd(args [][]byte, now time.Time) ([][]byte, bool) {
 	i := 2
 	for i < len(args) {
 		switch strings.ToUpper(string(args[i])) {
@@ -414,16 +414,16 @@ func rewriteXadd(args [][]byte, now time.Time) [][]byte {
 		break
 	}
 	if i >= len(args) || string(args[i]) != "*" {
-		return args
+		return args, false
 	}
 	ms := strconv.AppendInt(nil, now.UnixMilli(), 10)
 	if len(args) > xaddScriptArgs {
 		out := slicesClone(args)
 		out[i] = append(ms, "-*"...)
-		return out
+		return out, true
 	}
 	out := [][]byte{[]byte("EVAL"), []byte(xaddScript), []byte("1"), args[1], ms, strconv.AppendInt(nil, int64(i+1), 10)}
-	return append(out, args[2:]...)
+	return append(out, args[2:]...), true
 }
 
 // spopScript is SPOP executed the same way on every replica: the members
@@ -452,19 +452,19 @@ return out[1] or false
 // rewriteSpop turns SPOP key [count] into spopScript with a seed from the
 // proposer's clock: the members are chosen once, when the write is proposed.
 // A malformed count stays SPOP, which redis refuses alike everywhere.
-func rewriteSpop(args [][]byte, now time.Time) [][]byte {
+func rewriteSpop(args [][]byte, now time.Time) ([][]byte, bool) {
 	if len(args) > 3 {
-		return args
+		return args, false
 	}
 	seed := strconv.AppendInt(nil, now.UnixNano()%(math.MaxInt32-1)+1, 10)
 	out := [][]byte{[]byte("EVAL"), []byte(spopScript), []byte("1"), args[1], seed}
 	if len(args) == 3 {
 		if n, err := strconv.ParseInt(string(args[2]), 10, 64); err != nil || n < 0 {
-			return args
+			return args, false
 		}
 		out = append(out, args[2])
 	}
-	return out
+	return out, true
 }
 
 func slicesClone(args [][]byte) [][]byte { return append([][]byte(nil), args...) }

@@ -738,15 +738,16 @@ func (a *agent) redisRead(st *clientState, md mode, payload []byte, pinned bool)
 // applies the same absolute time; one that applies it after that time
 // deletes the key there, as before.
 func (a *agent) rewrite(st *clientState, sp rediscmd.Spec, args [][]byte) [][]byte {
-	out := sp.Rewrite(args, time.Now())
+	out, changed := sp.Rewrite(args, time.Now())
 	own := st.lastIndex.Load()
-	if !sp.Expires || &out[0] == &args[0] || a.host.Applied() >= own || a.host.Limping() {
+	if !sp.Expires || !changed || a.host.Applied() >= own || a.host.Limping() {
 		return out
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.WriteTimeout)
 	defer cancel()
 	a.host.WaitApplied(ctx, own)
-	return sp.Rewrite(args, time.Now())
+	out, _ = sp.Rewrite(args, time.Now())
+	return out
 }
 
 // ownWritesFirst has a command about the local redis-server wait until that
