@@ -63,9 +63,9 @@ func Given(cs []verdict.Count, mark string) string {
 		switch {
 		case c.Mark != mark:
 		case c.Flips():
-			return fmt.Sprintf("flips %d/%d", c.Given, c.Of)
+			return "flips " + c.Ratio()
 		default:
-			return fmt.Sprintf("yes %d/%d", c.Given, c.Of)
+			return "yes " + c.Ratio()
 		}
 	}
 	return "-"

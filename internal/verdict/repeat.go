@@ -16,28 +16,48 @@ import (
 var MarkNames = []string{"OL", "NL", "CL", "backlog"}
 
 // Count is how many of a step's (or an experiment's) repetitions gave one
-// verdict.
+// verdict, of those that could judge it.
 type Count struct {
 	Mark  string `json:"mark"`
 	Given int    `json:"given"`
 	Of    int    `json:"of"`
+	// Unjudged repetitions had too little to judge the verdict by; they
+	// are not in Of.
+	Unjudged int `json:"unjudged,omitempty"`
 }
 
 // Flips says the repetitions disagree: some gave the verdict, some not.
 func (c Count) Flips() bool { return c.Given > 0 && c.Given < c.Of }
 
 // String is "OL 3/3", "OL 2/3", and "OL 1/1" for a single repetition, so
-// a table says how many runs stand behind a verdict.
-func (c Count) String() string { return fmt.Sprintf("%s %d/%d", c.Mark, c.Given, c.Of) }
+// a table says how many runs stand behind a verdict; "NL 1/1 (1 not
+// judged)" when a repetition could not judge it.
+func (c Count) String() string { return c.Mark + " " + c.Ratio() }
 
-// Counts counts, for each verdict any repetition gave, how many gave it.
+// Ratio is "3/3", or "1/1 (1 not judged)".
+func (c Count) Ratio() string {
+	s := fmt.Sprintf("%d/%d", c.Given, c.Of)
+	if c.Unjudged > 0 {
+		s += fmt.Sprintf(" (%d not judged)", c.Unjudged)
+	}
+	return s
+}
+
+// Counts counts, for each verdict any repetition gave, how many gave it
+// of the repetitions that could judge it.
 func Counts(reps []Verdict) []Count {
 	var out []Count
 	for _, m := range MarkNames {
-		c := Count{Mark: m, Of: len(reps)}
+		c := Count{Mark: m}
 		for _, v := range reps {
-			if slices.Contains(v.Marks(), m) {
+			switch mark := v.Mark(m); {
+			case mark.On:
 				c.Given++
+				c.Of++
+			case mark.Unjudged:
+				c.Unjudged++
+			default:
+				c.Of++
 			}
 		}
 		if c.Given > 0 {

@@ -109,6 +109,10 @@ type Input struct {
 type Mark struct {
 	On  bool   `json:"on"`
 	Why string `json:"why"`
+	// Unjudged says the step had nothing to judge this verdict by (too
+	// few baseline requests): not given, but not denied either, so a
+	// count over repetitions leaves it out rather than counting a no.
+	Unjudged bool `json:"unjudged,omitempty"`
 }
 
 // Verdict is the four verdicts of one step.
@@ -136,6 +140,19 @@ func (v Verdict) Marks() []string {
 		}
 	}
 	return out
+}
+
+// Mark returns one verdict by its abbreviation (OL, NL, CL, backlog).
+func (v Verdict) Mark(name string) Mark {
+	switch name {
+	case "OL":
+		return v.Operation
+	case "NL":
+		return v.Node
+	case "CL":
+		return v.Cluster
+	}
+	return v.Backlog
 }
 
 // Judge gives the verdicts of one step.
@@ -195,7 +212,7 @@ func describe(g Group) string {
 // slowest marks the slowest of gs against the Slow threshold.
 func slowest(gs []Group, o Options, verdict, what string) Mark {
 	if len(gs) == 0 {
-		return Mark{Why: fmt.Sprintf("no %s: no %s to compare (each needs %d baseline requests)", verdict, what, o.MinRequests)}
+		return Mark{Unjudged: true, Why: fmt.Sprintf("no %s: no %s to compare (each needs %d baseline requests)", verdict, what, o.MinRequests)}
 	}
 	worst := gs[0]
 	for _, g := range gs[1:] {
@@ -238,7 +255,7 @@ func clusterMark(in Input, free []Group, node Mark, o Options) Mark {
 		}
 	}
 	if in.BaseThroughput <= 0 {
-		return Mark{Why: "no cluster limplock: the baseline completed no requests to compare with"}
+		return Mark{Unjudged: true, Why: "no cluster limplock: the baseline completed no requests to compare with"}
 	}
 	return Mark{Why: fmt.Sprintf("no cluster limplock: throughput %s is %.0f%% of the baseline's %s (threshold %.0f%%)",
 		units.Rate(in.Throughput), 100*in.Throughput/in.BaseThroughput, units.Rate(in.BaseThroughput), 100*o.Collapse)}
