@@ -21,7 +21,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gait-dev/gait/internal/systems"
@@ -227,33 +226,18 @@ type member struct {
 	host systems.Host
 	role string
 
-	mu   sync.Mutex // guards proc: Restart may run beside Roles and Metrics
-	proc systems.Process
-}
-
-func (m *member) current() systems.Process {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.proc
+	systems.Daemon
 }
 
 // launch starts m's node unless it is running.
 func (m *member) launch(d *Driver) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.proc != nil && !m.proc.Exited() {
-		return fmt.Errorf("cassandra on %s: still running (pid %d)", m.host.Name(), m.proc.Pid())
-	}
-	argv, err := d.argv(m.host)
-	if err != nil {
-		return err
-	}
-	p, err := m.host.Start("cassandra", argv, nil)
-	if err != nil {
-		return fmt.Errorf("cassandra on %s: %w", m.host.Name(), err)
-	}
-	m.proc = p
-	return nil
+	return m.Launch("cassandra on "+m.host.Name(), func() (systems.Process, error) {
+		argv, err := d.argv(m.host)
+		if err != nil {
+			return nil, err
+		}
+		return m.host.Start("cassandra", argv, nil)
+	})
 }
 
 // prepare writes node i's files over whatever an earlier cluster left.
@@ -331,12 +315,12 @@ func (c *Cluster) fleet() *systems.Fleet {
 	co := c.members[0]
 	launch := func(m *member) func() error { return func() error { return m.launch(c.d) } }
 	f := &systems.Fleet{System: "cassandra", Noun: "replicas",
-		Masters: []systems.Member{{Host: co.host.Name(), Launch: launch(co), Proc: co.current}},
+		Masters: []systems.Member{{Host: co.host.Name(), Launch: launch(co), Proc: co.Current}},
 		Base:    c.d.StartTimeout, PerWorker: c.d.StartPerNode}
 	for _, m := range c.members[1:] {
-		f.Workers = append(f.Workers, systems.Member{Host: m.host.Name(), Launch: launch(m), Proc: m.current})
+		f.Workers = append(f.Workers, systems.Member{Host: m.host.Name(), Launch: launch(m), Proc: m.Current})
 	}
-	blame := func(err error) error { return &systems.NotReady{Host: co.host.Name(), Proc: co.current(), Err: err} }
+	blame := func(err error) error { return &systems.NotReady{Host: co.host.Name(), Proc: co.Current(), Err: err} }
 	f.Registered = func(ctx context.Context) (map[string]bool, error) {
 		s, err := session(co.host.Address(), "", 2*time.Second)
 		if err != nil {
@@ -372,7 +356,7 @@ func (c *Cluster) waitReady(ctx context.Context, ms []*member) error {
 	members := func() []systems.Starting {
 		out := make([]systems.Starting, len(ms))
 		for i, m := range ms {
-			out[i] = systems.Starting{Host: m.host.Name(), Proc: m.current()}
+			out[i] = systems.Starting{Host: m.host.Name(), Proc: m.Current()}
 		}
 		return out
 	}

@@ -32,7 +32,7 @@ func (c *Cluster) Roles(context.Context) (map[string]string, error) {
 	roles := map[string]string{}
 	for _, m := range c.members {
 		roles[m.host.Name()] = m.role
-		if p := m.current(); p == nil || p.Exited() {
+		if p := m.Current(); p == nil || p.Exited() {
 			roles[m.host.Name()] = "down"
 		}
 	}
@@ -79,12 +79,12 @@ func (c *Cluster) Client(host string) (load.Client, error) {
 func (c *Cluster) serves(ctx context.Context, m *member) error {
 	s, err := session(m.host.Address(), "", 2*time.Second)
 	if err != nil {
-		return &systems.NotReady{Host: m.host.Name(), Proc: m.current(), Err: err}
+		return &systems.NotReady{Host: m.host.Name(), Proc: m.Current(), Err: err}
 	}
 	defer s.Close()
 	var v string
 	if err := s.Query("SELECT release_version FROM system.local").WithContext(ctx).Scan(&v); err != nil {
-		return &systems.NotReady{Host: m.host.Name(), Proc: m.current(), Err: fmt.Errorf("read system.local: %w", err)}
+		return &systems.NotReady{Host: m.host.Name(), Proc: m.Current(), Err: fmt.Errorf("read system.local: %w", err)}
 	}
 	return nil
 }
@@ -116,11 +116,11 @@ func (c *Cluster) writeAll(ctx context.Context) error {
 	m := c.members[0]
 	s, err := session(m.host.Address(), keyspace, 5*time.Second)
 	if err != nil {
-		return &systems.NotReady{Host: m.host.Name(), Proc: m.current(), Err: err}
+		return &systems.NotReady{Host: m.host.Name(), Proc: m.Current(), Err: err}
 	}
 	defer s.Close()
 	if err := s.Query("INSERT INTO kv (k, v) VALUES ('gait-ready', 0x00)").WithContext(ctx).Consistency(gocql.All).Exec(); err != nil {
-		return &systems.NotReady{Host: m.host.Name(), Proc: m.current(), Err: fmt.Errorf("write at consistency all: %w", err)}
+		return &systems.NotReady{Host: m.host.Name(), Proc: m.Current(), Err: fmt.Errorf("write at consistency all: %w", err)}
 	}
 	return nil
 }
@@ -150,7 +150,7 @@ func (c *Cluster) Stop() error {
 	c.mu.Unlock()
 	procs := make([]systems.Process, len(c.members))
 	for i, m := range c.members {
-		procs[i] = m.current()
+		procs[i] = m.Current()
 	}
 	return systems.StopAll(procs)
 }

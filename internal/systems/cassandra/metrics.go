@@ -44,7 +44,7 @@ const scrapeTimeout = 900 * time.Millisecond
 func (c *Cluster) Metrics(ctx context.Context) (map[string]float64, error) {
 	return systems.ScrapeAll(len(c.members), func(i int, vals map[string]float64) error {
 		m := c.members[i]
-		if p := m.current(); p == nil || p.Exited() {
+		if p := m.Current(); p == nil || p.Exited() {
 			return nil
 		}
 		ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/systems"
+	"github.com/gait-dev/gait/internal/systems/hdfs"
 	"github.com/gait-dev/gait/internal/systems/javapipe"
 )
 
@@ -59,7 +60,7 @@ func startClient(ctx context.Context, c *Cluster) (*javapipe.Client, error) {
 	if err := os.MkdirAll(conf, 0o755); err != nil {
 		return nil, fmt.Errorf("hbase client: %w", err)
 	}
-	for name, text := range map[string]string{"hbase-site.xml": siteXML(props), "log4j.properties": strings.Replace(log4j, "rootLogger=INFO", "rootLogger=WARN", 1)} {
+	for name, text := range map[string]string{"hbase-site.xml": hdfs.SiteXML(props), "log4j.properties": strings.Replace(log4j, "rootLogger=INFO", "rootLogger=WARN", 1)} {
 		if err := os.WriteFile(filepath.Join(conf, name), []byte(text), 0o644); err != nil {
 			return nil, fmt.Errorf("hbase client: %w", err)
 		}

@@ -57,13 +57,13 @@ func (c *Cluster) fleet(launch bool) *systems.Fleet {
 		return func() error { return m.launch(c.d) }
 	}
 	f := &systems.Fleet{System: "hbase", Noun: "region servers",
-		Masters: []systems.Member{{Host: c.master.host.Name(), Launch: start(c.master), Proc: c.master.current}},
+		Masters: []systems.Member{{Host: c.master.host.Name(), Launch: start(c.master), Proc: c.master.Current}},
 		Base:    c.d.StartTimeout, PerWorker: c.d.StartPerServer}
 	for _, m := range c.servers {
-		f.Workers = append(f.Workers, systems.Member{Host: m.host.Name(), Launch: start(m), Proc: m.current})
+		f.Workers = append(f.Workers, systems.Member{Host: m.host.Name(), Launch: start(m), Proc: m.Current})
 	}
 	blame := func(err error) error {
-		return &systems.NotReady{Host: c.master.host.Name(), Proc: c.master.current(), Err: err}
+		return &systems.NotReady{Host: c.master.host.Name(), Proc: c.master.Current(), Err: err}
 	}
 	f.MastersReady = func(ctx context.Context) error {
 		if _, err := c.masterInfo(ctx); err != nil {
@@ -369,9 +369,9 @@ func (c *Cluster) Stop() error {
 	if c.client != nil {
 		errs = append(errs, c.client.Stop())
 	}
-	procs := []systems.Process{c.master.current()}
+	procs := []systems.Process{c.master.Current()}
 	for _, m := range c.servers {
-		procs = append(procs, m.current())
+		procs = append(procs, m.Current())
 	}
 	errs = append(errs, systems.StopAll(procs))
 	if c.fs != nil {

@@ -17,15 +17,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"html"
-	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gait-dev/gait/internal/systems"
@@ -220,17 +217,6 @@ func (d *Driver) conf(h, master systems.Host, dataNodes int) map[string]string {
 	}
 }
 
-// siteXML writes props as a Hadoop configuration file.
-func siteXML(props map[string]string) string {
-	var b strings.Builder
-	b.WriteString("<?xml version=\"1.0\"?>\n<configuration>\n")
-	for _, k := range slices.Sorted(maps.Keys(props)) {
-		fmt.Fprintf(&b, "  <property><name>%s</name><value>%s</value></property>\n", html.EscapeString(k), html.EscapeString(props[k]))
-	}
-	b.WriteString("</configuration>\n")
-	return b.String()
-}
-
 // log4j sends a daemon's log to its standard error, which its host keeps:
 // HBase's warnings, and the lines that say what it did (starts, region
 // opens, WAL rolls), not the info servers' access log (gait's own /jmx
@@ -258,7 +244,7 @@ func writeConf(h systems.Host, props map[string]string) error {
 			return err
 		}
 	}
-	for name, text := range map[string]string{"hbase-site.xml": siteXML(props), "log4j.properties": log4j} {
+	for name, text := range map[string]string{"hbase-site.xml": hdfs.SiteXML(props), "log4j.properties": log4j} {
 		if err := h.WriteFile(filepath.Join(confDir(h), name), []byte(text)); err != nil {
 			return err
 		}
@@ -281,18 +267,11 @@ type member struct {
 	host systems.Host
 	role string // master or regionserver
 
-	mu   sync.Mutex // guards proc: Restart may run beside Roles and Metrics
-	proc systems.Process
-}
-
-func (m *member) current() systems.Process {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.proc
+	systems.Daemon
 }
 
 func (m *member) exited() bool {
-	p := m.current()
+	p := m.Current()
 	return p == nil || p.Exited()
 }
 
@@ -305,11 +284,6 @@ func (m *member) infoAddr() string {
 
 // launch starts m's daemon unless it is running.
 func (m *member) launch(d *Driver) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.proc != nil && !m.proc.Exited() {
-		return fmt.Errorf("hbase %s on %s: still running (pid %d)", m.role, m.host.Name(), m.proc.Pid())
-	}
 	class, flags := regionServerClass, d.RegionServerJVM
 	if m.role == RoleMaster {
 		class, flags = masterClass, d.MasterJVM
@@ -318,12 +292,9 @@ func (m *member) launch(d *Driver) error {
 	argv = append(argv, jvm17...)
 	argv = append(argv, "-Dhbase.log.dir="+dir(m.host),
 		"-cp", d.classPath(m.host), class, "start")
-	p, err := m.host.Start("hbase-"+m.role, argv, []string{"MALLOC_ARENA_MAX=2"})
-	if err != nil {
-		return fmt.Errorf("hbase %s on %s: %w", m.role, m.host.Name(), err)
-	}
-	m.proc = p
-	return nil
+	return m.Launch(fmt.Sprintf("hbase %s on %s", m.role, m.host.Name()), func() (systems.Process, error) {
+		return m.host.Start("hbase-"+m.role, argv, []string{"MALLOC_ARENA_MAX=2"})
+	})
 }
 
 // Start starts ZooKeeper and HDFS (its NameNode beside the master, a

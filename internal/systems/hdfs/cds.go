@@ -109,7 +109,7 @@ func (c *Cluster) train(ctx context.Context, m *member, path string) error {
 	f.Workers[0].Launch = func() error { return m.launch(c.d, "-XX:ArchiveClassesAtExit="+tmp) }
 	f.Settled = nil
 	err := f.Start(ctx)
-	p := m.current()
+	p := m.Current()
 	if p == nil {
 		return err
 	}

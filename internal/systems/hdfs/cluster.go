@@ -162,16 +162,16 @@ func (c *Cluster) Restart(ctx context.Context, host string) error {
 func (c *Cluster) fleet(dns []*member) *systems.Fleet {
 	f := &systems.Fleet{
 		System: "hdfs", Noun: "DataNodes",
-		Masters: []systems.Member{{Host: c.nn.host.Name(), Proc: c.nn.current}},
+		Masters: []systems.Member{{Host: c.nn.host.Name(), Proc: c.nn.Current}},
 		Base:    c.d.StartTimeout, PerWorker: c.d.StartPerDataNode,
 	}
 	byAddr := map[string]string{}
 	for _, m := range dns {
-		f.Workers = append(f.Workers, systems.Member{Host: m.host.Name(), Proc: m.current})
+		f.Workers = append(f.Workers, systems.Member{Host: m.host.Name(), Proc: m.Current})
 		byAddr[m.host.Address()] = m.host.Name()
 	}
 	blame := func(err error) error {
-		return &systems.NotReady{Host: c.nn.host.Name(), Proc: c.nn.current(), Err: err}
+		return &systems.NotReady{Host: c.nn.host.Name(), Proc: c.nn.Current(), Err: err}
 	}
 	f.MastersReady = func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, jmxTimeout)
@@ -224,7 +224,7 @@ func (c *Cluster) Stop() error {
 	var wg sync.WaitGroup
 	for i, m := range c.members {
 		wg.Go(func() {
-			if p := m.current(); p != nil {
+			if p := m.Current(); p != nil {
 				stops[i] = p.Stop()
 			}
 		})

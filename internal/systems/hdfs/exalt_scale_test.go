@@ -140,7 +140,7 @@ func restartNameNode(t *testing.T, c *Cluster, p exaltPeer) {
 		c.client.Stop()
 	}
 	c.clientMu.Unlock()
-	if err := c.nn.current().Stop(); err != nil {
+	if err := c.nn.Current().Stop(); err != nil {
 		t.Logf("stop the NameNode: %v", err)
 	}
 	c.d.Handlers, c.d.FineGrainedLock = p.Handlers, p.FGL
@@ -203,9 +203,9 @@ func writeFor(t *testing.T, c *Cluster, clients int, dur time.Duration) scaleRes
 	procs := func() (client, nn, dns, gait float64) {
 		gait = cpuSeconds(os.Getpid())
 		client = cpuSeconds(c.client.Pid())
-		nn = cpuSeconds(c.nn.current().Pid())
+		nn = cpuSeconds(c.nn.Current().Pid())
 		for _, m := range c.members[1:] {
-			dns += cpuSeconds(m.current().Pid())
+			dns += cpuSeconds(m.Current().Pid())
 		}
 		return
 	}
@@ -322,7 +322,7 @@ func dataNodeMemory(t *testing.T, c *Cluster) dnMemory {
 	var m dnMemory
 	dns := c.members[1:]
 	for _, mb := range dns {
-		pid := mb.current().Pid()
+		pid := mb.Current().Pid()
 		r, err := procstat.Read(pid)
 		if err != nil {
 			t.Fatal(err)

@@ -273,7 +273,7 @@ func nameNodeHeap(t *testing.T, c *Cluster) (int64, map[string]float64) {
 	t.Helper()
 	time.Sleep(11 * time.Second)
 	for range 2 {
-		if out, err := exec.Command("jcmd", strconv.Itoa(c.nn.current().Pid()), "GC.run").CombinedOutput(); err != nil {
+		if out, err := exec.Command("jcmd", strconv.Itoa(c.nn.Current().Pid()), "GC.run").CombinedOutput(); err != nil {
 			t.Fatalf("jcmd GC.run: %v: %s", err, out)
 		}
 	}
@@ -324,7 +324,7 @@ func nameNodeMetrics1(c *Cluster) (map[string]float64, error) {
 // that between samples on a busy machine.
 func blockClasses(t *testing.T, c *Cluster) map[string]int64 {
 	t.Helper()
-	out, err := exec.Command("jcmd", strconv.Itoa(c.nn.current().Pid()), "GC.class_histogram").CombinedOutput()
+	out, err := exec.Command("jcmd", strconv.Itoa(c.nn.Current().Pid()), "GC.class_histogram").CombinedOutput()
 	if err != nil {
 		t.Fatalf("jcmd GC.class_histogram: %v: %s", err, out)
 	}

@@ -12,13 +12,13 @@ import (
 	"fmt"
 	"html"
 	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gait-dev/gait/internal/systems"
@@ -158,18 +158,11 @@ type member struct {
 	host systems.Host
 	role string
 
-	mu   sync.Mutex // guards proc: Restart may run beside Roles and Metrics
-	proc systems.Process
-}
-
-func (m *member) current() systems.Process {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.proc
+	systems.Daemon
 }
 
 func (m *member) exited() bool {
-	p := m.current()
+	p := m.Current()
 	return p == nil || p.Exited()
 }
 
@@ -278,16 +271,12 @@ func reserved(h systems.Host, capacity int64) int64 {
 	return max(0, size-capacity)
 }
 
-// siteXML writes props as a Hadoop configuration file.
+// SiteXML writes props as a Hadoop configuration file (HDFS's, YARN's,
+// HBase's), its properties in name order.
 func SiteXML(props map[string]string) string {
 	var b strings.Builder
 	b.WriteString("<?xml version=\"1.0\"?>\n<configuration>\n")
-	keys := make([]string, 0, len(props))
-	for k := range props {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(props)) {
 		fmt.Fprintf(&b, "  <property><name>%s</name><value>%s</value></property>\n", html.EscapeString(k), html.EscapeString(props[k]))
 	}
 	b.WriteString("</configuration>\n")
@@ -494,11 +483,12 @@ func (d *Driver) formatByHadoop(ctx context.Context, nn *member, nameDir string)
 // launch starts m's daemon unless it is running, with the DataNodes'
 // class-data archive if there is one, and the JVM flags extra.
 func (m *member) launch(d *Driver, extra ...string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.proc != nil && !m.proc.Exited() {
-		return fmt.Errorf("hdfs %s on %s: still running (pid %d)", m.role, m.host.Name(), m.proc.Pid())
-	}
+	return m.Launch(fmt.Sprintf("hdfs %s on %s", m.role, m.host.Name()), func() (systems.Process, error) {
+		return m.start(d, extra)
+	})
+}
+
+func (m *member) start(d *Driver, extra []string) (systems.Process, error) {
 	class := dataNodeClass
 	if m.role == RoleNameNode {
 		class = nameNodeClass
@@ -515,12 +505,7 @@ func (m *member) launch(d *Driver, extra ...string) error {
 		env = []string{"MALLOC_ARENA_MAX=2"}
 	}
 	argv = slices.Insert(argv, 1, extra...)
-	proc, err := m.host.Start(m.role, argv, env)
-	if err != nil {
-		return fmt.Errorf("hdfs %s on %s: %w", m.role, m.host.Name(), err)
-	}
-	m.proc = proc
-	return nil
+	return m.host.Start(m.role, argv, env)
 }
 
 var errNoNameNode = errors.New("hdfs: the NameNode does not answer")

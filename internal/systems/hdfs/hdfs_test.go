@@ -339,7 +339,7 @@ func checkArchive(t *testing.T, c *Cluster) {
 		t.Fatalf("no class-data archive at %s after a cluster started", missing)
 	}
 	for _, m := range c.members[1:] {
-		maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", m.current().Pid()))
+		maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", m.Current().Pid()))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -103,8 +103,8 @@ func (c *Cluster) regenerate(ctx context.Context) error {
 	defer c.regenMu.Unlock()
 	dataNodes := len(c.members) - 1
 	victim := c.members[dataNodes]
-	p, ok := victim.current().(interface{ Signal(syscall.Signal) error })
-	if !ok || victim.current().Exited() {
+	p, ok := victim.Current().(interface{ Signal(syscall.Signal) error })
+	if !ok || victim.Current().Exited() {
 		return fmt.Errorf("hdfs regenerate: the DataNode on %s is not running", victim.host.Name())
 	}
 	held, err := c.blocksOn(ctx, victim)

@@ -56,16 +56,16 @@ func TestManyDataNodes(t *testing.T) {
 	t.Logf("%d files of 1 MiB written in %v", n, time.Since(t0).Round(time.Millisecond))
 	var rss, maxRSS, threads, pss int64
 	for _, mb := range c.members[1:] {
-		r, err := procstat.Read(mb.current().Pid())
+		r, err := procstat.Read(mb.Current().Pid())
 		if err != nil {
 			t.Fatal(err)
 		}
 		rss += r.RSS
-		pss += smapsPss(t, mb.current().Pid())
+		pss += smapsPss(t, mb.Current().Pid())
 		maxRSS = max(maxRSS, r.RSS)
 		threads += r.Threads
 	}
-	nn, err := procstat.Read(c.nn.current().Pid())
+	nn, err := procstat.Read(c.nn.Current().Pid())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,21 +108,21 @@ func startOne(t *testing.T, ctx context.Context, c *Cluster, h systems.Host, fla
 	if err := m.launch(&dv, append(slices.Clone(flags), "-Xlog:class+load=info:file="+classLog)...); err != nil {
 		t.Fatal(err)
 	}
-	defer m.current().Stop()
+	defer m.Current().Stop()
 	for {
 		live, _, err := c.nameNodeInfo(ctx)
 		if err == nil && live[h.Address()] {
 			break
 		}
 		if m.exited() || time.Since(t0) > 3*time.Minute {
-			t.Fatalf("DataNode on %s not registered after %v%s", h.Name(), time.Since(t0), systems.LogTail(m.current()))
+			t.Fatalf("DataNode on %s not registered after %v%s", h.Name(), time.Since(t0), systems.LogTail(m.Current()))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	wall = time.Since(t0)
-	cpu = cpuSeconds(m.current().Pid())
+	cpu = cpuSeconds(m.Current().Pid())
 	time.Sleep(5 * time.Second)
-	after = cpuSeconds(m.current().Pid())
+	after = cpuSeconds(m.Current().Pid())
 	b, _ := os.ReadFile(classLog)
 	all := strings.Count(string(b), "source:")
 	shared := strings.Count(string(b), "source: shared objects file")

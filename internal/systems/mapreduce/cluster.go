@@ -242,21 +242,21 @@ func (c *Cluster) fleet(nms []*member, launch bool) *systems.Fleet {
 	rm := c.rm
 	f := &systems.Fleet{
 		System: "mapreduce", Noun: "NodeManagers",
-		Masters: []systems.Member{{Host: rm.host.Name(), Proc: rm.current}},
+		Masters: []systems.Member{{Host: rm.host.Name(), Proc: rm.Current}},
 		Base:    c.d.StartTimeout, PerWorker: c.d.StartPerNode,
 	}
 	if launch {
 		f.Masters[0].Launch = func() error { return rm.launch(c.d) }
 	}
 	for _, m := range nms {
-		w := systems.Member{Host: m.host.Name(), Proc: m.current}
+		w := systems.Member{Host: m.host.Name(), Proc: m.Current}
 		if launch {
 			w.Launch = func() error { return m.launch(c.d) }
 		}
 		f.Workers = append(f.Workers, w)
 	}
 	blame := func(err error) error {
-		return &systems.NotReady{Host: rm.host.Name(), Proc: rm.current(), Err: err}
+		return &systems.NotReady{Host: rm.host.Name(), Proc: rm.Current(), Err: err}
 	}
 	labelled := false
 	f.MastersReady = func(ctx context.Context) error {
@@ -324,7 +324,7 @@ func (c *Cluster) addLabels(ctx context.Context) error {
 func (c *Cluster) Stop() error {
 	procs := make([]systems.Process, len(c.members))
 	for i, m := range c.members {
-		procs[i] = m.current()
+		procs[i] = m.Current()
 	}
 	errs := []error{systems.StopAll(procs)}
 	if c.fs != nil {

@@ -29,7 +29,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gait-dev/gait/internal/systems"
@@ -373,28 +372,16 @@ type member struct {
 	host systems.Host
 	role string // as laid out: a NodeManager's is its partition's
 
-	mu   sync.Mutex // guards proc: Restart may run beside Roles and Metrics
-	proc systems.Process
-}
-
-func (m *member) current() systems.Process {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.proc
+	systems.Daemon
 }
 
 func (m *member) exited() bool {
-	p := m.current()
+	p := m.Current()
 	return p == nil || p.Exited()
 }
 
 // launch starts m's daemon unless it is running.
 func (m *member) launch(d *Driver) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.proc != nil && !m.proc.Exited() {
-		return fmt.Errorf("mapreduce %s on %s: still running (pid %d)", m.role, m.host.Name(), m.proc.Pid())
-	}
 	argv := d.argv(m.host, d.NodeManagerJVM, nmClass)
 	name := "nodemanager"
 	if m.role == RoleResourceManager {
@@ -403,12 +390,9 @@ func (m *member) launch(d *Driver) error {
 	}
 	// The NodeManager runs its containers' launch scripts with this JDK.
 	env := []string{"JAVA_HOME=" + d.javaHome(), "MALLOC_ARENA_MAX=2", "HADOOP_CONF_DIR=" + confDir(m.host)}
-	p, err := m.host.Start(name, argv, env)
-	if err != nil {
-		return fmt.Errorf("mapreduce %s on %s: %w", name, m.host.Name(), err)
-	}
-	m.proc = p
-	return nil
+	return m.Launch(fmt.Sprintf("mapreduce %s on %s", name, m.host.Name()), func() (systems.Process, error) {
+		return m.host.Start(name, argv, env)
+	})
 }
 
 // Start starts HDFS on hosts (gait's hdfs driver: the NameNode on the

@@ -98,7 +98,7 @@ func (c *Cluster) Restart(ctx context.Context, host string) error {
 func (c *Cluster) Stop() error {
 	procs := make([]systems.Process, len(c.members))
 	for i, m := range c.members {
-		procs[i] = m.current()
+		procs[i] = m.Current()
 	}
 	return systems.StopAll(procs)
 }

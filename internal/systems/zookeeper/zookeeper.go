@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gait-dev/gait/internal/clip"
@@ -80,19 +79,12 @@ type member struct {
 	host systems.Host
 	id   int // myid, from 1
 
-	mu   sync.Mutex // guards proc: Restart may run beside Roles and Metrics
-	proc systems.Process
-	gc   gcLog
-}
-
-func (m *member) current() systems.Process {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.proc
+	systems.Daemon
+	gc gcLog
 }
 
 func (m *member) exited() bool {
-	p := m.current()
+	p := m.Current()
 	return p == nil || p.Exited()
 }
 
@@ -229,18 +221,13 @@ func (d *Driver) prepare(m *member, hosts []systems.Host) error {
 
 // launch starts m's server unless it is running.
 func (m *member) launch(d *Driver) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.proc != nil && !m.proc.Exited() {
-		return fmt.Errorf("zookeeper on %s: still running (pid %d)", m.host.Name(), m.proc.Pid())
+	err := m.Launch("zookeeper on "+m.host.Name(), func() (systems.Process, error) {
+		return m.host.Start("zookeeper", d.argv(m.host), nil)
+	})
+	if err == nil {
+		m.gc.restarted()
 	}
-	proc, err := m.host.Start("zookeeper", d.argv(m.host), nil)
-	if err != nil {
-		return fmt.Errorf("zookeeper on %s: %w", m.host.Name(), err)
-	}
-	m.proc = proc
-	m.gc.restarted()
-	return nil
+	return err
 }
 
 // waitReady polls the members ms until each serves, one of the ensemble
@@ -249,7 +236,7 @@ func (c *Cluster) waitReady(ctx context.Context, ms []*member) error {
 	members := func() []systems.Starting {
 		out := make([]systems.Starting, len(ms))
 		for i, m := range ms {
-			p := m.current()
+			p := m.Current()
 			out[i] = systems.Starting{Host: m.host.Name(), Proc: p}
 		}
 		return out
@@ -259,7 +246,7 @@ func (c *Cluster) waitReady(ctx context.Context, ms []*member) error {
 
 // notReady says m is not ready, and why.
 func (m *member) notReady(err error) error {
-	proc := m.current()
+	proc := m.Current()
 	return &systems.NotReady{Host: m.host.Name(), Proc: proc, Err: err}
 }
 

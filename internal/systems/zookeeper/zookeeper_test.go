@@ -129,7 +129,7 @@ func TestEnsemble(t *testing.T) {
 
 	t.Run("restart", func(t *testing.T) {
 		f := c.byName[followers[1]]
-		if err := f.current().Stop(); err != nil {
+		if err := f.Current().Stop(); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -196,7 +196,7 @@ func TestFiveServers(t *testing.T) {
 	}
 	var total int64
 	for _, mb := range c.members {
-		r, err := procstat.Read(mb.current().Pid())
+		r, err := procstat.Read(mb.Current().Pid())
 		if err != nil {
 			t.Fatal(err)
 		}
