@@ -79,7 +79,7 @@ func TestCluster(t *testing.T) {
 	do(t, c, leader, load.Op{Kind: opGet, Key: "key:1"})
 	do(t, c, followers[1], load.Op{Kind: opRange, Key: "key:"})
 	for _, h := range hosts {
-		waitFor(t, 5*time.Second, "key:1 on "+h.Name(), func() bool { return value(t, c, h.Name(), "key:1") == "one" })
+		systemstest.Eventually(t, 5*time.Second, "key:1 on "+h.Name(), func() bool { return value(t, c, h.Name(), "key:1") == "one" })
 	}
 	if cl, err := c.Client(leader); err != nil {
 		t.Fatal(err)
@@ -190,7 +190,7 @@ func crashAndRestart(t *testing.T, c *Cluster, host string) {
 	if err := syscall.Kill(proc.Pid(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, host+" to exit", proc.Exited)
+	systemstest.Eventually(t, 5*time.Second, host+" to exit", proc.Exited)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	rs, _ := c.Roles(ctx)
 	cancel()
@@ -210,7 +210,7 @@ func crashAndRestart(t *testing.T, c *Cluster, host string) {
 		t.Fatal(err)
 	}
 	t.Logf("%s rejoined in %v", host, time.Since(t0).Round(time.Millisecond))
-	waitFor(t, 5*time.Second, host+" to catch up", func() bool { return value(t, c, host, "key:3") == "while down" })
+	systemstest.Eventually(t, 5*time.Second, host+" to catch up", func() bool { return value(t, c, host, "key:3") == "while down" })
 	roles(t, c) // one leader, every other member following, the restarted one included
 }
 
@@ -243,17 +243,6 @@ func TestStartRejectsBadHosts(t *testing.T) {
 	twins := []systems.Host{loopback.New("a", "127.0.0.1", dir), loopback.New("a", "127.0.0.2", dir)}
 	if _, err := d.Start(context.Background(), twins); err == nil || !strings.Contains(err.Error(), `"a"`) {
 		t.Errorf("two hosts of one name: %v", err)
-	}
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

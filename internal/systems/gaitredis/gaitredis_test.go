@@ -15,6 +15,7 @@ import (
 	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/loopback"
 	"github.com/gait-dev/gait/internal/systems/redis"
+	"github.com/gait-dev/gait/internal/systems/systemstest"
 	"github.com/gait-dev/gait/internal/testbed"
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -126,7 +127,7 @@ func TestDeployment(t *testing.T) {
 	// A write through the duplicate reaches every replica's redis-server.
 	set(t, c, hosts[3].Name(), "key:1", "one")
 	for _, h := range hosts {
-		waitFor(t, 5*time.Second, "key:1 on "+h.Name(), func() bool { return stored(t, c, h.Name(), "key:1") == "one" })
+		systemstest.Eventually(t, 5*time.Second, "key:1 on "+h.Name(), func() bool { return stored(t, c, h.Name(), "key:1") == "one" })
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		got, err := direct(t, c.AgentAddr(h.Name())).Get(ctx, "key:1").Result()
 		cancel()
@@ -223,7 +224,7 @@ func crashAndRestart(t *testing.T, c *Cluster, hosts []systems.Host, rs map[stri
 		if err := syscall.Kill(p.Pid(), syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 5*time.Second, host+" to exit", p.Exited)
+		systemstest.Eventually(t, 5*time.Second, host+" to exit", p.Exited)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	after, _ := c.Roles(ctx)
@@ -244,7 +245,7 @@ func crashAndRestart(t *testing.T, c *Cluster, hosts []systems.Host, rs map[stri
 	}
 	t.Logf("%s back in %v", host, time.Since(t0).Round(time.Millisecond))
 	for _, k := range []string{"key:1", "key:3"} {
-		waitFor(t, 5*time.Second, k+" on restarted "+host, func() bool { return stored(t, c, host, k) != "" })
+		systemstest.Eventually(t, 5*time.Second, k+" on restarted "+host, func() bool { return stored(t, c, host, k) != "" })
 	}
 	rs2 := roles(t, c)
 	if rs2[host] != "follower" {
@@ -261,7 +262,7 @@ func crashAndRestart(t *testing.T, c *Cluster, hosts []systems.Host, rs map[stri
 		t.Fatal(err)
 	}
 	for _, k := range []string{"key:1", "key:3", "key:4"} {
-		waitFor(t, 10*time.Second, k+" on "+host+"'s new redis-server", func() bool { return stored(t, c, host, k) != "" })
+		systemstest.Eventually(t, 10*time.Second, k+" on "+host+"'s new redis-server", func() bool { return stored(t, c, host, k) != "" })
 	}
 	if _, a := c.byName[host].procs(); a != agent || a.Exited() {
 		t.Errorf("the agent on %s was restarted with its redis-server; want it kept, re-attaching", host)
@@ -287,17 +288,6 @@ func TestStartRejectsBadInput(t *testing.T) {
 	d.Voters, d.Gait = 0, filepath.Join(dir, "no-gait")
 	if _, err := d.Start(context.Background(), two); err == nil || !strings.Contains(err.Error(), "no-gait") {
 		t.Errorf("missing gait program: %v", err)
-	}
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -136,16 +136,6 @@ func roles(t *testing.T, c *Cluster) map[string]string {
 	return rs
 }
 
-// eventually polls cond every 100 ms for at most limit.
-func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(limit); !cond(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, limit)
-		}
-	}
-}
-
 func TestReplicas(t *testing.T) {
 	c, tb := onTestbed(t, NewDriver(), 3)
 	ctx := context.Background()
@@ -225,7 +215,7 @@ func TestReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 = time.Now()
-	eventually(t, 20*time.Second, "h1 catches up once its NIC is fixed", func() bool {
+	systemstest.Eventually(t, 20*time.Second, "h1 catches up once its NIC is fixed", func() bool {
 		n, err := primary.WaitReplicas(ctx, 2, 100*time.Millisecond)
 		return err == nil && n == 2
 	})
@@ -259,7 +249,7 @@ func TestSentinelFailover(t *testing.T) {
 	}
 	t0 := time.Now()
 	var promoted string
-	eventually(t, 20*time.Second, "a replica promoted", func() bool {
+	systemstest.Eventually(t, 20*time.Second, "a replica promoted", func() bool {
 		rs := roles(t, c)
 		for _, h := range []string{"h1", "h2"} {
 			if rs[h] == "primary" {
@@ -272,13 +262,13 @@ func TestSentinelFailover(t *testing.T) {
 	if v, err := direct(t, c, promoted).rdb.Get(ctx, "k").Result(); err != nil || v != "v" {
 		t.Errorf("the new primary has k = %q, %v", v, err)
 	}
-	eventually(t, 5*time.Second, "a client of the primary writes to the new one", func() bool {
+	systemstest.Eventually(t, 5*time.Second, "a client of the primary writes to the new one", func() bool {
 		return follower.Do(ctx, load.Op{Kind: OpSet, Key: "after", Value: []byte("failover")}) == nil
 	})
 	if v, err := direct(t, c, promoted).rdb.Get(ctx, "after").Result(); err != nil || v != "failover" {
 		t.Errorf("the new primary has after = %q, %v", v, err)
 	}
-	eventually(t, 10*time.Second, "the Sentinels count the failover", func() bool {
+	systemstest.Eventually(t, 10*time.Second, "the Sentinels count the failover", func() bool {
 		m, _ := c.Metrics(ctx)
 		return m["redis_sentinel_failovers{host=h1}"] == 1 && m["redis_sentinel_failovers{host=h2}"] == 1
 	})
@@ -286,7 +276,7 @@ func TestSentinelFailover(t *testing.T) {
 	if err := c.Restart(ctx, "h0"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the old primary rejoins as a replica", func() bool {
+	systemstest.Eventually(t, 30*time.Second, "the old primary rejoins as a replica", func() bool {
 		return roles(t, c)["h0"] == "replica"
 	})
 }

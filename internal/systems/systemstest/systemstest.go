@@ -96,3 +96,14 @@ func LeaderAndFollowers(t testing.TB, c systems.Cluster) (leader string, followe
 	slices.Sort(followers)
 	return leader, followers
 }
+
+// Eventually polls cond every 50 ms, failing the test if it is not true
+// within limit.
+func Eventually(t testing.TB, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", limit, what)
+		}
+	}
+}
