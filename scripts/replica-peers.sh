@@ -16,7 +16,10 @@
 # average before and after, and per peer the CPU its server side spent per
 # SET (user + system time of its processes: the redis-servers, or the
 # 'gait replica cluster' process and its redis-servers; not the client's),
-# which on a machine of few cores bounds the rate: cores / CPU per SET. -b GAIT also runs deployments of that binary
+# which on a machine of few cores bounds the rate: cores / CPU per SET; and
+# the load generator's own CPU per SET and the share of all cores busy
+# (anything's, from /proc/stat) while each run lasted: near 100 % the
+# rate is bound by the CPU. -b GAIT also runs deployments of that binary
 # (built from the tree before a change) as replicated0 and disk0, beside
 # the others, and prints their ratios to this tree's.
 #
@@ -79,15 +82,25 @@ ticks() {
 }
 hz=$(getconf CLK_TCK)
 
-# run PEER -> "PEER SET/s p50 p99 errors CPU-µs/SET"
+# busy -> "busy total" clock ticks of the whole machine (/proc/stat: all
+# but idle and iowait).
+busy() { awk '$1 == "cpu" { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
+
+# run PEER -> "PEER SET/s p50 p99 errors CPU-µs/SET generator-CPU-µs/SET
+# busy%": the server side's CPU per SET, the load generator's own, and the
+# share of all cores busy during the run (anything's).
 run() {
 	[[ $1 == disk* || $1 == replicated* ]] && aim "$1"
-	local out before
+	local out before m0 m1 gen
 	before=$(ticks ${servers[$1]})
-	out=$("$work/gait" load --addr "${target[$1]}" --mix set:100 --clients "$clients" --duration "$duration" \
-		${extra[$1]:-} --out "$work/run-$1-$RANDOM" 2>&1 | tail -1)
-	echo "$out" | sed -n 's/.*: \([0-9]*\) requests in .*(\([0-9]*\)\/s), mean [0-9.]*ms p50 \([0-9.]*\)ms p99 \([0-9.]*\)ms.*, \([0-9]*\) errors.*/'"$1"' \2 \3 \4 \5 \1/p' |
-		awk -v t="$(( $(ticks ${servers[$1]}) - before ))" -v hz="$hz" '{ $6 = sprintf("%.1f", t * 1e6 / hz / $6); print }'
+	m0=($(busy))
+	out=$( { TIMEFORMAT='%3U %3S'; time "$work/gait" load --addr "${target[$1]}" --mix set:100 --clients "$clients" --duration "$duration" \
+		${extra[$1]:-} --out "$work/run-$1-$RANDOM" >"$work/load.out" 2>&1; } 2>&1)
+	m1=($(busy))
+	gen=$(echo "$out" | awk '{ print $1 + $2 }')
+	tail -1 "$work/load.out" | sed -n 's/.*: \([0-9]*\) requests in .*(\([0-9]*\)\/s), mean [0-9.]*ms p50 \([0-9.]*\)ms p99 \([0-9.]*\)ms.*, \([0-9]*\) errors.*/'"$1"' \2 \3 \4 \5 \1/p' |
+		awk -v t="$(( $(ticks ${servers[$1]}) - before ))" -v hz="$hz" -v g="$gen" -v b="$(( m1[0] - m0[0] ))" -v tt="$(( m1[1] - m0[1] ))" \
+			'{ n = $6; $6 = sprintf("%.1f", t * 1e6 / hz / n); $7 = sprintf("%.1f", g * 1e6 / n); $8 = sprintf("%.0f%%", 100 * b / tt); print }'
 }
 
 # One second of each peer first, not counted: a replica's first WAIT can
@@ -109,7 +122,8 @@ echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 # median PEER [FIELD] -> the median of a field (default SET/s) over PEER's runs.
 median() { awk -v p="$1" -v f="${2:-2}" '$1 == p { print $f }' "$work/runs.txt" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 for p in "${peers[@]}"; do
-	awk -v p="$p" -v c="$(median "$p" 6)" -v n="$(nproc)" 'BEGIN { printf "%s: %.1f CPU-µs per SET on the server side (%d cores: at most %d SET/s)\n", p, c, n, n * 1e6 / c }'
+	awk -v p="$p" -v c="$(median "$p" 6)" -v g="$(median "$p" 7)" -v b="$(median "$p" 8)" -v n="$(nproc)" \
+		'BEGIN { printf "%s: %.1f CPU-µs per SET on the server side (%d cores: at most %d SET/s), the load generator %.1f, all cores %d%% busy\n", p, c, n, n * 1e6 / c, g, b }'
 done
 pairs=("replicated wait1" "disk aof")
 [[ -n "$before" ]] && pairs+=("replicated replicated0" "disk disk0")
