@@ -131,18 +131,16 @@ type Verdict struct {
 // backlog.
 func (v Verdict) Marks() []string {
 	var out []string
-	for _, m := range []struct {
-		on   bool
-		name string
-	}{{v.Operation.On, "OL"}, {v.Node.On, "NL"}, {v.Cluster.On, "CL"}, {v.Backlog.On, "backlog"}} {
-		if m.on {
-			out = append(out, m.name)
+	for _, m := range MarkNames {
+		if v.Mark(m).On {
+			out = append(out, m)
 		}
 	}
 	return out
 }
 
-// Mark returns one verdict by its abbreviation (OL, NL, CL, backlog).
+// Mark returns one verdict by its abbreviation (MarkNames); an unknown
+// name gets no verdict.
 func (v Verdict) Mark(name string) Mark {
 	switch name {
 	case "OL":
@@ -151,8 +149,10 @@ func (v Verdict) Mark(name string) Mark {
 		return v.Node
 	case "CL":
 		return v.Cluster
+	case "backlog":
+		return v.Backlog
 	}
-	return v.Backlog
+	return Mark{}
 }
 
 // Judge gives the verdicts of one step.
