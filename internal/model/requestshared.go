@@ -526,8 +526,8 @@ const historyAges = 16
 // (pastStates); the work at the oldest arrival is the stationary one,
 // independent between duplicates. Laws alike (mass, atom at 0, mean and
 // spread within a request's standard deviation) are merged, which keeps
-// the states under a thousand (Olio on 256 cells: 440 at 1% load, 950 at
-// 30%). The laws are on x, a grid twice
+// the final states to about a thousand (Olio on 256 cells: 525 at 1%
+// load, 1,355 at 30%). The laws are on x, a grid twice
 // as long as the one they are for: the work that leaves that one comes
 // back within x a gap later.
 type sharedHistory struct {
