@@ -3,10 +3,15 @@ package model
 import "math"
 
 // lastRequestShare is about the most weight one of oneServerGroups's bins
-// of the last request's age (or of its second phase's lag) takes: 0.02 and 0.01
-// gave Olio on 1x2 and 1x4 at 30% the same answers within 2e-4, 0.05 up
-// to 8e-4 off them; each bin costs a pass of twoPhaseGroups.
-const lastRequestShare = 0.02
+// of the last request's age (or of its second phase's lag) takes: 0.02 and
+// 0.01 gave Olio on 1x2 and 1x4 at 30% the same answers within 2e-4, 0.05
+// up to 8e-4 off them. Each bin costs a pass of twoPhaseGroups, and the
+// weight grows with the load, so there are at most lastRequestBins of each
+// (Olio at 30% takes 2-7): a planner's bisection tries loads far above.
+const (
+	lastRequestShare = 0.02
+	lastRequestBins  = 8
+)
 
 // oneServerGroups is the request law of two phases (k1 then k2 accesses)
 // on r groups of one server, requests arriving alone at sys.Rate, given on
@@ -71,7 +76,7 @@ func (g grid) oneServerGroups(sys System, k1, k2, r int, rho float64, sums [][]f
 		left -= m[x]
 		lags[x] = exponentialCell(rate, g.h, x) * math.Max(0, left)
 	}
-	ageBins, lagBins := weighedBins(ages, lastRequestShare), weighedBins(lags, lastRequestShare)
+	ageBins, lagBins := weighedBins(ages, lastRequestShare, lastRequestBins), weighedBins(lags, lastRequestShare, lastRequestBins)
 	passes := float64(1 + len(ageBins) + len(lagBins))
 	stage := func(i int) Progress { return progress.stage("", float64(i)/passes, 1/passes) }
 
@@ -157,15 +162,15 @@ type weightBin struct {
 }
 
 // weighedBins splits cells 0..len(w)-1 into the fewest runs of about
-// equal weight that share allows (at least one): each run ends at the
-// first cell that takes it to its part of the total, and stands at the
-// cell of its weighted mean.
-func weighedBins(w []float64, share float64) []weightBin {
+// equal weight that share allows, at least one and at most most: each run
+// ends at the first cell that takes it to its part of the total, and
+// stands at the cell of its weighted mean.
+func weighedBins(w []float64, share float64, most int) []weightBin {
 	total := 0.0
 	for _, v := range w {
 		total += v
 	}
-	per := total / math.Max(1, math.Ceil(total/share))
+	per := total / math.Min(float64(most), math.Max(1, math.Ceil(total/share)))
 	var out []weightBin
 	lo, acc, moment := 0, 0.0, 0.0
 	for c, v := range w {

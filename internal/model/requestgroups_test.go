@@ -6,7 +6,8 @@ import (
 )
 
 // TestWeighedBins: the runs cover every cell once, as few as the share
-// asked allows, each at most a cell over it and standing within itself.
+// asked allows (or the most asked), each at most a cell over its share
+// and standing within itself.
 func TestWeighedBins(t *testing.T) {
 	w := make([]float64, 2000)
 	for c := range w {
@@ -17,7 +18,10 @@ func TestWeighedBins(t *testing.T) {
 		total += v
 	}
 	share := total / 7.5
-	bins := weighedBins(w, share)
+	if n := len(weighedBins(w, share, 5)); n != 5 {
+		t.Errorf("%d bins with at most 5, want 5", n)
+	}
+	bins := weighedBins(w, share, 100)
 	if len(bins) != 8 {
 		t.Fatalf("%d bins, want 8", len(bins))
 	}
