@@ -27,19 +27,20 @@ func (p Progress) stage(what string, from, weight float64) Progress {
 // mixShares is where each mix's part of a pass over cfgs starts and the
 // share it is, weighed by what predicting sys's requests on it costs:
 // with the accurate predictor, requests of two phases arriving alone over
-// several groups take about four times what one group does with one
-// server per group and seven times with duplicates
-// (BenchmarkPredictRequest, Olio at 8%: 1x4 3.1-3.2 s, 2x2 6.0-6.3 s,
-// 4x1 0.8-0.9 s), so equal shares told a third of the time left.
+// several groups take about six times what one group does with one
+// server per group (more at 30%) and five times with duplicates
+// (BenchmarkPredictRequest, Olio at 8%, session 11's timed holds: 1x4
+// 8.7-9.2 s, 2x2 9.1-9.4 s, 4x1 1.6-2.3 s), so equal shares told a third
+// of the time left.
 func mixShares(sys System, cfgs []Config, accurate bool) (from, weight []float64) {
 	cost := make([]float64, len(cfgs))
 	total := 0.0
 	for k, cfg := range cfgs {
 		cost[k] = 1
 		if twoPhaseOverGroups(sys.Request, cfg, !accurate) {
-			cost[k] = 4
+			cost[k] = 6
 			if cfg.Duplicates > 1 {
-				cost[k] = 7
+				cost[k] = 5
 			}
 		}
 		total += cost[k]

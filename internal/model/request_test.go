@@ -299,14 +299,14 @@ func TestDuplicatesInGroupsOnAFineGrid(t *testing.T) {
 }
 
 // TestMixSharesWeighCost: a pass over mixes gives each its share of the
-// progress by its cost: two phases over several groups about 4 one-group
-// mixes with one server per group, 7 with duplicates (the thesis's
+// progress by its cost: two phases over several groups about 6 one-group
+// mixes with one server per group, 5 with duplicates (the thesis's
 // predictor costs the same for every mix).
 func TestMixSharesWeighCost(t *testing.T) {
 	sys := System{Service: Exponential{1e-3}, Rate: 1, Request: olio}
 	cfgs := []Config{{4, 1}, {1, 4}, {2, 2}}
 	from, weight := mixShares(sys, cfgs, true)
-	wantFrom, wantWeight := []float64{0, 1.0 / 12, 5.0 / 12}, []float64{1.0 / 12, 4.0 / 12, 7.0 / 12}
+	wantFrom, wantWeight := []float64{0, 1.0 / 12, 7.0 / 12}, []float64{1.0 / 12, 6.0 / 12, 5.0 / 12}
 	for k := range cfgs {
 		if math.Abs(from[k]-wantFrom[k]) > 1e-12 || math.Abs(weight[k]-wantWeight[k]) > 1e-12 {
 			t.Errorf("%dx%d: from %.4f weight %.4f, want %.4f and %.4f", cfgs[k].Duplicates, cfgs[k].Replicas, from[k], weight[k], wantFrom[k], wantWeight[k])
