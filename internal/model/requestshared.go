@@ -1263,6 +1263,9 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64,
 	for c := 1; c < len(sums); c++ {
 		sums[c] = convolve(sums[c-1], svc)
 	}
+	if d == 1 { // what the groups share: the last request, by its age
+		return g.oneServerGroups(sys, k1, k2, r, rho, sums, g.pmf(sys.net()), progress)
+	}
 	// Lumps reach a group at each phase's start: a first phase's
 	// Binomial(k1, 1/r) accesses, a second phase's Binomial(k2, 1/r).
 	p := 1 / float64(r)

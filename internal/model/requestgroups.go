@@ -1,0 +1,184 @@
+package model
+
+import "math"
+
+// lastRequestShare is about the most weight one of oneServerGroups's bins
+// of the last request's age (or of its second phase's lag) takes: 0.02 and 0.01
+// gave Olio on 1x2 and 1x4 at 30% the same answers within 2e-4, 0.05 up
+// to 8e-4 off them; each bin costs a pass of twoPhaseGroups.
+const lastRequestShare = 0.02
+
+// oneServerGroups is the request law of two phases (k1 then k2 accesses)
+// on r groups of one server, requests arriving alone at sys.Rate, given on
+// g (sums[c] the law of c service times, net the reply's network delay).
+//
+// The groups share the request that arrived last before this one: its
+// accesses reached every group at one instant, so how much of it is left
+// is alike at every group. Taking each group's older work as independent
+// of the others' (what twoPhaseGroups did with a chance of some request
+// present) put Olio at 30% 0.002-0.005 off: too slow at the median, too
+// fast at p99 with two groups. So the law is conditioned on that request's
+// age a (exponential), as oneServerTwoPhases does for one server. At its
+// arrival each group held the stationary work of whole requests W (taken
+// independent between groups) and it queued its n first-phase accesses:
+// it ends its first phase at a group at Z = W + S(n). Then:
+//
+//   - If some group's Z is past a, it is still in its first phase: each
+//     group holds max(0, Z - a), and its second phase comes ahead of this
+//     request's at every group. The groups are independent given a, so
+//     E[1{some Z > a} ok] = E[ok] - P(every Z <= a) ok(every group idle,
+//     that second phase pending); P(every Z <= a) over the multinomial
+//     split of its first phase (with independent counts the last request
+//     seemed to end its first phase too soon, and Olio 1x2 came out up to
+//     0.0006 faster).
+//   - Otherwise it started its second phase at T1' <= a, at every group
+//     alike, and a group holds max(0, S(m) - D), m its second-phase
+//     accesses, D = a - T1'. Given this case D is exponential at the
+//     arrival rate and independent of T1' (the age is memoryless), so the
+//     lag D is conditioned on too.
+//
+// Each conditioned law is a pass of twoPhaseGroups with the groups'
+// states that law; the ages (and lags) are binned so that each bin takes
+// at most lastRequestShare of the weight of the cases that differ from a
+// request alone, at the bin's weighted mean. Left out: requests older than
+// the last one, beyond the work W they left (independent between groups),
+// and the split of the last request's accesses between the groups apart
+// from P(every Z <= a).
+func (g grid) oneServerGroups(sys System, k1, k2, r int, rho float64, sums [][]float64, net []float64, progress Progress) []float64 {
+	p := 1 / float64(r)
+	rate := sys.Rate
+	sums = extendSums(sums, k1+k2+1)
+	whole := g.countsOfSums(binomial(k1+k2, p), sums)
+	w := g.waitingPMF(g.lumpEquilibrium(whole, float64(k1+k2)*p*sys.Service.Mean()), rho)
+	first, pending := binomial(k1, p), binomial(k2, p)
+	z := convolve(w, g.countsOfSums(first, sums))
+	ended := make([][]float64, k1+1) // ended[n]: W + S(n) by each cell
+	for n := range ended {
+		ended[n] = cumulative(convolve(w, sums[n]))
+	}
+	allEnded := multinomialProduct(ended, r, g.n) // every group's Z by each cell
+
+	// The cases that differ from a request alone: an age at which the last
+	// request is still in its first phase, a lag within its second phase.
+	ages := make([]float64, lawReach(z)+1)
+	for a := range ages {
+		ages[a] = exponentialCell(rate, g.h, a) * (1 - allEnded[a])
+	}
+	m := g.countsOfSums(pending, sums)
+	lags := make([]float64, lawReach(m)+1)
+	left := 1.0 // P(S(m) > the lag's cell)
+	for x := range lags {
+		left -= m[x]
+		lags[x] = exponentialCell(rate, g.h, x) * math.Max(0, left)
+	}
+	ageBins, lagBins := weighedBins(ages, lastRequestShare), weighedBins(lags, lastRequestShare)
+	passes := float64(1 + len(ageBins) + len(lagBins))
+	stage := func(i int) Progress { return progress.stage("", float64(i)/passes, 1/passes) }
+
+	arrivals := arrivalCases(rate, first, []float64{1}, 1)
+	withPending := arrivalCases(rate, first, pending, 1)
+	idle := []weightedLaw{{1, net}}
+	both := g.twoPhaseGroups(k1, k2, r, 1, idle, []func(float64) []aheadCase{arrivals, withPending}, sums, net, stage(0))
+	alone, idlePending := both[0], both[1]
+	law := make([]float64, g.n)
+	inSecond := 1.0 // the chance the last request is past its first phase (or older than the grid)
+	for j, b := range ageBins {
+		inSecond -= b.w
+		all := allEnded[b.at]
+		if all > 1-1e-12 {
+			continue
+		}
+		state := []weightedLaw{{1, convolve(shifted(z, b.at), net)}}
+		got := g.twoPhaseGroups(k1, k2, r, 1, state, []func(float64) []aheadCase{withPending}, sums, net, stage(1+j))[0]
+		for i := range law {
+			law[i] += b.w * (got[i] - all*idlePending[i]) / (1 - all)
+		}
+	}
+	for i := range law {
+		law[i] += inSecond * alone[i]
+	}
+	for j, b := range lagBins {
+		busy := 0.0 // P(S(m) > the lag)
+		for _, v := range m[b.at+1:] {
+			busy += v
+		}
+		if busy < 1e-12 {
+			continue
+		}
+		state := []weightedLaw{{1, convolve(shifted(m, b.at), net)}}
+		got := g.twoPhaseGroups(k1, k2, r, 1, state, []func(float64) []aheadCase{arrivals}, sums, net, stage(1+len(ageBins)+j))[0]
+		for i := range law {
+			law[i] += inSecond * b.w * (got[i] - alone[i]) / busy
+		}
+	}
+	return cumulative(differences(law))
+}
+
+// exponentialCell is the chance that an exponential time at rate falls in
+// cell c of width h.
+func exponentialCell(rate, h float64, c int) float64 {
+	return math.Exp(-rate*float64(c)*h) - math.Exp(-rate*float64(c+1)*h)
+}
+
+// countsOfSums is the law of a count of service times whose count has law
+// counts (sums[c] the law of c).
+func (g grid) countsOfSums(counts []float64, sums [][]float64) []float64 {
+	out := make([]float64, g.n)
+	for c, w := range counts {
+		for i, v := range sums[c] {
+			out[i] += w * v
+		}
+	}
+	return out
+}
+
+// shifted is the law of max(0, X - a) for X of law x, a in cells.
+func shifted(x []float64, a int) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[max(0, i-a)] += v
+	}
+	return out
+}
+
+// lawReach is the last cell where x holds 1e-13 or more.
+func lawReach(x []float64) int {
+	i := len(x) - 1
+	for i > 0 && x[i] < 1e-13 {
+		i--
+	}
+	return i
+}
+
+// weightBin is a run of cells [lo, hi) of weight w, standing at cell at.
+type weightBin struct {
+	lo, hi, at int
+	w          float64
+}
+
+// weighedBins splits cells 0..len(w)-1 into the fewest runs of about
+// equal weight that share allows (at least one): each run ends at the
+// first cell that takes it to its part of the total, and stands at the
+// cell of its weighted mean.
+func weighedBins(w []float64, share float64) []weightBin {
+	total := 0.0
+	for _, v := range w {
+		total += v
+	}
+	per := total / math.Max(1, math.Ceil(total/share))
+	var out []weightBin
+	lo, acc, moment := 0, 0.0, 0.0
+	for c, v := range w {
+		acc += v
+		moment += v * float64(c)
+		if acc >= per*(1-1e-9) || c == len(w)-1 {
+			at := (lo + c) / 2
+			if acc > 0 {
+				at = int(math.Round(moment / acc))
+			}
+			out = append(out, weightBin{lo, c + 1, at, acc})
+			lo, acc, moment = c+1, 0, 0
+		}
+	}
+	return out
+}
