@@ -25,17 +25,59 @@ type grid struct {
 	n int // points 0..n-1
 }
 
-// pmf rounds d onto the grid; the mass beyond the last point is dropped
-// (the caller accounts for it as a tail).
+// pmf puts d on the grid keeping its mean: the mass between two points
+// is split between them by where it lies (its mean), so a sum of draws
+// keeps its mean on the grid too. Rounding each value to its nearest
+// point does not for a law with density at 0: the first point holds only
+// [0, h/2) and puts all of it at 0, which takes f(0)h²/24 off the mean of
+// every draw; exp:1ms on 0.1 ms cells lost 0.4 µs an access, Olio's 50
+// accesses 20 µs, and one server's requests at 30% load came out 0.001
+// high at their median, 0.002 on 0.2 ms cells. A constant is rounded to
+// its nearest point. The mass beyond the last point is dropped (the
+// caller accounts for it as a tail).
 func (g grid) pmf(d Distribution) []float64 {
+	if _, ok := d.(Constant); ok {
+		return g.nearestPMF(d)
+	}
 	p := make([]float64, g.n)
-	prev := 0.0
+	// E[S; S <= x], whose differences are each cell's mass times its mean.
+	partialMean := func(x float64) float64 { return d.LimitedMean(x) - x*(1-d.CDF(x)) }
+	prevF, prevM := 0.0, 0.0
+	for i := range p {
+		x := float64(i+1) * g.h
+		f, m := d.CDF(x), partialMean(x)
+		if mass := f - prevF; mass > 0 {
+			// where the mass lies: 0 at point i, 1 at i+1 (a mean lost to
+			// rounding, on cells far finer than the law, counts as 0)
+			at := ((m-prevM)/mass - float64(i)*g.h) / g.h
+			if !(at > 0) {
+				at = 0
+			} else if at > 1 {
+				at = 1
+			}
+			p[i] += (1 - at) * mass
+			if i+1 < g.n {
+				p[i+1] += at * mass
+			}
+		}
+		prevF, prevM = f, m
+	}
+	return p
+}
+
+// nearestPMF rounds every value of d to its nearest point. It keeps the
+// spread of a law on cells nearly as wide as its mean better than pmf
+// does (rounding adds h²/12 to a draw's variance, splitting h²/6), at
+// the mean's cost.
+func (g grid) nearestPMF(d Distribution) []float64 {
+	p := make([]float64, g.n)
 	if c, ok := d.(Constant); ok {
 		if i := math.Round(c.V / g.h); i < float64(g.n) {
 			p[int(i)] = 1
 		}
 		return p
 	}
+	prev := 0.0
 	for i := range p {
 		cur := d.CDF((float64(i) + 0.5) * g.h)
 		p[i] = cur - prev

@@ -1252,7 +1252,11 @@ func twoPhaseGroupsExtrapolated(sys System, phases []int, r, d int, rho, horizon
 // group while a first phase runs.
 func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64, progress Progress) []float64 {
 	k1, k2 := phases[0], phases[1]
-	svc := g.pmf(sys.Service)
+	// On these 512 cells (0.2-0.8 ms against a 1 ms service) splitting
+	// each cell's mass to keep the mean adds a tenth to a draw's variance
+	// at the coarsest, and took one server per group at 30% load 0.0005
+	// further from the simulator at the median: the nearest points stay.
+	svc := g.nearestPMF(sys.Service)
 	sums := make([][]float64, max(k1, k2)+1)
 	sums[0] = make([]float64, g.n)
 	sums[0][0] = 1
