@@ -180,7 +180,7 @@ func TestRequestPlannerProgress(t *testing.T) {
 	if _, _, err := MaxRate(sys, Target{0.99, 40e-3}, 2, PredictorThesis, opt); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(said, "mix 1x2 (3 of 3), rate 2 of about 15") || seen[len(seen)-1] < 0.9 {
+	if !slices.Contains(said, "mix 1x2 (3 of 3), rate 2 of about 12") || seen[len(seen)-1] < 0.9 {
 		t.Errorf("MaxRate told %q, ending at %v", said, seen[len(seen)-1])
 	}
 }
