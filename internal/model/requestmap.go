@@ -86,14 +86,13 @@ func RequestErrorMap(sys System, utils []float64, maxNodes int, quantiles []floa
 }
 
 // predictCovering predicts over a horizon long enough that every quantile
-// asked for falls inside it, doubling from the time all of a batch's
-// accesses take one after the other.
+// asked for falls inside it, doubling from serialTime.
 func predictCovering(sys System, cfg Config, quantiles []float64, thesis bool) (RequestPrediction, error) {
 	top := 0.0
 	for _, q := range quantiles {
 		top = math.Max(top, q)
 	}
-	horizon := 2 * float64(sys.Request.batch()*sys.Request.Accesses()) * sys.Service.Mean() / float64(cfg.Replicas)
+	horizon := serialTime(sys, cfg)
 	for range 12 {
 		p, err := PredictRequest(sys, cfg, horizon, thesis)
 		if err != nil || p.CDF[len(p.CDF)-1] > top+(1-top)/2 {
@@ -102,4 +101,11 @@ func predictCovering(sys System, cfg Config, quantiles []float64, thesis bool) (
 		horizon *= 2
 	}
 	return RequestPrediction{}, fmt.Errorf("%dx%d: the predicted latency does not reach the %g quantile within %s", cfg.Duplicates, cfg.Replicas, top, fmtDur(horizon))
+}
+
+// serialTime is twice the time all of a batch's accesses take one after
+// the other on one of cfg's groups: a horizon that holds most of a
+// request's latency law at loads where requests seldom meet.
+func serialTime(sys System, cfg Config) float64 {
+	return 2 * float64(sys.Request.batch()*sys.Request.Accesses()) * sys.Service.Mean() / float64(cfg.Replicas)
 }
