@@ -205,12 +205,7 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 			countLaw[c] += sys.Rate * w / lumpRate
 		}
 	}
-	lump := make([]float64, g.n)
-	for c, w := range countLaw {
-		for i, v := range sums[c] {
-			lump[i] += w * v
-		}
-	}
+	lump := g.countsOfSums(countLaw, sums)
 	var wait []float64
 	if thesis {
 		wait = g.pmf(Constant{lumpWaitMean(countLaw, sys.Service, rho)})
@@ -365,12 +360,7 @@ func (g grid) batchGroups(sys System, phases []int, sums [][]float64, wait []flo
 	B, P := sys.Request.batch(), len(phases)
 	p := 1 / float64(r)
 	if !thesis {
-		whole := make([]float64, g.n)
-		for c, w := range binomial(B*sys.Request.Accesses(), p) {
-			for i, v := range sums[c] {
-				whole[i] += w * v
-			}
-		}
+		whole := g.countsOfSums(binomial(B*sys.Request.Accesses(), p), sums)
 		wait = g.waitingPMF(g.lumpEquilibrium(whole, float64(B*sys.Request.Accesses())*p*sys.Service.Mean()), rho)
 	}
 	waits := []weightedLaw{{1, wait}}

@@ -43,10 +43,7 @@ type agedLaw struct {
 // agedStates is pastStates with each state's age.
 func (g grid) agedStates(wait, lump []float64, rate float64, ages int) []agedLaw {
 	ahead := convolve(wait, lump) // the work just after the last lump
-	reach := len(ahead) - 1
-	for reach > 0 && ahead[reach] < 1e-13 {
-		reach--
-	}
+	reach := lawReach(ahead)
 	step := max(1, (reach+ages)/ages) // cells per age interval
 	var out []agedLaw
 	for lo := 0; lo <= reach; lo += step {
@@ -56,11 +53,7 @@ func (g grid) agedStates(wait, lump []float64, rate float64, ages int) []agedLaw
 			continue
 		}
 		age := (lo + hi) / 2
-		law := make([]float64, g.n)
-		for i, p := range ahead {
-			law[max(0, i-age)] += p
-		}
-		out = append(out, agedLaw{weightedLaw{w, law}, age})
+		out = append(out, agedLaw{weightedLaw{w, shifted(ahead, age)}, age})
 	}
 	idle := make([]float64, g.n)
 	idle[0] = 1
@@ -156,7 +149,7 @@ func (g grid) newArrivalsAhead(last, lump []float64, rate float64) *arrivalsAhea
 	a.top = convolve(lump, last)
 	a.g, a.lg = cumulative(last), cumulative(a.top)
 	for u := range a.first {
-		a.first[u] = math.Exp(-rate*float64(u)*g.h) - math.Exp(-rate*float64(u+1)*g.h)
+		a.first[u] = exponentialCell(rate, g.h, u)
 	}
 	a.coarse = [][]float64{coarseCDF(a.lg)}
 	return a
