@@ -13,8 +13,9 @@ import (
 // work to reach the group before the request (the wait it finds), and on
 // the instants of the requests that arrive while the request's first
 // phase runs (whose accesses go ahead of its second phase's at every
-// duplicate). Older lumps are still taken as independent between
-// duplicates.
+// duplicate), corrected for the gaps between the arrivals before
+// (historyCorrection). Before those, only whether the group is idle is
+// taken as shared.
 
 // pastStates is the law of a duplicate's wait at an arrival, split by the
 // age of the last lump before it: lumps of law lump (arriving at rate, a
@@ -41,7 +42,13 @@ type agedLaw struct {
 func (g grid) agedStates(wait, lump []float64, rate float64, ages int) []agedLaw {
 	ahead := convolve(wait, lump) // the work just after the last lump
 	reach := lawReach(ahead)
-	step := max(1, (reach+ages)/ages) // cells per age interval
+	// Cells per age interval, even: its middle, the age taken, is then a
+	// cell. An odd one took ages half a cell short, and as the history's
+	// last arrival (48 ages on 512 cells: 11) but not in the state it
+	// corrects (on 256: 6), that half cell of 0.2 ms put Olio's 5x1 at 30%
+	// load 0.0016 low at the median's bound (historyCorrection), and its
+	// 90th percentile's 0.0018 low.
+	step := 2 * max(1, (reach+2*ages)/(2*ages))
 	var out []agedLaw
 	for lo := 0; lo <= reach; lo += step {
 		hi := min(lo+step, reach+1)
@@ -495,16 +502,19 @@ func lastArrival(states []weightedLaw) []sharedState {
 }
 
 // historyLevels is how many arrivals back sharedHistory conditions on.
-// Each takes about half of what is left of the error it can take: Olio on
-// 5x1 at 30% load, at the 90th percentile's bound, was 0.0083, 0.0061,
-// 0.0050 and 0.0045 off the simulator with three to six; a sixth costs a
-// third more (a prediction 3.5 times today's in all).
+// With the oldest arrival's idleness shared (sharedHistory.states), Olio
+// on 2x1 at 30% load, at the 90th percentile's bound, was +0.0014,
+// +0.0010 and +0.0010 off the simulator (4x10^6 requests) with four to
+// six (measured with agedStates' odd steps, which held it 0.0019 lower).
 const historyLevels = 5
 
 // historyAges is how many gaps sharedHistory weighs at each arrival
-// before the last (which takes lastAges): with 8 at the arrivals before
-// the last two, six levels were no closer than five.
-const historyAges = 16
+// before the last (which takes lastAges). The ages span the history's
+// grid (twice the horizon), so 16 were 12.5 ms apart on Olio at 30% load,
+// more than the 7 ms spread of a request's work: 2x1 and 5x1 there at
+// the 90th percentile's bound were +0.0035 and +0.0040 off the simulator
+// with 16, +0.0029 and +0.0035 with 32, +0.0027 and +0.0034 with 64.
+const historyAges = 32
 
 // sharedHistory is the law of the work d duplicates find at an arrival,
 // given the gaps between the last historyLevels arrivals. The work at
@@ -514,10 +524,11 @@ const historyAges = 16
 // pending): given the gaps, the duplicates' draws are independent, so each
 // gap maps the law of one duplicate's work to the next arrival's
 // (pastStates); the work at the oldest arrival is the stationary one,
-// independent between duplicates. Laws alike (mass, atom at 0, mean and
-// spread within a request's standard deviation) are merged, which keeps
-// the final states to about a thousand (Olio on 256 cells: 525 at 1%
-// load, 1,355 at 30%). The laws are on x, a grid twice
+// independent between duplicates once the group is known idle or busy.
+// Laws alike (mass, atom at 0, mean and spread within a request's
+// standard deviation) are merged, which kept the final states to about a
+// thousand with 16 ages (Olio on 256 cells: 525 at 1% load, 1,355 at
+// 30%). The laws are on x, a grid twice
 // as long as the one they are for: the work that leaves that one comes
 // back within x a gap later.
 type sharedHistory struct {
@@ -571,8 +582,15 @@ func (g grid) newSharedHistory(phases []int, svc []float64, rate float64) *share
 // independent given it), each state gives three terms: the whole work (as
 // if released), less its part where every Y' > a, plus that part with the
 // second phase pending.
+//
+// At the oldest arrival the duplicates' work is the stationary one,
+// independent between them except for whether it is 0: the group is idle
+// or busy alike, which the gap before that arrival decides more than any
+// duplicate's draws do (Olio's request of 50 accesses: its work's spread
+// is a seventh of its mean). Taken so, four levels give what five gave with
+// the oldest work independent, five what six gave.
 func (h *sharedHistory) states() []sharedState {
-	states := []sharedState{{w: 1, mass: 1, pmf: h.wait}}
+	states := lastArrival(idleOrBusy(h.wait))
 	for range historyLevels - 1 {
 		var next []sharedState
 		for _, s := range states {
