@@ -435,8 +435,13 @@ const historyCoarse = 8
 // group's shared history (sharedHistory.states) changes in their law
 // taken given the last arrival only (oneGroupShared's): both are taken on
 // a grid historyCoarse times coarser (the service law coarsened with its
-// mean kept),
-// and their difference is brought back onto g's cells.
+// mean kept), and their difference is brought back onto g's cells. A law
+// on cells that keep its mean (each point takes a share of the mass on
+// either side) has at cell i the CDF at i + 1/2 cells, so the coarse
+// cell j stands for the fine cell historyCoarse·j + (historyCoarse-1)/2. Read at
+// historyCoarse·j, Olio's 5x1 at 30% load was 0.0008 lower at the
+// median's bound, and 256 and 512 coarse cells 0.0007 apart there (now
+// 0.0002).
 func (g grid) historyCorrection(phases []int, svc, net []float64, rate float64, d int) []float64 {
 	c := grid{h: g.h * historyCoarse, n: g.n / historyCoarse}
 	h := c.newSharedHistory(phases, coarsen(svc, historyCoarse), rate)
@@ -453,7 +458,7 @@ func (g grid) historyCorrection(phases []int, svc, net []float64, rate float64, 
 	without := c.oneGroupLaw(lastArrival(c.pastStates(wait, whole, rate, lastAges)), phases, first, last, cnet, rate, d)
 	out := make([]float64, g.n)
 	for i := range out {
-		f := min(float64(i)/historyCoarse, float64(c.n-1))
+		f := min(max(0, (float64(i)-(historyCoarse-1)/2.0)/historyCoarse), float64(c.n-1))
 		j := min(int(f), c.n-2)
 		f -= float64(j)
 		out[i] = (1-f)*(with[j]-without[j]) + f*(with[j+1]-without[j+1])
