@@ -300,7 +300,7 @@ func requestRateSLA(sys System, cfg Config, thesis bool, mix Progress) func(rate
 		sys.Rate = rate
 		step++
 		var tell Progress
-		if step <= steps {
+		if step <= steps && mix != nil {
 			tell = mix.stage(fmt.Sprintf("rate %d of about %d", step, steps), float64(step-1)/steps, 1.0/steps)
 			tell("", 0)
 		}

@@ -90,3 +90,13 @@ func TestRequestErrorMapSideBySide(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestPlanWithoutProgress: the planner's searches for requests run
+// without anyone to tell (a library caller): they once called a nil
+// Progress.
+func TestRequestPlanWithoutProgress(t *testing.T) {
+	sys := System{Service: Exponential{1e-3}, Request: Request{Phases: []int{4}}}
+	if _, _, err := MaxRate(sys, Target{0.99, 10e-3}, 2, PredictorThesis, AccurateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
