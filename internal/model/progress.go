@@ -1,8 +1,10 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -61,10 +63,10 @@ func mixShares(sys System, cfgs []Config, accurate bool) []float64 {
 // goroutines as Go may run at once (GOMAXPROCS): the parts (a planner's
 // mixes, an error map's cells) are independent and one request prediction
 // takes seconds, so a pass over them waited on one core while the others
-// idled. progress hears the whole, part k being the share weight[k] of it,
-// and what it tells names the parts running (names[k]). Once a part fails
-// no new one starts; the error returned is that of the failed part first
-// in order.
+// idled. weight[k] is part k's share of the whole work: the dearest start
+// first, and progress hears the whole, telling the names of the parts
+// running (names[k]). Once a part fails no new one starts; the error
+// returned is that of the failed part first in order.
 func sideBySide(names []string, weight []float64, progress Progress, do func(k int, part Progress) error) error {
 	var (
 		mu      sync.Mutex
@@ -88,6 +90,13 @@ func sideBySide(names []string, weight []float64, progress Progress, do func(k i
 			progress(joinNonEmpty(running), weighedSum(done, weight))
 		}
 	}
+	// The dearest parts first: a dear part started last would keep one
+	// core busy while the others idle.
+	order := make([]int, len(names))
+	for k := range order {
+		order[k] = k
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(weight[b], weight[a]) })
 	take := func() (int, bool) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -95,7 +104,7 @@ func sideBySide(names []string, weight []float64, progress Progress, do func(k i
 			return 0, false
 		}
 		next++
-		return next - 1, true
+		return order[next-1], true
 	}
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(names)) {

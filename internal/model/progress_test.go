@@ -10,8 +10,9 @@ import (
 )
 
 // TestSideBySide: every mix runs once, at most GOMAXPROCS at a
-// time; progress is told whole and never runs backwards; the first failed
-// mix in order is the error, and no mix starts after a failure.
+// time, the dearest first; progress is told whole and never runs
+// backwards; the first failed mix in order is the error, and no mix
+// starts after a failure.
 func TestSideBySide(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
 	cfgs := []Config{{1, 1}, {2, 1}, {1, 2}, {3, 1}, {1, 3}, {2, 2}}
@@ -49,9 +50,19 @@ func TestSideBySide(t *testing.T) {
 		t.Errorf("progress ended at %v", last)
 	}
 
-	runtime.GOMAXPROCS(1) // in order: mix 2 fails, 3.. never start
+	runtime.GOMAXPROCS(1) // the dearest first: 2 and 4, then 0, 1, 3, 5
 	var started []int
 	err = sideBySide(mixNames(cfgs), weight, nil, func(k int, mix Progress) error {
+		started = append(started, k)
+		return nil
+	})
+	if err != nil || !slices.Equal(started, []int{2, 4, 0, 1, 3, 5}) {
+		t.Errorf("started %v (%v), want the dearest first", started, err)
+	}
+
+	even := []float64{1, 1, 1, 1, 1, 1} // in order: mix 2 fails, 3.. never start
+	started = nil
+	err = sideBySide(mixNames(cfgs), even, nil, func(k int, mix Progress) error {
 		started = append(started, k)
 		if k >= 2 {
 			return fmt.Errorf("mix %d: %w", k, errBoom)

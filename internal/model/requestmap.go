@@ -58,15 +58,13 @@ func RequestErrorMap(sys System, utils []float64, maxNodes int, quantiles []floa
 	}
 	var cells []cell
 	var names []string
+	var weight []float64
 	for _, u := range utils {
-		for _, cfg := range cfgs {
-			cells = append(cells, cell{u, cfg})
-			names = append(names, fmt.Sprintf("%dx%d at %g%% load", cfg.Duplicates, cfg.Replicas, 100*u))
+		for k, w := range mixShares(sys, cfgs, true) {
+			cells = append(cells, cell{u, cfgs[k]})
+			names = append(names, fmt.Sprintf("%dx%d at %g%% load", cfgs[k].Duplicates, cfgs[k].Replicas, 100*u))
+			weight = append(weight, w/float64(len(utils)))
 		}
-	}
-	weight := make([]float64, len(cells))
-	for k := range weight {
-		weight[k] = 1 / float64(len(cells))
 	}
 	rows := make([][]RequestErrorCell, len(cells))
 	err := sideBySide(names, weight, opt.Progress, func(k int, part Progress) error {
