@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 )
 
@@ -64,6 +65,25 @@ func BenchmarkPredictRequest(b *testing.B) {
 			sys.Rate = c.util / (float64(c.req.Accesses()) * 1e-3)
 			for b.Loop() {
 				if _, err := PredictRequest(sys, c.cfg, 0.12, false); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPlanSideBySide is plan's highest rate for requests of one
+// phase of 4 accesses over every mix of 4 nodes (about a hundred
+// predictions), its mixes searched one at a time (procs=1) and side by
+// side on two cores (procs=2): the ratio is what sideBySide gains on
+// this machine.
+func BenchmarkPlanSideBySide(b *testing.B) {
+	sys := System{Service: Exponential{1e-3}, Request: Request{Phases: []int{4}}}
+	for _, procs := range []int{1, 2} {
+		b.Run(fmt.Sprintf("procs=%d", procs), func(b *testing.B) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			for b.Loop() {
+				if _, _, err := MaxRate(sys, Target{0.99, 10e-3}, 4, PredictorAccurate, AccurateOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}

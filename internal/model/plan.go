@@ -232,33 +232,30 @@ func MaxRate(sys System, target Target, nodes int, pred Predictor, opt AccurateO
 	opt = opt.withDefaults()
 	progress := opt.Progress
 	opt.Progress = nil
-	var all []RateResult
 	// The gap law's bounds are most of the work (a bisection of every
 	// mix); the accurate search skips most mixes. Requests have no
 	// accurate search: their bisections are all of it.
 	dups, reps := mixes(nodes)
 	cfgs := configs(dups, reps, nodes)
-	what, share := "the gap law's bound on every mix", 0.8
+	pass := progress.stage("the gap law's bound on every mix", 0, 0.8)
 	if sys.Request.FanOut() {
-		what, share = "the request predictor on every mix", 1
+		pass = progress // the mixes' own names tell it
 	}
-	from, weight := mixShares(sys, cfgs, pred == PredictorAccurate)
-	for k, cfg := range cfgs {
-		if progress != nil {
-			progress(what, share*from[k])
-		}
-		mix := progress.stage(fmt.Sprintf("mix %dx%d (%d of %d)", cfg.Duplicates, cfg.Replicas, k+1, len(cfgs)), share*from[k], share*weight[k])
+	all := make([]RateResult, len(cfgs))
+	err := sideBySide(mixNames(cfgs), mixShares(sys, cfgs, pred == PredictorAccurate), pass, func(k int, mix Progress) error {
+		cfg := cfgs[k]
 		// The queue is stable below r/(accesses x E[S]); search (0, that).
 		hi := float64(cfg.Replicas) / (float64(sys.Request.Accesses()) * sys.Service.Mean())
 		search := maxRateOf
 		if sys.Request.FanOut() {
 			search = maxRateOfSmooth
 		}
-		res, err := search(cfg, target, rateSLA(sys, cfg, pred, opt, mix), hi, 1e-4)
-		if err != nil {
-			return RateResult{}, nil, err
-		}
-		all = append(all, res)
+		var err error
+		all[k], err = search(cfg, target, rateSLA(sys, cfg, pred, opt, mix), hi, 1e-4)
+		return err
+	})
+	if err != nil {
+		return RateResult{}, nil, err
 	}
 	if pred == PredictorAccurate && !sys.Request.FanOut() {
 		if err := refineAccurate(sys, target, all, opt, progress.stage("the accurate rate, from the highest bound down", 0.8, 0.2)); err != nil {
@@ -303,7 +300,7 @@ func requestRateSLA(sys System, cfg Config, thesis bool, mix Progress) func(rate
 		sys.Rate = rate
 		step++
 		var tell Progress
-		if step <= steps {
+		if step <= steps && mix != nil {
 			tell = mix.stage(fmt.Sprintf("rate %d of about %d", step, steps), float64(step-1)/steps, 1.0/steps)
 			tell("", 0)
 		}

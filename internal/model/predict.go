@@ -153,27 +153,27 @@ func configs(duplicates, replicas []int, nodes int) []Config {
 // predictRequests is Predict for requests of several accesses: both
 // predictors are PredictRequest's, the thesis's with every wait at its mean.
 func predictRequests(sys System, cfgs []Config, progress Progress) ([]Prediction, error) {
-	var out []Prediction
-	from, weight := mixShares(sys, cfgs, true)
-	for k, cfg := range cfgs {
+	out := make([]Prediction, len(cfgs))
+	err := sideBySide(mixNames(cfgs), mixShares(sys, cfgs, true), progress, func(k int, mix Progress) error {
+		cfg := cfgs[k]
 		p := Prediction{Config: cfg, Nodes: cfg.Nodes(), Utilization: sys.Utilization(cfg)}
 		if p.Utilization >= 1 {
 			p.Unstable = true
-			out = append(out, p)
-			continue
-		}
-		mix := progress.stage(fmt.Sprintf("mix %dx%d (%d of %d)", cfg.Duplicates, cfg.Replicas, k+1, len(cfgs)), from[k], weight[k])
-		if mix != nil {
-			mix("", 0)
+			out[k] = p
+			return nil
 		}
 		var err error
 		if p.SLA, err = requestSLA(sys, cfg, false, mix); err != nil {
-			return nil, err
+			return err
 		}
 		if p.SLAThesis, err = requestSLA(sys, cfg, true, nil); err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, p)
+		out[k] = p
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -1,5 +1,14 @@
 package model
 
+import (
+	"cmp"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+)
+
 // Progress is told, now and then (many times a second at most), what a
 // long computation is doing and the share of it that is done, from 0 to 1.
 // Calls come from one goroutine at a time.
@@ -24,15 +33,14 @@ func (p Progress) stage(what string, from, weight float64) Progress {
 	}
 }
 
-// mixShares is where each mix's part of a pass over cfgs starts and the
-// share it is, weighed by what predicting sys's requests on it costs:
-// with the accurate predictor, requests of two phases arriving alone over
-// several groups take about six times what one group does with one
-// server per group (more at 30%) and five times with duplicates
-// (BenchmarkPredictRequest, Olio at 8%, session 11's timed holds: 1x4
-// 8.7-9.2 s, 2x2 9.1-9.4 s, 4x1 1.6-2.3 s), so equal shares told a third
-// of the time left.
-func mixShares(sys System, cfgs []Config, accurate bool) (from, weight []float64) {
+// mixShares is the share of a pass over cfgs that each mix is, weighed by
+// what predicting sys's requests on it costs: with the accurate predictor,
+// requests of two phases arriving alone over several groups take about six
+// times what one group does with one server per group (more at 30%) and
+// five times with duplicates (BenchmarkPredictRequest, Olio at 8%, session
+// 11's timed holds: 1x4 8.7-9.2 s, 2x2 9.1-9.4 s, 4x1 1.6-2.3 s), so equal
+// shares told a third of the time left.
+func mixShares(sys System, cfgs []Config, accurate bool) []float64 {
 	cost := make([]float64, len(cfgs))
 	total := 0.0
 	for k, cfg := range cfgs {
@@ -45,11 +53,111 @@ func mixShares(sys System, cfgs []Config, accurate bool) (from, weight []float64
 		}
 		total += cost[k]
 	}
-	from, weight = make([]float64, len(cfgs)), make([]float64, len(cfgs))
-	done := 0.0
-	for k, c := range cost {
-		from[k], weight[k] = done/total, c/total
-		done += c
+	for k := range cost {
+		cost[k] /= total
 	}
-	return from, weight
+	return cost
+}
+
+// sideBySide runs do for every part k of a computation, on as many
+// goroutines as Go may run at once (GOMAXPROCS): the parts (a planner's
+// mixes, an error map's cells) are independent and one request prediction
+// takes seconds, so a pass over them waited on one core while the others
+// idled. weight[k] is part k's share of the whole work: the dearest start
+// first, and progress hears the whole, telling the names of the parts
+// running (names[k]). Once a part fails no new one starts; the error
+// returned is that of the failed part first in order.
+func sideBySide(names []string, weight []float64, progress Progress, do func(k int, part Progress) error) error {
+	var (
+		mu      sync.Mutex
+		next    int
+		failed  bool
+		done    = make([]float64, len(names))
+		running = make([]string, len(names))
+		errs    = make([]error, len(names))
+	)
+	tell := func(k int) Progress {
+		if progress == nil {
+			return nil
+		}
+		return func(what string, share float64) {
+			mu.Lock()
+			defer mu.Unlock()
+			done[k], running[k] = share, names[k]
+			if what != "" {
+				running[k] = names[k] + ", " + what
+			}
+			progress(joinNonEmpty(running), weighedSum(done, weight))
+		}
+	}
+	// The dearest parts first: a dear part started last would keep one
+	// core busy while the others idle.
+	order := make([]int, len(names))
+	for k := range order {
+		order[k] = k
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(weight[b], weight[a]) })
+	take := func() (int, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failed || next == len(names) {
+			return 0, false
+		}
+		next++
+		return order[next-1], true
+	}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(names)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k, ok := take(); ok; k, ok = take() {
+				part := tell(k)
+				if part != nil {
+					part("", 0)
+				}
+				err := do(k, part)
+				mu.Lock()
+				errs[k], done[k], running[k] = err, 1, ""
+				failed = failed || err != nil
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// joinNonEmpty joins the non-empty strings of s with "; ".
+func joinNonEmpty(s []string) string {
+	var parts []string
+	for _, v := range s {
+		if v != "" {
+			parts = append(parts, v)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// weighedSum is the sum of x[k] w[k].
+func weighedSum(x, w []float64) float64 {
+	sum := 0.0
+	for k := range x {
+		sum += x[k] * w[k]
+	}
+	return sum
+}
+
+// mixNames names each mix for sideBySide.
+func mixNames(cfgs []Config) []string {
+	names := make([]string, len(cfgs))
+	for k, cfg := range cfgs {
+		names[k] = fmt.Sprintf("mix %dx%d (%d of %d)", cfg.Duplicates, cfg.Replicas, k+1, len(cfgs))
+	}
+	return names
 }

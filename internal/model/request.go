@@ -339,7 +339,9 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 }
 
 // batchGroups is the request law on r > 1 groups of d duplicates when
-// requests arrive in batches of B. At every group, a
+// requests arrive in batches of B (with one server per group and two
+// phases, batchServers's; here duplicates, or three phases or more). At
+// every group, a
 // request's last-phase accesses come after all of the batch's earlier
 // phases (the first phases arrived at the batch's instant, a later phase
 // when the phase before it ended, which for the batch's other requests was
@@ -358,6 +360,9 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 // alone (batchEarlierPhases).
 func (g grid) batchGroups(sys System, phases []int, sums [][]float64, wait []float64, thesis bool, rho float64, r, d int) []float64 {
 	B, P := sys.Request.batch(), len(phases)
+	if !thesis && B > 1 && P == 2 && d == 1 {
+		return g.batchServers(sys, phases[0], phases[1], rho, r)
+	}
 	p := 1 / float64(r)
 	if !thesis {
 		whole := g.countsOfSums(binomial(B*sys.Request.Accesses(), p), sums)

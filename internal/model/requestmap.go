@@ -52,35 +52,62 @@ func RequestErrorMap(sys System, utils []float64, maxNodes int, quantiles []floa
 			cfgs = append(cfgs, Config{d, r})
 		}
 	}
-	progress := opt.Progress
-	var out []RequestErrorCell
-	step, steps := 0, float64(len(utils)*len(cfgs))
+	type cell struct {
+		u   float64
+		cfg Config
+	}
+	var cells []cell
+	var names []string
+	var weight []float64
 	for _, u := range utils {
-		sys.Rate = u / (float64(sys.Request.Accesses()) * sys.Service.Mean())
-		for _, cfg := range cfgs {
-			opt.Progress = progress.stage(fmt.Sprintf("%dx%d at %g%% load", cfg.Duplicates, cfg.Replicas, 100*u), float64(step)/steps, 1/steps)
-			step++
-			pred, err := predictCovering(sys, cfg, quantiles, false)
-			if err != nil {
-				return nil, err
-			}
-			th, err := PredictRequest(sys, cfg, pred.Step*float64(len(pred.CDF)-1), true)
-			if err != nil {
-				return nil, err
-			}
-			bounds := make([]float64, len(quantiles))
-			for i, q := range quantiles {
-				bounds[i] = pred.Quantile(q)
-			}
-			sim, err := SimulateRequests(sys, cfg, bounds, opt)
-			if err != nil {
-				return nil, fmt.Errorf("simulate %dx%d at %g%%: %w", cfg.Duplicates, cfg.Replicas, 100*u, err)
-			}
-			for i, q := range quantiles {
-				out = append(out, RequestErrorCell{Utilization: u, Config: cfg, Quantile: q, Bound: bounds[i],
-					Predicted: pred.At(bounds[i]), Thesis: th.At(bounds[i]), Simulated: sim.SLA[i], StdErr: sim.StdErr[i]})
-			}
+		for k, w := range mixShares(sys, cfgs, true) {
+			cells = append(cells, cell{u, cfgs[k]})
+			names = append(names, fmt.Sprintf("%dx%d at %g%% load", cfgs[k].Duplicates, cfgs[k].Replicas, 100*u))
+			weight = append(weight, w/float64(len(utils)))
 		}
+	}
+	rows := make([][]RequestErrorCell, len(cells))
+	err := sideBySide(names, weight, opt.Progress, func(k int, part Progress) error {
+		var err error
+		opt := opt
+		opt.Progress = part
+		rows[k], err = requestErrorCells(sys, cells[k].u, cells[k].cfg, quantiles, opt)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []RequestErrorCell
+	for _, row := range rows {
+		out = append(out, row...)
+	}
+	return out, nil
+}
+
+// requestErrorCells compares the predictor with the simulator for cfg at
+// load u, at the bounds where the prediction reaches each quantile.
+func requestErrorCells(sys System, u float64, cfg Config, quantiles []float64, opt SimOptions) ([]RequestErrorCell, error) {
+	sys.Rate = u / (float64(sys.Request.Accesses()) * sys.Service.Mean())
+	pred, err := predictCovering(sys, cfg, quantiles, false)
+	if err != nil {
+		return nil, err
+	}
+	th, err := PredictRequest(sys, cfg, pred.Step*float64(len(pred.CDF)-1), true)
+	if err != nil {
+		return nil, err
+	}
+	bounds := make([]float64, len(quantiles))
+	for i, q := range quantiles {
+		bounds[i] = pred.Quantile(q)
+	}
+	sim, err := SimulateRequests(sys, cfg, bounds, opt)
+	if err != nil {
+		return nil, fmt.Errorf("simulate %dx%d at %g%%: %w", cfg.Duplicates, cfg.Replicas, 100*u, err)
+	}
+	var out []RequestErrorCell
+	for i, q := range quantiles {
+		out = append(out, RequestErrorCell{Utilization: u, Config: cfg, Quantile: q, Bound: bounds[i],
+			Predicted: pred.At(bounds[i]), Thesis: th.At(bounds[i]), Simulated: sim.SLA[i], StdErr: sim.StdErr[i]})
 	}
 	return out, nil
 }
