@@ -603,19 +603,21 @@ func twoPhaseGroupsExtrapolated(sys System, phases []int, r, d int, rho, horizon
 // group while a first phase runs.
 func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64, progress Progress) []float64 {
 	k1, k2 := phases[0], phases[1]
+	if d == 1 { // what the groups share: the last request, by its age
+		return g.oneServerGroups(sys, k1, k2, r, rho, g.pmf(sys.net()), progress)
+	}
 	// On these 512 cells (0.2-0.8 ms against a 1 ms service) splitting
 	// each cell's mass to keep the mean adds a tenth to a draw's variance
 	// at the coarsest, and took one server per group at 30% load 0.0005
-	// further from the simulator at the median: the nearest points stay.
+	// further from the simulator at the median: with duplicates the
+	// nearest points stay (one server per group keeps the mean now: see
+	// oneServerGroups).
 	svc := g.nearestPMF(sys.Service)
 	sums := make([][]float64, max(k1, k2)+1)
 	sums[0] = make([]float64, g.n)
 	sums[0][0] = 1
 	for c := 1; c < len(sums); c++ {
 		sums[c] = convolve(sums[c-1], svc)
-	}
-	if d == 1 { // what the groups share: the last request, by its age
-		return g.oneServerGroups(sys, k1, k2, r, rho, sums, g.pmf(sys.net()), progress)
 	}
 	// Lumps reach a group at each phase's start: a first phase's
 	// Binomial(k1, 1/r) accesses, a second phase's Binomial(k2, 1/r).
