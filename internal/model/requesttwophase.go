@@ -603,6 +603,9 @@ func twoPhaseGroupsExtrapolated(sys System, phases []int, r, d int, rho, horizon
 // group while a first phase runs.
 func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64, progress Progress) []float64 {
 	k1, k2 := phases[0], phases[1]
+	if d == 1 { // what the groups share: the last request, by its age
+		return g.oneServerGroups(sys, k1, k2, r, rho, g.pmf(sys.net()), progress)
+	}
 	// The service law keeps its mean on the grid (g.pmf), as every path's
 	// does. With duplicates the law is extrapolated from 512 and 256 cells
 	// (twoPhaseGroupsExtrapolated), which takes the grid's error of order
@@ -611,17 +614,11 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64,
 	// out the same within 1e-4 at p10-p99 with nearest rounding
 	// (g.nearestPMF) and with this.
 	svc := g.pmf(sys.Service)
-	if d == 1 { // one server per group: its own choice (oneServerGroups)
-		svc = g.nearestPMF(sys.Service)
-	}
 	sums := make([][]float64, max(k1, k2)+1)
 	sums[0] = make([]float64, g.n)
 	sums[0][0] = 1
 	for c := 1; c < len(sums); c++ {
 		sums[c] = convolve(sums[c-1], svc)
-	}
-	if d == 1 { // what the groups share: the last request, by its age
-		return g.oneServerGroups(sys, k1, k2, r, rho, sums, g.pmf(sys.net()), progress)
 	}
 	// Lumps reach a group at each phase's start: a first phase's
 	// Binomial(k1, 1/r) accesses, a second phase's Binomial(k2, 1/r).
