@@ -61,8 +61,7 @@ func BenchmarkPredictRequest(b *testing.B) {
 		{"gridlabd-4x1-30%", gridlabd, 0.3, Config{4, 1}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			sys := System{Service: Exponential{1e-3}, Request: c.req}
-			sys.Rate = c.util / (float64(c.req.Accesses()) * 1e-3)
+			sys := expRequests(c.req, c.util)
 			for b.Loop() {
 				if _, err := PredictRequest(sys, c.cfg, 0.12, false); err != nil {
 					b.Fatal(err)

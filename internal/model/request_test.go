@@ -66,6 +66,12 @@ func TestRequestPredictionMatchesSimulation(t *testing.T) {
 	}
 }
 
+// expRequests is a system of req's requests with exp:1ms service, at
+// utilization util (that of one server taking every access).
+func expRequests(req Request, util float64) System {
+	return System{Service: Exponential{1e-3}, Request: req, Rate: util / (float64(req.Accesses()) * 1e-3)}
+}
+
 // matchesSimulation fails t where the request predictor's SLA for sys on
 // cfg (at utilization util) is further than tol plus three standard
 // errors from the simulator's, at the bounds where the predictor puts the
@@ -236,8 +242,7 @@ func TestSeveralGroupsSecondPhaseFollowsFirst(t *testing.T) {
 		t.Skip("simulates 8 million accesses")
 	}
 	req := Request{Phases: []int{10, 10}}
-	sys := System{Service: Exponential{1e-3}, Request: req}
-	sys.Rate = 0.3 / (float64(req.Accesses()) * 1e-3)
+	sys := expRequests(req, 0.3)
 	matchesSimulation(t, sys, Config{1, 2}, 0.3, 0.002, SimOptions{Requests: 400000, Seed: 1})
 }
 

@@ -47,8 +47,7 @@ func TestRequestPredictionUnchanged(t *testing.T) {
 		if c.long && os.Getenv("GAIT_REQUEST_LONG") == "" {
 			continue
 		}
-		sys := System{Service: Exponential{1e-3}, Request: c.req}
-		sys.Rate = c.util / (float64(c.req.Accesses()) * 1e-3)
+		sys := expRequests(c.req, c.util)
 		p, err := PredictRequest(sys, c.cfg, c.horizon, false)
 		if err != nil {
 			t.Fatal(err)

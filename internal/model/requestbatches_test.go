@@ -13,7 +13,6 @@ func TestBatchServersAtHighLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates 2x10^5 requests")
 	}
-	sys := System{Service: Exponential{1e-3}, Request: gridlabd}
-	sys.Rate = 0.3 / (float64(gridlabd.Accesses()) * 1e-3)
+	sys := expRequests(gridlabd, 0.3)
 	matchesSimulation(t, sys, Config{Duplicates: 1, Replicas: 4}, 0.3, 0.01, SimOptions{Requests: 200000, Seed: 7})
 }

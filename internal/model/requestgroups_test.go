@@ -53,7 +53,6 @@ func TestOneServerGroupsKeepTheServiceMean(t *testing.T) {
 		t.Skip("simulates 100 million accesses")
 	}
 	req := Request{Phases: []int{30, 20}}
-	sys := System{Service: Exponential{1e-3}, Request: req}
-	sys.Rate = 0.08 / (float64(req.Accesses()) * 1e-3)
+	sys := expRequests(req, 0.08)
 	matchesSimulation(t, sys, Config{1, 2}, 0.08, 0.0008, SimOptions{Requests: 2000000, Seed: 1})
 }
