@@ -48,7 +48,7 @@ func RequestNote(sys model.System) string {
 	if !sys.Request.FanOut() {
 		return ""
 	}
-	return "note: for requests of two phases the predictor is within about 0.002 of simulation at 1% and 8% load with one group or one server per group (two groups of one server up to 0.0033 at 8%; at 30% 0.001-0.003 with one server per group, up to 0.005 with duplicates in one group); duplicates in several groups are off by up to 0.006 at 1-8% (two groups of two within 0.002 at 8%) and 0.011 at 30%; batches and three or more phases are off by up to 0.05 at 1-8% (with duplicates in several groups; one group is within 0.005 at 8% for batches) and 0.08 at 30% (docs/requests.md); gait model simulate --phases runs the same system request by request\n"
+	return "note: for requests of two phases the predictor is within about 0.002 of simulation at 1% and 8% load with one group or one server per group, and at 30% with one server per group (up to 0.0022), 0.003-0.004 with duplicates in one group; duplicates in several groups are off by up to 0.006 at 1-8% and 0.012 at 30%; those loads are of one server taking every access, so with r groups each server carries a 1/r share: at a plan's highest rates, 41-47% on each of four servers, one server per group was 0.004-0.008 optimistic; batches and three or more phases are off by up to 0.05 at 1-8% (with duplicates in several groups; one group is within 0.004 at 8%) and 0.07 at 30% (docs/requests.md); gait model simulate --phases runs the same system request by request\n"
 }
 
 // WritePredictions is gait model predict's table.
