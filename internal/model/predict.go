@@ -25,6 +25,9 @@ type Prediction struct {
 	// is then the gap law alone, which is optimistic, and SLAStdErr the
 	// most it can be off by.
 	GapLawOnly bool `json:"gap_law_only,omitempty"`
+	// Check is, for a planner's answer for requests of several accesses,
+	// its SLA by simulation.
+	Check *RequestCheck `json:"check,omitempty"`
 }
 
 // MarshalJSON writes "unstable" in place of the SLA numbers of an unstable

@@ -70,3 +70,38 @@ func TestLimplockPageHasFourFigures(t *testing.T) {
 		t.Errorf("%d figures", n)
 	}
 }
+
+// TestMaxRateTellsItsCheck: a highest rate for requests comes with what
+// simulating it gave, and says when the prediction it rests on did not
+// hold there, and when the answer then misses the target.
+func TestMaxRateTellsItsCheck(t *testing.T) {
+	answer := func(sla float64, check *model.RequestCheck) string {
+		var b strings.Builder
+		m := MaxRate{Nodes: 4, Target: model.Target{SLA: 0.99, Bound: 0.04}, Predictor: model.PredictorAccurate,
+			Best: model.RateResult{Config: model.Config{Duplicates: 1, Replicas: 4}, Nodes: 4, Rate: 94.5, SLA: sla, Check: check}}
+		if err := m.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	for _, c := range []struct {
+		sla   float64
+		check *model.RequestCheck
+		says  []string
+	}{
+		{0.99, nil, nil},
+		{0.99, &model.RequestCheck{Requests: 1000000, Simulated: 0.9905, StdErr: 0.0002}, []string{"simulated (1000000 requests): 99.0500% within 40ms", "the prediction holds there"}},
+		{0.99, &model.RequestCheck{Requests: 1000000, Simulated: 0.9818, StdErr: 0.0002}, []string{"98.1800%", "the prediction is 0.0082 optimistic there, and the answer misses the target"}},
+		{0.99, &model.RequestCheck{Requests: 1000000, Simulated: 0.995, StdErr: 0.0002}, []string{"the prediction is 0.0050 pessimistic there\n"}},
+	} {
+		got := answer(c.sla, c.check)
+		if c.check == nil && strings.Contains(got, "simulated") {
+			t.Errorf("no check, yet: %q", got)
+		}
+		for _, s := range c.says {
+			if !strings.Contains(got, s) {
+				t.Errorf("%+v: %q lacks %q", c.check, got, s)
+			}
+		}
+	}
+}

@@ -3,6 +3,7 @@ package modelreport
 import (
 	"fmt"
 	"io"
+	"math"
 	"text/tabwriter"
 
 	"github.com/gait-dev/gait/internal/model"
@@ -123,7 +124,10 @@ func (b BestMix) WriteText(w io.Writer) error {
 	best, pred := b.Best, b.Predictor
 	_, err := fmt.Fprintf(w, "best mix of at most %d nodes (%s): %d duplicates x %d replicas = %d nodes, utilization %.4f, SLA %s (thesis %s, accurate %s)\n%s",
 		b.Nodes, pred, best.Duplicates, best.Replicas, best.Nodes, best.Utilization, Pct(pred.Pick(best)), Pct(best.SLAThesis), Pct(best.SLA), RequestNote(b.System))
-	return err
+	if err != nil {
+		return err
+	}
+	return writeCheck(w, pred.Pick(best), b.System.Bound, 0, "", best.Check)
 }
 
 // FewestNodes is the planner's answer to "how few nodes meet Target".
@@ -144,7 +148,10 @@ func (f FewestNodes) WriteText(w io.Writer) error {
 	best, pred := f.Best, f.Predictor
 	_, err := fmt.Fprintf(w, "fewest nodes meeting %s at %.6g requests/s (%s): %d = %d duplicates x %d replicas, SLA %s (thesis %s)\n",
 		f.Target, f.Rate, pred, best.Nodes, best.Duplicates, best.Replicas, Pct(pred.Pick(best)), Pct(best.SLAThesis))
-	return err
+	if err != nil {
+		return err
+	}
+	return writeCheck(w, pred.Pick(best), f.Target.Bound, f.Target.SLA, "more nodes", best.Check)
 }
 
 // MaxRate is the planner's answer to "what rate can Nodes nodes carry".
@@ -165,6 +172,30 @@ func (m MaxRate) JSON() any {
 func (m MaxRate) WriteText(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "highest rate %d nodes carry at %s (%s): %.6g requests/s with %d duplicates x %d replicas (SLA %s)\n",
 		m.Nodes, m.Target, m.Predictor, m.Best.Rate, m.Best.Duplicates, m.Best.Replicas, Pct(m.Best.SLA))
+	if err != nil {
+		return err
+	}
+	return writeCheck(w, m.Best.SLA, m.Target.Bound, m.Target.SLA, "lower rates", m.Best.Check)
+}
+
+// writeCheck tells what simulating a planner's answer gave (nothing when
+// c is nil), whether the prediction it rests on held there and, with a
+// target SLA want (0: none), whether the answer meets it, and if not
+// what to try.
+func writeCheck(w io.Writer, predicted, bound, want float64, try string, c *model.RequestCheck) error {
+	if c == nil {
+		return nil
+	}
+	off := predicted - c.Simulated
+	verdict := "the prediction holds there"
+	if math.Abs(off) > 0.002+2*c.StdErr {
+		verdict = fmt.Sprintf("the prediction is %.4f %s there", math.Abs(off), map[bool]string{true: "optimistic", false: "pessimistic"}[off > 0])
+		if c.Simulated < want {
+			verdict += ", and the answer misses the target: try " + try + " with gait model simulate"
+		}
+	}
+	_, err := fmt.Fprintf(w, "simulated (%d requests): %s within %s, standard error %.4f%%: %s\n",
+		c.Requests, Pct(c.Simulated), units.Seconds(bound), 100*c.StdErr, verdict)
 	return err
 }
 
