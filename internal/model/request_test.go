@@ -62,7 +62,7 @@ func TestRequestPredictionMatchesSimulation(t *testing.T) {
 		}
 		sys := System{Service: svc, Request: c.req}
 		sys.Rate = c.util / (float64(c.req.Accesses()) * svc.Mean())
-		matchesSimulation(t, sys, c.cfg, c.util, c.tol, SimOptions{Requests: 96000, Seed: 7})
+		matchesSimulation(t, sys, c.cfg, c.tol, SimOptions{Requests: 96000, Seed: 7})
 	}
 }
 
@@ -73,11 +73,12 @@ func expRequests(req Request, util float64) System {
 }
 
 // matchesSimulation fails t where the request predictor's SLA for sys on
-// cfg (at utilization util) is further than tol plus three standard
+// cfg is further than tol plus three standard
 // errors from the simulator's, at the bounds where the predictor puts the
 // median, the 90th and the 99th percentile.
-func matchesSimulation(t *testing.T, sys System, cfg Config, util, tol float64, opt SimOptions) {
+func matchesSimulation(t *testing.T, sys System, cfg Config, tol float64, opt SimOptions) {
 	t.Helper()
+	util := sys.Rate * float64(sys.Request.Accesses()) * sys.Service.Mean()
 	pred, err := predictCovering(sys, cfg, []float64{0.99}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -241,9 +242,7 @@ func TestSeveralGroupsSecondPhaseFollowsFirst(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates 8 million accesses")
 	}
-	req := Request{Phases: []int{10, 10}}
-	sys := expRequests(req, 0.3)
-	matchesSimulation(t, sys, Config{1, 2}, 0.3, 0.002, SimOptions{Requests: 400000, Seed: 1})
+	matchesSimulation(t, expRequests(Request{Phases: []int{10, 10}}, 0.3), Config{1, 2}, 0.002, SimOptions{Requests: 400000, Seed: 1})
 }
 
 // TestDuplicatesInTwoGroupsAlone checks the several-group predictor with

@@ -13,6 +13,5 @@ func TestBatchServersAtHighLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates 2x10^5 requests")
 	}
-	sys := expRequests(gridlabd, 0.3)
-	matchesSimulation(t, sys, Config{Duplicates: 1, Replicas: 4}, 0.3, 0.01, SimOptions{Requests: 200000, Seed: 7})
+	matchesSimulation(t, expRequests(gridlabd, 0.3), Config{Duplicates: 1, Replicas: 4}, 0.01, SimOptions{Requests: 200000, Seed: 7})
 }

@@ -52,7 +52,5 @@ func TestOneServerGroupsKeepTheServiceMean(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates 100 million accesses")
 	}
-	req := Request{Phases: []int{30, 20}}
-	sys := expRequests(req, 0.08)
-	matchesSimulation(t, sys, Config{1, 2}, 0.08, 0.0008, SimOptions{Requests: 2000000, Seed: 1})
+	matchesSimulation(t, expRequests(olio, 0.08), Config{1, 2}, 0.0008, SimOptions{Requests: 2000000, Seed: 1})
 }

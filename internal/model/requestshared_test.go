@@ -24,8 +24,7 @@ func TestOneGroupSharedHistory(t *testing.T) {
 		{Request{Phases: []int{20}}, Config{4, 1}},
 		{Request{Phases: []int{10, 10}}, Config{2, 1}},
 	} {
-		sys := expRequests(c.req, 0.3)
-		matchesSimulation(t, sys, c.cfg, 0.3, 0.002, SimOptions{Requests: 400000, Seed: 1})
+		matchesSimulation(t, expRequests(c.req, 0.3), c.cfg, 0.002, SimOptions{Requests: 400000, Seed: 1})
 	}
 }
 
