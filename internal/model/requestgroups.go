@@ -1,6 +1,9 @@
 package model
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // lastRequestShare is about the most weight one of oneServerGroups's bins
 // of the last request's age (or of its second phase's lag) takes: 0.02 and
@@ -76,14 +79,7 @@ func (g grid) oneServerGroups(sys System, k1, k2, r int, rho float64, net []floa
 	none := make([]float64, g.n) // the law of no service time
 	none[0] = 1
 	sums := extendSums([][]float64{none, g.pmf(sys.Service)}, k1+k2+1)
-	phase := make([]float64, max(k1, k2)+1) // a phase's count at a group, either phase alike
-	for c, v := range binomial(k1, p) {
-		phase[c] += v / 2
-	}
-	for c, v := range binomial(k2, p) {
-		phase[c] += v / 2
-	}
-	w := g.waitingPMF(g.lumpEquilibrium(g.countsOfSums(phase, sums), float64(k1+k2)*p/2*sys.Service.Mean()), rho)
+	w := g.waitingPMF(g.lumpEquilibrium(g.phaseStartLump([]int{k1, k2}, p, sums, sys.Service.Mean())), rho)
 	first, pending := binomial(k1, p), binomial(k2, p)
 	z := convolve(w, g.countsOfSums(first, sums))
 	ended := make([][]float64, k1+1) // ended[n]: W + S(n) by each cell
@@ -157,6 +153,19 @@ func (g grid) oneServerGroups(sys System, k1, k2, r int, rho float64, net []floa
 // cell c of width h.
 func exponentialCell(rate, h float64, c int) float64 {
 	return math.Exp(-rate*float64(c)*h) - math.Exp(-rate*float64(c+1)*h)
+}
+
+// phaseStartLump is the lump of work a phase's start brings a group when
+// each access goes to one of 1/p groups: each phase's Binomial(k, p)
+// count, the phases alike, as sums of service times; and its mean.
+func (g grid) phaseStartLump(phases []int, p float64, sums [][]float64, serviceMean float64) ([]float64, float64) {
+	counts := make([]float64, slices.Max(phases)+1)
+	for _, k := range phases {
+		for c, w := range binomial(k, p) {
+			counts[c] += w / float64(len(phases))
+		}
+	}
+	return g.countsOfSums(counts, sums), countMean(counts) * serviceMean
 }
 
 // countsOfSums is the law of a count of service times whose count has law

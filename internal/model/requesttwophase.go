@@ -623,17 +623,7 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64,
 	// Lumps reach a group at each phase's start: a first phase's
 	// Binomial(k1, 1/r) accesses, a second phase's Binomial(k2, 1/r).
 	p := 1 / float64(r)
-	lump := make([]float64, g.n)
-	var mean float64
-	for _, k := range phases {
-		for c, w := range binomial(k, p) {
-			for i, v := range sums[c] {
-				lump[i] += w * v / 2
-			}
-			mean += w * float64(c) * sys.Service.Mean() / 2
-		}
-	}
-	stationary := g.waitingPMF(g.lumpEquilibrium(lump, mean), rho)
+	stationary := g.waitingPMF(g.lumpEquilibrium(g.phaseStartLump(phases, p, sums, sys.Service.Mean())), rho)
 	net := g.pmf(sys.net())
 	first := binomial(k1, p)
 	// What the groups share: whether any other request is in the system.
