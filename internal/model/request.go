@@ -482,40 +482,51 @@ func (g grid) batchEarlierPhases(phases []int, sums [][]float64, first func(int)
 // at rate at a duplicate bring in a window of w (compound Poisson), for Y
 // given on the grid.
 func (g grid) withArrivals(y []float64, rate float64, lump []float64) []float64 {
-	horizon := float64(g.n) * g.h
-	// Enough lumps that more are rarer than 1e-12 over the whole grid.
+	// Y + A(Y) is, over the count n of lumps, the law of Y weighed by
+	// the chance of n arrivals within it, convolved with n lumps' work.
+	out := make([]float64, g.n)
+	power := make([]float64, g.n) // n lumps' work
+	power[0] = 1
+	part := make([]float64, g.n)
+	for n := range g.arrivalsReach(rate) + 1 {
+		if n > 0 {
+			power = convolve(power, lump)
+		}
+		g.arrivalsWeighed(part, y, rate, n)
+		for z, v := range convolve(part, power) {
+			out[z] += v
+		}
+	}
+	return out
+}
+
+// arrivalsReach is how many arrivals at rate withArrivals counts: enough
+// that more are rarer than 1e-12 over the whole grid.
+func (g grid) arrivalsReach(rate float64) int {
 	most := 0
-	for mean, tail := rate*horizon, 1.0; tail > 1e-12 && most < 256; most++ {
+	for mean, tail := rate*float64(g.n)*g.h, 1.0; tail > 1e-12 && most < 256; most++ {
 		tail -= math.Exp(float64(most)*math.Log(mean) - mean - lgammaInt(most+1))
 		if mean == 0 {
 			break
 		}
 	}
-	powers := [][]float64{make([]float64, g.n)}
-	powers[0][0] = 1
-	for n := 1; n <= most; n++ {
-		powers = append(powers, convolve(powers[n-1], lump))
-	}
-	out := make([]float64, g.n)
+	return most
+}
+
+// arrivalsWeighed sets part to the law y weighed at each cell by the
+// chance of exactly n arrivals at rate within that cell's time, and
+// tells its mass.
+func (g grid) arrivalsWeighed(part, y []float64, rate float64, n int) float64 {
+	mass := 0.0
 	for i, py := range y {
-		if py < 1e-15 {
-			continue
-		}
 		mean := rate * float64(i) * g.h
-		for n, pw := range powers {
-			pn := py * math.Exp(float64(n)*math.Log(mean)-mean-lgammaInt(n+1))
-			if n == 0 {
-				pn = py * math.Exp(-mean)
-			}
-			if pn < 1e-15 {
-				continue
-			}
-			for z := i; z < g.n; z++ {
-				out[z] += pn * pw[z-i]
-			}
+		part[i] = py * math.Exp(-mean)
+		if n > 0 {
+			part[i] = py * math.Exp(float64(n)*math.Log(mean)-mean-lgammaInt(n+1))
 		}
+		mass += part[i]
 	}
-	return out
+	return mass
 }
 
 func lgammaInt(n int) float64 {
