@@ -259,6 +259,12 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 			if d == 1 && B == 1 && P == 2 {
 				return RequestPrediction{Step: g.h, CDF: g.oneServerTwoPhases(w, sums, phases[0], phases[1], batchRate, g.pmf(sys.net()))}, nil
 			}
+			if d == 1 && B > 1 && P == 2 {
+				return RequestPrediction{Step: g.h, CDF: g.batchOneServer(w, sums, phases[0], phases[1], B, batchRate, g.pmf(sys.net()))}, nil
+			}
+			if d > 1 && B > 1 && P == 2 {
+				return RequestPrediction{Step: g.h, CDF: g.batchOneGroupShared(phases[0], phases[1], B, sums, w, g.pmf(sys.net()), batchRate, d)}, nil
+			}
 			waits = g.idleOrBusy(w, g.pmf(sys.net()))
 			if d > 1 {
 				// The duplicates share the age of the last batch to
