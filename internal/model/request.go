@@ -498,7 +498,9 @@ func (g grid) withArrivals(y []float64, rate float64, lump []float64) []float64 
 		if n > 0 {
 			power = convolve(power, lump)
 		}
-		g.arrivalsWeighed(part, y, rate, n)
+		for i, c := range g.arrivalChances(rate, n) {
+			part[i] = y[i] * c
+		}
 		for z, v := range convolve(part, power) {
 			out[z] += v
 		}
@@ -519,20 +521,18 @@ func (g grid) arrivalsReach(rate float64) int {
 	return most
 }
 
-// arrivalsWeighed sets part to the law y weighed at each cell by the
-// chance of exactly n arrivals at rate within that cell's time, and
-// tells its mass.
-func (g grid) arrivalsWeighed(part, y []float64, rate float64, n int) float64 {
-	mass := 0.0
-	for i, py := range y {
+// arrivalChances is, at each cell, the chance of exactly n arrivals at
+// rate within that cell's time.
+func (g grid) arrivalChances(rate float64, n int) []float64 {
+	out := make([]float64, g.n)
+	for i := range out {
 		mean := rate * float64(i) * g.h
-		part[i] = py * math.Exp(-mean)
+		out[i] = math.Exp(-mean)
 		if n > 0 {
-			part[i] = py * math.Exp(float64(n)*math.Log(mean)-mean-lgammaInt(n+1))
+			out[i] = math.Exp(float64(n)*math.Log(mean) - mean - lgammaInt(n+1))
 		}
-		mass += part[i]
 	}
-	return mass
+	return out
 }
 
 func lgammaInt(n int) float64 {

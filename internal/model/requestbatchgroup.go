@@ -134,6 +134,7 @@ func (g grid) batchOneServer(wait []float64, sums [][]float64, k1, k2, B int, ra
 		return ft.Coefficients(nil, buf)
 	}
 	var powers [][]complex128 // of n batches' first phases
+	var chances [][]float64   // of n arrivals by each cell
 	power := make([]float64, g.n)
 	power[0] = 1
 	for n := range g.arrivalsReach(rate) + 1 {
@@ -141,6 +142,7 @@ func (g grid) batchOneServer(wait []float64, sums [][]float64, k1, k2, B int, ra
 			power = convolve(power, sums[B*k1])
 		}
 		powers = append(powers, transform(power))
+		chances = append(chances, g.arrivalChances(rate, n))
 	}
 	after := map[int][]complex128{}
 	sum := make([]complex128, size/2+1)
@@ -154,7 +156,12 @@ func (g grid) batchOneServer(wait []float64, sums [][]float64, k1, k2, B int, ra
 			}
 			y := convolve(f, sums[j*k1])
 			for n, pw := range powers {
-				if g.arrivalsWeighed(part, y, rate, n) < 1e-13 {
+				mass := 0.0
+				for i, c := range chances[n] {
+					part[i] = y[i] * c
+					mass += part[i]
+				}
+				if mass < 1e-13 {
 					continue
 				}
 				for q, v := range transform(part) {
@@ -197,21 +204,12 @@ func (g grid) batchQueued(start [][]float64, sums [][]float64, k1, k2, B int, ra
 		}
 		x, gap, older := g.sinceLast(w, rate)
 		for k := range B {
-			r := make([]float64, g.n) // U_{k+1} - τ >= 0
+			// U_{k+1} - τ = S(k1) - (τ - U_k): its part >= 0 is this
+			// k's, the rest the next's.
+			r, next := differenceLaw(sums[k1], gap)
 			if k == 0 {
-				r = convolve(x, sums[k1])
-			}
-			next := make([]float64, g.n) // τ - U_{k+1} > 0
-			for gp, wg := range gap {
-				if wg < 1e-16 {
-					continue
-				}
-				for c, v := range sums[k1] {
-					if c >= gp {
-						r[c-gp] += wg * v
-					} else {
-						next[gp-c] += wg * v
-					}
+				for i, v := range convolve(x, sums[k1]) {
+					r[i] += v
 				}
 			}
 			for i, v := range convolve(r, sums[(B-k-1)*k1+k*k2+pending]) {
@@ -220,14 +218,32 @@ func (g grid) batchQueued(start [][]float64, sums [][]float64, k1, k2, B int, ra
 			gap = next
 		}
 		found[B][0] += older * mass // max(0, S(B k2) - (τ - U_B))
-		for gp, wg := range gap {
-			if wg < 1e-16 {
-				continue
-			}
-			for c, v := range sums[B*k2+pending] {
-				found[B][max(0, c-gp)] += wg * v
-			}
+		rest, idle := differenceLaw(sums[B*k2+pending], gap)
+		for i, v := range rest {
+			found[B][i] += v
+		}
+		for _, v := range idle[1:] {
+			found[B][0] += v
 		}
 	}
 	return found
+}
+
+// differenceLaw is the law of A - B, A and B of laws a and b on the grid:
+// pos[v] = P(A - B = v) for v >= 0, neg[v] = P(A - B = -v) for v > 0
+// (neg[0] is 0), each over as many cells as a.
+func differenceLaw(a, b []float64) (pos, neg []float64) {
+	n := len(a)
+	wide, rev := make([]float64, 2*n), make([]float64, 2*n)
+	copy(wide, a)
+	for i, v := range b[:n] {
+		rev[n-1-i] = v
+	}
+	d := convolve(wide, rev) // d[m]: A - B = m - (n-1)
+	pos, neg = make([]float64, n), make([]float64, n)
+	copy(pos, d[n-1:2*n-1])
+	for v := 1; v < n; v++ {
+		neg[v] = d[n-1-v]
+	}
+	return pos, neg
 }
