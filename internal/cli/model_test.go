@@ -94,6 +94,7 @@ func TestModelBadInput(t *testing.T) {
 		"errormap bound 0":    {[]string{"errormap", "--bound-means", "0"}, "--bound-means 0"},
 		"errormap dups -3":    {[]string{"errormap", "--max-duplicates", "-3"}, "--max-duplicates -3"},
 		"errormap load 1":     {[]string{"errormap", "--utilizations", "1"}, "--utilizations 1"},
+		"errormap per-server": {[]string{"errormap", "--per-server"}, "--per-server applies to requests"},
 		"limplock 3 nodes":    {[]string{"limplock", "--nodes", "3"}, "--nodes 3"},
 		"limplock blocks":     {[]string{"limplock", "--blocks", "10000000000"}, "--blocks 10000000000"},
 		"limplock trials":     {[]string{"limplock", "--trials", "1"}, "--trials 1"},

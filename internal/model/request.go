@@ -237,8 +237,11 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 		// own second-to-last phase ended; its part ends at the first
 		// duplicate done with all that. (It takes the arrivals until the
 		// first phase ends as if the first phase waited for all of that
-		// work: for requests of two phases arriving alone on one server,
-		// oneServerTwoPhases counts only the work already queued.)
+		// work: for requests arriving alone on one server,
+		// oneServerTwoPhases and, for three phases or more, serverPhases
+		// count only the work already queued, and for batches of two
+		// phases batchOneServer; batchOneGroupShared takes two phases'
+		// batches on duplicates.)
 		P := len(phases)
 		law := make([]float64, g.n)
 		// The work a request finds ahead counts the later phases of the
@@ -255,6 +258,9 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 			w := g.waitingPMF(g.lumpEquilibrium(sums[B*q.Accesses()], float64(B*q.Accesses())*sys.Service.Mean()), rho)
 			if d > 1 && B == 1 && P <= 2 {
 				return RequestPrediction{Step: g.h, CDF: g.oneGroupShared(phases, sums, w, g.pmf(sys.net()), batchRate, d)}, nil
+			}
+			if d == 1 && B == 1 && P > 2 {
+				return RequestPrediction{Step: g.h, CDF: g.serverPhases(w, sums, phases, batchRate, g.pmf(sys.net()))}, nil
 			}
 			if d == 1 && B == 1 && P == 2 {
 				return RequestPrediction{Step: g.h, CDF: g.oneServerTwoPhases(w, sums, phases[0], phases[1], batchRate, g.pmf(sys.net()))}, nil

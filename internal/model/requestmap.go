@@ -8,7 +8,12 @@ import (
 // RequestErrorCell compares the request predictor with simulation for one
 // mix at one load and one bound.
 type RequestErrorCell struct {
-	Utilization float64 `json:"utilization"`
+	// Utilization is the load as the map was asked for it;
+	// ServerUtilization is each server's under it (the same with one
+	// group, 1/Replicas of it when the load is of one server taking every
+	// access).
+	Utilization       float64 `json:"utilization"`
+	ServerUtilization float64 `json:"server_utilization"`
 	Config
 	// Quantile is the predicted share the bound was chosen for.
 	Quantile  float64 `json:"quantile"`
@@ -22,14 +27,34 @@ type RequestErrorCell struct {
 // Error is the predictor's absolute error against simulation.
 func (c RequestErrorCell) Error() float64 { return math.Abs(c.Predicted - c.Simulated) }
 
+// MapLoads are the loads an error map runs at.
+type MapLoads struct {
+	Utilizations []float64
+	// PerServer makes each utilization every server's in every mix (a mix
+	// of r groups then carries r times the requests), as a planner's
+	// search for the highest rate reaches; otherwise it is the load of one
+	// server taking every access, the same request rate for every mix.
+	PerServer bool
+}
+
+// rate is the request rate that puts load u on cfg.
+func (l MapLoads) rate(sys System, u float64, cfg Config) float64 {
+	rate := u / (float64(sys.Request.Accesses()) * sys.Service.Mean())
+	if l.PerServer {
+		rate *= float64(cfg.Replicas)
+	}
+	return rate
+}
+
 // RequestErrorMap runs the request predictor and the request simulator
-// for every mix of at most maxNodes nodes at each load (the utilization of
-// one server taking every access), at the bounds where the prediction
-// reaches each quantile: a bound the predictor gets wrong shows there.
-func RequestErrorMap(sys System, utils []float64, maxNodes int, quantiles []float64, opt SimOptions) ([]RequestErrorCell, error) {
+// for every mix of at most maxNodes nodes at each load, at the bounds
+// where the prediction reaches each quantile: a bound the predictor gets
+// wrong shows there.
+func RequestErrorMap(sys System, loads MapLoads, maxNodes int, quantiles []float64, opt SimOptions) ([]RequestErrorCell, error) {
 	if err := validatePlanNodes("max-nodes", maxNodes); err != nil {
 		return nil, err
 	}
+	utils := loads.Utilizations
 	if len(utils) == 0 {
 		return nil, inputError("utilizations", nil, "no utilization given")
 	}
@@ -71,6 +96,8 @@ func RequestErrorMap(sys System, utils []float64, maxNodes int, quantiles []floa
 		var err error
 		opt := opt
 		opt.Progress = part
+		sys := sys
+		sys.Rate = loads.rate(sys, cells[k].u, cells[k].cfg)
 		rows[k], err = requestErrorCells(sys, cells[k].u, cells[k].cfg, quantiles, opt)
 		return err
 	})
@@ -85,9 +112,9 @@ func RequestErrorMap(sys System, utils []float64, maxNodes int, quantiles []floa
 }
 
 // requestErrorCells compares the predictor with the simulator for cfg at
-// load u, at the bounds where the prediction reaches each quantile.
+// sys's rate (load u as asked for), at the bounds where the prediction
+// reaches each quantile.
 func requestErrorCells(sys System, u float64, cfg Config, quantiles []float64, opt SimOptions) ([]RequestErrorCell, error) {
-	sys.Rate = u / (float64(sys.Request.Accesses()) * sys.Service.Mean())
 	pred, err := predictCovering(sys, cfg, quantiles, false)
 	if err != nil {
 		return nil, err
@@ -106,7 +133,7 @@ func requestErrorCells(sys System, u float64, cfg Config, quantiles []float64, o
 	}
 	var out []RequestErrorCell
 	for i, q := range quantiles {
-		out = append(out, RequestErrorCell{Utilization: u, Config: cfg, Quantile: q, Bound: bounds[i],
+		out = append(out, RequestErrorCell{Utilization: u, ServerUtilization: sys.Utilization(cfg), Config: cfg, Quantile: q, Bound: bounds[i],
 			Predicted: pred.At(bounds[i]), Thesis: th.At(bounds[i]), Simulated: sim.SLA[i], StdErr: sim.StdErr[i]})
 	}
 	return out, nil
