@@ -27,18 +27,23 @@ type RequestErrorCell struct {
 // Error is the predictor's absolute error against simulation.
 func (c RequestErrorCell) Error() float64 { return math.Abs(c.Predicted - c.Simulated) }
 
-// MapLoads are the loads an error map runs at.
-type MapLoads struct {
+// RequestMapScope is what a request error map covers: its loads and its
+// mixes.
+type RequestMapScope struct {
 	Utilizations []float64
 	// PerServer makes each utilization every server's in every mix (a mix
 	// of r groups then carries r times the requests), as a planner's
 	// search for the highest rate reaches; otherwise it is the load of one
 	// server taking every access, the same request rate for every mix.
 	PerServer bool
+	// Mixes are the mixes mapped; without them, every mix of at most
+	// MaxNodes nodes.
+	Mixes    []Config
+	MaxNodes int
 }
 
 // rate is the request rate that puts load u on cfg.
-func (l MapLoads) rate(sys System, u float64, cfg Config) float64 {
+func (l RequestMapScope) rate(sys System, u float64, cfg Config) float64 {
 	rate := u / (float64(sys.Request.Accesses()) * sys.Service.Mean())
 	if l.PerServer {
 		rate *= float64(cfg.Replicas)
@@ -50,11 +55,12 @@ func (l MapLoads) rate(sys System, u float64, cfg Config) float64 {
 // for every mix of at most maxNodes nodes at each load, at the bounds
 // where the prediction reaches each quantile: a bound the predictor gets
 // wrong shows there.
-func RequestErrorMap(sys System, loads MapLoads, maxNodes int, quantiles []float64, opt SimOptions) ([]RequestErrorCell, error) {
-	if err := validatePlanNodes("max-nodes", maxNodes); err != nil {
+func RequestErrorMap(sys System, scope RequestMapScope, quantiles []float64, opt SimOptions) ([]RequestErrorCell, error) {
+	cfgs, err := scope.mixes()
+	if err != nil {
 		return nil, err
 	}
-	utils := loads.Utilizations
+	utils := scope.Utilizations
 	if len(utils) == 0 {
 		return nil, inputError("utilizations", nil, "no utilization given")
 	}
@@ -71,12 +77,6 @@ func RequestErrorMap(sys System, loads MapLoads, maxNodes int, quantiles []float
 	if err := firstErr(sys.Request.Validate(), opt.validate()); err != nil {
 		return nil, err
 	}
-	var cfgs []Config
-	for r := 1; r <= maxNodes; r++ {
-		for d := 1; d*r <= maxNodes; d++ {
-			cfgs = append(cfgs, Config{d, r})
-		}
-	}
 	type cell struct {
 		u   float64
 		cfg Config
@@ -92,12 +92,12 @@ func RequestErrorMap(sys System, loads MapLoads, maxNodes int, quantiles []float
 		}
 	}
 	rows := make([][]RequestErrorCell, len(cells))
-	err := sideBySide(names, weight, opt.Progress, func(k int, part Progress) error {
+	err = sideBySide(names, weight, opt.Progress, func(k int, part Progress) error {
 		var err error
 		opt := opt
 		opt.Progress = part
 		sys := sys
-		sys.Rate = loads.rate(sys, cells[k].u, cells[k].cfg)
+		sys.Rate = scope.rate(sys, cells[k].u, cells[k].cfg)
 		rows[k], err = requestErrorCells(sys, cells[k].u, cells[k].cfg, quantiles, opt)
 		return err
 	})
@@ -109,6 +109,28 @@ func RequestErrorMap(sys System, loads MapLoads, maxNodes int, quantiles []float
 		out = append(out, row...)
 	}
 	return out, nil
+}
+
+// mixes are the scope's mixes, or every mix of at most MaxNodes nodes.
+func (l RequestMapScope) mixes() ([]Config, error) {
+	for _, c := range l.Mixes {
+		if err := c.Validate(); err != nil {
+			return nil, fmt.Errorf("mixes: %w", err)
+		}
+	}
+	if len(l.Mixes) > 0 {
+		return l.Mixes, nil
+	}
+	if err := validatePlanNodes("max-nodes", l.MaxNodes); err != nil {
+		return nil, err
+	}
+	var cfgs []Config
+	for r := 1; r <= l.MaxNodes; r++ {
+		for d := 1; d*r <= l.MaxNodes; d++ {
+			cfgs = append(cfgs, Config{d, r})
+		}
+	}
+	return cfgs, nil
 }
 
 // requestErrorCells compares the predictor with the simulator for cfg at

@@ -12,7 +12,7 @@ func TestRequestErrorMapLoads(t *testing.T) {
 	sys := System{Service: Exponential{1e-3}, Request: Request{Phases: []int{4}}}
 	opt := SimOptions{Requests: 20000, Seed: 1}
 	for _, perServer := range []bool{false, true} {
-		cells, err := RequestErrorMap(sys, MapLoads{Utilizations: []float64{0.2}, PerServer: perServer}, 2, []float64{0.5}, opt)
+		cells, err := RequestErrorMap(sys, RequestMapScope{Utilizations: []float64{0.2}, PerServer: perServer, MaxNodes: 2}, []float64{0.5}, opt)
 		if err != nil {
 			t.Fatal(err)
 		}

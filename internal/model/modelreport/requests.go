@@ -70,7 +70,7 @@ func RequestErrorChart(util float64, cells []model.RequestErrorCell) report.BarC
 }
 
 // RequestErrorMapPage is the request error map's report: a figure per load.
-func RequestErrorMapPage(sys model.System, loads model.MapLoads, requests int, cells []model.RequestErrorCell) *report.Page {
+func RequestErrorMapPage(sys model.System, scope model.RequestMapScope, requests int, cells []model.RequestErrorCell) *report.Page {
 	page := report.NewPage("gait model errormap: requests of " + sys.Request.String())
 	page.Paragraph(fmt.Sprintf("Service %s, no network delay, %d simulated requests per mix and load. A mix is duplicates x replicas; the bounds are where the request predictor puts the quantiles asked for, and each bar is the largest error over them.", sys.Service, requests))
 	var utils []float64
@@ -83,7 +83,7 @@ func RequestErrorMapPage(sys model.System, loads model.MapLoads, requests int, c
 	}
 	for _, u := range utils {
 		of := "of one server taking every access: each of r groups' servers carries 1/r of it"
-		if loads.PerServer {
+		if scope.PerServer {
 			of = "of each server, in every mix"
 		}
 		page.Figure(fmt.Sprintf("Load %g%% (%s).", 100*u, of), RequestErrorChart(u, cells))
