@@ -25,7 +25,7 @@ import (
 // batchOneGroupShared is the request law of two phases (k1 then k2
 // accesses) arriving in batches of B at rate (batches per second) on one
 // group of d > 1 duplicates: wait is a duplicate's stationary work of
-// whole batches, sums[c] the law of c service times, svc one's, net the
+// whole batches, sums[c] the law of c service times, net the
 // reply's network delay. It is batchOneGroup's law given the last batch's
 // age, plus what the gaps between the batches before it change in that
 // (batchHistoryCorrection).
