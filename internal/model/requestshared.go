@@ -456,7 +456,11 @@ const historyCoarse = 8
 // 0.0002).
 func (g grid) historyCorrection(phases []int, svc, net []float64, rate float64, d int, windows *windowLumps) []float64 {
 	c := grid{h: g.h * historyCoarse, n: g.n / historyCoarse}
-	h := c.newSharedHistory(phases, coarsen(svc, historyCoarse), rate)
+	var w []int
+	if windows != nil {
+		w = windows.phases
+	}
+	h := c.newSharedHistory(phases, coarsen(svc, historyCoarse), rate, w)
 	first, last, cnet := h.first[:c.n], h.first[:c.n], coarsen(net, historyCoarse)
 	if h.second != nil {
 		last = h.second[:c.n]
@@ -553,6 +557,7 @@ type sharedHistory struct {
 	x             grid
 	rate          float64
 	first, second []float64 // the laws of a request's phases' work (one phase: second nil)
+	lead, between []float64 // of its work to the end of its window 1, and from there to its last phase (nil: first and none)
 	whole, wait   []float64 // of a request's work, and of a duplicate's at an arrival
 	mean          float64   // of whole
 	quantum       float64   // cells: the standard deviation of whole
@@ -560,7 +565,9 @@ type sharedHistory struct {
 
 // newSharedHistory is the history of requests of the given phases at
 // rate on a grid of g's cells, svc the law of a service time on g.
-func (g grid) newSharedHistory(phases []int, svc []float64, rate float64) *sharedHistory {
+// windows, when not nil, are the phases of a request of three or more
+// whose first P-1 phases phases[0] takes as one (groupPhases).
+func (g grid) newSharedHistory(phases []int, svc []float64, rate float64, windows []int) *sharedHistory {
 	x := grid{h: g.h, n: 2 * g.n}
 	power := func(k int) []float64 {
 		out := make([]float64, x.n)
@@ -581,6 +588,9 @@ func (g grid) newSharedHistory(phases []int, svc []float64, rate float64) *share
 	if len(phases) == 2 {
 		h.second = power(phases[1])
 		h.whole = convolve(h.first, h.second)
+	}
+	if P := len(windows); P > 2 {
+		h.lead, h.between = power(windows[0]), power(phases[0]-windows[0])
 	}
 	h.mean = lawMean(x, cumulative(h.whole))
 	spread := 0.0
@@ -621,8 +631,12 @@ func (h *sharedHistory) states() []sharedState {
 	var last []sharedState
 	for _, s := range states {
 		var ends []float64 // Y', the previous request's end of its first phase
+		lead := h.first
+		if h.lead != nil {
+			lead = h.lead
+		}
 		if h.second != nil {
-			ends = convolve(s.pmf, h.first)
+			ends = convolve(s.pmf, lead)
 		}
 		for _, st := range h.x.agedStates(s.pmf, h.whole, h.rate, lastAges) {
 			last = append(last, sharedState{w: s.w * st.w, mass: 1, pmf: st.pmf})
@@ -642,8 +656,12 @@ func (h *sharedHistory) states() []sharedState {
 			if s.w*st.w*mass < 1e-12 {
 				continue
 			}
-			last = append(last, sharedState{w: -s.w * st.w, mass: mass, pmf: convolve(part, h.second)},
-				sharedState{w: s.w * st.w, mass: mass, pmf: part, pending: true})
+			pending := part
+			if h.between != nil {
+				pending = convolve(part, h.between)
+			}
+			last = append(last, sharedState{w: -s.w * st.w, mass: mass, pmf: convolve(pending, h.second)},
+				sharedState{w: s.w * st.w, mass: mass, pmf: pending, pending: true})
 		}
 	}
 	return mergeShared(last, h.quantum)
