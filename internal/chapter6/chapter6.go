@@ -348,20 +348,17 @@ func MixName(c model.Config) string {
 	return strconv.Itoa(c.Duplicates) + "x" + strconv.Itoa(c.Replicas)
 }
 
-// ParseMixes reads "1x4,2x2,4x1" (duplicates x replicas).
+// ParseMixes reads "1x4,2x2,4x1" (duplicates x replicas), each a
+// deployment gait-redis can run.
 func ParseMixes(s string) ([]model.Config, error) {
-	var out []model.Config
-	for _, f := range strings.Split(s, ",") {
-		d, r, ok := strings.Cut(strings.TrimSpace(f), "x")
-		dn, err1 := strconv.Atoi(d)
-		rn, err2 := strconv.Atoi(r)
-		if !ok || err1 != nil || err2 != nil || dn < 1 || rn < 1 {
-			return nil, fmt.Errorf("mix %q: want DUPLICATESxREPLICAS, e.g. 2x2", f)
+	out, err := model.ParseMixes(s)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range out {
+		if c.Nodes() > gaitredis.MaxReplicas {
+			return nil, fmt.Errorf("mix %s: %d nodes, more than gait-redis's %d", MixName(c), c.Nodes(), gaitredis.MaxReplicas)
 		}
-		if dn*rn > gaitredis.MaxReplicas {
-			return nil, fmt.Errorf("mix %q: %d nodes, more than gait-redis's %d", f, dn*rn, gaitredis.MaxReplicas)
-		}
-		out = append(out, model.Config{Duplicates: dn, Replicas: rn})
 	}
 	return out, nil
 }

@@ -466,7 +466,8 @@ func newModelFigure7Cmd() *cobra.Command {
 func newModelErrorMapCmd() *cobra.Command {
 	var utils []float64
 	var maxD, requests, batch, maxNodes int
-	var phases, service string
+	var phases, service, mixes string
+	var perServer bool
 	var boundMeans float64
 	var measured, measuredConfig string
 	var out ending
@@ -479,6 +480,11 @@ func newModelErrorMapCmd() *cobra.Command {
 duplicates at each utilization, for exponential (exp:1ms), log-normal
 (lognormal:1ms,1), heavy-tailed Pareto (pareto:1ms,2.5) and, with --measured,
 a measured distribution; the bound is --bound-means x the mean service time.
+With --phases it maps requests of several accesses instead, over every mix
+of up to --max-nodes nodes: each load is that of one server taking every
+access (the same request rate for every mix), or with --per-server each
+server's in every mix (the loads a planner's highest-rate search reaches);
+--mixes maps only the mixes named.
 A run longer than a few seconds shows its progress on standard error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -486,7 +492,11 @@ A run longer than a few seconds shows its progress on standard error.`,
 				return err
 			}
 			if cmd.Flags().Changed("phases") || cmd.Flags().Changed("batch") {
-				return requestErrorMap(cmd, out, requestMapInputs{phases: phases, batch: batch, service: service, utils: utils, maxNodes: maxNodes, requests: requests, seed: seed})
+				return requestErrorMap(cmd, out, requestMapInputs{phases: phases, batch: batch, service: service, mixes: mixes,
+					scope: model.RequestMapScope{Utilizations: utils, PerServer: perServer, MaxNodes: maxNodes}, requests: requests, seed: seed})
+			}
+			if perServer || mixes != "" {
+				return errors.New("--per-server and --mixes apply to requests: give --phases (the access map is of one group)")
 			}
 			svcs := []model.Distribution{model.Exponential{M: 1e-3}, model.LogNormal{Median: 1e-3, Sigma: 1}, model.Pareto{Xm: 1e-3, Alpha: 2.5}}
 			if measured != "" {
@@ -528,17 +538,19 @@ A run longer than a few seconds shows its progress on standard error.`,
 	cmd.Flags().IntVar(&batch, "batch", 1, "with --phases: requests arriving together")
 	cmd.Flags().StringVar(&service, "service", "exp:1ms", "with --phases: the service-time distribution")
 	cmd.Flags().IntVar(&maxNodes, "max-nodes", 8, "with --phases: the largest mix")
+	cmd.Flags().BoolVar(&perServer, "per-server", false, "with --phases: each load is every server's, not that of one server taking every access")
+	cmd.Flags().StringVar(&mixes, "mixes", "", "with --phases: map only these mixes (duplicates x replicas, e.g. 2x2,3x2) instead of every mix of up to --max-nodes")
 	return cmd
 }
 
 // requestMapInputs are errormap's flags for requests of several accesses.
 type requestMapInputs struct {
-	phases          string
-	batch, maxNodes int
-	service         string
-	utils           []float64
-	requests        int
-	seed            uint64
+	phases, mixes string
+	batch         int
+	service       string
+	scope         model.RequestMapScope
+	requests      int
+	seed          uint64
 }
 
 func requestErrorMap(cmd *cobra.Command, out ending, in requestMapInputs) error {
@@ -550,10 +562,15 @@ func requestErrorMap(cmd *cobra.Command, out ending, in requestMapInputs) error 
 	if err != nil {
 		return err
 	}
+	if in.mixes != "" {
+		if in.scope.Mixes, err = model.ParseMixes(in.mixes); err != nil {
+			return fmt.Errorf("--mixes %s: %w", in.mixes, err)
+		}
+	}
 	sys := model.System{Service: svc, Request: model.Request{Phases: phases, Batch: in.batch}}
 	progress := newProgressLine(cmd.ErrOrStderr(), "errormap")
 	defer progress.close()
-	cells, err := model.RequestErrorMap(sys, in.utils, in.maxNodes, []float64{0.5, 0.9, 0.99}, model.SimOptions{Requests: in.requests, Seed: in.seed, Progress: progress.report})
+	cells, err := model.RequestErrorMap(sys, in.scope, []float64{0.5, 0.9, 0.99}, model.SimOptions{Requests: in.requests, Seed: in.seed, Progress: progress.report})
 	if err != nil {
 		return namedFlag(err, nil)
 	}
@@ -561,7 +578,7 @@ func requestErrorMap(cmd *cobra.Command, out ending, in requestMapInputs) error 
 	return out.finish(cmd.OutOrStdout(), result{
 		text: func(w io.Writer) error { return modelreport.WriteRequestErrorMap(w, sys, cells) },
 		json: jsonOf(cells),
-		html: pageOf(func() *report.Page { return modelreport.RequestErrorMapPage(sys, in.requests, cells) }),
+		html: pageOf(func() *report.Page { return modelreport.RequestErrorMapPage(sys, in.scope, in.requests, cells) }),
 	})
 }
 

@@ -84,12 +84,12 @@ func TestRequestErrorMapSideBySide(t *testing.T) {
 	utils, quantiles := []float64{0.1, 0.3}, []float64{0.5, 0.9}
 	opt := SimOptions{Requests: 20000, Seed: 1}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	alone, err := RequestErrorMap(sys, utils, 2, quantiles, opt)
+	alone, err := RequestErrorMap(sys, RequestMapScope{Utilizations: utils, MaxNodes: 2}, quantiles, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	runtime.GOMAXPROCS(3)
-	together, err := RequestErrorMap(sys, utils, 2, quantiles, opt)
+	together, err := RequestErrorMap(sys, RequestMapScope{Utilizations: utils, MaxNodes: 2}, quantiles, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

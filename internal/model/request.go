@@ -239,7 +239,9 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 		// first phase ends as if the first phase waited for all of that
 		// work: for requests arriving alone on one server,
 		// oneServerTwoPhases and, for three phases or more, serverPhases
-		// count only the work already queued.)
+		// count only the work already queued, and for batches of two
+		// phases batchOneServer; batchOneGroupShared takes two phases'
+		// batches on duplicates.)
 		P := len(phases)
 		law := make([]float64, g.n)
 		// The work a request finds ahead counts the later phases of the
@@ -265,6 +267,12 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 			}
 			if d == 1 && B == 1 && P == 2 {
 				return RequestPrediction{Step: g.h, CDF: g.oneServerTwoPhases(w, sums, phases[0], phases[1], batchRate, g.pmf(sys.net()))}, nil
+			}
+			if d == 1 && B > 1 && P == 2 {
+				return RequestPrediction{Step: g.h, CDF: g.batchOneServer(w, sums, phases[0], phases[1], B, batchRate, g.pmf(sys.net()))}, nil
+			}
+			if d > 1 && B > 1 && P == 2 {
+				return RequestPrediction{Step: g.h, CDF: g.batchOneGroupShared(phases[0], phases[1], B, sums, w, g.pmf(sys.net()), batchRate, d)}, nil
 			}
 			waits = g.idleOrBusy(w, g.pmf(sys.net()))
 			if d > 1 {
@@ -489,37 +497,48 @@ func (g grid) batchEarlierPhases(phases []int, sums [][]float64, first func(int)
 // at rate at a duplicate bring in a window of w (compound Poisson), for Y
 // given on the grid.
 func (g grid) withArrivals(y []float64, rate float64, lump []float64) []float64 {
-	horizon := float64(g.n) * g.h
-	// Enough lumps that more are rarer than 1e-12 over the whole grid.
+	// Y + A(Y) is, over the count n of lumps, the law of Y weighed by
+	// the chance of n arrivals within it, convolved with n lumps' work.
+	out := make([]float64, g.n)
+	power := make([]float64, g.n) // n lumps' work
+	power[0] = 1
+	part := make([]float64, g.n)
+	for n := range g.arrivalsReach(rate) + 1 {
+		if n > 0 {
+			power = convolve(power, lump)
+		}
+		for i, c := range g.arrivalChances(rate, n) {
+			part[i] = y[i] * c
+		}
+		for z, v := range convolve(part, power) {
+			out[z] += v
+		}
+	}
+	return out
+}
+
+// arrivalsReach is how many arrivals at rate withArrivals counts: enough
+// that more are rarer than 1e-12 over the whole grid.
+func (g grid) arrivalsReach(rate float64) int {
 	most := 0
-	for mean, tail := rate*horizon, 1.0; tail > 1e-12 && most < 256; most++ {
+	for mean, tail := rate*float64(g.n)*g.h, 1.0; tail > 1e-12 && most < 256; most++ {
 		tail -= math.Exp(float64(most)*math.Log(mean) - mean - lgammaInt(most+1))
 		if mean == 0 {
 			break
 		}
 	}
-	powers := [][]float64{make([]float64, g.n)}
-	powers[0][0] = 1
-	for n := 1; n <= most; n++ {
-		powers = append(powers, convolve(powers[n-1], lump))
-	}
+	return most
+}
+
+// arrivalChances is, at each cell, the chance of exactly n arrivals at
+// rate within that cell's time.
+func (g grid) arrivalChances(rate float64, n int) []float64 {
 	out := make([]float64, g.n)
-	for i, py := range y {
-		if py < 1e-15 {
-			continue
-		}
+	for i := range out {
 		mean := rate * float64(i) * g.h
-		for n, pw := range powers {
-			pn := py * math.Exp(float64(n)*math.Log(mean)-mean-lgammaInt(n+1))
-			if n == 0 {
-				pn = py * math.Exp(-mean)
-			}
-			if pn < 1e-15 {
-				continue
-			}
-			for z := i; z < g.n; z++ {
-				out[z] += pn * pw[z-i]
-			}
+		out[i] = math.Exp(-mean)
+		if n > 0 {
+			out[i] = math.Exp(float64(n)*math.Log(mean) - mean - lgammaInt(n+1))
 		}
 	}
 	return out

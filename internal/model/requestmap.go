@@ -8,7 +8,12 @@ import (
 // RequestErrorCell compares the request predictor with simulation for one
 // mix at one load and one bound.
 type RequestErrorCell struct {
-	Utilization float64 `json:"utilization"`
+	// Utilization is the load as the map was asked for it;
+	// ServerUtilization is each server's under it (the same with one
+	// group, 1/Replicas of it when the load is of one server taking every
+	// access).
+	Utilization       float64 `json:"utilization"`
+	ServerUtilization float64 `json:"server_utilization"`
 	Config
 	// Quantile is the predicted share the bound was chosen for.
 	Quantile  float64 `json:"quantile"`
@@ -22,14 +27,40 @@ type RequestErrorCell struct {
 // Error is the predictor's absolute error against simulation.
 func (c RequestErrorCell) Error() float64 { return math.Abs(c.Predicted - c.Simulated) }
 
+// RequestMapScope is what a request error map covers: its loads and its
+// mixes.
+type RequestMapScope struct {
+	Utilizations []float64
+	// PerServer makes each utilization every server's in every mix (a mix
+	// of r groups then carries r times the requests), as a planner's
+	// search for the highest rate reaches; otherwise it is the load of one
+	// server taking every access, the same request rate for every mix.
+	PerServer bool
+	// Mixes are the mixes mapped; without them, every mix of at most
+	// MaxNodes nodes.
+	Mixes    []Config
+	MaxNodes int
+}
+
+// rate is the request rate that puts load u on cfg.
+func (l RequestMapScope) rate(sys System, u float64, cfg Config) float64 {
+	rate := u / (float64(sys.Request.Accesses()) * sys.Service.Mean())
+	if l.PerServer {
+		rate *= float64(cfg.Replicas)
+	}
+	return rate
+}
+
 // RequestErrorMap runs the request predictor and the request simulator
-// for every mix of at most maxNodes nodes at each load (the utilization of
-// one server taking every access), at the bounds where the prediction
-// reaches each quantile: a bound the predictor gets wrong shows there.
-func RequestErrorMap(sys System, utils []float64, maxNodes int, quantiles []float64, opt SimOptions) ([]RequestErrorCell, error) {
-	if err := validatePlanNodes("max-nodes", maxNodes); err != nil {
+// for every mix of at most maxNodes nodes at each load, at the bounds
+// where the prediction reaches each quantile: a bound the predictor gets
+// wrong shows there.
+func RequestErrorMap(sys System, scope RequestMapScope, quantiles []float64, opt SimOptions) ([]RequestErrorCell, error) {
+	cfgs, err := scope.mixes()
+	if err != nil {
 		return nil, err
 	}
+	utils := scope.Utilizations
 	if len(utils) == 0 {
 		return nil, inputError("utilizations", nil, "no utilization given")
 	}
@@ -46,12 +77,6 @@ func RequestErrorMap(sys System, utils []float64, maxNodes int, quantiles []floa
 	if err := firstErr(sys.Request.Validate(), opt.validate()); err != nil {
 		return nil, err
 	}
-	var cfgs []Config
-	for r := 1; r <= maxNodes; r++ {
-		for d := 1; d*r <= maxNodes; d++ {
-			cfgs = append(cfgs, Config{d, r})
-		}
-	}
 	type cell struct {
 		u   float64
 		cfg Config
@@ -67,10 +92,12 @@ func RequestErrorMap(sys System, utils []float64, maxNodes int, quantiles []floa
 		}
 	}
 	rows := make([][]RequestErrorCell, len(cells))
-	err := sideBySide(names, weight, opt.Progress, func(k int, part Progress) error {
+	err = sideBySide(names, weight, opt.Progress, func(k int, part Progress) error {
 		var err error
 		opt := opt
 		opt.Progress = part
+		sys := sys
+		sys.Rate = scope.rate(sys, cells[k].u, cells[k].cfg)
 		rows[k], err = requestErrorCells(sys, cells[k].u, cells[k].cfg, quantiles, opt)
 		return err
 	})
@@ -84,10 +111,32 @@ func RequestErrorMap(sys System, utils []float64, maxNodes int, quantiles []floa
 	return out, nil
 }
 
+// mixes are the scope's mixes, or every mix of at most MaxNodes nodes.
+func (l RequestMapScope) mixes() ([]Config, error) {
+	for _, c := range l.Mixes {
+		if err := c.Validate(); err != nil {
+			return nil, fmt.Errorf("mixes: %w", err)
+		}
+	}
+	if len(l.Mixes) > 0 {
+		return l.Mixes, nil
+	}
+	if err := validatePlanNodes("max-nodes", l.MaxNodes); err != nil {
+		return nil, err
+	}
+	var cfgs []Config
+	for r := 1; r <= l.MaxNodes; r++ {
+		for d := 1; d*r <= l.MaxNodes; d++ {
+			cfgs = append(cfgs, Config{d, r})
+		}
+	}
+	return cfgs, nil
+}
+
 // requestErrorCells compares the predictor with the simulator for cfg at
-// load u, at the bounds where the prediction reaches each quantile.
+// sys's rate (load u as asked for), at the bounds where the prediction
+// reaches each quantile.
 func requestErrorCells(sys System, u float64, cfg Config, quantiles []float64, opt SimOptions) ([]RequestErrorCell, error) {
-	sys.Rate = u / (float64(sys.Request.Accesses()) * sys.Service.Mean())
 	pred, err := predictCovering(sys, cfg, quantiles, false)
 	if err != nil {
 		return nil, err
@@ -106,7 +155,7 @@ func requestErrorCells(sys System, u float64, cfg Config, quantiles []float64, o
 	}
 	var out []RequestErrorCell
 	for i, q := range quantiles {
-		out = append(out, RequestErrorCell{Utilization: u, Config: cfg, Quantile: q, Bound: bounds[i],
+		out = append(out, RequestErrorCell{Utilization: u, ServerUtilization: sys.Utilization(cfg), Config: cfg, Quantile: q, Bound: bounds[i],
 			Predicted: pred.At(bounds[i]), Thesis: th.At(bounds[i]), Simulated: sim.SLA[i], StdErr: sim.StdErr[i]})
 	}
 	return out, nil

@@ -329,27 +329,7 @@ func ipow(x float64, n int) float64 {
 // Y = W + S(k1). Left out: requests before the last one still in their
 // first phase (their first phase ends before the last one's).
 func (g grid) oneServerTwoPhases(wait []float64, sums [][]float64, k1, k2 int, rate float64, net []float64) []float64 {
-	z := convolve(wait, sums[k1])
-	age := make([]float64, g.n) // age[a]: the last arrival is a cells old
-	for a := range age {
-		lo := math.Max(0, (float64(a)-0.5)*g.h)
-		age[a] = math.Exp(-rate*lo) - math.Exp(-rate*(float64(a)+0.5)*g.h)
-	}
-	older := math.Exp(-rate * (float64(g.n) - 0.5) * g.h) // past the grid: idle
-	x := make([]float64, g.n)                             // X >= 0
-	gap := make([]float64, g.n)                           // -X > 0
-	for a, wa := range age {
-		if wa < 1e-16 {
-			continue
-		}
-		for c, v := range z {
-			if c >= a {
-				x[c-a] += wa * v
-			} else {
-				gap[a-c] += wa * v
-			}
-		}
-	}
+	x, gap, older := g.sinceLast(convolve(wait, sums[k1]), rate)
 	rest := make([]float64, g.n) // W = max(0, S(k2) - gap)
 	rest[0] = older
 	for gp, wg := range gap {
@@ -367,6 +347,33 @@ func (g grid) oneServerTwoPhases(wait []float64, sums [][]float64, k1, k2 int, r
 		done[i] += busy[i]
 	}
 	return cumulative(convolve(done, net))
+}
+
+// sinceLast is X = Z - τ, Z of law z and τ the age of the last arrival
+// (exponential at rate, on the grid's cells), split into its part X >= 0
+// (x, the law at X) and its part X < 0 (gap, the law at -X); older is the
+// chance of an age past the grid (the server then idle).
+func (g grid) sinceLast(z []float64, rate float64) (x, gap []float64, older float64) {
+	age := make([]float64, g.n) // age[a]: the last arrival is a cells old
+	for a := range age {
+		lo := math.Max(0, (float64(a)-0.5)*g.h)
+		age[a] = math.Exp(-rate*lo) - math.Exp(-rate*(float64(a)+0.5)*g.h)
+	}
+	older = math.Exp(-rate * (float64(g.n) - 0.5) * g.h)
+	x, gap = make([]float64, g.n), make([]float64, g.n)
+	for a, wa := range age {
+		if wa < 1e-16 {
+			continue
+		}
+		for c, v := range z {
+			if c >= a {
+				x[c-a] += wa * v
+			} else {
+				gap[a-c] += wa * v
+			}
+		}
+	}
+	return x, gap, older
 }
 
 // oneGroupShared is the request law on one group of d > 1 duplicates for a
@@ -473,10 +480,18 @@ func (g grid) historyCorrection(phases []int, svc, net []float64, rate float64, 
 	whole := h.whole[:c.n]
 	wait := c.waitingPMF(c.lumpEquilibrium(whole, h.mean), rate*h.mean)
 	without := c.oneGroupLaw(lastArrival(c.pastStates(wait, whole, rate, lastAges)), phases, first, last, cnet, rate, d, lump)
+	return g.fromCoarse(with, without)
+}
+
+// fromCoarse is with - without, two laws on a grid historyCoarse times
+// coarser than g, on g's cells (interpolated; the coarse cell j stands
+// for the fine cell historyCoarse·j + (historyCoarse-1)/2).
+func (g grid) fromCoarse(with, without []float64) []float64 {
+	n := len(with)
 	out := make([]float64, g.n)
 	for i := range out {
-		f := min(max(0, (float64(i)-(historyCoarse-1)/2.0)/historyCoarse), float64(c.n-1))
-		j := min(int(f), c.n-2)
+		f := min(max(0, (float64(i)-(historyCoarse-1)/2.0)/historyCoarse), float64(n-1))
+		j := min(int(f), n-2)
 		f -= float64(j)
 		out[i] = (1-f)*(with[j]-without[j]) + f*(with[j+1]-without[j+1])
 	}

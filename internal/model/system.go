@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // System is what every predictor and the simulator share: a service-time
@@ -139,4 +140,24 @@ func validateCount(input string, n int) error {
 		return inputError(input, n, "want 1 to %d", MaxNodes)
 	}
 	return nil
+}
+
+// ParseMixes reads mixes as the thesis names them, duplicates x replicas:
+// "1x4,2x2,4x1".
+func ParseMixes(s string) ([]Config, error) {
+	var out []Config
+	for _, f := range strings.Split(s, ",") {
+		d, r, ok := strings.Cut(strings.TrimSpace(f), "x")
+		dn, err1 := strconv.Atoi(d)
+		rn, err2 := strconv.Atoi(r)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("mix %q: want DUPLICATESxREPLICAS, e.g. 2x2", f)
+		}
+		c := Config{Duplicates: dn, Replicas: rn}
+		if err := c.Validate(); err != nil {
+			return nil, fmt.Errorf("mix %q: %w", f, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }

@@ -15,9 +15,9 @@ import (
 func WriteRequestErrorMap(w io.Writer, sys model.System, cells []model.RequestErrorCell) error {
 	fmt.Fprintf(w, "service %s, %s: request predictor against request simulation\n", sys.Service, sys.Request)
 	tw := table(w)
-	fmt.Fprintln(tw, "load\tduplicates\treplicas\tquantile\tbound\tsla\tsla_thesis\tsimulated\tstderr\t|error|\t")
+	fmt.Fprintln(tw, "load\tper server\tduplicates\treplicas\tquantile\tbound\tsla\tsla_thesis\tsimulated\tstderr\t|error|\t")
 	for _, c := range cells {
-		fmt.Fprintf(tw, "%g%%\t%d\t%d\t%g\t%s\t%s\t%s\t%s\t%.5f\t%.4f\t\n", 100*c.Utilization, c.Duplicates, c.Replicas, c.Quantile,
+		fmt.Fprintf(tw, "%g%%\t%.3g%%\t%d\t%d\t%g\t%s\t%s\t%s\t%s\t%.5f\t%.4f\t\n", 100*c.Utilization, 100*c.ServerUtilization, c.Duplicates, c.Replicas, c.Quantile,
 			units.Seconds(c.Bound), Pct(c.Predicted), Pct(c.Thesis), Pct(c.Simulated), c.StdErr, c.Error())
 	}
 	if err := tw.Flush(); err != nil {
@@ -70,7 +70,7 @@ func RequestErrorChart(util float64, cells []model.RequestErrorCell) report.BarC
 }
 
 // RequestErrorMapPage is the request error map's report: a figure per load.
-func RequestErrorMapPage(sys model.System, requests int, cells []model.RequestErrorCell) *report.Page {
+func RequestErrorMapPage(sys model.System, scope model.RequestMapScope, requests int, cells []model.RequestErrorCell) *report.Page {
 	page := report.NewPage("gait model errormap: requests of " + sys.Request.String())
 	page.Paragraph(fmt.Sprintf("Service %s, no network delay, %d simulated requests per mix and load. A mix is duplicates x replicas; the bounds are where the request predictor puts the quantiles asked for, and each bar is the largest error over them.", sys.Service, requests))
 	var utils []float64
@@ -82,7 +82,11 @@ func RequestErrorMapPage(sys model.System, requests int, cells []model.RequestEr
 		}
 	}
 	for _, u := range utils {
-		page.Figure(fmt.Sprintf("Load %g%% (of one server taking every access).", 100*u), RequestErrorChart(u, cells))
+		of := "of one server taking every access: each of r groups' servers carries 1/r of it"
+		if scope.PerServer {
+			of = "of each server, in every mix"
+		}
+		page.Figure(fmt.Sprintf("Load %g%% (%s).", 100*u, of), RequestErrorChart(u, cells))
 	}
 	return page
 }
