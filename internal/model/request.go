@@ -257,7 +257,10 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 		if !thesis {
 			w := g.waitingPMF(g.lumpEquilibrium(sums[B*q.Accesses()], float64(B*q.Accesses())*sys.Service.Mean()), rho)
 			if d > 1 && B == 1 && P <= 2 {
-				return RequestPrediction{Step: g.h, CDF: g.oneGroupShared(phases, sums, w, g.pmf(sys.net()), batchRate, d)}, nil
+				return RequestPrediction{Step: g.h, CDF: g.oneGroupShared(phases, sums, w, g.pmf(sys.net()), batchRate, d, nil)}, nil
+			}
+			if d > 1 && B == 1 {
+				return RequestPrediction{Step: g.h, CDF: g.groupPhases(phases, sums, w, g.pmf(sys.net()), batchRate, d)}, nil
 			}
 			if d == 1 && B == 1 && P > 2 {
 				return RequestPrediction{Step: g.h, CDF: g.serverPhases(w, sums, phases, batchRate, g.pmf(sys.net()))}, nil

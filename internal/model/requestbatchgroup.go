@@ -79,7 +79,7 @@ func (g grid) batchHistoryCorrection(k1, k2, B int, svc, net []float64, rate flo
 	for n := 1; n < len(sums); n++ {
 		sums[n] = convolve(sums[n-1], cs)
 	}
-	h := c.newSharedHistory([]int{B * (k1 + k2)}, cs, rate)
+	h := c.newSharedHistory([]int{B * (k1 + k2)}, cs, rate, nil)
 	cnet := coarsen(net, historyCoarse)
 	with := c.batchOneGroup(h.states(), k1, k2, B, sums, cnet, rate, d)
 	whole := h.whole[:c.n]

@@ -85,41 +85,85 @@ func (g grid) serverPhases(wait []float64, sums [][]float64, phases []int, rate 
 	return cumulative(g.phaseWindows(found, sums, phases, rate, net))
 }
 
-// windowTilt sets phaseWindows's damping: the law is transformed times
-// e^(-windowTilt·i/N) at cell i (N twice the grid's cells), so that what
-// lies beyond N cells comes back onto the grid e^-windowTilt smaller
-// (1e-13), and the grid's last cell is read e^(windowTilt/2) larger
-// (3e6 times the transform's rounding, 1e-16).
+// windowTilt sets the damping of windowSpectra's transforms: a law is
+// transformed times e^(-windowTilt·i/N) at cell i (N twice the grid's
+// cells), so that what lies beyond N cells comes back onto the grid
+// e^-windowTilt smaller (1e-13), and the grid's last cell is read
+// e^(windowTilt/2) larger (3e6 times the transform's rounding, 1e-16).
 const windowTilt = 30.0
+
+// windowSpectra are the transforms of a request's windows (phases on one
+// server or group, requests arriving at rate), at the N/2+1 points z_k =
+// e^(-windowTilt/N) e^(-2πik/N) of a damped circle. Window i's length is
+// service times (its accesses and those the work ahead brings), and the
+// requests arriving within it (Poisson at rate given its length) each add
+// k_l accesses to window i+l. With σ(z) = E[z^S] a service time's
+// transform, each window is then a sum of service times whose transform
+// variable is z_i = z·exp(rate·h·(ρ_i - 1)), ρ_i = Π_l σ(z_{i+l})^{k_l}
+// being the transform of all that an arrival in window i adds to the
+// latency (z_P = z: arrivals in the last window come after the request).
+type windowSpectra struct {
+	grid
+	ft       *fourier.FFT
+	damp     float64
+	sig, arr [][]complex128 // sig[i][k] = σ(z_i), arr[i][k] = ρ_i at z_k
+}
+
+func (g grid) newWindowSpectra(svc []float64, phases []int, rate float64) *windowSpectra {
+	P, N := len(phases), 2*g.n
+	w := &windowSpectra{grid: g, ft: fourier.NewFFT(N), damp: math.Exp(-windowTilt / float64(N))}
+	for len(svc) > 1 && svc[len(svc)-1] < 1e-18 {
+		svc = svc[:len(svc)-1]
+	}
+	w.sig, w.arr = make([][]complex128, P), make([][]complex128, P)
+	for i := range w.sig {
+		w.sig[i], w.arr[i] = make([]complex128, N/2+1), make([]complex128, N/2+1)
+	}
+	for k := 0; k <= N/2; k++ {
+		z := complex(w.damp, 0) * cmplx.Exp(complex(0, -2*math.Pi*float64(k)/float64(N)))
+		for i := P - 1; i >= 0; i-- {
+			rho := complex(1, 0)
+			for l := 1; i+l < P; l++ {
+				rho *= ipowC(w.sig[i+l][k], phases[l-1])
+			}
+			w.arr[i][k] = rho
+			w.sig[i][k] = polyAt(svc, z*cmplx.Exp(complex(rate*g.h, 0)*(rho-1)))
+		}
+	}
+	return w
+}
+
+// transform is p's damped transform.
+func (w *windowSpectra) transform(p []float64) []complex128 {
+	buf := make([]float64, w.ft.Len())
+	for c, v := range p {
+		buf[c] = v * math.Pow(w.damp, float64(c))
+	}
+	return w.ft.Coefficients(nil, buf)
+}
+
+// law is the law on the grid whose damped transform is coeff.
+func (w *windowSpectra) law(coeff []complex128) []float64 {
+	N := w.ft.Len()
+	seq := w.ft.Sequence(nil, coeff)
+	out := make([]float64, w.n)
+	for i := range out {
+		out[i] = math.Max(0, seq[i]/float64(N)*math.Exp(windowTilt*float64(i)/float64(N)))
+	}
+	return out
+}
 
 // phaseWindows is the latency law (a pmf) of a request of the given
 // phases on one server that finds found[j] (a part of the law of the work
 // queued) with the last request in its phase j+1, whose later phases then
-// come ahead of this one's phases 2, 3, ...
-//
-// Window i's length is its accesses' service times (for the first, also
-// the work found), and the requests arriving within it (Poisson at rate
-// given its length) each add k_l accesses to window i+l. With z the
-// transform variable of the latency, and σ(z) = E[z^S] a service time's,
-// each window is then a sum of service times whose transform variable is
-// z_i = z·exp(rate·h·(ρ_i - 1)), ρ_i = Π_l σ(z_{i+l})^{k_l} being an
-// arrival's part in the later windows (z_P = z: arrivals in the last
-// window come after the request). The law is read back from the transform
-// on the unit circle (damped: windowTilt). It is the law of counting each
-// window's arrivals one by one, without the counts' truncation; the first
-// window's law (the work found and k_1 accesses) is split by its count
-// on the grid and transformed, the service law evaluated at each z_i.
+// come ahead of this one's phases 2, 3, ... The windows are
+// windowSpectra's, read back from the transform: it is the law of counting
+// each window's arrivals one by one, without the counts' truncation. The
+// first window's law (the work found and k_1 accesses) is split by its
+// count of arrivals on the grid and transformed.
 func (g grid) phaseWindows(found [][]float64, sums [][]float64, phases []int, rate float64, net []float64) []float64 {
-	P, N := len(phases), 2*g.n
-	ft := fourier.NewFFT(N)
-	damp := math.Exp(-windowTilt / float64(N))
-	transform := func(p []float64) []complex128 {
-		buf := make([]float64, N)
-		for c, v := range p {
-			buf[c] = v * math.Pow(damp, float64(c))
-		}
-		return ft.Coefficients(nil, buf)
-	}
+	P := len(phases)
+	w := g.newWindowSpectra(sums[1], phases, rate)
 	// counted[j][n]: the transform of the first window's law where n
 	// requests arrive in it, with the last request in its phase j+1.
 	counted := make([][][]complex128, len(found))
@@ -141,52 +185,31 @@ func (g grid) phaseWindows(found [][]float64, sums [][]float64, phases []int, ra
 				}
 				got += part[c]
 			}
-			counted[j] = append(counted[j], transform(part))
+			counted[j] = append(counted[j], w.transform(part))
 		}
 	}
-	svc := sums[1]
-	for len(svc) > 1 && svc[len(svc)-1] < 1e-18 {
-		svc = svc[:len(svc)-1]
-	}
-	netT := transform(net)
-	coeff := make([]complex128, N/2+1)
-	sigma := make([]complex128, P) // σ(z_i)
+	netT := w.transform(net)
+	coeff := make([]complex128, len(netT))
 	for k := range coeff {
-		z := complex(damp, 0) * cmplx.Exp(complex(0, -2*math.Pi*float64(k)/float64(N)))
-		var rho complex128 // ρ_i, down to the first window's
-		for i := P - 1; i >= 0; i-- {
-			rho = 1
-			for l := 1; i+l < P; l++ {
-				rho *= ipowC(sigma[i+l], phases[l-1])
-			}
-			if i > 0 {
-				sigma[i] = polyAt(svc, z*cmplx.Exp(complex(rate*g.h, 0)*(rho-1)))
-			}
-		}
 		var sum complex128
 		for j, parts := range counted {
 			var v, pw complex128 = 0, 1
 			for _, part := range parts {
 				v += part[k] * pw
-				pw *= rho
+				pw *= w.arr[0][k]
 			}
 			for i := 1; i < P; i++ {
 				ahead := phases[i] // its own and the last request's phase
 				if j+i < P {
 					ahead += phases[j+i]
 				}
-				v *= ipowC(sigma[i], ahead)
+				v *= ipowC(w.sig[i][k], ahead)
 			}
 			sum += v
 		}
 		coeff[k] = sum * netT[k]
 	}
-	seq := ft.Sequence(nil, coeff)
-	out := make([]float64, g.n)
-	for i := range out {
-		out[i] = math.Max(0, seq[i]/float64(N)*math.Exp(windowTilt*float64(i)/float64(N)))
-	}
-	return out
+	return w.law(coeff)
 }
 
 // polyAt is Σ p[i] z^i.
@@ -209,4 +232,127 @@ func ipowC(x complex128, n int) complex128 {
 		x *= x
 	}
 	return out
+}
+
+// groupPhases is the request law of P >= 3 phases on one group of d > 1
+// duplicates, requests arriving alone at rate (wait, sums and net as
+// oneGroupShared takes them). Every duplicate gets every access, and a
+// phase is queued at all of them when the first is done with the one
+// before, so each duplicate is busy from the arrival to its end: as on
+// one server, a request arriving in window i (before the first duplicate
+// is done with phase i) puts its phases 1 to P-i ahead of this request's
+// later phases at every duplicate. The first P-1 phases are taken as one
+// (oneGroupShared's first phase, its history correction with them), and
+// the arrivals within them as its arrivals, each with the work of the
+// window it falls in (windowLumps).
+func (g grid) groupPhases(phases []int, sums [][]float64, wait, net []float64, rate float64, d int) []float64 {
+	P := len(phases)
+	early := 0
+	for _, k := range phases[:P-1] {
+		early += k
+	}
+	return g.oneGroupShared([]int{early, phases[P-1]}, sums, wait, net, rate, d, &windowLumps{phases: phases, rate: rate, d: d})
+}
+
+// windowLumps is the work a request arriving before the first of d
+// duplicates is done with the first P-1 phases puts ahead of the last
+// phase: if it falls in window i, its phases 1 to P-i and what the
+// requests arriving during those of them in windows before the last add
+// (windowSpectra's ρ_i, as on one server, taken at one duplicate). Given
+// the duplicates' wait, the arrival (uniform over the time to that end,
+// as Poisson arrivals before a time are) falls in window i with the
+// chance taken as window i's mean over the mean of that time, window i
+// ending when the first duplicate is done with the wait and phases 1 to
+// i (the arrivals' own work left out of those ends). The chances are kept
+// to steps of windowShare, so that waits alike share one law.
+type windowLumps struct {
+	phases []int
+	rate   float64
+	d      int
+}
+
+// windowShare is the step of windowLumps's chances.
+const windowShare = 0.02
+
+// on is w's lump for waits on g (svc the law of a service time there), or
+// nil when w is.
+func (w *windowLumps) on(g grid, svc []float64) func(wait []float64) (int, []float64) {
+	if w == nil {
+		return nil
+	}
+	none := make([]float64, g.n)
+	none[0] = 1
+	s := newSumCache([][]float64{none, svc})
+	P := len(w.phases)
+	spectra := g.newWindowSpectra(svc, w.phases, w.rate)
+	added := make([][]float64, P-1) // added[i]: what an arrival in window i+1 adds
+	for i := range added {
+		added[i] = spectra.law(spectra.arr[i])
+	}
+	lumps := map[int][]float64{}
+	return func(wait []float64) (int, []float64) {
+		mass := 0.0
+		for _, v := range wait {
+			mass += v
+		}
+		if mass <= 0 {
+			mass = 1
+		}
+		ends := make([]float64, P) // ends[i]: the mean end of window i
+		done := 0
+		for i := 1; i < P; i++ {
+			done += w.phases[i-1]
+			for _, c := range cumulative(convolve(wait, s.of(done))) {
+				ends[i] += ipow(math.Max(0, 1-c/mass), w.d) * g.h
+			}
+		}
+		key, steps := 0, make([]int, P)
+		for i := 1; i < P; i++ {
+			if ends[P-1] > 0 {
+				steps[i] = int(math.Round((ends[i] - ends[i-1]) / ends[P-1] / windowShare))
+			}
+			key = key*(1+int(1/windowShare)) + steps[i]
+		}
+		if l, ok := lumps[key]; ok {
+			return key, l
+		}
+		total := 0
+		for _, n := range steps {
+			total += n
+		}
+		if total == 0 { // no time to the end: the last window's
+			steps[P-1], total = 1, 1
+		}
+		l := make([]float64, g.n)
+		for i := 1; i < P; i++ {
+			for c, v := range added[i-1] {
+				l[c] += float64(steps[i]) / float64(total) * v
+			}
+		}
+		lumps[key] = l
+		return key, l
+	}
+}
+
+// sumCache holds the laws of c service times for any c, made from base
+// (the laws of 0, 1, ... service times) by halves.
+type sumCache struct {
+	base [][]float64
+	more map[int][]float64
+}
+
+func newSumCache(base [][]float64) *sumCache {
+	return &sumCache{base: base, more: map[int][]float64{}}
+}
+
+func (s *sumCache) of(c int) []float64 {
+	if c < len(s.base) {
+		return s.base[c]
+	}
+	if v, ok := s.more[c]; ok {
+		return v
+	}
+	v := convolve(s.of(c/2), s.of(c-c/2))
+	s.more[c] = v
+	return v
 }

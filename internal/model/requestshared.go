@@ -382,10 +382,13 @@ func (g grid) sinceLast(z []float64, rate float64) (x, gap []float64, older floa
 // network delay, sums[c] the law of c service times. The duplicates'
 // waits are taken given the age of the last request to arrive, plus what
 // the group's longer shared history changes in that (historyCorrection).
-func (g grid) oneGroupShared(phases []int, sums [][]float64, wait, net []float64, rate float64, d int) []float64 {
+// windows, when not nil, is a request of three phases or more whose
+// first P-1 phases phases[0] takes as one (groupPhases): the work an
+// arrival within them puts ahead of the last phase is then windows's.
+func (g grid) oneGroupShared(phases []int, sums [][]float64, wait, net []float64, rate float64, d int, windows *windowLumps) []float64 {
 	first, last := sums[phases[0]], sums[phases[len(phases)-1]]
-	law := g.oneGroupLaw(lastArrival(g.pastStates(wait, sums[len(sums)-1], rate, lastAges)), phases, first, last, net, rate, d)
-	for i, v := range g.historyCorrection(phases, sums[1], net, rate, d) {
+	law := g.oneGroupLaw(lastArrival(g.pastStates(wait, sums[len(sums)-1], rate, lastAges)), phases, first, last, net, rate, d, windows.on(g, sums[1]))
+	for i, v := range g.historyCorrection(phases, sums[1], net, rate, d, windows) {
 		law[i] = clamp01(law[i] + v)
 	}
 	return law
@@ -398,12 +401,19 @@ const lastAges = 48
 // oneGroupLaw is the request law on one group of d duplicates, unclamped,
 // given the terms of what they find at an arrival (sharedState): first
 // and last are the laws of the first and the last phase's work (one
-// phase: both the same).
-func (g grid) oneGroupLaw(states []sharedState, phases []int, first, last, net []float64, rate float64, d int) []float64 {
+// phase: both the same). lump, when not nil, gives for a state's wait the
+// law of the work an arrival within the first phase puts ahead of the
+// last (and a key, the same for the same law); otherwise it is first.
+func (g grid) oneGroupLaw(states []sharedState, phases []int, first, last, net []float64, rate float64, d int, lump func(wait []float64) (int, []float64)) []float64 {
 	law := make([]float64, g.n)
-	var ahead, behindPending *arrivalsAhead
+	aheads, behindPendings := map[int]*arrivalsAhead{}, map[int]*arrivalsAhead{}
 	for _, st := range states {
 		y := convolve(convolve(st.pmf[:g.n], net), first)
+		key, lumpLaw := 0, first
+		if lump != nil && len(phases) > 1 {
+			key, lumpLaw = lump(st.pmf[:g.n])
+		}
+		ahead, behindPending := aheads[key], behindPendings[key]
 		var part []float64
 		switch {
 		case len(phases) == 1:
@@ -415,12 +425,14 @@ func (g grid) oneGroupLaw(states []sharedState, phases []int, first, last, net [
 			// The previous request's second phase, then this one's:
 			// both behind the arrivals within the first phase.
 			if behindPending == nil {
-				behindPending = g.newArrivalsAhead(convolve(last, last), first, rate)
+				behindPending = g.newArrivalsAhead(convolve(last, last), lumpLaw, rate)
+				behindPendings[key] = behindPending
 			}
 			part = g.oneGroupTwoPhasesPart(y, st.mass, behindPending, d)
 		default:
 			if ahead == nil {
-				ahead = g.newArrivalsAhead(last, first, rate)
+				ahead = g.newArrivalsAhead(last, lumpLaw, rate)
+				aheads[key] = ahead
 			}
 			part = g.oneGroupTwoPhasesPart(y, st.mass, ahead, d)
 		}
@@ -449,20 +461,25 @@ const historyCoarse = 8
 // historyCoarse·j, Olio's 5x1 at 30% load was 0.0008 lower at the
 // median's bound, and 256 and 512 coarse cells 0.0007 apart there (now
 // 0.0002).
-func (g grid) historyCorrection(phases []int, svc, net []float64, rate float64, d int) []float64 {
+func (g grid) historyCorrection(phases []int, svc, net []float64, rate float64, d int, windows *windowLumps) []float64 {
 	c := grid{h: g.h * historyCoarse, n: g.n / historyCoarse}
-	h := c.newSharedHistory(phases, coarsen(svc, historyCoarse), rate)
+	var w []int
+	if windows != nil {
+		w = windows.phases
+	}
+	h := c.newSharedHistory(phases, coarsen(svc, historyCoarse), rate, w)
 	first, last, cnet := h.first[:c.n], h.first[:c.n], coarsen(net, historyCoarse)
 	if h.second != nil {
 		last = h.second[:c.n]
 	}
-	with := c.oneGroupLaw(h.states(), phases, first, last, cnet, rate, d)
+	lump := windows.on(c, coarsen(svc, historyCoarse))
+	with := c.oneGroupLaw(h.states(), phases, first, last, cnet, rate, d, lump)
 	// oneGroupShared's own states on c, the wait held on c alone as g
 	// holds it: the correction also brings back the work that leaves the
 	// grid and returns within it a gap later (sharedHistory's x).
 	whole := h.whole[:c.n]
 	wait := c.waitingPMF(c.lumpEquilibrium(whole, h.mean), rate*h.mean)
-	without := c.oneGroupLaw(lastArrival(c.pastStates(wait, whole, rate, lastAges)), phases, first, last, cnet, rate, d)
+	without := c.oneGroupLaw(lastArrival(c.pastStates(wait, whole, rate, lastAges)), phases, first, last, cnet, rate, d, lump)
 	return g.fromCoarse(with, without)
 }
 
@@ -555,6 +572,7 @@ type sharedHistory struct {
 	x             grid
 	rate          float64
 	first, second []float64 // the laws of a request's phases' work (one phase: second nil)
+	lead, between []float64 // of its work to the end of its window 1, and from there to its last phase (nil: first and none)
 	whole, wait   []float64 // of a request's work, and of a duplicate's at an arrival
 	mean          float64   // of whole
 	quantum       float64   // cells: the standard deviation of whole
@@ -562,7 +580,9 @@ type sharedHistory struct {
 
 // newSharedHistory is the history of requests of the given phases at
 // rate on a grid of g's cells, svc the law of a service time on g.
-func (g grid) newSharedHistory(phases []int, svc []float64, rate float64) *sharedHistory {
+// windows, when not nil, are the phases of a request of three or more
+// whose first P-1 phases phases[0] takes as one (groupPhases).
+func (g grid) newSharedHistory(phases []int, svc []float64, rate float64, windows []int) *sharedHistory {
 	x := grid{h: g.h, n: 2 * g.n}
 	power := func(k int) []float64 {
 		out := make([]float64, x.n)
@@ -583,6 +603,9 @@ func (g grid) newSharedHistory(phases []int, svc []float64, rate float64) *share
 	if len(phases) == 2 {
 		h.second = power(phases[1])
 		h.whole = convolve(h.first, h.second)
+	}
+	if P := len(windows); P > 2 {
+		h.lead, h.between = power(windows[0]), power(phases[0]-windows[0])
 	}
 	h.mean = lawMean(x, cumulative(h.whole))
 	spread := 0.0
@@ -623,8 +646,12 @@ func (h *sharedHistory) states() []sharedState {
 	var last []sharedState
 	for _, s := range states {
 		var ends []float64 // Y', the previous request's end of its first phase
+		lead := h.first
+		if h.lead != nil {
+			lead = h.lead
+		}
 		if h.second != nil {
-			ends = convolve(s.pmf, h.first)
+			ends = convolve(s.pmf, lead)
 		}
 		for _, st := range h.x.agedStates(s.pmf, h.whole, h.rate, lastAges) {
 			last = append(last, sharedState{w: s.w * st.w, mass: 1, pmf: st.pmf})
@@ -644,8 +671,12 @@ func (h *sharedHistory) states() []sharedState {
 			if s.w*st.w*mass < 1e-12 {
 				continue
 			}
-			last = append(last, sharedState{w: -s.w * st.w, mass: mass, pmf: convolve(part, h.second)},
-				sharedState{w: s.w * st.w, mass: mass, pmf: part, pending: true})
+			pending := part
+			if h.between != nil {
+				pending = convolve(part, h.between)
+			}
+			last = append(last, sharedState{w: -s.w * st.w, mass: mass, pmf: convolve(pending, h.second)},
+				sharedState{w: s.w * st.w, mass: mass, pmf: pending, pending: true})
 		}
 	}
 	return mergeShared(last, h.quantum)

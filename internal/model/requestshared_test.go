@@ -43,7 +43,7 @@ func TestAgedStatesKeepTheWait(t *testing.T) {
 	svc := coarsen(grid{h: 0.1 / 2047, n: 2048}.pmf(Exponential{1e-3}), historyCoarse)
 	c := grid{h: 0.1 / 2047 * historyCoarse, n: 256}
 	rate := 0.3 / 50e-3
-	h := c.newSharedHistory([]int{50}, svc, rate)
+	h := c.newSharedHistory([]int{50}, svc, rate, nil)
 	mix := make([]float64, h.x.n)
 	for _, st := range h.x.agedStates(h.wait, h.whole, rate, lastAges) {
 		for i, v := range st.pmf {
