@@ -238,8 +238,7 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 		// duplicate done with all that. (It takes the arrivals until the
 		// first phase ends as if the first phase waited for all of that
 		// work: for requests arriving alone on one server,
-		// oneServerTwoPhases and, for three phases or more, serverPhases
-		// count only the work already queued, and for batches of two
+		// serverPhases counts only the work already queued, and for batches of two
 		// phases batchOneServer; batchOneGroupShared takes two phases'
 		// batches on duplicates.)
 		P := len(phases)
@@ -262,11 +261,8 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 			if d > 1 && B == 1 {
 				return RequestPrediction{Step: g.h, CDF: g.groupPhases(phases, sums, w, g.pmf(sys.net()), batchRate, d)}, nil
 			}
-			if d == 1 && B == 1 && P > 2 {
+			if d == 1 && B == 1 && P > 1 {
 				return RequestPrediction{Step: g.h, CDF: g.serverPhases(w, sums, phases, batchRate, g.pmf(sys.net()))}, nil
-			}
-			if d == 1 && B == 1 && P == 2 {
-				return RequestPrediction{Step: g.h, CDF: g.oneServerTwoPhases(w, sums, phases[0], phases[1], batchRate, g.pmf(sys.net()))}, nil
 			}
 			if d == 1 && B > 1 && P == 2 {
 				return RequestPrediction{Step: g.h, CDF: g.batchOneServer(w, sums, phases[0], phases[1], B, batchRate, g.pmf(sys.net()))}, nil

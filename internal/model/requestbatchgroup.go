@@ -96,7 +96,7 @@ func (g grid) batchHistoryCorrection(k1, k2, B int, svc, net []float64, rate flo
 // service times, net the reply's network delay.
 //
 // The first phase waits only for the work already queued (as
-// oneServerTwoPhases takes it for B = 1). The last batch to arrive before,
+// serverPhases takes it for B = 1). The last batch to arrive before,
 // τ ago, found work V queued ahead of its B first phases; its requests'
 // first phases end at U_i = V + S(i k1), each then queueing its last
 // phase. Given that k of them ended by τ (U_k <= τ < U_{k+1}), the server

@@ -34,7 +34,7 @@ const (
 // of the others' (what twoPhaseGroups did with a chance of some request
 // present) put Olio at 30% 0.002-0.005 off: too slow at the median, too
 // fast at p99 with two groups. So the law is conditioned on that request's
-// age a (exponential), as oneServerTwoPhases does for one server. At its
+// age a (exponential), as serverPhases does for one server. At its
 // arrival each group held the work queued then, W (taken independent
 // between groups), and it queued its n first-phase accesses: it ends its
 // first phase at a group at Z = W + S(n). W is the stationary workload of

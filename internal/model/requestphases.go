@@ -7,11 +7,12 @@ import (
 	"gonum.org/v1/gonum/dsp/fourier"
 )
 
-// serverPhases is the request law of P >= 3 phases (k_1, ..., k_P
+// serverPhases is the request law of P >= 2 phases (k_1, ..., k_P
 // accesses) on one server, requests arriving alone at rate: wait is the
-// stationary work of whole requests, sums[c] the law of c service times,
-// net the reply's network delay. It carries oneServerTwoPhases's
-// argument to P phases.
+// stationary work of whole requests (what comes ahead of a request's
+// later phases: those of a request still in an earlier phase are queued
+// when it ends, before the new request's next phase is), sums[c] the law
+// of c service times, net the reply's network delay.
 //
 // The server serves accesses in the order they are queued, and a phase is
 // queued when the one before it ends. So a phase of an earlier request
@@ -23,44 +24,29 @@ import (
 // queued as the one before it ends), so the latency is the sum of the
 // windows, window i holding the work queued ahead of phase i and phase
 // i's k_i accesses; the windows' lengths set how many arrive in each.
+// The first phase waits only for the work already queued.
 //
 // What the request finds is split by the last request to arrive before it
 // (age τ, exponential at rate): that one found the stationary work W' and
-// queued its first phase; taken as if all of W' were ahead of it (as for
-// two phases), its phase j ends at Z_j = W' + S(k_1 + ... + k_j). At
-// this request's arrival it is in the phase j with Z_{j-1} <= τ < Z_j:
-// the server holds X = Z_j - τ queued, and that request's phases j+1,
-// j+2, ... come ahead of this one's phases 2, 3, ...; past Z_P (or past
-// the grid) the server holds nothing. Left out, as for two phases: the
-// requests older than the last one still short of their last phase (their
-// later phases are taken as work queued ahead of the last one's first).
-// The two-phase form of this (two windows) is oneServerTwoPhases's law.
+// queued its first phase; taken as if all of W' were ahead of it, its
+// phase j ends at Z_j = W' + S(k_1 + ... + k_j). At this request's
+// arrival it is in the phase j with Z_{j-1} <= τ < Z_j: the server holds
+// X = Z_j - τ queued, and that request's phases j+1, j+2, ... come ahead
+// of this one's phases 2, 3, ...; past Z_P (or past the grid) the server
+// holds nothing. For two phases: L = Y + A(Y) + S(k_2), with Y = X +
+// S(k_1) and A(Y) the first phases arriving within Y, and S(k_2) more if
+// the last request is still in its first phase. Left out: the requests older than the last one
+// still short of their last phase (their later phases are taken as work
+// queued ahead of the last one's first; for two phases, their first
+// phases end before the last one's).
 func (g grid) serverPhases(wait []float64, sums [][]float64, phases []int, rate float64, net []float64) []float64 {
 	P := len(phases)
-	age := make([]float64, g.n) // age[a]: the last arrival is a cells old
-	for a := range age {
-		lo := math.Max(0, (float64(a)-0.5)*g.h)
-		age[a] = math.Exp(-rate*lo) - math.Exp(-rate*(float64(a)+0.5)*g.h)
-	}
-	older := math.Exp(-rate * (float64(g.n) - 0.5) * g.h) // past the grid: idle
 	// found[j]: the law of X (a part) while the last request is in its
 	// phase j+1; gap: τ - Z_j > 0 while its phases so far have ended.
 	found := make([][]float64, P)
-	found[0] = make([]float64, g.n)
-	gap := make([]float64, g.n)
-	z := convolve(wait, sums[phases[0]])
-	for a, wa := range age {
-		if wa < 1e-16 {
-			continue
-		}
-		for c, v := range z {
-			if c >= a {
-				found[0][c-a] += wa * v
-			} else {
-				gap[a-c] += wa * v
-			}
-		}
-	}
+	var gap []float64
+	var older float64 // past the grid: idle
+	found[0], gap, older = g.sinceLast(convolve(wait, sums[phases[0]]), rate)
 	for j := 1; j < P; j++ {
 		found[j] = make([]float64, g.n)
 		next := make([]float64, g.n)

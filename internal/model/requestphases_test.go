@@ -1,38 +1,8 @@
 package model
 
 import (
-	"math"
 	"testing"
 )
-
-// TestServerPhasesIsTwoPhasesAtTwo: serverPhases's windows, given two
-// phases, are oneServerTwoPhases's law (the same argument, with the
-// arrivals of the first window summed in the transform), here Olio's on
-// one server at 1%, 8% and 30% load.
-func TestServerPhasesIsTwoPhasesAtTwo(t *testing.T) {
-	for _, u := range []float64{0.01, 0.08, 0.3} {
-		sys := expRequests(olio, u)
-		g := grid{h: 0.12 / (maxRequestGridPts - 1), n: maxRequestGridPts}
-		sums := [][]float64{make([]float64, g.n)}
-		sums[0][0] = 1
-		for c := 1; c <= olio.Accesses(); c++ {
-			sums = append(sums, convolve(sums[c-1], g.pmf(sys.Service)))
-		}
-		whole := float64(olio.Accesses()) * sys.Service.Mean()
-		wait := g.waitingPMF(g.lumpEquilibrium(sums[olio.Accesses()], whole), u)
-		net := g.pmf(sys.net())
-		two := g.oneServerTwoPhases(wait, sums, 30, 20, sys.Rate, net)
-		windows := g.serverPhases(wait, sums, []int{30, 20}, sys.Rate, net)
-		worst := 0.0
-		for i := range two {
-			worst = math.Max(worst, math.Abs(two[i]-windows[i]))
-		}
-		t.Logf("%g%%: largest difference %.2g", 100*u, worst)
-		if worst > 1e-9 {
-			t.Errorf("%g%%: serverPhases is %.2g from oneServerTwoPhases", 100*u, worst)
-		}
-	}
-}
 
 // TestServerPhasesMatchSimulation holds three phases of 10 on one server
 // at 8% and 30% load to the simulator (4x10^5 requests) within 0.002

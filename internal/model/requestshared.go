@@ -310,45 +310,6 @@ func ipow(x float64, n int) float64 {
 	return out
 }
 
-// oneServerTwoPhases is the request law of two phases (k1 then k2
-// accesses) on one server, requests arriving alone at rate: wait is the
-// stationary work of whole requests (what comes ahead of a request's
-// second phase: the second phase of a request still in its first is
-// queued when that first ends, before the new request's first does),
-// sums[c] the law of c service times, net the reply's network delay.
-//
-// The first phase waits only for the work already queued, and the
-// requests arriving until it ends put their first phase ahead of the
-// second. The last request to arrive before (age τ, exponential at rate)
-// found the stationary work and queued k1 accesses: with Z their end after
-// its arrival, X = Z - τ. If X > 0 it is still in its first phase: the
-// first phase waits X, the second behind that request's k2 accesses too,
-// L = Y + A(Y) + S(2 k2) with Y = X + S(k1) and A(Y) the first phases
-// arriving within Y. Otherwise the server holds W = max(0, X + S(k2)),
-// the rest of that request's second phase, and L = Y + A(Y) + S(k2) with
-// Y = W + S(k1). Left out: requests before the last one still in their
-// first phase (their first phase ends before the last one's).
-func (g grid) oneServerTwoPhases(wait []float64, sums [][]float64, k1, k2 int, rate float64, net []float64) []float64 {
-	x, gap, older := g.sinceLast(convolve(wait, sums[k1]), rate)
-	rest := make([]float64, g.n) // W = max(0, S(k2) - gap)
-	rest[0] = older
-	for gp, wg := range gap {
-		if wg < 1e-16 {
-			continue
-		}
-		for c, v := range sums[k2] {
-			rest[max(0, c-gp)] += wg * v
-		}
-	}
-	lump := sums[k1]
-	busy := convolve(g.withArrivals(convolve(x, sums[k1]), rate, lump), convolve(sums[k2], sums[k2]))
-	done := convolve(g.withArrivals(convolve(rest, sums[k1]), rate, lump), sums[k2])
-	for i := range done {
-		done[i] += busy[i]
-	}
-	return cumulative(convolve(done, net))
-}
-
 // sinceLast is X = Z - τ, Z of law z and τ the age of the last arrival
 // (exponential at rate, on the grid's cells), split into its part X >= 0
 // (x, the law at X) and its part X < 0 (gap, the law at -X); older is the
