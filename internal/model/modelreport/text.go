@@ -44,12 +44,25 @@ func Describe(sys model.System) string {
 }
 
 // RequestNote says where the request predictor is not to be trusted, for
-// requests of several accesses; "" otherwise.
+// requests of several accesses, by their shape (the error maps of
+// docs/requests.md); "" otherwise.
 func RequestNote(sys model.System) string {
-	if !sys.Request.FanOut() {
+	q := sys.Request
+	if !q.FanOut() {
 		return ""
 	}
-	return "note: for requests of two phases the predictor is within about 0.002 of simulation at 1% and 8% load with one group or one server per group, and at 30% with one server per group (up to 0.0022), 0.003-0.004 with duplicates in one group; duplicates in several groups are off by up to 0.006 at 1-8% and 0.012 at 30%; those loads are of one server taking every access, so with r groups each server carries a 1/r share: at a plan's highest rates, 41-47% on each of four servers, one server per group was 0.004-0.008 optimistic; batches and three or more phases are off by up to 0.05 at 1-8% (with duplicates in several groups; one group is within 0.004 at 8%) and 0.07 at 30% (docs/requests.md); gait model simulate --phases runs the same system request by request\n"
+	var where string
+	switch {
+	case q.Batch > 1:
+		where = "for batches the predictor is within about 0.002 of simulation with one group (up to 0.005 with duplicates at 30% load); one server per group is 0.006-0.017 off, duplicates in several groups 0.010-0.042"
+	case len(q.Phases) > 2:
+		where = "for three phases or more the predictor is within about 0.002 of simulation on one server at every load and on one group at 1% and 8% (0.003-0.008 with duplicates at 30%); one server per group is up to 0.015 off at 8% and 0.049 at 30%, duplicates in several groups 0.010-0.072"
+	case len(q.Phases) == 2:
+		where = "for two phases the predictor is within about 0.002 of simulation at 1% and 8% load on one group, one server per group and two groups of duplicates, and at 30% on one server and one server per group; one group of duplicates is 0.003-0.004 off at 30%, three groups of duplicates or more up to 0.006 at 1-8%, duplicates in several groups up to 0.012 at 30%"
+	default:
+		where = "requests of one phase have no error map of their own (two phases' is the nearest: within about 0.002 of simulation at 1% and 8% load on one group and one server per group)"
+	}
+	return "note: " + where + "; those loads are of one server taking every access (with r groups each server carries 1/r): at 30% on each server one server per group was 0.005-0.011 off, at 45% up to 0.045 (docs/requests.md); gait model simulate --phases runs the same system request by request\n"
 }
 
 // WritePredictions is gait model predict's table.
