@@ -102,8 +102,12 @@ func (g grid) twoGroupsTerms(ended, before [][][]float64, stop []int, w, first [
 // one group's counts; a split and its mirror weigh alike). weight is
 // the case's chance: a count of accesses ahead whose share of the law is
 // under 1e-9 is left out, and so are the splits that weigh under 1e-6
-// (together about 3e-6 of the law for Olio's 30 and 20 accesses).
-func (g grid) twoGroupsDone(h1, h0 [][][]float64, ended, before [][][]float64, stop []int, weight float64, aheadLaw, first, second []float64, reach, s int) []float64 {
+// (together about 3e-6 of the law for Olio's 30 and 20 accesses). With
+// three groups split is their split (manyGroupsDone), scr its scratch.
+func (g grid) twoGroupsDone(split *groupSplit, scr *splitScratch, h1, h0 [][][]float64, ended, before [][][]float64, stop []int, weight float64, aheadLaw, first, second []float64, reach, s int) []float64 {
+	if split != nil {
+		return g.manyGroupsDone(split, scr, h1, h0, ended, before, stop, weight, aheadLaw, first, reach, s)
+	}
 	k1, k2 := len(first)-1, len(second)-1
 	end := s
 	for n, pn := range first {
@@ -168,9 +172,19 @@ type twoGroups struct {
 	ended, before [][][]float64
 	h1, h0        [][][]float64
 	stop          []int
+	// split: three groups (nil for two), with its scratch.
+	split *groupSplit
+	scr   *splitScratch
 }
 
-func newTwoGroups(states []weightedLaw, k1, k2, nc, cells int) *twoGroups {
+// splitScratch is groupSplit.top's scratch, an entry per counts index.
+type splitScratch struct {
+	lim, coef []float64
+	rows      [][]float64
+	fold      [][]float64 // by first-phase count n and count c
+}
+
+func newTwoGroups(states []weightedLaw, k1, k2, nc, cells, r int, first []float64) *twoGroups {
 	rows := func(a, b int) [][][]float64 {
 		out := make([][][]float64, a)
 		for i := range out {
@@ -181,9 +195,17 @@ func newTwoGroups(states []weightedLaw, k1, k2, nc, cells int) *twoGroups {
 		}
 		return out
 	}
-	tg := &twoGroups{second: binomial(k2, 0.5), ended: rows(k1+1, nc), before: rows(k1+1, nc), h1: rows(k1+1, k2+1), h0: rows(k1+1, k2+1), stop: make([]int, k1+1)}
+	tg := &twoGroups{second: binomial(k2, 1/float64(r)), ended: rows(k1+1, nc), before: rows(k1+1, nc), h1: rows(k1+1, k2+1), h0: rows(k1+1, k2+1), stop: make([]int, k1+1)}
 	for _, st := range states {
 		tg.w = append(tg.w, st.w)
+	}
+	if r > 2 {
+		tg.split = newGroupSplit(k1, k2, r, first, tg.second)
+		size := (k1 + 1) * (k2 + 1)
+		tg.scr = &splitScratch{make([]float64, size), make([]float64, size), make([][]float64, size), make([][]float64, k1+1)}
+		for n := range tg.scr.fold {
+			tg.scr.fold[n] = make([]float64, nc)
+		}
 	}
 	return tg
 }

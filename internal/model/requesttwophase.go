@@ -172,8 +172,10 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 	}
 	weight, weightStar := make([]float64, ni), make([]float64, ni)
 	var pair *twoGroups
-	if r == 2 && d > 1 {
-		pair = newTwoGroups(states, k1, k2, nc, g.n)
+	// Two or three groups of duplicates: both phases split exactly (four
+	// or more keep the marked form: 10^5 splits for four groups).
+	if (r == 2 || r == 3) && d > 1 {
+		pair = newTwoGroups(states, k1, k2, nc, g.n, r, prior)
 	}
 	var slight, slightStar []bool
 	for s := last; s >= first; s-- {
@@ -216,14 +218,14 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 				reach = max(reach, reaches[k][j])
 			}
 		}
-		if pair != nil { // two groups of duplicates: no group marked
+		if pair != nil { // two or three groups of duplicates: no group marked
 			g.twoGroupsTerms(pair.ended, pair.before, pair.stop, pair.w, prior, f, Fcdf, tail, cc, Ubar, pri, d, reach, s)
 			for k := range aheads {
 				for j, c := range cases[k] {
 					if c.w < 1e-14 {
 						continue
 					}
-					done := g.twoGroupsDone(pair.h1, pair.h0, pair.ended, pair.before, pair.stop, c.w, c.law, prior, pair.second, reaches[k][j], s)
+					done := g.twoGroupsDone(pair.split, pair.scr, pair.h1, pair.h0, pair.ended, pair.before, pair.stop, c.w, c.law, prior, pair.second, reaches[k][j], s)
 					for t := s; t < g.n; t++ {
 						laws[k][t] += c.w * done[t]
 					}
