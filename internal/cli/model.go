@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -468,6 +469,7 @@ func newModelErrorMapCmd() *cobra.Command {
 	var maxD, requests, batch, maxNodes int
 	var phases, service, mixes string
 	var perServer bool
+	var redraw []string
 	var boundMeans float64
 	var measured, measuredConfig string
 	var out ending
@@ -484,7 +486,9 @@ With --phases it maps requests of several accesses instead, over every mix
 of up to --max-nodes nodes: each load is that of one server taking every
 access (the same request rate for every mix), or with --per-server each
 server's in every mix (the loads a planner's highest-rate search reaches);
---mixes maps only the mixes named.
+--mixes maps only the mixes named; --redraw draws a map from the cells
+earlier runs wrote (--format json), a later run's replacing an earlier's,
+so a rerun of a few mixes updates a whole map.
 A run longer than a few seconds shows its progress on standard error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -492,11 +496,11 @@ A run longer than a few seconds shows its progress on standard error.`,
 				return err
 			}
 			if cmd.Flags().Changed("phases") || cmd.Flags().Changed("batch") {
-				return requestErrorMap(cmd, out, requestMapInputs{phases: phases, batch: batch, service: service, mixes: mixes,
+				return requestErrorMap(cmd, out, requestMapInputs{phases: phases, batch: batch, service: service, mixes: mixes, redraw: redraw,
 					scope: model.RequestMapScope{Utilizations: utils, PerServer: perServer, MaxNodes: maxNodes}, requests: requests, seed: seed})
 			}
-			if perServer || mixes != "" {
-				return errors.New("--per-server and --mixes apply to requests: give --phases (the access map is of one group)")
+			if perServer || mixes != "" || len(redraw) > 0 {
+				return errors.New("--per-server, --mixes and --redraw apply to requests: give --phases (the access map is of one group)")
 			}
 			svcs := []model.Distribution{model.Exponential{M: 1e-3}, model.LogNormal{Median: 1e-3, Sigma: 1}, model.Pareto{Xm: 1e-3, Alpha: 2.5}}
 			if measured != "" {
@@ -539,6 +543,7 @@ A run longer than a few seconds shows its progress on standard error.`,
 	cmd.Flags().StringVar(&service, "service", "exp:1ms", "with --phases: the service-time distribution")
 	cmd.Flags().IntVar(&maxNodes, "max-nodes", 8, "with --phases: the largest mix")
 	cmd.Flags().BoolVar(&perServer, "per-server", false, "with --phases: each load is every server's, not that of one server taking every access")
+	cmd.Flags().StringSliceVar(&redraw, "redraw", nil, "with --phases: draw the map from the cells of earlier runs (--format json files) instead of running it; a later file's cell replaces an earlier one's of the same load, mix and quantile")
 	cmd.Flags().StringVar(&mixes, "mixes", "", "with --phases: map only these mixes (duplicates x replicas, e.g. 2x2,3x2) instead of every mix of up to --max-nodes")
 	return cmd
 }
@@ -546,6 +551,7 @@ A run longer than a few seconds shows its progress on standard error.`,
 // requestMapInputs are errormap's flags for requests of several accesses.
 type requestMapInputs struct {
 	phases, mixes string
+	redraw        []string
 	batch         int
 	service       string
 	scope         model.RequestMapScope
@@ -568,18 +574,46 @@ func requestErrorMap(cmd *cobra.Command, out ending, in requestMapInputs) error 
 		}
 	}
 	sys := model.System{Service: svc, Request: model.Request{Phases: phases, Batch: in.batch}}
-	progress := newProgressLine(cmd.ErrOrStderr(), "errormap")
-	defer progress.close()
-	cells, err := model.RequestErrorMap(sys, in.scope, []float64{0.5, 0.9, 0.99}, model.SimOptions{Requests: in.requests, Seed: in.seed, Progress: progress.report})
-	if err != nil {
-		return namedFlag(err, nil)
+	var cells []model.RequestErrorCell
+	if len(in.redraw) > 0 {
+		if cells, err = readRequestCells(in.redraw, in.scope); err != nil {
+			return err
+		}
+	} else {
+		progress := newProgressLine(cmd.ErrOrStderr(), "errormap")
+		defer progress.close()
+		cells, err = model.RequestErrorMap(sys, in.scope, []float64{0.5, 0.9, 0.99}, model.SimOptions{Requests: in.requests, Seed: in.seed, Progress: progress.report})
+		if err != nil {
+			return namedFlag(err, nil)
+		}
+		progress.close()
 	}
-	progress.close()
 	return out.finish(cmd.OutOrStdout(), result{
 		text: func(w io.Writer) error { return modelreport.WriteRequestErrorMap(w, sys, cells) },
 		json: jsonOf(cells),
 		html: pageOf(func() *report.Page { return modelreport.RequestErrorMapPage(sys, in.scope, in.requests, cells) }),
 	})
+}
+
+// readRequestCells reads the cells errormap --phases --format json wrote
+// in each file, merged (model.MergeRequestCells).
+func readRequestCells(files []string, scope model.RequestMapScope) ([]model.RequestErrorCell, error) {
+	var runs [][]model.RequestErrorCell
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("--redraw: %w", err)
+		}
+		var run []model.RequestErrorCell
+		if err := json.Unmarshal(b, &run); err != nil {
+			return nil, fmt.Errorf("--redraw %s: not the cells of gait model errormap --phases --format json: %w", f, err)
+		}
+		if len(run) == 0 {
+			return nil, fmt.Errorf("--redraw %s: no cells", f)
+		}
+		runs = append(runs, run)
+	}
+	return model.MergeRequestCells(scope, runs...), nil
 }
 
 func newModelIndependenceCmd() *cobra.Command {

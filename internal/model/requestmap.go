@@ -1,8 +1,10 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // RequestErrorCell compares the request predictor with simulation for one
@@ -184,4 +186,48 @@ func predictCovering(sys System, cfg Config, quantiles []float64, thesis bool) (
 // request's latency law at loads where requests seldom meet.
 func serialTime(sys System, cfg Config) float64 {
 	return 2 * float64(sys.Request.batch()*sys.Request.Accesses()) * sys.Service.Mean() / float64(cfg.Replicas)
+}
+
+// MergeRequestCells joins the cells of several runs of one map (as a run
+// of a few mixes redraws part of a whole one): a later run's cell replaces
+// an earlier run's of the same load, mix and quantile. Cells written
+// before they carried their servers' load get it from scope.PerServer.
+// They come out by load (in the order first seen), then mix as
+// RequestErrorMap orders them, then quantile.
+func MergeRequestCells(scope RequestMapScope, runs ...[]RequestErrorCell) []RequestErrorCell {
+	type key struct {
+		u, q float64
+		cfg  Config
+	}
+	at := map[key]int{}
+	var out []RequestErrorCell
+	for _, run := range runs {
+		for _, c := range run {
+			if c.ServerUtilization == 0 {
+				c.ServerUtilization = c.Utilization
+				if !scope.PerServer {
+					c.ServerUtilization /= float64(c.Replicas)
+				}
+			}
+			k := key{c.Utilization, c.Quantile, c.Config}
+			if i, ok := at[k]; ok {
+				out[i] = c
+				continue
+			}
+			at[k] = len(out)
+			out = append(out, c)
+		}
+	}
+	loadOrder := map[float64]int{}
+	for _, c := range out {
+		if _, ok := loadOrder[c.Utilization]; !ok {
+			loadOrder[c.Utilization] = len(loadOrder)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b RequestErrorCell) int {
+		return cmp.Or(cmp.Compare(loadOrder[a.Utilization], loadOrder[b.Utilization]),
+			cmp.Compare(a.Replicas, b.Replicas), cmp.Compare(a.Duplicates, b.Duplicates),
+			cmp.Compare(a.Quantile, b.Quantile))
+	})
+	return out
 }
