@@ -34,29 +34,43 @@ func (p Progress) stage(what string, from, weight float64) Progress {
 }
 
 // mixShares is the share of a pass over cfgs that each mix is, weighed by
-// what predicting sys's requests on it costs: with the accurate predictor,
-// requests of two phases arriving alone over several groups take about six
-// times what one group does with one server per group (more at 30%) and
-// five times with duplicates (BenchmarkPredictRequest, Olio at 8%, session
-// 11's timed holds: 1x4 8.7-9.2 s, 2x2 9.1-9.4 s, 4x1 1.6-2.3 s), so equal
-// shares told a third of the time left.
+// what predicting sys's requests on it costs with the accurate predictor,
+// against one group of duplicates: BenchmarkPredictRequest (Olio at 8%,
+// one timed hold on 2026-11-29, 19:26 UTC) took 2.6-2.7 s on 4x1, 5.4-5.6 s
+// on 1x4, 17.8-18.1 s on 2x2 (two and three groups of duplicates split both
+// phases exactly), and 0.065 s on one server at 30%. Equal shares told a
+// third of the time left. The thesis's predictor costs the same for every
+// mix.
 func mixShares(sys System, cfgs []Config, accurate bool) []float64 {
 	cost := make([]float64, len(cfgs))
 	total := 0.0
 	for k, cfg := range cfgs {
-		cost[k] = 1
-		if twoPhaseOverGroups(sys.Request, cfg, !accurate) {
-			cost[k] = 6
-			if cfg.Duplicates > 1 {
-				cost[k] = 5
-			}
-		}
+		cost[k] = mixCost(sys, cfg, accurate)
 		total += cost[k]
 	}
 	for k := range cost {
 		cost[k] /= total
 	}
 	return cost
+}
+
+// mixCost is predicting sys's requests on cfg against one group of
+// duplicates (mixShares).
+func mixCost(sys System, cfg Config, accurate bool) float64 {
+	switch {
+	case !accurate:
+		return 1
+	case cfg.Nodes() == 1:
+		return 0.05
+	case !twoPhaseOverGroups(sys.Request, cfg, false):
+		return 1
+	case cfg.Duplicates == 1:
+		return 2
+	case cfg.Replicas <= 3:
+		return 7
+	default:
+		return 2
+	}
 }
 
 // sideBySide runs do for every part k of a computation, on as many

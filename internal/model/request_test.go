@@ -308,20 +308,20 @@ func TestDuplicatesInGroupsOnAFineGrid(t *testing.T) {
 }
 
 // TestMixSharesWeighCost: a pass over mixes gives each its share of the
-// progress by its cost: two phases over several groups about 6 one-group
-// mixes with one server per group, 5 with duplicates (the thesis's
-// predictor costs the same for every mix).
+// progress by its cost: two phases over groups of one server about 2
+// one-group mixes, two or three groups of duplicates 7, one server next to
+// nothing (the thesis's predictor costs the same for every mix).
 func TestMixSharesWeighCost(t *testing.T) {
 	sys := System{Service: Exponential{1e-3}, Rate: 1, Request: olio}
-	cfgs := []Config{{4, 1}, {1, 4}, {2, 2}}
+	cfgs := []Config{{4, 1}, {1, 4}, {2, 2}, {1, 1}}
 	weight := mixShares(sys, cfgs, true)
-	want := []float64{1.0 / 12, 6.0 / 12, 5.0 / 12}
+	want := []float64{1 / 10.05, 2 / 10.05, 7 / 10.05, 0.05 / 10.05}
 	for k := range cfgs {
 		if math.Abs(weight[k]-want[k]) > 1e-12 {
 			t.Errorf("%dx%d: weight %.4f, want %.4f", cfgs[k].Duplicates, cfgs[k].Replicas, weight[k], want[k])
 		}
 	}
-	if weight := mixShares(sys, cfgs, false); weight[2] != 1.0/3 {
-		t.Errorf("thesis: 2x2 weighs %.4f, want 1/3", weight[2])
+	if weight := mixShares(sys, cfgs, false); weight[2] != 1.0/4 {
+		t.Errorf("thesis: 2x2 weighs %.4f, want 1/4", weight[2])
 	}
 }
