@@ -434,7 +434,7 @@ func (g grid) historyCorrection(phases []int, svc, net []float64, rate float64, 
 		last = h.second[:c.n]
 	}
 	lump := windows.on(c, coarsen(svc, historyCoarse))
-	with := c.oneGroupLaw(h.states(), phases, first, last, cnet, rate, d, lump)
+	with := c.oneGroupLaw(h.states(d), phases, first, last, cnet, rate, d, lump)
 	// oneGroupShared's own states on c, the wait held on c alone as g
 	// holds it: the correction also brings back the work that leaves the
 	// grid and returns within it a gap later (sharedHistory's x).
@@ -578,7 +578,8 @@ func (g grid) newSharedHistory(phases []int, svc []float64, rate float64, window
 	return h
 }
 
-// states is the law of the work at an arrival as oneGroupLaw's terms. At
+// states is the law of the work d duplicates find at an arrival as
+// oneGroupLaw's terms (merged for d: mergeShared). At
 // the last gap a, the previous request is still in its first phase when
 // every duplicate's end of it Y' is later than a: then the new first
 // phase waits only for Y' - a and the previous second phase comes after
@@ -593,7 +594,7 @@ func (g grid) newSharedHistory(phases []int, svc []float64, rate float64, window
 // duplicate's draws do (Olio's request of 50 accesses: its work's spread
 // is a seventh of its mean). Taken so, four levels give what five gave with
 // the oldest work independent, five what six gave.
-func (h *sharedHistory) states() []sharedState {
+func (h *sharedHistory) states(d int) []sharedState {
 	states := lastArrival(idleOrBusy(h.wait))
 	for range historyLevels - 1 {
 		var next []sharedState
@@ -602,7 +603,7 @@ func (h *sharedHistory) states() []sharedState {
 				next = append(next, sharedState{w: s.w * st.w, mass: 1, pmf: st.pmf})
 			}
 		}
-		states = mergeShared(next, h.quantum)
+		states = mergeShared(next, h.quantum, d)
 	}
 	var last []sharedState
 	for _, s := range states {
@@ -640,18 +641,37 @@ func (h *sharedHistory) states() []sharedState {
 				sharedState{w: s.w * st.w, mass: mass, pmf: pending, pending: true})
 		}
 	}
-	return mergeShared(last, h.quantum)
+	return mergeShared(last, h.quantum, d)
 }
 
 // mergeShared merges states of one sign and kind whose laws are alike:
 // mass and atom at 0 within 0.02, mean and spread within quantum cells.
-func mergeShared(in []sharedState, quantum float64) []sharedState {
+// A state is a condition the d duplicates share, and the request's law
+// takes of it the d-th power of its law's parts: the chance that every
+// duplicate's work is past t, (mass - C(t))^d, C the state's CDF. So a
+// merged state keeps the sum of its states' weights times those (and
+// times mass^d) at every t: its tail is their d-th power mean. The laws'
+// mean, which merging took before, keeps only the first power, and its
+// d-th power is the smaller (Jensen): the duplicates of the merged states
+// were taken as less alike than they are, and the request as faster.
+// Olio on 4x1 at 30% load was 0.0038 high at the 90th percentile's
+// bound, now 0.0019; for d = 1 both are the mean.
+func mergeShared(in []sharedState, quantum float64, d int) []sharedState {
 	type key struct {
 		neg, pending             bool
 		mass, atom, mean, spread int
 	}
 	at := map[key]int{}
 	var out []sharedState
+	var powers [][]float64 // of a merged state: Σ w (mass - C(t))^d, then Σ w mass^d
+	add := func(p []float64, s sharedState) {
+		c := 0.0
+		for t, v := range s.pmf {
+			c += v
+			p[t] += s.w * ipow(math.Max(0, s.mass-c), d)
+		}
+		p[len(s.pmf)] += s.w * ipow(s.mass, d)
+	}
 	for _, s := range in {
 		var m, m2 float64
 		for i, v := range s.pmf {
@@ -665,16 +685,30 @@ func mergeShared(in []sharedState, quantum float64) []sharedState {
 		if !ok {
 			at[k] = len(out)
 			out = append(out, s)
+			powers = append(powers, nil)
+			continue
+		}
+		if powers[i] == nil {
+			powers[i] = make([]float64, len(s.pmf)+1)
+			add(powers[i], out[i])
+		}
+		add(powers[i], s)
+		out[i].w += s.w
+	}
+	for i, p := range powers {
+		if p == nil {
 			continue
 		}
 		o := &out[i]
-		sum := o.w + s.w
+		root := func(x float64) float64 { return math.Pow(math.Max(0, x/o.w), 1/float64(d)) }
+		o.mass = root(p[len(o.pmf)])
 		pmf := make([]float64, len(o.pmf))
-		for j := range pmf {
-			pmf[j] = (o.w*o.pmf[j] + s.w*s.pmf[j]) / sum
+		above := o.mass
+		for t := range pmf {
+			tail := math.Min(above, root(p[t]))
+			pmf[t], above = above-tail, tail
 		}
-		o.mass = (o.w*o.mass + s.w*s.mass) / sum
-		o.w, o.pmf = sum, pmf
+		o.pmf = pmf
 	}
 	return out
 }
