@@ -56,9 +56,9 @@ func RequestNote(sys model.System) string {
 	case q.Batch > 1:
 		where = "for batches the predictor is within about 0.002 of simulation with one group (up to 0.005 with duplicates at 30% load); one server per group is 0.006-0.017 off, duplicates in several groups 0.010-0.042"
 	case len(q.Phases) > 2:
-		where = "for three phases or more the predictor is within about 0.002 of simulation on one server at every load and on one group at 1% and 8% (0.003-0.008 with duplicates at 30%); one server per group is up to 0.015 off at 8% and 0.049 at 30%, duplicates in several groups 0.010-0.072"
+		where = "for three phases or more the predictor is within about 0.002 of simulation on one server at every load and on one group at 1% and 8% (0.003-0.005 with duplicates at 30%); one server per group is up to 0.015 off at 8% and 0.049 at 30%, duplicates in several groups 0.010-0.072"
 	case len(q.Phases) == 2:
-		where = "for two phases the predictor is within about 0.002 of simulation at 1% and 8% load on one group, one server per group and two groups of duplicates, and at 30% on one server and one server per group; one group of duplicates is 0.003-0.004 off at 30%, three groups of duplicates or more up to 0.006 at 1-8%, duplicates in several groups up to 0.012 at 30%"
+		where = "for two phases the predictor is within about 0.002 of simulation at 1-30% load on one server, one server per group and one group of duplicates (up to 0.0022 at 30%), and at 1-8% on two or three groups of duplicates (up to 0.0024); four groups of duplicates or more are up to 0.006 off at 1-8%, duplicates in several groups up to 0.012 at 30%"
 	default:
 		where = "requests of one phase have no error map of their own (two phases' is the nearest: within about 0.002 of simulation at 1% and 8% load on one group and one server per group)"
 	}
