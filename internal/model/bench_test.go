@@ -44,10 +44,11 @@ func BenchmarkSimulate(b *testing.B) {
 
 // BenchmarkPredictRequest is the request predictor over a horizon of 120
 // ms, exp:1ms: for Inner-Join Olio (30 then 20 parallel accesses) on one
-// server at 30% load, on two groups of two duplicates at 8%, on one group
-// of four duplicates at 8% and 30%, on four groups of one server at 8%;
-// for Gridlab-D's batches (8 requests of 4 then 3 accesses) on one group
-// of four at 30%.
+// server at 30% load, on two and three groups of two duplicates at 8%, on
+// one group of four duplicates at 8% and 30%, on four groups of one
+// server at 8%; for Gridlab-D's batches (8 requests of 4 then 3 accesses)
+// on one group of four at 30%; for three phases of 10 on one server and
+// on one group of two duplicates at 30%.
 func BenchmarkPredictRequest(b *testing.B) {
 	for _, c := range []struct {
 		name string
@@ -57,8 +58,9 @@ func BenchmarkPredictRequest(b *testing.B) {
 	}{
 		{"1x1-30%", olio, 0.3, Config{1, 1}}, {"2x2-8%", olio, 0.08, Config{2, 2}},
 		{"4x1-8%", olio, 0.08, Config{4, 1}}, {"4x1-30%", olio, 0.3, Config{4, 1}},
-		{"1x4-8%", olio, 0.08, Config{1, 4}},
+		{"1x4-8%", olio, 0.08, Config{1, 4}}, {"2x3-8%", olio, 0.08, Config{2, 3}},
 		{"gridlabd-4x1-30%", gridlabd, 0.3, Config{4, 1}},
+		{"three-1x1-30%", threePhases, 0.3, Config{1, 1}}, {"three-2x1-30%", threePhases, 0.3, Config{2, 1}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			sys := expRequests(c.req, c.util)

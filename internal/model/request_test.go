@@ -17,6 +17,10 @@ var olio = Request{Phases: []int{30, 20}}
 // batches of 8.
 var gridlabd = Request{Phases: []int{4, 3}, Batch: 8}
 
+// threePhases is the error map's request of three phases: 10, 10 and 10
+// parallel accesses.
+var threePhases = Request{Phases: []int{10, 10, 10}}
+
 // TestRequestPredictionMatchesSimulation checks the request predictor
 // against the request simulator where it holds to the thesis's 0.002
 // (docs/requests.md): one server up to 30% load, one group up to 8% with

@@ -31,11 +31,11 @@ func TestRequestPredictionUnchanged(t *testing.T) {
 		{"olio 1x4 8%", olio, 0.08, Config{1, 4}, 0.12, false},
 		{"gridlabd 2x2 8%", gridlabd, 0.08, Config{2, 2}, 0.1, false},
 		{"gridlabd 1x4 8%", gridlabd, 0.08, Config{1, 4}, 0.1, false},
-		{"three 2x2 8%", Request{Phases: []int{10, 10, 10}}, 0.08, Config{2, 2}, 0.1, false},
+		{"three 2x2 8%", threePhases, 0.08, Config{2, 2}, 0.1, false},
 		{"gridlabd 1x1 30%", gridlabd, 0.3, Config{1, 1}, 0.1, false},
 		{"gridlabd 2x1 30%", gridlabd, 0.3, Config{2, 1}, 0.1, true},
-		{"three 1x1 30%", Request{Phases: []int{10, 10, 10}}, 0.3, Config{1, 1}, 0.1, false},
-		{"three 2x1 8%", Request{Phases: []int{10, 10, 10}}, 0.08, Config{2, 1}, 0.1, false},
+		{"three 1x1 30%", threePhases, 0.3, Config{1, 1}, 0.1, false},
+		{"three 2x1 8%", threePhases, 0.08, Config{2, 1}, 0.1, false},
 	}
 	before := map[string][]float64{
 		"olio 2x2 8%":      {0, 0, 4.20737908e-05, 0.015627883, 0.245013087, 0.68168554, 0.898165455, 0.953071837, 0.975229996, 0.989526731, 0.996311577, 0.998698181, 0.99950137, 0.999810711, 0.999932485, 0.99997581, 0.999990081, 0.999994783, 0.999996375, 0.999996906, 0.999997076, 0.999997129, 0.999997145, 0.99999715},

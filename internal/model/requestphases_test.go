@@ -16,7 +16,7 @@ func TestServerPhasesMatchSimulation(t *testing.T) {
 		t.Skip("simulates about 24 million accesses")
 	}
 	for _, u := range []float64{0.08, 0.3} {
-		matchesSimulation(t, expRequests(Request{Phases: []int{10, 10, 10}}, u), Config{1, 1}, 0.002, SimOptions{Requests: 400000, Seed: 1})
+		matchesSimulation(t, expRequests(threePhases, u), Config{1, 1}, 0.002, SimOptions{Requests: 400000, Seed: 1})
 	}
 }
 
@@ -39,6 +39,6 @@ func TestGroupPhasesMatchSimulation(t *testing.T) {
 		d         int
 		util, tol float64
 	}{{2, 0.08, 0.002}, {4, 0.08, 0.002}, {2, 0.3, 0.004}} {
-		matchesSimulation(t, expRequests(Request{Phases: []int{10, 10, 10}}, c.util), Config{c.d, 1}, c.tol, SimOptions{Requests: 400000, Seed: 1})
+		matchesSimulation(t, expRequests(threePhases, c.util), Config{c.d, 1}, c.tol, SimOptions{Requests: 400000, Seed: 1})
 	}
 }
