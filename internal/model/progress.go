@@ -38,7 +38,9 @@ func (p Progress) stage(what string, from, weight float64) Progress {
 // against one group of duplicates: BenchmarkPredictRequest (Olio at 8%,
 // one timed hold on 2026-11-29, 19:26 UTC) took 2.6-2.7 s on 4x1, 5.4-5.6 s
 // on 1x4, 17.8-18.1 s on 2x2 (two and three groups of duplicates split both
-// phases exactly), and 0.065 s on one server at 30%. Equal shares told a
+// phases exactly; 2x3 16.6 s at 20:18), and 0.065 s on one server at 30%
+// (three phases of 10 at 30%: 0.076 s on one server, 2.7 s on 2x1; 4x1
+// 2.8 s in the same hold). Equal shares told a
 // third of the time left. The thesis's predictor costs the same for every
 // mix.
 func mixShares(sys System, cfgs []Config, accurate bool) []float64 {
