@@ -233,22 +233,3 @@ func (g grid) batchQueued(start [][]float64, sums [][]float64, k1, k2, B int, ra
 	}
 	return found
 }
-
-// differenceLaw is the law of A - B, A and B of laws a and b on the grid:
-// pos[v] = P(A - B = v) for v >= 0, neg[v] = P(A - B = -v) for v > 0
-// (neg[0] is 0), each over as many cells as a.
-func differenceLaw(a, b []float64) (pos, neg []float64) {
-	n := len(a)
-	wide, rev := make([]float64, 2*n), make([]float64, 2*n)
-	copy(wide, a)
-	for i, v := range b[:n] {
-		rev[n-1-i] = v
-	}
-	d := convolve(wide, rev) // d[m]: A - B = m - (n-1)
-	pos, neg = make([]float64, n), make([]float64, n)
-	copy(pos, d[n-1:2*n-1])
-	for v := 1; v < n; v++ {
-		neg[v] = d[n-1-v]
-	}
-	return pos, neg
-}

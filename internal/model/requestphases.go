@@ -48,24 +48,13 @@ func (g grid) serverPhases(wait []float64, sums [][]float64, phases []int, rate 
 	var older float64 // past the grid: idle
 	found[0], gap, older = g.sinceLast(convolve(wait, sums[phases[0]]), rate)
 	for j := 1; j < P; j++ {
-		found[j] = make([]float64, g.n)
-		next := make([]float64, g.n)
-		for gp, wg := range gap {
-			if wg < 1e-16 {
-				continue
-			}
-			for c, v := range sums[phases[j]] {
-				switch {
-				case c >= gp:
-					found[j][c-gp] += wg * v
-				case j == P-1:
-					found[j][0] += wg * v
-				default:
-					next[gp-c] += wg * v
-				}
-			}
-		}
-		gap = next
+		// Phase j+1 of the last request ends S(k_{j+1}) - gap after this
+		// one arrives: that far ahead if it is still running, else a gap
+		// more (after its last phase, none).
+		found[j], gap = differenceLaw(sums[phases[j]], gap)
+	}
+	for _, v := range gap {
+		found[P-1][0] += v
 	}
 	found[P-1][0] += older
 	return cumulative(g.phaseWindows(found, sums, phases, rate, net))

@@ -321,20 +321,27 @@ func (g grid) sinceLast(z []float64, rate float64) (x, gap []float64, older floa
 		age[a] = math.Exp(-rate*lo) - math.Exp(-rate*(float64(a)+0.5)*g.h)
 	}
 	older = math.Exp(-rate * (float64(g.n) - 0.5) * g.h)
-	x, gap = make([]float64, g.n), make([]float64, g.n)
-	for a, wa := range age {
-		if wa < 1e-16 {
-			continue
-		}
-		for c, v := range z {
-			if c >= a {
-				x[c-a] += wa * v
-			} else {
-				gap[a-c] += wa * v
-			}
-		}
-	}
+	x, gap = differenceLaw(z, age)
 	return x, gap, older
+}
+
+// differenceLaw is the law of A - B, A and B of laws a and b on the grid:
+// pos[v] = P(A - B = v) for v >= 0, neg[v] = P(A - B = -v) for v > 0
+// (neg[0] is 0), each over as many cells as a.
+func differenceLaw(a, b []float64) (pos, neg []float64) {
+	n := len(a)
+	wide, rev := make([]float64, 2*n), make([]float64, 2*n)
+	copy(wide, a)
+	for i, v := range b[:n] {
+		rev[n-1-i] = v
+	}
+	d := convolve(wide, rev) // d[m]: A - B = m - (n-1)
+	pos, neg = make([]float64, n), make([]float64, n)
+	copy(pos, d[n-1:2*n-1])
+	for v := 1; v < n; v++ {
+		neg[v] = d[n-1-v]
+	}
+	return pos, neg
 }
 
 // oneGroupShared is the request law on one group of d > 1 duplicates for a
