@@ -149,15 +149,9 @@ func (g grid) phaseWindows(found [][]float64, sums [][]float64, phases []int, ra
 			mass += p
 		}
 		for n, got := 0, 0.0; n < 256 && mass-got > 1e-13; n++ {
-			part := make([]float64, g.n)
+			part := g.arrivalChances(rate, n)
 			for c, p := range first {
-				mean := rate * float64(c) * g.h
-				switch {
-				case mean > 0:
-					part[c] = p * math.Exp(float64(n)*math.Log(mean)-mean-lgammaInt(n+1))
-				case n == 0:
-					part[c] = p
-				}
+				part[c] *= p
 				got += part[c]
 			}
 			counted[j] = append(counted[j], w.transform(part))
