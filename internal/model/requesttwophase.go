@@ -172,9 +172,9 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 	}
 	weight, weightStar := make([]float64, ni), make([]float64, ni)
 	var pair *twoGroups
-	// Two or three groups of duplicates: both phases split exactly (four
-	// or more keep the marked form: 10^5 splits for four groups).
-	if (r == 2 || r == 3) && d > 1 {
+	// Groups of duplicates: both phases split exactly (four groups or
+	// more as halves of halves).
+	if r > 1 && d > 1 {
 		pair = newTwoGroups(states, k1, k2, nc, g.n, r, prior)
 	}
 	var slight, slightStar []bool
@@ -218,7 +218,7 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 				reach = max(reach, reaches[k][j])
 			}
 		}
-		if pair != nil { // two or three groups of duplicates: no group marked
+		if pair != nil { // groups of duplicates: no group marked
 			g.twoGroupsTerms(pair.ended, pair.before, pair.stop, pair.w, prior, f, Fcdf, tail, cc, Ubar, pri, d, reach, s)
 			for k := range aheads {
 				for j, c := range cases[k] {
