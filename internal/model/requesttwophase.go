@@ -173,9 +173,10 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 	}
 	weight, weightStar := make([]float64, ni), make([]float64, ni)
 	var pair *twoGroups
-	// Groups of duplicates: both phases split exactly (four groups or
-	// more as halves of halves).
-	if r > 1 && d > 1 {
+	// Two to four groups of duplicates: both phases split exactly (four
+	// as halves of halves). Five or more keep the marked form: the halves'
+	// sum costs 7 times it for 2x5.
+	if r > 1 && r <= 4 && d > 1 {
 		pair = newTwoGroups(states, k1, k2, nc, g.n, r, prior)
 	}
 	var slight, slightStar []bool
@@ -219,7 +220,7 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 				reach = max(reach, reaches[k][j])
 			}
 		}
-		if pair != nil { // groups of duplicates: no group marked
+		if pair != nil { // two to four groups of duplicates: no group marked
 			g.twoGroupsTerms(pair.ended, pair.before, pair.stop, pair.w, prior, f, Fcdf, tail, cc, Ubar, pri, d, reach, s)
 			for k := range aheads {
 				for j, c := range cases[k] {
