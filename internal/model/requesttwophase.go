@@ -50,11 +50,12 @@ const twoPhaseGroupsCells = 512
 // T1 and the case, each with its first-phase count weighed by the chance
 // it ended by s; the second phase's accesses split over the groups
 // exactly (multinomially), and T1's law is exact given the waits. With
-// two groups of duplicates no group is marked (requesttwogroups.go): the
-// law is a difference of two products over the groups, in which both
-// phases' splits are exact; the marked form with its other group's count
-// taken around the mean rest made Olio's 2x2, 3x2 and 4x2 fast at the
-// median at 1% and 8% load.
+// two to four groups of duplicates no group is marked (requesttwogroups.go,
+// requestgroupsplit.go, requestgrouphalves.go): the law is a difference of
+// two products over the groups, in which both phases' splits are exact;
+// the marked form with its other groups' counts taken around the mean
+// rest made Olio's 2x2 to 2x4 fast at the median at 1% and 8% load, and
+// five groups or more still take it.
 //
 // aheads are several sets of cases of the work ahead, one result each:
 // everything but the final average over the work ahead is shared
