@@ -282,13 +282,13 @@ func newBatchGrid(g grid, cells int, sys System, k1, k2 int, rho float64, r int)
 // request's phases drawn Poisson, their totals' means first and then.
 func (b batchGrid) request(first, then float64, k1, k2, r, from, to int) []float64 {
 	p := 1 / float64(r)
-	before := convolve(b.wait, b.grid.countsOfSums(poissonLaw(first*p, b.most), b.sums))
-	between := b.grid.countsOfSums(poissonLaw(then*p, b.most), b.sums)
+	before := convolve(b.wait, b.grid.countsOfSums(poissonCounts(first*p, b.most), b.sums))
+	between := b.grid.countsOfSums(poissonCounts(then*p, b.most), b.sums)
 	return b.grid.batchRequest(before, between, k1, k2, r, b.sums, b.net, from, to)
 }
 
-// poissonLaw is the law of Poisson(mean) on 0..most.
-func poissonLaw(mean float64, most int) []float64 {
+// poissonCounts is the law of Poisson(mean) on 0..most.
+func poissonCounts(mean float64, most int) []float64 {
 	out := make([]float64, most+1)
 	if mean <= 0 {
 		out[0] = 1
