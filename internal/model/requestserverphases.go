@@ -77,7 +77,7 @@ func serverGroupsPhases(sys System, phases []int, r int, rho, horizon float64) R
 	lumpPMF, lumpMean := g.phaseStartLump(phases, p, sums, sys.Service.Mean())
 	w := g.waitingPMF(g.lumpEquilibrium(lumpPMF, lumpMean), rho)
 	net := g.pmf(sys.net())
-	c := serverChain{g: g, phases: phases, r: r, rate: sys.Rate, sums: sums, net: net}
+	c := serverChain{g: g, phases: phases, r: r, rate: sys.Rate, sums: sums, net: net, seconds: map[int]*spectra{}, lumps: map[[4]int]*serverLumps{}}
 	// How many requests are present at an arrival: Poisson, its mean the
 	// rate times the mean latency (Little), the latency's mean that of
 	// the phases' windows each with the stationary wait.
@@ -134,6 +134,12 @@ type serverChain struct {
 	rate   float64
 	sums   [][]float64
 	net    []float64
+	// seconds[i]: the laws of m = 1..k_{i+1} accesses and the reply;
+	// lumps: the lumps within a window, by the window, the count of
+	// requests arrived since and whether others and the last present
+	// request bring some (alike in every chain that shares them).
+	seconds map[int]*spectra
+	lumps   map[[4]int]*serverLumps
 }
 
 // window is the CDF of a window of k accesses whose work ahead at each
@@ -172,7 +178,12 @@ func (c *serverChain) law(w, others []float64, lastLeft int) []float64 {
 	}
 	for i := 1; i < P; i++ {
 		k := c.phases[i]
-		second := g.newSpectra(k+1, func(m int) []float64 { return convolve(c.net, c.sums[m]) })
+		second := c.seconds[i]
+		if second == nil {
+			second = g.newSpectra(k, func(m int) []float64 { return convolve(c.net, c.sums[m+1]) })
+			c.seconds[i] = second
+		}
+		lastHere := i <= lastLeft
 		// The present requests with a phase left to start within window
 		// i: a present one is in each of its phases for about a share
 		// 1/P of its time.
@@ -208,12 +219,18 @@ func (c *serverChain) law(w, others []float64, lastLeft int) []float64 {
 				if weight < 1e-12 {
 					continue
 				}
-				cases := lumpCases(a, others, left, i <= lastLeft, lumpCounts)
-				for _, cs := range cases {
-					c.sums = extendSums(c.sums, len(cs.law))
+				key := [4]int{i, a, boolInt(others != nil), boolInt(lastHere)}
+				wl := c.lumps[key]
+				if wl == nil {
+					cases := lumpCases(a, others, left, lastHere, lumpCounts)
+					for _, cs := range cases {
+						c.sums = extendSums(c.sums, len(cs.law))
+					}
+					wl = g.newServerLumps(cases, c.sums, second)
+					c.lumps[key] = wl
 				}
 				var ends1 groupEnds
-				next[b][a], ends1 = g.nextWindow(st, bin.at, cases, binomial(k, p), c.r, c.sums, second)
+				next[b][a], ends1 = g.nextWindow(st, bin.at, wl, binomial(k, p), c.r, c.sums, second)
 				ends.add(ends1, weight)
 				for t, v := range next[b][a] {
 					marginal[t] += weight * v
@@ -221,40 +238,42 @@ func (c *serverChain) law(w, others []float64, lastLeft int) []float64 {
 			}
 		}
 		st = ends.scaled()
+		// The law of T_{i+1} (by window i+1's bin and the count): each
+		// case's T_i plus its window i+1, summed as transforms.
+		sp := g.newSpectra(0, nil)
 		if i == P-1 {
-			law := make([]float64, g.n)
+			law := sp.sum()
 			for b := range bins {
 				for a, e := range from[b] {
-					if next[b][a] == nil {
-						continue
-					}
-					for t, v := range convolve(e, next[b][a]) {
-						law[t] += v
+					if next[b][a] != nil {
+						law.add(e, next[b][a])
 					}
 				}
 			}
-			return law
+			return law.law()
 		}
 		newBins := weighedBins(marginal, serverWindowShare, serverWindowBins)
-		newElapsed := make([][][]float64, len(newBins))
-		for nb := range newElapsed {
-			newElapsed[nb] = make([][]float64, 0)
-		}
+		parts := make([][]*spectralSum, len(newBins))
 		for b := range bins {
 			for a, e := range from[b] {
 				if next[b][a] == nil {
 					continue
 				}
+				ce := sp.transform(e)
 				for nb, bin := range newBins {
+					for len(parts[nb]) <= a {
+						parts[nb] = append(parts[nb], sp.sum())
+					}
 					part := make([]float64, g.n)
 					copy(part[bin.lo:bin.hi], next[b][a][bin.lo:bin.hi])
-					for len(newElapsed[nb]) <= a {
-						newElapsed[nb] = append(newElapsed[nb], make([]float64, g.n))
-					}
-					for t, v := range convolve(e, part) {
-						newElapsed[nb][a][t] += v
-					}
+					parts[nb][a].addTransformed(ce, part)
 				}
+			}
+		}
+		newElapsed := make([][][]float64, len(newBins))
+		for nb := range newElapsed {
+			for _, sum := range parts[nb] {
+				newElapsed[nb] = append(newElapsed[nb], sum.law())
 			}
 		}
 		bins, elapsed = newBins, newElapsed
@@ -382,71 +401,127 @@ func (st groupEnds) freeLaw(s, n int) []float64 {
 	return cdf
 }
 
+// serverLumps are the cases of the lumps within a window (shared by the
+// groups), each with the law of the work it brings a group and, for the
+// last group (which starts it at the barrier), when it is done with that
+// work and m accesses more, from the barrier (last[case][m], a CDF).
+type serverLumps struct {
+	cases []aheadCase
+	work  [][]float64
+	last  [][][]float64
+}
+
+// newServerLumps is serverLumps for cases; second holds the laws of m
+// accesses and the reply, m = 1..k.
+func (g grid) newServerLumps(cases []aheadCase, sums [][]float64, second *spectra) *serverLumps {
+	wl := &serverLumps{cases: cases}
+	for _, c := range cases {
+		work := g.countsOfSums(c.law[:min(len(c.law), len(sums))], sums)
+		rows := [][]float64{onesLike(g.n)} // no access: done at the barrier
+		second.each(work, func(_ int, pmf []float64) { rows = append(rows, cumulative(pmf)) })
+		wl.work, wl.last = append(wl.work, work), append(wl.last, rows)
+	}
+	return wl
+}
+
 // nextWindow is the law of window i+1's length given window i ended at
 // s (cells from its start), the groups' ends of window i st, the lumps
-// within window i cases, phase i+1's count at a group counts; and the
+// within window i wl, phase i+1's count at a group counts; and the
 // groups' ends of window i+1 from its start. The lumps' count is shared
 // by the groups, each group's accesses from them its own; the last group
 // (the one that ended window i at s) starts them at s, every other at
 // the later of their arrival and its own end (freeAt), and each serves
 // its phase i+1 accesses after them or from s; the groups are
 // independent given the case, the accesses split multinomially.
-func (g grid) nextWindow(st groupEnds, s int, cases []aheadCase, counts []float64, r int, sums [][]float64, second *spectra) ([]float64, groupEnds) {
+func (g grid) nextWindow(st groupEnds, s int, wl *serverLumps, counts []float64, r int, sums [][]float64, second *spectra) ([]float64, groupEnds) {
 	k := len(counts) - 1
 	free := st.freeLaw(s, g.n)
-	atS := make([]float64, g.n)
-	atS[s] = 1
 	done := make([]float64, g.n) // P(window i+1 ends by t), t from window i's start
-	var ends groupEnds
 	other, last := make([][]float64, k+1), make([][]float64, k+1)
 	for m := range other {
 		other[m], last[m] = make([]float64, g.n), make([]float64, g.n)
 	}
-	for _, c := range cases {
+	for t := s; t < g.n; t++ {
+		other[0][t], last[0][t] = 1, 1 // no access in the phase: done at the barrier
+	}
+	// ahead: when a group is free for phase i+1, from window i+1's start
+	// (the last group is one in r), over the cases.
+	ahead := make([]float64, g.n)
+	weight := 0.0
+	for j, c := range wl.cases {
 		if c.w < 1e-14 {
 			continue
 		}
-		work := g.countsOfSums(c.law[:min(len(c.law), len(sums))], sums)
-		groupDone := func(h [][]float64, from []float64) []float64 {
-			z := convolve(from, work)
-			for x := 0; x < s; x++ { // free before the barrier: phase i+1 starts at s
-				z[s] += z[x]
-				z[x] = 0
+		z := convolve(g.freeAt(free, s, c.at), wl.work[j])
+		for x := 0; x < s; x++ { // free before the barrier: phase i+1 starts at s
+			z[s] += z[x]
+			z[x] = 0
+		}
+		second.each(z, func(i int, pmf []float64) {
+			acc := 0.0
+			for t := range pmf[:s] {
+				acc += pmf[t]
 			}
 			for t := s; t < g.n; t++ {
-				h[0][t] = 1 // no access in the phase: done at the barrier
+				acc += pmf[t]
+				other[i+1][t] = min(1, acc)
 			}
-			second.each(z, func(m int, pmf []float64) {
-				if m == 0 {
-					return
-				}
-				acc := 0.0
-				for t := range pmf[:s] {
-					acc += pmf[t]
-				}
-				for t := s; t < g.n; t++ {
-					acc += pmf[t]
-					h[m][t] = min(1, acc)
-				}
-			})
-			return z
+		})
+		for m := 1; m <= k; m++ {
+			copy(last[m][s:], wl.last[j][m][:g.n-s])
 		}
-		zOther := groupDone(other, g.freeAt(free, s, c.at))
-		zLast := groupDone(last, atS)
 		for t, v := range multinomialProductMarked(last, other, r, s, g.n) {
 			done[t] += c.w * v
 		}
-		// The groups' ends of window i+1, from its start: the last group
-		// is one in r.
-		z := make([]float64, g.n)
 		for x := s; x < g.n; x++ {
-			z[x-s] = (zOther[x]*float64(r-1) + zLast[x]) / float64(r)
+			ahead[x-s] += c.w * (z[x]*float64(r-1) + wl.work[j][x-s]) / float64(r)
 		}
-		ends.add(g.groupEnds(z, counts, sums), c.w)
+		weight += c.w
+	}
+	for x := range ahead {
+		ahead[x] /= weight
 	}
 	window := make([]float64, g.n)
 	for t := s; t < g.n; t++ {
 		window[t-s] = done[t]
 	}
-	return differences(window), ends.scaled()
+	return differences(window), g.groupEnds(ahead, counts, sums)
+}
+
+// spectralSum is a sum of convolutions of laws on a grid, kept as its
+// transform: one transform a term and one back at the end.
+type spectralSum struct {
+	sp  *spectra
+	acc []complex128
+}
+
+func (sp *spectra) sum() *spectralSum {
+	return &spectralSum{sp: sp, acc: make([]complex128, sp.size/2+1)}
+}
+
+// add adds x*y.
+func (s *spectralSum) add(x, y []float64) { s.addTransformed(s.sp.transform(x), y) }
+
+// addTransformed adds x*y, x given by its transform.
+func (s *spectralSum) addTransformed(cx []complex128, y []float64) {
+	for j, v := range s.sp.transform(y) {
+		s.acc[j] += cx[j] * v
+	}
+}
+
+// law is the sum, truncated to the grid.
+func (s *spectralSum) law() []float64 {
+	seq := s.sp.ft.Sequence(nil, s.acc)
+	out := make([]float64, s.sp.n)
+	for t := range out {
+		out[t] = math.Max(0, seq[t]/float64(s.sp.size))
+	}
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
