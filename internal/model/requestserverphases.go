@@ -452,21 +452,13 @@ func (g grid) nextWindow(st groupEnds, s int, wl *serverLumps, counts []float64,
 		if c.w < 1e-14 {
 			continue
 		}
+		// z: when the group is done with the lumps (free for phase i+1
+		// from the later of that and s).
 		z := convolve(g.freeAt(free, s, c.at), wl.work[j])
-		for x := 0; x < s; x++ { // free before the barrier: phase i+1 starts at s
+		g.startOnArrival(other[1:], z, []float64{1}, sums, second, s)
+		for x := 0; x < s; x++ {
 			z[s] += z[x]
-			z[x] = 0
 		}
-		second.each(z, func(i int, pmf []float64) {
-			acc := 0.0
-			for t := range pmf[:s] {
-				acc += pmf[t]
-			}
-			for t := s; t < g.n; t++ {
-				acc += pmf[t]
-				other[i+1][t] = min(1, acc)
-			}
-		})
 		for m := 1; m <= k; m++ {
 			copy(last[m][s:], wl.last[j][m][:g.n-s])
 		}
