@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"gonum.org/v1/gonum/dsp/fourier"
+	"gonum.org/v1/gonum/floats"
 )
 
 // Two phases over several groups: the second phase waits for what the
@@ -541,18 +542,15 @@ func (g grid) averageAhead(h, hStar, G, Gstar [][]float64, aheadLaw []float64, r
 		clear(hStar[m][s:])
 	}
 	for m := range h {
-		hm, hs := h[m], hStar[m]
+		hm, hs := h[m][s:g.n], hStar[m][s:g.n]
 		for k, w := range aheadLaw[:max(0, min(len(aheadLaw), reach-m))] {
 			if w < 1e-14 {
 				continue
 			}
-			gc, gs := G[k+m], Gstar[k+m]
-			for t := s; t < g.n; t++ {
-				if !hGiven {
-					hm[t] += w * gc[t]
-				}
-				hs[t] += w * gs[t]
+			if !hGiven {
+				floats.AddScaled(hm, w, G[k+m][s:g.n])
 			}
+			floats.AddScaled(hs, w, Gstar[k+m][s:g.n])
 		}
 	}
 	return multinomialProductMarked(hStar, h, r, s, g.n)
