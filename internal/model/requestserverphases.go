@@ -3,6 +3,8 @@ package model
 import (
 	"math"
 	"slices"
+
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // serverGroupsPhasesCells is the grid of serverGroupsPhases, as
@@ -329,14 +331,18 @@ func lumpCases(since int, others []float64, left float64, last bool, lump []floa
 }
 
 // poissonLaw is the Poisson law of mean mean, up to the count beyond
-// which less than tail is left.
+// which less than tail is left (at most 256 counts).
 func poissonLaw(mean, tail float64) []float64 {
-	out := []float64{}
-	pk, left := math.Exp(-mean), 1.0
-	for k := 0; k < 256 && left > tail; k++ {
-		out = append(out, pk)
-		left -= pk
-		pk *= mean / float64(k+1)
+	if mean <= 0 {
+		return []float64{1}
+	}
+	law := distuv.Poisson{Lambda: mean}
+	var out []float64
+	for k := 0.0; k < 256; k++ {
+		out = append(out, law.Prob(k))
+		if law.Survival(k) < tail {
+			break
+		}
 	}
 	return out
 }
