@@ -333,6 +333,9 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 	if twoPhaseOverGroups(q, cfg, thesis) {
 		return twoPhaseGroupsExtrapolated(sys, phases, r, d, rho, horizon, progress), nil
 	}
+	if !thesis && d == 1 && len(phases) > 2 {
+		return serverGroupsPhases(sys, phases, r, rho, horizon), nil
+	}
 	law := make([]float64, g.n)
 	law[0] = 1
 	for _, k := range phases {
