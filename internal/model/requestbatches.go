@@ -257,7 +257,6 @@ type batchGrid struct {
 	grid      grid
 	sums      [][]float64
 	wait, net []float64
-	most      int
 }
 
 func newBatchGrid(g grid, cells int, sys System, k1, k2 int, rho float64, r int) batchGrid {
@@ -274,7 +273,7 @@ func newBatchGrid(g grid, cells int, sys System, k1, k2 int, rho float64, r int)
 	}
 	whole := c.countsOfSums(binomial(total, p), sums)
 	wait := c.waitingPMF(c.lumpEquilibrium(whole, float64(total)*p*sys.Service.Mean()), rho)
-	return batchGrid{grid: c, sums: sums, wait: wait, net: c.pmf(sys.net()), most: most}
+	return batchGrid{grid: c, sums: sums, wait: wait, net: c.pmf(sys.net())}
 }
 
 // request is batchRequest's law (T1 in cells from..to-1) with each
@@ -282,22 +281,16 @@ func newBatchGrid(g grid, cells int, sys System, k1, k2 int, rho float64, r int)
 // request's phases drawn Poisson, their totals' means first and then.
 func (b batchGrid) request(first, then float64, k1, k2, r, from, to int) []float64 {
 	p := 1 / float64(r)
-	before := convolve(b.wait, b.grid.countsOfSums(poissonCounts(first*p, b.most), b.sums))
-	between := b.grid.countsOfSums(poissonCounts(then*p, b.most), b.sums)
+	before := convolve(b.wait, b.grid.countsOfSums(b.poisson(first*p), b.sums))
+	between := b.grid.countsOfSums(b.poisson(then*p), b.sums)
 	return b.grid.batchRequest(before, between, k1, k2, r, b.sums, b.net, from, to)
 }
 
-// poissonCounts is the law of Poisson(mean) on 0..most.
-func poissonCounts(mean float64, most int) []float64 {
-	out := make([]float64, most+1)
-	if mean <= 0 {
-		out[0] = 1
-		return out
-	}
-	for k := range out {
-		out[k] = math.Exp(float64(k)*math.Log(mean) - mean - lgammaInt(k+1))
-	}
-	return out
+// poisson is the law of a Poisson count of the given mean, as far as
+// sums reach.
+func (b batchGrid) poisson(mean float64) []float64 {
+	law := poissonLaw(mean, 1e-13)
+	return law[:min(len(law), len(b.sums))]
 }
 
 // poissonPoint is a law drawn with Poisson totals of means first and then
