@@ -1,0 +1,634 @@
+package model
+
+import (
+	"math"
+	"slices"
+)
+
+// Duplicates in several groups, three phases or more, requests arriving
+// alone: the phases as a chain of barriers.
+
+// groupChainCells is the grid of groupChain, and groupChainBins how many
+// ranges of the barrier's instant it keeps the groups' state apart for.
+const (
+	groupChainCells = 512
+	groupChainBins  = 32
+)
+
+// chainState is one state of a group's duplicates at a barrier (the end
+// of a phase, where the next phase reaches every group): q0 is the law of
+// the work duplicate 0 has left, q each other duplicate's, all drawn apart
+// given the state, which has chance w.
+type chainState struct {
+	w     float64
+	q0, q []float64
+}
+
+// chainBin is the barrier's instant within one range of cells: t its
+// mass by cell, and the states of the group that ended the phase last
+// (marked: none before the first phase) and of each other group, given
+// the instant is in the range.
+type chainBin struct {
+	t            []float64
+	marked, rest []chainState
+}
+
+// groupChain is the request law of P >= 3 phases (each access to one of r
+// groups of d duplicates, uniformly) for a request arriving alone, on g:
+// states are the shared states of a group's duplicates when the request
+// arrives (each duplicate's wait law given it), sums[c] the law of c
+// service times on g, net the reply's network delay.
+//
+// Phase i reaches every group when phase i-1's slowest group is done (the
+// barrier T_{i-1}); a group's slower duplicates are then still serving
+// their share of the earlier phases, and its part of phase i ends when its
+// first duplicate is done with that and its new accesses. What a group
+// carries past a barrier is its duplicates' work left: its first one is
+// idle (it just ended its part), the others have some left. That work is
+// tied to the barrier's instant (a late barrier has let the slow
+// duplicates catch up, so the next phase is short: a Monte Carlo of a lone
+// request on 2x2 and 4x2 that drew each phase's states apart from the
+// barrier came out 0.01-0.03 off, and within 0.002 with the states kept by
+// 20 ranges of the barrier), and to whether the group ended the phase last
+// (its other duplicates, slower than its first, have the most left). So
+// the chain keeps, for each range of the barrier's instant, the law of
+// that instant and two group states: the last group's and the others'.
+// Each phase then ends at the slowest group over the multinomial split of
+// its accesses, the last group marked, and the next states are each
+// duplicate's work left at the new barrier, over which group ended last
+// (each group's count drawn apart) and with the others' counts weighed by
+// their chance of having ended by it. Within a group, the duplicates but
+// the first are drawn apart, as one law. Between phases, the accesses that
+// reach a group ahead of its next phase have the count ahead(ph, the
+// phase's length) at every duplicate of it (chainLumps).
+func (g grid) groupChain(phases []int, r, d int, states []weightedLaw, ahead func(ph int, window float64) []float64, sums [][]float64, net []float64) []float64 {
+	p := 1 / float64(r)
+	width := max(1, g.n/groupChainBins)
+	idle := make([]float64, g.n)
+	idle[0] = 1
+	start := chainBin{t: idle}
+	for _, st := range states {
+		start.rest = append(start.rest, chainState{st.w, st.pmf, st.pmf})
+	}
+	bins := []chainBin{start}
+	law := make([]float64, g.n)
+	for ph, k := range phases {
+		lastPhase := ph == len(phases)-1
+		prior := binomial(k, p)
+		splits := make([][]float64, k+1) // splits[m]: one of r-1 groups' share of m
+		for m := range splits {
+			splits[m] = binomial(m, 1/float64(r-1))
+		}
+		type acc struct {
+			t              []float64
+			markedW, restW float64
+			markedQ, restQ []float64
+			quiet          float64   // no lump reached the group
+			lumps          []float64 // the count of the lumps that did, by weight
+			// With lumps: duplicate 0's work (it was idle), and the others'
+			// when idle (at 0) or still busy (beyond).
+			early, markedIdle, restIdle, markedBusy, restBusy []float64
+		}
+		next := make([]acc, (g.n+width-1)/width)
+		// The lumps that reach a group in a phase of x cells, by x.
+		type lumpsAt struct{ counts, early []float64 }
+		lumpsBy := map[int]lumpsAt{}
+		for _, b := range bins {
+			mass := 0.0
+			for _, v := range b.t {
+				mass += v
+			}
+			if mass < 1e-12 {
+				continue
+			}
+			marked := g.chainEnds(b.marked, prior, sums, net, d)
+			rest := g.chainEnds(b.rest, prior, sums, net, d)
+			var cdf []float64
+			if b.marked == nil {
+				cdf = multinomialProduct(rest.done, r, g.n)
+			} else {
+				cdf = multinomialProductMarked(marked.done, rest.done, r, 0, g.n)
+			}
+			dpmf := differences(cdf)
+			if lastPhase {
+				for x, w := range convolve(b.t, dpmf) {
+					law[x] += w
+				}
+				continue
+			}
+			kinds := []chainKind{{rest, r}}
+			if b.marked != nil {
+				kinds = []chainKind{{marked, 1}, {rest, r - 1}}
+			}
+			for x, dw := range dpmf {
+				if dw < 1e-13 {
+					continue
+				}
+				lastQ, restQ := g.chainLeft(kinds, prior, splits, r, d, x)
+				if lastQ == nil {
+					continue
+				}
+				// The lumps that reached a group while the phase ran.
+				la, ok := lumpsBy[x]
+				if !ok {
+					la.counts, la.early = g.chainLumps(ahead(ph, float64(x)*g.h), x, &sums)
+					lumpsBy[x] = la
+				}
+				lumps, early := la.counts, la.early
+				// The barrier's new instant s+x, by range.
+				into := map[int]float64{}
+				for s, tw := range b.t {
+					if tw == 0 || s+x >= g.n {
+						continue
+					}
+					m := tw * dw
+					j := (s + x) / width
+					a := &next[j]
+					if a.t == nil {
+						a.t = make([]float64, g.n)
+						a.markedQ, a.restQ = make([]float64, g.n), make([]float64, g.n)
+					}
+					a.t[s+x] += m
+					into[j] += m
+				}
+				for j, m := range into {
+					a := &next[j]
+					a.markedW += m
+					a.restW += m
+					a.quiet += m * lumps[0]
+					for len(a.lumps) < len(lumps) {
+						a.lumps = append(a.lumps, 0)
+					}
+					for c, w := range lumps[1:] {
+						a.lumps[c+1] += m * w
+					}
+					if early == nil {
+						continue
+					}
+					if a.early == nil {
+						a.early = make([]float64, g.n)
+						a.markedIdle, a.restIdle = make([]float64, g.n), make([]float64, g.n)
+						a.markedBusy, a.restBusy = make([]float64, g.n), make([]float64, g.n)
+					}
+					mb := m * (1 - lumps[0])
+					for y, v := range early {
+						a.early[y] += mb * v
+						a.markedIdle[y] += mb * lastQ[0] * v
+						a.restIdle[y] += mb * restQ[0] * v
+					}
+					for y := 1; y < len(lastQ); y++ {
+						a.markedBusy[y] += mb * lastQ[y]
+						a.restBusy[y] += mb * restQ[y]
+					}
+					for y, v := range lastQ {
+						a.markedQ[y] += m * v
+					}
+					for y, v := range restQ {
+						a.restQ[y] += m * v
+					}
+				}
+			}
+		}
+		if lastPhase {
+			break
+		}
+		bins = bins[:0]
+		for _, a := range next {
+			if a.t == nil || a.markedW < 1e-14 {
+				continue
+			}
+			for y := range a.markedQ {
+				a.markedQ[y] /= a.markedW
+				a.restQ[y] /= a.restW
+			}
+			b := chainBin{t: a.t,
+				marked: []chainState{{a.quiet / a.markedW, idle, a.markedQ}},
+				rest:   []chainState{{a.quiet / a.markedW, idle, a.restQ}}}
+			// The lumps come ahead of the next phase at every duplicate of
+			// the group: whether any came is the group's, their count is
+			// drawn apart at each duplicate. A duplicate idle at the
+			// barrier has served what it could of them since they came
+			// (chainLumps); one still busy serves them after its work.
+			if busy := 1 - a.quiet/a.markedW; busy > 1e-9 && a.early != nil {
+				bw := busy * a.markedW
+				for c := range a.lumps {
+					a.lumps[c] /= bw
+				}
+				sums = extendSums(sums, len(a.lumps))
+				work := g.countsOfSums(a.lumps, sums)
+				mq, rq := convolve(a.markedBusy, work), convolve(a.restBusy, work)
+				for y := range mq {
+					a.early[y] /= bw
+					mq[y] = (mq[y] + a.markedIdle[y]) / bw
+					rq[y] = (rq[y] + a.restIdle[y]) / bw
+				}
+				b.marked = append(b.marked, chainState{busy, a.early, mq})
+				b.rest = append(b.rest, chainState{busy, a.early, rq})
+			}
+			bins = append(bins, b)
+		}
+	}
+	return cumulative(law)
+}
+
+// chainEnd is one state of a kind of group in a phase (its chance w): for
+// each count n of the phase's accesses, the law of duplicate 0's end (y0,
+// its CDF c0) and of each other's (y, c), and the group's chance of being
+// done by each cell without the reply's delay (doneBy).
+type chainEnd struct {
+	w            float64
+	y0, c0, y, c [][]float64
+	doneBy       [][]float64
+}
+
+// chainGroupEnds is a kind of group's states in a phase, and its chance
+// of being done (with the reply's delay) by each cell, done[n] for n of the
+// phase's accesses, over them.
+type chainGroupEnds struct {
+	ends []chainEnd
+	done [][]float64
+}
+
+// chainKind is a kind of group (the last to end the phase before, or
+// another) and how many groups are of it.
+type chainKind struct {
+	e     chainGroupEnds
+	count int
+}
+
+// chainEnds is chainGroupEnds for a kind of group in the states given, the
+// phase's count of law prior.
+func (g grid) chainEnds(states []chainState, prior []float64, sums [][]float64, net []float64, d int) chainGroupEnds {
+	k := len(prior) - 1
+	out := chainGroupEnds{done: make([][]float64, k+1)}
+	for n := range out.done {
+		out.done[n] = make([]float64, g.n)
+	}
+	withNet := net[0] < 1
+	for _, st := range states {
+		e := chainEnd{w: st.w}
+		for n := 0; n <= k; n++ {
+			y0, y := sums[n], convolve(st.q, sums[n])
+			if st.q0[0] < 1 {
+				y0 = convolve(st.q0, sums[n])
+			}
+			c0, c := cumulative(y0), cumulative(y)
+			e.y0, e.c0, e.y, e.c = append(e.y0, y0), append(e.c0, c0), append(e.y, y), append(e.c, c)
+			by := make([]float64, g.n)
+			for x := range by {
+				by[x] = 1 - (1-c0[x])*ipow(1-c[x], d-1)
+			}
+			e.doneBy = append(e.doneBy, by)
+			reply := by
+			if withNet && n > 0 {
+				r0, r := cumulative(convolve(y0, net)), cumulative(convolve(y, net))
+				reply = make([]float64, g.n)
+				for x := range reply {
+					reply[x] = 1 - (1-r0[x])*ipow(1-r[x], d-1)
+				}
+			}
+			if n == 0 { // no access here: the group does not hold the phase
+				reply = onesLike(g.n)
+			}
+			for x, v := range reply {
+				out.done[n][x] += st.w * v
+			}
+		}
+		out.ends = append(out.ends, e)
+	}
+	return out
+}
+
+// chainLeft is the law of the work a duplicate other than the first has
+// left when the phase ends at cell x (the barrier moved by x): for the
+// group that ended last (its first duplicate done in cell x) and for the
+// others (done by x), each mixed over the groups' kinds, states and counts
+// with their chance given the phase ended at x; nil when that has no
+// weight. The counts split the phase's k accesses: given the last group's
+// n, the others share k-n.
+func (g grid) chainLeft(kinds []chainKind, prior []float64, splits [][]float64, r, d, x int) (last, rest []float64) {
+	k := len(prior) - 1
+	surv := func(c []float64, x int) float64 {
+		if x < 0 {
+			return 1
+		}
+		return 1 - c[x]
+	}
+	// The loser laws of each kind, state and count: ended last in cell x
+	// (y0 and y from x on, weighed by lastA and lastB over lastTot) or by
+	// it (the same with restA, restB over restTot, and rest0 at 0), and
+	// the state's chance of having ended in x and by it.
+	type combo struct {
+		kind, n                    int
+		w, ended, by               float64
+		y0, y                      []float64
+		lastA, lastB, lastTot      float64
+		rest0, restA, restB, restT float64
+	}
+	var combos []combo
+	top := g.n - 1
+	for i, kd := range kinds {
+		for _, e := range kd.e.ends {
+			for n := range prior {
+				y0, y, c0, c := e.y0[n], e.y[n], e.c0[n], e.c[n]
+				s0a, s0b := surv(c0, x-1), surv(c0, x)
+				sa, sb := surv(c, x-1), surv(c, x)
+				cb := combo{kind: i, n: n, w: e.w, by: e.doneBy[n][x], y0: y0, y: y}
+				cb.ended = kd.e.done[n][x]
+				if x > 0 {
+					cb.ended -= kd.e.done[n][x-1]
+				}
+				cb.ended = math.Max(0, cb.ended)
+				cb.lastA = ipow(sa, d-1) - ipow(sb, d-1)
+				cb.lastB = float64(d-1) * (s0a*ipow(sa, d-2) - s0b*ipow(sb, d-2))
+				cb.lastTot = s0a*cb.lastA + sa*cb.lastB
+				if cb.by > 1e-300 {
+					cb.restA = 1 - ipow(sb, d-1)
+					cb.restB = float64(d-1) * (1 - s0b*ipow(sb, d-2))
+					cb.rest0 = math.Max(0, c0[x]+float64(d-1)*c[x]-cb.by)
+					cb.restT = cb.rest0 + cb.restA*(c0[top]-c0[x]) + cb.restB*(c[top]-c[x])
+				}
+				combos = append(combos, cb)
+			}
+		}
+	}
+	// done[i][n]: a group of kind i with n accesses is done by x.
+	done := make([][]float64, len(kinds))
+	for i, kd := range kinds {
+		done[i] = make([]float64, k+1)
+		for n := range done[i] {
+			done[i][n] = kd.e.done[n][x]
+		}
+	}
+	// wl[i][n]: the last group is of kind i with n accesses (over its
+	// states, each combo's part kept in lastCoef).
+	wl := make([][]float64, len(kinds))
+	others := make([][]float64, len(kinds))
+	for i := range kinds {
+		wl[i] = make([]float64, k+1)
+		others[i] = make([]float64, k+1)
+		counts := make([]int, len(kinds))
+		for j, kj := range kinds {
+			counts[j] = kj.count
+		}
+		counts[i]--
+		for n := range others[i] {
+			// The other r-1 groups share k-n accesses and are done by x.
+			others[i][n] = splitDone(done, counts, k-n)
+		}
+	}
+	lastW := 0.0
+	lastCoef := make([]float64, len(combos))
+	for ci, cb := range combos {
+		if cb.lastTot <= 1e-300 || cb.ended <= 0 {
+			continue
+		}
+		w := float64(kinds[cb.kind].count) * prior[cb.n] * cb.w * cb.ended * others[cb.kind][cb.n]
+		if w < 1e-16 {
+			continue
+		}
+		lastCoef[ci] = w
+		wl[cb.kind][cb.n] += w
+		lastW += w
+	}
+	if lastW <= 0 {
+		return nil, nil
+	}
+	// Each other group's state and count, given the last group's kind i
+	// and count n: Binomial(k-n, 1/(r-1)), weighed by its chance of being
+	// done by x and the remaining r-2 groups' of being done with what is
+	// left; averaged over the other groups.
+	// rest2[i][j][m]: the groups but one of kind i and one of kind j are
+	// done by x, sharing m accesses; norm[i][j][m] its sum over the kind-j
+	// group's share of m.
+	rest2 := make([][][]float64, len(kinds))
+	norm := make([][][]float64, len(kinds))
+	for i := range kinds {
+		rest2[i] = make([][]float64, len(kinds))
+		norm[i] = make([][]float64, len(kinds))
+		for j := range kinds {
+			counts := make([]int, len(kinds))
+			for l, kl := range kinds {
+				counts[l] = kl.count
+			}
+			counts[i]--
+			counts[j]--
+			if counts[j] < 0 {
+				continue
+			}
+			rest2[i][j] = make([]float64, k+1)
+			norm[i][j] = make([]float64, k+1)
+			for m := range rest2[i][j] {
+				rest2[i][j][m] = splitDone(done, counts, m)
+			}
+			for m := range norm[i][j] {
+				for n, w := range splits[m] {
+					norm[i][j][m] += w * done[j][n] * rest2[i][j][m-n]
+				}
+			}
+		}
+	}
+	restCoef := make([]float64, len(combos))
+	for cj, co := range combos {
+		if co.restT <= 1e-300 {
+			continue
+		}
+		sum := 0.0
+		for i := range kinds {
+			if rest2[i][co.kind] == nil {
+				continue
+			}
+			others := kinds[co.kind].count
+			if i == co.kind {
+				others--
+			}
+			for n, w := range wl[i] {
+				m := k - n
+				if w == 0 || co.n > m || norm[i][co.kind][m] <= 0 {
+					continue
+				}
+				sum += w * float64(others) / float64(r-1) * splits[m][co.n] * rest2[i][co.kind][m-co.n] / norm[i][co.kind][m]
+			}
+		}
+		restCoef[cj] = sum * co.w * co.by
+	}
+	last, rest = make([]float64, g.n-x), make([]float64, g.n-x)
+	restW := 0.0
+	for ci, cb := range combos {
+		if w := lastCoef[ci]; w > 0 {
+			a, b := w*cb.lastA/cb.lastTot, w*cb.lastB/cb.lastTot
+			y0, y := cb.y0[x:], cb.y[x:]
+			for z := range last {
+				last[z] += a*y0[z] + b*y[z]
+			}
+		}
+		if w := restCoef[ci]; w > 0 {
+			restW += w
+			w /= cb.restT
+			a, b := w*cb.restA, w*cb.restB
+			y0, y := cb.y0[x:], cb.y[x:]
+			rest[0] += w * cb.rest0
+			for z := 1; z < len(rest); z++ {
+				rest[z] += a*y0[z] + b*y[z]
+			}
+		}
+	}
+	if restW <= 0 {
+		return nil, nil
+	}
+	for z := range last {
+		last[z] /= lastW
+		rest[z] /= restW
+	}
+	return last, rest
+}
+
+// splitDone is the chance that groups of several kinds (counts[i] of kind
+// i) are all done when they share k accesses uniformly, done[i][n] a group
+// of kind i with n of them done: E[prod over groups of done[kind][n_g]].
+func splitDone(done [][]float64, counts []int, k int) float64 {
+	groups := 0
+	for _, c := range counts {
+		groups += c
+	}
+	if groups == 0 {
+		return 1
+	}
+	if k == 0 {
+		out := 1.0
+		for i, c := range counts {
+			out *= ipow(done[i][0], c)
+		}
+		return out
+	}
+	col := func(i int) [][]float64 {
+		a := make([][]float64, k+1)
+		for n := range a {
+			a[n] = []float64{done[i][n]}
+		}
+		return a
+	}
+	switch {
+	case len(counts) == 1:
+		return multinomialProduct(col(0), groups, 1)[0]
+	case counts[0] == 0:
+		return multinomialProduct(col(1), groups, 1)[0]
+	case counts[1] == 0:
+		return multinomialProduct(col(0), groups, 1)[0]
+	}
+	// One marked group (kind 0) and the rest of kind 1.
+	return multinomialProductMarked(col(0), col(1), groups, 0, 1)[0]
+}
+
+// chainLumps is, for a phase that ran x cells and counts the law of the
+// count of accesses that reached a group meanwhile, the work an idle
+// duplicate still has of them at the barrier given some came: W - V, W
+// their work, V the time since they came, uniform in the phase (nil if
+// none can come).
+func (g grid) chainLumps(counts []float64, x int, sums *[][]float64) ([]float64, []float64) {
+	busy := 1 - counts[0]
+	if busy < 1e-12 || x == 0 {
+		return counts, nil
+	}
+	cond := make([]float64, len(counts))
+	for c := 1; c < len(counts); c++ {
+		cond[c] = counts[c] / busy
+	}
+	*sums = extendSums(*sums, len(counts))
+	w := cumulative(g.countsOfSums(cond, *sums))
+	// P(W - V <= z) = mean over v < x of F_W(z + v).
+	cdf := make([]float64, g.n)
+	window := 0.0
+	for v := range min(x, g.n) {
+		window += w[v]
+	}
+	for z := range cdf {
+		cdf[z] = window / float64(x)
+		window -= w[z]
+		if z+x < g.n {
+			window += w[z+x]
+		} else {
+			window += 1
+		}
+	}
+	return counts, differences(cdf)
+}
+
+// groupChainFor sets groupChain up for sys on groupChainCells cells up to
+// horizon, as twoPhaseGroupsFor sets the two-phase engine up: with no
+// other request in the system every duplicate is idle and only the
+// requests arriving meanwhile come ahead of the later phases (their first
+// phases, and the next phase of those that arrived in an earlier one);
+// with one (by the chance a Poisson stream of requests, each staying as
+// long as one alone, leaves one), a group is busy with the chance that
+// makes its share of busy time right, each duplicate's wait then the
+// stationary workload's given it is not 0 (lumps of each phase's share of
+// a group), and that request brings its next phase ahead of each of this
+// one's later phases while it has one left.
+func groupChainFor(sys System, phases []int, r, d int, rho, horizon float64) RequestPrediction {
+	g := grid{h: horizon / (groupChainCells - 1), n: groupChainCells}
+	svc := g.pmf(sys.Service)
+	sums := make([][]float64, 1, slices.Max(phases)+1)
+	sums[0] = make([]float64, g.n)
+	sums[0][0] = 1
+	for c := 1; c < cap(sums); c++ {
+		sums = append(sums, convolve(sums[c-1], svc))
+	}
+	p := 1 / float64(r)
+	stationary := g.waitingPMF(g.lumpEquilibrium(g.phaseStartLump(phases, p, sums, sys.Service.Mean())), rho)
+	net := g.pmf(sys.net())
+	// The accesses that reach a group while phase ph runs (for window
+	// seconds), ahead of the next: the requests arriving meanwhile (their
+	// first phases), and those that arrived during the phases before (the
+	// phase after the one they were in), each Binomial(k, 1/r) of a phase's
+	// k, plus pending's.
+	aheadWith := func(pending func(ph int) []float64) func(ph int, window float64) []float64 {
+		return func(ph int, window float64) []float64 {
+			arrivals := compoundPoissonCounts(sys.Rate*float64(ph+1)*window, phaseCounts(phases[:ph+1], p), 1e-9)
+			return polyConvolve(arrivals, pending(ph))
+		}
+	}
+	none := func(int) []float64 { return []float64{1} }
+	idle := make([]float64, g.n)
+	idle[0] = 1
+	alone := g.groupChain(phases, r, d, []weightedLaw{{1, idle}}, aheadWith(none), sums, net)
+	// With another request present (at least as often as a duplicate is
+	// busy), in any of its phases alike.
+	present := 1 - math.Exp(-sys.Rate*lawMean(g, alone))
+	busy := 1 - stationary[0]
+	present = max(present, busy)
+	states := idleOrBusy(stationary)
+	if len(states) == 1 || present < 1e-12 {
+		return RequestPrediction{Step: g.h, CDF: alone}
+	}
+	states[0].w, states[1].w = 1-busy/present, busy/present
+	P := len(phases)
+	phaseLaw := phaseCounts(phases, p)
+	pending := func(ph int) []float64 {
+		left := float64(P-ph-1) / float64(P)
+		out := make([]float64, len(phaseLaw))
+		for c, w := range phaseLaw {
+			out[c] = left * w
+		}
+		out[0] += 1 - left
+		return out
+	}
+	behind := g.groupChain(phases, r, d, states, aheadWith(pending), sums, net)
+	law := make([]float64, g.n)
+	for i := range law {
+		law[i] = (1-present)*alone[i] + present*behind[i]
+	}
+	return RequestPrediction{Step: g.h, CDF: law}
+}
+
+// phaseCounts is the law of a group's count of one of phases's accesses
+// (each to it with chance p), the phase drawn uniformly.
+func phaseCounts(phases []int, p float64) []float64 {
+	out := make([]float64, slices.Max(phases)+1)
+	for _, k := range phases {
+		for c, w := range binomial(k, p) {
+			out[c] += w / float64(len(phases))
+		}
+	}
+	return out
+}
