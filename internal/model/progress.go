@@ -38,7 +38,10 @@ func (p Progress) stage(what string, from, weight float64) Progress {
 // against one group of duplicates: BenchmarkPredictRequest (Olio at 8%,
 // one timed hold on 2026-11-29, 19:26 UTC) took 2.6-2.7 s on 4x1, 5.4-5.6 s
 // on 1x4, 17.8-18.1 s on 2x2 (two and three groups of duplicates split both
-// phases exactly; 2x3 16.6 s at 20:18), and 0.065 s on one server at 30%
+// phases exactly; 2x3 16.6 s at 20:18; four groups, 2x4, 13.5-15.5 s as
+// halves of halves in a later hold at 21:38 UTC, main's 2x4 3.4-4.6 s
+// there),
+// and 0.065 s on one server at 30%
 // (three phases of 10 at 30%: 0.076 s on one server, 2.7 s on 2x1; 4x1
 // 2.8 s in the same hold). Equal shares told a
 // third of the time left. The thesis's predictor costs the same for every
@@ -70,6 +73,8 @@ func mixCost(sys System, cfg Config, accurate bool) float64 {
 		return 2
 	case cfg.Replicas <= 3:
 		return 7
+	case cfg.Replicas == 4:
+		return 5.5
 	default:
 		return 2
 	}

@@ -5,6 +5,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"gonum.org/v1/gonum/mathext"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Request is what one request of the workload asks of the storage (the
@@ -334,6 +337,9 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 	if twoPhaseOverGroups(q, cfg, thesis) {
 		return twoPhaseGroupsExtrapolated(sys, phases, r, d, rho, horizon, progress), nil
 	}
+	if !thesis && d == 1 && len(phases) > 2 {
+		return serverGroupsPhases(sys, phases, r, rho, horizon), nil
+	}
 	law := make([]float64, g.n)
 	law[0] = 1
 	for _, k := range phases {
@@ -518,14 +524,17 @@ func (g grid) withArrivals(y []float64, rate float64, lump []float64) []float64 
 }
 
 // arrivalsReach is how many arrivals at rate withArrivals counts: enough
-// that more are rarer than 1e-12 over the whole grid.
+// that more are rarer than 1e-12 over the whole grid (at most 256).
 func (g grid) arrivalsReach(rate float64) int {
-	most := 0
-	for mean, tail := rate*float64(g.n)*g.h, 1.0; tail > 1e-12 && most < 256; most++ {
-		tail -= math.Exp(float64(most)*math.Log(mean) - mean - lgammaInt(most+1))
-		if mean == 0 {
-			break
-		}
+	mean := rate * float64(g.n) * g.h
+	if mean == 0 {
+		return 0
+	}
+	most := 1
+	// P(N >= m) for N ~ Poisson(mean) is the regularized lower incomplete
+	// gamma function P(m, mean).
+	for most < 256 && mathext.GammaIncReg(float64(most), mean) > 1e-12 {
+		most++
 	}
 	return most
 }
@@ -536,9 +545,11 @@ func (g grid) arrivalChances(rate float64, n int) []float64 {
 	out := make([]float64, g.n)
 	for i := range out {
 		mean := rate * float64(i) * g.h
-		out[i] = math.Exp(-mean)
-		if n > 0 {
-			out[i] = math.Exp(float64(n)*math.Log(mean) - mean - lgammaInt(n+1))
+		switch {
+		case mean > 0:
+			out[i] = distuv.Poisson{Lambda: mean}.Prob(float64(n))
+		case n == 0: // no time, so surely no arrival
+			out[i] = 1
 		}
 	}
 	return out

@@ -44,20 +44,32 @@ const splitSecondOrder = 1e-5
 const splitCut = 1e-9
 
 // groupSplit is the split of k1 then k2 accesses over r groups (top sums
-// it for three): each term
-// a group's counts (n, m) as one index n*(k2+1)+m, r of them per split
-// (idx, sorted: a split and its reorderings are one term), and the
-// chance of the split and its reorderings (w). single[i] is the chance of
-// one group's counts i.
+// it). For three groups each term is a group's counts (n, m) as one index
+// n*(k2+1)+m, r of them per split (idx, sorted: a split and its
+// reorderings are one term), and the chance of the split and its
+// reorderings (w). single[i] is the chance of one group's counts i.
 type groupSplit struct {
 	r, k2  int
 	idx    []int
 	w      []float64
 	used   []int // the counts that take part in some split
 	single []float64
+	// tree: four groups or more, the split as halves of halves
+	// (requestgrouphalves.go) in place of idx and w.
+	tree *splitTree
 }
 
 func newGroupSplit(k1, k2, r int, first, second []float64) *groupSplit {
+	single := make([]float64, (k1+1)*(k2+1))
+	for n, pn := range first {
+		for m, pm := range second {
+			single[n*(k2+1)+m] = pn * pm
+		}
+	}
+	if r > 3 {
+		tree := newSplitTree(k1, k2, r, first, second)
+		return &groupSplit{r: r, k2: k2, used: tree.used(), single: single, tree: tree}
+	}
 	counts := func(k int, marginal []float64) (out [][]int, ws []float64) {
 		lk, _ := math.Lgamma(float64(k + 1))
 		part := make([]int, r)
@@ -88,12 +100,7 @@ func newGroupSplit(k1, k2, r int, first, second []float64) *groupSplit {
 	}
 	ns, wn := counts(k1, first)
 	ms, wm := counts(k2, second)
-	sp := &groupSplit{r: r, k2: k2, single: make([]float64, (k1+1)*(k2+1))}
-	for n, pn := range first {
-		for m, pm := range second {
-			sp.single[n*(k2+1)+m] = pn * pm
-		}
-	}
+	sp := &groupSplit{r: r, k2: k2, single: single}
 	at := map[int]int{}
 	key := make([]int, r)
 	used := map[int]bool{}
@@ -130,7 +137,7 @@ func newGroupSplit(k1, k2, r int, first, second []float64) *groupSplit {
 	return sp
 }
 
-// manyGroupsDone is twoGroupsDone for three groups: the
+// manyGroupsDone is twoGroupsDone for three groups or more: the
 // difference of the two expectations, each over the split (sp).
 func (g grid) manyGroupsDone(sp *groupSplit, scr *splitScratch, h1, h0, ended, before [][][]float64, stop []int, weight float64, aheadLaw, first []float64, reach, s int) []float64 {
 	end := s
@@ -162,7 +169,7 @@ const splitBlock = 16
 // kept in h[n][m] only over the cells summed in full; after them the
 // first order's coefficients are carried onto the terms themselves.
 func (sp *groupSplit) top(out []float64, h, terms [][][]float64, scr *splitScratch, weight float64, aheadLaw []float64, reach, s, end int) {
-	r, k2 := sp.r, sp.k2
+	k2 := sp.k2
 	lim, coef, rows := scr.lim, scr.coef, scr.rows
 	ahead := func(m int) []float64 { return aheadLaw[:max(0, min(len(aheadLaw), reach-m))] }
 	for _, i := range sp.used {
@@ -176,24 +183,7 @@ func (sp *groupSplit) top(out []float64, h, terms [][][]float64, scr *splitScrat
 		}
 	}
 	// The settled product and each group's first-order coefficient.
-	settled := 0.0
-	for j, w := range sp.w {
-		key := sp.idx[j*r : (j+1)*r]
-		p := w
-		for _, i := range key {
-			p *= lim[i]
-		}
-		settled += p
-		for g, i := range key {
-			q := w
-			for g2, i2 := range key {
-				if g2 != g {
-					q *= lim[i2]
-				}
-			}
-			coef[i] += q
-		}
-	}
+	settled := sp.settle(lim, coef)
 	// The averages, a block at a time, while the second order weighs.
 	from := s
 average:
@@ -221,16 +211,7 @@ average:
 		}
 	}
 	// The split in full over those cells.
-	full := out[s:from]
-	clear(full)
-	for j, w := range sp.w {
-		a := rows[sp.idx[3*j]][s:from]
-		b := rows[sp.idx[3*j+1]][s:from][:len(a)]
-		c := rows[sp.idx[3*j+2]][s:from][:len(a)]
-		for t := range a {
-			full[t] += w * a[t] * b[t] * c[t]
-		}
-	}
+	sp.full(out[s:from], rows, s, from)
 	// Then to first order, settled - sum_i coef_i (lim_i - h_i(t)), each
 	// h_i(t) a sum of terms: their coefficients gathered (fold[n][c]).
 	rest := out[from:end]
@@ -255,6 +236,52 @@ average:
 				floats.AddScaled(rest, v, terms[n][c][from:end])
 				row[c] = 0
 			}
+		}
+	}
+}
+
+// settle is E[prod_g lim_g] over the split, and into coef (by counts
+// index) its derivative by each group's term.
+func (sp *groupSplit) settle(lim, coef []float64) float64 {
+	if sp.tree != nil {
+		return sp.tree.settle(lim, coef)
+	}
+	r := sp.r
+	settled := 0.0
+	for j, w := range sp.w {
+		key := sp.idx[j*r : (j+1)*r]
+		p := w
+		for _, i := range key {
+			p *= lim[i]
+		}
+		settled += p
+		for g, i := range key {
+			q := w
+			for g2, i2 := range key {
+				if g2 != g {
+					q *= lim[i2]
+				}
+			}
+			coef[i] += q
+		}
+	}
+	return settled
+}
+
+// full sets out (cells s to from) to E[prod_g h_g(t)] over the split, the
+// groups' terms rows[i] by counts index.
+func (sp *groupSplit) full(out []float64, rows [][]float64, s, from int) {
+	if sp.tree != nil {
+		sp.tree.full(out, rows, s, from)
+		return
+	}
+	clear(out)
+	for j, w := range sp.w {
+		a := rows[sp.idx[3*j]][s:from]
+		b := rows[sp.idx[3*j+1]][s:from][:len(a)]
+		c := rows[sp.idx[3*j+2]][s:from][:len(a)]
+		for t := range a {
+			out[t] += w * a[t] * b[t] * c[t]
 		}
 	}
 }

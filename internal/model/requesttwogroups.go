@@ -103,7 +103,8 @@ func (g grid) twoGroupsTerms(ended, before [][][]float64, stop []int, w, first [
 // the case's chance: a count of accesses ahead whose share of the law is
 // under 1e-9 is left out, and so are the splits that weigh under 1e-6
 // (together about 3e-6 of the law for Olio's 30 and 20 accesses). With
-// three groups split is their split (manyGroupsDone), scr its scratch.
+// three groups or more split is their split (manyGroupsDone), scr its
+// scratch.
 func (g grid) twoGroupsDone(split *groupSplit, scr *splitScratch, h1, h0 [][][]float64, ended, before [][][]float64, stop []int, weight float64, aheadLaw, first, second []float64, reach, s int) []float64 {
 	if split != nil {
 		return g.manyGroupsDone(split, scr, h1, h0, ended, before, stop, weight, aheadLaw, first, reach, s)
@@ -172,7 +173,7 @@ type twoGroups struct {
 	ended, before [][][]float64
 	h1, h0        [][][]float64
 	stop          []int
-	// split: three groups (nil for two), with its scratch.
+	// split: three groups or more (nil for two), with its scratch.
 	split *groupSplit
 	scr   *splitScratch
 }

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"gonum.org/v1/gonum/dsp/fourier"
+	"gonum.org/v1/gonum/floats"
 )
 
 // Two phases over several groups: the second phase waits for what the
@@ -49,11 +50,12 @@ const twoPhaseGroupsCells = 512
 // T1 and the case, each with its first-phase count weighed by the chance
 // it ended by s; the second phase's accesses split over the groups
 // exactly (multinomially), and T1's law is exact given the waits. With
-// two groups of duplicates no group is marked (requesttwogroups.go): the
-// law is a difference of two products over the groups, in which both
-// phases' splits are exact; the marked form with its other group's count
-// taken around the mean rest made Olio's 2x2, 3x2 and 4x2 fast at the
-// median at 1% and 8% load.
+// two to four groups of duplicates no group is marked (requesttwogroups.go,
+// requestgroupsplit.go, requestgrouphalves.go): the law is a difference of
+// two products over the groups, in which both phases' splits are exact;
+// the marked form with its other groups' counts taken around the mean
+// rest made Olio's 2x2 to 2x4 fast at the median at 1% and 8% load, and
+// five groups or more still take it.
 //
 // aheads are several sets of cases of the work ahead, one result each:
 // everything but the final average over the work ahead is shared
@@ -172,9 +174,10 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 	}
 	weight, weightStar := make([]float64, ni), make([]float64, ni)
 	var pair *twoGroups
-	// Two or three groups of duplicates: both phases split exactly (four
-	// or more keep the marked form: 10^5 splits for four groups).
-	if (r == 2 || r == 3) && d > 1 {
+	// Two to four groups of duplicates: both phases split exactly (four
+	// as halves of halves). Five or more keep the marked form: the halves'
+	// sum costs 7 times it for 2x5.
+	if r > 1 && r <= 4 && d > 1 {
 		pair = newTwoGroups(states, k1, k2, nc, g.n, r, prior)
 	}
 	var slight, slightStar []bool
@@ -218,7 +221,7 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 				reach = max(reach, reaches[k][j])
 			}
 		}
-		if pair != nil { // two or three groups of duplicates: no group marked
+		if pair != nil { // two to four groups of duplicates: no group marked
 			g.twoGroupsTerms(pair.ended, pair.before, pair.stop, pair.w, prior, f, Fcdf, tail, cc, Ubar, pri, d, reach, s)
 			for k := range aheads {
 				for j, c := range cases[k] {
@@ -541,18 +544,15 @@ func (g grid) averageAhead(h, hStar, G, Gstar [][]float64, aheadLaw []float64, r
 		clear(hStar[m][s:])
 	}
 	for m := range h {
-		hm, hs := h[m], hStar[m]
+		hm, hs := h[m][s:g.n], hStar[m][s:g.n]
 		for k, w := range aheadLaw[:max(0, min(len(aheadLaw), reach-m))] {
 			if w < 1e-14 {
 				continue
 			}
-			gc, gs := G[k+m], Gstar[k+m]
-			for t := s; t < g.n; t++ {
-				if !hGiven {
-					hm[t] += w * gc[t]
-				}
-				hs[t] += w * gs[t]
+			if !hGiven {
+				floats.AddScaled(hm, w, G[k+m][s:g.n])
 			}
+			floats.AddScaled(hs, w, Gstar[k+m][s:g.n])
 		}
 	}
 	return multinomialProductMarked(hStar, h, r, s, g.n)

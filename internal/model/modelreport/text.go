@@ -43,32 +43,18 @@ func Describe(sys model.System) string {
 	return s
 }
 
-// RequestNote says where the request predictor is not to be trusted, for
-// requests of several accesses, by their shape (the error maps of
-// docs/requests.md); "" otherwise.
-func RequestNote(sys model.System) string {
-	q := sys.Request
-	if !q.FanOut() {
-		return ""
+func configs(preds []model.Prediction) []model.Config {
+	out := make([]model.Config, len(preds))
+	for i, p := range preds {
+		out[i] = p.Config
 	}
-	var where string
-	switch {
-	case q.Batch > 1:
-		where = "for batches the predictor is within about 0.002 of simulation with one group (up to 0.005 with duplicates at 30% load); one server per group is 0.006-0.017 off, duplicates in several groups 0.010-0.042"
-	case len(q.Phases) > 2:
-		where = "for three phases or more the predictor is within about 0.002 of simulation on one server at every load and on one group at 1% and 8% (0.003-0.005 with duplicates at 30%); one server per group is up to 0.015 off at 8% and 0.049 at 30%, duplicates in several groups 0.010-0.072"
-	case len(q.Phases) == 2:
-		where = "for two phases the predictor is within about 0.002 of simulation at 1-30% load on one server, one server per group and one group of duplicates (up to 0.0022 at 30%), and at 1-8% on two or three groups of duplicates (up to 0.0024); four groups of duplicates or more are up to 0.006 off at 1-8%, duplicates in several groups up to 0.012 at 30%"
-	default:
-		where = "requests of one phase have no error map of their own (two phases' is the nearest: within about 0.002 of simulation at 1% and 8% load on one group and one server per group)"
-	}
-	return "note: " + where + "; those loads are of one server taking every access (with r groups each server carries 1/r): at 30% on each server one server per group was 0.005-0.011 off, at 45% up to 0.045 (docs/requests.md); gait model simulate --phases runs the same system request by request\n"
+	return out
 }
 
 // WritePredictions is gait model predict's table.
 func WritePredictions(w io.Writer, sys model.System, preds []model.Prediction) error {
 	fmt.Fprintln(w, Describe(sys))
-	defer fmt.Fprint(w, RequestNote(sys))
+	defer fmt.Fprint(w, RequestNote(sys, configs(preds)))
 	tw := table(w)
 	fmt.Fprintln(tw, "duplicates\treplicas\tnodes\tutilization\tsla_thesis\tsla\tstderr\t")
 	gapOnly := false
@@ -136,7 +122,7 @@ func (b BestMix) WriteText(w io.Writer) error {
 	fmt.Fprintln(w, Describe(b.System))
 	best, pred := b.Best, b.Predictor
 	_, err := fmt.Fprintf(w, "best mix of at most %d nodes (%s): %d duplicates x %d replicas = %d nodes, utilization %.4f, SLA %s (thesis %s, accurate %s)\n%s",
-		b.Nodes, pred, best.Duplicates, best.Replicas, best.Nodes, best.Utilization, Pct(pred.Pick(best)), Pct(best.SLAThesis), Pct(best.SLA), RequestNote(b.System))
+		b.Nodes, pred, best.Duplicates, best.Replicas, best.Nodes, best.Utilization, Pct(pred.Pick(best)), Pct(best.SLAThesis), Pct(best.SLA), RequestNote(b.System, configs(b.Candidates)))
 	if err != nil {
 		return err
 	}
