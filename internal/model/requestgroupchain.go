@@ -84,7 +84,8 @@ func (g grid) groupChain(phases []int, r, d int, states []weightedLaw, ahead fun
 		type acc struct {
 			t              []float64
 			w              float64
-			markedQ, restQ []float64
+			markedQ, restQ [][]float64 // by class of the group's count
+			markedW, restW []float64
 			lumps          []float64 // the count of accesses that came ahead, by weight
 		}
 		// next[2j] is range j when nothing came ahead of the next phase,
@@ -127,7 +128,7 @@ func (g grid) groupChain(phases []int, r, d int, states []weightedLaw, ahead fun
 				if dw < 1e-13 {
 					continue
 				}
-				lastQ, restQ := g.chainLeft(kinds, prior, splits, r, d, x)
+				lastQ, restQ, lastShares, restShares := g.chainLeft(kinds, prior, splits, r, d, x)
 				if lastQ == nil {
 					continue
 				}
@@ -151,7 +152,11 @@ func (g grid) groupChain(phases []int, r, d int, states []weightedLaw, ahead fun
 						a := &next[j]
 						if a.t == nil {
 							a.t = make([]float64, g.n)
-							a.markedQ, a.restQ = make([]float64, g.n), make([]float64, g.n)
+							for range lastQ {
+								a.markedQ = append(a.markedQ, make([]float64, g.n))
+								a.restQ = append(a.restQ, make([]float64, g.n))
+							}
+							a.markedW, a.restW = make([]float64, len(lastQ)), make([]float64, len(lastQ))
 						}
 						a.t[s+x] += m
 						into[j] += m
@@ -159,11 +164,16 @@ func (g grid) groupChain(phases []int, r, d int, states []weightedLaw, ahead fun
 					for j, m := range into {
 						a := &next[j]
 						a.w += m
-						for y, v := range lastQ {
-							a.markedQ[y] += m * v
-						}
-						for y, v := range restQ {
-							a.restQ[y] += m * v
+						for c := range lastQ {
+							ml, mr := m*lastShares[c], m*restShares[c]
+							a.markedW[c] += ml
+							a.restW[c] += mr
+							for y, v := range lastQ[c] {
+								a.markedQ[c][y] += ml * v
+							}
+							for y, v := range restQ[c] {
+								a.restQ[c][y] += mr * v
+							}
 						}
 						if c == 1 {
 							for len(a.lumps) < len(at.counts) {
@@ -185,33 +195,44 @@ func (g grid) groupChain(phases []int, r, d int, states []weightedLaw, ahead fun
 			if a.t == nil || a.w < 1e-14 {
 				continue
 			}
-			for y := range a.markedQ {
-				a.markedQ[y] /= a.w
-				a.restQ[y] /= a.w
-			}
 			quiet := 1.0
 			if a.lumps != nil {
 				quiet = a.lumps[0] / a.w
 			}
-			b := chainBin{t: a.t,
-				marked: []chainState{{quiet, idle, a.markedQ}},
-				rest:   []chainState{{quiet, idle, a.restQ}}}
-			// What came ahead waits at every duplicate of the group from the
-			// barrier, after the work it has left, as the two-phase engine
-			// takes it (a duplicate idle before the barrier starting it when
-			// it came, uniformly in the phase, put Olio's 2x2 at 30% 0.017
-			// fast at p90, against 0.002 slow, and three phases' 2x2 0.028
-			// fast against 0.009): whether any came is the
-			// group's, the count given some is drawn apart at each duplicate.
+			var work []float64
 			if busy := 1 - quiet; busy > 1e-9 {
 				counts := make([]float64, len(a.lumps))
 				for n := 1; n < len(counts); n++ {
 					counts[n] = a.lumps[n] / (busy * a.w)
 				}
 				sums = extendSums(sums, len(counts))
-				work := g.countsOfSums(counts, sums)
-				b.marked = append(b.marked, chainState{busy, work, convolve(a.markedQ, work)})
-				b.rest = append(b.rest, chainState{busy, work, convolve(a.restQ, work)})
+				work = g.countsOfSums(counts, sums)
+			}
+			b := chainBin{t: a.t}
+			// What came ahead waits at every duplicate of the group from the
+			// barrier, after the work it has left, as the two-phase engine
+			// takes it (a duplicate idle before the barrier starting it when
+			// it came, uniformly in the phase, put Olio's 2x2 at 30% 0.017
+			// fast at p90, against 0.002 slow, and three phases' 2x2 0.028
+			// fast against 0.009): whether any came is the group's, the
+			// count given some is drawn apart at each duplicate.
+			add := func(states []chainState, q []float64, w float64) []chainState {
+				if w <= 0 {
+					return states
+				}
+				for y := range q {
+					q[y] /= w
+				}
+				w /= a.w
+				states = append(states, chainState{w * quiet, idle, q})
+				if work != nil {
+					states = append(states, chainState{w * (1 - quiet), work, convolve(q, work)})
+				}
+				return states
+			}
+			for c := range a.markedQ {
+				b.marked = add(b.marked, a.markedQ[c], a.markedW[c])
+				b.rest = add(b.rest, a.restQ[c], a.restW[c])
 			}
 			bins = append(bins, b)
 		}
@@ -294,7 +315,7 @@ func (g grid) chainEnds(states []chainState, prior []float64, sums [][]float64, 
 // with their chance given the phase ended at x; nil when that has no
 // weight. The counts split the phase's k accesses: given the last group's
 // n, the others share k-n.
-func (g grid) chainLeft(kinds []chainKind, prior []float64, splits [][]float64, r, d, x int) (last, rest []float64) {
+func (g grid) chainLeft(kinds []chainKind, prior []float64, splits [][]float64, r, d, x int) (last, rest [][]float64, lastShares, restShares []float64) {
 	k := len(prior) - 1
 	surv := func(c []float64, x int) float64 {
 		if x < 0 {
@@ -380,7 +401,7 @@ func (g grid) chainLeft(kinds []chainKind, prior []float64, splits [][]float64, 
 		lastW += w
 	}
 	if lastW <= 0 {
-		return nil, nil
+		return nil, nil, nil, nil
 	}
 	// Each other group's state and count, given the last group's kind i
 	// and count n: Binomial(k-n, 1/(r-1)), weighed by its chance of being
@@ -440,35 +461,60 @@ func (g grid) chainLeft(kinds []chainKind, prior []float64, splits [][]float64, 
 		}
 		restCoef[cj] = sum * co.w * co.by
 	}
-	last, rest = make([]float64, g.n-x), make([]float64, g.n-x)
-	restW := 0.0
+	// With three duplicates or more, the losers of a group share its
+	// count: the states are kept apart by it (below the mean or not).
+	classes := 1
+	if d > 2 {
+		classes = 2
+	}
+	class := func(n int) int { return min(classes-1, n*r/max(1, k)) }
+	last, rest = make([][]float64, classes), make([][]float64, classes)
+	lastWs, restWs := make([]float64, classes), make([]float64, classes)
+	for c := range last {
+		last[c], rest[c] = make([]float64, g.n-x), make([]float64, g.n-x)
+	}
 	for ci, cb := range combos {
+		c := class(cb.n)
 		if w := lastCoef[ci]; w > 0 {
+			lastWs[c] += w
 			a, b := w*cb.lastA/cb.lastTot, w*cb.lastB/cb.lastTot
 			y0, y := cb.y0[x:], cb.y[x:]
-			for z := range last {
-				last[z] += a*y0[z] + b*y[z]
+			for z := range last[c] {
+				last[c][z] += a*y0[z] + b*y[z]
 			}
 		}
 		if w := restCoef[ci]; w > 0 {
-			restW += w
+			restWs[c] += w
 			w /= cb.restT
 			a, b := w*cb.restA, w*cb.restB
 			y0, y := cb.y0[x:], cb.y[x:]
-			rest[0] += w * cb.rest0
-			for z := 1; z < len(rest); z++ {
-				rest[z] += a*y0[z] + b*y[z]
+			rest[c][0] += w * cb.rest0
+			for z := 1; z < len(rest[c]); z++ {
+				rest[c][z] += a*y0[z] + b*y[z]
 			}
 		}
 	}
+	restW := 0.0
+	for c := range restWs {
+		restW += restWs[c]
+	}
 	if restW <= 0 {
-		return nil, nil
+		return nil, nil, nil, nil
 	}
-	for z := range last {
-		last[z] /= lastW
-		rest[z] /= restW
+	for c := range last {
+		lastShare, restShare := lastWs[c]/lastW, restWs[c]/restW
+		for z := range last[c] {
+			if lastWs[c] > 0 {
+				last[c][z] /= lastWs[c]
+			}
+			if restWs[c] > 0 {
+				rest[c][z] /= restWs[c]
+			}
+		}
+		lastShares = append(lastShares, lastShare)
+		restShares = append(restShares, restShare)
 	}
-	return last, rest
+	return last, rest, lastShares, restShares
 }
 
 // splitDone is the chance that groups of several kinds (counts[i] of kind
