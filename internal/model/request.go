@@ -361,9 +361,10 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 
 // batchGroups is the request law on r > 1 groups of d duplicates when
 // requests arrive in batches of B (with one server per group and two
-// phases, batchServers's; here duplicates, or three phases or more). At
-// every group, a
-// request's last-phase accesses come after all of the batch's earlier
+// phases, batchServers's; here duplicates, or three phases or more), and
+// the thesis's for duplicates with three phases or more arriving alone
+// (the accurate predictor's is groupChain). At every group, a request's
+// last-phase accesses come after all of the batch's earlier
 // phases (the first phases arrived at the batch's instant, a later phase
 // when the phase before it ended, which for the batch's other requests was
 // before the request's own next phase began) and after the last phases of
