@@ -323,10 +323,14 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 		}
 		return RequestPrediction{Step: g.h, CDF: law}, nil
 	}
-	// Duplicates in several groups, three phases or more: a group's
-	// slower duplicates are still serving a phase when the next reaches
-	// them, which batchGroups's back-to-back work takes in (for one
-	// request, its earlier phases are the work ahead of its last).
+	// Duplicates in several groups, three phases or more, arriving alone:
+	// a chain of barriers, each group's slower duplicates still serving
+	// the phases before when the next reaches them.
+	if !thesis && B == 1 && d > 1 && len(phases) > 2 {
+		return groupChainFor(sys, phases, r, d, rho, horizon), nil
+	}
+	// Batches (and the thesis's three phases): batchGroups's back-to-back
+	// work.
 	if B > 1 || (d > 1 && len(phases) > 2) {
 		return RequestPrediction{Step: g.h, CDF: g.batchGroups(sys, phases, sums, wait, thesis, rho, r, d)}, nil
 	}
@@ -357,9 +361,10 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 
 // batchGroups is the request law on r > 1 groups of d duplicates when
 // requests arrive in batches of B (with one server per group and two
-// phases, batchServers's; here duplicates, or three phases or more). At
-// every group, a
-// request's last-phase accesses come after all of the batch's earlier
+// phases, batchServers's; here duplicates, or three phases or more), and
+// the thesis's for duplicates with three phases or more arriving alone
+// (the accurate predictor's is groupChain). At every group, a request's
+// last-phase accesses come after all of the batch's earlier
 // phases (the first phases arrived at the batch's instant, a later phase
 // when the phase before it ended, which for the batch's other requests was
 // before the request's own next phase began) and after the last phases of

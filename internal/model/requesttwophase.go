@@ -534,9 +534,22 @@ func negligible(weights []float64, total, share float64, out []bool) []bool {
 // second phase (reach bounds c). h and hStar are scratch, one row per
 // count of the second phase.
 func (g grid) averageAhead(h, hStar, G, Gstar [][]float64, aheadLaw []float64, reach, r, s int, hGiven, hStarGiven bool) []float64 {
-	if hGiven && hStarGiven {
-		return multinomialProductMarked(hStar, h, r, s, g.n)
+	if !hGiven || !hStarGiven {
+		g.averageRows(h, hStar, G, Gstar, aheadLaw, reach, s, hGiven)
 	}
+	// A group that holds none of the second phase's accesses is not waited
+	// for, whatever work it has queued.
+	for _, row := range [][]float64{h[0], hStar[0]} {
+		for t := s; t < g.n; t++ {
+			row[t] = 1
+		}
+	}
+	return multinomialProductMarked(hStar, h, r, s, g.n)
+}
+
+// averageRows fills hStar's rows (and h's unless hGiven) from s on: each
+// count's chance averaged over the accesses ahead (averageAhead).
+func (g grid) averageRows(h, hStar, G, Gstar [][]float64, aheadLaw []float64, reach, s int, hGiven bool) {
 	for m := range h {
 		if !hGiven {
 			clear(h[m][s:])
@@ -555,7 +568,6 @@ func (g grid) averageAhead(h, hStar, G, Gstar [][]float64, aheadLaw []float64, r
 			floats.AddScaled(hs, w, Gstar[k+m][s:g.n])
 		}
 	}
-	return multinomialProductMarked(hStar, h, r, s, g.n)
 }
 
 // othersPrior is the law of one of groups groups' count when they split
