@@ -35,15 +35,12 @@ func (p Progress) stage(what string, from, weight float64) Progress {
 
 // mixShares is the share of a pass over cfgs that each mix is, weighed by
 // what predicting sys's requests on it costs with the accurate predictor,
-// against one group of duplicates: BenchmarkPredictRequest (Olio at 8%,
-// one timed hold on 2026-11-29, 19:26 UTC) took 2.6-2.7 s on 4x1, 5.4-5.6 s
-// on 1x4, 17.8-18.1 s on 2x2 (two and three groups of duplicates split both
-// phases exactly; 2x3 16.6 s at 20:18; four groups, 2x4, 13.5-15.5 s as
-// halves of halves in a later hold at 21:38 UTC, main's 2x4 3.4-4.6 s
-// there),
-// and 0.065 s on one server at 30%
-// (three phases of 10 at 30%: 0.076 s on one server, 2.7 s on 2x1; 4x1
-// 2.8 s in the same hold). Equal shares told a
+// against one group of duplicates. BenchmarkPredictRequest, one timed
+// hold (2026-11-29, 22:49 UTC, load 0.15): Olio 2.7 s on 4x1 at 8%,
+// 4.6 s on 1x4, 17.7 s on 2x2 and 17.6 s on 2x3 (both phases' splits
+// summed exactly), 14.5 s on 2x4 (as halves of halves), 0.06 s on one
+// server; three phases of 10 3.0 s on 2x1, 0.67 s on 1x2, 0.96 s on 2x2;
+// Gridlab-D's batches 9.1 s on 4x1, 0.62 s on 1x4. Equal shares told a
 // third of the time left. The thesis's predictor costs the same for every
 // mix.
 func mixShares(sys System, cfgs []Config, accurate bool) []float64 {
@@ -67,6 +64,13 @@ func mixCost(sys System, cfg Config, accurate bool) float64 {
 		return 1
 	case cfg.Nodes() == 1:
 		return 0.05
+	case cfg.Replicas > 1 && sys.Request.batch() > 1:
+		if cfg.Duplicates == 1 && len(sys.Request.phases()) == 2 {
+			return 0.1
+		}
+		return 1
+	case cfg.Replicas > 1 && len(sys.Request.phases()) > 2:
+		return 0.3
 	case !twoPhaseOverGroups(sys.Request, cfg, false):
 		return 1
 	case cfg.Duplicates == 1:
