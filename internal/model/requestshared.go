@@ -752,17 +752,16 @@ func idleOrBusy(wait []float64) []weightedLaw {
 func compoundPoissonCounts(mean float64, lump []float64, tail float64) []float64 {
 	out := []float64{}
 	power := []float64{1}
-	pk, left := math.Exp(-mean), 1.0
-	for k := 0; k < 256 && left > tail; k++ {
+	for k, pk := range poissonLaw(mean, tail) {
+		if k > 0 {
+			power = polyConvolve(power, lump)
+		}
 		for len(out) < len(power) {
 			out = append(out, 0)
 		}
 		for i, v := range power {
 			out[i] += pk * v
 		}
-		left -= pk
-		pk *= mean / float64(k+1)
-		power = polyConvolve(power, lump)
 	}
 	return out
 }
