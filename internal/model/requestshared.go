@@ -2,6 +2,8 @@ package model
 
 import (
 	"math"
+
+	"gonum.org/v1/gonum/mathext"
 )
 
 // What duplicates share. The duplicates of a group receive the same
@@ -288,14 +290,16 @@ func arrivalTerms(y, a, b, weight []float64, stride int, same float64, pow func(
 	return out
 }
 
-// poissonAbove is P(N >= m) for N Poisson with the given mean.
+// poissonAbove is P(N >= m) for N Poisson with the given mean: the
+// regularized lower incomplete gamma function P(m, mean).
 func poissonAbove(mean float64, m int) float64 {
-	below, term := 0.0, math.Exp(-mean)
-	for k := 0; k < m; k++ {
-		below += term
-		term *= mean / float64(k+1)
+	if m <= 0 {
+		return 1
 	}
-	return math.Max(0, 1-below)
+	if mean <= 0 {
+		return 0
+	}
+	return mathext.GammaIncReg(float64(m), mean)
 }
 
 // ipow is x^n for n >= 0.
