@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"gonum.org/v1/gonum/mathext"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -532,9 +531,7 @@ func (g grid) arrivalsReach(rate float64) int {
 		return 0
 	}
 	most := 1
-	// P(N >= m) for N ~ Poisson(mean) is the regularized lower incomplete
-	// gamma function P(m, mean).
-	for most < 256 && mathext.GammaIncReg(float64(most), mean) > 1e-12 {
+	for most < 256 && poissonAbove(mean, most) > 1e-12 {
 		most++
 	}
 	return most
