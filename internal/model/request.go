@@ -328,6 +328,11 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 	if !thesis && B == 1 && d > 1 && len(phases) > 2 {
 		return groupChainFor(sys, phases, r, d, rho, horizon), nil
 	}
+	// Batches of two phases on duplicates: request by request, its first
+	// phase's end a barrier its groups' work is taken given.
+	if !thesis && B > 1 && d > 1 && len(phases) == 2 {
+		return batchBarrierFor(sys, phases[0], phases[1], r, d, rho, horizon), nil
+	}
 	// Batches (and the thesis's three phases): batchGroups's back-to-back
 	// work.
 	if B > 1 || (d > 1 && len(phases) > 2) {
@@ -360,7 +365,8 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 
 // batchGroups is the request law on r > 1 groups of d duplicates when
 // requests arrive in batches of B (with one server per group and two
-// phases, batchServers's; here duplicates, or three phases or more), and
+// phases, batchServers's; with duplicates and two phases, the accurate
+// predictor's is batchBarrierFor; here three phases or more), and
 // the thesis's for duplicates with three phases or more arriving alone
 // (the accurate predictor's is groupChain). At every group, a request's
 // last-phase accesses come after all of the batch's earlier
