@@ -13,26 +13,18 @@ const (
 )
 
 // barrierGrid is a grid with what batchBarrier takes on it: the laws of
-// sums of service times and a group's states when the batch comes.
+// sums of service times and a group's states when the batch comes (from
+// batchServers's batchGrid: the wait a batch finds, whole batches' shares
+// of a group, idle or busy).
 type barrierGrid struct {
 	grid
 	sums   [][]float64
 	states []weightedLaw
 }
 
-func newBarrierGrid(sys System, cells, total, r int, rho, horizon float64) barrierGrid {
-	g := grid{h: horizon / float64(cells-1), n: cells}
-	svc := g.pmf(sys.Service)
-	sums := make([][]float64, total+1)
-	sums[0] = make([]float64, g.n)
-	sums[0][0] = 1
-	for c := 1; c <= total; c++ {
-		sums[c] = convolve(sums[c-1], svc)
-	}
-	p := 1 / float64(r)
-	whole := g.countsOfSums(binomial(total, p), sums)
-	wait := g.waitingPMF(g.lumpEquilibrium(whole, float64(total)*p*sys.Service.Mean()), rho)
-	return barrierGrid{g, sums, g.idleOrBusy(wait, g.pmf(sys.net()))}
+func newBarrierGrid(sys System, cells, k1, k2, r int, rho, horizon float64) barrierGrid {
+	b := newBatchGrid(grid{h: horizon / float64(cells-1), n: cells}, cells, sys, k1, k2, rho, r)
+	return barrierGrid{b.grid, b.sums, b.grid.idleOrBusy(b.wait, b.net)}
 }
 
 // law is batchBarrier's law with each group's count of the earlier
@@ -65,9 +57,8 @@ func (b *barrierGrid) law(first, then float64, k1, k2, d, r, B int, batchRate fl
 // batchBarrierCoarse cells.
 func batchBarrierFor(sys System, k1, k2, r, d int, rho, horizon float64) RequestPrediction {
 	B := sys.Request.batch()
-	total := B * (k1 + k2)
-	fine := newBarrierGrid(sys, batchBarrierCells, total, r, rho, horizon)
-	coarse := newBarrierGrid(sys, batchBarrierCoarse, total, r, rho, horizon)
+	fine := newBarrierGrid(sys, batchBarrierCells, k1, k2, r, rho, horizon)
+	coarse := newBarrierGrid(sys, batchBarrierCoarse, k1, k2, r, rho, horizon)
 	law, correction := make([]float64, fine.n), make([]float64, coarse.n)
 	for j := 1; j <= B; j++ {
 		A, E := float64((j-1)*k1), float64((B-j)*k1+(j-1)*k2)
