@@ -295,7 +295,7 @@ func (g grid) batchBarrier(states []weightedLaw, sums [][]float64, cLaw, eLaw, e
 				for l := 1; l <= k2; l++ {
 					f := F[l][t-x]
 					for v := range bPow {
-						bPow[v] = ipow(1-math.Min(1, sl.cZ[v][x]*f+sl.gBeta[v][l][t]), d)
+						bPow[v] = ipow(1-min(1, sl.cZ[v][x]*f+sl.gBeta[v][l][t]), d)
 					}
 					for k := range cases {
 						// Neither done with the first phase by x (x-1)
@@ -306,8 +306,8 @@ func (g grid) batchBarrier(states []weightedLaw, sums [][]float64, cLaw, eLaw, e
 								a1 = 1 - sl.cY[u][x-1]
 							}
 							gm := sl.gGamma[k][u][l][t]
-							ccPow[u] = ipow(math.Max(0, 1-sl.cY[u][x]-gm), d)
-							ccPow1[u] = ipow(math.Max(0, a1-gm-sl.pY[u][x]*Fe[k][l][t-x]), d)
+							ccPow[u] = ipow(max(0, 1-sl.cY[u][x]-gm), d)
+							ccPow1[u] = ipow(max(0, a1-gm-sl.pY[u][x]*Fe[k][l][t-x]), d)
 						}
 						for m := 0; m <= k1; m++ {
 							bT, ccT, ccT1 := 0.0, 0.0, 0.0
@@ -363,7 +363,7 @@ func splitProduct(J [][]float64, fm, fn []float64, r int) float64 {
 	for m := range base {
 		base[m] = make([]float64, k2+1)
 		for l := range base[m] {
-			base[m][l] = math.Min(1, math.Max(0, J[m][l])) * fm[m] * fn[l]
+			base[m][l] = min(1, max(0, J[m][l])) * fm[m] * fn[l]
 		}
 	}
 	acc := base
