@@ -468,7 +468,7 @@ func newModelErrorMapCmd() *cobra.Command {
 	var utils []float64
 	var maxD, requests, batch, maxNodes int
 	var phases, service, mixes string
-	var perServer bool
+	var perServer, resimulate bool
 	var redraw []string
 	var boundMeans float64
 	var measured, measuredConfig string
@@ -488,7 +488,9 @@ access (the same request rate for every mix), or with --per-server each
 server's in every mix (the loads a planner's highest-rate search reaches);
 --mixes maps only the mixes named; --redraw draws a map from the cells
 earlier runs wrote (--format json), a later run's replacing an earlier's,
-so a rerun of a few mixes updates a whole map.
+so a rerun of a few mixes updates a whole map; with --resimulate it
+simulates those cells again at their bounds with --requests and --seed,
+keeping their predictions (a finer reference without predicting again).
 A run longer than a few seconds shows its progress on standard error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -496,11 +498,11 @@ A run longer than a few seconds shows its progress on standard error.`,
 				return err
 			}
 			if cmd.Flags().Changed("phases") || cmd.Flags().Changed("batch") {
-				return requestErrorMap(cmd, out, requestMapInputs{phases: phases, batch: batch, service: service, mixes: mixes, redraw: redraw,
+				return requestErrorMap(cmd, out, requestMapInputs{phases: phases, batch: batch, service: service, mixes: mixes, redraw: redraw, resimulate: resimulate,
 					scope: model.RequestMapScope{Utilizations: utils, PerServer: perServer, MaxNodes: maxNodes}, requests: requests, seed: seed})
 			}
-			if perServer || mixes != "" || len(redraw) > 0 {
-				return errors.New("--per-server, --mixes and --redraw apply to requests: give --phases (the access map is of one group)")
+			if perServer || mixes != "" || len(redraw) > 0 || resimulate {
+				return errors.New("--per-server, --mixes, --redraw and --resimulate apply to requests: give --phases (the access map is of one group)")
 			}
 			svcs := []model.Distribution{model.Exponential{M: 1e-3}, model.LogNormal{Median: 1e-3, Sigma: 1}, model.Pareto{Xm: 1e-3, Alpha: 2.5}}
 			if measured != "" {
@@ -544,6 +546,7 @@ A run longer than a few seconds shows its progress on standard error.`,
 	cmd.Flags().IntVar(&maxNodes, "max-nodes", 8, "with --phases: the largest mix")
 	cmd.Flags().BoolVar(&perServer, "per-server", false, "with --phases: each load is every server's, not that of one server taking every access")
 	cmd.Flags().StringSliceVar(&redraw, "redraw", nil, "with --phases: draw the map from the cells of earlier runs (--format json files) instead of running it; a later file's cell replaces an earlier one's of the same load, mix and quantile")
+	cmd.Flags().BoolVar(&resimulate, "resimulate", false, "with --redraw: simulate the cells read again at their bounds with --requests and --seed, keeping their predictions")
 	cmd.Flags().StringVar(&mixes, "mixes", "", "with --phases: map only these mixes (duplicates x replicas, e.g. 2x2,3x2) instead of every mix of up to --max-nodes")
 	return cmd
 }
@@ -552,6 +555,7 @@ A run longer than a few seconds shows its progress on standard error.`,
 type requestMapInputs struct {
 	phases, mixes string
 	redraw        []string
+	resimulate    bool
 	batch         int
 	service       string
 	scope         model.RequestMapScope
@@ -575,11 +579,22 @@ func requestErrorMap(cmd *cobra.Command, out ending, in requestMapInputs) error 
 	}
 	sys := model.System{Service: svc, Request: model.Request{Phases: phases, Batch: in.batch}}
 	var cells []model.RequestErrorCell
-	if len(in.redraw) > 0 {
+	switch {
+	case in.resimulate && len(in.redraw) == 0:
+		return errors.New("--resimulate: give the cells to simulate again with --redraw")
+	case len(in.redraw) > 0:
 		if cells, err = readRequestCells(in.redraw, in.scope); err != nil {
 			return err
 		}
-	} else {
+		if in.resimulate {
+			progress := newProgressLine(cmd.ErrOrStderr(), "errormap")
+			defer progress.close()
+			if cells, err = model.ResimulateRequestCells(sys, cells, model.SimOptions{Requests: in.requests, Seed: in.seed, Progress: progress.report}); err != nil {
+				return namedFlag(err, nil)
+			}
+			progress.close()
+		}
+	default:
 		progress := newProgressLine(cmd.ErrOrStderr(), "errormap")
 		defer progress.close()
 		cells, err = model.RequestErrorMap(sys, in.scope, []float64{0.5, 0.9, 0.99}, model.SimOptions{Requests: in.requests, Seed: in.seed, Progress: progress.report})

@@ -59,29 +59,32 @@ func mixShares(sys System, cfgs []Config, accurate bool) []float64 {
 // mixCost is predicting sys's requests on cfg against one group of
 // duplicates (mixShares).
 func mixCost(sys System, cfg Config, accurate bool) float64 {
-	switch {
-	case !accurate:
+	if !accurate {
 		return 1
-	case cfg.Nodes() == 1:
+	}
+	switch requestPathOf(sys.Request, cfg, false) {
+	case pathServerPhases, pathBatchOneServer:
 		return 0.05
-	case cfg.Replicas > 1 && sys.Request.batch() > 1:
-		if cfg.Duplicates == 1 && len(sys.Request.phases()) == 2 {
-			return 0.1
+	case pathOneGroup:
+		if cfg.Nodes() == 1 {
+			return 0.05
 		}
-		return 1
-	case cfg.Replicas > 1 && len(sys.Request.phases()) > 2:
+	case pathBatchServers:
+		return 0.1
+	case pathGroupChain, pathServerGroupsPhases:
 		return 0.3
-	case !twoPhaseOverGroups(sys.Request, cfg, false):
-		return 1
-	case cfg.Duplicates == 1:
-		return 2
-	case cfg.Replicas <= 3:
-		return 7
-	case cfg.Replicas == 4:
-		return 5.5
-	default:
+	case pathTwoPhaseGroups:
+		switch {
+		case cfg.Duplicates == 1:
+			return 2
+		case cfg.Replicas <= 3:
+			return 7
+		case cfg.Replicas == 4:
+			return 5.5
+		}
 		return 2
 	}
+	return 1
 }
 
 // sideBySide runs do for every part k of a computation, on as many

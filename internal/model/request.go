@@ -185,6 +185,7 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 	phases, B := q.phases(), q.batch()
 	r, d := cfg.Replicas, cfg.Duplicates
 	p := 1 / float64(r)
+	path := requestPathOf(q, cfg, thesis)
 
 	// sums[c] is the law of c service times on the grid.
 	maxCount := B * q.Accesses() // what one group may hold of a batch
@@ -257,19 +258,16 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 		waits := []weightedLaw{{1, wait}}
 		if !thesis {
 			w := g.waitingPMF(g.lumpEquilibrium(sums[B*q.Accesses()], float64(B*q.Accesses())*sys.Service.Mean()), rho)
-			if d > 1 && B == 1 && P <= 2 {
+			switch path {
+			case pathOneGroupShared:
 				return RequestPrediction{Step: g.h, CDF: g.oneGroupShared(phases, sums, w, g.pmf(sys.net()), batchRate, d, nil)}, nil
-			}
-			if d > 1 && B == 1 {
+			case pathGroupPhases:
 				return RequestPrediction{Step: g.h, CDF: g.groupPhases(phases, sums, w, g.pmf(sys.net()), batchRate, d)}, nil
-			}
-			if d == 1 && B == 1 && P > 1 {
+			case pathServerPhases:
 				return RequestPrediction{Step: g.h, CDF: g.serverPhases(w, sums, phases, batchRate, g.pmf(sys.net()))}, nil
-			}
-			if d == 1 && B > 1 && P == 2 {
+			case pathBatchOneServer:
 				return RequestPrediction{Step: g.h, CDF: g.batchOneServer(w, sums, phases[0], phases[1], B, batchRate, g.pmf(sys.net()))}, nil
-			}
-			if d > 1 && B > 1 && P == 2 {
+			case pathBatchOneGroup:
 				return RequestPrediction{Step: g.h, CDF: g.batchOneGroupShared(phases[0], phases[1], B, sums, w, g.pmf(sys.net()), batchRate, d)}, nil
 			}
 			waits = g.idleOrBusy(w, g.pmf(sys.net()))
@@ -322,21 +320,16 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 		}
 		return RequestPrediction{Step: g.h, CDF: law}, nil
 	}
-	// Duplicates in several groups, three phases or more, arriving alone:
-	// a chain of barriers, each group's slower duplicates still serving
-	// the phases before when the next reaches them.
-	if !thesis && B == 1 && d > 1 && len(phases) > 2 {
+	switch path {
+	case pathGroupChain:
 		return groupChainFor(sys, phases, r, d, rho, horizon), nil
-	}
-	// Batches (and the thesis's three phases): batchGroups's back-to-back
-	// work.
-	if B > 1 || (d > 1 && len(phases) > 2) {
+	case pathBatchServers:
+		return RequestPrediction{Step: g.h, CDF: g.batchServers(sys, phases[0], phases[1], rho, r)}, nil
+	case pathBatchGroups:
 		return RequestPrediction{Step: g.h, CDF: g.batchGroups(sys, phases, sums, wait, thesis, rho, r, d)}, nil
-	}
-	if twoPhaseOverGroups(q, cfg, thesis) {
+	case pathTwoPhaseGroups:
 		return twoPhaseGroupsExtrapolated(sys, phases, r, d, rho, horizon, progress), nil
-	}
-	if !thesis && d == 1 && len(phases) > 2 {
+	case pathServerGroupsPhases:
 		return serverGroupsPhases(sys, phases, r, rho, horizon), nil
 	}
 	law := make([]float64, g.n)
@@ -381,9 +374,6 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 // alone (batchEarlierPhases).
 func (g grid) batchGroups(sys System, phases []int, sums [][]float64, wait []float64, thesis bool, rho float64, r, d int) []float64 {
 	B, P := sys.Request.batch(), len(phases)
-	if !thesis && B > 1 && P == 2 && d == 1 {
-		return g.batchServers(sys, phases[0], phases[1], rho, r)
-	}
 	p := 1 / float64(r)
 	if !thesis {
 		whole := g.countsOfSums(binomial(B*sys.Request.Accesses(), p), sums)
@@ -742,12 +732,4 @@ func onesLike(n int) []float64 {
 		out[i] = 1
 	}
 	return out
-}
-
-// twoPhaseOverGroups tells whether predictRequest takes q's requests on
-// cfg through twoPhaseGroups: two phases arriving alone over several
-// groups, whose second phase's wait is what the first left at each group
-// (one server or several). It is the predictor's dearest path.
-func twoPhaseOverGroups(q Request, cfg Config, thesis bool) bool {
-	return !thesis && q.batch() == 1 && len(q.phases()) == 2 && cfg.Replicas > 1
 }

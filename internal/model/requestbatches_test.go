@@ -13,7 +13,9 @@ import (
 // phase as starting at max(what the server holds, the first phase's end)
 // given that end, within 0.01 (0.020 low with the servers' shares split
 // from fixed totals but the last phases ahead counted with the other
-// requests' T1 apart from this one's: 0.013 with them given it).
+// requests' T1 apart from this one's: 0.013 with them given it, 0.015
+// with what they leave at T1 where the server idles: the waits' error,
+// uncovered).
 func TestBatchServersAtHighLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates 2x10^5 requests")
@@ -58,6 +60,20 @@ func TestBatchServersSplitTheBatch(t *testing.T) {
 		t.Skip("simulates 4x10^5 requests")
 	}
 	matchesSimulation(t, expRequests(gridlabd, 0.01), Config{Duplicates: 1, Replicas: 2}, 0.005, SimOptions{Requests: 400000, Seed: 7})
+}
+
+// TestBatchServersIdleBeforeLasts: Gridlab-D's batches on eight groups of
+// one server at 1% load, against the simulator. A server that has served
+// its share of the batch's first phases idles until another request's
+// last phase reaches it at that request's T1; served back to back from
+// the end of its first phases, those last phases were done too soon and
+// the law 0.015 high at the median bound. With what they leave at this
+// request's T1 as a floor where the server idles then, within 0.005.
+func TestBatchServersIdleBeforeLasts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates 4x10^5 requests")
+	}
+	matchesSimulation(t, expRequests(gridlabd, 0.01), Config{Duplicates: 1, Replicas: 8}, 0.005, SimOptions{Requests: 400000, Seed: 7})
 }
 
 // TestDepoissonisedSplit: the expectation of a product over r servers of
@@ -166,7 +182,7 @@ func TestFirstGivenSharesQueues(t *testing.T) {
 		return multinomialProduct(a, 2, b.grid.n)
 	}(4)
 	chance := func(i int) float64 {
-		q, out, prev := b.firstGiven(i, 4, 4, 2), 0.0, 0.0
+		q, out, prev := b.firstGiven(b.pairT1(i, 4, 4, 2)), 0.0, 0.0
 		for s, v := range t1 {
 			out += (v - prev) * q[s]
 			prev = v

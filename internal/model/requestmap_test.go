@@ -2,6 +2,8 @@ package model
 
 import (
 	"math"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -52,5 +54,41 @@ func TestMergeRequestCells(t *testing.T) {
 			t.Errorf("cell %d: %g%% %dx%d sla %g per server %g, want %g%% %dx%d sla %g per server %g",
 				i, 100*c.Utilization, c.Duplicates, c.Replicas, c.Predicted, c.ServerUtilization, 100*w.u, w.d, w.r, w.sla, w.load)
 		}
+	}
+}
+
+// TestResimulateRequestCells: simulated again with the map's own requests
+// and seed, every cell's reference is the map's (the rate read back from
+// the servers' load is the map's rate); with more requests the reference
+// moves within its standard errors and the predictions stay.
+func TestResimulateRequestCells(t *testing.T) {
+	sys := System{Service: Exponential{1e-3}, Request: Request{Phases: []int{3, 2}, Batch: 2}}
+	opt := SimOptions{Requests: 20000, Seed: 1}
+	cells, err := RequestErrorMap(sys, RequestMapScope{Utilizations: []float64{0.2}, MaxNodes: 2}, []float64{0.5, 0.9}, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, err := ResimulateRequestCells(sys, cells, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	finer, err := ResimulateRequestCells(sys, cells, SimOptions{Requests: 200000, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cells {
+		if same[i] != c {
+			t.Errorf("cell %d resimulated with the map's requests and seed: %+v, want %+v", i, same[i], c)
+		}
+		f := finer[i]
+		if f.Predicted != c.Predicted || f.Bound != c.Bound || f.StdErr >= c.StdErr || math.Abs(f.Simulated-c.Simulated) > 4*math.Hypot(c.StdErr, f.StdErr) {
+			t.Errorf("cell %dx%d q%g: finer reference %.4f±%.4f (prediction %.4f), the map's %.4f±%.4f (prediction %.4f)",
+				c.Duplicates, c.Replicas, c.Quantile, f.Simulated, f.StdErr, f.Predicted, c.Simulated, c.StdErr, c.Predicted)
+		}
+	}
+	bad := slices.Clone(cells)
+	bad[0].ServerUtilization = 0
+	if _, err := ResimulateRequestCells(sys, bad, opt); err == nil || !strings.Contains(err.Error(), "cell 1x1 at 20% load, quantile 0.5") {
+		t.Errorf("a cell without its servers' load: %v, want an error naming the cell", err)
 	}
 }

@@ -105,6 +105,13 @@ func (g grid) oneGroupTwoPhases(y []float64, ahead *arrivalsAhead, d int) []floa
 // chance that every duplicate's end is in its part and late, unclamped, so
 // that parts taken with signs add up to a whole law (sharedHistory).
 func (g grid) oneGroupTwoPhasesPart(y []float64, mass float64, ahead *arrivalsAhead, d int) []float64 {
+	return g.oneGroupTwoPhasesFirst(y, mass, ahead, d, nil)
+}
+
+// oneGroupTwoPhasesFirst is oneGroupTwoPhasesPart with the sum's first
+// term, E[D_0(u_1, t)^d - D_1(u_1, t)^d] (the first arrival's), taken
+// from first, when not nil, given the d-th power.
+func (g grid) oneGroupTwoPhasesFirst(y []float64, mass float64, ahead *arrivalsAhead, d int, first func(pow func(float64) float64) []float64) []float64 {
 	pow := func(x float64) float64 {
 		if x <= 0 { // math.Max's NaN care costs a tenth of the loop here
 			return 0
@@ -116,7 +123,12 @@ func (g grid) oneGroupTwoPhasesPart(y []float64, mass float64, ahead *arrivalsAh
 	}
 	gamma := cumulative(convolve(y, ahead.last))
 	// The sum over u takes the powers at every fourth cell, weighing the four.
-	fine := arrivalTerms(y, ahead.g, ahead.lg, ahead.first, 4, 0, pow)
+	var fine []float64
+	if first != nil {
+		fine = first(pow)
+	} else {
+		fine = arrivalTerms(y, ahead.g, ahead.lg, ahead.first, 4, 0, pow)
+	}
 	coarse := ahead.later(y, pow)
 	out := make([]float64, g.n)
 	whole := pow(mass)
@@ -373,17 +385,18 @@ const lastAges = 48
 // oneGroupLaw is the request law on one group of d duplicates, unclamped,
 // given the terms of what they find at an arrival (sharedState): first
 // and last are the laws of the first and the last phase's work (one
-// phase: both the same). lump, when not nil, gives for a state's wait the
-// law of the work an arrival within the first phase puts ahead of the
-// last (and a key, the same for the same law); otherwise it is first.
-func (g grid) oneGroupLaw(states []sharedState, phases []int, first, last, net []float64, rate float64, d int, lump func(wait []float64) (int, []float64)) []float64 {
+// phase: both the same). windows, when not nil, gives for a state's wait
+// the law of the work an arrival within the first phase puts ahead of the
+// last (and a key, the same for the same law), and the first arrival's
+// terms (windowsOn.firstArrival); otherwise that work is first.
+func (g grid) oneGroupLaw(states []sharedState, phases []int, first, last, net []float64, rate float64, d int, windows *windowsOn) []float64 {
 	law := make([]float64, g.n)
 	aheads, behindPendings := map[int]*arrivalsAhead{}, map[int]*arrivalsAhead{}
 	for _, st := range states {
 		y := convolve(convolve(st.pmf[:g.n], net), first)
 		key, lumpLaw := 0, first
-		if lump != nil && len(phases) > 1 {
-			key, lumpLaw = lump(st.pmf[:g.n])
+		if windows != nil && len(phases) > 1 {
+			key, lumpLaw = windows.lump(st.pmf[:g.n])
 		}
 		ahead, behindPending := aheads[key], behindPendings[key]
 		var part []float64
@@ -400,13 +413,13 @@ func (g grid) oneGroupLaw(states []sharedState, phases []int, first, last, net [
 				behindPending = g.newArrivalsAhead(convolve(last, last), lumpLaw, rate)
 				behindPendings[key] = behindPending
 			}
-			part = g.oneGroupTwoPhasesPart(y, st.mass, behindPending, d)
+			part = g.oneGroupTwoPhasesFirst(y, st.mass, behindPending, d, windows.firstArrival(st.pmf[:g.n], net, y, behindPending.last, true))
 		default:
 			if ahead == nil {
 				ahead = g.newArrivalsAhead(last, lumpLaw, rate)
 				aheads[key] = ahead
 			}
-			part = g.oneGroupTwoPhasesPart(y, st.mass, ahead, d)
+			part = g.oneGroupTwoPhasesFirst(y, st.mass, ahead, d, windows.firstArrival(st.pmf[:g.n], net, y, last, false))
 		}
 		for i, c := range part {
 			law[i] += st.w * c

@@ -153,9 +153,12 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 			cc[i][c] = make([]float64, g.n)
 		}
 	}
-	var second *spectra // d = 1: the reply's delay and m services, m = 0..k2
+	// d = 1: the reply's delay and m+1 services, m = 0..k2-1 (a group
+	// holding none of the second phase is done at the barrier:
+	// averageAhead).
+	var second *spectra
 	if d == 1 {
-		second = g.newSpectra(n2, func(m int) []float64 { return convolve(net, sums[m]) })
+		second = g.newSpectra(n2-1, func(m int) []float64 { return convolve(net, sums[m+1]) })
 	}
 	laws := make([][]float64, len(aheads))
 	for k := range laws {
@@ -337,7 +340,7 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 					continue
 				}
 				if d == 1 {
-					g.startOnArrival(h, g.freeAt(firstEnd, s, c.at), c.law, sums, second, s)
+					g.startOnArrival(h[1:], g.freeAt(firstEnd, s, c.at), c.law, sums, second, s)
 				}
 				// hStar from the case before stands when its law is this one's
 				// (and that case was not skipped above).
@@ -433,7 +436,7 @@ func (g grid) freeAt(firstEnd []float64, s int, at float64) []float64 {
 // startOnArrival sets h[m] (cells s on) for one server per group: a group
 // other than the last, free from M (law free), serves the work ahead
 // (aheadLaw's count of services, all reaching it at M's instant) from
-// then, and its m second-phase accesses (second's law m: with the reply's
+// then, and its second-phase accesses (second's law m: with the reply's
 // network delay) from the later of that work's end and T1 = s.
 func (g grid) startOnArrival(h [][]float64, free, aheadLaw []float64, sums [][]float64, second *spectra, s int) {
 	work := make([]float64, g.n)

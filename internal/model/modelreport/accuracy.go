@@ -34,6 +34,8 @@ const accuracyGoal = 0.002
 type errorMap struct {
 	request model.Request
 	cells   []model.RequestErrorCell
+	// worst is each mix's largest error over the quantiles at each load.
+	worst map[float64]map[model.Config]float64
 }
 
 var recordedMaps = sync.OnceValues(readErrorMaps)
@@ -60,6 +62,7 @@ func readErrorMaps() ([]errorMap, error) {
 		if len(m.cells) == 0 {
 			return nil, fmt.Errorf("error map %s: no cells", e.Name())
 		}
+		m.worst = worstByLoad(m.cells)
 		maps = append(maps, m)
 	}
 	return maps, nil
@@ -152,10 +155,10 @@ func RequestNote(sys model.System, mixes []model.Config) string {
 	return b.String()
 }
 
-// worst is each mix's largest error over the quantiles at each load.
-func (m errorMap) worst() map[float64]map[model.Config]float64 {
+// worstByLoad is each mix's largest error over the quantiles at each load.
+func worstByLoad(cells []model.RequestErrorCell) map[float64]map[model.Config]float64 {
 	out := map[float64]map[model.Config]float64{}
-	for _, c := range m.cells {
+	for _, c := range cells {
 		if out[c.Utilization] == nil {
 			out[c.Utilization] = map[model.Config]float64{}
 		}
@@ -166,7 +169,7 @@ func (m errorMap) worst() map[float64]map[model.Config]float64 {
 
 // within counts the map's cells (a mix at a load) inside the goal.
 func (m errorMap) within(goal float64) (inside, total int) {
-	for _, mixes := range m.worst() {
+	for _, mixes := range m.worst {
 		for _, e := range mixes {
 			total++
 			if e <= goal {
@@ -180,9 +183,8 @@ func (m errorMap) within(goal float64) (inside, total int) {
 // atLoad says what the map measured for the mixes at the lowest of its
 // loads at or above u (the load of one server taking every access).
 func (m errorMap) atLoad(u float64, mixes []model.Config) string {
-	worst := m.worst()
-	loads := make([]float64, 0, len(worst))
-	for l := range worst {
+	loads := make([]float64, 0, len(m.worst))
+	for l := range m.worst {
 		loads = append(loads, l)
 	}
 	slices.Sort(loads)
@@ -191,7 +193,7 @@ func (m errorMap) atLoad(u float64, mixes []model.Config) string {
 		return fmt.Sprintf(". This system's load (%s of one server taking every access) is past the map's highest (%s), where the error grows with the load (gait model errormap --per-server maps higher loads)",
 			percent(u), percent(loads[len(loads)-1]))
 	}
-	at := worst[loads[i]]
+	at := m.worst[loads[i]]
 	var shown, outside, unmapped []string
 	for _, c := range mixes {
 		e, ok := at[c]

@@ -35,7 +35,7 @@ func WriteRequestErrorMap(w io.Writer, sys model.System, cells []model.RequestEr
 // simulated| over the quantiles asked for, per mix, for both predictors.
 func RequestErrorChart(util float64, cells []model.RequestErrorCell) report.BarChart {
 	type key struct{ d, r int }
-	acc, th := map[key]float64{}, map[key]float64{}
+	acc, th, noise := map[key]float64{}, map[key]float64{}, map[key]float64{}
 	var keys []key
 	for _, c := range cells {
 		if c.Utilization != util {
@@ -47,6 +47,7 @@ func RequestErrorChart(util float64, cells []model.RequestErrorCell) report.BarC
 		}
 		acc[k] = math.Max(acc[k], c.Error())
 		th[k] = math.Max(th[k], math.Abs(c.Thesis-c.Simulated))
+		noise[k] = math.Max(noise[k], 2*c.StdErr)
 	}
 	sort.Slice(keys, func(i, j int) bool {
 		if a, b := keys[i].d*keys[i].r, keys[j].d*keys[j].r; a != b {
@@ -58,21 +59,24 @@ func RequestErrorChart(util float64, cells []model.RequestErrorCell) report.BarC
 		Y: report.Axis{Label: "absolute error", Log: true}}
 	a := report.Series{Name: "request predictor"}
 	t := report.Series{Name: "thesis (mean wait)"}
+	// The simulation's own noise says which bars it can tell from the goal.
+	sim := report.Series{Name: "simulation: 2 standard errors"}
 	limit := report.Series{Name: "0.002 (the thesis's accuracy)"}
 	for _, k := range keys {
 		ch.Categories = append(ch.Categories, fmt.Sprintf("%dx%d", k.d, k.r))
 		a.Y = append(a.Y, math.Max(1e-5, acc[k]))
 		t.Y = append(t.Y, math.Max(1e-5, th[k]))
+		sim.Y = append(sim.Y, math.Max(1e-5, noise[k]))
 		limit.Y = append(limit.Y, 0.002)
 	}
-	ch.Series = []report.Series{a, t, limit}
+	ch.Series = []report.Series{a, t, sim, limit}
 	return ch
 }
 
 // RequestErrorMapPage is the request error map's report: a figure per load.
 func RequestErrorMapPage(sys model.System, scope model.RequestMapScope, requests int, cells []model.RequestErrorCell) *report.Page {
 	page := report.NewPage("gait model errormap: requests of " + sys.Request.String())
-	page.Paragraph(fmt.Sprintf("Service %s, no network delay, %d simulated requests per mix and load. A mix is duplicates x replicas; the bounds are where the request predictor puts the quantiles asked for, and each bar is the largest error over them.", sys.Service, requests))
+	page.Paragraph(fmt.Sprintf("Service %s, no network delay, %d simulated requests per mix and load. A mix is duplicates x replicas; the bounds are where the request predictor puts the quantiles asked for, and each bar is the largest error over them. The simulation's bar is twice its largest standard error over them: a reference that noisy cannot tell the predictor's error from the goal.", sys.Service, requests))
 	var utils []float64
 	seen := map[float64]bool{}
 	for _, c := range cells {
