@@ -109,7 +109,8 @@ func serverGroupsPhases(sys System, phases []int, r int, rho, horizon float64) R
 	// (each window's with the chance a present request has a phase left
 	// for it) made the latency too narrow: three phases of 10 on one
 	// server at 8% load came out up to 0.017 off serverPhases.
-	law := c.law([]foundCase{{1, none}}, nil, 0)
+	window, ends := c.found([]foundCase{{1, none}})
+	law := c.law(window, ends, nil, 0)
 	P := len(phases)
 	if 1-idle < 1e-12 {
 		return RequestPrediction{Step: g.h, CDF: cumulative(law)}
@@ -122,9 +123,9 @@ func serverGroupsPhases(sys System, phases []int, r int, rho, horizon float64) R
 	for i := range law {
 		law[i] *= idle
 	}
-	found := lastLumpTie(g, convolve(w, lumpPMF), sys.Rate*float64(P), idle, r)
+	window, ends = c.found(lastLumpTie(g, convolve(w, lumpPMF), sys.Rate*float64(P), idle, r))
 	for j := 1; j <= P; j++ {
-		withSome := c.law(found, others, P-j)
+		withSome := c.law(window, ends, others, P-j)
 		for i := range law {
 			law[i] += (1 - idle) / float64(P) * withSome[i]
 		}
@@ -159,21 +160,28 @@ func (c *serverChain) window(ahead []float64, k int) []float64 {
 	return multinomialProduct(a, c.r, c.g.n)
 }
 
-// law is the latency's law given the work the groups find (its cases,
-// in each independent between groups), the law of the count of the requests
-// present but the last (others, nil for nobody present), and how many of
-// this one's windows the last brings a phase (lastLeft).
-func (c *serverChain) law(found []foundCase, others []float64, lastLeft int) []float64 {
-	g, P, p := c.g, len(c.phases), 1/float64(c.r)
+// found is window 1's law (pmf) and the groups' ends of it when the
+// work the groups find has cases found (in each independent between
+// groups).
+func (c *serverChain) found(found []foundCase) ([]float64, groupEnds) {
+	g := c.g
 	window := make([]float64, g.n)
 	var st groupEnds
 	for _, f := range found {
 		for t, v := range differences(c.window(f.w, c.phases[0])) {
 			window[t] += f.weight * v
 		}
-		st.add(g.groupEnds(f.w, binomial(c.phases[0], p), c.sums), f.weight)
+		st.add(g.groupEnds(f.w, binomial(c.phases[0], 1/float64(c.r)), c.sums), f.weight)
 	}
-	st = st.scaled()
+	return window, st.scaled()
+}
+
+// law is the latency's law given window 1's law and the groups' ends of
+// it (found's), the law of the count of the requests
+// present but the last (others, nil for nobody present), and how many of
+// this one's windows the last brings a phase (lastLeft).
+func (c *serverChain) law(window []float64, st groupEnds, others []float64, lastLeft int) []float64 {
+	g, P, p := c.g, len(c.phases), 1/float64(c.r)
 	// elapsed[b][a]: the law of T_i while window i is in bin b and a
 	// requests arrived before window i (its mass that case's chance).
 	bins := weighedBins(window, serverWindowShare, serverWindowBins)
