@@ -63,6 +63,7 @@ func BenchmarkPredictRequest(b *testing.B) {
 		{"three-1x1-30%", threePhases, 0.3, Config{1, 1}}, {"three-2x1-30%", threePhases, 0.3, Config{2, 1}},
 		{"three-1x2-30%", threePhases, 0.3, Config{1, 2}}, {"three-2x2-8%", threePhases, 0.08, Config{2, 2}},
 		{"gridlabd-1x4-8%", gridlabd, 0.08, Config{1, 4}}, {"2x4-8%", olio, 0.08, Config{2, 4}},
+		{"gridlabd-2x2-8%", gridlabd, 0.08, Config{2, 2}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			sys := expRequests(c.req, c.util)

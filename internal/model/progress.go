@@ -40,7 +40,8 @@ func (p Progress) stage(what string, from, weight float64) Progress {
 // 4.6 s on 1x4, 17.7 s on 2x2 and 17.6 s on 2x3 (both phases' splits
 // summed exactly), 14.5 s on 2x4 (as halves of halves), 0.06 s on one
 // server; three phases of 10 3.0 s on 2x1, 0.67 s on 1x2, 0.96 s on 2x2;
-// Gridlab-D's batches 9.1 s on 4x1, 0.62 s on 1x4. Equal shares told a
+// Gridlab-D's batches 9.1 s on 4x1, 0.62 s on 1x4 (and 9.6-10.2 s on 2x2,
+// a covering prediction, 2026-11-30 01:28 UTC). Equal shares told a
 // third of the time left. The thesis's predictor costs the same for every
 // mix.
 func mixShares(sys System, cfgs []Config, accurate bool) []float64 {
@@ -71,6 +72,8 @@ func mixCost(sys System, cfg Config, accurate bool) float64 {
 		}
 	case pathBatchServers:
 		return 0.1
+	case pathBatchBarrier:
+		return 4
 	case pathGroupChain, pathServerGroupsPhases:
 		return 0.3
 	case pathTwoPhaseGroups:

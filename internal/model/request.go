@@ -323,6 +323,8 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 	switch path {
 	case pathGroupChain:
 		return groupChainFor(sys, phases, r, d, rho, horizon), nil
+	case pathBatchBarrier:
+		return batchBarrierFor(sys, phases[0], phases[1], r, d, rho, horizon), nil
 	case pathBatchServers:
 		return RequestPrediction{Step: g.h, CDF: g.batchServers(sys, phases[0], phases[1], rho, r)}, nil
 	case pathBatchGroups:
@@ -353,7 +355,8 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 
 // batchGroups is the request law on r > 1 groups of d duplicates when
 // requests arrive in batches of B (with one server per group and two
-// phases, batchServers's; here duplicates, or three phases or more), and
+// phases, batchServers's; with duplicates and two phases, the accurate
+// predictor's is batchBarrierFor; here three phases or more), and
 // the thesis's for duplicates with three phases or more arriving alone
 // (the accurate predictor's is groupChain). At every group, a request's
 // last-phase accesses come after all of the batch's earlier

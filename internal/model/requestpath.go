@@ -25,6 +25,8 @@ const (
 	// Several groups of duplicates, three phases or more, arriving alone
 	// (groupChain).
 	pathGroupChain
+	// Several groups of duplicates, two phases in batches (batchBarrier).
+	pathBatchBarrier
 	// Several groups in batches, or the thesis's several groups of
 	// duplicates with three phases or more (batchGroups).
 	pathBatchGroups
@@ -69,6 +71,8 @@ func requestPathOf(q Request, cfg Config, thesis bool) requestPath {
 		return pathGroupChain
 	case !thesis && B > 1 && P == 2 && d == 1:
 		return pathBatchServers
+	case !thesis && B > 1 && P == 2:
+		return pathBatchBarrier
 	case B > 1 || (d > 1 && P > 2):
 		return pathBatchGroups
 	case !thesis && P == 2:

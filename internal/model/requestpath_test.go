@@ -25,7 +25,8 @@ func TestRequestPathOf(t *testing.T) {
 		{gridlabd, Config{Duplicates: 1, Replicas: 1}, false, pathBatchOneServer},
 		{gridlabd, Config{Duplicates: 4, Replicas: 1}, false, pathBatchOneGroup},
 		{gridlabd, Config{Duplicates: 1, Replicas: 4}, false, pathBatchServers},
-		{gridlabd, Config{Duplicates: 2, Replicas: 2}, false, pathBatchGroups},
+		{gridlabd, Config{Duplicates: 2, Replicas: 2}, false, pathBatchBarrier},
+		{gridlabd, Config{Duplicates: 2, Replicas: 2}, true, pathBatchGroups},
 		{single, Config{Duplicates: 1, Replicas: 4}, false, pathPhaseProduct},
 		{single, Config{Duplicates: 4, Replicas: 1}, false, pathOneGroupShared},
 	} {
