@@ -135,7 +135,6 @@ func batchBarrierFor(sys System, k1, k2, r, d int, rho, horizon float64) Request
 // duplicates' waits, drawn apart given the state (4x2 at 30% is 0.026
 // optimistic at p90).
 func (g grid) batchBarrier(states []weightedLaw, sums [][]float64, cLaw, eLaw, eArrived []float64, quiet func(x int) float64, k1, k2, d, r int) []float64 {
-	p := 1 / float64(r)
 	n := g.n
 	cLo := firstAbove(cLaw, 1e-11)
 	uMax := len(cLaw) - 1 + k1 // c + m
@@ -204,24 +203,13 @@ func (g grid) batchBarrier(states []weightedLaw, sums [][]float64, cLaw, eLaw, e
 		}
 		sts[s] = sl
 	}
-	fm, fn := make([]float64, k1+1), make([]float64, k2+1)
-	for m := range fm {
-		fm[m] = 1 / factorial(m)
-	}
-	for l := range fn {
-		fn[l] = 1 / factorial(l)
-	}
-	scale := factorial(k1) * factorial(k2) * math.Pow(p, float64(k1+k2))
-	newJ := func() [][]float64 {
-		out := make([][]float64, k1+1)
-		for m := range out {
-			out[m] = make([]float64, k2+1)
-		}
-		return out
-	}
-	// J[k][m][l], J1[k][m][l]: a group holding m of the first phase and l
-	// of the last is done with the first by x (x-1) and the last by t.
-	J, J1 := [2][][]float64{newJ(), newJ()}, [2][][]float64{newJ(), newJ()}
+	// J[k][m*w+l], J1[k][m*w+l]: a group holding m of the first phase
+	// and l of the last is done with the first by x (x-1) and the last by
+	// t; split takes their expected product over the groups.
+	w := k2 + 1
+	split := newMultinomial2(k1, k2, r)
+	newJ := func() []float64 { return make([]float64, (k1+1)*w) }
+	J, J1 := [2][]float64{newJ(), newJ()}, [2][]float64{newJ(), newJ()}
 	bPow := make([]float64, vMax+1)
 	ccPow, ccPow1 := make([]float64, uMax+1), make([]float64, uMax+1)
 	law := make([]float64, n)
@@ -269,12 +257,12 @@ func (g grid) batchBarrier(states []weightedLaw, sums [][]float64, cLaw, eLaw, e
 		// group: the state is taken for all of them at once.)
 		atX := 0.0
 		for _, sl := range sts {
-			for m := range J[0] {
-				for l := range J[0][m] {
-					J[0][m][l], J1[0][m][l] = 1-sl.aT[m], 1-sl.aT1[m]
+			for m := 0; m <= k1; m++ {
+				for l := range w {
+					J[0][m*w+l], J1[0][m*w+l] = unit(1-sl.aT[m]), unit(1-sl.aT1[m])
 				}
 			}
-			atX += sl.w * scale * (splitProduct(J[0], fm, fn, r) - splitProduct(J1[0], fm, fn, r))
+			atX += sl.w * (split.top(J[0]) - split.top(J1[0]))
 		}
 		if atX < 1e-10 {
 			continue
@@ -289,7 +277,7 @@ func (g grid) batchBarrier(states []weightedLaw, sums [][]float64, cLaw, eLaw, e
 			for _, sl := range sts {
 				for k := range cases {
 					for m := 0; m <= k1; m++ { // l = 0: the first phase only
-						J[k][m][0], J1[k][m][0] = 1-sl.aT[m], 1-sl.aT1[m]
+						J[k][m*w], J1[k][m*w] = unit(1-sl.aT[m]), unit(1-sl.aT1[m])
 					}
 				}
 				for l := 1; l <= k2; l++ {
@@ -320,14 +308,14 @@ func (g grid) batchBarrier(states []weightedLaw, sums [][]float64, cLaw, eLaw, e
 									ccT1 += cLaw[c] * ccPow1[c+m]
 								}
 							}
-							J[k][m][l] = 1 - sl.aT[m] - bT + ccT
-							J1[k][m][l] = 1 - sl.aT1[m] - bT + ccT1
+							J[k][m*w+l] = unit(1 - sl.aT[m] - bT + ccT)
+							J1[k][m*w+l] = unit(1 - sl.aT1[m] - bT + ccT1)
 						}
 					}
 				}
-				v += sl.w * q * scale * (splitProduct(J[0], fm, fn, r) - splitProduct(J1[0], fm, fn, r))
+				v += sl.w * q * (split.top(J[0]) - split.top(J1[0]))
 				if cases > 1 {
-					v += sl.w * (1 - q) * scale * (splitProduct(J[1], fm, fn, r) - splitProduct(J1[1], fm, fn, r))
+					v += sl.w * (1 - q) * (split.top(J[1]) - split.top(J1[1]))
 				}
 			}
 			law[t] += v
@@ -353,52 +341,6 @@ func firstAbove(law []float64, tol float64) int {
 	return len(law)
 }
 
-// splitProduct is [u^k1 v^k2] of (sum over m, n of J[m][n] fm[m] fn[n]
-// u^m v^n)^r, k1 = len(J)-1 and k2 = len(J[0])-1: with fm, fn the
-// reciprocal factorials, E[prod over r groups of J[m_g][n_g]] over the
-// multinomial splits of both phases, less the factor k1! k2! / r^(k1+k2).
-func splitProduct(J [][]float64, fm, fn []float64, r int) float64 {
-	k1, k2 := len(J)-1, len(J[0])-1
-	base := make([][]float64, k1+1)
-	for m := range base {
-		base[m] = make([]float64, k2+1)
-		for l := range base[m] {
-			base[m][l] = min(1, max(0, J[m][l])) * fm[m] * fn[l]
-		}
-	}
-	acc := base
-	for range r - 2 {
-		next := make([][]float64, k1+1)
-		for m := range next {
-			next[m] = make([]float64, k2+1)
-		}
-		for m1 := range acc {
-			for l1, a := range acc[m1] {
-				if a == 0 {
-					continue
-				}
-				for m2 := 0; m1+m2 <= k1; m2++ {
-					for l2 := 0; l1+l2 <= k2; l2++ {
-						next[m1+m2][l1+l2] += a * base[m2][l2]
-					}
-				}
-			}
-		}
-		acc = next
-	}
-	out := 0.0
-	for m := range acc {
-		for l, a := range acc[m] {
-			out += a * base[k1-m][k2-l]
-		}
-	}
-	return out
-}
-
-func factorial(n int) float64 {
-	out := 1.0
-	for i := 2; i <= n; i++ {
-		out *= float64(i)
-	}
-	return out
-}
+// unit clamps a chance to [0, 1] (math.Min and math.Max are not inlined
+// in batchBarrier's inner loops).
+func unit(x float64) float64 { return min(1, max(0, x)) }
