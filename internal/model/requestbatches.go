@@ -325,14 +325,7 @@ func (b batchGrid) lateLumps(pairs []func(x, y int) float64, s, k2, r int) []flo
 			cdf[y] *= own[y]
 		}
 	}
-	pmf := make([]float64, c.n)
-	for y := range pmf {
-		pmf[y] = cdf[y]
-		if y > 0 {
-			pmf[y] -= cdf[y-1]
-		}
-	}
-	return pmf
+	return differences(cdf)
 }
 
 // batchCorrectionCells is the grid of batchServers's depoissonisation
