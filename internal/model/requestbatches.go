@@ -383,9 +383,7 @@ func (b batchGrid) lateLumps(pairs []func(x, y int) float64, next *nextBatch, s,
 			if w <= 0 {
 				continue
 			}
-			for y := 0; y+s-x < c.n; y++ {
-				own[y] -= w * (1 - lumpCDF[y+s-x])
-			}
+			leftBy(own, lumpCDF, w, s-x)
 		}
 		for y := range cdf {
 			cdf[y] *= own[y]
@@ -401,14 +399,21 @@ func (b batchGrid) lateLumps(pairs []func(x, y int) float64, next *nextBatch, s,
 		if x == s {
 			w /= 2
 		}
-		for y := 0; y+s-x < c.n; y++ {
-			own[y] -= w * (1 - workCDF[y+s-x])
-		}
+		leftBy(own, workCDF, w, s-x)
 	}
 	for y := range cdf {
 		cdf[y] *= own[y]
 	}
 	return differences(cdf)
+}
+
+// leftBy takes from own (the CDF of what is left of some work at a
+// moment) the chance w that a lump of CDF lump arrived d cells before it
+// and leaves more than each y.
+func leftBy(own, lump []float64, w float64, d int) {
+	for y := 0; y+d < len(own); y++ {
+		own[y] -= w * (1 - lump[y+d])
+	}
 }
 
 // batchAges is how many spans of the batch before's age agedWaits takes.
@@ -501,9 +506,7 @@ func (b batchGrid) agedWaits(sys System, t1 [][]float64, k1, k2, r int) []batchG
 				if q <= 0 {
 					continue
 				}
-				for y := 0; y+age-x < long.n; y++ {
-					own[y] -= q * (1 - lumpCDF[y+age-x])
-				}
+				leftBy(own, lumpCDF, q, age-x)
 			}
 			for y := range lumps {
 				lumps[y] *= own[y]
