@@ -82,7 +82,7 @@ const batchServersCells = 256
 // 1x2..1x8 at p50/p90/p99 went from 0.0071-0.0205 (pessimistic at the
 // median) to 0.0023-0.0077 (10^7 simulated requests); the error at 8%
 // less that at 1% (the lone batch's own, taken out) from 0.0020-0.0066
-// to 0.0008-0.0043 at p10-p90.
+// to 0.0005-0.0043 at p10-p90.
 //
 // What is left: against a lone batch the law is +0.005 at p10-p30 and
 // -0.004 at p90 for 2-4 groups; at 30% load it is still pessimistic at
