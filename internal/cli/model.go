@@ -498,6 +498,11 @@ A run longer than a few seconds shows its progress on standard error.`,
 				return err
 			}
 			if cmd.Flags().Changed("phases") || cmd.Flags().Changed("batch") {
+				if !cmd.Flags().Changed("requests") && batch > 1 {
+					// A batch's requests share their arrival: the
+					// reference's noise goes with arrivals, not requests.
+					requests *= batch
+				}
 				return requestErrorMap(cmd, out, requestMapInputs{phases: phases, batch: batch, service: service, mixes: mixes, redraw: redraw, resimulate: resimulate,
 					scope: model.RequestMapScope{Utilizations: utils, PerServer: perServer, MaxNodes: maxNodes}, requests: requests, seed: seed})
 			}
@@ -532,7 +537,7 @@ A run longer than a few seconds shows its progress on standard error.`,
 	}
 	cmd.Flags().Float64SliceVar(&utils, "utilizations", []float64{0.01, 0.05, 0.15, 0.3, 0.6}, "loads")
 	cmd.Flags().IntVar(&maxD, "max-duplicates", 32, "largest duplicate count")
-	cmd.Flags().IntVar(&requests, "requests", 2000000, "simulated requests per (distribution, load)")
+	cmd.Flags().IntVar(&requests, "requests", 2000000, "simulated requests per (distribution, load), or per cell with --phases (times --batch unless given)")
 	cmd.Flags().Float64Var(&boundMeans, "bound-means", 3, "latency bound as a multiple of the mean service time")
 	cmd.Flags().StringVar(&measured, "measured", "", "also map a measured distribution (run directory, CSV, histogram log)")
 	cmd.Flags().StringVar(&measuredConfig, "config", "", "when --measured holds several configurations, the one to use")

@@ -261,3 +261,33 @@ func TestProgressLine(t *testing.T) {
 		t.Errorf("spoke after close: %q", buf.String())
 	}
 }
+
+// A batch's requests share their arrival, so the error map's default
+// reference grows with the batch; a --requests given is kept.
+func TestErrorMapBatchReference(t *testing.T) {
+	cells := filepath.Join(t.TempDir(), "cells.json")
+	cell := `[{"utilization":0.01,"server_utilization":0.01,"duplicates":1,"replicas":1,"quantile":0.5,"bound_s":0.005,"sla":0.5,"sla_thesis":0.5,"sla_simulated":0.5,"stderr":0.0001}]`
+	if err := os.WriteFile(cells, []byte(cell), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "16000000 simulated requests"},
+		{[]string{"--requests", "3000"}, "3000 simulated requests"},
+	} {
+		page := filepath.Join(t.TempDir(), "map.html")
+		args := append([]string{"errormap", "--phases", "4,3", "--batch", "8", "--redraw", cells, "--html", page}, c.args...)
+		if _, err := runModel(args...); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), c.want) {
+			t.Errorf("%v: the page does not say %q", c.args, c.want)
+		}
+	}
+}

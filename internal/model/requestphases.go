@@ -5,6 +5,7 @@ import (
 	"math/cmplx"
 
 	"gonum.org/v1/gonum/dsp/fourier"
+	"gonum.org/v1/gonum/floats"
 )
 
 // serverPhases is the request law of P >= 2 phases (k_1, ..., k_P
@@ -282,10 +283,7 @@ func (w *windowLumps) on(g grid, svc []float64) *windowsOn {
 // same for the same law.
 func (o *windowsOn) lump(wait []float64) (int, []float64) {
 	g, w := o.g, o.w
-	mass := 0.0
-	for _, v := range wait {
-		mass += v
-	}
+	mass := floats.Sum(wait)
 	if mass <= 0 {
 		mass = 1
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/gait-dev/gait/internal/model"
 	"github.com/gait-dev/gait/internal/report"
@@ -27,7 +28,17 @@ func WriteRequestErrorMap(w io.Writer, sys model.System, cells []model.RequestEr
 	for _, c := range cells {
 		worst = math.Max(worst, c.Error())
 	}
-	_, err := fmt.Fprintf(w, "largest |error|: %.4f (the thesis's accuracy: 0.002)\n", worst)
+	header, rows, inside, total := requestMapSummary(cells)
+	fmt.Fprintf(w, "\nlargest |error| over the quantiles, per mix: its range over each shape's mixes (within %g / mixes)\n", accuracyGoal)
+	tw = table(w)
+	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t")+"\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d of %d mixes x loads within %g; largest |error|: %.4f (the thesis's accuracy: %g)\n", inside, total, accuracyGoal, worst, accuracyGoal)
 	return err
 }
 
@@ -77,6 +88,9 @@ func RequestErrorChart(util float64, cells []model.RequestErrorCell) report.BarC
 func RequestErrorMapPage(sys model.System, scope model.RequestMapScope, requests int, cells []model.RequestErrorCell) *report.Page {
 	page := report.NewPage("gait model errormap: requests of " + sys.Request.String())
 	page.Paragraph(fmt.Sprintf("Service %s, no network delay, %d simulated requests per mix and load. A mix is duplicates x replicas; the bounds are where the request predictor puts the quantiles asked for, and each bar is the largest error over them. The simulation's bar is twice its largest standard error over them: a reference that noisy cannot tell the predictor's error from the goal.", sys.Service, requests))
+	header, rows, inside, total := requestMapSummary(cells)
+	page.Paragraph(fmt.Sprintf("%d of %d mixes x loads are within %g (the thesis's accuracy). Each shape of mix's largest errors over the quantiles, their range over its mixes (within %g / mixes):", inside, total, accuracyGoal, accuracyGoal))
+	page.Table(header, rows)
 	var utils []float64
 	seen := map[float64]bool{}
 	for _, c := range cells {

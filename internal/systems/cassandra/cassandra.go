@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -128,13 +127,7 @@ func (d *Driver) jar() string { return filepath.Join(d.Home, "lib", "cassandra-a
 
 // Check says what is missing to run Cassandra.
 func (d *Driver) Check() error {
-	if _, err := os.Stat(d.Java); err != nil {
-		return fmt.Errorf("cassandra: java: %w (install Debian's default-jre-headless)", err)
-	}
-	if _, err := os.Stat(d.jar()); err != nil {
-		return fmt.Errorf("cassandra: %w (run scripts/fetch-jars.sh cassandra, or make deps)", err)
-	}
-	return nil
+	return systems.CheckJava("cassandra", d.Java, []string{d.jar()}, "run scripts/fetch-jars.sh cassandra, or make deps")
 }
 
 func dir(h systems.Host) string { return filepath.Join(h.DataDir(), "cassandra") }

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -135,13 +134,8 @@ func (d *Driver) jars() []string {
 
 // Check says what is missing to run HBase (and its HDFS and ZooKeeper).
 func (d *Driver) Check() error {
-	if _, err := os.Stat(d.Java); err != nil {
-		return fmt.Errorf("hbase: java: %w (install Debian's default-jre-headless)", err)
-	}
-	for _, f := range d.jars() {
-		if _, err := os.Stat(f); err != nil {
-			return fmt.Errorf("hbase: %w (run scripts/fetch-jars.sh hbase, or make deps)", err)
-		}
+	if err := systems.CheckJava("hbase", d.Java, d.jars(), "run scripts/fetch-jars.sh hbase, or make deps"); err != nil {
+		return err
 	}
 	return errors.Join(d.HDFS.Check(), d.ZooKeeper.Check())
 }

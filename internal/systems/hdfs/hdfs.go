@@ -133,15 +133,7 @@ func (d *Driver) jars() []string {
 
 // Check says what is missing to run HDFS.
 func (d *Driver) Check() error {
-	if _, err := os.Stat(d.Java); err != nil {
-		return fmt.Errorf("hdfs: java: %w (install Debian's default-jre-headless)", err)
-	}
-	for _, f := range d.jars() {
-		if _, err := os.Stat(f); err != nil {
-			return fmt.Errorf("hdfs: %w (run scripts/fetch-jars.sh hadoop, or make deps)", err)
-		}
-	}
-	return nil
+	return systems.CheckJava("hdfs", d.Java, d.jars(), "run scripts/fetch-jars.sh hadoop, or make deps")
 }
 
 // Version is the Hadoop release java/hadoop/pom.xml names.

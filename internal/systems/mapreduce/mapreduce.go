@@ -25,7 +25,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -154,13 +153,12 @@ func (d *Driver) Needs() []string {
 
 // Check says what is missing to run MapReduce and its HDFS.
 func (d *Driver) Check() error {
-	if _, err := os.Stat(d.Java); err != nil {
-		return fmt.Errorf("mapreduce: java: %w (install Debian's default-jre-headless)", err)
-	}
+	var files []string
 	for _, j := range jars {
-		if _, err := os.Stat(filepath.Join(d.Home, "lib", j)); err != nil {
-			return fmt.Errorf("mapreduce: %w (run scripts/fetch-jars.sh mapreduce, or make deps)", err)
-		}
+		files = append(files, filepath.Join(d.Home, "lib", j))
+	}
+	if err := systems.CheckJava("mapreduce", d.Java, files, "run scripts/fetch-jars.sh mapreduce, or make deps"); err != nil {
+		return err
 	}
 	return d.HDFS.Check()
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -155,15 +154,7 @@ func (d *Driver) Needs() []string { return append([]string{d.Java}, d.ClassPath.
 
 // Check says what is missing to run ZooKeeper.
 func (d *Driver) Check() error {
-	if _, err := os.Stat(d.Java); err != nil {
-		return fmt.Errorf("zookeeper: java: %w (install Debian's default-jre-headless)", err)
-	}
-	for _, j := range d.ClassPath {
-		if _, err := os.Stat(j); err != nil {
-			return fmt.Errorf("zookeeper: %w (install Debian's zookeeper)", err)
-		}
-	}
-	return nil
+	return systems.CheckJava("zookeeper", d.Java, d.ClassPath, "install Debian's zookeeper")
 }
 
 // Start writes a configuration per host, starts one server per host and
