@@ -611,33 +611,6 @@ func (b batchGrid) poisson(mean float64) []float64 {
 	return law[:min(len(law), len(b.sums))]
 }
 
-// poissonPoint is a law drawn with Poisson totals of means first and then
-// (the others' counts at each server apart), and its weight.
-type poissonPoint struct{ first, then, weight float64 }
-
-// depoissonised is the points whose weighted sum is a law with the
-// others' counts split over the servers (multinomial given their totals:
-// first's fixed at A, then's of mean meanX and variance varX). A law h~
-// taken with Poisson totals of mean mu is E h(N), N Poisson(mu), so to the
-// second order h(A) = h~(A) - A/2 D h~(A) (depoissonisation), D the
-// second difference one apart; over then's law, E h(X) = h(meanX) +
-// varX/2 D h(meanX). (To the fourth order it moved 1x2 and 1x4 at 1% by
-// 0.001-0.003, no nearer the simulator.)
-func depoissonised(A, meanX, varX float64) []poissonPoint {
-	points := []poissonPoint{{A, meanX, 1}}
-	if A >= 1 {
-		w := -A / 2
-		points[0].weight -= 2 * w
-		points = append(points, poissonPoint{A - 1, meanX, w}, poissonPoint{A + 1, meanX, w})
-	}
-	if meanX >= 1 {
-		w := -(meanX - varX) / 2
-		points[0].weight -= 2 * w
-		points = append(points, poissonPoint{A, meanX - 1, w}, poissonPoint{A, meanX + 1, w})
-	}
-	return points
-}
-
 // batchRequest is batchServers's law for one request of the batch, with
 // T1 in cells from..to-1: before is the law of a server's work ahead of
 // its first-phase accesses, then that of the work between them and its
