@@ -41,8 +41,13 @@ func (p Progress) stage(what string, from, weight float64) Progress {
 // summed exactly), 14.5 s on 2x4 (as halves of halves), 0.06 s on one
 // server; three phases of 10 3.0 s on 2x1, 0.67 s on 1x2, 0.96 s on 2x2;
 // Gridlab-D's batches 9.1 s on 4x1, 0.62 s on 1x4 (and 9.6-10.2 s on 2x2,
-// a covering prediction, 2026-11-30 01:28 UTC). Equal shares told a
-// third of the time left. The thesis's predictor costs the same for every
+// a covering prediction, 2026-11-30 01:28 UTC). Since then (one timed
+// hold, 2026-11-30 04:40 UTC, load 14.9 -> 6.1, 4x1 at 8% 2.5-2.7 s in
+// both builds): three phases 0.88-1.13 -> 1.95-2.23 s on 2x2 (the chain
+// keeps its arrivals), Gridlab-D 0.66-0.77 -> 1.58-1.82 s on 1x4 (the
+// waits by the batch before's age, the lone batch's shares to the fourth
+// order), 7.3 -> 13.3-14.4 s on 2x2. Equal shares told a third of the
+// time left. The thesis's predictor costs the same for every
 // mix.
 func mixShares(sys System, cfgs []Config, accurate bool) []float64 {
 	cost := make([]float64, len(cfgs))
@@ -71,10 +76,12 @@ func mixCost(sys System, cfg Config, accurate bool) float64 {
 			return 0.05
 		}
 	case pathBatchServers:
-		return 0.1
+		return 0.6
 	case pathBatchBarrier:
-		return 4
-	case pathGroupChain, pathServerGroupsPhases:
+		return 7.5
+	case pathGroupChain:
+		return 0.8
+	case pathServerGroupsPhases:
 		return 0.3
 	case pathTwoPhaseGroups:
 		switch {
