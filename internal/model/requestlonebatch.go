@@ -21,8 +21,7 @@ type poissonPoint struct{ first, then, weight float64 }
 // their second-order terms. The derivatives are differences of laws at
 // means one and two apart.
 //
-// To the second order only (h~ - A/2 h~(2), as batchServers took it from
-// session 14), the law of a lone batch on two groups was too wide (fast
+// To the second order only (h~ - A/2 h~(2)), the law of a lone batch on two groups was too wide (fast
 // at the bottom, slow at the top): against every split of the others'
 // counts over the two servers enumerated, +0.003 at p10-p30 and -0.003
 // at p70-p90; to the fourth order with the cross term, within 0.0007.
@@ -30,8 +29,8 @@ func depoissonised(A, meanX, varX float64) []poissonPoint {
 	// weights[da+2][dx+2]: the law at means A + da, meanX + dx
 	var weights [5][5]float64
 	weights[2][2] = 1
-	fixed := axisTerms(A, A/3, A*A/8-A/4, -A/2)
-	random := axisTerms(meanX, meanX/3-varX/2, meanX*meanX/8-meanX/4+varX/3-varX*meanX/4+varX*varX/8, (varX-meanX)/2)
+	fixed := axisTerms(A, -A/2, A/3, A*A/8-A/4)
+	random := axisTerms(meanX, (varX-meanX)/2, meanX/3-varX/2, meanX*meanX/8-meanX/4+varX/3-varX*meanX/4+varX*varX/8)
 	for d := range 5 {
 		weights[d][2] += fixed[d]
 		weights[2][d] += random[d]
@@ -66,7 +65,7 @@ func depoissonised(A, meanX, varX float64) []poissonPoint {
 // h”, c3 h”' and c4 h”” taken by differences (h” = D2 - D4/12): to
 // the fourth order where mu >= 2, to the second (c2 D2 alone) where
 // 1 <= mu < 2 (a mean two below would be negative), none below.
-func axisTerms(mu, c3, c4, c2 float64) [5]float64 {
+func axisTerms(mu, c2, c3, c4 float64) [5]float64 {
 	var w [5]float64
 	switch {
 	case mu >= 2:
