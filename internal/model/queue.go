@@ -134,6 +134,18 @@ func (g grid) waitingPMF(fe []float64, rho float64) []float64 {
 	return w
 }
 
+// serviceSums is the laws of 0 to most service times of law svc back to
+// back, on svc's grid: sums[c] is c services.
+func serviceSums(svc []float64, most int) [][]float64 {
+	sums := make([][]float64, most+1)
+	sums[0] = make([]float64, len(svc))
+	sums[0][0] = 1
+	for c := 1; c <= most; c++ {
+		sums[c] = convolve(sums[c-1], svc)
+	}
+	return sums
+}
+
 // convolve returns a*b truncated to len(a) points.
 func convolve(a, b []float64) []float64 {
 	size := fftSize(2 * len(a))

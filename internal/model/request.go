@@ -190,12 +190,7 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 	// sums[c] is the law of c service times on the grid.
 	maxCount := B * q.Accesses() // what one group may hold of a batch
 	svc := g.pmf(sys.Service)
-	sums := make([][]float64, maxCount+1)
-	sums[0] = make([]float64, g.n)
-	sums[0][0] = 1
-	for c := 1; c <= maxCount; c++ {
-		sums[c] = convolve(sums[c-1], svc)
-	}
+	sums := serviceSums(svc, maxCount)
 
 	// The lump one arrival instant brings a duplicate: a mixture of sums.
 	lumpRate := sys.Rate/float64(B) + float64(len(phases)-1)*sys.Rate

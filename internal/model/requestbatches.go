@@ -109,21 +109,17 @@ func (g grid) batchServers(sys System, k1, k2 int, rho float64, r int) []float64
 	coarse := newBatchGrid(g, batchCorrectionCells, sys, k1, k2, rho, r)
 	nextFine := &nextBatch{sys.Rate / float64(B) * c.h, c.countsOfSums(binomial(B*k1, p), sums)}
 	law, correction := make([]float64, c.n), make([]float64, coarse.grid.n)
-	toCoarse := func(s int) int {
-		return int(math.Round(float64(s) * float64(coarse.grid.n-1) / float64(c.n-1)))
-	}
+	toCoarse := func(s int) int { return cellOnGrid(s, c.n, coarse.grid.n) }
 	// the states by the batch before's age and the batch after's
 	// arrival, on a grid coarser still
 	shared := newBatchGrid(g, batchSharedCells, sys, k1, k2, rho, r)
 	sharedCorrection := make([]float64, shared.grid.n)
-	toShared := func(s int) int {
-		return int(math.Round(float64(s) * float64(shared.grid.n-1) / float64(c.n-1)))
-	}
+	toShared := func(s int) int { return cellOnGrid(s, c.n, shared.grid.n) }
 	t1Shared := make([][]float64, B)
 	for i, cdf := range t1s {
 		t1Shared[i] = make([]float64, shared.grid.n)
 		for x := range t1Shared[i] {
-			t1Shared[i][x] = cdf[min(c.n-1, int(math.Round(float64(x)*float64(c.n-1)/float64(shared.grid.n-1))))]
+			t1Shared[i][x] = cdf[min(c.n-1, cellOnGrid(x, shared.grid.n, c.n))]
 		}
 	}
 	aged := shared.agedWaits(sys, t1Shared, k1, k2, r)
@@ -440,12 +436,7 @@ func (b batchGrid) agedWaits(sys System, t1 [][]float64, k1, k2, r int) []batchG
 	B, p := sys.Request.batch(), 1/float64(r)
 	long := grid{h: b.grid.h, n: 4 * b.grid.n}
 	svc := long.pmf(sys.Service)
-	sums := make([][]float64, B*max(k1, k2)+1)
-	sums[0] = make([]float64, long.n)
-	sums[0][0] = 1
-	for n := 1; n < len(sums); n++ {
-		sums[n] = convolve(sums[n-1], svc)
-	}
+	sums := serviceSums(svc, B*max(k1, k2))
 	wait := append(append([]float64(nil), b.wait...), make([]float64, long.n-b.grid.n)...)
 	firsts := convolve(wait, long.countsOfSums(binomial(B*k1, p), sums))
 	whole := cumulative(convolve(firsts, long.countsOfSums(binomial(B*k2, p), sums)))
@@ -536,6 +527,12 @@ func (b batchGrid) agedWaits(sys System, t1 [][]float64, k1, k2, r int) []batchG
 	return append(out, idle)
 }
 
+// cellOnGrid is the cell of a grid of m cells that cell s of a grid of n
+// cells over the same span falls in (nearest).
+func cellOnGrid(s, n, m int) int {
+	return int(math.Round(float64(s) * float64(m-1) / float64(n-1)))
+}
+
 // batchSharedCells is the grid of what the batches before and after
 // share over the servers (batchServers): differences of laws again.
 const batchSharedCells = 128
@@ -580,12 +577,7 @@ func newBatchGrid(g grid, cells int, sys System, k1, k2 int, rho float64, r int)
 	total := sys.Request.batch() * (k1 + k2)
 	svc := c.pmf(sys.Service)
 	most := total + int(10*math.Sqrt(float64(total))) + 10
-	sums := make([][]float64, most+1)
-	sums[0] = make([]float64, c.n)
-	sums[0][0] = 1
-	for n := 1; n < len(sums); n++ {
-		sums[n] = convolve(sums[n-1], svc)
-	}
+	sums := serviceSums(svc, most)
 	whole := c.countsOfSums(binomial(total, p), sums)
 	wait := c.waitingPMF(c.lumpEquilibrium(whole, float64(total)*p*sys.Service.Mean()), rho)
 	return batchGrid{grid: c, sums: sums, wait: wait, net: c.pmf(sys.net())}

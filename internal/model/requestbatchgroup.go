@@ -123,12 +123,7 @@ func (g grid) batchReleased(wait []float64, sums [][]float64, k1, k2, B int, rat
 func (g grid) batchHistoryCorrection(k1, k2, B int, svc, net []float64, rate float64, d int) []float64 {
 	c := grid{h: g.h * historyCoarse, n: g.n / historyCoarse}
 	cs := coarsen(svc, historyCoarse)
-	sums := make([][]float64, B*(k1+k2)+1)
-	sums[0] = make([]float64, c.n)
-	sums[0][0] = 1
-	for n := 1; n < len(sums); n++ {
-		sums[n] = convolve(sums[n-1], cs)
-	}
+	sums := serviceSums(cs, B*(k1+k2))
 	h := c.newSharedHistory([]int{B * (k1 + k2)}, cs, rate, nil)
 	cnet := coarsen(net, historyCoarse)
 	// The states merged for d (mergeShared). Merged by their laws' mean

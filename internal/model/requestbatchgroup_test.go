@@ -19,12 +19,7 @@ func TestBatchReleasedSplitsTheWholeWork(t *testing.T) {
 	const k1, k2, B = 4, 3, 8
 	c := grid{h: 0.1 / 2047 * historyCoarse, n: 256}
 	svc := coarsen(grid{h: 0.1 / 2047, n: 2048}.pmf(Exponential{1e-3}), historyCoarse)
-	sums := make([][]float64, B*(k1+k2)+1)
-	sums[0] = make([]float64, c.n)
-	sums[0][0] = 1
-	for n := 1; n < len(sums); n++ {
-		sums[n] = convolve(sums[n-1], svc)
-	}
+	sums := serviceSums(svc, B*(k1+k2))
 	whole := sums[B*(k1+k2)]
 	mean := lawMean(c, cumulative(whole))
 	rate := 0.3 / mean

@@ -666,12 +666,7 @@ type chainSetup struct {
 func newChainSetup(sys System, phases []int, r int, horizon float64) chainSetup {
 	g := grid{h: horizon / (groupChainCells - 1), n: groupChainCells}
 	svc := g.pmf(sys.Service)
-	sums := make([][]float64, 1, slices.Max(phases)+1)
-	sums[0] = make([]float64, g.n)
-	sums[0][0] = 1
-	for c := 1; c < cap(sums); c++ {
-		sums = append(sums, convolve(sums[c-1], svc))
-	}
+	sums := serviceSums(svc, slices.Max(phases))
 	p := 1 / float64(r)
 	// The accesses that reach a group while phase ph runs (for window
 	// seconds), ahead of the next: the first phase of each request

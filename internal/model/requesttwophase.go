@@ -655,12 +655,7 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64,
 	// out the same within 1e-4 at p10-p99 with nearest rounding
 	// (g.nearestPMF) and with this.
 	svc := g.pmf(sys.Service)
-	sums := make([][]float64, max(k1, k2)+1)
-	sums[0] = make([]float64, g.n)
-	sums[0][0] = 1
-	for c := 1; c < len(sums); c++ {
-		sums[c] = convolve(sums[c-1], svc)
-	}
+	sums := serviceSums(svc, max(k1, k2))
 	// Lumps reach a group at each phase's start: a first phase's
 	// Binomial(k1, 1/r) accesses, a second phase's Binomial(k2, 1/r).
 	p := 1 / float64(r)
