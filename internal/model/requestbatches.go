@@ -51,11 +51,11 @@ const batchServersCells = 256
 // own count, the difference on the coarser grid. Taken apart from the
 // loads, a lone batch's law was too wide: against a Monte Carlo of it,
 // drawing the set of others ahead from another batch whose T1 fell in
-// the same sixteenth of its law moved 1x2 by -0.0027 at p30 and +0.0021
-// at p90, the model's whole error there; the two classes took the 1%
-// cells' 1x3 from +0.0047/-0.0029 at p30/p90 to +0.0024/-0.0011. (The
-// later requests' coming first is tied to the loads too, less: not
-// taken.)
+// the same sixteenth of its law widened 1x2's law by 0.003 at p10-p30
+// and 0.002 at p70-p90, the model's whole error there; the two classes
+// took the 1% cells' 1x3 from +0.0047/-0.0029 at p30/p90 to
+// +0.0024/-0.0011. (The later requests' coming first is tied to the
+// loads too, less: not taken.)
 //
 // The batch's other work splits over the servers with its totals fixed:
 // the earlier requests' first phases ((j-1) k1 accesses) and the work
