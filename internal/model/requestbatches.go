@@ -47,15 +47,17 @@ const batchServersCells = 256
 // (those hold more). So the count of last phases ahead is taken in two
 // classes: every server done with the earlier first phases by T1 (each
 // of them ahead; the law with that condition), or not (each ahead with
-// the chance left, (q - P(done))/(1 - P(done))), each class's law at its
-// own count, the difference on the coarser grid. Taken apart from the
-// loads, a lone batch's law was too wide: against a Monte Carlo of it,
-// drawing the set of others ahead from another batch whose T1 fell in
-// the same sixteenth of its law widened 1x2's law by 0.003 at p10-p30
-// and 0.002 at p70-p90, the model's whole error there; the two classes
-// took the 1% cells' 1x3 from +0.0047/-0.0029 at p30/p90 to
-// +0.0024/-0.0011. (The later requests' coming first is tied to the
-// loads too, less: not taken.)
+// the chance left, (q - P(done))/(1 - P(done)), P(done) given T1 over
+// the joint split of the request's and the earlier accesses:
+// doneGivenT1), each class's law at its own count, the difference on the
+// coarser grid. Taken apart from the loads, a lone batch's law was too
+// wide: against a Monte Carlo of it, drawing the set of others ahead
+// from another batch whose T1 fell in the same sixteenth of its law
+// widened 1x2's law by 0.003 at p10-p30 and 0.002 at p70-p90, the
+// model's whole error there; the two classes took the 1% cells' 1x3 from
+// +0.0047/+0.0021/-0.0029 at p30/p50/p90 to -0.0005/-0.0013/-0.0016, and
+// 1x5's median from +0.0035 to +0.0008. (The later requests' coming
+// first is tied to the loads too, less: not taken.)
 //
 // The batch's other work splits over the servers with its totals fixed:
 // the earlier requests' first phases ((j-1) k1 accesses) and the work
@@ -100,11 +102,11 @@ const batchServersCells = 256
 // less that at 1% (the lone batch's own, taken out) from 0.0020-0.0066
 // to 0.0005-0.0043 at p10-p90.
 //
-// What is left: against a lone batch the law is fast at p30-p70 with 4-8
-// groups (at 1% load +0.0026 to +0.0037 at the median on 4-7 groups); at
-// 30% load it is still pessimistic at p50-p90 (1x2: 0.009-0.010, growing
-// with the load: the batch before's own wait is still taken apart at each
-// server); and the reply's network delay is counted in E as well as in U.
+// What is left: at 1% load the law is within 0.0018 at p50-p99 but slow
+// at p10-p30 on 6-8 groups (1x8: -0.0042 at p10); at 30% load it is
+// pessimistic at p50-p90 (1x2: 0.010-0.011, growing with the load: the
+// batch before's own wait is still taken apart at each server); and the
+// reply's network delay is counted in E as well as in U.
 func (g grid) batchServers(sys System, k1, k2 int, rho float64, r int) []float64 {
 	B := sys.Request.batch()
 	p := 1 / float64(r)
@@ -112,9 +114,13 @@ func (g grid) batchServers(sys System, k1, k2 int, rho float64, r int) []float64
 	c, sums, wait, net := fine.grid, fine.sums, fine.wait, fine.net
 	// t1s[j-1]: request j's T1 (each server's count of the earlier first
 	// phases binomial).
-	// done[j-1]: the chance that T1 is in each cell and every server is
-	// done by then with the earlier requests' first phases.
+	// done[j-1]: per cell of T1, the chance that every server is done by
+	// then with the earlier requests' first phases.
 	t1s, done := make([][]float64, B), make([][]float64, B)
+	upTo := make([][]float64, B*k1+1) // after the wait, c services and the reply
+	for n := range upTo {
+		upTo[n] = cumulative(convolve(convolve(wait, sums[n]), net))
+	}
 	for j := 1; j <= B; j++ {
 		before := convolve(wait, c.countsOfSums(binomial((j-1)*k1, p), sums))
 		A := make([][]float64, k1+1)
@@ -123,8 +129,7 @@ func (g grid) batchServers(sys System, k1, k2 int, rho float64, r int) []float64
 			A[n] = cumulative(convolve(convolve(before, sums[n]), net))
 		}
 		t1s[j-1] = multinomialProduct(A, r, c.n)
-		A[0] = cumulative(convolve(before, net))
-		done[j-1] = doneByT1(A, r)
+		done[j-1] = doneGivenT1(upTo, k1, (j-1)*k1, r)
 	}
 	coarse := newBatchGrid(g, batchCorrectionCells, sys, k1, k2, rho, r)
 	nextFine := &nextBatch{sys.Rate / float64(B) * c.h, c.countsOfSums(binomial(B*k1, p), sums)}
@@ -178,10 +183,7 @@ func (g grid) batchServers(sys System, k1, k2 int, rho float64, r int) []float64
 				if s > 0 {
 					w -= t1s[j-1][s-1]
 				}
-				pd := 1.0
-				if w > 1e-13 {
-					pd = clamp01(done[j-1][s] / w)
-				}
+				pd := done[j-1][s]
 				for d, wd := range [2]float64{w * pd, w * (1 - pd)} {
 					if wd <= 0 {
 						continue
@@ -793,26 +795,38 @@ func (g grid) batchRequest(before, then, late []float64, next *nextBatch, earlie
 	return law
 }
 
-// doneByT1 is, per cell s, the chance that T1 is in cell s and every
-// server is done by then with the work ahead of the request's first-phase
-// accesses: upTo[n] is the CDF of a server's end of its n accesses
-// (upTo[0]: of the work ahead).
-func doneByT1(upTo [][]float64, r int) []float64 {
-	k1 := len(upTo) - 1
-	pow := newMultinomial2(k1, 0, r)
-	hi, lo := make([]float64, k1+1), make([]float64, k1+1)
+// doneGivenT1 is, per cell s, the chance that every server is done by
+// then with the e accesses of the earlier requests' first phases given
+// that the request's T1 (the end of its k1) is in cell s, the two splits
+// over the r servers taken together (multinomial): upTo[c] is the CDF of
+// a server's end of c services after the wait it found. (Each server's
+// earlier count drawn binomial apart put the chance 0.01-0.02 high on 4
+// and 8 servers against a Monte Carlo of a lone batch.)
+func doneGivenT1(upTo [][]float64, k1, e, r int) []float64 {
+	pow := newMultinomial2(k1, e, r)
+	size := (k1 + 1) * (e + 1)
+	// T1 by s (hi) and s - 1 (lo), both with every server done by s
+	doneHi, doneLo, t1Hi, t1Lo := make([]float64, size), make([]float64, size), make([]float64, size), make([]float64, size)
 	out := make([]float64, len(upTo[0]))
 	for s := range out {
-		for n := range hi {
-			hi[n], lo[n] = upTo[n][s], upTo[n][s]
-			if n > 0 {
-				lo[n] = 0
+		for n := 0; n <= k1; n++ {
+			for a := 0; a <= e; a++ {
+				i, cdf := n*(e+1)+a, upTo[n+a]
+				prev := 0.0
 				if s > 0 {
-					lo[n] = upTo[n][s-1]
+					prev = cdf[s-1]
+				}
+				if n == 0 {
+					doneHi[i], doneLo[i], t1Hi[i], t1Lo[i] = cdf[s], cdf[s], 1, 1
+				} else {
+					doneHi[i], doneLo[i], t1Hi[i], t1Lo[i] = cdf[s], prev, cdf[s], prev
 				}
 			}
 		}
-		out[s] = pow.top(hi) - pow.top(lo)
+		out[s] = 1
+		if mass := pow.top(t1Hi) - pow.top(t1Lo); mass > 1e-13 {
+			out[s] = clamp01((pow.top(doneHi) - pow.top(doneLo)) / mass)
+		}
 	}
 	return out
 }
