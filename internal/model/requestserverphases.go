@@ -60,22 +60,29 @@ const serverCounts = 12
 // that arrived before T_i (a Poisson count over each window's length
 // added at each step): window i+1 given them is nextWindow's,
 // with a lumps and those of the requests present. Window 1 is the work W
-// each group finds (stationary, independent between groups) and its
-// accesses. Whether any request is present is split off: with none, W is
-// nothing and only the requests arriving since bring lumps; with some
+// each group finds (stationary, independent between groups given what
+// they share, below) and its accesses. Whether any request is present
+// is split off: with none, W is nothing and only the requests arriving
+// since bring lumps; with some
 // (N of them, Poisson, its mean the rate times the mean latency, N >= 1),
-// W is the stationary work given not all is idle, tied between the
-// groups by the last phase start (lastLumpTie), the last present
-// request is in each of its phases with chance 1/P (its later phases one
-// in each window, from the first) and each other present request has a
-// phase start within window i with chance (P-i)/P.
+// W and the count of the others (N-1) are taken by N's class
+// (presentClasses: one present, or more), which every group shares: the
+// more present, the more work each group finds and the more lumps reach
+// the later windows. The last present request is in each of its phases
+// with chance 1/P (its later phases one in each window, from the first)
+// and each other present request has a phase start within window i with
+// chance (P-i)/P.
 //
-// Left out: the tie between the groups' W beyond the last phase start
-// (the lumps before it, the split of its accesses over the groups), the
-// tie between W and how many requests are present (with one group, at
-// r = 1, this form is 0.0099 slow at p50 and 0.0113 fast at p99 at 30%
-// against a simulation of 4x10^6: narrow with no group to tie), which
-// phase of theirs the other present requests are in, when within the
+// Left out: the tie between the groups' W beyond the count present (tied
+// instead by the last phase start, lastLumpTie before presentClasses,
+// three phases of 10 on 1x2 at 30% were 0.0031 fast at p99, 1x3-1x8
+// within 0.0011; tied by both, every 1xr mix at 30% fast by up to
+// 0.0020; by the count alone 1x2 0.0018 and 1x3-1x8 0.0013-0.0018, slow
+// at p50-p90, against 4x10^6 simulated requests), W and the count within
+// the class of two or more, which phase of theirs the other present
+// requests are in (with one group, at r = 1, this form is 0.0037 slow at
+// p50 and 0.0104 and 0.0086 fast at p90 and p99 at 30%; drawn apart from
+// the count, 0.0075 slow at p50 and 0.0120 fast at p99), when within the
 // window each lump comes (one lump at one of two instants, more at one
 // instant spread over the window: a later phase of a request comes at
 // that request's barrier), and a group's end of phase i given more than
@@ -90,8 +97,7 @@ func serverGroupsPhases(sys System, phases []int, r int, rho, horizon float64) R
 	none := make([]float64, g.n)
 	none[0] = 1
 	sums := extendSums([][]float64{none, g.pmf(sys.Service)}, kmax+1)
-	lumpPMF, lumpMean := g.phaseStartLump(phases, p, sums, sys.Service.Mean())
-	w := g.waitingPMF(g.lumpEquilibrium(lumpPMF, lumpMean), rho)
+	w := g.waitingPMF(g.lumpEquilibrium(g.phaseStartLump(phases, p, sums, sys.Service.Mean())), rho)
 	net := g.pmf(sys.net())
 	c := serverChain{g: g, phases: phases, r: r, rate: sys.Rate, sums: sums, net: net, seconds: map[int]*spectra{}, lumps: map[[4]int]*serverLumps{}}
 	// How many requests are present at an arrival: Poisson, its mean the
@@ -115,19 +121,19 @@ func serverGroupsPhases(sys System, phases []int, r int, rho, horizon float64) R
 	if 1-idle < 1e-12 {
 		return RequestPrediction{Step: g.h, CDF: cumulative(law)}
 	}
-	// The others present: N-1 for N ~ Poisson(present) given N >= 1.
-	others := poissonLaw(present, 1e-13)[1:]
-	for m := range others {
-		others[m] /= 1 - idle
-	}
 	for i := range law {
 		law[i] *= idle
 	}
-	window, ends = c.found(lastLumpTie(g, convolve(w, lumpPMF), sys.Rate*float64(P), idle, r))
-	for j := 1; j <= P; j++ {
-		withSome := c.law(window, ends, others, P-j)
-		for i := range law {
-			law[i] += (1 - idle) / float64(P) * withSome[i]
+	// Some present: by their count (presentClasses), which sets both the
+	// work each group finds and the lumps the others bring later windows.
+	for _, class := range presentClasses(w, present, presentCountClasses) {
+		c.lumps = map[[4]int]*serverLumps{} // they depend on the class's others
+		window, ends = c.found([]foundCase{{1, class.found}})
+		for j := 1; j <= P; j++ {
+			withSome := c.law(window, ends, class.others, P-j)
+			for i := range law {
+				law[i] += (1 - idle) * class.weight / float64(P) * withSome[i]
+			}
 		}
 	}
 	return RequestPrediction{Step: g.h, CDF: cumulative(law)}
@@ -592,88 +598,4 @@ func fewerCounts(byCount [][]float64, most int) [][]float64 {
 type foundCase struct {
 	weight float64
 	w      []float64
-}
-
-// serverLagBins is how many bins lastLumpTie takes of the last lump's age.
-const serverLagBins = 16
-
-// lastLumpTie is the work the groups find given some request present,
-// tied by the last phase start: it reached every group at once, u ago (u
-// exponential at rate, the rate of phase starts), onto the work each
-// group had then (stationary: w, independent between groups) with its
-// own count there (lump: w plus that lump's work, jumped is their law),
-// and since then each group has served u of it. Given u the groups are
-// independent: each finds max(0, X - u), X of law jumped (mixed over u
-// this is w again). Nobody present (chance idle) is taken out of each
-// lag's chance that a group is idle, the same share at every lag. The u
-// are in serverLagBins bins of about equal weight, each mixed over its
-// cells.
-//
-// Drawn apart at every group (the groups' W independent), three phases
-// of 10 at 30% were slow to the median: 1x2 -0.0031 at p50, 1x4 -0.0021
-// at p90, 1x7 -0.0022 at p50 against simulations of 4x10^6 requests;
-// tied, -0.0012, -0.0003 and +0.0007.
-func lastLumpTie(g grid, jumped []float64, rate, idle float64, r int) []foundCase {
-	var cases []foundCase
-	per := 1.0 / serverLagBins
-	acc, weight := 0.0, 0.0
-	law := make([]float64, g.n)
-	flush := func() {
-		if weight > 0 {
-			for i := range law {
-				law[i] /= weight
-			}
-			cases = append(cases, foundCase{weight, law})
-		}
-		law, weight = make([]float64, g.n), 0
-	}
-	for c := 0; c < g.n; c++ {
-		pc := exponentialCell(rate, g.h, c)
-		if c == g.n-1 {
-			pc = math.Exp(-rate * float64(c) * g.h)
-		}
-		// u within cell c: X - u falls as near cell c below X as c+1.
-		for i, v := range shifted(jumped, c) {
-			law[i] += pc * v / 2
-		}
-		for i, v := range shifted(jumped, c+1) {
-			law[i] += pc * v / 2
-		}
-		weight += pc
-		acc += pc
-		if acc >= per*float64(len(cases)+1)*(1-1e-9) || c == g.n-1 {
-			flush()
-		}
-	}
-	if idle < 1e-12 {
-		return cases
-	}
-	// Nobody present: each group idle, so taken out of each lag's chance
-	// that a group is idle, a share of it alike at every lag (mixed over
-	// the lags, a group's work is W given some request present, as drawn
-	// apart).
-	groupIdle := 0.0
-	for _, f := range cases {
-		groupIdle += f.weight * f.w[0]
-	}
-	share := math.Min(1, idle/groupIdle)
-	out := cases[:0]
-	total := 0.0
-	for _, f := range cases {
-		take := share * f.w[0]
-		if 1-take < 1e-12 {
-			continue
-		}
-		f.w[0] -= take
-		for t := range f.w {
-			f.w[t] /= 1 - take
-		}
-		f.weight *= 1 - take
-		total += f.weight
-		out = append(out, f)
-	}
-	for i := range out {
-		out[i].weight /= total
-	}
-	return out
 }

@@ -35,16 +35,24 @@ func TestServerGroupsPhasesMatchSimulation(t *testing.T) {
 	}
 }
 
-// TestLastLumpTie holds lastLumpTie to what it is for, on three phases
-// of 10 on 1x2 at 30%: mixed over the last phase start's age, a group's
-// work is the stationary work given some request present, as drawn apart
-// (within 1e-5: on the grid the lump's work is its own stationary law
-// only so nearly); given the age the groups' work is tied, so window 1 (done
-// at every group by t) is likelier than with the work drawn apart at each
-// group: its CDF is nowhere below, and above by 0.004 or more somewhere
-// (0.0086 at its most). Through the chain this put the predicted median's
-// bound 0.0007 nearer the simulation's (4x10^6 requests).
-func TestLastLumpTie(t *testing.T) {
+// TestServerGroupsPhasesTail holds three phases of 10 on two groups of
+// one server at 30% to 10^6 simulated requests within 0.002 plus three
+// standard errors at the bounds of the predicted median, 90th and 99th
+// percentiles. With the count of requests present drawn apart from the
+// work the groups find (before presentClasses) the 99th percentile's
+// bound was 0.0031 fast; with it 0.0018 (4x10^6 requests, seeds 1 and
+// 2).
+func TestServerGroupsPhasesTail(t *testing.T) {
+	matchesSimulation(t, expRequests(threePhases, 0.3), Config{1, 2}, 0.002, SimOptions{Requests: 1000000, Seed: 1})
+}
+
+// TestPresentClasses holds presentClasses to what it is for, on three
+// phases of 10 on 1x2 at 30%: mixed over the classes a group's work is
+// the stationary work given some request present, as drawn apart; the
+// class of one request present finds less work than that of two or more
+// (about 2.1 times as much on average here), with no other request present
+// where the other class has one or more.
+func TestPresentClasses(t *testing.T) {
 	phases := []int{10, 10, 10}
 	r := 2
 	sys := expRequests(Request{Phases: phases}, 0.3)
@@ -53,43 +61,37 @@ func TestLastLumpTie(t *testing.T) {
 	none := make([]float64, g.n)
 	none[0] = 1
 	sums := extendSums([][]float64{none, g.pmf(sys.Service)}, 11)
-	lump, lumpMean := g.phaseStartLump(phases, 1/float64(r), sums, sys.Service.Mean())
-	w := g.waitingPMF(g.lumpEquilibrium(lump, lumpMean), rho)
-	const idle = 0.6
+	w := g.waitingPMF(g.lumpEquilibrium(g.phaseStartLump(phases, 1/float64(r), sums, sys.Service.Mean())), rho)
+	const present = 0.3
+	idle := math.Exp(-present)
 	busy := append([]float64(nil), w...)
 	busy[0] -= idle
 	for i := range busy {
 		busy[i] /= 1 - idle
 	}
-	found := lastLumpTie(g, convolve(w, lump), sys.Rate*float64(len(phases)), idle, r)
+	classes := presentClasses(w, present, 2)
+	if len(classes) != 2 {
+		t.Fatalf("%d classes, want 2", len(classes))
+	}
 	mixed := make([]float64, g.n)
-	for _, f := range found {
-		for i, v := range f.w {
-			mixed[i] += f.weight * v
+	for _, c := range classes {
+		for i, v := range c.found {
+			mixed[i] += c.weight * v
 		}
 	}
+	worst := 0.0
 	for i := range mixed {
-		if math.Abs(mixed[i]-busy[i]) > 1e-5 {
-			t.Fatalf("cell %d: the tied work mixes to %.10f, drawn apart %.10f", i, mixed[i], busy[i])
-		}
+		worst = math.Max(worst, math.Abs(mixed[i]-busy[i]))
 	}
-	c := serverChain{g: g, phases: phases, r: r, sums: sums, net: g.pmf(sys.net())}
-	apart := c.window(busy, phases[0])
-	tied := make([]float64, g.n)
-	for _, f := range found {
-		for i, v := range c.window(f.w, phases[0]) {
-			tied[i] += f.weight * v
-		}
+	if worst > 1e-4 {
+		t.Errorf("the classes' work mixes to within %.2g of the work given some request present, want 1e-4", worst)
 	}
-	most := 0.0
-	for i := range tied {
-		if tied[i] < apart[i]-1e-9 {
-			t.Errorf("cell %d: tied window 1 %.6f below drawn apart %.6f", i, tied[i], apart[i])
-		}
-		most = math.Max(most, tied[i]-apart[i])
+	one, more := lawMean(g, cumulative(classes[0].found)), lawMean(g, cumulative(classes[1].found))
+	if more < 1.5*one {
+		t.Errorf("mean work found %.3g ms with one request present, %.3g ms with more: want 1.5 times as much or more", 1e3*one, 1e3*more)
 	}
-	if most < 0.004 {
-		t.Errorf("tied window 1 is at most %.4f above drawn apart, want 0.004 or more", most)
+	if countMean(classes[0].others) != 0 || countMean(classes[1].others) < 1 {
+		t.Errorf("others present: %v and %v, want none and one or more", classes[0].others, classes[1].others)
 	}
-	t.Logf("tied window 1 above drawn apart by %.4f at most", most)
+	t.Logf("mixed within %.2g; mean work %.3g ms (one present) and %.3g ms (more)", worst, 1e3*one, 1e3*more)
 }

@@ -3,6 +3,7 @@ package systems
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 // CheckJava says what is missing to run a Java system: the java binary,
@@ -19,3 +20,16 @@ func CheckJava(system, java string, files []string, install string) error {
 	}
 	return nil
 }
+
+// JavaTmpDir is where a JVM gait starts for a member whose directory is
+// dir keeps its temporary files. Left to itself a JVM writes them to the
+// machine's /tmp: Jetty's work directory for each daemon's HTTP server
+// (HDFS, YARN, HBase) and native libraries unpacked from jars
+// (Cassandra's lz4), and a JVM stopped with a signal never removes them.
+// In dir they go when the member's directory does.
+func JavaTmpDir(dir string) string { return filepath.Join(dir, "java-tmp") }
+
+// JavaTmpFlag is the JVM flag that puts the temporary files in
+// JavaTmpDir(dir), which must exist: make it with the member's
+// configuration.
+func JavaTmpFlag(dir string) string { return "-Djava.io.tmpdir=" + JavaTmpDir(dir) }

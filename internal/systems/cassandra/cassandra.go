@@ -205,6 +205,7 @@ func (d *Driver) argv(h systems.Host) ([]string, error) {
 		"-Dlogback.configurationFile="+filepath.Join(base, "logback.xml"),
 		"-Dcassandra.storagedir="+base,
 		"-Dcassandra.logdir="+base,
+		systems.JavaTmpFlag(base),
 		"-Dcassandra-foreground=yes",
 		// The nodes start together with tokens gait gave them: no need to
 		// wait 30 s for gossip to settle before serving.
@@ -244,6 +245,9 @@ func (d *Driver) prepare(i int, hosts []systems.Host) error {
 		if err := h.MkdirAll(filepath.Join(base, sub)); err != nil {
 			return fmt.Errorf("cassandra on %s: %w", h.Name(), err)
 		}
+	}
+	if err := h.MkdirAll(systems.JavaTmpDir(base)); err != nil {
+		return fmt.Errorf("cassandra on %s: %w", h.Name(), err)
 	}
 	for name, text := range map[string]string{"cassandra.yaml": d.config(i, hosts), "logback.xml": logback} {
 		if err := h.WriteFile(filepath.Join(base, name), []byte(text)); err != nil {

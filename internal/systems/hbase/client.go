@@ -57,7 +57,7 @@ func startClient(ctx context.Context, c *Cluster) (*javapipe.Client, error) {
 		"hbase.zookeeper.property.clientPort": strconv.Itoa(zkPort),
 		"hbase.client.operation.timeout":      strconv.FormatInt(clientTimeout.Milliseconds(), 10),
 	}
-	if err := os.MkdirAll(conf, 0o755); err != nil {
+	if err := os.MkdirAll(systems.JavaTmpDir(conf), 0o755); err != nil {
 		return nil, fmt.Errorf("hbase client: %w", err)
 	}
 	for name, text := range map[string]string{"hbase-site.xml": hdfs.SiteXML(props), "log4j.properties": strings.Replace(log4j, "rootLogger=INFO", "rootLogger=WARN", 1)} {
@@ -69,7 +69,7 @@ func startClient(ctx context.Context, c *Cluster) (*javapipe.Client, error) {
 	for _, m := range c.servers {
 		servers = append(servers, m.host.Address())
 	}
-	args := append([]string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}, jvm17...)
+	args := append([]string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", systems.JavaTmpFlag(conf)}, jvm17...)
 	args = append(args, "-cp", conf+":"+filepath.Join(d.Home, "gait-hbase.jar")+":"+filepath.Join(d.Home, "lib", "*"),
 		"dev.gait.hbase.Client", table, family, strings.Join(SplitKeys(len(c.servers)), ","), strings.Join(servers, ","))
 	jc, err := javapipe.Start(javapipe.Options{Name: "hbase client", Java: d.Java, Args: args,

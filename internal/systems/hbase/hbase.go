@@ -238,6 +238,9 @@ func writeConf(h systems.Host, props map[string]string) error {
 			return err
 		}
 	}
+	if err := h.MkdirAll(systems.JavaTmpDir(dir(h))); err != nil {
+		return err
+	}
 	for name, text := range map[string]string{"hbase-site.xml": hdfs.SiteXML(props), "log4j.properties": log4j} {
 		if err := h.WriteFile(filepath.Join(confDir(h), name), []byte(text)); err != nil {
 			return err
@@ -284,7 +287,7 @@ func (m *member) launch(d *Driver) error {
 	}
 	argv := append([]string{d.Java}, flags...)
 	argv = append(argv, jvm17...)
-	argv = append(argv, "-Dhbase.log.dir="+dir(m.host),
+	argv = append(argv, "-Dhbase.log.dir="+dir(m.host), systems.JavaTmpFlag(dir(m.host)),
 		"-cp", d.classPath(m.host), class, "start")
 	return m.Launch(fmt.Sprintf("hbase %s on %s", m.role, m.host.Name()), func() (systems.Process, error) {
 		return m.host.Start("hbase-"+m.role, argv, []string{"MALLOC_ARENA_MAX=2"})

@@ -148,7 +148,7 @@ type answer struct {
 func startClient(d *Driver, nn systems.Host, dns []systems.Host) (*javaClient, error) {
 	dataNodes := len(dns)
 	conf := filepath.Join(dir(nn), "client-conf")
-	if err := os.MkdirAll(conf, 0o755); err != nil {
+	if err := os.MkdirAll(systems.JavaTmpDir(conf), 0o755); err != nil {
 		return nil, fmt.Errorf("hdfs client: %w", err)
 	}
 	props := map[string]string{"fs.defaultFS": FSURI(nn), "dfs.client.use.datanode.hostname": "false"}
@@ -168,7 +168,7 @@ func startClient(d *Driver, nn systems.Host, dns []systems.Host) (*javaClient, e
 			return nil, fmt.Errorf("hdfs client: %w", err)
 		}
 	}
-	argv := append(append([]string{}, JVMFlags...), "-Xmx512m", "-XX:+UseParallelGC",
+	argv := append(append([]string{}, JVMFlags...), "-Xmx512m", "-XX:+UseParallelGC", systems.JavaTmpFlag(conf),
 		"-cp", conf+":"+filepath.Join(d.Home, "gait-hdfs.jar")+":"+filepath.Join(d.Home, "lib", "*"),
 		"dev.gait.hdfs.Client", FSURI(nn))
 	pipe, err := javapipe.Start(javapipe.Options{Name: "hdfs client", Java: d.Java, Args: argv,

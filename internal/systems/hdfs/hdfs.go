@@ -296,6 +296,9 @@ func writeConf(h systems.Host, props map[string]string) error {
 			return err
 		}
 	}
+	if err := h.MkdirAll(systems.JavaTmpDir(dir(h))); err != nil {
+		return err
+	}
 	site := SiteXML(props)
 	for name, text := range map[string]string{"core-site.xml": site, "hdfs-site.xml": site, "log4j.properties": Log4j, "exclude": ""} {
 		if err := h.WriteFile(filepath.Join(confDir(h), name), []byte(text)); err != nil {
@@ -322,7 +325,7 @@ func (d *Driver) argv(h systems.Host, role string, args ...string) []string {
 	} else {
 		argv = append(argv, d.DataNodeJVM...)
 	}
-	argv = append(argv, "-Dhadoop.log.dir="+dir(h), "-cp", d.classPath(h))
+	argv = append(argv, "-Dhadoop.log.dir="+dir(h), systems.JavaTmpFlag(dir(h)), "-cp", d.classPath(h))
 	return append(argv, args...)
 }
 

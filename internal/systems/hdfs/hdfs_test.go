@@ -107,6 +107,7 @@ func TestCluster(t *testing.T) {
 		t.Fatal("a client of a DataNode's host was given")
 	}
 	checkArchive(t, c)
+	checkJavaTmp(t, hosts)
 
 	a, err := c.Client(nn)
 	if err != nil {
@@ -345,6 +346,23 @@ func checkArchive(t *testing.T, c *Cluster) {
 		}
 		if !strings.Contains(string(maps), archive) {
 			t.Errorf("the DataNode on %s does not map %s", m.host.Name(), archive)
+		}
+	}
+}
+
+// checkJavaTmp checks that each daemon's HTTP server keeps its Jetty work
+// directory in its host's directory, which the testbed removes, not in
+// the machine's /tmp, where a killed JVM leaves it.
+func checkJavaTmp(t *testing.T, hosts []systems.Host) {
+	t.Helper()
+	for _, h := range hosts {
+		tmp := systems.JavaTmpDir(dir(h))
+		entries, err := os.ReadDir(tmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(entries, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), "jetty-") }) {
+			t.Errorf("%s: no Jetty work directory in %s (%d entries)", h.Name(), tmp, len(entries))
 		}
 	}
 }

@@ -43,7 +43,7 @@ var nnBenchRuns atomic.Int64 // names each run's process (and its log) apart
 func (c *Cluster) NNBench(ctx context.Context, args ...string) (NNBenchResult, error) {
 	h := c.nn.host
 	argv := append([]string{c.d.Java}, JVMFlags...)
-	argv = append(argv, "-Xmx2g", "-XX:+UseParallelGC", "-cp", c.d.classPath(h), nnBenchClass, "-fs", FSURI(h))
+	argv = append(argv, "-Xmx2g", "-XX:+UseParallelGC", systems.JavaTmpFlag(dir(h)), "-cp", c.d.classPath(h), nnBenchClass, "-fs", FSURI(h))
 	argv = append(argv, args...)
 	p, err := h.Start(fmt.Sprintf("nnbench-%d", nnBenchRuns.Add(1)), argv, nil)
 	if err != nil {

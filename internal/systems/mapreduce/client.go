@@ -29,7 +29,7 @@ var clientJVM = []string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=
 // handed to line as it comes. On ctx's end it is killed.
 func (c *Cluster) runJava(ctx context.Context, log string, line func(string), args ...string) (string, error) {
 	argv := append(append(append([]string{}, hdfs.JVMFlags...), clientJVM...),
-		"-cp", confDir(c.rm.host)+":"+filepath.Join(c.d.Home, "lib", "*"))
+		systems.JavaTmpFlag(dir(c.rm.host)), "-cp", confDir(c.rm.host)+":"+filepath.Join(c.d.Home, "lib", "*"))
 	cmd := exec.Command(c.d.Java, append(argv, args...)...)
 	cmd.Env = append(os.Environ(), "HADOOP_CONF_DIR="+confDir(c.rm.host))
 	// It dies with gait, and is not in the terminal's process group:
@@ -40,8 +40,10 @@ func (c *Cluster) runJava(ctx context.Context, log string, line func(string), ar
 		return "", err
 	}
 	cmd.Stderr = cmd.Stdout
-	if err := os.MkdirAll(filepath.Dir(log), 0o755); err != nil {
-		return "", err
+	for _, d := range []string{filepath.Dir(log), systems.JavaTmpDir(dir(c.rm.host))} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", err
+		}
 	}
 	f, err := os.Create(log)
 	if err != nil {

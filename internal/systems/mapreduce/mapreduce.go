@@ -340,6 +340,9 @@ func (d *Driver) writeConf(h, rm systems.Host, role string) error {
 			return err
 		}
 	}
+	if err := h.MkdirAll(systems.JavaTmpDir(dir(h))); err != nil {
+		return err
+	}
 	site := hdfs.SiteXML(d.conf(h, rm, role))
 	files := map[string]string{"core-site.xml": site, "yarn-site.xml": site, "mapred-site.xml": site, "hdfs-site.xml": site,
 		"capacity-scheduler.xml": hdfs.SiteXML(d.capacityScheduler()), "log4j.properties": hdfs.Log4j}
@@ -361,7 +364,7 @@ func (d *Driver) argv(h systems.Host, jvm []string, class string, args ...string
 	argv := append([]string{d.Java}, hdfs.JVMFlags...)
 	argv = append(argv, jvm...)
 	argv = append(argv, "-Dhadoop.log.dir="+filepath.Join(dir(h), "logs"), "-Dyarn.log.dir="+filepath.Join(dir(h), "logs"),
-		"-cp", confDir(h)+":"+filepath.Join(d.Home, "lib", "*"), class)
+		systems.JavaTmpFlag(dir(h)), "-cp", confDir(h)+":"+filepath.Join(d.Home, "lib", "*"), class)
 	return append(argv, args...)
 }
 
