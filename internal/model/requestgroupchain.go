@@ -3,8 +3,6 @@ package model
 import (
 	"math"
 	"slices"
-
-	"gonum.org/v1/gonum/dsp/fourier"
 )
 
 // Duplicates in several groups, three phases or more, requests arriving
@@ -106,7 +104,10 @@ func (g grid) groupChain(phases []int, r, d int, states []weightedLaw, ahead fun
 	}
 	bins := []chainBin{start}
 	law := make([]float64, g.n)
-	spec := newChainSpectra(g.n, sums[:slices.Max(phases)+1])
+	// Each state is convolved with every count's sum of services (chainEnds):
+	// by their spectra, each sum's taken once, one transform a
+	// convolution instead of three.
+	spec := g.newSpectra(slices.Max(phases)+1, func(n int) []float64 { return sums[n] })
 	prevClasses := 1
 	for ph, k := range phases {
 		lastPhase := ph == len(phases)-1
@@ -139,8 +140,8 @@ func (g grid) groupChain(phases []int, r, d int, states []weightedLaw, ahead fun
 			if mass < 1e-12 {
 				continue
 			}
-			marked := g.chainEnds(b.marked, prior, spec, net, d)
-			rest := g.chainEnds(b.rest, prior, spec, net, d)
+			marked := g.chainEnds(b.marked, prior, sums, spec, net, d)
+			rest := g.chainEnds(b.rest, prior, sums, spec, net, d)
 			var cdf []float64
 			if b.marked == nil {
 				cdf = multinomialProduct(rest.done, r, g.n)
@@ -332,8 +333,9 @@ type chainKind struct {
 }
 
 // chainEnds is chainGroupEnds for a kind of group in the states given, the
-// phase's count of law prior.
-func (g grid) chainEnds(states []chainState, prior []float64, spec *chainSpectra, net []float64, d int) chainGroupEnds {
+// phase's count of law prior (spec: the spectra of sums, the sums of
+// service times).
+func (g grid) chainEnds(states []chainState, prior []float64, sums [][]float64, spec *spectra, net []float64, d int) chainGroupEnds {
 	k := len(prior) - 1
 	out := chainGroupEnds{done: make([][]float64, k+1)}
 	for n := range out.done {
@@ -342,12 +344,12 @@ func (g grid) chainEnds(states []chainState, prior []float64, spec *chainSpectra
 	withNet := net[0] < 1
 	for _, st := range states {
 		e := chainEnd{w: st.w, class: st.class}
-		fq, fq0 := spec.of(st.q), []complex128(nil)
+		fq, fq0 := spec.transform(st.q), []complex128(nil)
 		if st.q0[0] < 1 {
-			fq0 = spec.of(st.q0)
+			fq0 = spec.transform(st.q0)
 		}
 		for n := 0; n <= k; n++ {
-			y0, y := spec.sums[n], spec.times(fq, n)
+			y0, y := sums[n], spec.times(fq, n)
 			if fq0 != nil {
 				y0 = spec.times(fq0, n)
 			}
@@ -875,45 +877,4 @@ func loserClasses(prior []float64, d, prevClasses int, last bool) (int, func(kin
 	return prevClasses * chainLastLoserClasses, func(_, class, n int) int {
 		return class*chainLastLoserClasses + of[n]
 	}
-}
-
-// chainSpectra convolves laws on n cells with the sums of service times
-// by their spectra, each sum's taken once (chainEnds convolves each state
-// with every count's sum: three transforms a convolution, one this way).
-type chainSpectra struct {
-	ft      *fourier.FFT
-	n, size int
-	sums    [][]float64
-	spectra [][]complex128
-}
-
-func newChainSpectra(n int, sums [][]float64) *chainSpectra {
-	size := fftSize(2 * n)
-	c := &chainSpectra{ft: fourier.NewFFT(size), n: n, size: size, sums: sums}
-	for _, s := range sums {
-		c.spectra = append(c.spectra, c.of(s))
-	}
-	return c
-}
-
-// of is the spectrum of a law on n cells.
-func (c *chainSpectra) of(a []float64) []complex128 {
-	s := make([]float64, c.size)
-	copy(s, a[:min(len(a), c.n)])
-	return c.ft.Coefficients(nil, s)
-}
-
-// times is the law of spectrum f convolved with the sum of m service
-// times, on n cells (as convolve).
-func (c *chainSpectra) times(f []complex128, m int) []float64 {
-	prod := make([]complex128, len(f))
-	for i, v := range f {
-		prod[i] = v * c.spectra[m][i]
-	}
-	s := c.ft.Sequence(nil, prod)
-	out := make([]float64, c.n)
-	for i := range out {
-		out[i] = math.Max(0, s[i]/float64(c.size))
-	}
-	return out
 }

@@ -42,11 +42,7 @@ func (g grid) finishedLeftover(k1, k2, r, d int, rate float64, sums [][]float64)
 	ones := make([]float64, g.n)
 	ones[0] = 1
 	// Δ: the first phase, read at T1 (E = 0).
-	first := make([][]float64, k1+1)
-	for n := range first {
-		first[n] = sums[n]
-	}
-	start, _, _ := g.lateRest(first, k1, r, d, 0)
+	start, _, _ := g.lateRest(sums[:k1+1], k1, r, d, 0)
 	delta := make([]float64, g.n)
 	delta[0] = 1
 	for z := 1; z < g.n; z++ {

@@ -115,7 +115,7 @@ func serverGroupsPhases(sys System, phases []int, r int, rho, horizon float64) R
 	// (each window's with the chance a present request has a phase left
 	// for it) made the latency too narrow: three phases of 10 on one
 	// server at 8% load came out up to 0.017 off serverPhases.
-	window, ends := c.found([]foundCase{{1, none}})
+	window, ends := c.found(none)
 	law := c.law(window, ends, nil, 0)
 	P := len(phases)
 	if 1-idle < 1e-12 {
@@ -128,7 +128,7 @@ func serverGroupsPhases(sys System, phases []int, r int, rho, horizon float64) R
 	// work each group finds and the lumps the others bring later windows.
 	for _, class := range presentClasses(w, present, presentCountClasses) {
 		c.lumps = map[[4]int]*serverLumps{} // they depend on the class's others
-		window, ends = c.found([]foundCase{{1, class.found}})
+		window, ends = c.found(class.found)
 		for j := 1; j <= P; j++ {
 			withSome := c.law(window, ends, class.others, P-j)
 			for i := range law {
@@ -166,20 +166,11 @@ func (c *serverChain) window(ahead []float64, k int) []float64 {
 	return multinomialProduct(a, c.r, c.g.n)
 }
 
-// found is window 1's law (pmf) and the groups' ends of it when the
-// work the groups find has cases found (in each independent between
-// groups).
-func (c *serverChain) found(found []foundCase) ([]float64, groupEnds) {
-	g := c.g
-	window := make([]float64, g.n)
-	var st groupEnds
-	for _, f := range found {
-		for t, v := range differences(c.window(f.w, c.phases[0])) {
-			window[t] += f.weight * v
-		}
-		st.add(g.groupEnds(f.w, binomial(c.phases[0], 1/float64(c.r)), c.sums), f.weight)
-	}
-	return window, st.scaled()
+// found is window 1's law (pmf) and the groups' ends of it when each
+// group finds work of law w, independent between groups.
+func (c *serverChain) found(w []float64) ([]float64, groupEnds) {
+	window := differences(c.window(w, c.phases[0]))
+	return window, c.g.groupEnds(w, binomial(c.phases[0], 1/float64(c.r)), c.sums)
 }
 
 // law is the latency's law given window 1's law and the groups' ends of
@@ -591,11 +582,4 @@ func fewerCounts(byCount [][]float64, most int) [][]float64 {
 		}
 	}
 	return out
-}
-
-// foundCase is a case of the work each group finds at the arrival (w,
-// independent between groups in the case) and its chance.
-type foundCase struct {
-	weight float64
-	w      []float64
 }

@@ -495,15 +495,29 @@ func (sp *spectra) transform(x []float64) []complex128 {
 func (sp *spectra) each(x []float64, f func(i int, pmf []float64)) {
 	cx := sp.transform(x)
 	out := make([]float64, sp.n)
-	for i, c := range sp.coef {
-		for j := range sp.prod {
-			sp.prod[j] = cx[j] * c[j]
-		}
-		seq := sp.ft.Sequence(sp.buf, sp.prod)
-		for t := range out {
-			out[t] = math.Max(0, seq[t]/float64(sp.size))
-		}
+	for i := range sp.coef {
+		sp.product(out, cx, i)
 		f(i, out)
+	}
+}
+
+// times is the law whose transform is cx convolved with law i, truncated
+// to the grid, in a new slice.
+func (sp *spectra) times(cx []complex128, i int) []float64 {
+	out := make([]float64, sp.n)
+	sp.product(out, cx, i)
+	return out
+}
+
+// product puts into out the law whose transform is cx convolved with law
+// i, truncated to the grid.
+func (sp *spectra) product(out []float64, cx []complex128, i int) {
+	for j, c := range sp.coef[i] {
+		sp.prod[j] = cx[j] * c
+	}
+	seq := sp.ft.Sequence(sp.buf, sp.prod)
+	for t := range out {
+		out[t] = math.Max(0, seq[t]/float64(sp.size))
 	}
 }
 
@@ -690,12 +704,12 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64,
 	// A duplicate is busy with chance busy, (1-present)*left.busy of it
 	// with no request present (the leftover's): the present part holds
 	// the rest.
-	busy = max(0, busy-(1-present)*left.busy) / present
+	busyGivenPresent := max(0, busy-(1-present)*left.busy) / present
 	states := idleOrBusy(stationary)
 	if len(states) == 1 {
 		return cumulative(differences(alone))
 	}
-	states[0].w, states[1].w = 1-busy, busy
+	states[0].w, states[1].w = 1-busyGivenPresent, busyGivenPresent
 	for i := range states {
 		states[i].pmf = convolve(states[i].pmf, net)
 	}
