@@ -219,6 +219,10 @@ func label(role string) string {
 func dir(h systems.Host) string     { return filepath.Join(h.DataDir(), "yarn") }
 func confDir(h systems.Host) string { return filepath.Join(dir(h), "conf") }
 
+// nodeAttributeDir is where the ResourceManager on h keeps its node
+// attributes' store.
+func nodeAttributeDir(h systems.Host) string { return filepath.Join(dir(h), "node-attribute") }
+
 func hostPort(addr string, port int) string { return addr + ":" + strconv.Itoa(port) }
 
 // conf is the yarn-site.xml (also core-site.xml and mapred-site.xml) of
@@ -246,6 +250,9 @@ func (d *Driver) conf(h, rm systems.Host, role string) map[string]string {
 		"yarn.resourcemanager.system-metrics-publisher.enabled":   "false",
 		"yarn.log-aggregation-enable":                             "false",
 		"yarn.webapp.ui2.enable":                                  "false",
+		// in the host's directory, which the testbed removes, not the
+		// default /tmp/hadoop-yarn-USER, which outlives every run
+		"yarn.node-attribute.fs-store.root-dir": "file://" + nodeAttributeDir(h),
 		// the NodeManagers
 		"yarn.nodemanager.hostname":                             a,
 		"yarn.nodemanager.address":                              hostPort(a, nmPort),

@@ -132,6 +132,9 @@ func TestCluster(t *testing.T) {
 	d.SplitSize = 1 << 20
 	cl, _ := systemstest.OnTestbed(t, d, 4)
 	c := cl.(*Cluster)
+	if _, err := os.Stat(nodeAttributeDir(c.rm.host)); err != nil {
+		t.Errorf("the ResourceManager's node attributes are not in its host's directory: %v", err)
+	}
 	ctx := context.Background()
 	rs, err := c.Roles(ctx)
 	if err != nil || !slices.Equal([]string{rs["h0"], rs["h1"], rs["h2"], rs["h3"]}, layout(Split, 4)) {
