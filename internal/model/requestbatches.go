@@ -9,7 +9,13 @@ import "math"
 // batchServersCells is the grid of batchServers: its work grows with the
 // cells squared. Against 512 cells, 256 moved Gridlab-D's batches on 1x2,
 // 1x4 and 1x8 (1% and 30% load) by at most 0.0015 at p10-p99, but for 1x4
-// at 1% (0.004 lower at p90 and p99).
+// at 1% (0.004 lower at p90 and p99). The law converges as the cells'
+// width squared (on 1x2 at 8% load, 128, 256 and 512 cells were 0.0112,
+// 0.0042 and 0.0023 low at the median against lone batches simulated,
+// 0.0155, 0.0069 and 0.0047 at p70), and the error map's horizon doubles
+// with the load's tail (112 ms for 1x2 at 8% and 30%, 56 at 1%), so the
+// law is taken on these cells and on half as many and extrapolated
+// (Richardson): the pessimism at 8% and 30% load was partly the grid.
 const batchServersCells = 256
 
 // batchServers is the request law, on g, of requests of two phases (k1
@@ -104,13 +110,27 @@ const batchServersCells = 256
 //
 // What is left: at 1% load the law is within 0.0018 at p50-p99 but slow
 // at p10-p30 on 6-8 groups (1x8: -0.0042 at p10); at 30% load it is
-// pessimistic at p50-p90 (1x2: 0.010-0.011, growing with the load: the
+// pessimistic at p50-p90 (1x2: 0.008, growing with the load: the
 // batch before's own wait is still taken apart at each server); and the
 // reply's network delay is counted in E as well as in U.
 func (g grid) batchServers(sys System, k1, k2 int, rho float64, r int) []float64 {
+	law, corrections := g.batchServersOn(sys, k1, k2, rho, r, batchServersCells, true)
+	// the law's limit on finer cells (batchServersCells)
+	half, _ := g.batchServersOn(sys, k1, k2, rho, r, batchServersCells/2, false)
+	for i := range law {
+		law[i] += (law[i]-half[i])/3 + corrections[i]
+	}
+	return law
+}
+
+// batchServersOn is batchServers's law on a grid of cells cells, read on
+// g's cells, and apart from it (when corrections is set) the corrections
+// taken on their own coarser grids: the depoissonisation's terms, the two
+// classes and what the batches before and after share.
+func (g grid) batchServersOn(sys System, k1, k2 int, rho float64, r, cells int, corrections bool) (law, corrected []float64) {
 	B := sys.Request.batch()
 	p := 1 / float64(r)
-	fine := newBatchGrid(g, batchServersCells, sys, k1, k2, rho, r)
+	fine := newBatchGrid(g, cells, sys, k1, k2, rho, r)
 	c, sums, wait, net := fine.grid, fine.sums, fine.wait, fine.net
 	// t1s[j-1]: request j's T1 (each server's count of the earlier first
 	// phases binomial).
@@ -133,7 +153,7 @@ func (g grid) batchServers(sys System, k1, k2 int, rho float64, r int) []float64
 	}
 	coarse := newBatchGrid(g, batchCorrectionCells, sys, k1, k2, rho, r)
 	nextFine := &nextBatch{sys.Rate / float64(B) * c.h, c.countsOfSums(binomial(B*k1, p), sums)}
-	law, correction := make([]float64, c.n), make([]float64, coarse.grid.n)
+	fineLaw, correction := make([]float64, c.n), make([]float64, coarse.grid.n)
 	toCoarse := func(s int) int { return cellOnGrid(s, c.n, coarse.grid.n) }
 	// the states by the batch before's age and the batch after's
 	// arrival, on a grid coarser still
@@ -147,7 +167,10 @@ func (g grid) batchServers(sys System, k1, k2 int, rho float64, r int) []float64
 			t1Shared[i][x] = cdf[min(c.n-1, cellOnGrid(x, shared.grid.n, c.n))]
 		}
 	}
-	aged := shared.agedWaits(sys, t1Shared, k1, k2, r)
+	var aged []batchGrid
+	if corrections {
+		aged = shared.agedWaits(sys, t1Shared, k1, k2, r)
+	}
 	// the batch after at the server: its first phases' work, and that
 	// work arriving before a T1 (none: the same chance, nothing)
 	next := &nextBatch{sys.Rate / float64(B) * shared.grid.h, shared.grid.countsOfSums(binomial(B*k1, p), shared.sums)}
@@ -229,7 +252,10 @@ func (g grid) batchServers(sys System, k1, k2 int, rho float64, r int) []float64
 				lateCoarse[min(toCoarse(x), coarse.grid.n-1)] += v
 			}
 			for i, v := range fine.request(A, meanX, late, k1, k2, r, from, to) {
-				law[i] += v / float64(B)
+				fineLaw[i] += v / float64(B)
+			}
+			if !corrections {
+				continue
 			}
 			// The depoissonisation's terms (over the count's law within
 			// each class), on the coarser grid.
@@ -260,6 +286,9 @@ func (g grid) batchServers(sys System, k1, k2 int, rho float64, r int) []float64
 				}
 			}
 		}
+		if !corrections {
+			continue
+		}
 		// What the batches before and after share over the servers, on
 		// the coarser grid and over all of T1 (the count between the
 		// phases at its mean, what the last phases ahead leave at T1's
@@ -288,15 +317,16 @@ func (g grid) batchServers(sys System, k1, k2 int, rho float64, r int) []float64
 			sharedCorrection[i] += (v - base[i]) / float64(B)
 		}
 	}
-	lawAt := RequestPrediction{Step: c.h, CDF: law}
+	lawAt := RequestPrediction{Step: c.h, CDF: fineLaw}
 	correctionAt := RequestPrediction{Step: coarse.grid.h, CDF: correction}
 	sharedAt := RequestPrediction{Step: shared.grid.h, CDF: sharedCorrection}
-	out := make([]float64, g.n)
-	for i := range out {
+	law, corrected = make([]float64, g.n), make([]float64, g.n)
+	for i := range law {
 		x := (float64(i) + 0.5) * g.h
-		out[i] = lawAt.At(x) + correctionAt.At(x) + sharedAt.At(x)
+		law[i] = lawAt.At(x)
+		corrected[i] = correctionAt.At(x) + sharedAt.At(x)
 	}
-	return out
+	return law, corrected
 }
 
 // batchSpans is how many spans of T1's law batchServers takes the count

@@ -232,3 +232,40 @@ func TestBatchServersEarlierDone(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchServersGridLimit: batchServers's law converges as its cells'
+// width squared, so the law on 256 cells extrapolated with 128's is near
+// the limit. On the error map's horizon for 1x2 at 8% load (112 ms), 256
+// cells alone are up to 0.0022 off 512's; extrapolated from 256 and 128
+// cells, the law is within 0.0005 of the same from 512 and 256.
+func TestBatchServersGridLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes the law on 512 cells")
+	}
+	sys, cfg := expRequests(gridlabd, 0.08), Config{Duplicates: 1, Replicas: 2}
+	g := grid{h: 0.112 / (maxRequestGridPts - 1), n: maxRequestGridPts}
+	laws := map[int][]float64{}
+	for _, cells := range []int{128, 256, 512} {
+		laws[cells], _ = g.batchServersOn(sys, 4, 3, sys.Utilization(cfg), cfg.Replicas, cells, false)
+	}
+	limit := func(fine, coarse []float64) []float64 {
+		out := make([]float64, len(fine))
+		for i := range out {
+			out[i] = fine[i] + (fine[i]-coarse[i])/3
+		}
+		return out
+	}
+	largest := func(a, b []float64) float64 {
+		d := 0.0
+		for i := range a {
+			d = max(d, math.Abs(a[i]-b[i]))
+		}
+		return d
+	}
+	alone := largest(laws[256], laws[512])
+	extrapolated := largest(limit(laws[256], laws[128]), limit(laws[512], laws[256]))
+	t.Logf("256 against 512 cells: %.4f; extrapolated from 256 and 128 against from 512 and 256: %.4f", alone, extrapolated)
+	if alone < 0.0015 || extrapolated > alone/3 {
+		t.Errorf("256 against 512 cells %.4f (want the grid's error, >= 0.0015), extrapolated %.4f (want a third of it or less)", alone, extrapolated)
+	}
+}
