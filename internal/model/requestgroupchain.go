@@ -651,7 +651,25 @@ func splitDone(done [][]float64, counts []int, k int) float64 {
 // the arrivals put Olio's 2x2 at 30%, through this path, 0.044 slow at the
 // median; kept together at every group, within 0.011.)
 func groupChainFor(sys System, phases []int, r, d int, rho, horizon float64) RequestPrediction {
-	cs := newChainSetup(sys, phases, r, horizon)
+	fine := groupChainOn(sys, phases, r, d, rho, horizon, groupChainCells)
+	coarse := groupChainOn(sys, phases, r, d, rho, horizon, groupChainCells/2)
+	// The chain's law converges as the cells' width (not its square, as
+	// the two-phase engine's: against 10^7 lone requests on 3x2 and 4x2 the
+	// error at p30-p90 halves from 256 to 512 cells and again to 1024), so
+	// the law on a fine grid is the fine law plus its step from the
+	// coarse one (Richardson to the first order): 4x2's lone median
+	// +0.0050 on 512 cells, +0.0031 extrapolated, at about 1.2 times the
+	// cost.
+	law := make([]float64, len(fine.CDF))
+	for i, v := range fine.CDF {
+		law[i] = clamp01(2*v - coarse.At((float64(i)+0.5)*fine.Step))
+	}
+	return RequestPrediction{Step: fine.Step, CDF: cumulative(differences(law))}
+}
+
+// groupChainOn is groupChainFor's law on a grid of cells cells.
+func groupChainOn(sys System, phases []int, r, d int, rho, horizon float64, cells int) RequestPrediction {
+	cs := newChainSetup(sys, phases, r, horizon, cells)
 	g := cs.g
 	alone := cs.alone(phases, r, d)
 	// With another request present (at least as often as a duplicate is
@@ -675,8 +693,8 @@ func groupChainFor(sys System, phases []int, r, d int, rho, horizon float64) Req
 	return RequestPrediction{Step: g.h, CDF: law}
 }
 
-// chainSetup is what groupChain takes for sys on groupChainCells cells up
-// to a horizon: the grid, the sums of service times, the reply's delay,
+// chainSetup is what groupChain takes for sys on a number of cells up to
+// a horizon: the grid, the sums of service times, the reply's delay,
 // and what comes ahead of each phase (with left, the chance that the
 // request present still has a phase to bring then).
 type chainSetup struct {
@@ -686,8 +704,8 @@ type chainSetup struct {
 	ahead func(left func(ph int) float64) func(ph, arrived int, window float64) []chainAhead
 }
 
-func newChainSetup(sys System, phases []int, r int, horizon float64) chainSetup {
-	g := grid{h: horizon / (groupChainCells - 1), n: groupChainCells}
+func newChainSetup(sys System, phases []int, r int, horizon float64, cells int) chainSetup {
+	g := grid{h: horizon / float64(cells-1), n: cells}
 	svc := g.pmf(sys.Service)
 	sums := serviceSums(svc, slices.Max(phases))
 	p := 1 / float64(r)
