@@ -92,25 +92,23 @@ func TestGroupChainLosersShareCounts(t *testing.T) {
 	cs := newChainSetup(sys, threePhases.Phases, cfg.Replicas, serialTime(sys, cfg), groupChainCells)
 	pred := RequestPrediction{Step: cs.g.h, CDF: cs.alone(threePhases.Phases, cfg.Replicas, cfg.Duplicates)}
 	lat := loneRequests(sys, cfg, 1000000, 4)
+	checkAgainstLone(t, "512 cells", pred, lat, 0.0064)
+	ex := groupChainFor(sys, threePhases.Phases, cfg.Replicas, cfg.Duplicates, sys.Utilization(cfg), serialTime(sys, cfg))
+	checkAgainstLone(t, "extrapolated", ex, lat, 0.0045)
+}
+
+// checkAgainstLone fails t where pred is further than tol from the sorted
+// latencies lat of lone requests at p30, p50 and p70.
+func checkAgainstLone(t *testing.T, name string, pred RequestPrediction, lat []float64, tol float64) {
+	t.Helper()
 	for _, q := range []float64{0.3, 0.5, 0.7} {
 		b := pred.Quantile(q)
 		k, _ := slices.BinarySearch(lat, b)
 		sim := float64(k) / float64(len(lat))
 		e := pred.At(b) - sim
-		if math.Abs(e) > 0.0064 {
-			t.Errorf("p%g bound %.4gs: predicted %.4f, lone requests %.4f", 100*q, b, pred.At(b), sim)
+		if math.Abs(e) > tol {
+			t.Errorf("%s, p%g bound %.4gs: predicted %.4f, lone requests %.4f", name, 100*q, b, pred.At(b), sim)
 		}
-		t.Logf("p%g: %+.4f", 100*q, e)
-	}
-	ex := groupChainFor(sys, threePhases.Phases, cfg.Replicas, cfg.Duplicates, sys.Utilization(cfg), serialTime(sys, cfg))
-	for _, q := range []float64{0.3, 0.5, 0.7} {
-		b := ex.Quantile(q)
-		k, _ := slices.BinarySearch(lat, b)
-		sim := float64(k) / float64(len(lat))
-		e := ex.At(b) - sim
-		if math.Abs(e) > 0.0045 {
-			t.Errorf("extrapolated, p%g bound %.4gs: predicted %.4f, lone requests %.4f", 100*q, b, ex.At(b), sim)
-		}
-		t.Logf("extrapolated, p%g: %+.4f", 100*q, e)
+		t.Logf("%s, p%g: %+.4f", name, 100*q, e)
 	}
 }
