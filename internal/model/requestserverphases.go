@@ -73,12 +73,11 @@ const serverCounts = 12
 // and each other present request has a phase start within window i with
 // chance (P-i)/P.
 //
-// Left out: the tie between the groups' W beyond the count present (tied
-// instead by the last phase start, lastLumpTie before presentClasses,
-// three phases of 10 on 1x2 at 30% were 0.0031 fast at p99, 1x3-1x8
-// within 0.0011; tied by both, every 1xr mix at 30% fast by up to
-// 0.0020; by the count alone 1x2 0.0018 and 1x3-1x8 0.0013-0.0018, slow
-// at p50-p90, against 4x10^6 simulated requests), W and the count within
+// Left out: the tie between the groups' W beyond the count present (by
+// the count alone, three phases of 10 at 30% are 0.0018 off on 1x2 and
+// 0.0013-0.0018 on 1x3-1x8, slow at p50-p90, against 4x10^6 simulated
+// requests; tied by the last phase start instead, 1x2 was 0.0031 fast at
+// p99, and by both, every 1xr mix up to 0.0020 fast), W and the count within
 // the class of two or more, which phase of theirs the other present
 // requests are in (with one group, at r = 1, this form is 0.0037 slow at
 // p50 and 0.0104 and 0.0086 fast at p90 and p99 at 30%; drawn apart from
