@@ -46,8 +46,9 @@ func (p Progress) stage(what string, from, weight float64) Progress {
 // both builds): three phases 0.88-1.13 -> 1.95-2.23 s on 2x2 (the chain
 // keeps its arrivals), Gridlab-D 0.66-0.77 -> 1.58-1.82 s on 1x4 (the
 // waits by the batch before's age, the lone batch's shares to the fourth
-// order), 7.3 -> 13.3-14.4 s on 2x2. Equal shares told a third of the
-// time left. The thesis's predictor costs the same for every
+// order), 7.3 -> 13.3-14.4 s on 2x2; and (2026-11-30 11:25 UTC, load
+// 1.1) three phases 1.53-1.76 -> 1.85-2.16 s on 2x2 at 8% (groupChain's
+// law on two grids). Equal shares told a third of the time left. The thesis's predictor costs the same for every
 // mix.
 func mixShares(sys System, cfgs []Config, accurate bool) []float64 {
 	cost := make([]float64, len(cfgs))
@@ -80,7 +81,7 @@ func mixCost(sys System, cfg Config, accurate bool) float64 {
 	case pathBatchBarrier:
 		return 7.5
 	case pathGroupChain:
-		return 0.8
+		return 1
 	case pathServerGroupsPhases:
 		return 0.3
 	case pathTwoPhaseGroups:
