@@ -174,3 +174,10 @@ func fftSize(n int) int {
 	}
 	return s
 }
+
+// richardson is the limit, on ever finer cells, of a law whose error
+// shrinks as the cells' width to the power order, from its values on
+// cells of width h (fine) and 2h (coarse).
+func richardson(fine, coarse float64, order int) float64 {
+	return fine + (fine-coarse)/float64(int(1)<<order-1)
+}

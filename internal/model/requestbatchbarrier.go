@@ -90,9 +90,8 @@ func batchBarrierFor(sys System, k1, k2, r, d int, rho, horizon float64) Request
 	out := make([]float64, fine.n)
 	for i := range out {
 		x := (float64(i) + 0.5) * fine.h
-		// the law's limit on finer cells (Richardson: it converges as the
-		// cells' width squared), from the law on both grids
-		limit := lawAt.At(x) + (lawAt.At(x)-coarseAt.At(x))/3
+		// it converges as the cells' width squared
+		limit := richardson(lawAt.At(x), coarseAt.At(x), 2)
 		out[i] = clamp01(limit + correctionAt.At(x))
 	}
 	return RequestPrediction{Step: fine.h, CDF: out}

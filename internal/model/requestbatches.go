@@ -118,7 +118,7 @@ func (g grid) batchServers(sys System, k1, k2 int, rho float64, r int) []float64
 	// the law's limit on finer cells (batchServersCells)
 	half, _ := g.batchServersOn(sys, k1, k2, rho, r, batchServersCells/2, false)
 	for i := range law {
-		law[i] += (law[i]-half[i])/3 + corrections[i]
+		law[i] = richardson(law[i], half[i], 2) + corrections[i]
 	}
 	return law
 }

@@ -662,7 +662,7 @@ func groupChainFor(sys System, phases []int, r, d int, rho, horizon float64) Req
 	// cost.
 	law := make([]float64, len(fine.CDF))
 	for i, v := range fine.CDF {
-		law[i] = clamp01(2*v - coarse.At((float64(i)+0.5)*fine.Step))
+		law[i] = clamp01(richardson(v, coarse.At((float64(i)+0.5)*fine.Step), 1))
 	}
 	return RequestPrediction{Step: fine.Step, CDF: cumulative(differences(law))}
 }
