@@ -54,6 +54,7 @@ func randomNet(r *rand.Rand, mean float64) Distribution {
 // errors of the difference. Bounds run from half the mean service time to
 // a million times it, where every request meets them.
 func TestPropertySLAMonotoneInBoundAndMatchesSimulation(t *testing.T) {
+	t.Parallel()
 	cases, requests := 24, 200000
 	if testing.Short() {
 		cases, requests = 6, 100000

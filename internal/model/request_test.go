@@ -30,6 +30,7 @@ var threePhases = Request{Phases: []int{10, 10, 10}}
 // simulation) at the bounds of the predicted median, 90th and 99th
 // percentiles.
 func TestRequestPredictionMatchesSimulation(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("simulates about 5 million accesses per case")
 	}
@@ -163,6 +164,7 @@ func TestRequestValidate(t *testing.T) {
 // its bisection has come, forward, to the end; the best mix weighs only
 // the mixes that fit.
 func TestRequestPlannerProgress(t *testing.T) {
+	t.Parallel()
 	sys := System{Service: Exponential{1e-3}, Rate: 20, Bound: 40e-3, Request: Request{Phases: []int{4, 3}}}
 	var seen []float64
 	var said []string
@@ -244,6 +246,7 @@ func TestOneGroupTwoPhasesCountsEveryArrival(t *testing.T) {
 // group's older work drawn apart it was +0.0047 and +0.0036 off at the
 // p90 and p99 bounds; now within 0.0012.
 func TestSeveralGroupsSecondPhaseFollowsFirst(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("simulates 8 million accesses")
 	}

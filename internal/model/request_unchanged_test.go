@@ -14,6 +14,7 @@ import (
 // each value is in the log of this file). The cases marked long take 10 s
 // more each and run with GAIT_REQUEST_LONG=1.
 func TestRequestPredictionUnchanged(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		req     Request

@@ -10,6 +10,7 @@ import "testing"
 // group's share of the batch drawn apart); batchBarrier is within 0.006.
 // Under -short only 2x2, with fewer requests.
 func TestBatchBarrierMatchesSimulation(t *testing.T) {
+	t.Parallel()
 	cases := []Config{{2, 2}, {4, 2}}
 	requests := 400000
 	if testing.Short() {

@@ -19,6 +19,7 @@ import (
 // its last phases still to come behind the first phases, and the batch
 // after's first phases ahead of the last phases, within 0.007.
 func TestBatchServersAtHighLoad(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("simulates 2x10^5 requests")
 	}
@@ -33,6 +34,7 @@ func TestBatchServersAtHighLoad(t *testing.T) {
 // meanwhile over too long a window, 0.005 low at the 90th percentile's
 // bound (4x10^6 simulated requests: standard error 0.0006).
 func TestBatchOneServerAtHighLoad(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("simulates 4x10^6 requests")
 	}
@@ -46,6 +48,7 @@ func TestBatchOneServerAtHighLoad(t *testing.T) {
 // duplicate done was far too soon (0.032 high at the 90th percentile's
 // bound); given the gaps between the last batches, within 0.002.
 func TestBatchOneGroupAtHighLoad(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("simulates 2x10^5 requests")
 	}
@@ -72,6 +75,7 @@ func TestBatchServersSplitTheBatch(t *testing.T) {
 // the law 0.015 high at the median bound. With what they leave at this
 // request's T1 as a floor where the server idles then, within 0.005.
 func TestBatchServersIdleBeforeLasts(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("simulates 4x10^5 requests")
 	}
@@ -211,6 +215,7 @@ func TestFirstGivenSharesQueues(t *testing.T) {
 // standard errors); in two classes (every server done with the earlier
 // first phases by T1, or not), 0.0005 and 0.0016 (here 0.0009, 0.0020).
 func TestBatchServersEarlierDone(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("simulates 4x10^6 requests")
 	}

@@ -12,6 +12,7 @@ import (
 // 2x3 and 2x4 (slow at the median: a group idle before the barrier was
 // taken as busy). Under -short only 2x2, with fewer requests.
 func TestGroupChainMatchesSimulation(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		cfg Config
 		tol float64
@@ -85,6 +86,7 @@ func loneRequests(sys System, cfg Config, n int, seed uint64) []float64 {
 // apart (the losers within a class, the groups' states). Not under -short
 // (20-25 s).
 func TestGroupChainLosersShareCounts(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("a million lone requests")
 	}

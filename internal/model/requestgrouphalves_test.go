@@ -72,6 +72,7 @@ func TestSplitTreeIsTheSplit(t *testing.T) {
 // groups of two duplicates, arriving nearly alone (0.1% load), against
 // the simulator, as TestThreeGroupsSplitBothPhases for three groups.
 func TestFourGroupsSplitBothPhases(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("simulates 2 million requests")
 	}

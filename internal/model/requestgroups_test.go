@@ -49,6 +49,7 @@ func TestWeighedBins(t *testing.T) {
 // law's mean kept (g.pmf) within 0.0011. Here main was +0.0029 and
 // +0.0019 off at the p50 and p90 bounds (0.0020 and 0.0014 allowed).
 func TestOneServerGroupsKeepTheServiceMean(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("simulates 100 million accesses")
 	}
@@ -61,6 +62,7 @@ func TestOneServerGroupsKeepTheServiceMean(t *testing.T) {
 // groups hold none of it; taking them to be waited for put the median's
 // bound 0.024 low (pessimistic) at 30%.
 func TestGroupWithoutSecondPhaseIsNotWaitedFor(t *testing.T) {
+	t.Parallel()
 	sys := expRequests(Request{Phases: []int{8, 1}}, 0.3)
 	matchesSimulation(t, sys, Config{1, 4}, 0.004, SimOptions{Requests: 200000, Seed: 1})
 }

@@ -8,6 +8,7 @@ import "testing"
 // first-phase counts apart, was 0.006-0.008 fast at p10-p50 here (the
 // split is all that matters for a request alone).
 func TestThreeGroupsSplitBothPhases(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("simulates 2 million requests")
 	}

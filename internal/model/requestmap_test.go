@@ -62,6 +62,7 @@ func TestMergeRequestCells(t *testing.T) {
 // the servers' load is the map's rate); with more requests the reference
 // moves within its standard errors and the predictions stay.
 func TestResimulateRequestCells(t *testing.T) {
+	t.Parallel()
 	sys := System{Service: Exponential{1e-3}, Request: Request{Phases: []int{3, 2}, Batch: 2}}
 	opt := SimOptions{Requests: 20000, Seed: 1}
 	cells, err := RequestErrorMap(sys, RequestMapScope{Utilizations: []float64{0.2}, MaxNodes: 2}, []float64{0.5, 0.9}, opt)

@@ -34,6 +34,7 @@ func TestServerPhasesMatchSimulation(t *testing.T) {
 // apart at each duplicate (windowsOn.firstArrival), five duplicates at
 // 30% were 0.0053 high at the 90th percentile's bound.
 func TestGroupPhasesMatchSimulation(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("simulates about 210 million accesses")
 	}

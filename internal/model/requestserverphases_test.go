@@ -15,6 +15,7 @@ import (
 // 30% on two groups, 0.0172 on four at 30% (too slow to the median, too
 // fast at p90-p99).
 func TestServerGroupsPhasesMatchSimulation(t *testing.T) {
+	t.Parallel()
 	cells := []struct {
 		r         int
 		util, tol float64
@@ -43,6 +44,7 @@ func TestServerGroupsPhasesMatchSimulation(t *testing.T) {
 // bound was 0.0031 fast; with it 0.0018 (4x10^6 requests, seeds 1 and
 // 2).
 func TestServerGroupsPhasesTail(t *testing.T) {
+	t.Parallel()
 	matchesSimulation(t, expRequests(threePhases, 0.3), Config{1, 2}, 0.002, SimOptions{Requests: 1000000, Seed: 1})
 }
 

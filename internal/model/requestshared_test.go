@@ -14,6 +14,7 @@ import (
 // taken given the last arrival only, as before historyCorrection, the
 // predictor was 0.028 and 0.014 off here.
 func TestOneGroupSharedHistory(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("simulates about 30 million accesses")
 	}

@@ -10,6 +10,7 @@ import "testing"
 // simulated requests at its median and 0.0022 at its p90 (each ±0.0003);
 // with both phases' splits exact it is 0.0005 above at both.
 func TestTwoGroupsSplitBothPhases(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("simulates 2 million requests")
 	}
