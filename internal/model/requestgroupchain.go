@@ -678,11 +678,10 @@ func groupChainOn(sys System, phases []int, r, d int, rho, horizon float64, cell
 	present := 1 - math.Exp(-sys.Rate*lawMean(g, alone))
 	busy := 1 - stationary[0]
 	present = max(present, busy)
-	states := idleOrBusy(stationary)
-	if len(states) == 1 || present < 1e-12 {
+	states := g.presentStates(stationary, phases, 1/float64(r), sys.Rate, sys.Service.Mean(), cs.sums, busy/present)
+	if states == nil || present < 1e-12 {
 		return RequestPrediction{Step: g.h, CDF: alone}
 	}
-	states[0].w, states[1].w = 1-busy/present, busy/present
 	P := len(phases)
 	pending := func(ph int) float64 { return float64(P-ph-1) / float64(P) }
 	behind := g.groupChain(phases, r, d, states, cs.ahead(pending), cs.sums, cs.net)

@@ -34,8 +34,11 @@ import "gonum.org/v1/gonum/floats"
 // may still serve older work: F is then that work's end). stop[n] is set
 // to the cell from which n's rows no longer change (the grid's end when
 // some row changes to it). The counts n whose chance first[n] is under
-// 1e-6 are left out, as twoGroupsDone leaves them.
-func (g grid) twoGroupsTerms(ended, before [][][]float64, stop []int, w, first []float64, f, Fcdf, tail [][]float64, cc [][][]float64, Ubar [][]float64, pri []float64, d, reach, s int) {
+// 1e-6 are left out, as twoGroupsDone leaves them. With start (not nil)
+// one request arrived during the first phase and a duplicate that ended
+// it by s started that request's accesses at their instant or its end
+// (arrivalStart): P(F <= s, max(F, s) + U > t) is then its owedRow.
+func (g grid) twoGroupsTerms(ended, before [][][]float64, stop []int, w, first []float64, f, Fcdf, tail [][]float64, cc [][][]float64, Ubar [][]float64, uEnd []int, pri []float64, start *arrivalStart, d, reach, s int) {
 	ns := len(w)
 	for n := range ended {
 		stop[n] = s
@@ -56,9 +59,17 @@ func (g grid) twoGroupsTerms(ended, before [][][]float64, stop []int, w, first [
 			ad, a0d = 0, 0
 		}
 		tl := tail[i]
+		J := 0
+		if start != nil {
+			J = start.serve(f[i], Fcdf[i], s)
+		}
 		for c := range reach {
 			settled := false
 			row, ub, e, b0 := cc[i][c], Ubar[c], ended[n][c], before[n][c]
+			var owed []float64
+			if start != nil {
+				owed = start.owedRow(Ubar, uEnd, c, J, g.n-s)
+			}
 			for t := s; t < g.n; t++ {
 				x := row[t] + tl[t]
 				u := ub[t-s]
@@ -72,7 +83,11 @@ func (g grid) twoGroupsTerms(ended, before [][][]float64, stop []int, w, first [
 					}
 					break
 				}
-				bd := ipow((1-a)*u+x, d)
+				y := (1 - a) * u // P(F <= s, s + U > t)
+				if owed != nil {
+					y = owed[t-s]
+				}
+				bd := ipow(y+x, d)
 				if n == 0 {
 					e[t] += ws * (1 - bd)
 					b0[t] += ws * (1 - bd)
@@ -176,6 +191,11 @@ type twoGroups struct {
 	// split: three groups or more (nil for two), with its scratch.
 	split *groupSplit
 	scr   *splitScratch
+	// The terms of one arrival at its instant (arrivalStart), as ended,
+	// before and stop, and the CDFs of j service times they need.
+	atEnded, atBefore [][][]float64
+	atStop            []int
+	lcdf              [][]float64
 }
 
 // splitScratch is groupSplit.top's scratch, an entry per counts index.
@@ -185,7 +205,7 @@ type splitScratch struct {
 	fold      [][]float64 // by first-phase count n and count c
 }
 
-func newTwoGroups(states []weightedLaw, k1, k2, nc, cells, r int, first []float64) *twoGroups {
+func newTwoGroups(states []weightedLaw, k1, k2, nc, cells, r int, first []float64, sums [][]float64) *twoGroups {
 	rows := func(a, b int) [][][]float64 {
 		out := make([][][]float64, a)
 		for i := range out {
@@ -196,7 +216,11 @@ func newTwoGroups(states []weightedLaw, k1, k2, nc, cells, r int, first []float6
 		}
 		return out
 	}
-	tg := &twoGroups{second: binomial(k2, 1/float64(r)), ended: rows(k1+1, nc), before: rows(k1+1, nc), h1: rows(k1+1, k2+1), h0: rows(k1+1, k2+1), stop: make([]int, k1+1)}
+	tg := &twoGroups{second: binomial(k2, 1/float64(r)), ended: rows(k1+1, nc), before: rows(k1+1, nc), h1: rows(k1+1, k2+1), h0: rows(k1+1, k2+1), stop: make([]int, k1+1),
+		atEnded: rows(k1+1, nc), atBefore: rows(k1+1, nc), atStop: make([]int, k1+1)}
+	for j := range nc {
+		tg.lcdf = append(tg.lcdf, cumulative(sums[j]))
+	}
 	for _, st := range states {
 		tg.w = append(tg.w, st.w)
 	}

@@ -45,8 +45,9 @@ const twoPhaseGroupsCells = 512
 // max(s, max(F, u) + L) + V (u the instant, L the work, V the m services
 // and the reply), its first-phase end F mixed over the groups' states
 // given it ended by s; one arrival's instant is taken at a few points of
-// (0, s), the same at every group. With duplicates the work is still
-// taken to start at max(F_j, s). The groups are taken as independent given
+// (0, s), the same at every group. With duplicates in two to four groups
+// one arrival's work starts at max(F_j, u) too (arrivalStart, at the
+// midpoint of (0, s)); otherwise at max(F_j, s). The groups are taken as independent given
 // T1 and the case, each with its first-phase count weighed by the chance
 // it ended by s; the second phase's accesses split over the groups
 // exactly (multinomially), and T1's law is exact given the waits. With
@@ -181,7 +182,7 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 	// as halves of halves). Five or more keep the marked form: the halves'
 	// sum costs 7 times it for 2x5.
 	if r > 1 && r <= 4 && d > 1 {
-		pair = newTwoGroups(states, k1, k2, nc, g.n, r, prior)
+		pair = newTwoGroups(states, k1, k2, nc, g.n, r, prior, sums)
 	}
 	var slight, slightStar []bool
 	for s := last; s >= first; s-- {
@@ -225,13 +226,19 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 			}
 		}
 		if pair != nil { // two to four groups of duplicates: no group marked
-			g.twoGroupsTerms(pair.ended, pair.before, pair.stop, pair.w, prior, f, Fcdf, tail, cc, Ubar, pri, d, reach, s)
+			g.twoGroupsTerms(pair.ended, pair.before, pair.stop, pair.w, prior, f, Fcdf, tail, cc, Ubar, uEnd, pri, nil, d, reach, s)
 			for k := range aheads {
 				for j, c := range cases[k] {
 					if c.w < 1e-14 {
 						continue
 					}
-					done := g.twoGroupsDone(pair.split, pair.scr, pair.h1, pair.h0, pair.ended, pair.before, pair.stop, c.w, c.law, prior, pair.second, reaches[k][j], s)
+					ended, before, stop := pair.ended, pair.before, pair.stop
+					if c.at >= 0 { // one arrival, at its instant
+						ended, before, stop = pair.atEnded, pair.atBefore, pair.atStop
+						start := newArrivalStart(c.at*float64(s), c.law, pair.second, pair.lcdf, nc, g.n)
+						g.twoGroupsTerms(ended, before, stop, pair.w, prior, f, Fcdf, tail, cc, Ubar, uEnd, pri, start, d, reaches[k][j], s)
+					}
+					done := g.twoGroupsDone(pair.split, pair.scr, pair.h1, pair.h0, ended, before, stop, c.w, c.law, prior, pair.second, reaches[k][j], s)
 					for t := s; t < g.n; t++ {
 						laws[k][t] += c.w * done[t]
 					}
@@ -682,7 +689,9 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64,
 	// are idle but for what the last request left: duplicates are not
 	// cancelled, so a group's slower ones may still serve its accesses
 	// (finishedLeftover: on Olio at 30%, 1-5% of the groups).
-	arrivals := arrivalCases(sys.Rate, first, []float64{1}, d)
+	// With two to four groups of duplicates one arrival starts at its
+	// instant (arrivalStart).
+	arrivals := arrivalCases(sys.Rate, first, []float64{1}, r <= 4, dupInstants)
 	left := g.finishedLeftover(k1, k2, r, d, sys.Rate, sums)
 	aloneStates := []weightedLaw{{1, net}}
 	if left.weight > 0 {
@@ -705,17 +714,16 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64,
 	// with no request present (the leftover's): the present part holds
 	// the rest.
 	busyGivenPresent := max(0, busy-(1-present)*left.busy) / present
-	states := idleOrBusy(stationary)
-	if len(states) == 1 {
+	states := g.presentStates(stationary, phases, p, sys.Rate, sys.Service.Mean(), sums, busyGivenPresent)
+	if states == nil {
 		return cumulative(differences(alone))
 	}
-	states[0].w, states[1].w = 1-busyGivenPresent, busyGivenPresent
 	for i := range states {
 		states[i].pmf = convolve(states[i].pmf, net)
 	}
 	q := float64(k1) / float64(k1+k2)
 	pending := binomial(k2, p)
-	withPending := arrivalCases(sys.Rate, first, pending, d)
+	withPending := arrivalCases(sys.Rate, first, pending, false, nil)
 	both := g.twoPhaseGroups(k1, k2, r, d, states, []func(float64) []aheadCase{withPending, arrivals}, sums, net, progress.stage("behind another request", 0.2, 0.8))
 	inFirst, inSecond := both[0], both[1]
 	law := make([]float64, g.n)
@@ -732,20 +740,24 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64,
 // the instant.
 var instants = []float64{0.5 - 0.5/math.Sqrt(3), 0.5 + 0.5/math.Sqrt(3)}
 
+// dupInstants stand for it with duplicates (arrivalStart), where each
+// instant costs a pass of the groups' terms and split: the midpoint.
+var dupInstants = []float64{0.5}
+
 // arrivalCases is the work that reaches every group while a first phase
 // of length window runs: pending (a count law, the same at every group
 // from the start) and the first phases of the requests arriving at rate,
 // each bringing a group a count of law first. The groups share how many
-// arrive: none, one (with d = 1 at one of several instants, the same at
-// every group: a group idle at that instant starts its work then), or
-// more (their counts and instants then taken apart at each group).
-func arrivalCases(rate float64, first, pending []float64, d int) func(window float64) []aheadCase {
+// arrive: none, one (atInstant: at one of instants, the same at every
+// group: a group or duplicate idle at that instant starts its work then),
+// or more (their counts and instants then taken apart at each group).
+func arrivalCases(rate float64, first, pending []float64, atInstant bool, instants []float64) func(window float64) []aheadCase {
 	return func(window float64) []aheadCase {
 		mean := rate * window
 		p0, p1 := math.Exp(-mean), mean*math.Exp(-mean)
 		cases := []aheadCase{{p0, pending, -1, false}}
 		one := polyConvolve(first, pending)
-		if d > 1 {
+		if !atInstant {
 			cases = append(cases, aheadCase{p1, one, -1, false})
 		} else {
 			for j, at := range instants {
