@@ -105,12 +105,12 @@ func (g grid) oneServerGroups(sys System, k1, k2, r int, rho float64, net []floa
 	passes := float64(1 + len(ageBins) + len(lagBins))
 	stage := func(i int) Progress { return progress.stage("", float64(i)/passes, 1/passes) }
 
-	arrivals := arrivalCases(rate, first, []float64{1}, true, instants)
+	arrivals := arrivalCases(rate, first, []float64{1}, instants)
 	// The last request's second phase, and those of the older requests
 	// still in their first phase when it arrived (a Poisson count, mean
 	// the rate times its mean first phase).
 	older := compoundPoissonCounts(rate*lawMean(g, allEnded), pending, 1e-13)
-	withPending := arrivalCases(rate, first, polyConvolve(pending, older), true, instants)
+	withPending := arrivalCases(rate, first, polyConvolve(pending, older), instants)
 	idle := []weightedLaw{{1, net}}
 	both := g.twoPhaseGroups(k1, k2, r, 1, idle, []func(float64) []aheadCase{arrivals, withPending}, sums, net, stage(0))
 	alone, idlePending := both[0], both[1]

@@ -178,10 +178,7 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 	}
 	weight, weightStar := make([]float64, ni), make([]float64, ni)
 	var pair *twoGroups
-	// Two to four groups of duplicates: both phases split exactly (four
-	// as halves of halves). Five or more keep the marked form: the halves'
-	// sum costs 7 times it for 2x5.
-	if r > 1 && r <= 4 && d > 1 {
+	if splitExactly(r, d) {
 		pair = newTwoGroups(states, k1, k2, nc, g.n, r, prior, sums)
 	}
 	var slight, slightStar []bool
@@ -689,9 +686,13 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64,
 	// are idle but for what the last request left: duplicates are not
 	// cancelled, so a group's slower ones may still serve its accesses
 	// (finishedLeftover: on Olio at 30%, 1-5% of the groups).
-	// With two to four groups of duplicates one arrival starts at its
-	// instant (arrivalStart).
-	arrivals := arrivalCases(sys.Rate, first, []float64{1}, r <= 4, dupInstants)
+	// Where both phases split exactly one arrival starts at its instant
+	// (arrivalStart); the marked form starts it at T1.
+	var at []float64
+	if splitExactly(r, d) {
+		at = dupInstants
+	}
+	arrivals := arrivalCases(sys.Rate, first, []float64{1}, at)
 	left := g.finishedLeftover(k1, k2, r, d, sys.Rate, sums)
 	aloneStates := []weightedLaw{{1, net}}
 	if left.weight > 0 {
@@ -723,7 +724,7 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64,
 	}
 	q := float64(k1) / float64(k1+k2)
 	pending := binomial(k2, p)
-	withPending := arrivalCases(sys.Rate, first, pending, false, nil)
+	withPending := arrivalCases(sys.Rate, first, pending, nil)
 	both := g.twoPhaseGroups(k1, k2, r, d, states, []func(float64) []aheadCase{withPending, arrivals}, sums, net, progress.stage("behind another request", 0.2, 0.8))
 	inFirst, inSecond := both[0], both[1]
 	law := make([]float64, g.n)
@@ -740,6 +741,14 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64,
 // the instant.
 var instants = []float64{0.5 - 0.5/math.Sqrt(3), 0.5 + 0.5/math.Sqrt(3)}
 
+// splitExactly is whether twoPhaseGroups sums both phases' splits over
+// the groups exactly: two to four groups of duplicates (four as halves of
+// halves). Five or more keep the marked form: the halves' sum costs 7
+// times it for 2x5.
+func splitExactly(r, d int) bool {
+	return r > 1 && r <= 4 && d > 1
+}
+
 // dupInstants stand for it with duplicates (arrivalStart), where each
 // instant costs a pass of the groups' terms and split: the midpoint.
 var dupInstants = []float64{0.5}
@@ -748,16 +757,16 @@ var dupInstants = []float64{0.5}
 // of length window runs: pending (a count law, the same at every group
 // from the start) and the first phases of the requests arriving at rate,
 // each bringing a group a count of law first. The groups share how many
-// arrive: none, one (atInstant: at one of instants, the same at every
+// arrive: none, one (given instants, at one of them, the same at every
 // group: a group or duplicate idle at that instant starts its work then),
 // or more (their counts and instants then taken apart at each group).
-func arrivalCases(rate float64, first, pending []float64, atInstant bool, instants []float64) func(window float64) []aheadCase {
+func arrivalCases(rate float64, first, pending, instants []float64) func(window float64) []aheadCase {
 	return func(window float64) []aheadCase {
 		mean := rate * window
 		p0, p1 := math.Exp(-mean), mean*math.Exp(-mean)
 		cases := []aheadCase{{p0, pending, -1, false}}
 		one := polyConvolve(first, pending)
-		if !atInstant {
+		if len(instants) == 0 {
 			cases = append(cases, aheadCase{p1, one, -1, false})
 		} else {
 			for j, at := range instants {
