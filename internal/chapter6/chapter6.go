@@ -1,6 +1,7 @@
 // Package chapter6 runs the Zoolander thesis's chapter 6 (001, ch. 6) on
-// real servers: gait-redis (docs/replica.md) on testbed hosts that each
-// have a fixed CPU share, one deployment per duplicates x replicas mix,
+// real servers: gait-redis or gait-zookeeper (docs/replica.md) on testbed
+// hosts that each have a fixed CPU share, one deployment per duplicates x
+// replicas mix,
 // Inner-Join Olio or Gridlab-D requests from gait's load engine, and the
 // model's prediction beside each measurement from service times measured
 // on the same deployment.
@@ -33,14 +34,29 @@ import (
 	"github.com/gait-dev/gait/internal/rundir"
 	"github.com/gait-dev/gait/internal/systems"
 	"github.com/gait-dev/gait/internal/systems/gaitredis"
+	_ "github.com/gait-dev/gait/internal/systems/gaitzookeeper" // registers gait-zookeeper
 	"github.com/gait-dev/gait/internal/systems/tbhost"
 	"github.com/gait-dev/gait/internal/testbed"
 )
 
+// Systems are the systems a study can deploy: the servers gait's replica
+// agents front, whose reads the agents can fan out to d replicas.
+var Systems = []string{"gait-redis", "gait-zookeeper"}
+
+// LookupSystem is the registered system of that name, if it is one of
+// Systems.
+func LookupSystem(name string) (systems.System, error) {
+	if !slices.Contains(Systems, name) {
+		return systems.System{}, fmt.Errorf("system %q: not one of %s (the servers gait's replica agents front)", name, strings.Join(Systems, ", "))
+	}
+	return systems.Lookup(name)
+}
+
 // Deployment is one mix running on a testbed of its own.
 type Deployment struct {
-	Mix  model.Config
-	CPUs float64 // each host's CPU share
+	System systems.System
+	Mix    model.Config
+	CPUs   float64 // each host's CPU share
 	// PinCPUs, when not 0, is how many CPUs the hosts were pinned to:
 	// host i's processes run on CPU i mod PinCPUs (Pin).
 	PinCPUs int
@@ -50,9 +66,9 @@ type Deployment struct {
 }
 
 // Deploy brings up a testbed of mix.Nodes() hosts, gives each host cpus
-// CPUs, and starts gait-redis on them with reads fanned out to
+// CPUs, and starts sys (one of Systems) on them with reads fanned out to
 // mix.Duplicates replicas (gait is the program the agents run).
-func Deploy(ctx context.Context, gait string, mix model.Config, cpus float64, log io.Writer) (*Deployment, error) {
+func Deploy(ctx context.Context, gait string, sys systems.System, mix model.Config, cpus float64, log io.Writer) (*Deployment, error) {
 	n := mix.Nodes()
 	if n < 1 || n > gaitredis.MaxReplicas {
 		return nil, fmt.Errorf("mix %s: %d nodes, want 1 to %d", MixName(mix), n, gaitredis.MaxReplicas)
@@ -61,7 +77,7 @@ func Deploy(ctx context.Context, gait string, mix model.Config, cpus float64, lo
 	if err != nil {
 		return nil, err
 	}
-	d := &Deployment{Mix: mix, CPUs: cpus, tb: tb}
+	d := &Deployment{System: sys, Mix: mix, CPUs: cpus, tb: tb}
 	for _, h := range tb.Hosts {
 		if err := h.LimitCPU(cpus); err != nil {
 			tb.Close()
@@ -69,17 +85,21 @@ func Deploy(ctx context.Context, gait string, mix model.Config, cpus float64, lo
 		}
 		d.hosts = append(d.hosts, h.Name)
 	}
-	drv := gaitredis.New()
+	drv, ok := sys.New().(*gaitredis.Driver)
+	if !ok {
+		tb.Close()
+		return nil, fmt.Errorf("system %s: its servers are not behind gait's replica agents", sys.Name)
+	}
 	drv.Gait, drv.Read, drv.Fanout, drv.Durability = gait, "any", mix.Duplicates, "replicated"
 	drv.Voters = min(3, n)
 	if d.c, err = drv.Start(ctx, tbhost.Hosts(tb, "")); err != nil {
 		tb.Close()
-		return nil, fmt.Errorf("start gait-redis %s: %w", MixName(mix), err)
+		return nil, fmt.Errorf("start %s %s: %w", sys.Name, MixName(mix), err)
 	}
 	return d, nil
 }
 
-// Pin puts every thread of host i's processes (agent and redis-server) on
+// Pin puts every thread of host i's processes (agent and server) on
 // CPU i mod cpus. With cpus 2 on two cores, a mix of two hosts has no
 // host waiting for the other's core, as the model's servers never do;
 // with cpus 1 both hosts take turns on one core. The load generator and
@@ -187,17 +207,20 @@ func (d *Deployment) dial(worker int) (load.Client, uint8, error) {
 	return c, uint8(h), err
 }
 
-// Workload is what the study's requests read and write.
-var Workload = load.Workload{Mix: load.Mix{{Kind: opGet, Name: "get", Weight: 1}}, Keys: 1000, ValueSize: 64}
+// workload is what the study's requests on sys read and write: 1000 keys
+// of 64 bytes, read where a phase names no operation.
+func workload(sys systems.System) load.Workload {
+	return load.Workload{Mix: load.Mix{read(sys, 1)}, Keys: 1000, ValueSize: 64}
+}
 
-var (
-	opGet = uint8(slices.Index(gaitredis.Ops, "get"))
-	opSet = uint8(slices.Index(gaitredis.Ops, "set"))
-)
+// read is sys's read ("get", in every one of Systems) at weight w.
+func read(sys systems.System, w int) load.MixEntry {
+	return load.MixEntry{Kind: uint8(slices.Index(sys.Ops, "get")), Name: "get", Weight: w}
+}
 
 // Preload writes every key once, so reads find them.
 func (d *Deployment) Preload(ctx context.Context) error {
-	return load.Preload(ctx, Workload, opSet, d.dial, 8)
+	return load.Preload(ctx, workload(d.System), d.System.WriteKind(), d.dial, 8)
 }
 
 // Run is one measured run on a deployment.
@@ -213,6 +236,9 @@ type Run struct {
 
 // Point is a run's measurement.
 type Point struct {
+	// System is the deployment's, one of Systems; points written before
+	// gait-zookeeper could be deployed have none and are of gait-redis.
+	System  string        `json:"system,omitempty"`
 	Mix     model.Config  `json:"mix"`
 	CPUs    float64       `json:"cpus_per_host"`
 	PinCPUs int           `json:"pin_cpus,omitempty"` // host i on CPU i mod PinCPUs (Deployment.Pin); 0: not pinned
@@ -233,7 +259,7 @@ type Point struct {
 	LateP99  float64   `json:"send_lateness_p99_s"`
 	Load     string    `json:"load_average"`
 	// HostCPU is the CPU time the hosts' processes (agents and
-	// redis-servers) used during the run, in seconds, all hosts together:
+	// servers) used during the run, in seconds, all hosts together:
 	// over the accesses served, the hosts' work per access, which the
 	// access latency (mostly round trips that parallel accesses overlap)
 	// is not.
@@ -251,7 +277,7 @@ type Point struct {
 
 // WorkPerAccess is the hosts' CPU time per access served beyond their
 // idle use, all hosts together (so a read fanned out to d replicas counts
-// d redis-servers' work), or 0 when the run did not measure it.
+// d servers' work), or 0 when the run did not measure it.
 func (p Point) WorkPerAccess() float64 {
 	if p.HostCPU == 0 || len(p.Accesses) == 0 {
 		return 0
@@ -265,7 +291,7 @@ const idleWindow = 3 * time.Second
 // Measure runs r on the deployment and keeps every latency.
 func (d *Deployment) Measure(ctx context.Context, r Run) (Point, error) {
 	var acc, req samples
-	wl := Workload
+	wl := workload(d.System)
 	if r.Mix != nil {
 		wl.Mix = r.Mix
 	}
@@ -293,7 +319,7 @@ func (d *Deployment) Measure(ctx context.Context, r Run) (Point, error) {
 	if !r.Shape.FanOut() {
 		req = acc
 	}
-	p := Point{Mix: d.Mix, CPUs: d.CPUs, PinCPUs: d.PinCPUs, Shape: shapeName(r.Shape), Request: requestOf(r.Shape), Rate: r.Rate,
+	p := Point{System: d.System.Name, Mix: d.Mix, CPUs: d.CPUs, PinCPUs: d.PinCPUs, Shape: shapeName(r.Shape), Request: requestOf(r.Shape), Rate: r.Rate,
 		Achieved: float64(len(req.ok)+req.failed) / res.Elapsed.Seconds(),
 		Requests: req.sorted(), Accesses: acc.sorted(), Delay: r.Shape.Delay.Delay.Seconds(), DelayShare: r.Shape.Delay.Share, Failed: req.failed, Load: LoadAverage(), HostCPU: cpu.Seconds(), IdleCPU: idle, Elapsed: res.Elapsed.Seconds()}
 	if res.Lag != nil {
@@ -349,7 +375,7 @@ func MixName(c model.Config) string {
 }
 
 // ParseMixes reads "1x4,2x2,4x1" (duplicates x replicas), each a
-// deployment gait-redis can run.
+// deployment gait's replica agents can run.
 func ParseMixes(s string) ([]model.Config, error) {
 	out, err := model.ParseMixes(s)
 	if err != nil {
@@ -357,7 +383,7 @@ func ParseMixes(s string) ([]model.Config, error) {
 	}
 	for _, c := range out {
 		if c.Nodes() > gaitredis.MaxReplicas {
-			return nil, fmt.Errorf("mix %s: %d nodes, more than gait-redis's %d", MixName(c), c.Nodes(), gaitredis.MaxReplicas)
+			return nil, fmt.Errorf("mix %s: %d nodes, more than gait replica's %d", MixName(c), c.Nodes(), gaitredis.MaxReplicas)
 		}
 	}
 	return out, nil

@@ -1,6 +1,7 @@
 package chapter6
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"os/exec"
@@ -14,8 +15,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gait-dev/gait/internal/gaitbin"
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/model"
+	"github.com/gait-dev/gait/internal/systems"
+	"github.com/gait-dev/gait/internal/testbed"
 )
 
 func TestParseMixes(t *testing.T) {
@@ -35,7 +39,7 @@ func TestParseMixes(t *testing.T) {
 }
 
 func TestCheckRefusesBadInput(t *testing.T) {
-	ok := Study{Mixes: []model.Config{{Duplicates: 1, Replicas: 1}}, CPUs: 0.4, Loads: []float64{0.08},
+	ok := Study{System: mustSystem(t, "gait-redis"), Mixes: []model.Config{{Duplicates: 1, Replicas: 1}}, CPUs: 0.4, Loads: []float64{0.08},
 		ServiceTime: time.Second, ServiceRate: 100, Duration: time.Second}
 	if err := ok.Check(); err != nil {
 		t.Fatal(err)
@@ -44,6 +48,7 @@ func TestCheckRefusesBadInput(t *testing.T) {
 		edit func(*Study)
 		want string
 	}{
+		"no system":  {func(s *Study) { s.System = systems.System{} }, "--system"},
 		"no mix":     {func(s *Study) { s.Mixes = nil }, "--mixes"},
 		"no cpus":    {func(s *Study) { s.CPUs = 0 }, "--cpus"},
 		"no rate":    {func(s *Study) { s.Loads = nil }, "--load, --rate or --delays"},
@@ -63,23 +68,83 @@ func TestCheckRefusesBadInput(t *testing.T) {
 }
 
 // TestSinglesKeepTheRequestsOps: the service-time run of Gridlab-D's
-// requests reads and writes in their proportion (4 to 3).
+// requests reads and writes in their proportion (4 to 3), each as the
+// system's own operation (ZooKeeper's get and set are not Redis's first
+// two).
 func TestSinglesKeepTheRequestsOps(t *testing.T) {
 	p, err := load.FindPreset("gridlabd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := p.Shape([]string{"get", "set"}, "set")
+	for _, name := range Systems {
+		sys := mustSystem(t, name)
+		s, err := p.Shape(sys.Ops, sys.Write)
+		if err != nil {
+			t.Fatal(err)
+		}
+		get, set := uint8(slices.Index(sys.Ops, "get")), uint8(slices.Index(sys.Ops, "set"))
+		got := singles(sys, s)
+		if len(got) != 2 || got[0].Name != "set" || got[0].Kind != set || got[0].Weight != 3 ||
+			got[1].Name != "get" || got[1].Kind != get || got[1].Weight != 4 {
+			t.Errorf("%s: singles(gridlabd) = %v, want set (kind %d):3 and get (kind %d):4", name, got, set, get)
+		}
+		if got := singles(sys, load.Shape{}); len(got) != 1 || got[0].Name != "get" || got[0].Kind != get {
+			t.Errorf("%s: singles(single accesses) = %v, want get (kind %d)", name, got, get)
+		}
+	}
+}
+
+// TestLookupSystemTakesTheAgentsServers: a study deploys the servers
+// gait's agents front and no other system.
+func TestLookupSystemTakesTheAgentsServers(t *testing.T) {
+	for _, name := range Systems {
+		if _, err := LookupSystem(name); err != nil {
+			t.Errorf("LookupSystem(%q): %v", name, err)
+		}
+	}
+	for _, bad := range []string{"", "redis", "zookeeper", "etcd"} {
+		if _, err := LookupSystem(bad); err == nil || !strings.Contains(err.Error(), "gait-zookeeper") {
+			t.Errorf("LookupSystem(%q) = %v, want an error naming the systems", bad, err)
+		}
+	}
+}
+
+// TestPointsOfOneSystem: a points file holds one system's points, since
+// its service runs predict its other points; points written before the
+// system was recorded read as gait-redis's.
+func TestPointsOfOneSystem(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "points.jsonl")
+	if err := CheckAppend(path, "gait-zookeeper"); err != nil {
+		t.Fatalf("no file yet: %v", err)
+	}
+	if err := Append(path, Point{Mix: model.Config{Duplicates: 1, Replicas: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := ReadPoints(path)
+	if err != nil || len(ps) != 1 || ps[0].System != "gait-redis" {
+		t.Fatalf("ReadPoints = %v, %v; want one point of gait-redis", ps, err)
+	}
+	if err := CheckAppend(path, "gait-redis"); err != nil {
+		t.Errorf("CheckAppend(gait-redis) on gait-redis's points: %v", err)
+	}
+	if err := CheckAppend(path, "gait-zookeeper"); err == nil || !strings.Contains(err.Error(), "gait-redis") {
+		t.Errorf("CheckAppend(gait-zookeeper) on gait-redis's points = %v, want an error naming gait-redis", err)
+	}
+	if err := Append(path, Point{System: "gait-zookeeper"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadPoints(path); err == nil || !strings.Contains(err.Error(), path+":2") {
+		t.Errorf("ReadPoints of two systems' points = %v, want an error at %s:2", err, path)
+	}
+}
+
+func mustSystem(t *testing.T, name string) systems.System {
+	t.Helper()
+	sys, err := LookupSystem(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := singles(s)
-	if len(got) != 2 || got[0].Name != "set" || got[0].Weight != 3 || got[1].Name != "get" || got[1].Weight != 4 {
-		t.Errorf("singles(gridlabd) = %v, want set:3 and get:4", got)
-	}
-	if got := singles(load.Shape{}); len(got) != 1 || got[0].Name != "get" {
-		t.Errorf("singles(single accesses) = %v, want get", got)
-	}
+	return sys
 }
 
 // TestRowsPredictFromTheServiceRun: points written and read back are
@@ -190,7 +255,7 @@ func TestSlowdowns(t *testing.T) {
 // TestStudyRefusesBadDelays: Figure 2's flags are checked before anything
 // starts.
 func TestStudyRefusesBadDelays(t *testing.T) {
-	ok := Study{Mixes: []model.Config{{Duplicates: 1, Replicas: 1}}, CPUs: 0.4, Duration: time.Second,
+	ok := Study{System: mustSystem(t, "gait-zookeeper"), Mixes: []model.Config{{Duplicates: 1, Replicas: 1}}, CPUs: 0.4, Duration: time.Second,
 		Delays: []time.Duration{0, 5 * time.Millisecond}, DelayShare: 0.02, Steps: 10}
 	if err := ok.Check(); err != nil {
 		t.Fatalf("good study refused: %v", err)
@@ -239,5 +304,70 @@ func TestPinThreadsSetsEveryThread(t *testing.T) {
 		if got.Count() != 1 || !got.IsSet(cpu) {
 			t.Errorf("thread %d: %d CPUs, CPU %d set %v; want only CPU %d", tid, got.Count(), cpu, got.IsSet(cpu), cpu)
 		}
+	}
+}
+
+// TestStudyOnTestbed runs a small Olio study on each of Systems, two
+// replicas (1x2) and two duplicates (2x1) on two testbed hosts: every
+// access of every request is served by the real servers behind gait's
+// agents, and a request takes at least its two phases' fastest accesses.
+// (Rows from such points: TestRowsPredictFromTheServiceRun.)
+func TestStudyOnTestbed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("deploys gait-redis and gait-zookeeper on testbed hosts")
+	}
+	if err := testbed.NeedRoot(); err != nil {
+		t.Skip(err)
+	}
+	bin, cleanup, err := gaitbin.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	preset, err := load.FindPreset("olio")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range Systems {
+		t.Run(name, func(t *testing.T) {
+			sys := mustSystem(t, name)
+			if drv, ok := sys.New().(interface{ Check() error }); ok {
+				if err := drv.Check(); err != nil {
+					t.Skip(err)
+				}
+			}
+			shape, err := preset.Shape(sys.Ops, sys.Write)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var points []Point
+			st := Study{Gait: bin, System: sys, CPUs: 0.5, Mixes: []model.Config{{Duplicates: 1, Replicas: 2}, {Duplicates: 2, Replicas: 1}}, Shape: shape,
+				Rates: []float64{4}, ServiceRate: 100, ServiceTime: 2 * time.Second, Duration: 5 * time.Second, Requests: 8, Seed: 1,
+				Measured: func(p Point) error { points = append(points, p); return nil }}
+			if err := st.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if len(points) != 4 {
+				t.Fatalf("%d points, want each mix's service run and requests", len(points))
+			}
+			for i, p := range points {
+				if p.Service != (i%2 == 0) {
+					t.Fatalf("point %d of %s: service run %v, want the service run first", i, MixName(p.Mix), p.Service)
+				}
+				if p.Service {
+					if p.WorkPerAccess() <= 0 {
+						t.Errorf("%s: the service run measured no work per access on the hosts", MixName(p.Mix))
+					}
+					continue
+				}
+				if p.System != name || p.Failed != 0 || len(p.Requests) != 8 || len(p.Accesses) != 50*len(p.Requests) {
+					t.Fatalf("%s: system %q, %d requests (%d failed), %d accesses; want 8 requests of 50 accesses, none failed",
+						MixName(p.Mix), p.System, len(p.Requests), p.Failed, len(p.Accesses))
+				}
+				if p.Requests[0] < 2*p.Accesses[0] {
+					t.Errorf("%s: fastest request %.3g s, below its two phases' fastest access %.3g s each", MixName(p.Mix), p.Requests[0], p.Accesses[0])
+				}
+			}
+		})
 	}
 }

@@ -3,8 +3,10 @@ package chapter6
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"slices"
@@ -193,9 +195,32 @@ func ReadPoints(path string) ([]Point, error) {
 		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
 		}
+		if p.System == "" {
+			p.System = "gait-redis"
+		}
+		if len(out) > 0 && p.System != out[0].System {
+			return nil, fmt.Errorf("%s:%d: a point of %s after points of %s: the service runs of one system cannot predict another's points; give each system its own --out", path, n, p.System, out[0].System)
+		}
 		out = append(out, p)
 	}
 	return out, sc.Err()
+}
+
+// CheckAppend refuses to add points of system to the points at path when
+// those are of another system (ReadPoints would refuse the file); no file
+// yet is fine.
+func CheckAppend(path, system string) error {
+	ps, err := ReadPoints(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(ps) > 0 && ps[0].System != system {
+		return fmt.Errorf("%s holds points of %s: give %s its own --out", path, ps[0].System, system)
+	}
+	return nil
 }
 
 // Append writes p to path as one JSON line.
@@ -265,14 +290,14 @@ func WriteText(w io.Writer, rows []Row) error {
 	return bw.Flush()
 }
 
-// Page is the rows as a report: per study a chart of the percentiles of
-// each mix, measured (solid) and simulated from the measured service
-// time (dashed), and the table.
-func Page(title string, rows []Row, caps []Capacity, target model.Target, slow []Slowdown) *report.Page {
+// Page is the rows measured on system as a report: per study a chart of
+// the percentiles of each mix, measured (solid) and simulated from the
+// measured service time (dashed), and the table.
+func Page(title, system string, rows []Row, caps []Capacity, target model.Target, slow []Slowdown) *report.Page {
 	pg := report.NewPage(title)
 	if len(slow) > 0 {
 		pg.Heading("steps back to back with a delay on a share of the accesses (Figure 2)")
-		pg.Figure("the time each step gained over the run without delay, measured on gait-redis (solid), expected from the mean access latency (every access's mean grows by share x delay; dashed) and from the fan-out (a phase is late when any of its accesses is; dashed)",
+		pg.Figure("the time each step gained over the run without delay, measured on "+system+" (solid), expected from the mean access latency (every access's mean grows by share x delay; dashed) and from the fan-out (a phase is late when any of its accesses is; dashed)",
 			slowdownChart(slow))
 		var tr [][]string
 		for _, d := range slow {
@@ -298,14 +323,14 @@ func Page(title string, rows []Row, caps []Capacity, target model.Target, slow [
 			}
 		}
 		pg.Heading(st)
-		pg.Figure(st+": request latency at each percentile level, measured on gait-redis (first bar of each mix) and simulated from the measured service time (second bar); a level with fewer than 3 requests beyond it is not drawn",
+		pg.Figure(st+": request latency at each percentile level, measured on "+system+" (first bar of each mix) and simulated from the measured service time (second bar); a level with fewer than 3 requests beyond it is not drawn",
 			percentileChart(in))
 		pg.Table([]string{"mix", "rate /s", "requests", "failed", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "p99.9 ms", "load average"},
 			tableRows(in))
 	}
 	if len(caps) > 0 {
 		pg.Heading("single accesses: the highest rate that meets " + target.String())
-		pg.Figure("the highest rate each mix carried with "+target.String()+" of its accesses, measured on gait-redis (solid) and planned by the model from the measured service time (dashed)",
+		pg.Figure("the highest rate each mix carried with "+target.String()+" of its accesses, measured on "+system+" (solid) and planned by the model from the measured service time (dashed)",
 			capacityChart(caps))
 		var tr [][]string
 		for _, c := range caps {

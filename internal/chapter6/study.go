@@ -7,19 +7,22 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/model"
+	"github.com/gait-dev/gait/internal/systems"
 )
 
 // Study is one experiment of chapter 6: each mix deployed in turn, its
 // service time measured with single accesses at a low rate, then the
 // study's requests at each load.
 type Study struct {
-	Gait string
-	CPUs float64 // each host's fixed CPU share
+	Gait   string
+	System systems.System // one of Systems (LookupSystem)
+	CPUs   float64        // each host's fixed CPU share
 	// PinCPUs, when not 0, puts host i on CPU i mod PinCPUs
 	// (Deployment.Pin).
 	PinCPUs int
@@ -50,6 +53,8 @@ type Study struct {
 // Check refuses bad input before anything starts.
 func (s Study) Check() error {
 	switch {
+	case !slices.Contains(Systems, s.System.Name):
+		return fmt.Errorf("--system %q: want one of %s", s.System.Name, strings.Join(Systems, ", "))
 	case len(s.Mixes) == 0:
 		return errors.New("--mixes: no mix")
 	case !(s.CPUs > 0):
@@ -103,8 +108,8 @@ func (s Study) Run(ctx context.Context) error {
 }
 
 func (s Study) runMix(ctx context.Context, mix model.Config) error {
-	s.logf("%s: deploying gait-redis on %d hosts of %.2g CPU each", MixName(mix), mix.Nodes(), s.CPUs)
-	d, err := Deploy(ctx, s.Gait, mix, s.CPUs, s.Log)
+	s.logf("%s: deploying %s on %d hosts of %.2g CPU each", MixName(mix), s.System.Name, mix.Nodes(), s.CPUs)
+	d, err := Deploy(ctx, s.Gait, s.System, mix, s.CPUs, s.Log)
 	if err != nil {
 		return err
 	}
@@ -123,7 +128,7 @@ func (s Study) runMix(ctx context.Context, mix model.Config) error {
 	rates := s.Rates
 	offered := make([]float64, len(rates))
 	if s.ServiceTime > 0 {
-		svc, err := d.Measure(ctx, Run{Rate: s.ServiceRate, Duration: s.ServiceTime, Seed: s.Seed, Mix: singles(s.Shape)})
+		svc, err := d.Measure(ctx, Run{Rate: s.ServiceRate, Duration: s.ServiceTime, Seed: s.Seed, Mix: singles(s.System, s.Shape)})
 		if err != nil {
 			return err
 		}
@@ -184,10 +189,10 @@ func (s Study) runSteps(ctx context.Context, d *Deployment) error {
 	return ctx.Err()
 }
 
-// singles is the service-time run's mix: single accesses with the
+// singles is the service-time run's mix on sys: single accesses with the
 // request's own share of reads (phases naming no op) and of each phase's
 // named op.
-func singles(s load.Shape) load.Mix {
+func singles(sys systems.System, s load.Shape) load.Mix {
 	reads := 0
 	var mix load.Mix
 	for _, ph := range s.Phases {
@@ -198,7 +203,7 @@ func singles(s load.Shape) load.Mix {
 		mix = append(mix, load.MixEntry{Kind: ph.Kind, Name: ph.Op, Weight: ph.Count})
 	}
 	if reads > 0 || len(mix) == 0 {
-		mix = append(mix, load.MixEntry{Kind: opGet, Name: "get", Weight: max(1, reads)})
+		mix = append(mix, read(sys, max(1, reads)))
 	}
 	return mix
 }

@@ -12,12 +12,12 @@ import (
 	"github.com/gait-dev/gait/internal/interrupt"
 	"github.com/gait-dev/gait/internal/load"
 	"github.com/gait-dev/gait/internal/model"
-	"github.com/gait-dev/gait/internal/systems/gaitredis"
 	"github.com/spf13/cobra"
 )
 
 type chapter6Flags struct {
 	mixes, preset, out string
+	system             string
 	cpus, serviceRate  float64
 	loads, rates       []float64
 	serviceTime, dur   time.Duration
@@ -36,10 +36,11 @@ type chapter6Flags struct {
 func newModelChapter6Cmd() *cobra.Command {
 	var f chapter6Flags
 	cmd := &cobra.Command{
-		Use:   "chapter6 --out DIR --mixes 1x4,2x2,4x1 --preset olio|gridlabd|single (--load U | --rate R) [--cpus C] [--pin N]",
-		Short: "The thesis's chapter 6 on real servers: each mix as a gait-redis deployment on hosts of a fixed CPU share, measured beside the model",
-		Long: `Deploys each duplicates x replicas mix in turn as gait-redis on a testbed of
-d*r hosts (root), each host limited to --cpus CPUs; the agents send every read
+		Use:   "chapter6 --out DIR [--system gait-redis|gait-zookeeper] --mixes 1x4,2x2,4x1 --preset olio|gridlabd|single (--load U | --rate R) [--cpus C] [--pin N]",
+		Short: "The thesis's chapter 6 on real servers: each mix as a gait-redis or gait-zookeeper deployment on hosts of a fixed CPU share, measured beside the model",
+		Long: `Deploys each duplicates x replicas mix in turn as --system (gait-redis, or
+gait-zookeeper: unmodified ZooKeeper servers behind gait's agents) on a
+testbed of d*r hosts (root), each host limited to --cpus CPUs; the agents send every read
 to d replicas, their own first, and answer with the first reply (--read any
 --fanout d). On each it measures the service time (single accesses at
 --service-rate for --service-time: their latency, and the hosts' CPU time
@@ -50,7 +51,7 @@ gait model's --utilization, of the hosts' work per access) or --rate
 (requests/s), Poisson arrivals, for --duration. With --delays instead
 (Figure 2), --steps requests run back to back from one client, once per
 delay, the delay added to --delay-share percent of the accesses. Every point
-is appended to DIR/points.jsonl.
+is appended to DIR/points.jsonl, which holds the points of one system.
 
 --report reads DIR/points.jsonl instead of running, and prints every point
 beside the model: the request simulator and predictor run from the service
@@ -62,13 +63,16 @@ measured median. It writes DIR/report.html
 (docs/requests.md).`,
 		Example: `  # long: three deployments of gait-redis, a minute each (root)
   gait model chapter6 --out runs/fig14 --mixes 1x4,2x2,4x1 --preset olio --load 0.08 --duration 60s
-  gait model chapter6 --out runs/fig14 --report`,
+  gait model chapter6 --out runs/fig14 --report
+  # the same on ZooKeeper's servers
+  gait model chapter6 --out runs/fig14-zk --system gait-zookeeper --mixes 1x4,2x2,4x1 --preset olio --load 0.08 --duration 60s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runChapter6(cmd, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.out, "out", "", "directory of the points (required)")
 	fl.BoolVar(&f.report, "report", false, "print the points in --out beside the model and write report.html; run nothing")
+	fl.StringVar(&f.system, "system", "gait-redis", "the servers deployed: gait-redis or gait-zookeeper")
 	fl.StringVar(&f.mixes, "mixes", "1x4,2x2,4x1", "duplicates x replicas mixes, each a deployment")
 	fl.StringVar(&f.preset, "preset", "olio", "requests: olio, gridlabd or single")
 	fl.Float64SliceVar(&f.loads, "load", nil, "utilizations of one server taking every access")
@@ -97,6 +101,10 @@ func runChapter6(cmd *cobra.Command, f chapter6Flags) error {
 	if f.report {
 		return chapter6Report(cmd, f, points)
 	}
+	sys, err := chapter6.LookupSystem(f.system)
+	if err != nil {
+		return fmt.Errorf("--system: %w", err)
+	}
 	mixes, err := chapter6.ParseMixes(f.mixes)
 	if err != nil {
 		return fmt.Errorf("--mixes: %w", err)
@@ -107,7 +115,7 @@ func runChapter6(cmd *cobra.Command, f chapter6Flags) error {
 		if err != nil {
 			return fmt.Errorf("--preset: %w", err)
 		}
-		if shape, err = p.Shape(gaitredis.Ops, "set"); err != nil {
+		if shape, err = p.Shape(sys.Ops, sys.Write); err != nil {
 			return err
 		}
 	}
@@ -115,12 +123,15 @@ func runChapter6(cmd *cobra.Command, f chapter6Flags) error {
 	if err != nil {
 		return err
 	}
-	st := chapter6.Study{Gait: gait, CPUs: f.cpus, PinCPUs: f.pin, Mixes: mixes, Shape: shape, Loads: f.loads, Rates: f.rates,
+	st := chapter6.Study{Gait: gait, System: sys, CPUs: f.cpus, PinCPUs: f.pin, Mixes: mixes, Shape: shape, Loads: f.loads, Rates: f.rates,
 		Delays: f.delays, DelayShare: f.delayShare / 100, Steps: f.steps,
 		ServiceRate: f.serviceRate, ServiceTime: f.serviceTime, Duration: f.dur, Requests: f.requests, Seed: f.seed, Log: cmd.ErrOrStderr(),
 		Measured: func(p chapter6.Point) error { return chapter6.Append(points, p) }}
 	if err := st.Check(); err != nil {
 		return err
+	}
+	if err := chapter6.CheckAppend(points, sys.Name); err != nil {
+		return fmt.Errorf("--out: %w", err)
 	}
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return err
@@ -164,5 +175,9 @@ func chapter6Report(cmd *cobra.Command, f chapter6Flags, points string) error {
 			chapter6.MixName(d.Mix), d.Steps, model.FormatDuration(d.Delay), 100*d.Share, d.Elapsed, strconv.FormatFloat(d.Extra*1e3, 'f', 2, 64),
 			strconv.FormatFloat(d.ExpectedMean*1e3, 'f', 2, 64), strconv.FormatFloat(d.ExpectedFanOut*1e3, 'f', 2, 64))
 	}
-	return chapter6.Page("gait: the thesis's chapter 6 on gait-redis ("+f.out+")", rows, caps, target, slow).WriteFile(filepath.Join(f.out, "report.html"))
+	system := "no system"
+	if len(ps) > 0 {
+		system = ps[0].System
+	}
+	return chapter6.Page("gait: the thesis's chapter 6 on "+system+" ("+f.out+")", system, rows, caps, target, slow).WriteFile(filepath.Join(f.out, "report.html"))
 }
