@@ -48,16 +48,18 @@ func TestCheckRefusesBadInput(t *testing.T) {
 		edit func(*Study)
 		want string
 	}{
-		"no system":  {func(s *Study) { s.System = systems.System{} }, "--system"},
-		"no mix":     {func(s *Study) { s.Mixes = nil }, "--mixes"},
-		"no cpus":    {func(s *Study) { s.CPUs = 0 }, "--cpus"},
-		"no rate":    {func(s *Study) { s.Loads = nil }, "--load, --rate or --delays"},
-		"load 1":     {func(s *Study) { s.Loads = []float64{1} }, "--load 1"},
-		"no service": {func(s *Study) { s.ServiceTime = 0 }, "--service-time"},
-		"bad rate":   {func(s *Study) { s.Loads, s.Rates = nil, []float64{-1} }, "--rate -1"},
-		"no time":    {func(s *Study) { s.Duration = 0 }, "--duration"},
-		"pin past":   {func(s *Study) { s.PinCPUs = runtime.NumCPU() + 1 }, "--pin"},
-		"pin < 0":    {func(s *Study) { s.PinCPUs = -1 }, "--pin"},
+		"no system":   {func(s *Study) { s.System = systems.System{} }, "--system"},
+		"no mix":      {func(s *Study) { s.Mixes = nil }, "--mixes"},
+		"no cpus":     {func(s *Study) { s.CPUs = 0 }, "--cpus"},
+		"no rate":     {func(s *Study) { s.Loads = nil }, "--load, --rate or --delays"},
+		"load 1":      {func(s *Study) { s.Loads = []float64{1} }, "--load 1"},
+		"no service":  {func(s *Study) { s.ServiceTime = 0 }, "--service-time"},
+		"bad rate":    {func(s *Study) { s.Loads, s.Rates = nil, []float64{-1} }, "--rate -1"},
+		"no time":     {func(s *Study) { s.Duration = 0 }, "--duration"},
+		"pin past":    {func(s *Study) { s.PinCPUs = runtime.NumCPU() + 1 }, "--pin"},
+		"pin < 0":     {func(s *Study) { s.PinCPUs = -1 }, "--pin"},
+		"warmup < 0":  {func(s *Study) { s.Warmup = -time.Second }, "--warmup"},
+		"no svc rate": {func(s *Study) { s.ServiceRate = 0 }, "--service-rate"},
 	} {
 		s := ok
 		c.edit(&s)
@@ -342,7 +344,7 @@ func TestStudyOnTestbed(t *testing.T) {
 			}
 			var points []Point
 			st := Study{Gait: bin, System: sys, CPUs: 0.5, Mixes: []model.Config{{Duplicates: 1, Replicas: 2}, {Duplicates: 2, Replicas: 1}}, Shape: shape,
-				Rates: []float64{4}, ServiceRate: 100, ServiceTime: 2 * time.Second, Duration: 5 * time.Second, Requests: 8, Seed: 1,
+				Rates: []float64{4}, ServiceRate: 100, Warmup: time.Second, ServiceTime: 2 * time.Second, Duration: 5 * time.Second, Requests: 8, Seed: 1,
 				Measured: func(p Point) error { points = append(points, p); return nil }}
 			if err := st.Run(context.Background()); err != nil {
 				t.Fatal(err)

@@ -42,10 +42,15 @@ type Study struct {
 	// ServiceTime its length (0: none).
 	ServiceRate float64
 	ServiceTime time.Duration
-	Duration    time.Duration // of each measured run, at most
-	Requests    int           // of each measured run, at most (0: no limit)
-	Seed        uint64
-	Log         io.Writer
+	// Warmup is how long single accesses run at ServiceRate, unrecorded,
+	// before a deployment's first measured run (0: none): on a fresh JVM
+	// the first seconds run interpreted code and cold caches, which no
+	// later run pays.
+	Warmup   time.Duration
+	Duration time.Duration // of each measured run, at most
+	Requests int           // of each measured run, at most (0: no limit)
+	Seed     uint64
+	Log      io.Writer
 	// Measured is called with every point as it is measured.
 	Measured func(Point) error
 }
@@ -69,6 +74,10 @@ func (s Study) Check() error {
 		return fmt.Errorf("--steps %d: want at least 1", s.Steps)
 	case len(s.Delays) == 0 && len(s.Loads) == 0 && len(s.Rates) == 0:
 		return errors.New("no --load, --rate or --delays to run at")
+	case s.Warmup < 0:
+		return fmt.Errorf("--warmup %v: must not be negative", s.Warmup)
+	case (s.ServiceTime > 0 || s.Warmup > 0) && !(s.ServiceRate > 0):
+		return fmt.Errorf("--service-rate %g: want above 0 accesses/s for the service-time run and the warm-up", s.ServiceRate)
 	case len(s.Loads) > 0 && s.ServiceTime <= 0:
 		return errors.New("--load needs the service-time run (--service-time above 0) to turn a load into a rate")
 	case s.Duration <= 0:
@@ -121,6 +130,13 @@ func (s Study) runMix(ctx context.Context, mix model.Config) error {
 	}
 	if err := d.Preload(ctx); err != nil {
 		return fmt.Errorf("%s: %w", MixName(mix), err)
+	}
+	if s.Warmup > 0 {
+		w, err := d.Measure(ctx, Run{Rate: s.ServiceRate, Duration: s.Warmup, Seed: s.Seed + 1, Mix: singles(s.System, s.Shape)})
+		if err != nil {
+			return fmt.Errorf("%s: warm-up: %w", MixName(mix), err)
+		}
+		s.logf("%s: warm-up: %d accesses, not recorded, the hosts' work per access %s", MixName(mix), len(w.Accesses), model.FormatDuration(w.WorkPerAccess()))
 	}
 	if len(s.Delays) > 0 {
 		return s.runSteps(ctx, d)

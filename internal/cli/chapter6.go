@@ -21,6 +21,7 @@ type chapter6Flags struct {
 	cpus, serviceRate  float64
 	loads, rates       []float64
 	serviceTime, dur   time.Duration
+	warmup             time.Duration
 	seed               uint64
 	report             bool
 	pin                int
@@ -42,7 +43,8 @@ func newModelChapter6Cmd() *cobra.Command {
 gait-zookeeper: unmodified ZooKeeper servers behind gait's agents) on a
 testbed of d*r hosts (root), each host limited to --cpus CPUs; the agents send every read
 to d replicas, their own first, and answer with the first reply (--read any
---fanout d). On each it measures the service time (single accesses at
+--fanout d). On each it warms the servers up (single accesses for --warmup,
+not recorded), measures the service time (single accesses at
 --service-rate for --service-time: their latency, and the hosts' CPU time
 per access beyond their idle use), then the preset's requests (olio: 30 then
 20 parallel reads; gridlabd: 4 reads then 3 writes, batches of 8; single: one
@@ -81,6 +83,7 @@ measured median. It writes DIR/report.html
 	fl.IntVar(&f.pin, "pin", 0, "pin host i's processes to CPU i mod N (2: two hosts on a core each; 1: all on one core; 0: not pinned)")
 	fl.Float64Var(&f.serviceRate, "service-rate", 200, "single accesses per second of the service-time run")
 	fl.DurationVar(&f.serviceTime, "service-time", 10*time.Second, "length of the service-time run (0: none)")
+	fl.DurationVar(&f.warmup, "warmup", 5*time.Second, "single accesses at --service-rate for this long, not recorded, before each deployment's first measured run (0: none)")
 	fl.DurationVar(&f.dur, "duration", time.Minute, "length of each measured run, at most")
 	fl.IntVar(&f.requests, "requests", 0, "requests of each measured run, at most (0: as many as --duration brings)")
 	fl.DurationSliceVar(&f.delays, "delays", nil, "instead of --load/--rate, Figure 2: --steps requests back to back from one client, once per delay, the delay added to --delay-share of the accesses")
@@ -125,7 +128,7 @@ func runChapter6(cmd *cobra.Command, f chapter6Flags) error {
 	}
 	st := chapter6.Study{Gait: gait, System: sys, CPUs: f.cpus, PinCPUs: f.pin, Mixes: mixes, Shape: shape, Loads: f.loads, Rates: f.rates,
 		Delays: f.delays, DelayShare: f.delayShare / 100, Steps: f.steps,
-		ServiceRate: f.serviceRate, ServiceTime: f.serviceTime, Duration: f.dur, Requests: f.requests, Seed: f.seed, Log: cmd.ErrOrStderr(),
+		ServiceRate: f.serviceRate, ServiceTime: f.serviceTime, Warmup: f.warmup, Duration: f.dur, Requests: f.requests, Seed: f.seed, Log: cmd.ErrOrStderr(),
 		Measured: func(p chapter6.Point) error { return chapter6.Append(points, p) }}
 	if err := st.Check(); err != nil {
 		return err
