@@ -85,6 +85,41 @@ func TestFanOutBatchesAndDelay(t *testing.T) {
 	}
 }
 
+// TestFanOutBatchDialedBeforeTheRun: a batch larger than the requesters
+// dialed by default finds one requester per request from its first
+// instant, dialed before the run; none is dialed once accesses are under
+// way (that dial would make the batch late).
+func TestFanOutBatchDialedBeforeTheRun(t *testing.T) {
+	var started atomic.Bool
+	sys := &fakeSystem{do: func(ctx context.Context, op Op) error {
+		started.Store(true)
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return nil
+	}}
+	var dialed, closed atomic.Int64
+	good := sys.dialer(&dialed, &closed)
+	dial := func(worker int) (Client, uint8, error) {
+		if started.Load() {
+			return nil, 0, errors.New("dialed while accesses were under way")
+		}
+		return good(worker)
+	}
+	const batch = 3 * initialRequesters
+	reqs := &memRecorder{}
+	cfg := Config{Workload: testWorkload(t, "get"), Rate: 1, Requests: batch,
+		Shape: Shape{Phases: []Phase{{Count: 2}}, Batch: batch}, RequestRecorder: reqs}
+	res, err := Run(context.Background(), cfg, dial, &memRecorder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reqs.samples) != batch || res.Lag.Workers != batch {
+		t.Errorf("%d requests on %d requesters; want %d on %d", len(reqs.samples), res.Lag.Workers, batch, batch)
+	}
+}
+
 // TestFanOutTrace: traced instants are the requests' intended starts.
 func TestFanOutTrace(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "arrivals")
