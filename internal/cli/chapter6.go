@@ -66,7 +66,7 @@ measured median. It writes DIR/report.html
 		Example: `  # long: three deployments of gait-redis, a minute each (root)
   gait model chapter6 --out runs/fig14 --mixes 1x4,2x2,4x1 --preset olio --load 0.08 --duration 60s
   gait model chapter6 --out runs/fig14 --report
-  # the same on ZooKeeper's servers
+  # long: the same on ZooKeeper's servers, three deployments, a few minutes each (root)
   gait model chapter6 --out runs/fig14-zk --system gait-zookeeper --mixes 1x4,2x2,4x1 --preset olio --load 0.08 --duration 60s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runChapter6(cmd, f) },
