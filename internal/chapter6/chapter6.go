@@ -1,10 +1,9 @@
 // Package chapter6 runs the Zoolander thesis's chapter 6 (001, ch. 6) on
 // real servers: gait-redis or gait-zookeeper (docs/replica.md) on testbed
 // hosts that each have a fixed CPU share, one deployment per duplicates x
-// replicas mix,
-// Inner-Join Olio or Gridlab-D requests from gait's load engine, and the
-// model's prediction beside each measurement from service times measured
-// on the same deployment.
+// replicas mix, Inner-Join Olio or Gridlab-D requests from gait's load
+// engine, and the model's prediction beside each measurement from service
+// times measured on the same deployment.
 //
 // A mix d x r is a deployment of d*r hosts whose agents send every read to
 // d replicas, their own first, and answer with the first reply (gait
