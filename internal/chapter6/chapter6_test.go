@@ -243,14 +243,19 @@ func TestSlowdowns(t *testing.T) {
 	steps := func(delay, elapsed float64) Point {
 		return Point{Mix: mix, Request: req, DelayShare: 0.02, Delay: delay, Elapsed: elapsed, Requests: make([]float64, 100)}
 	}
-	got := Slowdowns([]Point{steps(0, 1), steps(0.05, 2), {Mix: mix, Rate: 5, Requests: []float64{1}}})
-	if len(got) != 2 {
-		t.Fatalf("%d slowdowns, want 2 (the point without a delay share is not one)", len(got))
+	// Runs without delay before and after the delayed one: 10 and 12 ms a
+	// step, so the base is 11 ms.
+	got := Slowdowns([]Point{steps(0, 1), steps(0.05, 2), steps(0, 1.2), {Mix: mix, Rate: 5, Requests: []float64{1}}})
+	if len(got) != 3 {
+		t.Fatalf("%d slowdowns, want 3 (the point without a delay share is not one)", len(got))
 	}
 	d := got[1]
 	fan := (1-math.Pow(0.98, 4))*0.05 + (1-math.Pow(0.98, 3))*0.05
-	if math.Abs(d.Extra-0.01) > 1e-12 || math.Abs(d.ExpectedMean-2*0.02*0.05) > 1e-12 || math.Abs(d.ExpectedFanOut-fan) > 1e-12 {
-		t.Errorf("slowdown %+v, want extra 10ms per step, expected 2ms from the mean and %.4g from the fan-out", d, fan)
+	if math.Abs(d.Extra-0.009) > 1e-12 || math.Abs(d.ExpectedMean-2*0.02*0.05) > 1e-12 || math.Abs(d.ExpectedFanOut-fan) > 1e-12 {
+		t.Errorf("slowdown %+v, want extra 9 ms per step over the two bases' 11, expected 2ms from the mean and %.4g from the fan-out", d, fan)
+	}
+	if math.Abs(got[0].Extra+0.001) > 1e-12 || math.Abs(got[2].Extra-0.001) > 1e-12 {
+		t.Errorf("the bases' extras %.4g and %.4g, want -1 and +1 ms (their spread about their mean)", got[0].Extra, got[2].Extra)
 	}
 }
 

@@ -471,8 +471,9 @@ type Slowdown struct {
 	Delay, Share float64
 	Steps        int
 	Elapsed      float64 // the run's length, seconds
-	// Extra is the added time per step over the run without delay
-	// (NaN when the study has none); ExpectedMean is what the mean would
+	// Extra is the added time per step over the runs without delay, the
+	// mean of their times per step when there are several (NaN when the
+	// study has none); ExpectedMean is what the mean would
 	// add (every access's mean grows by Share x Delay, and a step's
 	// phases follow one another), ExpectedFanOut what a phase of k
 	// parallel accesses adds when any of its k is delayed,
@@ -482,11 +483,19 @@ type Slowdown struct {
 }
 
 // Slowdowns sums up Figure 2's points per mix, in the order measured.
+// The runs without delay are the base; a study that names 0 before and
+// after the delays (--delays 0,5ms,50ms,0) brackets them, since a
+// server's speed drifts over a study (a JVM's most).
 func Slowdowns(points []Point) []Slowdown {
-	base := map[model.Config]float64{}
+	type stepTimes struct {
+		sum float64 // seconds per step, summed over the runs
+		n   int
+	}
+	bases := map[model.Config]stepTimes{}
 	for _, p := range points {
 		if p.DelayShare > 0 && p.Delay == 0 && len(p.Requests) > 0 {
-			base[p.Mix] = p.Elapsed / float64(len(p.Requests))
+			m := bases[p.Mix]
+			bases[p.Mix] = stepTimes{m.sum + p.Elapsed/float64(len(p.Requests)), m.n + 1}
 		}
 	}
 	var out []Slowdown
@@ -495,8 +504,8 @@ func Slowdowns(points []Point) []Slowdown {
 			continue
 		}
 		s := Slowdown{Mix: p.Mix, Delay: p.Delay, Share: p.DelayShare, Steps: len(p.Requests), Elapsed: p.Elapsed, Extra: math.NaN(), Load: p.Load}
-		if b, ok := base[p.Mix]; ok {
-			s.Extra = p.Elapsed/float64(len(p.Requests)) - b
+		if b, ok := bases[p.Mix]; ok {
+			s.Extra = p.Elapsed/float64(len(p.Requests)) - b.sum/float64(b.n)
 		}
 		for _, k := range p.Request.Phases {
 			s.ExpectedMean += p.DelayShare * p.Delay
