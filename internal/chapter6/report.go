@@ -2,6 +2,7 @@ package chapter6
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -297,7 +298,7 @@ func Page(title, system string, rows []Row, caps []Capacity, target model.Target
 	pg := report.NewPage(title)
 	if len(slow) > 0 {
 		pg.Heading("steps back to back with a delay on a share of the accesses (Figure 2)")
-		pg.Figure("the time each step gained over the run without delay, measured on "+system+" (solid), expected from the mean access latency (every access's mean grows by share x delay; dashed) and from the fan-out (a phase is late when any of its accesses is; dashed)",
+		pg.Figure("the time each step gained over the runs without delay (their mean), measured on "+system+" (solid), expected from the mean access latency (every access's mean grows by share x delay; dashed) and from the fan-out (a phase is late when any of its accesses is; dashed)",
 			slowdownChart(slow))
 		var tr [][]string
 		for _, d := range slow {
@@ -525,12 +526,16 @@ func ratio(a, b float64) string {
 
 // slowdownChart draws the extra time per step against the delay, one
 // measured line per mix and the two expectations of the first.
+// slowdownChart draws each mix's runs by delay, so that several runs
+// without delay (a bracket) stand one above the other at 0.
 func slowdownChart(slow []Slowdown) report.LineChart {
 	c := report.LineChart{Title: "slowdown per step", Markers: true,
 		X: report.Axis{Label: "delay", Unit: "s"}, Y: report.Axis{Label: "extra time per step", Unit: "s", Zero: true}}
 	byMix := map[model.Config]int{}
 	mean := report.Series{Name: "expected from the mean", Dashed: true}
 	fan := report.Series{Name: "expected from the fan-out", Dashed: true}
+	slow = slices.Clone(slow)
+	slices.SortStableFunc(slow, func(a, b Slowdown) int { return cmp.Compare(a.Delay, b.Delay) })
 	for _, d := range slow {
 		i, ok := byMix[d.Mix]
 		if !ok {
