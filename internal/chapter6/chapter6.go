@@ -287,8 +287,24 @@ func (p Point) WorkPerAccess() float64 {
 // idleWindow is how long the hosts' idle CPU use is measured before a run.
 const idleWindow = 3 * time.Second
 
-// Measure runs r on the deployment and keeps every latency.
+// Measure runs r on the deployment and keeps every latency, after
+// measuring the hosts' idle CPU use for idleWindow.
 func (d *Deployment) Measure(ctx context.Context, r Run) (Point, error) {
+	idle0 := d.hostCPU()
+	select {
+	case <-ctx.Done():
+		return Point{}, ctx.Err()
+	case <-time.After(idleWindow):
+	}
+	idle := (d.hostCPU() - idle0).Seconds() / idleWindow.Seconds()
+	p, err := d.run(ctx, r)
+	p.IdleCPU = idle
+	return p, err
+}
+
+// run runs r on the deployment: its latencies and the hosts' CPU time
+// (not less their idle use, which Measure adds).
+func (d *Deployment) run(ctx context.Context, r Run) (Point, error) {
 	var acc, req samples
 	wl := workload(d.System)
 	if r.Mix != nil {
@@ -299,14 +315,7 @@ func (d *Deployment) Measure(ctx context.Context, r Run) (Point, error) {
 	if r.Shape.FanOut() {
 		cfg.RequestRecorder = &req
 	}
-	idle0 := d.hostCPU()
-	select {
-	case <-ctx.Done():
-		return Point{}, ctx.Err()
-	case <-time.After(idleWindow):
-	}
 	cpu0 := d.hostCPU()
-	idle := (cpu0 - idle0).Seconds() / idleWindow.Seconds()
 	res, err := load.Run(ctx, cfg, d.dial, &acc)
 	cpu := d.hostCPU() - cpu0
 	if err != nil {
@@ -320,11 +329,18 @@ func (d *Deployment) Measure(ctx context.Context, r Run) (Point, error) {
 	}
 	p := Point{System: d.System.Name, Mix: d.Mix, CPUs: d.CPUs, PinCPUs: d.PinCPUs, Shape: shapeName(r.Shape), Request: requestOf(r.Shape), Rate: r.Rate,
 		Achieved: float64(len(req.ok)+req.failed) / res.Elapsed.Seconds(),
-		Requests: req.sorted(), Accesses: acc.sorted(), Delay: r.Shape.Delay.Delay.Seconds(), DelayShare: r.Shape.Delay.Share, Failed: req.failed, Load: LoadAverage(), HostCPU: cpu.Seconds(), IdleCPU: idle, Elapsed: res.Elapsed.Seconds()}
+		Requests: req.sorted(), Accesses: acc.sorted(), Delay: r.Shape.Delay.Delay.Seconds(), DelayShare: r.Shape.Delay.Share, Failed: req.failed, Load: LoadAverage(), HostCPU: cpu.Seconds(), Elapsed: res.Elapsed.Seconds()}
 	if res.Lag != nil {
 		p.LateP99 = res.Lag.P99.Seconds()
 	}
 	return p, nil
+}
+
+// warmUp runs r and keeps nothing of it but how many accesses it served:
+// no idle window before it, since no work per access is taken from it.
+func (d *Deployment) warmUp(ctx context.Context, r Run) (int, error) {
+	p, err := d.run(ctx, r)
+	return len(p.Accesses), err
 }
 
 // requestOf is a shape as the model takes it.

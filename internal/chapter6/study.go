@@ -132,11 +132,11 @@ func (s Study) runMix(ctx context.Context, mix model.Config) error {
 		return fmt.Errorf("%s: %w", MixName(mix), err)
 	}
 	if s.Warmup > 0 {
-		w, err := d.Measure(ctx, Run{Rate: s.ServiceRate, Duration: s.Warmup, Seed: s.Seed + 1, Mix: singles(s.System, s.Shape)})
+		n, err := d.warmUp(ctx, Run{Rate: s.ServiceRate, Duration: s.Warmup, Seed: s.Seed + 1, Mix: singles(s.System, s.Shape)})
 		if err != nil {
 			return fmt.Errorf("%s: warm-up: %w", MixName(mix), err)
 		}
-		s.logf("%s: warm-up: %d accesses, not recorded, the hosts' work per access %s", MixName(mix), len(w.Accesses), model.FormatDuration(w.WorkPerAccess()))
+		s.logf("%s: warm-up: %d accesses, not recorded", MixName(mix), n)
 	}
 	if len(s.Delays) > 0 {
 		return s.runSteps(ctx, d)
