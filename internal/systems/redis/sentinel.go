@@ -32,10 +32,17 @@ func (d *Driver) sentinelConf(h systems.Host, primaryIP string, quorum int) stri
 		"sentinel announce-ip " + h.Address(),
 		fmt.Sprintf("sentinel monitor %s %s %d %d", MasterName, primaryIP, d.Port, quorum),
 		fmt.Sprintf("sentinel down-after-milliseconds %s %d", MasterName, d.DownAfter.Milliseconds()),
-		fmt.Sprintf("sentinel failover-timeout %s %d", MasterName, max(10*d.DownAfter, 10*time.Second).Milliseconds()),
+		fmt.Sprintf("sentinel failover-timeout %s %d", MasterName, d.failoverTimeout().Milliseconds()),
 		fmt.Sprintf("sentinel parallel-syncs %s 1", MasterName),
 		"",
 	}, "\n")
+}
+
+// failoverTimeout bounds one failover attempt. A Sentinel whose election
+// ended in a split vote tries again only after twice this time, so it also
+// sets how long a failover can take when the Sentinels disagree.
+func (d *Driver) failoverTimeout() time.Duration {
+	return max(10*d.DownAfter, 10*time.Second)
 }
 
 func (c *Cluster) sentinelAddr(m *member) string {
