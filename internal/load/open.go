@@ -73,12 +73,15 @@ func (r *run) queueSize() int {
 }
 
 type pool struct {
-	run     *run
-	ctx     context.Context
-	fail    context.CancelCauseFunc
-	queue   chan time.Duration // intended starts since r.start
-	idle    atomic.Int64       // workers waiting for work, or about to
-	workers int                // only the dispatcher touches it
+	run   *run
+	ctx   context.Context
+	fail  context.CancelCauseFunc
+	queue chan time.Duration // intended starts since r.start
+	// free counts the workers no arrival has claimed. The dispatcher claims
+	// one as it queues an arrival and a worker frees itself once done, so
+	// a batch queued faster than workers wake still counts as claimed.
+	free    atomic.Int64
+	workers int // only the dispatcher touches it
 	wg      sync.WaitGroup
 }
 
@@ -104,7 +107,7 @@ func (p *pool) dispatch() {
 				return
 			}
 		}
-		if p.idle.Load() == 0 {
+		if p.free.Add(-1) < 0 {
 			if p.workers < r.cfg.MaxInFlight {
 				// The new worker dials on its own goroutine: the schedule
 				// must not wait for a connection.
@@ -151,7 +154,7 @@ func (r *run) arrival(i int, prev time.Duration, rng *rand.Rand) (time.Duration,
 func (p *pool) spawn(dial func() (Client, uint8, error)) {
 	id := p.workers
 	p.workers++
-	p.idle.Add(1)
+	p.free.Add(1)
 	p.wg.Go(func() {
 		c, host, err := dial()
 		if err != nil {
@@ -166,7 +169,7 @@ func (p *pool) spawn(dial func() (Client, uint8, error)) {
 // spawnRequester starts worker number p.workers as a request worker.
 func (p *pool) spawnRequester(open func() (*requester, error)) {
 	p.workers++
-	p.idle.Add(1)
+	p.free.Add(1)
 	p.wg.Go(func() {
 		q, err := open()
 		if err != nil {
@@ -178,12 +181,11 @@ func (p *pool) spawnRequester(open func() (*requester, error)) {
 		late := make([]time.Duration, 0, batchSize)
 		defer func() { r.flushLate(late) }()
 		for at := range p.queue {
-			p.idle.Add(-1)
 			late = r.addLate(late, time.Since(r.start)-at)
 			if !q.request(at) {
 				return
 			}
-			p.idle.Add(1)
+			p.free.Add(1)
 		}
 	})
 }
@@ -195,7 +197,6 @@ func (p *pool) work(id int, c Client, host uint8) {
 	late := make([]time.Duration, 0, batchSize)
 	defer func() { r.flush(buf); r.flushLate(late) }()
 	for at := range p.queue {
-		p.idle.Add(-1)
 		op := gen.next()
 		// The generator's own lag, measured apart from the latency it is
 		// also part of: the dispatcher's delay plus the wait in the queue.
@@ -207,6 +208,6 @@ func (p *pool) work(id int, c Client, host uint8) {
 		}
 		buf = r.add(buf, rundir.Sample{Start: at, Latency: end - at, Op: op.Kind, Host: host, Outcome: outcome,
 			Involved: r.involved(c)})
-		p.idle.Add(1)
+		p.free.Add(1)
 	}
 }

@@ -120,6 +120,38 @@ func TestFanOutBatchDialedBeforeTheRun(t *testing.T) {
 	}
 }
 
+// TestBatchFindingEveryRequesterBusy: a batch that arrives while the
+// last one still holds every requester gets a requester per request,
+// not one between them; each waits only for its own accesses.
+func TestBatchFindingEveryRequesterBusy(t *testing.T) {
+	const service = 300 * time.Millisecond
+	sys := &fakeSystem{do: func(ctx context.Context, op Op) error {
+		select {
+		case <-time.After(service):
+		case <-ctx.Done():
+		}
+		return nil
+	}}
+	var dialed, closed atomic.Int64
+	const batch = 2 * initialRequesters
+	reqs := &memRecorder{}
+	cfg := Config{Workload: testWorkload(t, "get"), Rate: 1, Duration: time.Minute, RequestRecorder: reqs,
+		Shape: Shape{Phases: []Phase{{Count: 1}}, Batch: batch, Trace: []time.Duration{0, 5 * time.Millisecond}}}
+	res, err := Run(context.Background(), cfg, sys.dialer(&dialed, &closed), &memRecorder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reqs.samples {
+		// Queued behind the first batch, a request takes twice the service.
+		if r.Latency > service*3/2 {
+			t.Errorf("a request intended at %v took %v on %d requesters; its own access takes %v", r.Start, r.Latency, res.Lag.Workers, service)
+		}
+	}
+	if len(reqs.samples) != 2*batch {
+		t.Errorf("%d requests; want %d", len(reqs.samples), 2*batch)
+	}
+}
+
 // TestFanOutTrace: traced instants are the requests' intended starts.
 func TestFanOutTrace(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "arrivals")
