@@ -305,7 +305,7 @@ func Page(title, system string, rows []Row, caps []Capacity, target model.Target
 			tr = append(tr, []string{MixName(d.Mix), model.FormatDuration(d.Delay), pct(d.Share), strconv.Itoa(d.Steps),
 				fmt.Sprintf("%.2f", d.Elapsed), ms(d.Extra), ms(d.ExpectedMean), ms(d.ExpectedFanOut), ratio(d.Extra, d.ExpectedMean), d.Load})
 		}
-		pg.Table([]string{"mix", "delay", "share", "steps", "run s", "extra per step ms", "expected from the mean ms", "expected from the fan-out ms", "measured / expected from the mean", "load average"}, tr)
+		pg.Table([]string{"mix", "delay", "share", "steps", "run s", "extra ms a step", "the mean expects ms", "the fan-out expects ms", "extra / the mean's", "load average"}, tr)
 	}
 	var studies []string
 	for _, r := range rows {
@@ -525,8 +525,7 @@ func ratio(a, b float64) string {
 }
 
 // slowdownChart draws the extra time per step against the delay, one
-// measured line per mix and the two expectations of the first.
-// slowdownChart draws each mix's runs by delay, so that several runs
+// measured line per mix and the two expectations of the first. It draws each mix's runs by delay, so that several runs
 // without delay (a bracket) stand one above the other at 0.
 func slowdownChart(slow []Slowdown) report.LineChart {
 	c := report.LineChart{Title: "slowdown per step", Markers: true,
