@@ -103,29 +103,47 @@ func (p *pool) dispatch() {
 			if r.cfg.Duration > 0 && at >= r.cfg.Duration {
 				return
 			}
+			if i > 0 {
+				p.dialAhead(batch)
+			}
 			if !sleepUntil(p.ctx, timer, r.start.Add(at)) {
 				return
 			}
 		}
-		if p.free.Add(-1) < 0 {
-			if p.workers < r.cfg.MaxInFlight {
-				// The new worker dials on its own goroutine: the schedule
-				// must not wait for a connection.
-				id := p.workers
-				if r.cfg.Shape.FanOut() {
-					p.spawnRequester(func() (*requester, error) { return r.newRequester(p.ctx, id) })
-				} else {
-					p.spawn(func() (Client, uint8, error) { return r.dial(id) })
-				}
-			} else {
-				r.heldBack.Add(1)
-			}
+		if p.free.Add(-1) < 0 && !p.grow() {
+			r.heldBack.Add(1)
 		}
 		select {
 		case p.queue <- at:
 		case <-p.ctx.Done():
 			return
 		}
+	}
+}
+
+// grow adds a worker unless the pool is at its limit. The worker dials
+// on its own goroutine: the schedule must not wait for a connection.
+func (p *pool) grow() bool {
+	r := p.run
+	if p.workers >= r.cfg.MaxInFlight {
+		return false
+	}
+	id := p.workers
+	if r.cfg.Shape.FanOut() {
+		p.spawnRequester(func() (*requester, error) { return r.newRequester(p.ctx, id) })
+	} else {
+		p.spawn(func() (Client, uint8, error) { return r.dial(id) })
+	}
+	return true
+}
+
+// dialAhead grows the pool until a batch of arrivals finds a worker each
+// unclaimed. It runs while the schedule waits for the next instant, so
+// that the next batch does not wait for the dials of the workers it needs
+// (a requester dials a connection per access of its widest phase, a
+// ZooKeeper session each on gait-zookeeper).
+func (p *pool) dialAhead(batch int) {
+	for p.free.Load() < int64(batch) && p.grow() {
 	}
 }
 

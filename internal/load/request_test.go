@@ -152,6 +152,39 @@ func TestBatchFindingEveryRequesterBusy(t *testing.T) {
 	}
 }
 
+// TestNextBatchFindsRequestersDialed: requesters are dialed ahead
+// while the schedule waits for the next instant, so a batch that finds
+// every requester busy is not late by the dials of new ones.
+func TestNextBatchFindsRequestersDialed(t *testing.T) {
+	const service, dialTime = 200 * time.Millisecond, 50 * time.Millisecond
+	sys := &fakeSystem{do: func(ctx context.Context, op Op) error {
+		select {
+		case <-time.After(service):
+		case <-ctx.Done():
+		}
+		return nil
+	}}
+	var dialed, closed atomic.Int64
+	good := sys.dialer(&dialed, &closed)
+	slowDial := func(worker int) (Client, uint8, error) {
+		time.Sleep(dialTime)
+		return good(worker)
+	}
+	const batch = initialRequesters
+	reqs := &memRecorder{}
+	cfg := Config{Workload: testWorkload(t, "get"), Rate: 1, Duration: time.Minute, RequestRecorder: reqs,
+		Shape: Shape{Phases: []Phase{{Count: 1}}, Batch: batch, Trace: []time.Duration{0, 100 * time.Millisecond}}}
+	res, err := Run(context.Background(), cfg, slowDial, &memRecorder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reqs.samples {
+		if late := r.Latency - service; late > dialTime*4/5 {
+			t.Errorf("a request intended at %v took %v on %d requesters: %v past its access, a dial is %v", r.Start, r.Latency, res.Lag.Workers, late, dialTime)
+		}
+	}
+}
+
 // TestFanOutTrace: traced instants are the requests' intended starts.
 func TestFanOutTrace(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "arrivals")
