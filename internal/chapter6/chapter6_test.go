@@ -379,3 +379,16 @@ func TestStudyOnTestbed(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkTextBelowIdle: a run whose hosts used less CPU than their idle
+// rate accounts for says so, rather than a work of 0 s.
+func TestWorkTextBelowIdle(t *testing.T) {
+	p := Point{HostCPU: 9.5, IdleCPU: 0.25, Elapsed: 40, Accesses: []float64{0.001, 0.002}}
+	if got := workText(p); !strings.Contains(got, "not told from their idle use (9.50 CPU-s in the run, 10.00 idle)") {
+		t.Errorf("workText = %q", got)
+	}
+	p.HostCPU = 12
+	if got := workText(p); got != "1s" {
+		t.Errorf("workText with 2 CPU-s over idle for 2 accesses = %q, want 1s", got)
+	}
+}

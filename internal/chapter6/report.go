@@ -131,7 +131,7 @@ func (b Basis) system(p, svc Point) (model.System, string, error) {
 	if b == OwnRun {
 		own := p.WorkPerAccess() / float64(p.Mix.Duplicates)
 		if own <= 0 {
-			return sys, "", fmt.Errorf("%s at %.4g/s: the hosts' CPU time was not measured in the run; use --service-basis work", MixName(p.Mix), p.Rate)
+			return sys, "", fmt.Errorf("%s at %.4g/s: the hosts' CPU time in the run was not measured, or not told from their idle use; use --service-basis work", MixName(p.Mix), p.Rate)
 		}
 		sys.Service = model.Constant{V: own}
 		return sys, "run's own hosts' work " + model.FormatDuration(own) + " per duplicate, the rest of the " + name + "'s latency as network", err

@@ -153,7 +153,7 @@ func (s Study) runMix(ctx context.Context, mix model.Config) error {
 		}
 		svc.Study, svc.Service = shapeName(s.Shape), true
 		s.logf("%s: service run: %d accesses, mean %s, the hosts' work per access %s, load %s", MixName(mix), len(svc.Accesses),
-			model.FormatDuration(mean(svc.Accesses)), model.FormatDuration(svc.WorkPerAccess()), svc.Load)
+			model.FormatDuration(mean(svc.Accesses)), workText(svc), svc.Load)
 		if err := s.Measured(svc); err != nil {
 			return err
 		}
@@ -176,7 +176,7 @@ func (s Study) runMix(ctx context.Context, mix model.Config) error {
 		p.Study, p.Offered = shapeName(s.Shape), offered[i]
 		s.logf("%s: %.4g requests/s: %d requests, %d failed, p99 %s, send lateness p99 %s, the hosts' work per access %s, load %s", MixName(mix), rate,
 			len(p.Requests), p.Failed, model.FormatDuration(quantile(p.Requests, 0.99)), model.FormatDuration(p.LateP99),
-			model.FormatDuration(p.WorkPerAccess()), p.Load)
+			workText(p), p.Load)
 		if err := s.Measured(p); err != nil {
 			return err
 		}
@@ -258,4 +258,15 @@ func LoadAverage() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// workText says the hosts' work per access, or why there is none: a run
+// whose accesses cost the hosts less than the error in their idle use
+// (Gridlab-D's batches at 16/s, against four agents' raft heartbeats)
+// would otherwise read as work of 0 s.
+func workText(p Point) string {
+	if w := p.WorkPerAccess(); w > 0 || p.HostCPU == 0 {
+		return model.FormatDuration(w)
+	}
+	return fmt.Sprintf("not told from their idle use (%.2f CPU-s in the run, %.2f idle)", p.HostCPU, p.IdleCPU*p.Elapsed)
 }
