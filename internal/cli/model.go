@@ -66,6 +66,9 @@ func (in *modelInputs) register(fs *pflag.FlagSet) {
 
 // request is the request the flags describe; --rate counts requests.
 func (in *modelInputs) request() (model.Request, error) {
+	if err := checkBatch(in.batch); err != nil {
+		return model.Request{}, err
+	}
 	q := model.Request{Batch: in.batch}
 	if in.fs == nil || !in.fs.Changed("phases") {
 		return q, nil
@@ -73,6 +76,15 @@ func (in *modelInputs) request() (model.Request, error) {
 	var err error
 	q.Phases, err = parsePhases(in.phases)
 	return q, err
+}
+
+// checkBatch refuses a --batch below 1: model.Request reads 0 as its
+// default of one request an arrival, which a 0 given on purpose is not.
+func checkBatch(b int) error {
+	if b < 1 {
+		return fmt.Errorf("--batch %d: want 1 to %d requests per arrival", b, model.MaxBatch)
+	}
+	return nil
 }
 
 // parsePhases reads --phases: parallel accesses per phase, like 30,20.
@@ -498,6 +510,9 @@ A run longer than a few seconds shows its progress on standard error.`,
 				return err
 			}
 			if cmd.Flags().Changed("phases") || cmd.Flags().Changed("batch") {
+				if err := checkBatch(batch); err != nil {
+					return err
+				}
 				if !cmd.Flags().Changed("requests") && batch > 1 {
 					// A batch's requests share their arrival: the
 					// reference's noise goes with arrivals, not requests.

@@ -95,6 +95,8 @@ func TestModelBadInput(t *testing.T) {
 		"errormap dups -3":    {[]string{"errormap", "--max-duplicates", "-3"}, "--max-duplicates -3"},
 		"errormap load 1":     {[]string{"errormap", "--utilizations", "1"}, "--utilizations 1"},
 		"errormap per-server": {[]string{"errormap", "--per-server"}, "--per-server, --mixes, --redraw and --resimulate apply to requests"},
+		"batch 0":             {[]string{"simulate", "--service", "exp:1ms", "--bound", "40ms", "--rate", "1", "--phases", "30,20", "--batch", "0"}, "--batch 0: want 1 to"},
+		"errormap batch 0":    {[]string{"errormap", "--phases", "30,20", "--batch", "0"}, "--batch 0: want 1 to"},
 		"errormap resimulate": {[]string{"errormap", "--phases", "30,20", "--resimulate"}, "--resimulate: give the cells to simulate again with --redraw"},
 		"errormap redraw":     {[]string{"errormap", "--phases", "30,20", "--redraw", "nothere.json"}, "--redraw: open nothere.json"},
 		"errormap bad mix":    {[]string{"errormap", "--phases", "30,20", "--mixes", "2x2,3y"}, "--mixes 2x2,3y: mix \"3y\""},
