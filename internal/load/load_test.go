@@ -39,6 +39,18 @@ func (m *memRecorder) AddMetric(t int, name string, v float64) {
 	m.metrics[name] = append(m.metrics[name], v)
 }
 
+// slowSystem is a fakeSystem whose every operation takes d, or until
+// the run ends.
+func slowSystem(d time.Duration) *fakeSystem {
+	return &fakeSystem{do: func(ctx context.Context, op Op) error {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+		}
+		return nil
+	}}
+}
+
 // fakeSystem is an in-process system shared by all its clients.
 type fakeSystem struct {
 	mu       sync.Mutex
@@ -364,13 +376,7 @@ func TestDialError(t *testing.T) {
 
 // A worker added while the run is going fails to connect: the run stops with its error.
 func TestOpenLoopLateDialError(t *testing.T) {
-	sys := &fakeSystem{do: func(ctx context.Context, op Op) error {
-		select {
-		case <-time.After(10 * time.Millisecond):
-		case <-ctx.Done():
-		}
-		return nil
-	}}
+	sys := slowSystem(10 * time.Millisecond)
 	var dialed, closed atomic.Int64
 	good := sys.dialer(&dialed, &closed)
 	dial := func(worker int) (Client, uint8, error) {

@@ -125,13 +125,7 @@ func TestFanOutBatchDialedBeforeTheRun(t *testing.T) {
 // not one between them; each waits only for its own accesses.
 func TestBatchFindingEveryRequesterBusy(t *testing.T) {
 	const service = 300 * time.Millisecond
-	sys := &fakeSystem{do: func(ctx context.Context, op Op) error {
-		select {
-		case <-time.After(service):
-		case <-ctx.Done():
-		}
-		return nil
-	}}
+	sys := slowSystem(service)
 	var dialed, closed atomic.Int64
 	const batch = 2 * initialRequesters
 	reqs := &memRecorder{}
@@ -157,13 +151,7 @@ func TestBatchFindingEveryRequesterBusy(t *testing.T) {
 // every requester busy is not late by the dials of new ones.
 func TestNextBatchFindsRequestersDialed(t *testing.T) {
 	const service, dialTime = 200 * time.Millisecond, 50 * time.Millisecond
-	sys := &fakeSystem{do: func(ctx context.Context, op Op) error {
-		select {
-		case <-time.After(service):
-		case <-ctx.Done():
-		}
-		return nil
-	}}
+	sys := slowSystem(service)
 	var dialed, closed atomic.Int64
 	good := sys.dialer(&dialed, &closed)
 	slowDial := func(worker int) (Client, uint8, error) {
