@@ -1,8 +1,14 @@
 package bench
 
 import (
+	"bytes"
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gait-dev/gait/internal/load"
+	"github.com/gait-dev/gait/internal/rundir"
 )
 
 // TestWorkloadOfRequests: a scenario's workload takes the thesis's presets
@@ -34,6 +40,41 @@ func TestWorkloadOfRequests(t *testing.T) {
 		_, err := Parse("bad.yaml", []byte(head+"workload: "+c.workload+"\n"))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("workload %s: want an error on %s, got %v", c.workload, c.want, err)
+		}
+	}
+}
+
+// TestRequestsOnEtcd: a scenario of Olio's requests runs on a real etcd
+// cluster; each run keeps its requests beside its accesses, and the log
+// counts both.
+func TestRequestsOnEtcd(t *testing.T) {
+	needRoot(t)
+	s := parseScenario(t, "name: t-olio\nsystem: etcd\nnodes: 3\n"+
+		"workload: {op: get, preset: olio, rate: 5/s, requests: 10, duration: 10s, keys: 100, value_size: 64B}\n")
+	out, state := filepath.Join(t.TempDir(), "out"), t.TempDir()
+	var log bytes.Buffer
+	results, err := Run(context.Background(), s, Options{Out: out, StateDir: state, Log: &log})
+	t.Logf("runner log:\n%s", log.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "500 accesses") || !strings.Contains(log.String(), "10 requests of several accesses") {
+		t.Errorf("the log does not count 500 accesses in 10 requests")
+	}
+	run, err := rundir.Open(filepath.Join(results[0].Dir, load.RequestsDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := run.Samples()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reqs) != 10 {
+		t.Fatalf("%d requests recorded; want 10", len(reqs))
+	}
+	for _, r := range reqs {
+		if r.Outcome != rundir.OK {
+			t.Errorf("a request at %v failed (%v)", r.Start, r.Outcome)
 		}
 	}
 }

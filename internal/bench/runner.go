@@ -582,8 +582,16 @@ func (lr *liveRun) measure(ctx context.Context, res RunResult) (rundir.Summary, 
 		return rundir.Summary{}, events, changes, err
 	}
 	sum := out.Summary
-	lr.logf("  %d requests, %s, mean %s, p99 %s, %d errors, %d timeouts", sum.Requests, units.Rate(sum.Throughput),
+	what := "requests"
+	if out.Requests != nil {
+		what = "accesses" // the samples; the requests they make up follow
+	}
+	lr.logf("  %d %s, %s, mean %s, p99 %s, %d errors, %d timeouts", sum.Requests, what, units.Rate(sum.Throughput),
 		units.Seconds(sum.Mean), units.Seconds(sum.P99), sum.Errors, sum.Timeouts)
+	if q := out.Requests; q != nil {
+		lr.logf("  %d requests of several accesses (the run's %s/), mean %s, p99 %s, %d failed", q.Requests, load.RequestsDir,
+			units.Seconds(q.Mean), units.Seconds(q.P99), q.Errors+q.Timeouts)
+	}
 	if warn := sum.Generator.Warning(); warn != "" {
 		lr.logf("  warning: %s", warn)
 	}

@@ -217,7 +217,9 @@ func Run(ctx context.Context, cfg Config, dial Dialer, rec Recorder) (Result, er
 		res.Lag.HeldBack, res.Lag.MaxInFlight, res.Lag.Workers = int(r.heldBack.Load()), cfg.MaxInFlight, r.workers
 	}
 	if cfg.Progress != nil && !r.start.IsZero() {
-		cfg.Progress(Progress{Elapsed: time.Since(r.start), Done: int64(res.Requests), Failed: int64(res.Errors + res.Timeouts), Final: true})
+		// The count the periodic calls gave: requests, where res counts
+		// the samples (a fan-out request's accesses).
+		cfg.Progress(Progress{Elapsed: time.Since(r.start), Done: r.done.Load(), Failed: r.failed.Load(), Final: true})
 	}
 	if err == nil {
 		err = ctx.Err()

@@ -173,6 +173,22 @@ func TestNextBatchFindsRequestersDialed(t *testing.T) {
 	}
 }
 
+// TestFanOutProgressCountsRequests: the last progress call counts
+// requests, as the ones during the run do, not their accesses.
+func TestFanOutProgressCountsRequests(t *testing.T) {
+	sys := &fakeSystem{}
+	var dialed, closed atomic.Int64
+	var last Progress
+	cfg := Config{Workload: testWorkload(t, "get"), Clients: 2, Requests: 10, RequestRecorder: &memRecorder{},
+		Shape: Shape{Phases: []Phase{{Count: 3}, {Count: 2}}}, Progress: func(p Progress) { last = p }}
+	if _, err := Run(context.Background(), cfg, sys.dialer(&dialed, &closed), &memRecorder{}); err != nil {
+		t.Fatal(err)
+	}
+	if !last.Final || last.Done != 10 {
+		t.Errorf("last progress %+v; want final with the 10 requests done (50 accesses)", last)
+	}
+}
+
 // TestFanOutTrace: traced instants are the requests' intended starts.
 func TestFanOutTrace(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "arrivals")
