@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"bytes"
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -51,14 +49,8 @@ func TestRequestsOnEtcd(t *testing.T) {
 	needRoot(t)
 	s := parseScenario(t, "name: t-olio\nsystem: etcd\nnodes: 3\n"+
 		"workload: {op: get, preset: olio, rate: 5/s, requests: 10, duration: 10s, keys: 100, value_size: 64B}\n")
-	out, state := filepath.Join(t.TempDir(), "out"), t.TempDir()
-	var log bytes.Buffer
-	results, err := Run(context.Background(), s, Options{Out: out, StateDir: state, Log: &log})
-	t.Logf("runner log:\n%s", log.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(log.String(), "500 accesses") || !strings.Contains(log.String(), "10 requests of several accesses") {
+	_, results, log := runLogged(t, s)
+	if !strings.Contains(log, "500 accesses") || !strings.Contains(log, "10 requests of several accesses") {
 		t.Errorf("the log does not count 500 accesses in 10 requests")
 	}
 	run, err := rundir.Open(filepath.Join(results[0].Dir, load.RequestsDir))

@@ -39,9 +39,10 @@ func parseScenario(t *testing.T, src string) *Scenario {
 	return s
 }
 
-// runScenario runs s with its own state directory and checks that nothing
-// of the testbed is left afterwards.
-func runScenario(t *testing.T, s *Scenario) (string, Summary, []RunResult) {
+// runLogged runs s into a new directory with its own state directory,
+// logs the runner's log and returns it; nothing of the testbed may be
+// left afterwards.
+func runLogged(t *testing.T, s *Scenario) (string, []RunResult, string) {
 	t.Helper()
 	out, state := filepath.Join(t.TempDir(), "out"), t.TempDir()
 	var log bytes.Buffer
@@ -53,6 +54,13 @@ func runScenario(t *testing.T, s *Scenario) (string, Summary, []RunResult) {
 	if left, _ := filepath.Glob(filepath.Join(state, "*.json")); len(left) > 0 {
 		t.Errorf("testbed state left behind: %v", left)
 	}
+	return out, results, log.String()
+}
+
+// runScenario runs s (runLogged) and saves its summary and report.
+func runScenario(t *testing.T, s *Scenario) (string, Summary, []RunResult) {
+	t.Helper()
+	out, results, _ := runLogged(t, s)
 	sum, err := Summarize(s, out, results)
 	if err != nil {
 		t.Fatal(err)
@@ -150,14 +158,8 @@ nodes: 1
 storage: emulated
 workload: {op: put, keys: 100, value_size: 1KiB, clients: 2, duration: 2s}
 `)
-	out, state := filepath.Join(t.TempDir(), "out"), t.TempDir()
-	var log bytes.Buffer
-	_, err := Run(context.Background(), s, Options{Out: out, StateDir: state, Log: &log})
-	t.Logf("runner log:\n%s", log.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`h0: emulated store: (\d+) files, (\d+) bytes logical, \d+ physical .*; (\d+) bytes written`).FindStringSubmatch(log.String())
+	_, _, log := runLogged(t, s)
+	m := regexp.MustCompile(`h0: emulated store: (\d+) files, (\d+) bytes logical, \d+ physical .*; (\d+) bytes written`).FindStringSubmatch(log)
 	if m == nil {
 		t.Fatal("the runner did not report h0's emulated store")
 	}
