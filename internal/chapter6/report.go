@@ -525,7 +525,8 @@ func ratio(a, b float64) string {
 }
 
 // slowdownChart draws the extra time per step against the delay, one
-// measured line per mix and the two expectations of the first. It draws each mix's runs by delay, so that several runs
+// measured line per mix and the two expectations of the first. Each
+// mix's runs are drawn in the order of their delays, so that several runs
 // without delay (a bracket) stand one above the other at 0.
 func slowdownChart(slow []Slowdown) report.LineChart {
 	c := report.LineChart{Title: "slowdown per step", Markers: true,

@@ -19,10 +19,9 @@ const initialWorkers = 16
 // initialRequesters are the request workers of requests of several
 // accesses dialed before the run (a connection per access of the widest
 // phase each), or the batch's size if larger: a batch's requests arrive
-// together, and a requester dialed when the first batch came would be
-// late by its dials (a ZooKeeper session each, tens of ms on a busy
-// JVM: gridlabd's batches of 8 on gait-zookeeper were sent 49-107 ms
-// late at p99 with 4).
+// together, and a requester dialed when the first batch came would make
+// it late by its dials (a ZooKeeper session each, tens of ms on a busy
+// JVM). Later batches find theirs dialed ahead (dialAhead).
 const initialRequesters = 4
 
 // openLoop runs a dispatcher that fixes each request's intended start from the
