@@ -184,9 +184,10 @@ func bool01(b bool) float64 {
 }
 
 // serveMetrics serves /metrics on cfg.Metrics, when set, and Go's profiles
-// under /debug/pprof/: the agent's CPU per request is measured on running
-// deployments (docs/replica.md, the fast path), where a test's profile
-// would leave out the testbed's network and processes.
+// and execution trace under /debug/pprof/: the agent's CPU per request and
+// its requests' waits are measured on running deployments (docs/replica.md,
+// the fast path), where a test's profile would leave out the testbed's
+// network and processes.
 func (a *Agent) serveMetrics() error {
 	if a.cfg.Metrics == "" {
 		return nil
@@ -200,6 +201,7 @@ func (a *Agent) serveMetrics() error {
 	mux.Handle("/metrics", promhttp.HandlerFor(a.m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	a.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	a.wg.Add(1)
 	go func() { defer a.wg.Done(); a.metricsSrv.Serve(ln) }()
