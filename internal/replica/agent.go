@@ -337,7 +337,9 @@ func (a *Agent) start() error {
 	if a.clients, err = net.Listen("tcp", a.cfg.Listen); err != nil {
 		return fmt.Errorf("listen for clients: %w", err)
 	}
-	a.arrival.listener = stampListener(a.clients)
+	if err := a.arrival.setListener(stampListener(a.clients)); err != nil {
+		return err
+	}
 	if err := a.serveMetrics(); err != nil {
 		return err
 	}
@@ -770,6 +772,7 @@ func (a *Agent) Close() error {
 		close(a.done)
 		if a.clients != nil {
 			a.clients.Close()
+			a.arrival.closeListener()
 		}
 		if a.metricsSrv != nil {
 			a.metricsSrv.Close()

@@ -172,3 +172,63 @@ func BenchmarkArrivalTicket(b *testing.B) {
 		}
 	})
 }
+
+// TestAcceptFromThePoller: accept hands over the listener's connections,
+// counted as being accepted until accepted is called, and a waiting accept
+// ends once the listener's copy is closed (it waits in Go's network poller,
+// which nothing else would wake).
+func TestAcceptFromThePoller(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var q arrivals
+	if err := q.setListener(stampListener(ln)); err != nil {
+		t.Fatal(err)
+	}
+	dialed := make(chan error, 1)
+	go func() {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err == nil {
+			defer c.Close()
+			_, err = c.Write([]byte("PING\r\n"))
+		}
+		dialed <- err
+	}()
+	c, err := q.accept(ln)
+	if err != nil {
+		t.Fatalf("accept: %v", err)
+	}
+	defer c.Close()
+	if err := <-dialed; err != nil {
+		t.Fatal(err)
+	}
+	if n := q.accepting.Load(); n != 1 {
+		t.Errorf("%d connections counted as being accepted before accepted, want 1", n)
+	}
+	q.accepted()
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "PING\r\n" {
+		t.Errorf("read %q, %v from the accepted connection, want PING", buf, err)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := q.accept(ln)
+		done <- err
+	}()
+	ln.Close()
+	q.closeListener()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("accept on a closed listener returned a connection")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("accept still waits 10s after its listener closed")
+	}
+	if n := q.accepting.Load(); n != 0 {
+		t.Errorf("%d connections counted as being accepted after the listener closed, want 0", n)
+	}
+}
