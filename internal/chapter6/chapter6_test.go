@@ -392,3 +392,13 @@ func TestWorkTextBelowIdle(t *testing.T) {
 		t.Errorf("workText with 2 CPU-s over idle for 2 accesses = %q, want 1s", got)
 	}
 }
+
+// TestTriedText: the rates a mix tried read from the lowest, as text the
+// report wraps, whatever order the study ran them in.
+func TestTriedText(t *testing.T) {
+	c := Capacity{Tried: []float64{400, 3200, 1600}, P99s: []float64{0.00063, 0.00087, 0.0006}}
+	want := "at 400/s 0.63 ms, at 1600/s 0.60 ms, at 3200/s 0.87 ms"
+	if got := triedText(c); got != want {
+		t.Errorf("triedText = %q, want %q", got, want)
+	}
+}

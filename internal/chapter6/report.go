@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/gait-dev/gait/internal/model"
 	"github.com/gait-dev/gait/internal/report"
@@ -335,15 +336,27 @@ func Page(title, system string, rows []Row, caps []Capacity, target model.Target
 			capacityChart(caps))
 		var tr [][]string
 		for _, c := range caps {
-			tried := ""
-			for i, r := range c.Tried {
-				tried += fmt.Sprintf("%.0f/s: %s ms; ", r, ms(c.P99s[i]))
-			}
-			tr = append(tr, []string{MixName(c.Mix), strconv.Itoa(c.Mix.Nodes()), fmt.Sprintf("%.0f", c.Measured), fmt.Sprintf("%.0f", c.Planned), tried})
+			tr = append(tr, []string{MixName(c.Mix), strconv.Itoa(c.Mix.Nodes()), fmt.Sprintf("%.0f", c.Measured), fmt.Sprintf("%.0f", c.Planned), triedText(c)})
 		}
 		pg.Table([]string{"mix", "nodes", "measured max rate /s", "planned max rate /s", "rates tried: latency at the target's share"}, tr)
 	}
 	return pg
+}
+
+// triedText lists a mix's rates from the lowest with the latency each
+// had at the target's share. It reads as text, not a number, so that the
+// report wraps it (a study run in pieces tries seven rates or more).
+func triedText(c Capacity) string {
+	idx := make([]int, len(c.Tried))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(c.Tried[a], c.Tried[b]) })
+	parts := make([]string, len(idx))
+	for k, i := range idx {
+		parts[k] = fmt.Sprintf("at %.0f/s %s ms", c.Tried[i], ms(c.P99s[i]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // capacityChart draws the highest rate against the nodes, one line per
