@@ -402,3 +402,27 @@ func TestTriedText(t *testing.T) {
 		t.Errorf("triedText = %q, want %q", got, want)
 	}
 }
+
+// TestPlanAtTheHostsShare: a host of half a CPU plans as a server whose
+// every access takes twice its work: M/D/1 at 1 ms of work plans below
+// its 500/s capacity, about half the rate of a whole CPU, and a host
+// without a share (0) plans as a whole CPU.
+func TestPlanAtTheHostsShare(t *testing.T) {
+	mix := model.Config{Duplicates: 1, Replicas: 1}
+	planned := func(cpus float64) float64 {
+		row := Row{Point: Point{Mix: mix, Study: "single", Rate: 100, CPUs: cpus, Requests: []float64{1e-3}},
+			sys: model.System{Service: model.Constant{V: 1e-3}}}
+		caps, err := Capacities([]Row{row}, model.Target{SLA: 0.99, Bound: 20e-3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return caps[0].Planned
+	}
+	half, whole, unset := planned(0.5), planned(1), planned(0)
+	if half >= 500 || half > 0.6*whole || half < 0.3*whole {
+		t.Errorf("half a CPU planned %.0f/s, a whole one %.0f/s: want under 500/s and about half", half, whole)
+	}
+	if unset != whole {
+		t.Errorf("hosts without a share planned %.0f/s, want a whole CPU's %.0f/s", unset, whole)
+	}
+}
