@@ -32,12 +32,14 @@ type grid struct {
 // [0, h/2) and puts all of it at 0, which takes f(0)h²/24 off the mean of
 // every draw; exp:1ms on 0.1 ms cells lost 0.4 µs an access, Olio's 50
 // accesses 20 µs, and one server's requests at 30% load came out 0.001
-// high at their median, 0.002 on 0.2 ms cells. A constant is rounded to
-// its nearest point. The mass beyond the last point is dropped (the
-// caller accounts for it as a tail).
+// high at their median, 0.002 on 0.2 ms cells. A constant is split
+// between its two neighbouring points, in the shares that keep its mean:
+// rounded to the nearer, 40 µs of hosts' work on 2.4 µs cells came out
+// 39.1 µs, and Olio's 50 accesses 47 µs short. The mass beyond the last
+// point is dropped (the caller accounts for it as a tail).
 func (g grid) pmf(d Distribution) []float64 {
-	if _, ok := d.(Constant); ok {
-		return g.nearestPMF(d)
+	if c, ok := d.(Constant); ok {
+		return g.constantPMF(c.V)
 	}
 	p := make([]float64, g.n)
 	// E[S; S <= x], whose differences are each cell's mass times its mean.
@@ -61,6 +63,23 @@ func (g grid) pmf(d Distribution) []float64 {
 			}
 		}
 		prevF, prevM = f, m
+	}
+	return p
+}
+
+// constantPMF is v's mass on the points either side of it, shared so
+// that its mean is v.
+func (g grid) constantPMF(v float64) []float64 {
+	p := make([]float64, g.n)
+	x := v / g.h
+	i := math.Floor(x)
+	if i >= float64(g.n) {
+		return p
+	}
+	at := x - i
+	p[int(i)] = 1 - at
+	if int(i)+1 < g.n {
+		p[int(i)+1] = at
 	}
 	return p
 }

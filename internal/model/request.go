@@ -180,6 +180,14 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 	if rho >= 1 {
 		return RequestPrediction{}, fmt.Errorf("configuration %dx%d at utilization %.3f: %w", cfg.Duplicates, cfg.Replicas, rho, ErrUnstable)
 	}
+	perAccessNet := sys.net()
+	if !thesis {
+		net, err := fanOutNet(perAccessNet, sys.Service, accessesPerPart(sys.Request, cfg), cfg.Duplicates)
+		if err != nil {
+			return RequestPrediction{}, fmt.Errorf("the network delay of a part: %w", err)
+		}
+		sys.Net = net
+	}
 	g := grid{h: horizon / (maxRequestGridPts - 1), n: maxRequestGridPts}
 	q := sys.Request
 	phases, B := q.phases(), q.batch()
@@ -259,7 +267,11 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 			case pathGroupPhases:
 				return RequestPrediction{Step: g.h, CDF: g.groupPhases(phases, sums, w, g.pmf(sys.net()), batchRate, d)}, nil
 			case pathServerPhases:
-				return RequestPrediction{Step: g.h, CDF: g.serverPhases(w, sums, phases, batchRate, g.pmf(sys.net()))}, nil
+				net, err := g.phasesNet(perAccessNet, sys.Service, phases)
+				if err != nil {
+					return RequestPrediction{}, fmt.Errorf("the network delay of the phases: %w", err)
+				}
+				return RequestPrediction{Step: g.h, CDF: g.serverPhases(w, sums, phases, batchRate, net)}, nil
 			case pathBatchOneServer:
 				return RequestPrediction{Step: g.h, CDF: g.batchOneServer(w, sums, phases[0], phases[1], B, batchRate, g.pmf(sys.net()))}, nil
 			case pathBatchOneGroup:

@@ -13,7 +13,10 @@ import (
 // stationary work of whole requests (what comes ahead of a request's
 // later phases: those of a request still in an earlier phase are queued
 // when it ends, before the new request's next phase is), sums[c] the law
-// of c service times, net the reply's network delay.
+// of c service times, net the law of the phases' network delays together
+// (phasesNet: each phase ends with its last reply, after which the next is
+// sent; the work arriving meanwhile is taken as queued behind it, as at
+// low load it mostly is).
 //
 // The server serves accesses in the order they are queued, and a phase is
 // queued when the one before it ends. So a phase of an earlier request

@@ -398,7 +398,8 @@ const lastAges = 48
 // phase: both the same). windows, when not nil, gives for a state's wait
 // the law of the work an arrival within the first phase puts ahead of the
 // last (and a key, the same for the same law), and the first arrival's
-// terms (windowsOn.firstArrival); otherwise that work is first.
+// terms (windowsOn.firstArrival); otherwise that work is first. Each
+// phase's part ends with the network delay net, the last phase's too.
 func (g grid) oneGroupLaw(states []sharedState, phases []int, first, last, net []float64, rate float64, d int, windows *windowsOn) []float64 {
 	law := make([]float64, g.n)
 	aheads, behindPendings := map[int]*arrivalsAhead{}, map[int]*arrivalsAhead{}
@@ -420,16 +421,16 @@ func (g grid) oneGroupLaw(states []sharedState, phases []int, first, last, net [
 			// The previous request's second phase, then this one's:
 			// both behind the arrivals within the first phase.
 			if behindPending == nil {
-				behindPending = g.newArrivalsAhead(convolve(last, last), lumpLaw, rate)
+				behindPending = g.newArrivalsAhead(convolve(convolve(last, last), net), lumpLaw, rate)
 				behindPendings[key] = behindPending
 			}
 			part = g.oneGroupTwoPhasesFirst(y, st.mass, behindPending, d, windows.firstArrival(st.pmf[:g.n], net, y, behindPending.last, true))
 		default:
 			if ahead == nil {
-				ahead = g.newArrivalsAhead(last, lumpLaw, rate)
+				ahead = g.newArrivalsAhead(convolve(last, net), lumpLaw, rate)
 				aheads[key] = ahead
 			}
-			part = g.oneGroupTwoPhasesFirst(y, st.mass, ahead, d, windows.firstArrival(st.pmf[:g.n], net, y, last, false))
+			part = g.oneGroupTwoPhasesFirst(y, st.mass, ahead, d, windows.firstArrival(st.pmf[:g.n], net, y, ahead.last, false))
 		}
 		for i, c := range part {
 			law[i] += st.w * c
