@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,11 +147,28 @@ func inHosts(t *testing.T, output, env string) []*exec.Cmd {
 			t.Fatal(err)
 		}
 		ps = append(ps, p)
+		waitForExec(t, p, "sleep")
 	}
 	if len(ps) == 0 {
 		t.Fatalf("no host named in:\n%s", output)
 	}
 	return ps
+}
+
+// waitForExec waits until p runs name: ip netns exec enters the
+// namespace before it execs the command, and a process still entering it
+// when gait tears the host down (its namespace file open, not yet in it)
+// ends up in the namespace after gait looked, which the test would take
+// for gait leaving it behind.
+func waitForExec(t *testing.T, p *exec.Cmd, name string) {
+	t.Helper()
+	comm := fmt.Sprintf("/proc/%d/comm", p.Process.Pid)
+	for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(5 * time.Millisecond) {
+		if b, err := os.ReadFile(comm); err == nil && strings.TrimSpace(string(b)) == name {
+			return
+		}
+	}
+	t.Fatalf("%s did not start %s within 10 s", strings.Join(p.Args, " "), name)
 }
 
 func TestLeftoversTestbedUp(t *testing.T) {
