@@ -426,3 +426,20 @@ func TestPlanAtTheHostsShare(t *testing.T) {
 		t.Errorf("hosts without a share planned %.0f/s, want a whole CPU's %.0f/s", unset, whole)
 	}
 }
+
+// TestPredictionRows: the report's table of the model's answer puts each
+// measured percentile as the bound, with the predicted and simulated
+// shares and their errors against the measured share.
+func TestPredictionRows(t *testing.T) {
+	r := Row{Point: Point{Mix: model.Config{Duplicates: 2, Replicas: 1}, Rate: 16},
+		Bounds: []float64{2e-3, 3e-3, 5e-3}, Predicted: []float64{0.6, 0.88, 0.995}, SimShares: []float64{0.55, 0.9, 0.99}}
+	got := predictionRows([]Row{r, {Point: Point{Rate: 1}}})
+	want := [][]string{
+		{"2x1", "16", "p50", "2.00", "60.00%", "+0.1000", "55.00%", "+0.0500"},
+		{"2x1", "16", "p90", "3.00", "88.00%", "-0.0200", "90.00%", "+0.0000"},
+		{"2x1", "16", "p99", "5.00", "99.50%", "+0.0050", "99.00%", "+0.0000"},
+	}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -329,6 +329,9 @@ func Page(title, system string, rows []Row, caps []Capacity, target model.Target
 			percentileChart(in))
 		pg.Table([]string{"mix", "rate /s", "requests", "failed", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "p99.9 ms", "load average"},
 			tableRows(in))
+		if pr := predictionRows(in); len(pr) > 0 {
+			pg.Table([]string{"mix", "rate /s", "measured", "bound ms", "predicted", "error", "simulated", "error"}, pr)
+		}
 	}
 	if len(caps) > 0 {
 		pg.Heading("single accesses: the highest rate that meets " + target.String())
@@ -438,6 +441,24 @@ func tableRows(rows []Row) [][]string {
 			row = append(row, ms(v)+" / "+ms(sim))
 		}
 		out = append(out, append(row, r.Load))
+	}
+	return out
+}
+
+// predictionRows is each row's measured p50, p90 and p99 as bounds, with
+// the shares the predictor and the simulator put within them and their
+// errors (the share less the measured one): the model's answer in the
+// SLA's terms, as the text report prints it.
+func predictionRows(rows []Row) [][]string {
+	var out [][]string
+	for _, r := range rows {
+		for i, b := range r.Bounds {
+			if i >= len(r.Predicted) {
+				break
+			}
+			out = append(out, []string{MixName(r.Mix), fmt.Sprintf("%.3g", r.Rate), "p" + strconv.FormatFloat(100*Shares[i], 'g', 4, 64), ms(b),
+				pct(r.Predicted[i]), fmt.Sprintf("%+.4f", r.Predicted[i]-Shares[i]), pct(r.SimShares[i]), fmt.Sprintf("%+.4f", r.SimShares[i]-Shares[i])})
+		}
 	}
 	return out
 }
