@@ -400,11 +400,23 @@ const lastAges = 48
 // last (and a key, the same for the same law), and the first arrival's
 // terms (windowsOn.firstArrival); otherwise that work is first. Each
 // phase's part ends with the network delay net, the last phase's too.
+//
+// Of two phases (no windows), the first phase's delay is the group's,
+// added once after the law: the second phase is sent when the first
+// reply of every access is in, and a duplicate whose own reply came later
+// starts it then, its server free since its service ended. Taking each
+// duplicate's second phase after its own reply (the least of Y_j + G_j,
+// Y_j with its delay) put Olio's 2x1 at 16/s with a network delay four
+// times the work 0.12 below the simulator at 2.5 ms.
 func (g grid) oneGroupLaw(states []sharedState, phases []int, first, last, net []float64, rate float64, d int, windows *windowsOn) []float64 {
 	law := make([]float64, g.n)
 	aheads, behindPendings := map[int]*arrivalsAhead{}, map[int]*arrivalsAhead{}
+	groupNet := len(phases) == 2 && windows == nil
 	for _, st := range states {
-		y := convolve(convolve(st.pmf[:g.n], net), first)
+		y := convolve(st.pmf[:g.n], first)
+		if !groupNet {
+			y = convolve(y, net)
+		}
 		key, lumpLaw := 0, first
 		if windows != nil && len(phases) > 1 {
 			key, lumpLaw = windows.lump(st.pmf[:g.n])
@@ -436,7 +448,19 @@ func (g grid) oneGroupLaw(states []sharedState, phases []int, first, last, net [
 			law[i] += st.w * c
 		}
 	}
+	if groupNet {
+		return cumulative(convolve(differences(law), leastOf(net, d)))
+	}
 	return law
+}
+
+// leastOf is the law of the least of d draws of pmf.
+func leastOf(pmf []float64, d int) []float64 {
+	cdf := cumulative(pmf)
+	for i, v := range cdf {
+		cdf[i] = 1 - ipow(math.Max(0, 1-v), d)
+	}
+	return differences(cdf)
 }
 
 // historyCoarse is how many of the predictor's cells one cell of
