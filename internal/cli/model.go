@@ -479,7 +479,7 @@ func newModelFigure7Cmd() *cobra.Command {
 func newModelErrorMapCmd() *cobra.Command {
 	var utils []float64
 	var maxD, requests, batch, maxNodes int
-	var phases, service, mixes string
+	var phases, service, net, mixes string
 	var perServer, resimulate bool
 	var redraw []string
 	var boundMeans float64
@@ -518,11 +518,11 @@ A run longer than a few seconds shows its progress on standard error.`,
 					// reference's noise goes with arrivals, not requests.
 					requests *= batch
 				}
-				return requestErrorMap(cmd, out, requestMapInputs{phases: phases, batch: batch, service: service, mixes: mixes, redraw: redraw, resimulate: resimulate,
+				return requestErrorMap(cmd, out, requestMapInputs{phases: phases, batch: batch, service: service, net: net, mixes: mixes, redraw: redraw, resimulate: resimulate,
 					scope: model.RequestMapScope{Utilizations: utils, PerServer: perServer, MaxNodes: maxNodes}, requests: requests, seed: seed})
 			}
-			if perServer || mixes != "" || len(redraw) > 0 || resimulate {
-				return errors.New("--per-server, --mixes, --redraw and --resimulate apply to requests: give --phases (the access map is of one group)")
+			if perServer || mixes != "" || len(redraw) > 0 || resimulate || cmd.Flags().Changed("net") {
+				return errors.New("--per-server, --mixes, --net, --redraw and --resimulate apply to requests: give --phases (the access map is of one group)")
 			}
 			svcs := []model.Distribution{model.Exponential{M: 1e-3}, model.LogNormal{Median: 1e-3, Sigma: 1}, model.Pareto{Xm: 1e-3, Alpha: 2.5}}
 			if measured != "" {
@@ -563,6 +563,7 @@ A run longer than a few seconds shows its progress on standard error.`,
 	cmd.Flags().StringVar(&phases, "phases", "", "map requests of these phases instead (e.g. 30,20): every mix of up to --max-nodes nodes")
 	cmd.Flags().IntVar(&batch, "batch", 1, "with --phases: requests arriving together")
 	cmd.Flags().StringVar(&service, "service", "exp:1ms", "with --phases: the service-time distribution")
+	cmd.Flags().StringVar(&net, "net", "0", "with --phases: the network delay of each reply, a constant or a distribution (see gait model --help)")
 	cmd.Flags().IntVar(&maxNodes, "max-nodes", 8, "with --phases: the largest mix")
 	cmd.Flags().BoolVar(&perServer, "per-server", false, "with --phases: each load is every server's, not that of one server taking every access")
 	cmd.Flags().StringSliceVar(&redraw, "redraw", nil, "with --phases: draw the map from the cells of earlier runs (--format json files) instead of running it; a later file's cell replaces an earlier one's of the same load, mix and quantile")
@@ -577,7 +578,7 @@ type requestMapInputs struct {
 	redraw        []string
 	resimulate    bool
 	batch         int
-	service       string
+	service, net  string
 	scope         model.RequestMapScope
 	requests      int
 	seed          uint64
@@ -588,6 +589,10 @@ func requestErrorMap(cmd *cobra.Command, out ending, in requestMapInputs) error 
 	if err != nil {
 		return fmt.Errorf("--service: %w", err)
 	}
+	net, err := model.ParseDistribution(in.net)
+	if err != nil {
+		return fmt.Errorf("--net: %w", err)
+	}
 	phases, err := parsePhases(in.phases)
 	if err != nil {
 		return err
@@ -597,7 +602,7 @@ func requestErrorMap(cmd *cobra.Command, out ending, in requestMapInputs) error 
 			return fmt.Errorf("--mixes %s: %w", in.mixes, err)
 		}
 	}
-	sys := model.System{Service: svc, Request: model.Request{Phases: phases, Batch: in.batch}}
+	sys := model.System{Service: svc, Net: net, Request: model.Request{Phases: phases, Batch: in.batch}}
 	var cells []model.RequestErrorCell
 	switch {
 	case in.resimulate && len(in.redraw) == 0:

@@ -14,7 +14,7 @@ import (
 
 // WriteRequestErrorMap is gait model errormap --phases's table.
 func WriteRequestErrorMap(w io.Writer, sys model.System, cells []model.RequestErrorCell) error {
-	fmt.Fprintf(w, "service %s, %s: request predictor against request simulation\n", sys.Service, sys.Request)
+	fmt.Fprintf(w, "service %s, %s, %s: request predictor against request simulation\n", sys.Service, networkOf(sys), sys.Request)
 	tw := table(w)
 	fmt.Fprintln(tw, "load\tper server\tduplicates\treplicas\tquantile\tbound\tsla\tsla_thesis\tsimulated\tstderr\t|error|\t")
 	for _, c := range cells {
@@ -87,7 +87,7 @@ func RequestErrorChart(util float64, cells []model.RequestErrorCell) report.BarC
 // RequestErrorMapPage is the request error map's report: a figure per load.
 func RequestErrorMapPage(sys model.System, scope model.RequestMapScope, requests int, cells []model.RequestErrorCell) *report.Page {
 	page := report.NewPage("gait model errormap: requests of " + sys.Request.String())
-	page.Paragraph(fmt.Sprintf("Service %s, no network delay, %d simulated requests per mix and load. A mix is duplicates x replicas; the bounds are where the request predictor puts the quantiles asked for, and each bar is the largest error over them. The simulation's bar is twice its largest standard error over them: a reference that noisy cannot tell the predictor's error from the goal.", sys.Service, requests))
+	page.Paragraph(fmt.Sprintf("Service %s, %s, %d simulated requests per mix and load. A mix is duplicates x replicas; the bounds are where the request predictor puts the quantiles asked for, and each bar is the largest error over them. The simulation's bar is twice its largest standard error over them: a reference that noisy cannot tell the predictor's error from the goal.", sys.Service, networkOf(sys), requests))
 	header, rows, inside, total := requestMapSummary(cells)
 	page.Paragraph(fmt.Sprintf("%d of %d mixes x loads are within %g (the thesis's accuracy). Each shape of mix's largest errors over the quantiles, their range over its mixes (within %g / mixes):", inside, total, accuracyGoal, accuracyGoal))
 	page.Table(header, rows)
@@ -107,4 +107,12 @@ func RequestErrorMapPage(sys model.System, scope model.RequestMapScope, requests
 		page.Figure(fmt.Sprintf("Load %g%% (%s).", 100*u, of), RequestErrorChart(u, cells))
 	}
 	return page
+}
+
+// networkOf names the map's network delay.
+func networkOf(sys model.System) string {
+	if sys.Net == nil || sys.Net.Mean() == 0 {
+		return "no network delay"
+	}
+	return "network " + sys.Net.String()
 }
