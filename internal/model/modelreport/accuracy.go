@@ -151,6 +151,11 @@ func RequestNote(sys model.System, mixes []model.Config) string {
 	fmt.Fprintf(&b, "%s (exp:1ms service, no network; docs/requests.md), puts the predictor within %g of simulation in %d of %d cells",
 		m.request, accuracyGoal, inside, total)
 	b.WriteString(m.atLoad(sys.Utilization(model.Config{Duplicates: 1, Replicas: 1}), mixes))
+	if sys.Net != nil && sys.Net.Mean() > 0 {
+		// The recorded maps have no network delay, and with one the
+		// predictor is further off: the map says less about this system.
+		b.WriteString("; this system has a network delay on each reply, which that map has not: with one four times the work and spread, the predictor was 0.002-0.05 off (docs/requests.md); gait model errormap --phases --net maps such a system")
+	}
 	fmt.Fprintf(&b, "; %s\n", simulate)
 	return b.String()
 }

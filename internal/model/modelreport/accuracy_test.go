@@ -59,6 +59,14 @@ func TestRequestNoteReadsTheMap(t *testing.T) {
 		t.Errorf("2x4 is %.4f off in the map, but the note does not say it is outside:\n%s", worst, note)
 	}
 
+	if strings.Contains(note, "network delay") {
+		t.Errorf("a system without a network delay should not be warned of one:\n%s", note)
+	}
+	sys.Net = model.LogNormal{Median: 250e-6, Sigma: 0.4}
+	if note := RequestNote(sys, nil); !strings.Contains(note, "this system has a network delay on each reply, which that map has not") {
+		t.Errorf("a system with a network delay should be told the map has none:\n%s", note)
+	}
+	sys.Net = nil
 	sys.Rate = 20 // 100%: past the map
 	if note := RequestNote(sys, nil); !strings.Contains(note, "past the map's highest (30%)") {
 		t.Errorf("at 100%% load the note should say it is past the map:\n%s", note)
