@@ -604,10 +604,7 @@ func requestErrorMap(cmd *cobra.Command, out ending, in requestMapInputs) error 
 	}
 	sys := model.System{Service: svc, Net: net, Request: model.Request{Phases: phases, Batch: in.batch}}
 	var cells []model.RequestErrorCell
-	simulated := in.requests // 0: the cells drawn keep their runs' counts, which they do not record
-	if len(in.redraw) > 0 && !in.resimulate {
-		simulated = 0
-	}
+	drawn := len(in.redraw) > 0 && !in.resimulate
 	switch {
 	case in.resimulate && len(in.redraw) == 0:
 		return errors.New("--resimulate: give the cells to simulate again with --redraw")
@@ -635,7 +632,7 @@ func requestErrorMap(cmd *cobra.Command, out ending, in requestMapInputs) error 
 	return out.finish(cmd.OutOrStdout(), result{
 		text: func(w io.Writer) error { return modelreport.WriteRequestErrorMap(w, sys, cells) },
 		json: jsonOf(cells),
-		html: pageOf(func() *report.Page { return modelreport.RequestErrorMapPage(sys, in.scope, simulated, cells) }),
+		html: pageOf(func() *report.Page { return modelreport.RequestErrorMapPage(sys, in.scope, in.requests, drawn, cells) }),
 	})
 }
 

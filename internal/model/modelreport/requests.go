@@ -86,15 +86,15 @@ func RequestErrorChart(util float64, cells []model.RequestErrorCell) report.BarC
 }
 
 // RequestErrorMapPage is the request error map's report: a figure per load.
-// requests is how many requests each cell simulated, 0 when unknown (a
-// map drawn from earlier runs' cells).
-func RequestErrorMapPage(sys model.System, scope model.RequestMapScope, requests int, cells []model.RequestErrorCell) *report.Page {
+// requests is how many requests each cell simulated; drawn says the
+// cells came from earlier runs, whose counts they do not record.
+func RequestErrorMapPage(sys model.System, scope model.RequestMapScope, requests int, drawn bool, cells []model.RequestErrorCell) *report.Page {
 	page := report.NewPage("gait model errormap: requests of " + sys.Request.String())
-	simulated := "as the runs drawn had them"
-	if requests > 0 {
-		simulated = strconv.Itoa(requests) + " per mix and load"
+	simulated := strconv.Itoa(requests) + " simulated requests per mix and load"
+	if drawn {
+		simulated += " as --requests says (the cells drawn from earlier runs do not record their own count)"
 	}
-	page.Paragraph(fmt.Sprintf("Service %s, %s, simulated requests %s. A mix is duplicates x replicas; the bounds are where the request predictor puts the quantiles asked for, and each bar is the largest error over them. The simulation's bar is twice its largest standard error over them: a reference that noisy cannot tell the predictor's error from the goal.", sys.Service, networkOf(sys), simulated))
+	page.Paragraph(fmt.Sprintf("Service %s, %s, %s. A mix is duplicates x replicas; the bounds are where the request predictor puts the quantiles asked for, and each bar is the largest error over them. The simulation's bar is twice its largest standard error over them: a reference that noisy cannot tell the predictor's error from the goal.", sys.Service, networkOf(sys), simulated))
 	header, rows, inside, total := requestMapSummary(cells)
 	page.Paragraph(fmt.Sprintf("%d of %d mixes x loads are within %g (the thesis's accuracy). Each shape of mix's largest errors over the quantiles, their range over its mixes (within %g / mixes):", inside, total, accuracyGoal, accuracyGoal))
 	page.Table(header, rows)
