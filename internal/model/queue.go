@@ -84,27 +84,6 @@ func (g grid) constantPMF(v float64) []float64 {
 	return p
 }
 
-// nearestPMF rounds every value of d to its nearest point. It keeps the
-// spread of a law on cells nearly as wide as its mean better than pmf
-// does (rounding adds h²/12 to a draw's variance, splitting h²/6), at
-// the mean's cost.
-func (g grid) nearestPMF(d Distribution) []float64 {
-	p := make([]float64, g.n)
-	if c, ok := d.(Constant); ok {
-		if i := math.Round(c.V / g.h); i < float64(g.n) {
-			p[int(i)] = 1
-		}
-		return p
-	}
-	prev := 0.0
-	for i := range p {
-		cur := d.CDF((float64(i) + 0.5) * g.h)
-		p[i] = cur - prev
-		prev = cur
-	}
-	return p
-}
-
 // equilibriumPMF rounds the stationary-excess distribution of d, with
 // density (1-F(x))/E[S] and CDF E[min(S, x)]/E[S], onto the grid. Each
 // cell's mass is a difference of that CDF, so the masses sum to at most 1

@@ -670,8 +670,8 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64,
 	// (twoPhaseGroupsExtrapolated), which takes the grid's error of order
 	// h² out, the rounding's with it: against 4x10^6 simulated requests
 	// Olio's 15 dxr cells (2x2, 2x3, 2x4, 3x2, 4x2 at 1%, 8%, 30%) came
-	// out the same within 1e-4 at p10-p99 with nearest rounding
-	// (g.nearestPMF) and with this.
+	// out the same within 1e-4 at p10-p99 with nearest rounding and
+	// with this.
 	svc := g.pmf(sys.Service)
 	sums := serviceSums(svc, max(k1, k2))
 	// Lumps reach a group at each phase's start: a first phase's
