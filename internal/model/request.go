@@ -268,11 +268,7 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 				return RequestPrediction{Step: g.h, CDF: g.groupPhases(phases, sums, w, g.pmf(sys.net()), batchRate, d)}, nil
 			case pathServerPhases:
 				if len(phases) == 2 && perAccessNet.Mean() > 0 {
-					net1, err := fanOutNet(perAccessNet, sys.Service, phases[0], 1)
-					if err != nil {
-						return RequestPrediction{}, fmt.Errorf("the network delay of the first phase: %w", err)
-					}
-					return RequestPrediction{Step: g.h, CDF: g.serverTwoPhasesNet(w, sums, phases[0], phases[1], batchRate, g.pmf(net1), g.pmf(perAccessNet))}, nil
+					return RequestPrediction{Step: g.h, CDF: g.serverTwoPhasesNet(w, sums, phases[0], phases[1], batchRate, g.pmf(perAccessNet))}, nil
 				}
 				net, err := g.phasesNet(perAccessNet, sys.Service, phases)
 				if err != nil {

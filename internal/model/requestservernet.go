@@ -2,16 +2,14 @@ package model
 
 import (
 	"math"
-	"slices"
 
 	"gonum.org/v1/gonum/floats"
 )
 
 // serverTwoPhasesNet is the request law of two phases (k1 then k2
 // accesses) on one server, requests arriving alone at rate, when each
-// reply takes a network delay: net1 and net2 are the laws of each phase's
-// last reply after its last service (fanOutNet), wait the stationary work
-// of whole requests, sums[c] the law of c service times.
+// reply takes a network delay of law net: wait is the stationary work of
+// whole requests, sums[c] the law of c service times.
 //
 // serverPhases adds the delays after the windows, as if the server held
 // the request's place through them. It does not: in the gap Y between the
@@ -33,8 +31,11 @@ import (
 // (at 30% load two or more come in 0.3% of gaps). Left out, as in
 // serverPhases: requests older than the last one still short of their
 // last phase, and the last one's second phase queued after E (its own gap
-// longer than the first window).
-func (g grid) serverTwoPhasesNet(wait []float64, sums [][]float64, k1, k2 int, rate float64, net1, net []float64) []float64 {
+// longer than the first window). The gap Y is taken apart from the
+// phase's services (replyLaws) except where nothing is behind the phase
+// and nothing arrives in its gap, the commonest case; the second phase
+// ends with its slowest reply, M(k2) after D.
+func (g grid) serverTwoPhasesNet(wait []float64, sums [][]float64, k1, k2 int, rate float64, net []float64) []float64 {
 	// What the request finds, by the last request's place: in its first
 	// phase (working, X ahead, or in its gap: X = 0), its second phase
 	// then ahead of this one's; or in its second phase (X ahead), or done.
@@ -42,6 +43,8 @@ func (g grid) serverTwoPhasesNet(wait []float64, sums [][]float64, k1, k2 int, r
 		sums = extendSums(sums, c+1)
 		return sums[c]
 	}
+	replies := g.newReplyLaws(sums[1], net, max(k1, k2))
+	net1 := differences(replies.gaps[k1])
 	inFirst, gap, older := g.sinceLast(convolve(wait, sums[k1]), rate)
 	inGap, gap := differenceLaw(net1, gap)
 	inFirst[0] += floats.Sum(inGap)
@@ -52,7 +55,6 @@ func (g grid) serverTwoPhasesNet(wait []float64, sums [][]float64, k1, k2 int, r
 		ahead int // the last request's accesses queued behind this one's first phase
 	}{{inFirst, k2}, {inSecond, 0}}
 
-	lastFirst := g.lastReply(sums[1], net, k1)
 	law := make([]float64, g.n)
 	for _, f := range found {
 		first := convolve(f.x, sums[k1])
@@ -71,34 +73,14 @@ func (g grid) serverTwoPhasesNet(wait []float64, sums [][]float64, k1, k2 int, r
 			}
 			// Nothing behind the first phase and no arrival in its gap:
 			// the second phase is sent at its last reply, X + M with M
-			// the phase's lastReply, no arrival within it (e^(-λ(X+M))).
+			// the phase's slowest reply, no arrival within it (e^(-λ(X+M))).
 			// Drawing the service end and the gap apart (T + Y, as the
 			// other terms do) put this, the commonest term, 0.005
 			// pessimistic at p90 on an exponential service.
-			floats.Add(law, convolve(g.noArrival(f.x, rate), g.noArrival(lastFirst, rate)))
+			floats.Add(law, convolve(g.noArrival(f.x, rate), g.noArrival(replies.ends[k1], rate)))
 		}
 	}
-	return cumulative(convolve(law, g.lastReply(sums[1], net, k2)))
-}
-
-// lastReply is the law of a phase's end on one server from the start of
-// its first service, its n accesses served back to back and each reply
-// taking its own delay of law net: M = max_i (T_i + N_i). With U the time
-// left before t, V_n(U) = F_N(U) and V_i(U) = F_N(U) E[V_{i+1}(U - S)] give
-// P(M <= t) = E[V_1(t - S)]: exact for any service law, where T_n + Y_n
-// (fanOutNet) takes Y_n apart from T_n. (With an exponential service of
-// 40 µs and a lognormal delay of 250 µs, that put a phase of 30 accesses
-// alone 0.0075 pessimistic at its p90.)
-func (g grid) lastReply(svc, net []float64, n int) []float64 {
-	fn := cumulative(net)
-	v := slices.Clone(fn)
-	for range n - 1 {
-		v = convolve(v, svc)
-		for u := range v {
-			v[u] *= fn[u]
-		}
-	}
-	return differences(convolve(v, svc))
+	return cumulative(convolve(law, replies.ends[k2]))
 }
 
 // noArrival is p where no request arrives at rate within its length.

@@ -16,7 +16,7 @@ func TestLastReplyIsTheSlowestReply(t *testing.T) {
 	net, n := LogNormal{Median: 250e-6, Sigma: 0.4}, 30
 	g := grid{h: 4e-3 / 8191, n: 8192}
 	w := 40e-6
-	law := cumulative(g.lastReply(g.pmf(Constant{V: w}), g.pmf(net), n))
+	law := cumulative(g.newReplyLaws(g.pmf(Constant{V: w}), g.pmf(net), n).ends[n])
 	for _, x := range []float64{1.4e-3, 1.6e-3, 1.8e-3, 2.1e-3} {
 		want := 1.0
 		for i := 1; i <= n; i++ {
@@ -27,7 +27,8 @@ func TestLastReplyIsTheSlowestReply(t *testing.T) {
 		}
 	}
 	svc := Exponential{M: w}
-	law = cumulative(g.lastReply(g.pmf(svc), g.pmf(net), n))
+	replies := g.newReplyLaws(g.pmf(svc), g.pmf(net), n)
+	law = cumulative(replies.ends[n])
 	r := rand.New(rand.NewPCG(1, 2))
 	const draws = 200000
 	ends := make([]float64, draws)
