@@ -63,3 +63,13 @@ func (g grid) newReplyLaws(svc, net []float64, most int) replyLaws {
 	}
 	return r
 }
+
+// gapless is whether the replies take no time: every gap is 0.
+func (r replyLaws) gapless() bool {
+	for _, cdf := range r.gaps {
+		if cdf[0] < 1-1e-12 {
+			return false
+		}
+	}
+	return true
+}

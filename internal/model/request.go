@@ -180,8 +180,16 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 	if rho >= 1 {
 		return RequestPrediction{}, fmt.Errorf("configuration %dx%d at utilization %.3f: %w", cfg.Duplicates, cfg.Replicas, rho, ErrUnstable)
 	}
+	q := sys.Request
+	phases, B := q.phases(), q.batch()
+	r, d := cfg.Replicas, cfg.Duplicates
+	p := 1 / float64(r)
+	path := requestPathOf(q, cfg, thesis)
 	perAccessNet := sys.net()
-	if !thesis {
+	// One server per group, two phases: those paths take each reply's
+	// delay (replyLaws); the others one delay per part.
+	eachReply := len(phases) == 2 && d == 1 && (path == pathServerPhases || path == pathTwoPhaseGroups)
+	if !thesis && !eachReply {
 		net, err := fanOutNet(perAccessNet, sys.Service, accessesPerPart(sys.Request, cfg), cfg.Duplicates)
 		if err != nil {
 			return RequestPrediction{}, fmt.Errorf("the network delay of a part: %w", err)
@@ -189,11 +197,6 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 		sys.Net = net
 	}
 	g := grid{h: horizon / (maxRequestGridPts - 1), n: maxRequestGridPts}
-	q := sys.Request
-	phases, B := q.phases(), q.batch()
-	r, d := cfg.Replicas, cfg.Duplicates
-	p := 1 / float64(r)
-	path := requestPathOf(q, cfg, thesis)
 
 	// sums[c] is the law of c service times on the grid.
 	maxCount := B * q.Accesses() // what one group may hold of a batch
@@ -267,7 +270,7 @@ func predictRequest(sys System, cfg Config, horizon float64, thesis bool, progre
 			case pathGroupPhases:
 				return RequestPrediction{Step: g.h, CDF: g.groupPhases(phases, sums, w, g.pmf(sys.net()), batchRate, d)}, nil
 			case pathServerPhases:
-				if len(phases) == 2 && perAccessNet.Mean() > 0 {
+				if eachReply && perAccessNet.Mean() > 0 {
 					return RequestPrediction{Step: g.h, CDF: g.serverTwoPhasesNet(w, sums, phases[0], phases[1], batchRate, g.pmf(perAccessNet))}, nil
 				}
 				net, err := g.phasesNet(perAccessNet, sys.Service, phases)

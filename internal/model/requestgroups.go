@@ -66,6 +66,12 @@ const (
 //     arrival rate and independent of T1' (the age is memoryless), so the
 //     lag D is conditioned on too.
 //
+// With a network delay on each reply the first phase ends at a group at
+// its last reply, W + M(n) (replyLaws); every group may be idle with the
+// last request's replies still in flight, its second phase then pending
+// (inGap), and the groups' servers are free from their last services
+// (twoPhaseGroups with replies).
+//
 // Each conditioned law is a pass of twoPhaseGroups with the groups'
 // states that law; the ages (and lags) are binned so that each bin takes
 // at most lastRequestShare of the weight of the cases that differ from a
@@ -81,12 +87,16 @@ func (g grid) oneServerGroups(sys System, k1, k2, r int, rho float64, net []floa
 	sums := extendSums([][]float64{none, g.pmf(sys.Service)}, k1+k2+1)
 	w := g.waitingPMF(g.lumpEquilibrium(g.phaseStartLump([]int{k1, k2}, p, sums, sys.Service.Mean())), rho)
 	first, pending := binomial(k1, p), binomial(k2, p)
+	replies := g.newReplyLaws(sums[1], net, max(k1, k2))
 	z := convolve(w, g.countsOfSums(first, sums))
-	ended := make([][]float64, k1+1) // ended[n]: W + S(n) by each cell
+	served := make([][]float64, k1+1) // served[n]: W + S(n) by each cell
+	ended := make([][]float64, k1+1)  // ended[n]: W + M(n), its last reply too
 	for n := range ended {
-		ended[n] = cumulative(convolve(w, sums[n]))
+		served[n] = cumulative(convolve(w, sums[n]))
+		ended[n] = cumulative(convolve(w, replies.ends[n]))
 	}
-	allEnded := multinomialProduct(ended, r, g.n) // every group's Z by each cell
+	allServed := multinomialProduct(served, r, g.n) // every group's Z by each cell
+	allEnded := multinomialProduct(ended, r, g.n)   // and its last reply
 
 	// The cases that differ from a request alone: an age at which the last
 	// request is still in its first phase, a lag within its second phase.
@@ -111,20 +121,23 @@ func (g grid) oneServerGroups(sys System, k1, k2, r int, rho float64, net []floa
 	// the rate times its mean first phase).
 	older := compoundPoissonCounts(rate*lawMean(g, allEnded), pending, 1e-13)
 	withPending := arrivalCases(rate, first, polyConvolve(pending, older), instants)
-	idle := []weightedLaw{{1, net}}
-	both := g.twoPhaseGroups(k1, k2, r, 1, idle, []func(float64) []aheadCase{arrivals, withPending}, sums, net, stage(0))
+	idle := []weightedLaw{{1, none}}
+	both := g.twoPhaseGroups(k1, k2, r, 1, idle, []func(float64) []aheadCase{arrivals, withPending}, sums, net, &replies, stage(0))
 	alone, idlePending := both[0], both[1]
 	law := make([]float64, g.n)
 	inSecond := 1.0 // the chance the last request is past its first phase (or older than the grid)
 	zEnded := cumulative(z)
 	for j, b := range ageBins {
 		inSecond -= b.w
-		all := ipow(zEnded[b.at], r)
+		// The groups all idle: at an age the last request is in its
+		// first phase, with its replies in flight (inGap) or not.
+		inGap := allServed[b.at] - allEnded[b.at]
+		all := ipow(zEnded[b.at], r) - inGap
 		if allEnded[b.at] > 1-1e-12 || all > 1-1e-12 {
 			continue
 		}
-		state := []weightedLaw{{1, convolve(shifted(z, b.at), net)}}
-		got := g.twoPhaseGroups(k1, k2, r, 1, state, []func(float64) []aheadCase{withPending}, sums, net, stage(1+j))[0]
+		state := []weightedLaw{{1, shifted(z, b.at)}}
+		got := g.twoPhaseGroups(k1, k2, r, 1, state, []func(float64) []aheadCase{withPending}, sums, net, &replies, stage(1+j))[0]
 		for i := range law {
 			law[i] += b.w * (got[i] - all*idlePending[i]) / (1 - all)
 		}
@@ -140,8 +153,8 @@ func (g grid) oneServerGroups(sys System, k1, k2, r int, rho float64, net []floa
 		if busy < 1e-12 {
 			continue
 		}
-		state := []weightedLaw{{1, convolve(shifted(m, b.at), net)}}
-		got := g.twoPhaseGroups(k1, k2, r, 1, state, []func(float64) []aheadCase{arrivals}, sums, net, stage(1+len(ageBins)+j))[0]
+		state := []weightedLaw{{1, shifted(m, b.at)}}
+		got := g.twoPhaseGroups(k1, k2, r, 1, state, []func(float64) []aheadCase{arrivals}, sums, net, &replies, stage(1+len(ageBins)+j))[0]
 		for i := range law {
 			law[i] += inSecond * b.w * (got[i] - alone[i]) / busy
 		}

@@ -61,7 +61,7 @@ const twoPhaseGroupsCells = 512
 // aheads are several sets of cases of the work ahead, one result each:
 // everything but the final average over the work ahead is shared
 // between them.
-func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []func(window float64) []aheadCase, sums [][]float64, net []float64, progress Progress) [][]float64 {
+func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []func(window float64) []aheadCase, sums [][]float64, net []float64, replies *replyLaws, progress Progress) [][]float64 {
 	p := 1 / float64(r)
 	n2 := k2 + 1
 	prior := binomial(k1, p)
@@ -78,9 +78,15 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 	f := make([][]float64, ni) // f[i]: F's law, a duplicate's end of its n first-phase accesses
 	A := make([][]float64, ni) // A[i][s]: the group's first phase ended by s
 	Fcdf := make([][]float64, ni)
+	e := make([][]float64, ni) // with replies, e[i]: E's law, its last service's end
 	for i := range f {
 		n := count(i)
-		f[i] = convolve(states[i%ns].pmf, sums[n])
+		if replies != nil {
+			e[i] = convolve(states[i%ns].pmf, sums[n])
+			f[i] = convolve(states[i%ns].pmf, replies.ends[n])
+		} else {
+			f[i] = convolve(states[i%ns].pmf, sums[n])
+		}
 		Fcdf[i] = cumulative(f[i])
 		A[i] = onesLike(g.n)
 		if n > 0 {
@@ -159,7 +165,7 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 	// averageAhead).
 	var second *spectra
 	if d == 1 {
-		second = g.newSpectra(n2-1, func(m int) []float64 { return convolve(net, sums[m+1]) })
+		second = g.newSpectra(n2-1, func(m int) []float64 { return replies.ends[m+1] })
 	}
 	laws := make([][]float64, len(aheads))
 	for k := range laws {
@@ -273,11 +279,12 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 			clear(G[c][s:])
 			clear(Gstar[c][s:])
 		}
-		// With one server per group startOnArrival gives the other
-		// groups' chances, and the last group's needs no sum.
-		if d == 1 {
+		// With one server per group startOnArrival gives the groups'
+		// chances; without a gap, the last group's needs no sum.
+		gapless := d == 1 && replies.gapless()
+		if gapless {
 			lastAlone(Gstar, Ubar, weightStar, totalStar, slightStar, reach, s)
-		} else {
+		} else if d > 1 {
 			for i, w := range weight {
 				// A group's states weigh in the other groups (w) or the last
 				// group (ws), often in only one of them: with two groups the
@@ -334,9 +341,12 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 				}
 			}
 		}
-		var firstEnd []float64
+		var firstEnd, lastEnd []float64
 		if d == 1 {
-			firstEnd = g.firstEnds(Fcdf, weight, total, slight, count, s)
+			firstEnd = g.serverFree(e, replies.gaps, weight, total, slight, count, s, false)
+			if !gapless {
+				lastEnd = g.serverFree(e, replies.gaps, weightStar, totalStar, slightStar, count, s, true)
+			}
 		}
 		for k := range aheads {
 			for j, c := range cases[k] {
@@ -345,10 +355,13 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 				}
 				if d == 1 {
 					g.startOnArrival(h[1:], g.freeAt(firstEnd, s, c.at), c.law, sums, second, s)
+					if !gapless {
+						g.startOnArrival(hStar[1:], g.freeAt(lastEnd, s, c.at), c.law, sums, second, s)
+					}
 				}
 				// hStar from the case before stands when its law is this one's
 				// (and that case was not skipped above).
-				same := c.sameLaw && j > 0 && cases[k][j-1].w >= 1e-14
+				same := d == 1 && !gapless || c.sameLaw && j > 0 && cases[k][j-1].w >= 1e-14
 				done := g.averageAhead(h, hStar, G, Gstar, c.law, reaches[k][j], r, s, d == 1, same)
 				for t := s; t < g.n; t++ {
 					laws[k][t] += t1[s] * c.w * done[t]
@@ -360,10 +373,12 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 }
 
 // lastAlone sets Gstar (cells s on, counts below reach) for one server
-// per group: the last group's server ended the first phase at s and then
-// serves U, whatever its state was, so it is done by t with P(U <= t-s),
-// weighed by the states' share that counts (the others left out as
-// negligible).
+// per group whose replies take no time (gapless): the last group's server
+// ended the first phase at s and then serves U, whatever its state was,
+// so it is done by t with P(U <= t-s), weighed by the states' share that
+// counts (the others left out as negligible). It is serverFree's and
+// startOnArrival's answer for the last group then, at a third of their
+// cost for Olio on 1x4 (the same to 1e-9).
 func lastAlone(Gstar, Ubar [][]float64, weightStar []float64, totalStar float64, slightStar []bool, reach, s int) {
 	kept := 0.0
 	for i, ws := range weightStar {
@@ -392,30 +407,45 @@ type aheadCase struct {
 	sameLaw bool
 }
 
-// firstEnds is, for one server per group (d = 1), the CDF of a group's
-// end of the first phase F given that it ended by s (a group with no
-// first-phase access: its older work, unconditioned), mixed over the
-// states of the groups other than the last with their weights.
-func (g grid) firstEnds(Fcdf [][]float64, weight []float64, total float64, slight []bool, count func(int) int, s int) []float64 {
+// serverFree is, for one server per group (d = 1), the CDF of when a
+// group's server is free of its first phase, its last service's end E,
+// mixed over the groups' states with their weights: given the group's
+// last reply came by s (the groups other than the last) or at s (the
+// last, atS). The reply's gap Y after E (gaps[n], its CDF) is taken apart
+// from E: P(E <= x | E + Y <= s) is Σ_{e<=x} p_E(e) F_Y(s-e) over its
+// total, and given E + Y = s each e weighs p_E(e) p_Y(s-e). (Taking the
+// server busy until its last reply instead, as when the gap was a part's
+// network delay, kept it from what came behind the phase.) A group with
+// no first-phase access is free after its older work, unconditioned.
+func (g grid) serverFree(e, gaps [][]float64, weight []float64, total float64, slight []bool, count func(int) int, s int, atS bool) []float64 {
 	cdf := make([]float64, g.n)
+	part := make([]float64, s+1)
 	for i, w := range weight {
 		if w <= 0 || slight[i] {
 			continue
 		}
 		w /= total
-		fc := Fcdf[i]
-		if count(i) == 0 {
-			for x := range cdf {
-				cdf[x] += w * fc[x]
-			}
+		n := count(i)
+		if n == 0 {
+			floats.AddScaled(cdf, w, cumulative(e[i]))
 			continue
 		}
+		fy := gaps[n]
+		acc := 0.0
+		for x := range part {
+			y := fy[s-x]
+			if atS && s-x > 0 {
+				y -= fy[s-x-1]
+			}
+			acc += e[i][x] * y
+			part[x] = acc
+		}
 		for x := range cdf {
-			if x >= s || fc[s] <= 0 {
+			if x >= s || acc <= 0 {
 				cdf[x] += w
 				continue
 			}
-			cdf[x] += w * fc[x] / fc[s]
+			cdf[x] += w * part[x] / acc
 		}
 	}
 	return cdf
@@ -698,7 +728,7 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64,
 	if left.weight > 0 {
 		aloneStates = []weightedLaw{{1 - left.weight, net}, {left.weight, convolve(left.law, net)}}
 	}
-	alone := g.twoPhaseGroups(k1, k2, r, d, aloneStates, []func(float64) []aheadCase{arrivals}, sums, net, progress.stage("alone", 0, 0.2))[0]
+	alone := g.twoPhaseGroups(k1, k2, r, d, aloneStates, []func(float64) []aheadCase{arrivals}, sums, net, nil, progress.stage("alone", 0, 0.2))[0]
 	// With some, a group is busy with the chance that makes its share of
 	// busy time right (each duplicate's wait then its busy law, the
 	// duplicates of a group busy alike), and the request present may still
@@ -725,7 +755,7 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64,
 	q := float64(k1) / float64(k1+k2)
 	pending := binomial(k2, p)
 	withPending := arrivalCases(sys.Rate, first, pending, nil)
-	both := g.twoPhaseGroups(k1, k2, r, d, states, []func(float64) []aheadCase{withPending, arrivals}, sums, net, progress.stage("behind another request", 0.2, 0.8))
+	both := g.twoPhaseGroups(k1, k2, r, d, states, []func(float64) []aheadCase{withPending, arrivals}, sums, net, nil, progress.stage("behind another request", 0.2, 0.8))
 	inFirst, inSecond := both[0], both[1]
 	law := make([]float64, g.n)
 	for i := range law {
