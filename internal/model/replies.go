@@ -73,3 +73,17 @@ func (r replyLaws) gapless() bool {
 	}
 	return true
 }
+
+// partReplies are the reply laws of a group of duplicates' parts as the
+// predictor takes them: one draw of net (fanOutNet's law of a part's
+// last reply) after the part's services, sums[n] the law of n of them;
+// a part of no access has no reply to wait for.
+func (g grid) partReplies(sums [][]float64, net []float64) replyLaws {
+	r := replyLaws{ends: make([][]float64, len(sums)), gaps: make([][]float64, len(sums))}
+	gap := cumulative(net)
+	r.ends[0], r.gaps[0] = sums[0], onesLike(g.n)
+	for n := 1; n < len(sums); n++ {
+		r.ends[n], r.gaps[n] = convolve(sums[n], net), gap
+	}
+	return r
+}

@@ -79,3 +79,17 @@ func TestOneServerWithNetworkMatchesSimulation(t *testing.T) {
 		matchesSimulation(t, sys, c.cfg, c.tol, SimOptions{Requests: 200000, Seed: 11})
 	}
 }
+
+// TestDuplicatesInGroupsWithNetworkMatchesSimulation: Olio on two groups
+// of two duplicates whose replies take a spread delay. A duplicate served
+// by the first phase's end whose reply is still in flight starts the
+// second phase then, not after its reply: taken from its reply, the
+// predictor was 0.024 below the simulator at 1.5 ms (3.5% against 5.9%).
+func TestDuplicatesInGroupsWithNetworkMatchesSimulation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("predicts two groups of duplicates, the dearest path")
+	}
+	sys := System{Service: Constant{V: 40e-6}, Net: LogNormal{Median: 250e-6, Sigma: 0.4},
+		Request: Request{Phases: []int{30, 20}}, Rate: 16}
+	matchesSimulation(t, sys, Config{2, 2}, 0.01, SimOptions{Requests: 96000, Seed: 7})
+}

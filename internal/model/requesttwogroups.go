@@ -38,7 +38,7 @@ import "gonum.org/v1/gonum/floats"
 // one request arrived during the first phase and a duplicate that ended
 // it by s started that request's accesses at their instant or its end
 // (arrivalStart): P(F <= s, max(F, s) + U > t) is then its owedRow.
-func (g grid) twoGroupsTerms(ended, before [][][]float64, stop []int, w, first []float64, f, Fcdf, tail [][]float64, cc [][][]float64, Ubar [][]float64, uEnd []int, pri []float64, start *arrivalStart, d, reach, s int) {
+func (g grid) twoGroupsTerms(ended, before [][][]float64, stop []int, w, first []float64, f, Fcdf, served, servedCDF, tail [][]float64, cc [][][]float64, Ubar [][]float64, uEnd []int, pri []float64, start *arrivalStart, d, reach, s int) {
 	ns := len(w)
 	for n := range ended {
 		stop[n] = s
@@ -52,7 +52,13 @@ func (g grid) twoGroupsTerms(ended, before [][][]float64, stop []int, w, first [
 		if ws <= 0 || pri[i] < 1e-9 || first[n] < 1e-6 {
 			continue
 		}
-		a := 1 - Fcdf[i][s]
+		a, aE := 1-Fcdf[i][s], 1-servedCDF[i][s]
+		// The duplicates served by s whose replies are not all in by s,
+		// as a share of those served by s.
+		inGap := 0.0
+		if aE < 1 {
+			inGap = (a - aE) / (1 - aE)
+		}
 		fs := f[i][s]
 		ad, a0d := ipow(a, d), ipow(a+fs, d)
 		if n == 0 {
@@ -61,7 +67,7 @@ func (g grid) twoGroupsTerms(ended, before [][][]float64, stop []int, w, first [
 		tl := tail[i]
 		J := 0
 		if start != nil {
-			J = start.serve(f[i], Fcdf[i], s)
+			J = start.serve(served[i], servedCDF[i], s)
 		}
 		for c := range reach {
 			settled := false
@@ -83,11 +89,12 @@ func (g grid) twoGroupsTerms(ended, before [][][]float64, stop []int, w, first [
 					}
 					break
 				}
-				y := (1 - a) * u // P(F <= s, s + U > t)
+				y := (1 - aE) * u // P(E <= s, s + U > t)
 				if owed != nil {
 					y = owed[t-s]
 				}
 				bd := ipow(y+x, d)
+				x += inGap * y // P(F > s, not done by t)
 				if n == 0 {
 					e[t] += ws * (1 - bd)
 					b0[t] += ws * (1 - bd)

@@ -78,15 +78,13 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 	f := make([][]float64, ni) // f[i]: F's law, a duplicate's end of its n first-phase accesses
 	A := make([][]float64, ni) // A[i][s]: the group's first phase ended by s
 	Fcdf := make([][]float64, ni)
-	e := make([][]float64, ni) // with replies, e[i]: E's law, its last service's end
+	e := make([][]float64, ni) // e[i]: E's law, the duplicate's last service's end
+	Ecdf := make([][]float64, ni)
 	for i := range f {
 		n := count(i)
-		if replies != nil {
-			e[i] = convolve(states[i%ns].pmf, sums[n])
-			f[i] = convolve(states[i%ns].pmf, replies.ends[n])
-		} else {
-			f[i] = convolve(states[i%ns].pmf, sums[n])
-		}
+		e[i] = convolve(states[i%ns].pmf, sums[n])
+		Ecdf[i] = cumulative(e[i])
+		f[i] = convolve(states[i%ns].pmf, replies.ends[n])
 		Fcdf[i] = cumulative(f[i])
 		A[i] = onesLike(g.n)
 		if n > 0 {
@@ -139,8 +137,8 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 		}
 	}
 
-	// cc[i][c][t] + tail[i][t] = P(F_i > s, F_i + U_c > t), kept for the
-	// current s: cc holds the first-phase ends v in (s, t], tail those
+	// cc[i][c][t] + tail[i][t] = P(E_i > s, E_i + U_c > t), kept for the
+	// current s: cc holds the last services' ends v in (s, t], tail those
 	// past t (for them U does not matter), the mass past the grid's end
 	// included: a duplicate still in its first phase there is not done by
 	// any t on the grid, and leaving it out made the last group's slower
@@ -148,9 +146,9 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 	tail := make([][]float64, ni)
 	for i := range tail {
 		tail[i] = make([]float64, g.n)
-		tail[i][g.n-1] = math.Max(0, 1-Fcdf[i][g.n-1]) // past the grid
+		tail[i][g.n-1] = math.Max(0, 1-Ecdf[i][g.n-1]) // past the grid
 		for t := g.n - 2; t >= 0; t-- {
-			tail[i][t] = tail[i][t+1] + f[i][t+1]
+			tail[i][t] = tail[i][t+1] + e[i][t+1]
 		}
 	}
 	cc := make([][][]float64, ni)
@@ -192,11 +190,11 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 		if progress != nil && s%32 == 0 {
 			progress("", float64(last-s)/float64(last-first+1))
 		}
-		// cc(s) from cc(s+1): F in cell s+1 is now past s. (With one
+		// cc(s) from cc(s+1): E in cell s+1 is now past s. (With one
 		// server per group nothing reads cc: see lastAlone.)
 		if s+1 < g.n && d > 1 {
 			for i := range cc {
-				fv := f[i][s+1]
+				fv := e[i][s+1]
 				if fv < 1e-300 || pri[i] < 1e-9 {
 					continue
 				}
@@ -229,7 +227,7 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 			}
 		}
 		if pair != nil { // two to four groups of duplicates: no group marked
-			g.twoGroupsTerms(pair.ended, pair.before, pair.stop, pair.w, prior, f, Fcdf, tail, cc, Ubar, uEnd, pri, nil, d, reach, s)
+			g.twoGroupsTerms(pair.ended, pair.before, pair.stop, pair.w, prior, f, Fcdf, e, Ecdf, tail, cc, Ubar, uEnd, pri, nil, d, reach, s)
 			for k := range aheads {
 				for j, c := range cases[k] {
 					if c.w < 1e-14 {
@@ -239,7 +237,7 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 					if c.at >= 0 { // one arrival, at its instant
 						ended, before, stop = pair.atEnded, pair.atBefore, pair.atStop
 						start := newArrivalStart(c.at*float64(s), c.law, pair.second, pair.lcdf, nc, g.n)
-						g.twoGroupsTerms(ended, before, stop, pair.w, prior, f, Fcdf, tail, cc, Ubar, uEnd, pri, start, d, reaches[k][j], s)
+						g.twoGroupsTerms(ended, before, stop, pair.w, prior, f, Fcdf, e, Ecdf, tail, cc, Ubar, uEnd, pri, start, d, reaches[k][j], s)
 					}
 					done := g.twoGroupsDone(pair.split, pair.scr, pair.h1, pair.h0, ended, before, stop, c.w, c.law, prior, pair.second, reaches[k][j], s)
 					for t := s; t < g.n; t++ {
@@ -295,7 +293,7 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 					continue
 				}
 				w, ws = w/total, ws/totalStar
-				a := 1 - Fcdf[i][s]
+				a, aE := 1-Fcdf[i][s], 1-Ecdf[i][s]
 				ad := ipow(a, d)
 				fs := f[i][s]                // the last group's other duplicates end in cell s or later
 				inv, invNot := 0.0, 1/(1-ad) // 1/P(F >= s), for their ratio; 1/(1-a^d)
@@ -306,7 +304,7 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 				for c := range reach {
 					row, gc, gs, ub := cc[i][c], G[c], Gstar[c], Ubar[c]
 					for t := s; t < g.n; t++ {
-						x := row[t] + tl[t]
+						x := row[t] + tl[t] // P(E > s, E + U > t)
 						u := ub[t-s]
 						if u < 1e-13 && x < 1e-13 {
 							// Done by t, and by every later t: both fall with t.
@@ -320,13 +318,16 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 							}
 							break
 						}
+						// c: P(F > s, max(E, s) + U > t), a duplicate
+						// served by s but its reply not in among them.
+						c := x + (a-aE)*u
 						if other {
-							b := (1-a)*u + x
+							b := (1-aE)*u + x
 							if count(i) == 0 {
 								gc[t] += w * (1 - ipow(b, d))
 								continue
 							}
-							if v := (1 - ad - ipow(b, d) + ipow(x, d)) * invNot; v > 0 {
+							if v := (1 - ad - ipow(b, d) + ipow(c, d)) * invNot; v > 0 {
 								gc[t] += w * min(v, 1)
 							}
 						}
@@ -335,7 +336,7 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 							// first phase at s and then serves U; each other
 							// duplicate (at s or past it) fails with chance
 							// (c + P(F = s) u) / P(F >= s).
-							gs[t] += ws * (1 - ipow(min(1, (x+fs*u)*inv), d-1)*u)
+							gs[t] += ws * (1 - ipow(min(1, (c+fs*u)*inv), d-1)*u)
 						}
 					}
 				}
@@ -724,11 +725,13 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64,
 	}
 	arrivals := arrivalCases(sys.Rate, first, []float64{1}, at)
 	left := g.finishedLeftover(k1, k2, r, d, sys.Rate, sums)
-	aloneStates := []weightedLaw{{1, net}}
+	idle := g.pmf(Constant{0})
+	aloneStates := []weightedLaw{{1, idle}}
 	if left.weight > 0 {
-		aloneStates = []weightedLaw{{1 - left.weight, net}, {left.weight, convolve(left.law, net)}}
+		aloneStates = []weightedLaw{{1 - left.weight, idle}, {left.weight, left.law}}
 	}
-	alone := g.twoPhaseGroups(k1, k2, r, d, aloneStates, []func(float64) []aheadCase{arrivals}, sums, net, nil, progress.stage("alone", 0, 0.2))[0]
+	replies := g.partReplies(sums, net)
+	alone := g.twoPhaseGroups(k1, k2, r, d, aloneStates, []func(float64) []aheadCase{arrivals}, sums, net, &replies, progress.stage("alone", 0, 0.2))[0]
 	// With some, a group is busy with the chance that makes its share of
 	// busy time right (each duplicate's wait then its busy law, the
 	// duplicates of a group busy alike), and the request present may still
@@ -749,13 +752,10 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64,
 	if states == nil {
 		return cumulative(differences(alone))
 	}
-	for i := range states {
-		states[i].pmf = convolve(states[i].pmf, net)
-	}
 	q := float64(k1) / float64(k1+k2)
 	pending := binomial(k2, p)
 	withPending := arrivalCases(sys.Rate, first, pending, nil)
-	both := g.twoPhaseGroups(k1, k2, r, d, states, []func(float64) []aheadCase{withPending, arrivals}, sums, net, nil, progress.stage("behind another request", 0.2, 0.8))
+	both := g.twoPhaseGroups(k1, k2, r, d, states, []func(float64) []aheadCase{withPending, arrivals}, sums, net, &replies, progress.stage("behind another request", 0.2, 0.8))
 	inFirst, inSecond := both[0], both[1]
 	law := make([]float64, g.n)
 	for i := range law {
