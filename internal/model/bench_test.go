@@ -76,6 +76,28 @@ func BenchmarkPredictRequest(b *testing.B) {
 	}
 }
 
+// BenchmarkPredictRequestNet is the request predictor for Olio with a
+// network delay on each reply (const:40us service, lognormal:250us,0.4,
+// a horizon of 10 ms): on one server at 30% load, on four groups of one
+// server and on two groups of two duplicates at 8%.
+func BenchmarkPredictRequestNet(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		util float64
+		cfg  Config
+	}{{"1x1-30%", 0.3, Config{1, 1}}, {"1x4-8%", 0.08, Config{1, 4}}, {"2x2-8%", 0.08, Config{2, 2}}} {
+		b.Run(c.name, func(b *testing.B) {
+			sys := System{Service: Constant{V: 40e-6}, Net: LogNormal{Median: 250e-6, Sigma: 0.4},
+				Request: olio, Rate: c.util / (float64(olio.Accesses()) * 40e-6)}
+			for b.Loop() {
+				if _, err := PredictRequest(sys, c.cfg, 0.01, false); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkPlanSideBySide is plan's highest rate for requests of one
 // phase of 4 accesses over every mix of 4 nodes (about a hundred
 // predictions), its mixes searched one at a time (procs=1) and side by
