@@ -41,11 +41,13 @@ func (g grid) newReplyLaws(svc, net []float64, most int) replyLaws {
 	v := append([]float64(nil), fn...)
 	gap := append([]float64(nil), fn...)
 	for n := 1; n <= most; n++ {
+		// c = E[V_1(t - S)] for n accesses, M(n)'s CDF, and V_1 for n+1
+		// is F_N times it.
+		c := convolve(v, svc)
+		r.ends[n] = differences(c)
 		if n > 1 {
-			v = convolve(v, svc)
 			next := make([]float64, g.n)
 			for u := range v {
-				v[u] *= fn[u]
 				below := beyond
 				for _, s := range shifts {
 					if y := u + s.j; y < g.n {
@@ -58,8 +60,11 @@ func (g grid) newReplyLaws(svc, net []float64, most int) replyLaws {
 			}
 			gap = next
 		}
-		r.ends[n] = differences(convolve(v, svc))
 		r.gaps[n] = gap
+		v = c
+		for u := range v {
+			v[u] *= fn[u]
+		}
 	}
 	return r
 }

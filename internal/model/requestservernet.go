@@ -39,9 +39,21 @@ func (g grid) serverTwoPhasesNet(wait []float64, sums [][]float64, k1, k2 int, r
 	// What the request finds, by the last request's place: in its first
 	// phase (working, X ahead, or in its gap: X = 0), its second phase
 	// then ahead of this one's; or in its second phase (X ahead), or done.
-	sum := func(c int) []float64 { // the law of c service times
-		sums = extendSums(sums, c+1)
-		return sums[c]
+	// sum(c) is the law of c service times; past sums, the counts asked
+	// for step by k1 (a window's arrivals' first phases), so each is one
+	// convolution from the count k1 below it, not k1 of them.
+	more := map[int][]float64{}
+	var sum func(c int) []float64
+	sum = func(c int) []float64 {
+		if c < len(sums) {
+			return sums[c]
+		}
+		if v, ok := more[c]; ok {
+			return v
+		}
+		v := convolve(sum(c-k1), sums[k1])
+		more[c] = v
+		return v
 	}
 	replies := g.newReplyLaws(sums[1], net, max(k1, k2))
 	net1 := differences(replies.gaps[k1])
@@ -137,17 +149,17 @@ func (g grid) secondPhaseStart(queued, net []float64, arrived func(m int) []floa
 				mc[s] += mc[s-1]
 			}
 		}
-		// Σ_s P_L(t-s) F_A(s) [s (Wc(t) - Wc(s)) + M(s)]
-		byS, byWc, byM := make([]float64, g.n), make([]float64, g.n), make([]float64, g.n)
+		// Σ_s P_L(t-s) F_A(s) [s Wc(t) - (s Wc(s) - M(s))], the second
+		// part >= 0 as convolve keeps it.
+		byS, past := make([]float64, g.n), make([]float64, g.n)
 		for s := range byS {
 			byS[s] = FA[s] * float64(s)
-			byWc[s] = byS[s] * wc[s]
-			byM[s] = FA[s] * mc[s]
+			past[s] = byS[s]*wc[s] - FA[s]*mc[s]
 		}
 		work := arrived(m)
-		a, b, c := convolve(byS, work), convolve(byWc, work), convolve(byM, work)
+		a, b := convolve(byS, work), convolve(past, work)
 		for t := range cdf {
-			cdf[t] += wc[t]*a[t] - b[t] + c[t]
+			cdf[t] += wc[t]*a[t] - b[t]
 		}
 	}
 	return quiet, differences(cdf)
