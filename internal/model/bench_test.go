@@ -79,13 +79,13 @@ func BenchmarkPredictRequest(b *testing.B) {
 // BenchmarkPredictRequestNet is the request predictor for Olio with a
 // network delay on each reply (const:40us service, lognormal:250us,0.4,
 // a horizon of 10 ms): on one server at 30% load, on four groups of one
-// server and on two groups of two duplicates at 8%.
+// server, on two groups of two duplicates and on one group of two at 8%.
 func BenchmarkPredictRequestNet(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		util float64
 		cfg  Config
-	}{{"1x1-30%", 0.3, Config{1, 1}}, {"1x4-8%", 0.08, Config{1, 4}}, {"2x2-8%", 0.08, Config{2, 2}}} {
+	}{{"1x1-30%", 0.3, Config{1, 1}}, {"1x4-8%", 0.08, Config{1, 4}}, {"2x2-8%", 0.08, Config{2, 2}}, {"2x1-8%", 0.08, Config{2, 1}}} {
 		b.Run(c.name, func(b *testing.B) {
 			sys := System{Service: Constant{V: 40e-6}, Net: LogNormal{Median: 250e-6, Sigma: 0.4},
 				Request: olio, Rate: c.util / (float64(olio.Accesses()) * 40e-6)}
