@@ -41,33 +41,11 @@ func fanOutNet(net, service Distribution, n, d int) (Distribution, error) {
 	for i := range F {
 		F[i] = 1 - math.Pow(1-net.CDF(float64(i)*h), float64(d))
 	}
-	// The service's law in cells, its mean kept (grid.pmf): shift j has
-	// mass at j cells, beyond the mass past the grid (for which Y_{i-1} -
-	// S falls below 0).
-	type shift struct {
-		j    int
-		mass float64
-	}
-	var shifts []shift
-	beyond := 1.0
-	for j, m := range (grid{h: h, n: cells + 1}).pmf(service) {
-		if m > 1e-12 {
-			shifts = append(shifts, shift{j, m})
-			beyond -= m
-		}
-	}
-	beyond = max(0, beyond)
-	cur := append([]float64(nil), F...)
-	next := make([]float64, cells+1)
+	// The service's law in cells, its mean kept (grid.pmf).
+	step := newGapStep(F, (grid{h: h, n: cells + 1}).pmf(service))
+	cur := F
 	for range n - 1 {
-		for y := range next {
-			g := beyond
-			for _, s := range shifts {
-				g += s.mass * cur[min(y+s.j, cells)]
-			}
-			next[y] = F[y] * min(1, g)
-		}
-		cur, next = next, cur
+		cur = step.next(cur) // n > 1: cur is a new slice, F kept
 	}
 	for y, v := range cur {
 		cur[y] = 1 - math.Pow(1-v, 1/float64(d))

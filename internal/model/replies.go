@@ -25,19 +25,7 @@ func (g grid) newReplyLaws(svc, net []float64, most int) replyLaws {
 	r := replyLaws{ends: make([][]float64, most+1), gaps: make([][]float64, most+1)}
 	r.ends[0] = g.pmf(Constant{0})
 	r.gaps[0] = onesLike(g.n)
-	type shift struct {
-		j    int
-		mass float64
-	}
-	var shifts []shift
-	beyond := 1.0 // a service longer than the grid: Y(i-1) - S < 0
-	for j, m := range svc[:min(len(svc), g.n)] {
-		if m > 1e-14 {
-			shifts = append(shifts, shift{j, m})
-			beyond -= m
-		}
-	}
-	beyond = max(0, beyond)
+	step := newGapStep(fn, svc)
 	v := append([]float64(nil), fn...)
 	gap := append([]float64(nil), fn...)
 	for n := 1; n <= most; n++ {
@@ -46,19 +34,7 @@ func (g grid) newReplyLaws(svc, net []float64, most int) replyLaws {
 		c := convolve(v, svc)
 		r.ends[n] = differences(c)
 		if n > 1 {
-			next := make([]float64, g.n)
-			for u := range v {
-				below := beyond
-				for _, s := range shifts {
-					if y := u + s.j; y < g.n {
-						below += s.mass * gap[y]
-					} else {
-						below += s.mass
-					}
-				}
-				next[u] = fn[u] * min(1, below)
-			}
-			gap = next
+			gap = step.next(gap)
 		}
 		r.gaps[n] = gap
 		v = c
@@ -67,6 +43,51 @@ func (g grid) newReplyLaws(svc, net []float64, most int) replyLaws {
 		}
 	}
 	return r
+}
+
+// gapStep takes the law of a part's reply gap one access on: Y_1 = N and
+// Y_i = max(Y_{i-1} - S_i, N_i), so P(Y_i <= y) = F_N(y) P(Y_{i-1} <= y +
+// S), with Y_{i-1} and S_i apart. fn is F_N on a grid, svc the service's
+// pmf on it: shifts its cells with mass, beyond the mass past the grid
+// (a service so long Y_{i-1} - S < 0 surely).
+type gapStep struct {
+	fn     []float64
+	shifts []gapShift
+	beyond float64
+}
+
+type gapShift struct {
+	cells int
+	mass  float64
+}
+
+func newGapStep(fn, svc []float64) gapStep {
+	s := gapStep{fn: fn, beyond: 1}
+	for j, m := range svc[:min(len(svc), len(fn))] {
+		if m > 1e-14 {
+			s.shifts = append(s.shifts, gapShift{j, m})
+			s.beyond -= m
+		}
+	}
+	s.beyond = max(0, s.beyond)
+	return s
+}
+
+// next is Y_i's CDF from cur, Y_{i-1}'s.
+func (s gapStep) next(cur []float64) []float64 {
+	out := make([]float64, len(cur))
+	for y := range out {
+		below := s.beyond
+		for _, sh := range s.shifts {
+			if u := y + sh.cells; u < len(cur) {
+				below += sh.mass * cur[u]
+			} else {
+				below += sh.mass
+			}
+		}
+		out[y] = s.fn[y] * min(1, below)
+	}
+	return out
 }
 
 // gapless is whether the replies take no time: every gap is 0.

@@ -57,6 +57,7 @@ func (g grid) serverTwoPhasesNet(wait []float64, sums [][]float64, k1, k2 int, r
 	}
 	replies := g.newReplyLaws(sums[1], net, max(k1, k2))
 	net1 := differences(replies.gaps[k1])
+	gaps := g.newGapArrivals(net1, rate)
 	inFirst, gap, older := g.sinceLast(convolve(wait, sums[k1]), rate)
 	inGap, gap := differenceLaw(net1, gap)
 	inFirst[0] += floats.Sum(inGap)
@@ -77,7 +78,7 @@ func (g grid) serverTwoPhasesNet(wait []float64, sums [][]float64, k1, k2 int, r
 				part[c] *= p
 				left -= part[c]
 			}
-			quiet, busy := g.secondPhaseStart(sum(n*k1+f.ahead), net1, func(m int) []float64 { return sum(m * k1) }, rate)
+			quiet, busy := g.secondPhaseStart(sum(n*k1+f.ahead), gaps, func(m int) []float64 { return sum(m * k1) })
 			floats.Add(law, convolve(part, busy))
 			if n > 0 || f.ahead > 0 {
 				floats.Add(law, convolve(part, quiet))
@@ -104,31 +105,26 @@ func (g grid) noArrival(p []float64, rate float64) []float64 {
 	return out
 }
 
-// secondPhaseStart is the law of D (serverTwoPhasesNet) after the first
-// phase's last service, quiet where no request arrives in the gap and busy
-// where some do: the reply gap Y of law net, the work A of law
-// queued behind the phase, and the requests arriving at rate in the gap,
-// m of them bringing work of law arrived(m). For m arrivals at u, uniform in (0, y),
-// with work L of law P_L:
-//
-//	P(D <= t, Y = y, m) = p_y Pois(m; λy) 1{y <= t} Σ_s P_L(t-s) F_A(s) min(y, s)/y
-//
-// whose sum over y is three convolutions in s.
-func (g grid) secondPhaseStart(queued, net []float64, arrived func(m int) []float64, rate float64) (quiet, busy []float64) {
-	FA := cumulative(queued)
+// gapArrivals are the weights of requests arriving at rate in a reply gap
+// of law net (pmf), which do not depend on the work queued: none[t], the
+// chance the gap is at most t cells with no arrival in it; and for m >= 1
+// arrivals, with w_y = p_y Pois(m; λy)/y the chance of m arrivals in a gap
+// of y cells per cell of the arrival's place in it, upTo[m-1][s] = Σ_{y<=s}
+// w_y and moment[m-1][s] = Σ_{y<=s} w_y y.
+type gapArrivals struct {
+	none         []float64
+	upTo, moment [][]float64
+}
+
+func (g grid) newGapArrivals(net []float64, rate float64) gapArrivals {
 	lam := rate * g.h // arrivals per cell
-	cdf := make([]float64, g.n)
-	// No arrival in the gap: D = max(Y, A).
-	noneUpTo := 0.0
-	for t := range cdf {
-		noneUpTo += net[t] * math.Exp(-lam*float64(t))
-		cdf[t] = noneUpTo * FA[t]
+	a := gapArrivals{none: make([]float64, g.n)}
+	sum := 0.0
+	for t := range a.none {
+		sum += net[t] * math.Exp(-lam*float64(t))
+		a.none[t] = sum
 	}
-	quiet = differences(cdf)
-	cdf = make([]float64, g.n)
 	for m := 1; ; m++ {
-		// w[y] = p_y Pois(m; λy)/y: the chance of m arrivals in a gap of
-		// y cells, per cell of the arrival's place in it.
 		w := make([]float64, g.n)
 		mass := 0.0
 		for y := 1; y < g.n; y++ {
@@ -138,9 +134,8 @@ func (g grid) secondPhaseStart(queued, net []float64, arrived func(m int) []floa
 			mass += net[y] * pm
 		}
 		if mass < 1e-13 {
-			break
+			return a
 		}
-		// Wc(s) = Σ_{y<=s} w_y, M(s) = Σ_{y<=s} w_y y.
 		wc, mc := make([]float64, g.n), make([]float64, g.n)
 		for s := range wc {
 			wc[s], mc[s] = w[s], w[s]*float64(s)
@@ -149,6 +144,31 @@ func (g grid) secondPhaseStart(queued, net []float64, arrived func(m int) []floa
 				mc[s] += mc[s-1]
 			}
 		}
+		a.upTo, a.moment = append(a.upTo, wc), append(a.moment, mc)
+	}
+}
+
+// secondPhaseStart is the law of D (serverTwoPhasesNet) after the first
+// phase's last service, quiet where no request arrives in the gap and busy
+// where some do: the reply gap Y and the arrivals in it (gaps), the work A
+// of law queued behind the phase, m arrivals bringing work of law
+// arrived(m). For m arrivals at u, uniform in (0, y), with work L of law
+// P_L:
+//
+//	P(D <= t, Y = y, m) = p_y Pois(m; λy) 1{y <= t} Σ_s P_L(t-s) F_A(s) min(y, s)/y
+//
+// whose sum over y is three convolutions in s.
+func (g grid) secondPhaseStart(queued []float64, gaps gapArrivals, arrived func(m int) []float64) (quiet, busy []float64) {
+	FA := cumulative(queued)
+	cdf := make([]float64, g.n)
+	// No arrival in the gap: D = max(Y, A).
+	for t := range cdf {
+		cdf[t] = gaps.none[t] * FA[t]
+	}
+	quiet = differences(cdf)
+	cdf = make([]float64, g.n)
+	for i, wc := range gaps.upTo {
+		mc := gaps.moment[i]
 		// Σ_s P_L(t-s) F_A(s) [s Wc(t) - (s Wc(s) - M(s))], the second
 		// part >= 0 as convolve keeps it.
 		byS, past := make([]float64, g.n), make([]float64, g.n)
@@ -156,7 +176,7 @@ func (g grid) secondPhaseStart(queued, net []float64, arrived func(m int) []floa
 			byS[s] = FA[s] * float64(s)
 			past[s] = byS[s]*wc[s] - FA[s]*mc[s]
 		}
-		work := arrived(m)
+		work := arrived(i + 1)
 		a, b := convolve(byS, work), convolve(past, work)
 		for t := range cdf {
 			cdf[t] += wc[t]*a[t] - b[t]
