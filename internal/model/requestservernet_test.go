@@ -60,7 +60,9 @@ func TestLastReplyIsTheSlowestReply(t *testing.T) {
 // server the predictor is within the thesis's 0.002 at 1% and 8% load,
 // 0.005 at 30% (a constant service's p90, 0.006 off against 4x10^5
 // simulated requests, is the map's worst; an exponential one's is
-// 0.002); on two groups within 0.005 at 8% (0.0043 in the map).
+// 0.002); on two groups within 0.002 at 8% (0.0007 in the map; 0.0043
+// while the last request's second phase landed anywhere in this one's
+// first phase).
 func TestOneServerWithNetworkMatchesSimulation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates 200000 requests per load")
@@ -72,7 +74,7 @@ func TestOneServerWithNetworkMatchesSimulation(t *testing.T) {
 	}{
 		{Constant{V: 40e-6}, Config{1, 1}, 0.01, 0.002}, {Constant{V: 40e-6}, Config{1, 1}, 0.08, 0.002},
 		{Constant{V: 40e-6}, Config{1, 1}, 0.3, 0.005}, {Exponential{M: 40e-6}, Config{1, 1}, 0.08, 0.002},
-		{Constant{V: 40e-6}, Config{1, 2}, 0.08, 0.005},
+		{Constant{V: 40e-6}, Config{1, 2}, 0.08, 0.002},
 	} {
 		sys := System{Service: c.svc, Net: LogNormal{Median: 250e-6, Sigma: 0.4},
 			Request: Request{Phases: []int{30, 20}}, Rate: c.util / (50 * 40e-6)}

@@ -325,9 +325,9 @@ func lumpCases(since int, others []float64, left float64, last bool, lump []floa
 	if len(count) > 1 {
 		p1 = count[1]
 	}
-	cases := []aheadCase{{p0, []float64{1}, -1, false}}
+	cases := []aheadCase{{p0, []float64{1}, -1, false, nil}}
 	for j, at := range instants {
-		cases = append(cases, aheadCase{p1 / float64(len(instants)), lump, at, j > 0})
+		cases = append(cases, aheadCase{p1 / float64(len(instants)), lump, at, j > 0, nil})
 	}
 	if more := 1 - p0 - p1; more > 1e-13 {
 		law := []float64{}
@@ -341,7 +341,7 @@ func lumpCases(since int, others []float64, left float64, last bool, lump []floa
 			}
 			power = polyConvolve(power, lump)
 		}
-		cases = append(cases, aheadCase{more, law, -1, false})
+		cases = append(cases, aheadCase{more, law, -1, false, nil})
 	}
 	return cases
 }
@@ -476,7 +476,7 @@ func (g grid) nextWindow(st groupEnds, s int, wl *serverLumps, counts []float64,
 		}
 		// z: when the group is done with the lumps (free for phase i+1
 		// from the later of that and s).
-		z := convolve(g.freeAt(free, s, c.at), wl.work[j])
+		z := convolve(g.freeAt(free, s, c.at, c.from), wl.work[j])
 		g.startOnArrival(other[1:], z, []float64{1}, sums, second, s)
 		for x := 0; x < s; x++ {
 			z[s] += z[x]

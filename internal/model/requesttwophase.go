@@ -355,9 +355,9 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 					continue
 				}
 				if d == 1 {
-					g.startOnArrival(h[1:], g.freeAt(firstEnd, s, c.at), c.law, sums, second, s)
+					g.startOnArrival(h[1:], g.freeAt(firstEnd, s, c.at, c.from), c.law, sums, second, s)
 					if !gapless {
-						g.startOnArrival(hStar[1:], g.freeAt(lastEnd, s, c.at), c.law, sums, second, s)
+						g.startOnArrival(hStar[1:], g.freeAt(lastEnd, s, c.at, c.from), c.law, sums, second, s)
 					}
 				}
 				// hStar from the case before stands when its law is this one's
@@ -406,6 +406,9 @@ type aheadCase struct {
 	// sameLaw: law is the case before's, so the average over it that does
 	// not depend on the instant is that case's too.
 	sameLaw bool
+	// from, when set, is the CDF of the instant the work arrives, in cells
+	// from the request's arrival, in place of at.
+	from []float64
 }
 
 // serverFree is, for one server per group (d = 1), the CDF of when a
@@ -454,9 +457,15 @@ func (g grid) serverFree(e, gaps [][]float64, weight []float64, total float64, s
 
 // freeAt is the law of M = max(F, u), when a group (F's CDF firstEnd) is
 // free to start work that reaches it at u: u = at*s, or uniform in (0, s)
-// when at < 0.
-func (g grid) freeAt(firstEnd []float64, s int, at float64) []float64 {
+// when at < 0, or of CDF from (taken apart from F) when that is set.
+func (g grid) freeAt(firstEnd []float64, s int, at float64, from []float64) []float64 {
 	cdf := append([]float64(nil), firstEnd...)
+	if from != nil {
+		for x := range cdf {
+			cdf[x] *= from[x]
+		}
+		return differences(cdf)
+	}
 	for x := range cdf {
 		switch {
 		case at >= 0 && float64(x) < at*float64(s):
@@ -723,7 +732,7 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64,
 	if splitExactly(r, d) {
 		at = dupInstants
 	}
-	arrivals := arrivalCases(sys.Rate, first, []float64{1}, at)
+	arrivals := arrivalCases(sys.Rate, first, []float64{1}, at, nil)
 	left := g.finishedLeftover(k1, k2, r, d, sys.Rate, sums)
 	idle := g.pmf(Constant{0})
 	aloneStates := []weightedLaw{{1, idle}}
@@ -754,7 +763,7 @@ func (g grid) twoPhaseGroupsFor(sys System, phases []int, r, d int, rho float64,
 	}
 	q := float64(k1) / float64(k1+k2)
 	pending := binomial(k2, p)
-	withPending := arrivalCases(sys.Rate, first, pending, nil)
+	withPending := arrivalCases(sys.Rate, first, pending, nil, nil)
 	both := g.twoPhaseGroups(k1, k2, r, d, states, []func(float64) []aheadCase{withPending, arrivals}, sums, net, &replies, progress.stage("behind another request", 0.2, 0.8))
 	inFirst, inSecond := both[0], both[1]
 	law := make([]float64, g.n)
@@ -790,17 +799,20 @@ var dupInstants = []float64{0.5}
 // arrive: none, one (given instants, at one of them, the same at every
 // group: a group or duplicate idle at that instant starts its work then),
 // or more (their counts and instants then taken apart at each group).
-func arrivalCases(rate float64, first, pending, instants []float64) func(window float64) []aheadCase {
+// Where none arrives the pending work reaches the groups at an instant of
+// CDF pendingFrom (in cells from the request's arrival), or, nil, at one
+// spread evenly over the first phase.
+func arrivalCases(rate float64, first, pending, instants, pendingFrom []float64) func(window float64) []aheadCase {
 	return func(window float64) []aheadCase {
 		mean := rate * window
 		p0, p1 := math.Exp(-mean), mean*math.Exp(-mean)
-		cases := []aheadCase{{p0, pending, -1, false}}
+		cases := []aheadCase{{p0, pending, -1, false, pendingFrom}}
 		one := polyConvolve(first, pending)
 		if len(instants) == 0 {
-			cases = append(cases, aheadCase{p1, one, -1, false})
+			cases = append(cases, aheadCase{p1, one, -1, false, nil})
 		} else {
 			for j, at := range instants {
-				cases = append(cases, aheadCase{p1 / float64(len(instants)), one, at, j > 0})
+				cases = append(cases, aheadCase{p1 / float64(len(instants)), one, at, j > 0, nil})
 			}
 		}
 		if more := 1 - p0 - p1; more > 1e-13 {
@@ -812,7 +824,7 @@ func arrivalCases(rate float64, first, pending, instants []float64) func(window 
 			for c := range law {
 				law[c] = math.Max(0, law[c]) / more
 			}
-			cases = append(cases, aheadCase{more, polyConvolve(law, pending), -1, false})
+			cases = append(cases, aheadCase{more, polyConvolve(law, pending), -1, false, nil})
 		}
 		return cases
 	}
