@@ -3,6 +3,8 @@ package model
 import (
 	"math"
 	"slices"
+
+	"gonum.org/v1/gonum/floats"
 )
 
 // lastRequestShare is about the most weight one of oneServerGroups's bins
@@ -77,8 +79,12 @@ const (
 // With a network delay on each reply the first phase ends at a group at
 // its last reply, W + M(n) (replyLaws); every group may be idle with the
 // last request's replies still in flight, its second phase then pending
-// (inGap), and the groups' servers are free from their last services
-// (twoPhaseGroups with replies).
+// (of the all-idle draws, the share P(all ended | all served) is taken
+// out: with the difference P(all served) - P(all ended) instead, the
+// multinomial's beside the draws' own zEnded^r, it took out up to an
+// eighth of 1x4's idle draws at ages where none had ended), and the
+// groups' servers are free from their last services (twoPhaseGroups
+// with replies).
 //
 // Each conditioned law is a pass of twoPhaseGroups with the groups'
 // states that law; the ages (and lags) are binned so that each bin takes
@@ -126,32 +132,45 @@ func (g grid) oneServerGroups(sys System, k1, k2, r int, rho float64, net []floa
 	arrivals := arrivalCases(rate, first, []float64{1}, instants, nil)
 	// At each age, the last request's second phase and those of the older
 	// requests still in their first phase reach the groups when the last
-	// request's first phase ends.
+	// request's first phase ends (pendingAt). An age's pass draws each
+	// group's state apart, every group idle with chance zEnded^r; of that,
+	// the share with every reply in too (alls, by the split of the first
+	// phase: P(all ended | all served)) is the last request past its first
+	// phase, which the lag bins take: it is taken out with the idle
+	// groups' law (the idle pass's results, where it weighs anything).
+	zEnded := cumulative(z)
 	aheads := []func(float64) []aheadCase{arrivals}
-	for _, b := range ageBins {
+	pendingAt := make([]func(float64) []aheadCase, len(ageBins))
+	alls := make([]float64, len(ageBins))
+	idleAt := make([]int, len(ageBins)) // the idle pass's result for the age, 0 for none
+	for j, b := range ageBins {
 		older := compoundPoissonCounts(rate*g.stillInFirstPhase(allEnded, b.at), pending, 1e-13)
-		aheads = append(aheads, arrivalCases(rate, first, polyConvolve(pending, older), instants, endsAfter(allEnded, b.at)))
+		pendingAt[j] = arrivalCases(rate, first, polyConvolve(pending, older), instants, endsAfter(allEnded, b.at))
+		if allServed[b.at] > 0 {
+			alls[j] = ipow(zEnded[b.at], r) * allEnded[b.at] / allServed[b.at]
+		}
+		if alls[j] > 1e-7 {
+			idleAt[j] = len(aheads)
+			aheads = append(aheads, pendingAt[j])
+		}
 	}
 	idle := []weightedLaw{{1, none}}
-	both := g.twoPhaseGroups(k1, k2, r, 1, idle, aheads, sums, net, &replies, stage(0))
-	alone, idlePending := both[0], both[1:]
+	idlePasses := g.twoPhaseGroups(k1, k2, r, 1, idle, aheads, sums, net, &replies, stage(0))
+	alone := idlePasses[0]
 	law := make([]float64, g.n)
 	inSecond := 1.0 // the chance the last request is past its first phase (or older than the grid)
-	zEnded := cumulative(z)
 	for j, b := range ageBins {
 		inSecond -= b.w
-		// The groups all idle: at an age the last request is in its
-		// first phase, with its replies in flight (inGap) or not.
-		inGap := allServed[b.at] - allEnded[b.at]
-		all := ipow(zEnded[b.at], r) - inGap
+		all := alls[j]
 		if allEnded[b.at] > 1-1e-12 || all > 1-1e-12 {
 			continue
 		}
 		state := []weightedLaw{{1, shifted(z, b.at)}}
-		got := g.twoPhaseGroups(k1, k2, r, 1, state, aheads[1+j:2+j], sums, net, &replies, stage(1+j))[0]
-		for i := range law {
-			law[i] += b.w * (got[i] - all*idlePending[j][i]) / (1 - all)
+		got := g.twoPhaseGroups(k1, k2, r, 1, state, pendingAt[j:j+1], sums, net, &replies, stage(1+j))[0]
+		if idleAt[j] > 0 {
+			floats.AddScaled(got, -all, idlePasses[idleAt[j]])
 		}
+		floats.AddScaled(law, b.w/(1-all), got)
 	}
 	for i := range law {
 		law[i] += inSecond * alone[i]
