@@ -154,7 +154,7 @@ func RequestNote(sys model.System, mixes []model.Config) string {
 	if sys.Net != nil && sys.Net.Mean() > 0 {
 		// The recorded maps have no network delay, and with one the
 		// predictor is further off: the map says less about this system.
-		b.WriteString("; this system has a network delay on each reply, which that map has not: with a spread one about six times the work, the predictor was within 0.002 of simulation in 7 of 27 cells, 0.001-0.015 off with one server per group, up to 0.020 with one group of duplicates and 0.034 with several (docs/requests.md); gait model errormap --phases --net maps such a system")
+		b.WriteString("; this system has a network delay on each reply, which that map has not: with a spread one about six times the work, the predictor was within 0.002 of simulation in 9 of 27 cells, 0.001-0.007 off with one server per group, up to 0.020 with one group of duplicates and 0.034 with several (docs/requests.md); gait model errormap --phases --net maps such a system")
 	}
 	fmt.Fprintf(&b, "; %s\n", simulate)
 	return b.String()
