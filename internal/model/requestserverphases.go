@@ -476,7 +476,7 @@ func (g grid) nextWindow(st groupEnds, s int, wl *serverLumps, counts []float64,
 		}
 		// z: when the group is done with the lumps (free for phase i+1
 		// from the later of that and s).
-		z := convolve(g.freeAt(free, s, c.at, c.from), wl.work[j])
+		z := convolve(g.freeAt(free, s, c), wl.work[j])
 		g.startOnArrival(other[1:], z, []float64{1}, sums, second, s)
 		for x := 0; x < s; x++ {
 			z[s] += z[x]

@@ -355,9 +355,9 @@ func (g grid) twoPhaseGroups(k1, k2, r, d int, states []weightedLaw, aheads []fu
 					continue
 				}
 				if d == 1 {
-					g.startOnArrival(h[1:], g.freeAt(firstEnd, s, c.at, c.from), c.law, sums, second, s)
+					g.startOnArrival(h[1:], g.freeAt(firstEnd, s, c), c.law, sums, second, s)
 					if !gapless {
-						g.startOnArrival(hStar[1:], g.freeAt(lastEnd, s, c.at, c.from), c.law, sums, second, s)
+						g.startOnArrival(hStar[1:], g.freeAt(lastEnd, s, c), c.law, sums, second, s)
 					}
 				}
 				// hStar from the case before stands when its law is this one's
@@ -456,16 +456,18 @@ func (g grid) serverFree(e, gaps [][]float64, weight []float64, total float64, s
 }
 
 // freeAt is the law of M = max(F, u), when a group (F's CDF firstEnd) is
-// free to start work that reaches it at u: u = at*s, or uniform in (0, s)
-// when at < 0, or of CDF from (taken apart from F) when that is set.
-func (g grid) freeAt(firstEnd []float64, s int, at float64, from []float64) []float64 {
+// free to start the work of case c, which reaches it at u: of CDF c.from
+// (taken apart from F) when that is set, else u = c.at*s, or uniform in
+// (0, s) when c.at < 0.
+func (g grid) freeAt(firstEnd []float64, s int, c aheadCase) []float64 {
 	cdf := append([]float64(nil), firstEnd...)
-	if from != nil {
+	if c.from != nil {
 		for x := range cdf {
-			cdf[x] *= from[x]
+			cdf[x] *= c.from[x]
 		}
 		return differences(cdf)
 	}
+	at := c.at
 	for x := range cdf {
 		switch {
 		case at >= 0 && float64(x) < at*float64(s):
